@@ -1,0 +1,33 @@
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, os.path.dirname(__file__))
+
+from upstream import Upstream  # noqa: E402
+from vendors import SDKS, VENDOR_ROUTES, Sdk  # noqa: E402
+
+
+@pytest.fixture
+def upstream() -> Iterator[Upstream]:
+    server = Upstream()
+    for prefix, reply in VENDOR_ROUTES.values():
+        server.routes[prefix] = reply
+    server.start()
+    yield server
+    server.stop()
+
+
+@pytest.fixture(params=SDKS, ids=lambda sdk: sdk.id)
+def sdk(request: pytest.FixtureRequest) -> Sdk:
+    return request.param  # type: ignore[no-any-return]
+
+
+@pytest.fixture
+def cassette(tmp_path: Path) -> Path:
+    return tmp_path / "cassette.jsonl"

@@ -1,0 +1,40 @@
+"""vcr_transport: record what an LLM SDK sends and streams back at the httpx transport, replay it offline.
+
+Importing this package patches nothing, reads no environment variable and opens no file.
+"""
+
+from ._cassette import FORMAT_VERSION
+from ._exceptions import CassetteError, RecordedError, ReplayMismatch, UnplayedCallsError, VcrTransportError
+from ._matching import NON_DETERMINISTIC_FIELD_NAMES, VOLATILE_HEADERS, RequestMatcher, find_first_difference
+from ._recording import AsyncRecordingTransport, RecordingTransport
+from ._redaction import PLACEHOLDER, SECRET_FIELD_NAMES, Redactor, remove_secret_values
+from ._replay import AsyncReplayTransport, ReplayTransport
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "FORMAT_VERSION",
+    "NON_DETERMINISTIC_FIELD_NAMES",
+    "PLACEHOLDER",
+    "SECRET_FIELD_NAMES",
+    "VOLATILE_HEADERS",
+    "AsyncRecordingTransport",
+    "AsyncReplayTransport",
+    "CassetteError",
+    "RecordedError",
+    "Redactor",
+    "ReplayMismatch",
+    "ReplayTransport",
+    "RecordingTransport",
+    "RequestMatcher",
+    "UnplayedCallsError",
+    "VcrTransportError",
+    "find_first_difference",
+    "remove_secret_values",
+]
+
+for _name in __all__:
+    _obj = globals()[_name]
+    if isinstance(_obj, type):
+        _obj.__module__ = "vcr_transport"
+del _name, _obj

@@ -1,0 +1,224 @@
+"""Cassette format v1: the model and its JSONL lines. No I/O here.
+
+One JSON object per line, written as things happen:
+
+    header     {"type": "header", "format_version": 1, ...optional metadata}
+    request    {"type": "request", "call_index", "method", "url", "headers": [[name, value]...], "body"}
+    response   {"type": "response", "call_index", "status", "headers", "http_version"}
+    event      {"type": "event", "call_index", "event_index", "t", "text" | "base64"}
+    call_end   {"type": "call_end", "call_index", "event_count", "outcome", "error"?}
+
+A request body is ``null``, ``{"json": value}``, ``{"text": str}`` or ``{"base64": str}``.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import json
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+from ._exceptions import CassetteError
+
+__all__ = ["FORMAT_VERSION", "Cassette", "RecordedCall", "StoredBody"]
+
+FORMAT_VERSION = 1
+OUTCOMES = ("complete", "closed_early", "error")
+
+StoredBody = dict[str, Any] | None
+
+
+def dumps_line(obj: dict[str, Any]) -> str:
+    return json.dumps(obj, ensure_ascii=False, separators=(",", ":")) + "\n"
+
+
+def encode_chunk(chunk: bytes) -> tuple[str, str]:
+    """A chunk as ("text", str) when it is valid UTF-8 on its own, else ("base64", str)."""
+    try:
+        return "text", chunk.decode("utf-8")
+    except UnicodeDecodeError:
+        return "base64", base64.b64encode(chunk).decode("ascii")
+
+
+def decode_body(body: StoredBody) -> bytes:
+    """The bytes a stored request body stands for (JSON is re-serialized compactly)."""
+    if body is None:
+        return b""
+    if "json" in body:
+        return json.dumps(body["json"], separators=(",", ":"), ensure_ascii=False).encode()
+    if "text" in body:
+        return str(body["text"]).encode("utf-8", "surrogateescape")
+    return base64.b64decode(body["base64"])
+
+
+@dataclass
+class RecordedCall:
+    index: int
+    method: str
+    url: str
+    request_headers: list[tuple[str, str]]
+    body: StoredBody
+    status: int | None = None
+    response_headers: list[tuple[str, str]] = field(default_factory=list)
+    http_version: str = "HTTP/1.1"
+    chunks: list[bytes] = field(default_factory=list)
+    offsets: list[float] = field(default_factory=list)
+    outcome: str | None = None
+    error_class: str = ""
+    error_message: str = ""
+    line: int = 0
+
+    @property
+    def complete(self) -> bool:
+        return self.outcome == "complete"
+
+
+@dataclass
+class Cassette:
+    path: str
+    header: dict[str, Any]
+    calls: list[RecordedCall]
+
+    @classmethod
+    def parse(cls, lines: Iterable[str], path: str) -> Cassette:
+        """Read cassette lines (each with its newline). Refuses anything it can't replay faithfully."""
+        parser = _Parser(path)
+        for number, line in enumerate(lines, start=1):
+            parser.feed(number, line)
+        return parser.finish()
+
+
+class _Parser:
+    def __init__(self, path: str) -> None:
+        self.path = path
+        self.header: dict[str, Any] | None = None
+        self.calls: dict[int, RecordedCall] = {}
+        self.last_line = 0
+
+    def fail(self, line: int | None, problem: str, fix: str = "") -> CassetteError:
+        return CassetteError(self.path, line, problem, fix)
+
+    def feed(self, number: int, line: str) -> None:
+        self.last_line = number
+        if not line.endswith("\n"):
+            raise self.fail(
+                number,
+                "the last line is cut off (no newline): the recording was interrupted",
+                "re-record the cassette",
+            )
+        try:
+            obj = json.loads(line)
+        except json.JSONDecodeError as exc:
+            raise self.fail(number, f"not valid JSON ({exc.msg} at column {exc.colno})", "re-record the cassette") from None
+        if not isinstance(obj, dict):
+            raise self.fail(number, f"expected a JSON object, found {type(obj).__name__}")
+        kind = obj.get("type")
+        if self.header is None:
+            self._header(number, kind, obj)
+            return
+        handler = getattr(self, f"_line_{kind}", None) if isinstance(kind, str) else None
+        if handler is None or kind == "header":
+            if kind == "header":
+                raise self.fail(number, "a second header line: only line 1 may be a header")
+            raise self.fail(
+                number,
+                f"unknown line type {kind!r}",
+                "expected one of header, request, response, event, call_end; "
+                "a newer vcr_transport may have written it",
+            )
+        try:
+            handler(number, obj)
+        except (KeyError, TypeError, ValueError, binascii.Error) as exc:
+            raise self.fail(number, f"malformed {kind} line: {type(exc).__name__}: {exc}") from None
+
+    def _header(self, number: int, kind: object, obj: dict[str, Any]) -> None:
+        if kind != "header":
+            raise self.fail(number, "line 1 is not a header line", "the file is not a vcr_transport cassette")
+        version = obj.get("format_version")
+        if version != FORMAT_VERSION:
+            raise self.fail(
+                number,
+                f"format_version {version!r} is not supported; this vcr_transport reads version {FORMAT_VERSION}",
+                "re-record the cassette, or use the vcr_transport version that wrote it",
+            )
+        self.header = obj
+
+    def _call(self, number: int, obj: dict[str, Any]) -> RecordedCall:
+        index = obj["call_index"]
+        call = self.calls.get(index)
+        if call is None:
+            raise self.fail(number, f"call {index!r} has no request line before this line")
+        if call.outcome is not None:
+            raise self.fail(number, f"line for call {index} after its call_end")
+        return call
+
+    def _line_request(self, number: int, obj: dict[str, Any]) -> None:
+        index = obj["call_index"]
+        if not isinstance(index, int) or index in self.calls:
+            raise self.fail(number, f"call_index {index!r} is repeated or not an integer")
+        body = obj.get("body")
+        if body is not None and not (isinstance(body, dict) and len(body) == 1 and next(iter(body)) in ("json", "text", "base64")):
+            raise self.fail(number, "request body must be null or one of {json}, {text}, {base64}")
+        self.calls[index] = RecordedCall(
+            index=index,
+            method=str(obj["method"]),
+            url=str(obj["url"]),
+            request_headers=[(str(k), str(v)) for k, v in obj["headers"]],
+            body=body,
+            line=number,
+        )
+
+    def _line_response(self, number: int, obj: dict[str, Any]) -> None:
+        call = self._call(number, obj)
+        if call.status is not None:
+            raise self.fail(number, f"a second response line for call {call.index}")
+        call.status = int(obj["status"])
+        call.response_headers = [(str(k), str(v)) for k, v in obj["headers"]]
+        call.http_version = str(obj.get("http_version", "HTTP/1.1"))
+
+    def _line_event(self, number: int, obj: dict[str, Any]) -> None:
+        call = self._call(number, obj)
+        if call.status is None:
+            raise self.fail(number, f"event for call {call.index} before its response line")
+        if obj["event_index"] != len(call.chunks):
+            raise self.fail(number, f"event_index {obj['event_index']!r} of call {call.index}, expected {len(call.chunks)}")
+        if "text" in obj:
+            chunk = str(obj["text"]).encode("utf-8")
+        else:
+            chunk = base64.b64decode(obj["base64"], validate=True)
+        call.chunks.append(chunk)
+        call.offsets.append(float(obj.get("t", 0.0)))
+
+    def _line_call_end(self, number: int, obj: dict[str, Any]) -> None:
+        call = self._call(number, obj)
+        outcome = obj["outcome"]
+        if outcome not in OUTCOMES:
+            raise self.fail(number, f"unknown outcome {outcome!r}; expected one of {', '.join(OUTCOMES)}")
+        if obj["event_count"] != len(call.chunks):
+            raise self.fail(
+                number, f"call {call.index} ends with event_count {obj['event_count']!r} but has {len(call.chunks)} events"
+            )
+        if outcome != "error" and call.status is None:
+            raise self.fail(number, f"call {call.index} ends {outcome!r} without a response line")
+        if outcome == "error":
+            error = obj["error"]
+            call.error_class = str(error["class"])
+            call.error_message = str(error["message"])
+        call.outcome = outcome
+
+    def finish(self) -> Cassette:
+        if self.header is None:
+            raise self.fail(None, "the file is empty: no header line", "record the cassette again")
+        for call in self.calls.values():
+            if call.outcome is None:
+                raise self.fail(
+                    call.line,
+                    f"call {call.index} has no call_end line: the recording was interrupted",
+                    "re-record the cassette",
+                )
+        indexes = sorted(self.calls)
+        if indexes != list(range(len(indexes))):
+            raise self.fail(None, f"call indexes are not 0..{len(indexes) - 1}: {indexes}")
+        return Cassette(self.path, self.header, [self.calls[i] for i in indexes])

@@ -1,0 +1,115 @@
+"""The exceptions vcr_transport raises.
+
+    VcrTransportError              every error of ours
+     ├── CassetteError             a cassette can't be read: names the file, the line and what is wrong
+     ├── ReplayMismatch            a request differs from the recorded one: names the call and the field
+     ├── UnplayedCallsError        recorded calls that no request asked for
+     └── RecordedError             replays a recorded failure whose class is neither httpx's nor a builtin
+
+A recorded transport failure (``ConnectError``, ``ReadError``...) is re-raised on replay as the same class
+of the caller's own HTTP library, not as one of these.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+__all__ = [
+    "CassetteError",
+    "RecordedError",
+    "ReplayMismatch",
+    "UnplayedCallsError",
+    "VcrTransportError",
+]
+
+MISSING: Any = "<missing>"
+
+
+class VcrTransportError(Exception):
+    """Base class of every exception vcr_transport raises."""
+
+
+class CassetteError(VcrTransportError):
+    """A cassette is missing, corrupt, cut off, of another format version, or of an unknown shape."""
+
+    def __init__(self, path: str, line: int | None, problem: str, fix: str = "") -> None:
+        self.path = path
+        self.line = line
+        self.problem = problem
+        where = f"{path}:{line}" if line is not None else path
+        message = f"cassette {where}: {problem}"
+        if fix:
+            message += f"\n  fix: {fix}"
+        super().__init__(message)
+
+
+def shorten(value: Any, limit: int = 80) -> str:
+    """The repr of a value, cut to a readable length."""
+    text = value if value is MISSING else repr(value)
+    if len(text) > limit:
+        text = text[: limit - 3] + "..."
+    return text
+
+
+class ReplayMismatch(VcrTransportError):
+    """An incoming request differs from the recorded call it was compared with.
+
+    The first line of the message is always
+    ``replay mismatch at call N, field PATH: recorded R, incoming I``.
+    The values in the message are redacted and shortened; the attributes hold them whole.
+    """
+
+    def __init__(
+        self,
+        call_index: int,
+        field_path: str,
+        recorded: Any,
+        incoming: Any,
+        *,
+        cassette: str = "",
+        event_index: int | None = None,
+        detail: str = "",
+    ) -> None:
+        self.call_index = call_index
+        self.field_path = field_path
+        self.recorded = recorded
+        self.incoming = incoming
+        self.cassette = cassette
+        self.event_index = event_index
+        lines = [self.headline]
+        if detail:
+            lines.append(detail)
+        if cassette:
+            lines.append(f"cassette: {cassette}")
+        lines.append(
+            "to re-record: run with VCR_TRANSPORT_MODE=record (or pass mode='record'), "
+            "or delete the cassette and run again against the real API"
+        )
+        super().__init__("\n".join(lines))
+
+    @property
+    def headline(self) -> str:
+        return (
+            f"replay mismatch at call {self.call_index}, field {self.field_path}: "
+            f"recorded {shorten(self.recorded)}, incoming {shorten(self.incoming)}"
+        )
+
+
+class UnplayedCallsError(VcrTransportError):
+    """Recorded calls that no request asked for, listed by index, method and URL."""
+
+    def __init__(self, cassette: str, unplayed: list[tuple[int, str, str]]) -> None:
+        self.cassette = cassette
+        self.unplayed = unplayed
+        lines = [f"{len(unplayed)} recorded call(s) were never played from {cassette}:"]
+        lines += [f"  call {index}: {method} {url}" for index, method, url in unplayed]
+        lines.append("the code under test made fewer requests than were recorded; re-record if that is intended")
+        super().__init__("\n".join(lines))
+
+
+class RecordedError(VcrTransportError):
+    """Replays a recorded failure whose exception class can't be rebuilt in the caller's library."""
+
+    def __init__(self, class_name: str, message: str) -> None:
+        self.class_name = class_name
+        super().__init__(f"{class_name}: {message}")

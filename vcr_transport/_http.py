@@ -1,0 +1,111 @@
+"""The HTTP library (httpx or httpx2) as a value: what a request came from, and building that library's
+streams, responses and exceptions."""
+
+from __future__ import annotations
+
+import base64
+import builtins
+import functools
+import json
+import sys
+from types import ModuleType
+from typing import Any
+
+from ._cassette import StoredBody
+from ._exceptions import RecordedError
+from ._redaction import Redactor
+
+__all__ = ["library_of", "rebuild_error", "stored_body", "stream_class"]
+
+HTTP_LIBRARIES = ("httpx", "httpx2")
+
+
+def library_of(obj: object) -> ModuleType:
+    """The httpx or httpx2 module whose class ``obj`` is an instance of."""
+    root = type(obj).__module__.partition(".")[0]
+    if root not in HTTP_LIBRARIES:
+        raise TypeError(f"expected an httpx or httpx2 object, got {type(obj).__module__}.{type(obj).__name__}")
+    return sys.modules[root]
+
+
+@functools.cache
+def stream_class(library: ModuleType, base: type) -> type:
+    """``base`` made an instance of ``library``'s SyncByteStream and AsyncByteStream, as clients assert."""
+    return type(base.__name__, (base, library.SyncByteStream, library.AsyncByteStream), {"__module__": base.__module__})
+
+
+def error_name(exc: BaseException) -> str:
+    root = type(exc).__module__.partition(".")[0]
+    return f"{root}.{type(exc).__qualname__}"
+
+
+def rebuild_error(library: ModuleType, class_name: str, message: str, request: Any) -> BaseException:
+    """The recorded exception as the same class of the caller's library, or a builtin, or RecordedError."""
+    root, _, name = class_name.partition(".")
+    if root in HTTP_LIBRARIES:
+        cls = getattr(library, name, None)
+        if isinstance(cls, type) and issubclass(cls, library.RequestError):
+            return cls(message, request=request)  # type: ignore[no-any-return]
+        if isinstance(cls, type) and issubclass(cls, Exception):
+            return cls(message)  # type: ignore[no-any-return]
+    if root == "builtins":
+        cls = getattr(builtins, name, None)
+        if isinstance(cls, type) and issubclass(cls, Exception):
+            return cls(message)
+    return RecordedError(class_name, message)
+
+
+def convert_error(exc: BaseException, library: ModuleType, request: Any) -> BaseException:
+    """An exception of the other HTTP library, as the caller's library's class of the same name."""
+    root = type(exc).__module__.partition(".")[0]
+    if root in HTTP_LIBRARIES and sys.modules[root] is not library:
+        return rebuild_error(library, error_name(exc), str(exc), request)
+    return exc
+
+
+def content_type_of(headers: list[tuple[str, str]]) -> str:
+    for name, value in headers:
+        if name.lower() == "content-type":
+            return value.lower()
+    return ""
+
+
+def stored_body(content: bytes, content_type: str, redactor: Redactor) -> StoredBody:
+    """A request body as stored: JSON parsed, form and other text as text, anything else as base64; redacted."""
+    if not content:
+        return None
+    if "json" in content_type:
+        try:
+            return {"json": redactor.redact_value(json.loads(content))}
+        except ValueError:
+            pass
+    try:
+        text = content.decode("utf-8")
+    except UnicodeDecodeError:
+        return {"base64": base64.b64encode(content).decode("ascii")}
+    if "application/x-www-form-urlencoded" in content_type:
+        return {"text": redactor.redact_form(text)}
+    return {"text": redactor.redact_text(text)}
+
+
+def header_pairs(headers: Any) -> list[tuple[str, str]]:
+    """Raw header pairs, original case and order kept."""
+    return [(name.decode("latin-1"), value.decode("latin-1")) for name, value in headers.raw]
+
+
+def binary_body(headers: list[tuple[str, str]]) -> bool:
+    """Bodies that redaction leaves alone: content-encoded, or a binary media type."""
+    for name, value in headers:
+        lower = name.lower()
+        if lower == "content-encoding" and value.strip().lower() not in ("", "identity"):
+            return True
+        if lower == "content-type":
+            media = value.split(";")[0].strip().lower()
+            if media.startswith(("image/", "audio/", "video/", "font/")) or media in (
+                "application/octet-stream",
+                "application/pdf",
+                "application/zip",
+                "application/gzip",
+            ):
+                return True
+    return False

@@ -1,0 +1,156 @@
+"""Matching: turning a request into comparable fields and naming the first field that differs. No I/O."""
+
+from __future__ import annotations
+
+import fnmatch
+from collections.abc import Iterable, Mapping
+from typing import Any
+from urllib.parse import parse_qsl, urlsplit
+
+from ._cassette import StoredBody
+from ._exceptions import MISSING
+
+__all__ = [
+    "NON_DETERMINISTIC_FIELD_NAMES",
+    "VOLATILE_HEADERS",
+    "RequestMatcher",
+    "find_first_difference",
+]
+
+NON_DETERMINISTIC_FIELD_NAMES: frozenset[str] = frozenset({"timestamp"})
+
+VOLATILE_HEADERS: frozenset[str] = frozenset(
+    {
+        "user-agent",
+        "x-stainless-*",
+        "x-goog-api-client",
+        "traceparent",
+        "idempotency-key",
+        "content-length",
+        "accept-encoding",
+        "connection",
+        "host",
+    }
+)
+
+Difference = tuple[str, Any, Any]
+
+
+def find_first_difference(recorded: Any, incoming: Any, path: str = "") -> Difference | None:
+    """The first difference between two dumped structures as (path, recorded, incoming), or None.
+
+    Dicts are walked by sorted key and lists by index, so the same pair always gives the same path. A key
+    on one side only gives ``<missing>`` on the other; a change of type is a difference.
+    """
+    if type(recorded) is not type(incoming):
+        return path, recorded, incoming
+    if isinstance(recorded, dict):
+        for key in sorted(recorded.keys() | incoming.keys(), key=str):
+            child = f"{path}.{key}" if path else str(key)
+            difference = find_first_difference(recorded.get(key, MISSING), incoming.get(key, MISSING), child)
+            if difference is not None:
+                return difference
+        return None
+    if isinstance(recorded, list):
+        for position in range(max(len(recorded), len(incoming))):
+            child = f"{path}[{position}]"
+            left = recorded[position] if position < len(recorded) else MISSING
+            right = incoming[position] if position < len(incoming) else MISSING
+            difference = find_first_difference(left, right, child)
+            if difference is not None:
+                return difference
+        return None
+    return None if recorded == incoming else (path, recorded, incoming)
+
+
+def _drop_fields(value: Any, names: frozenset[str]) -> Any:
+    if isinstance(value, dict):
+        return {k: _drop_fields(v, names) for k, v in value.items() if k not in names}
+    if isinstance(value, list):
+        return [_drop_fields(v, names) for v in value]
+    return value
+
+
+def _multi_dict(pairs: Iterable[tuple[str, str]]) -> dict[str, Any]:
+    result: dict[str, Any] = {}
+    for name, value in pairs:
+        if name in result:
+            existing = result[name]
+            result[name] = [*existing, value] if isinstance(existing, list) else [existing, value]
+        else:
+            result[name] = value
+    return result
+
+
+class RequestMatcher:
+    """Turns a recorded or incoming request into the fields that matching compares.
+
+    ``ignore_headers`` adds header names (globs allowed) to the volatile set, ``compare_headers`` removes
+    them from it; ``ignore_fields`` adds JSON key names to skip wherever they appear in a body.
+    """
+
+    def __init__(
+        self,
+        *,
+        ignore_headers: Iterable[str] = (),
+        compare_headers: Iterable[str] = (),
+        ignore_fields: Iterable[str] = (),
+    ) -> None:
+        removed = {name.lower() for name in compare_headers}
+        volatile = (VOLATILE_HEADERS | {name.lower() for name in ignore_headers}) - removed
+        self._exact = frozenset(name for name in volatile if "*" not in name and "?" not in name)
+        self._globs = tuple(name for name in volatile if name not in self._exact)
+        self._removed = frozenset(removed)
+        self._fields = NON_DETERMINISTIC_FIELD_NAMES | frozenset(ignore_fields)
+        self._volatile_cache: dict[str, bool] = {}
+
+    def is_volatile(self, lower_name: str) -> bool:
+        cached = self._volatile_cache.get(lower_name)
+        if cached is None:
+            cached = lower_name not in self._removed and (
+                lower_name in self._exact or any(fnmatch.fnmatchcase(lower_name, glob) for glob in self._globs)
+            )
+            self._volatile_cache[lower_name] = cached
+        return cached
+
+    def comparable(
+        self, method: str, url: str, headers: Iterable[tuple[str, str]], body: StoredBody
+    ) -> dict[str, Any]:
+        """The request as the dict that paths like ``body.messages[0].content`` point into."""
+        parts = urlsplit(url)
+        host = parts.hostname or ""
+        if parts.port is not None:
+            host = f"{host}:{parts.port}"
+        kept = [(name.lower(), value) for name, value in headers if not self.is_volatile(name.lower())]
+        merged = {name: ", ".join(v) if isinstance(v, list) else v for name, v in _multi_dict(kept).items()}
+        return {
+            "method": method.upper(),
+            "url": {
+                "scheme": parts.scheme,
+                "host": host,
+                "path": parts.path or "/",
+                "query": _multi_dict(parse_qsl(parts.query, keep_blank_values=True)),
+            },
+            "headers": merged,
+            "body": self._comparable_body(body, merged.get("content-type", "")),
+        }
+
+    def _comparable_body(self, body: StoredBody, content_type: str) -> Any:
+        if body is None:
+            return ""
+        if "json" in body:
+            return _drop_fields(body["json"], self._fields)
+        text = body.get("text")
+        if text is not None and "application/x-www-form-urlencoded" in content_type:
+            return _drop_fields(_multi_dict(parse_qsl(text, keep_blank_values=True)), self._fields)
+        return text if text is not None else {"base64": body["base64"]}
+
+    def difference(self, recorded: Mapping[str, Any], incoming: Mapping[str, Any]) -> Difference | None:
+        """The first differing field, looking at method, URL, headers and body in that order."""
+        if recorded == incoming:
+            return None
+        for section in ("method", "url", "headers", "body"):
+            difference = find_first_difference(recorded[section], incoming[section], section)
+            if difference is not None:
+                return difference
+        return None

@@ -1,0 +1,343 @@
+"""Recording: transports that pass every chunk straight through to the caller and append it to the
+cassette as it passes."""
+
+from __future__ import annotations
+
+import asyncio
+import datetime
+import os
+import platform
+import sys
+import threading
+import time
+import weakref
+from collections.abc import AsyncIterator, Callable, Iterable, Iterator
+from importlib import metadata
+from types import ModuleType
+from typing import Any, NoReturn
+
+from ._cassette import FORMAT_VERSION, encode_chunk
+from ._http import (
+    HTTP_LIBRARIES,
+    binary_body,
+    content_type_of,
+    convert_error,
+    error_name,
+    header_pairs,
+    library_of,
+    stored_body,
+    stream_class,
+)
+from ._redaction import Redactor, StreamRedactor
+from ._storage import CassetteWriter
+
+__all__ = ["AsyncRecordingTransport", "RecordingTransport"]
+
+
+def _versions() -> dict[str, str]:
+    found = {"python": platform.python_version()}
+    for name in ("vcr_transport", "httpx2", "httpx", "openai", "anthropic", "google-genai"):
+        try:
+            found[name] = metadata.version(name)
+        except metadata.PackageNotFoundError:
+            pass
+    return found
+
+
+def _owner() -> tuple[int, int | None]:
+    try:
+        task = asyncio.current_task()
+    except RuntimeError:
+        task = None
+    return threading.get_ident(), None if task is None else id(task)
+
+
+class _CallRecording:
+    """One call's lines. Thread-safe through the writer; ``end`` writes call_end once."""
+
+    def __init__(self, recorder: CassetteRecorder, index: int) -> None:
+        self.recorder = recorder
+        self.index = index
+        self.owner = _owner()
+        self.started = time.perf_counter()
+        self.event_count = 0
+        self.ended = False
+        self._redacting: StreamRedactor | None = None
+
+    def response(self, status: int, headers: list[tuple[str, str]], http_version: str) -> None:
+        self.recorder.write(
+            {
+                "type": "response",
+                "call_index": self.index,
+                "status": status,
+                "headers": self.recorder.redactor.redact_headers(headers),
+                "http_version": http_version,
+            }
+        )
+        if not binary_body(headers):
+            self._redacting = StreamRedactor(self.recorder.redactor)
+
+    def chunk(self, data: bytes) -> None:
+        if self.ended:
+            return
+        offset = round(time.perf_counter() - self.started, 6)
+        tag = (self.event_count, offset)
+        self.event_count += 1
+        if self._redacting is None:
+            self._write_event(data, tag)
+        else:
+            for redacted, ready_tag in self._redacting.feed(data, tag):
+                self._write_event(redacted, ready_tag)
+
+    def _write_event(self, data: bytes, tag: tuple[int, float]) -> None:
+        kind, value = encode_chunk(data)
+        self.recorder.write({"type": "event", "call_index": self.index, "event_index": tag[0], "t": tag[1], kind: value})
+
+    def end(self, outcome: str, error: BaseException | None = None) -> None:
+        if self.ended:
+            return
+        self.ended = True
+        if self._redacting is not None:
+            for redacted, tag in self._redacting.finish():
+                self._write_event(redacted, tag)
+        line: dict[str, Any] = {
+            "type": "call_end",
+            "call_index": self.index,
+            "event_count": self.event_count,
+            "outcome": outcome,
+        }
+        if error is not None:
+            line["error"] = {"class": error_name(error), "message": self.recorder.redactor.redact_text(str(error))}
+        self.recorder.write(line)
+        self.recorder.forget(self)
+
+
+class CassetteRecorder:
+    """The cassette being recorded: numbers calls, writes their lines, finalises what is left at close."""
+
+    def __init__(self, path: str | os.PathLike[str], redactor: Redactor) -> None:
+        self.path = os.fspath(path)
+        self.redactor = redactor
+        header = {
+            "type": "header",
+            "format_version": FORMAT_VERSION,
+            "created": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
+            "versions": _versions(),
+        }
+        self._writer = CassetteWriter(path, header)
+        self._lock = threading.Lock()
+        self._next_index = 0
+        self._open: dict[int, _CallRecording] = {}
+        self._finalizer = weakref.finalize(self, CassetteRecorder._finish, self._open, self._writer)
+
+    def write(self, line: dict[str, Any]) -> None:
+        self._writer.write(line)
+
+    def start(self, method: str, url: str, headers: list[tuple[str, str]], body: bytes) -> _CallRecording:
+        with self._lock:
+            index = self._next_index
+            self._next_index += 1
+            call = _CallRecording(self, index)
+            # A stream its owner never closed (google-genai async after an early stop) ends when the same
+            # thread or task starts its next call.
+            abandoned = [c for c in self._open.values() if c.owner == call.owner]
+            self._open[index] = call
+        for previous in abandoned:
+            previous.end("closed_early")
+        redactor = self.redactor
+        self.write(
+            {
+                "type": "request",
+                "call_index": index,
+                "method": method,
+                "url": redactor.redact_text(url),
+                "headers": redactor.redact_headers(headers),
+                "body": stored_body(body, content_type_of(headers), redactor),
+            }
+        )
+        return call
+
+    def forget(self, call: _CallRecording) -> None:
+        with self._lock:
+            self._open.pop(call.index, None)
+
+    def close(self) -> None:
+        self._finalizer()
+
+    @staticmethod
+    def _finish(open_calls: dict[int, _CallRecording], writer: CassetteWriter) -> None:
+        for call in list(open_calls.values()):
+            call.end("closed_early")
+        writer.commit()
+
+
+class _RecordingStream:
+    """Yields each chunk of the inner stream the moment it arrives and records it on the way.
+
+    It is one-shot: a second iteration continues where the first stopped, as a live stream does.
+    """
+
+    def __init__(self, inner: Any, call: _CallRecording, convert: Callable[[BaseException], BaseException]) -> None:
+        self._inner = inner
+        self._call = call
+        self._convert = convert
+        self._sync_iterator: Iterator[bytes] | None = None
+        self._async_iterator: AsyncIterator[bytes] | None = None
+        weakref.finalize(self, call.end, "closed_early")
+
+    def __iter__(self) -> Iterator[bytes]:
+        if self._sync_iterator is None:
+            self._sync_iterator = iter(self._inner)
+        iterator = self._sync_iterator
+        while True:
+            try:
+                chunk = next(iterator)
+            except StopIteration:
+                self._call.end("complete")
+                return
+            except Exception as exc:
+                self._call.end("error", exc)
+                _reraise(self._convert(exc), exc)
+            self._call.chunk(chunk)
+            yield chunk
+
+    async def __aiter__(self) -> AsyncIterator[bytes]:
+        if self._async_iterator is None:
+            self._async_iterator = self._inner.__aiter__()
+        iterator = self._async_iterator
+        while True:
+            try:
+                chunk = await iterator.__anext__()
+            except StopAsyncIteration:
+                self._call.end("complete")
+                return
+            except Exception as exc:
+                self._call.end("error", exc)
+                _reraise(self._convert(exc), exc)
+            self._call.chunk(chunk)
+            yield chunk
+
+    def close(self) -> None:
+        self._call.end("closed_early")
+        self._inner.close()
+
+    async def aclose(self) -> None:
+        self._call.end("closed_early")
+        await self._inner.aclose()
+
+
+class _RecordingBase:
+    def __init__(
+        self,
+        inner: Any,
+        path: str | os.PathLike[str],
+        *,
+        redact_names: Iterable[str] = (),
+        redact_patterns: Iterable[str] = (),
+        redact_with: Iterable[Callable[[str], str]] = (),
+    ) -> None:
+        self.inner = inner
+        self.path = os.fspath(path)
+        self.recorder = CassetteRecorder(path, Redactor(redact_names, redact_patterns, redact_with))
+
+    def _start(self, request: Any) -> _CallRecording:
+        return self.recorder.start(request.method, str(request.url), header_pairs(request.headers), request.content)
+
+    def _forwarded(self, request: Any) -> Any:
+        """The request in the inner transport's library (the same object when the libraries agree)."""
+        inner_library = _inner_library(self.inner)
+        if inner_library is None or inner_library is library_of(request):
+            return request
+        return inner_library.Request(
+            request.method, str(request.url), headers=request.headers.raw, content=request.content,
+            extensions=request.extensions,
+        )
+
+    def _wrap(self, request: Any, response: Any, call: _CallRecording) -> Any:
+        library = library_of(request)
+        http_version = response.extensions.get("http_version", b"HTTP/1.1")
+        if isinstance(http_version, bytes):
+            http_version = http_version.decode("ascii", "replace")
+        headers = header_pairs(response.headers)
+        call.response(response.status_code, headers, str(http_version))
+        stream = stream_class(library, _RecordingStream)(
+            response.stream, call, lambda exc: convert_error(exc, library, request)
+        )
+        if library_of(response) is library:
+            response.stream = stream
+            return response
+        return library.Response(
+            response.status_code, headers=response.headers.raw, stream=stream, extensions=response.extensions
+        )
+
+
+
+def _inner_library(inner: Any) -> ModuleType | None:
+    """The library whose transport base class ``inner`` derives from; None for duck-typed transports."""
+    for cls in type(inner).__mro__:
+        root = cls.__module__.partition(".")[0]
+        if root in HTTP_LIBRARIES and cls.__name__ in ("BaseTransport", "AsyncBaseTransport"):
+            return sys.modules[root]
+    return None
+
+
+def _reraise(converted: BaseException, original: BaseException) -> NoReturn:
+    if converted is original:
+        raise original
+    raise converted from original
+
+
+class RecordingTransport(_RecordingBase):
+    """Wraps a sync httpx or httpx2 transport and records what passes through into a JSONL cassette.
+
+    The caller sees exactly what the inner transport returns, chunk by chunk, as it arrives. The cassette
+    replaces any older file at ``path`` when the transport is closed (or at exit).
+    """
+
+    def handle_request(self, request: Any) -> Any:
+        request.read()
+        call = self._start(request)
+        try:
+            response = self.inner.handle_request(self._forwarded(request))
+        except Exception as exc:
+            call.end("error", exc)
+            _reraise(convert_error(exc, library_of(request), request), exc)
+        return self._wrap(request, response, call)
+
+    def close(self) -> None:
+        try:
+            self.inner.close()
+        finally:
+            self.recorder.close()
+
+    def __enter__(self) -> RecordingTransport:
+        return self
+
+    def __exit__(self, *args: object) -> None:
+        self.close()
+
+
+class AsyncRecordingTransport(_RecordingBase):
+    """The async twin of RecordingTransport: wraps an async httpx or httpx2 transport."""
+
+    async def handle_async_request(self, request: Any) -> Any:
+        await request.aread()
+        call = self._start(request)
+        try:
+            response = await self.inner.handle_async_request(self._forwarded(request))
+        except Exception as exc:
+            call.end("error", exc)
+            _reraise(convert_error(exc, library_of(request), request), exc)
+        return self._wrap(request, response, call)
+
+    async def aclose(self) -> None:
+        try:
+            await self.inner.aclose()
+        finally:
+            self.recorder.close()
+
+    async def __aenter__(self) -> AsyncRecordingTransport:
+        return self
+
+    async def __aexit__(self, *args: object) -> None:
+        await self.aclose()

@@ -1,0 +1,305 @@
+"""Redaction: the rules that keep secrets out of every byte written to a cassette.
+
+Secrets are found by name (header names, query parameter names, form fields, JSON keys) and by shape
+(``Bearer`` credentials, ``sk-`` keys, Google API keys, secret query parameters, URL userinfo). The
+defaults can't be removed; users add names, patterns or callables.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any
+
+__all__ = ["PLACEHOLDER", "SECRET_FIELD_NAMES", "Redactor", "StreamRedactor", "remove_secret_values"]
+
+PLACEHOLDER = "[secret removed]"
+
+SECRET_FIELD_NAMES: frozenset[str] = frozenset(
+    {
+        "authorization",
+        "proxy-authorization",
+        "api_key",
+        "api-key",
+        "x-api-key",
+        "x-goog-api-key",
+        "token",
+        "access_token",
+        "refresh_token",
+        "id_token",
+        "cookie",
+        "set-cookie",
+        "secret",
+        "client_secret",
+        "password",
+        "session_key",
+    }
+)
+
+# A name whose words end with one of these is a secret too: github_token, stripe_secret_key, db_password,
+# X-Custom-Api-Key. Plural counters (max_tokens, num_keys) end with another word and stay.
+_SECRET_SUFFIXES: tuple[tuple[str, ...], ...] = (
+    ("token",),
+    ("secret",),
+    ("password",),
+    ("passwd",),
+    ("cookie",),
+    ("authorization",),
+    ("apikey",),
+    ("api", "key"),
+    ("secret", "key"),
+    ("private", "key"),
+    ("access", "key"),
+    ("session", "key"),
+)
+# Names that end like a secret but carry data: pagination cursors.
+_NOT_SECRET_SUFFIXES: tuple[tuple[str, ...], ...] = (("page", "token"),)
+# Names that are secrets only as a whole name, never as a suffix (`?key=` of Google APIs).
+_WHOLE_NAME_SECRETS = frozenset({("key",)})
+
+_WORD_SPLIT = re.compile(r"[^A-Za-z0-9]+|(?<=[a-z0-9])(?=[A-Z])")
+_CREDENTIAL_SHAPE = re.compile(r"[A-Za-z0-9._~+/=-]{16,}")
+
+_TOKEN_CHARS = r"A-Za-z0-9_+/=\-"
+_SHAPES = re.compile(
+    "|".join(
+        [
+            r"(?P<bearer_word>\b[Bb]earer\s+)(?P<bearer>[A-Za-z0-9._~+/=-]{8,})",
+            rf"(?<![{_TOKEN_CHARS}])(?P<skkey>sk-[A-Za-z0-9_-]{{20,}})(?![{_TOKEN_CHARS}])",
+            rf"(?<![{_TOKEN_CHARS}])(?P<google>AIza[0-9A-Za-z_-]{{35}})(?![{_TOKEN_CHARS}])",
+            r"(?P<scheme>\b[A-Za-z][A-Za-z0-9+.-]*://)(?P<userinfo>[^/\s@:\[\]\"']+:[^/\s@\"']*)@",
+            r"(?P<qsep>[?&;])(?P<qname>[A-Za-z0-9_.\-]{1,64})=(?P<qvalue>\[secret removed\]|[^&#\s\"'<>\\]+)",
+            r"\"(?P<jkey>[^\"\\]{1,100})\"(?P<jsep>\s*:\s*)\"(?P<jvalue>(?:[^\"\\]|\\.)*)\"",
+        ]
+    )
+)
+
+
+def _words(name: str) -> tuple[str, ...]:
+    return tuple(word.lower() for word in _WORD_SPLIT.split(name) if word)
+
+
+def _ends_with(words: tuple[str, ...], suffixes: Iterable[tuple[str, ...]]) -> bool:
+    return any(words[-len(suffix) :] == suffix for suffix in suffixes if len(words) >= len(suffix))
+
+
+def has_credential_shape(value: str) -> bool:
+    """A long run of credential characters holding both letters and digits: a key, not a word."""
+    return (
+        _CREDENTIAL_SHAPE.fullmatch(value) is not None
+        and any(c.isdigit() for c in value)
+        and any(c.isalpha() for c in value)
+    )
+
+
+class Redactor:
+    """Finds and removes secrets. The default rules always apply; the arguments only add to them.
+
+    ``names``: more secret names (matched as whole names and as name suffixes, case-insensitive).
+    ``patterns``: regular expressions whose matches are replaced in every string.
+    ``callables``: functions called with every string; they return it with their secrets replaced.
+    """
+
+    def __init__(
+        self,
+        names: Iterable[str] = (),
+        patterns: Iterable[str | re.Pattern[str]] = (),
+        callables: Iterable[Callable[[str], str]] = (),
+    ) -> None:
+        extra = {_words(name) for name in names}
+        self._names = frozenset({_words(name) for name in SECRET_FIELD_NAMES} | extra | _WHOLE_NAME_SECRETS)
+        self._suffixes = _SECRET_SUFFIXES + tuple(extra)
+        self._patterns = tuple(re.compile(p) if isinstance(p, str) else p for p in patterns)
+        self._callables = tuple(callables)
+        self._name_cache: dict[str, bool] = {}
+
+    def is_secret_name(self, name: str) -> bool:
+        cached = self._name_cache.get(name)
+        if cached is None:
+            words = _words(name)
+            cached = bool(words) and (
+                words in self._names
+                or (_ends_with(words, self._suffixes) and not _ends_with(words, _NOT_SECRET_SUFFIXES))
+            )
+            self._name_cache[name] = cached
+        return cached
+
+    def _removes_value(self, name: str, value: Any, response: bool) -> bool:
+        """A bare ``token`` in a response is a text token of logprobs unless it looks like a credential."""
+        if not self.is_secret_name(name):
+            return False
+        if response and _words(name) == ("token",):
+            return isinstance(value, str) and has_credential_shape(value)
+        return True
+
+    def redact_text(self, text: str, *, response: bool = False) -> str:
+        """Replace every secret-shaped value, and every secret-named JSON or query value, in free text."""
+        if text == PLACEHOLDER:
+            return text
+        redacted = _SHAPES.sub(lambda m: self._replace_shape(m, response), text)
+        for pattern in self._patterns:
+            redacted = pattern.sub(PLACEHOLDER, redacted)
+        for function in self._callables:
+            redacted = function(redacted)
+        return redacted
+
+    def _replace_shape(self, match: re.Match[str], response: bool) -> str:
+        kind = match.lastgroup
+        if kind == "bearer":
+            return match["bearer_word"] + PLACEHOLDER
+        if kind in ("skkey", "google"):
+            return PLACEHOLDER
+        if kind == "userinfo":
+            return match["scheme"] + PLACEHOLDER + "@"
+        if kind == "qvalue":
+            if match["qvalue"] != PLACEHOLDER and self.is_secret_name(match["qname"]):
+                return f"{match['qsep']}{match['qname']}={PLACEHOLDER}"
+            return match.group(0)
+        if kind == "jvalue":
+            value = match["jvalue"]
+            if value != PLACEHOLDER and self._removes_value(match["jkey"], value, response):
+                return f'"{match["jkey"]}"{match["jsep"]}"{PLACEHOLDER}"'
+            # Secrets can hide inside a value that is not secret by name.
+            inner = self.redact_text(value, response=response)
+            return match.group(0) if inner == value else f'"{match["jkey"]}"{match["jsep"]}"{inner}"'
+        return match.group(0)
+
+    def redact_value(self, obj: Any, *, response: bool = False) -> Any:
+        """Walk a dumped structure: secret-named keys lose their whole value, strings lose secret shapes."""
+        if isinstance(obj, str):
+            return self.redact_text(obj, response=response)
+        if isinstance(obj, Mapping):
+            return {
+                key: PLACEHOLDER
+                if isinstance(key, str) and self._removes_value(key, value, response)
+                else self.redact_value(value, response=response)
+                for key, value in obj.items()
+            }
+        if isinstance(obj, list | tuple):
+            return [self.redact_value(item, response=response) for item in obj]
+        return obj
+
+    def redact_headers(self, pairs: Iterable[tuple[str, str]]) -> list[tuple[str, str]]:
+        return [
+            (name, PLACEHOLDER if self.is_secret_name(name) else self.redact_text(value)) for name, value in pairs
+        ]
+
+    def redact_form(self, text: str) -> str:
+        """A form-encoded body: each field named like a secret loses its value; the rest keep their bytes."""
+        fields = []
+        for field in text.split("&"):
+            name, sep, value = field.partition("=")
+            fields.append(f"{name}={PLACEHOLDER}" if sep and self.is_secret_name(name) else self.redact_text(field))
+        return "&".join(fields)
+
+
+DEFAULT_REDACTOR = Redactor()
+
+
+def remove_secret_values(obj: Any) -> Any:
+    """Return a dumped structure with every secret replaced by ``[secret removed]``, by the default rules."""
+    return DEFAULT_REDACTOR.redact_value(obj)
+
+
+class StreamRedactor:
+    """Redacts a response body over its logical text while it streams, keeping each chunk's boundaries.
+
+    Secrets don't span lines, so text is redacted a block of complete lines at a time; a line longer than
+    ``max_line`` is redacted as it stands. ``feed`` returns the chunks (with the tag given for each) whose
+    bytes are all redacted, in order; ``finish`` returns the rest. Every chunk fed comes out exactly once.
+    Where a replacement spans a boundary, the earlier chunk carries the whole placeholder.
+    """
+
+    def __init__(self, redactor: Redactor, max_line: int = 65536) -> None:
+        self._redactor = redactor
+        self._max_line = max_line
+        self._outputs: list[tuple[bytearray, Any, bool]] = []  # (redacted bytes, tag, sealed)
+        self._line = bytearray()
+        self._segments: list[tuple[int, int]] = []  # (output slot, byte count) of the bytes in _line
+
+    def feed(self, chunk: bytes, tag: Any) -> list[tuple[bytes, Any]]:
+        slot = len(self._outputs)
+        self._outputs.append((bytearray(), tag, False))
+        cut = chunk.rfind(b"\n") + 1
+        if cut:
+            self._take(slot, chunk[:cut])
+            self._redact_line()
+        rest = chunk[cut:]
+        if rest:
+            self._take(slot, rest)
+            if len(self._line) > self._max_line:
+                self._redact_line()
+        if not self._segments or self._segments[-1][0] != slot:
+            self._seal(slot)
+        return self._release()
+
+    def finish(self) -> list[tuple[bytes, Any]]:
+        self._redact_line()
+        for slot in range(len(self._outputs)):
+            self._seal(slot)
+        return self._release()
+
+    def _take(self, slot: int, data: bytes) -> None:
+        self._line += data
+        if self._segments and self._segments[-1][0] == slot:
+            self._segments[-1] = (slot, self._segments[-1][1] + len(data))
+        else:
+            self._segments.append((slot, len(data)))
+
+    def _seal(self, slot: int) -> None:
+        output, tag, _ = self._outputs[slot]
+        self._outputs[slot] = (output, tag, True)
+
+    def _redact_line(self) -> None:
+        if not self._segments:
+            return
+        original = bytes(self._line)
+        text = original.decode("utf-8", "surrogateescape")
+        redacted_text = self._redactor.redact_text(text, response=True)
+        redacted = original if redacted_text == text else redacted_text.encode("utf-8", "surrogateescape")
+        for slot, start, end in _moved_boundaries(original, redacted, self._segments):
+            self._outputs[slot][0].extend(redacted[start:end])
+        for slot, _ in self._segments[:-1]:
+            self._seal(slot)
+        self._line = bytearray()
+        self._segments = []
+
+    def _release(self) -> list[tuple[bytes, Any]]:
+        released = 0
+        while released < len(self._outputs) and self._outputs[released][2]:
+            released += 1
+        ready = [(bytes(output), tag) for output, tag, _ in self._outputs[:released]]
+        del self._outputs[:released]
+        self._segments = [(slot - released, count) for slot, count in self._segments]
+        return ready
+
+
+def _moved_boundaries(
+    original: bytes, redacted: bytes, segments: list[tuple[int, int]]
+) -> list[tuple[int, int, int]]:
+    """Map each segment's span of ``original`` onto ``redacted``: unchanged edges keep their boundaries,
+    boundaries inside the changed middle move to its end."""
+    shift = len(redacted) - len(original)
+    prefix = 0
+    limit = min(len(original), len(redacted))
+    while prefix < limit and original[prefix] == redacted[prefix]:
+        prefix += 1
+    suffix = 0
+    while suffix < limit - prefix and original[-1 - suffix] == redacted[-1 - suffix]:
+        suffix += 1
+    changed_end = len(original) - suffix
+
+    def moved(position: int) -> int:
+        if position <= prefix:
+            return position
+        if position >= changed_end:
+            return position + shift
+        return changed_end + shift
+
+    spans = []
+    start = 0
+    for slot, count in segments:
+        end = start + count
+        spans.append((slot, moved(start), moved(end)))
+        start = end
+    return spans

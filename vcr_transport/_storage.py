@@ -1,0 +1,69 @@
+"""Cassette files: reading one whole, and writing one line at a time into a file that replaces the old one
+only when the recording is complete."""
+
+from __future__ import annotations
+
+import os
+import tempfile
+import threading
+from pathlib import Path
+from typing import Any
+
+from ._cassette import Cassette, dumps_line
+from ._exceptions import CassetteError
+
+__all__ = ["CassetteWriter", "read_cassette"]
+
+
+def read_cassette(path: str | os.PathLike[str]) -> Cassette:
+    name = os.fspath(path)
+    try:
+        data = Path(name).read_bytes()
+    except FileNotFoundError:
+        raise CassetteError(
+            name, None, "no such cassette", "record it first: run with VCR_TRANSPORT_MODE=record (or mode='record')"
+        ) from None
+    except OSError as exc:
+        raise CassetteError(name, None, f"can't be read: {exc.strerror}") from None
+    lines = []
+    for number, raw in enumerate(data.splitlines(keepends=True), start=1):
+        try:
+            lines.append(raw.decode("utf-8"))
+        except UnicodeDecodeError as exc:
+            raise CassetteError(name, number, f"not UTF-8 ({exc.reason} at byte {exc.start})") from None
+    return Cassette.parse(lines, name)
+
+
+class CassetteWriter:
+    """Appends whole lines to a private temporary file (mode 0600) and moves it over ``path`` on commit.
+
+    Each line goes out in one write and is flushed, so a crash leaves a file readable up to its last
+    complete line, and never touches an older cassette at ``path``.
+    """
+
+    def __init__(self, path: str | os.PathLike[str], header: dict[str, Any]) -> None:
+        self.path = Path(path)
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        descriptor, temporary = tempfile.mkstemp(prefix=f".{self.path.name}.", suffix=".partial", dir=self.path.parent)
+        os.fchmod(descriptor, 0o600)
+        self.temporary = Path(temporary)
+        self._file = os.fdopen(descriptor, "w", encoding="utf-8", newline="\n")
+        self._lock = threading.Lock()
+        self.closed = False
+        self.write(header)
+
+    def write(self, obj: dict[str, Any]) -> None:
+        line = dumps_line(obj)
+        with self._lock:
+            if self.closed:
+                return
+            self._file.write(line)
+            self._file.flush()
+
+    def commit(self) -> None:
+        with self._lock:
+            if self.closed:
+                return
+            self.closed = True
+            self._file.close()
+            os.replace(self.temporary, self.path)
