@@ -311,6 +311,9 @@ class RecordingTransport(_RecordingBase):
             self.recorder.close()
 
     def __enter__(self) -> RecordingTransport:
+        enter = getattr(self.inner, "__enter__", None)
+        if enter is not None:
+            enter()
         return self
 
     def __exit__(self, *args: object) -> None:
@@ -337,6 +340,9 @@ class AsyncRecordingTransport(_RecordingBase):
             self.recorder.close()
 
     async def __aenter__(self) -> AsyncRecordingTransport:
+        enter = getattr(self.inner, "__aenter__", None)
+        if enter is not None:
+            await enter()
         return self
 
     async def __aexit__(self, *args: object) -> None:

@@ -315,7 +315,7 @@ class AsyncReplayTransport(ReplayTransport):
 
 def _mismatch_response(library: ModuleType, mismatch: ReplayMismatch) -> Any:
     body = json.dumps(
-        {"type": "error", "error": {"type": "replay_mismatch", "message": str(mismatch)}}
+        {"type": "error", "error": {"type": "replay_mismatch", "message": "; ".join(str(mismatch).splitlines())}}
     ).encode()
     return library.Response(
         400,

@@ -1,0 +1,79 @@
+"""A replay miss reaches the user of every SDK fast and readable, naming the field that changed."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import pytest
+
+import vcr_transport
+from helpers import recording
+from upstream import Upstream
+from vendors import Sdk
+
+FIELD = {
+    "openai": "body.messages[2].content",
+    "anthropic": "body.messages[2].content[0].text",
+    "genai": "body.contents[2].parts[0].text",
+}
+
+
+def test_changed_word_names_the_field(sdk: Sdk, upstream: Upstream, cassette: Path) -> None:
+    recorded = [("chat", ["hi"]), ("chat", ["hi", "echo:hi", "tell me about cats"])]
+    changed = [("chat", ["hi"]), ("chat", ["hi", "echo:hi", "tell me about dogs"])]
+    sdk.run(recording(sdk.library, sdk.is_async, cassette), upstream.url, recorded)
+    upstream.stop()
+
+    replay = vcr_transport.ReplayTransport(cassette)
+    started = time.monotonic()
+    with pytest.raises(Exception) as caught:
+        sdk.run(replay, upstream.url, changed)
+    elapsed = time.monotonic() - started
+
+    line = (
+        f"replay mismatch at call 1, field {FIELD[sdk.name]}: "
+        "recorded 'tell me about cats', incoming 'tell me about dogs'"
+    )
+    assert line in str(caught.value)
+    if sdk.name == "anthropic":
+        import anthropic
+
+        assert isinstance(caught.value, anthropic.BadRequestError)
+    else:
+        assert isinstance(caught.value, vcr_transport.ReplayMismatch)
+        assert str(caught.value).splitlines()[0] == line
+    # Whatever the SDK made of it, the transport kept the mismatch itself.
+    mismatch = replay.first_mismatch
+    assert mismatch is not None and mismatch.headline == line
+    assert (mismatch.call_index, mismatch.field_path) == (1, FIELD[sdk.name])
+    assert (mismatch.recorded, mismatch.incoming) == ("tell me about cats", "tell me about dogs")
+    with pytest.raises(vcr_transport.ReplayMismatch):
+        replay.raise_first_mismatch()
+    assert elapsed < 1.0, f"the miss took {elapsed:.2f}s to reach the user: an SDK retried it"
+
+
+def test_machine_varying_headers_do_not_miss(sdk: Sdk, upstream: Upstream, cassette: Path) -> None:
+    """Recorded on one simulated platform, replayed with another's headers, SDK version and key."""
+    steps = [("chat", ["hi"]), ("stream", ["hi", "echo:hi", "more"])]
+    sdk.run(recording(sdk.library, sdk.is_async, cassette), upstream.url, steps)
+    upstream.stop()
+    other_machine = {
+        "X-Stainless-OS": "Windows",
+        "X-Stainless-Arch": "arm64",
+        "X-Stainless-Runtime-Version": "3.99.1",
+        "X-Stainless-Package-Version": "99.0.0",
+        "User-Agent": "SomethingElse/9.9",
+        "x-goog-api-client": "google-genai-sdk/99.0.0 gl-python/3.99.1",
+        "traceparent": "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01",
+    }
+    key = {"openai": "sk-proj-OTHERKEY0123456789abcdefghijkl", "anthropic": "sk-ant-api03-OTHERKEY0123456789abcdefgh",
+           "genai": "AIzaSyOTHERKEY0123456789abcdefghijklmn"}[sdk.name]
+    options = (
+        {"http_options": {"headers": other_machine}} if sdk.name == "genai" else {"default_headers": other_machine}
+    )
+    replay = vcr_transport.ReplayTransport(cassette)
+    results = sdk.run(replay, upstream.url, steps, api_key=key, **options)
+    assert results[0] == "echo:hi"
+    assert replay.first_mismatch is None
+    assert replay.unplayed_calls() == []
