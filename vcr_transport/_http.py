@@ -20,12 +20,25 @@ __all__ = ["library_of", "rebuild_error", "stored_body", "stream_class"]
 HTTP_LIBRARIES = ("httpx", "httpx2")
 
 
+def _loaded_libraries() -> list[ModuleType]:
+    return [module for module in map(sys.modules.get, HTTP_LIBRARIES) if module is not None]
+
+
+# Classes are compared by identity: SDKs re-export httpx2 classes and rewrite their __module__.
 def library_of(obj: object) -> ModuleType:
-    """The httpx or httpx2 module whose class ``obj`` is an instance of."""
-    root = type(obj).__module__.partition(".")[0]
-    if root not in HTTP_LIBRARIES:
-        raise TypeError(f"expected an httpx or httpx2 object, got {type(obj).__module__}.{type(obj).__name__}")
-    return sys.modules[root]
+    """The httpx or httpx2 module whose Request or Response ``obj`` is."""
+    for library in _loaded_libraries():
+        if isinstance(obj, library.Request | library.Response):
+            return library
+    raise TypeError(f"expected an httpx or httpx2 request or response, got {type(obj).__qualname__}")
+
+
+def transport_library(transport: object) -> ModuleType | None:
+    """The library whose transport base class ``transport`` derives from; None for duck-typed transports."""
+    for library in _loaded_libraries():
+        if isinstance(transport, library.BaseTransport | library.AsyncBaseTransport):
+            return library
+    return None
 
 
 @functools.cache
@@ -34,14 +47,24 @@ def stream_class(library: ModuleType, base: type) -> type:
     return type(base.__name__, (base, library.SyncByteStream, library.AsyncByteStream), {"__module__": base.__module__})
 
 
+def _error_library(exc: BaseException) -> ModuleType | None:
+    name = type(exc).__name__
+    for library in _loaded_libraries():
+        if getattr(library, name, None) is type(exc):
+            return library
+    return None
+
+
 def error_name(exc: BaseException) -> str:
-    root = type(exc).__module__.partition(".")[0]
-    return f"{root}.{type(exc).__qualname__}"
+    """``httpx2.ReadError``, ``builtins.OSError``, ``aiohttp.client_exceptions.X``: what replay rebuilds."""
+    library = _error_library(exc)
+    module = library.__name__ if library is not None else type(exc).__module__
+    return f"{module}.{type(exc).__qualname__}"
 
 
 def rebuild_error(library: ModuleType, class_name: str, message: str, request: Any) -> BaseException:
     """The recorded exception as the same class of the caller's library, or a builtin, or RecordedError."""
-    root, _, name = class_name.partition(".")
+    root, _, name = class_name.rpartition(".")
     if root in HTTP_LIBRARIES:
         cls = getattr(library, name, None)
         if isinstance(cls, type) and issubclass(cls, library.RequestError):
@@ -57,8 +80,8 @@ def rebuild_error(library: ModuleType, class_name: str, message: str, request: A
 
 def convert_error(exc: BaseException, library: ModuleType, request: Any) -> BaseException:
     """An exception of the other HTTP library, as the caller's library's class of the same name."""
-    root = type(exc).__module__.partition(".")[0]
-    if root in HTTP_LIBRARIES and sys.modules[root] is not library:
+    source = _error_library(exc)
+    if source is not None and source is not library:
         return rebuild_error(library, error_name(exc), str(exc), request)
     return exc
 

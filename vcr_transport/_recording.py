@@ -7,18 +7,15 @@ import asyncio
 import datetime
 import os
 import platform
-import sys
 import threading
 import time
 import weakref
 from collections.abc import AsyncIterator, Callable, Iterable, Iterator
 from importlib import metadata
-from types import ModuleType
 from typing import Any, NoReturn
 
 from ._cassette import FORMAT_VERSION, encode_chunk
 from ._http import (
-    HTTP_LIBRARIES,
     binary_body,
     content_type_of,
     convert_error,
@@ -27,6 +24,7 @@ from ._http import (
     library_of,
     stored_body,
     stream_class,
+    transport_library,
 )
 from ._redaction import Redactor, StreamRedactor
 from ._storage import CassetteWriter
@@ -245,7 +243,7 @@ class _RecordingBase:
 
     def _forwarded(self, request: Any) -> Any:
         """The request in the inner transport's library (the same object when the libraries agree)."""
-        inner_library = _inner_library(self.inner)
+        inner_library = transport_library(self.inner)
         if inner_library is None or inner_library is library_of(request):
             return request
         return inner_library.Request(
@@ -270,15 +268,6 @@ class _RecordingBase:
             response.status_code, headers=response.headers.raw, stream=stream, extensions=response.extensions
         )
 
-
-
-def _inner_library(inner: Any) -> ModuleType | None:
-    """The library whose transport base class ``inner`` derives from; None for duck-typed transports."""
-    for cls in type(inner).__mro__:
-        root = cls.__module__.partition(".")[0]
-        if root in HTTP_LIBRARIES and cls.__name__ in ("BaseTransport", "AsyncBaseTransport"):
-            return sys.modules[root]
-    return None
 
 
 def _reraise(converted: BaseException, original: BaseException) -> NoReturn:

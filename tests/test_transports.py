@@ -1,0 +1,274 @@
+"""The transports themselves, over httpx and httpx2, sync and async, against a loopback server."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from dataclasses import dataclass
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+import httpx
+import httpx2
+import pytest
+
+import vcr_transport
+from helpers import call_ends, cassette_lines, recording
+from upstream import Received, Reply, Upstream
+
+
+@dataclass(frozen=True)
+class Side:
+    library: ModuleType
+    is_async: bool
+
+    def recording(self, path: Path) -> Any:
+        return recording(self.library, self.is_async, path)
+
+    def fetch(self, transport: Any, url: str, *, stop_after: int | None = None, on_first: Any = None) -> list[bytes]:
+        """Stream one GET through a client on ``transport``; the client is closed afterwards."""
+        if self.is_async:
+            return asyncio.run(self._fetch_async(transport, url, stop_after, on_first))
+        chunks: list[bytes] = []
+        with self.library.Client(transport=transport) as client, client.stream("GET", url) as response:
+            for chunk in response.iter_raw():
+                chunks.append(chunk)
+                if on_first and len(chunks) == 1:
+                    on_first()
+                if stop_after is not None and len(chunks) >= stop_after:
+                    break
+        return chunks
+
+    async def _fetch_async(self, transport: Any, url: str, stop_after: int | None, on_first: Any) -> list[bytes]:
+        chunks: list[bytes] = []
+        async with self.library.AsyncClient(transport=transport) as client, client.stream("GET", url) as response:
+            async for chunk in response.aiter_raw():
+                chunks.append(chunk)
+                if on_first and len(chunks) == 1:
+                    on_first()
+                if stop_after is not None and len(chunks) >= stop_after:
+                    break
+        return chunks
+
+    def iterate_twice(self, transport: Any, url: str, first_pass: int) -> tuple[list[bytes], list[bytes]]:
+        """Read ``first_pass`` chunks of the transport's stream, stop, then iterate it again to the end."""
+        request = self.library.Request("GET", url)
+        if self.is_async:
+
+            async def run() -> tuple[list[bytes], list[bytes]]:
+                response = await transport.handle_async_request(request)
+                first: list[bytes] = []
+                async for chunk in response.stream:
+                    first.append(chunk)
+                    if len(first) == first_pass:
+                        break
+                second = [chunk async for chunk in response.stream]
+                await response.stream.aclose()
+                await transport.aclose()
+                return first, second
+
+            return asyncio.run(run())
+        response = transport.handle_request(request)
+        first = []
+        for chunk in response.stream:
+            first.append(chunk)
+            if len(first) == first_pass:
+                break
+        second = list(response.stream)
+        response.stream.close()
+        transport.close()
+        return first, second
+
+
+SIDES = [Side(library, is_async) for library in (httpx, httpx2) for is_async in (False, True)]
+
+
+@pytest.fixture(params=SIDES, ids=lambda s: f"{s.library.__name__}-{'async' if s.is_async else 'sync'}")
+def side(request: pytest.FixtureRequest) -> Side:
+    return request.param  # type: ignore[no-any-return]
+
+
+CHUNKS = [b"data: one\n\n", b"data: tw", "o é\n\n".encode()[:3], "o é\n\n".encode()[3:], b"data: three\n\n"]
+
+
+def test_first_chunk_reaches_the_caller_before_the_stream_ends(side: Side, upstream: Upstream, cassette: Path) -> None:
+    gate = threading.Event()
+    released_by_caller: list[bool] = []
+
+    def gated(received: Received) -> Reply:
+        return Reply(200, [("content-type", "text/event-stream")], CHUNKS)
+
+    upstream.routes["/gated"] = gated
+    original = upstream.server.RequestHandlerClass
+
+    # The server sends the first chunk, then waits for the caller to say it got it.
+    class GatedHandler(original):  # type: ignore[misc, valid-type]
+        def _send(self, reply: Reply) -> None:
+            first, rest = reply.chunks[:1], reply.chunks[1:]
+            self.send_response(200)
+            self.send_header("transfer-encoding", "chunked")
+            self.end_headers()
+            self.wfile.write(b"%x\r\n%s\r\n" % (len(first[0]), first[0]))
+            self.wfile.flush()
+            released_by_caller.append(gate.wait(timeout=5))
+            for chunk in rest:
+                self.wfile.write(b"%x\r\n%s\r\n" % (len(chunk), chunk))
+            self.wfile.write(b"0\r\n\r\n")
+            self.wfile.flush()
+
+    upstream.server.RequestHandlerClass = GatedHandler
+    chunks = side.fetch(side.recording(cassette), upstream.url + "/gated", on_first=gate.set)
+    assert released_by_caller == [True], "the first chunk was held back until the stream ended"
+    assert b"".join(chunks) == b"".join(CHUNKS)
+
+
+def test_replay_gives_every_chunk_byte_exact(side: Side, upstream: Upstream, cassette: Path) -> None:
+    upstream.routes["/sse"] = lambda r: Reply(200, [("content-type", "text/event-stream")], CHUNKS, pause=0.01)
+    live = side.fetch(side.recording(cassette), upstream.url + "/sse")
+    upstream.stop()
+    replayed = side.fetch(vcr_transport.ReplayTransport(cassette), upstream.url + "/sse")
+    assert replayed == live
+    assert b"".join(replayed) == b"".join(CHUNKS)
+    events = [line for line in cassette_lines(cassette) if line["type"] == "event"]
+    assert [e["event_index"] for e in events] == list(range(len(live)))
+    assert all("base64" in e or "text" in e for e in events)
+    assert any("base64" in e for e in events), "a chunk ending mid UTF-8 character is stored as base64"
+
+
+def test_a_second_iteration_continues_where_the_first_stopped(side: Side, upstream: Upstream, cassette: Path) -> None:
+    upstream.routes["/sse"] = lambda r: Reply(200, [("content-type", "text/event-stream")], CHUNKS, pause=0.01)
+    first, second = side.iterate_twice(side.recording(cassette), upstream.url + "/sse", first_pass=2)
+    assert b"".join(first + second) == b"".join(CHUNKS)
+    assert call_ends(cassette)[0]["outcome"] == "complete"
+    upstream.stop()
+    replay_first, replay_second = side.iterate_twice(vcr_transport.ReplayTransport(cassette), upstream.url + "/sse", 2)
+    assert (replay_first, replay_second) == (first, second)
+
+
+def test_caller_closing_early_is_recorded_and_replayed_as_closed_early(side: Side, upstream: Upstream, cassette: Path) -> None:
+    upstream.routes["/sse"] = lambda r: Reply(200, [("content-type", "text/event-stream")], CHUNKS, pause=0.01)
+    live = side.fetch(side.recording(cassette), upstream.url + "/sse", stop_after=2)
+    (end,) = call_ends(cassette)
+    assert (end["outcome"], end["event_count"]) == ("closed_early", 2)
+    upstream.stop()
+    replayed = side.fetch(vcr_transport.ReplayTransport(cassette), upstream.url + "/sse")
+    assert replayed == live, "an incomplete call replays only what was recorded"
+
+
+def test_a_stream_never_closed_is_finalised_when_the_cassette_closes(side: Side, upstream: Upstream, cassette: Path) -> None:
+    upstream.routes["/sse"] = lambda r: Reply(200, [("content-type", "text/event-stream")], CHUNKS, pause=0.01)
+    transport = side.recording(cassette)
+    request = side.library.Request("GET", upstream.url + "/sse")
+    if side.is_async:
+
+        async def run() -> Any:
+            response = await transport.handle_async_request(request)
+            await response.stream.__aiter__().__anext__()
+            await transport.aclose()
+            await transport.aclose()
+            return response
+
+        kept = asyncio.run(run())
+    else:
+        kept = transport.handle_request(request)
+        next(iter(kept.stream))
+        transport.close()
+        transport.close()
+    (end,) = call_ends(cassette)
+    assert (end["outcome"], end["event_count"]) == ("closed_early", 1)
+    del kept
+
+
+def test_concurrent_calls_keep_their_own_lines(side: Side, upstream: Upstream, cassette: Path) -> None:
+    def numbered(received: Received) -> Reply:
+        n = received.path.rsplit("/", 1)[1]
+        return Reply(200, [("content-type", "text/plain")], [f"{n}-{i};".encode() for i in range(5)], pause=0.002)
+
+    upstream.routes["/n/"] = numbered
+    transport = side.recording(cassette)
+    urls = [f"{upstream.url}/n/{i}" for i in range(8)]
+    if side.is_async:
+
+        async def run() -> list[bytes]:
+            async with side.library.AsyncClient(transport=transport) as client:
+                responses = await asyncio.gather(*(client.get(url) for url in urls))
+                return [r.content for r in responses]
+
+        bodies = asyncio.run(run())
+    else:
+        results: dict[str, bytes] = {}
+        with side.library.Client(transport=transport) as client:
+            threads = [threading.Thread(target=lambda u=url: results.__setitem__(u, client.get(u).content)) for url in urls]
+            for thread in threads:
+                thread.start()
+            for thread in threads:
+                thread.join()
+        bodies = [results[url] for url in urls]
+    assert bodies == ["".join(f"{i}-{j};" for j in range(5)).encode() for i in range(8)]
+    cassette_obj = vcr_transport._storage.read_cassette(cassette)
+    for call in cassette_obj.calls:
+        n = call.url.rsplit("/", 1)[1]
+        assert b"".join(call.chunks) == "".join(f"{n}-{j};" for j in range(5)).encode()
+        assert call.outcome == "complete"
+
+
+def test_one_replay_transport_serves_both_libraries_and_both_sides(upstream: Upstream, cassette: Path) -> None:
+    upstream.routes["/sse"] = lambda r: Reply(200, [("content-type", "text/event-stream")], CHUNKS)
+    steps = [Side(httpx2, False), Side(httpx, True), Side(httpx, False), Side(httpx2, True)]
+    transport = vcr_transport.RecordingTransport(httpx2.HTTPTransport(), cassette)
+    with httpx2.Client(transport=transport) as client:
+        for _ in steps:
+            client.get(upstream.url + "/sse")
+    upstream.stop()
+    replay = vcr_transport.ReplayTransport(cassette)
+    for step in steps:
+        assert b"".join(step.fetch(replay, upstream.url + "/sse")) == b"".join(CHUNKS)
+    assert replay.unplayed_calls() == []
+
+
+def test_recording_wraps_a_transport_of_the_other_library(upstream: Upstream, cassette: Path) -> None:
+    upstream.routes["/sse"] = lambda r: Reply(200, [("content-type", "text/event-stream")], CHUNKS)
+    transport = vcr_transport.RecordingTransport(httpx2.HTTPTransport(), cassette)
+    with httpx.Client(transport=transport) as client:
+        response = client.get(upstream.url + "/sse")
+    assert isinstance(response, httpx.Response) and response.content == b"".join(CHUNKS)
+    with httpx.Client(transport=vcr_transport.RecordingTransport(httpx2.HTTPTransport(), cassette)) as client:
+        with pytest.raises(httpx.ConnectError):
+            client.get("http://127.0.0.1:1/refused")
+
+
+def test_pace_reproduces_recorded_gaps(side: Side, upstream: Upstream, cassette: Path) -> None:
+    upstream.routes["/sse"] = lambda r: Reply(200, [("content-type", "text/event-stream")], CHUNKS, pause=0.02)
+    side.fetch(side.recording(cassette), upstream.url + "/sse")
+    offsets = vcr_transport._storage.read_cassette(cassette).calls[0].offsets
+    assert offsets == sorted(offsets) and offsets[-1] - offsets[0] >= 0.02 * (len(offsets) - 1) * 0.8
+    upstream.stop()
+    slept: list[float] = []
+    monkeypatch = pytest.MonkeyPatch()
+    if side.is_async:
+        import anyio
+
+        async def fake_sleep(seconds: float) -> None:
+            slept.append(seconds)
+
+        monkeypatch.setattr(anyio, "sleep", fake_sleep)
+    else:
+        monkeypatch.setattr(vcr_transport._replay.time, "sleep", slept.append)
+    with monkeypatch.context():
+        replayed = side.fetch(vcr_transport.ReplayTransport(cassette, pace=0.5), upstream.url + "/sse")
+    monkeypatch.undo()
+    assert b"".join(replayed) == b"".join(CHUNKS)
+    assert slept == pytest.approx([(b - a) * 0.5 for a, b in zip([0.0, *offsets[:-1]], offsets, strict=True)])
+
+
+def test_respx_mocked_upstream_needs_no_socket(cassette: Path) -> None:
+    import respx
+
+    with respx.mock(assert_all_called=True) as mock:
+        mock.post("https://api.example.test/v1/echo").respond(200, json={"echo": "hi"})
+        with httpx.Client(transport=vcr_transport.RecordingTransport(httpx.HTTPTransport(), cassette)) as client:
+            live = client.post("https://api.example.test/v1/echo", json={"say": "hi"}).json()
+    with httpx.Client(transport=vcr_transport.ReplayTransport(cassette)) as client:
+        replayed = client.post("https://api.example.test/v1/echo", json={"say": "hi"}).json()
+    assert live == replayed == {"echo": "hi"}
