@@ -184,10 +184,12 @@ class _Parser:
             raise self.fail(number, f"event for call {call.index} before its response line")
         if obj["event_index"] != len(call.chunks):
             raise self.fail(number, f"event_index {obj['event_index']!r} of call {call.index}, expected {len(call.chunks)}")
-        if "text" in obj:
-            chunk = str(obj["text"]).encode("utf-8")
-        else:
+        if isinstance(obj.get("text"), str):
+            chunk = obj["text"].encode("utf-8")
+        elif isinstance(obj.get("base64"), str):
             chunk = base64.b64decode(obj["base64"], validate=True)
+        else:
+            raise ValueError("an event needs a 'text' or a 'base64' string")
         call.chunks.append(chunk)
         call.offsets.append(float(obj.get("t", 0.0)))
 

@@ -258,6 +258,18 @@ class _RecordingBase:
             http_version = http_version.decode("ascii", "replace")
         headers = header_pairs(response.headers)
         call.response(response.status_code, headers, str(http_version))
+        try:
+            content = response.content  # a transport may hand back a body it already read (MockTransport)
+        except (library.ResponseNotRead, library_of(response).ResponseNotRead):
+            pass
+        else:
+            call.chunk(content)
+            call.end("complete")
+            if library_of(response) is library:
+                return response
+            return library.Response(
+                response.status_code, headers=response.headers.raw, content=content, extensions=response.extensions
+            )
         stream = stream_class(library, _RecordingStream)(
             response.stream, call, lambda exc: convert_error(exc, library, request)
         )

@@ -1,0 +1,147 @@
+"""Cassette files: refused loudly when they can't be replayed faithfully, written safely."""
+
+from __future__ import annotations
+
+import base64
+import json
+import os
+import stat
+from pathlib import Path
+
+import httpx2
+import pytest
+
+import vcr_transport
+from vcr_transport._storage import CassetteWriter, read_cassette
+
+HEADER = {"type": "header", "format_version": 1}
+REQUEST = {"type": "request", "call_index": 0, "method": "GET", "url": "https://a.test/x", "headers": [["accept", "*/*"]], "body": None}
+RESPONSE = {"type": "response", "call_index": 0, "status": 200, "headers": [["content-type", "text/plain"]], "http_version": "HTTP/1.1"}
+EVENT = {"type": "event", "call_index": 0, "event_index": 0, "t": 0.001, "text": "hello"}
+END = {"type": "call_end", "call_index": 0, "event_count": 1, "outcome": "complete"}
+GOOD = [HEADER, REQUEST, RESPONSE, EVENT, END]
+
+
+def write(path: Path, lines: list[object], tail: str = "") -> Path:
+    path.write_text("".join(json.dumps(line) + "\n" for line in lines) + tail)
+    return path
+
+
+def refused(path: Path) -> vcr_transport.CassetteError:
+    with pytest.raises(vcr_transport.CassetteError) as caught:
+        vcr_transport.ReplayTransport(path)
+    assert str(path) in str(caught.value)
+    return caught.value
+
+
+def test_format_version_is_one() -> None:
+    assert vcr_transport.FORMAT_VERSION == 1
+
+
+def test_a_good_cassette_replays(cassette: Path) -> None:
+    write(cassette, GOOD)
+    with httpx2.Client(transport=vcr_transport.ReplayTransport(cassette)) as client:
+        assert client.get("https://a.test/x").text == "hello"
+
+
+def test_unknown_optional_header_keys_are_ignored(cassette: Path) -> None:
+    write(cassette, [{**HEADER, "future_metadata": {"x": 1}}, *GOOD[1:]])
+    assert len(read_cassette(cassette).calls) == 1
+
+
+@pytest.mark.parametrize(
+    ("lines", "tail", "line", "words"),
+    [
+        ([{**HEADER, "format_version": 2}, *GOOD[1:]], "", 1, "format_version 2 is not supported"),
+        ([{"type": "header"}, *GOOD[1:]], "", 1, "format_version None is not supported"),
+        (GOOD[1:], "", 1, "line 1 is not a header line"),
+        ([*GOOD[:3], {**EVENT, "type": "telemetry"}, *GOOD[3:]], "", 4, "unknown line type 'telemetry'"),
+        ([*GOOD[:3], HEADER, *GOOD[3:]], "", 4, "a second header line"),
+        (GOOD[:4], '{"type": "call_end", "call_in', 5, "the last line is cut off"),
+        (GOOD, "not json\n", 6, "not valid JSON"),
+        (GOOD[:4], "", 2, "call 0 has no call_end line"),
+        ([*GOOD[:4], {**END, "event_count": 3}], "", 5, "event_count 3 but has 1 events"),
+        ([*GOOD[:3], {**EVENT, "event_index": 4}, END], "", 4, "event_index 4 of call 0, expected 0"),
+        ([*GOOD[:3], {k: v for k, v in EVENT.items() if k != "call_index"}, END], "", 4, "malformed event line"),
+        ([*GOOD[:3], {**EVENT, "text": None, "base64": "!!"}, END], "", 4, "malformed event line"),
+        ([*GOOD, {**EVENT}], "", 6, "after its call_end"),
+        ([HEADER, RESPONSE], "", 2, "call 0 has no request line"),
+        ([*GOOD[:4], {**END, "outcome": "fine"}], "", 5, "unknown outcome 'fine'"),
+    ],
+    ids=[
+        "wrong-version", "no-version", "no-header", "unknown-type", "second-header", "cut-off-last-line",
+        "malformed-json", "missing-call-end", "event-count", "event-order", "missing-field", "bad-base64",
+        "line-after-end", "orphan-response", "unknown-outcome",
+    ],
+)
+def test_bad_cassettes_are_refused_naming_file_and_line(cassette: Path, lines: list[object], tail: str, line: int, words: str) -> None:
+    write(cassette, lines, tail)
+    error = refused(cassette)
+    assert error.line == line
+    assert f"{cassette}:{line}" in str(error)
+    assert words in str(error)
+
+
+def test_a_missing_cassette_says_how_to_record_it(tmp_path: Path) -> None:
+    error = refused(tmp_path / "nope.jsonl")
+    assert "no such cassette" in str(error) and "VCR_TRANSPORT_MODE=record" in str(error)
+
+
+def test_an_empty_file_is_refused(cassette: Path) -> None:
+    cassette.write_text("")
+    assert "empty" in str(refused(cassette))
+
+
+def test_an_incomplete_call_replays_as_recorded_never_as_complete(cassette: Path) -> None:
+    write(cassette, [*GOOD[:4], {**END, "outcome": "error", "error": {"class": "httpx2.ReadError", "message": "peer reset"}}])
+    for library in ("httpx", "httpx2"):
+        module = __import__(library)
+        with module.Client(transport=vcr_transport.ReplayTransport(cassette)) as client:
+            with client.stream("GET", "https://a.test/x") as response:
+                received = []
+                with pytest.raises(module.ReadError, match="peer reset"):
+                    for chunk in response.iter_raw():
+                        received.append(chunk)
+                assert received == [b"hello"]
+
+
+def test_writer_creates_a_private_file_and_keeps_the_old_one_until_commit(cassette: Path) -> None:
+    cassette.write_text("old cassette\n")
+    writer = CassetteWriter(cassette, HEADER)
+    writer.write(REQUEST)
+    assert cassette.read_text() == "old cassette\n"
+    partial = writer.temporary.read_text().splitlines()
+    assert [json.loads(line)["type"] for line in partial] == ["header", "request"]
+    assert stat.S_IMODE(os.stat(writer.temporary).st_mode) == 0o600
+    writer.commit()
+    writer.commit()
+    assert stat.S_IMODE(os.stat(cassette).st_mode) == 0o600
+    assert [json.loads(line)["type"] for line in cassette.read_text().splitlines()] == ["header", "request"]
+    assert not writer.temporary.exists()
+
+
+def test_recording_over_a_cassette_replaces_it_only_at_close(cassette: Path) -> None:
+    write(cassette, GOOD)
+    before = cassette.read_bytes()
+    transport = vcr_transport.RecordingTransport(httpx2.MockTransport(lambda r: httpx2.Response(200, text="new")), cassette)
+    with httpx2.Client(transport=transport) as client:
+        client.get("https://a.test/x")
+        assert cassette.read_bytes() == before
+    assert b"new" in cassette.read_bytes()
+    assert list(cassette.parent.glob("*.partial")) == []
+
+
+def test_body_storage_forms(cassette: Path) -> None:
+    transport = vcr_transport.RecordingTransport(httpx2.MockTransport(lambda r: httpx2.Response(200, content=b"\xff\x00")), cassette)
+    with httpx2.Client(transport=transport) as client:
+        client.post("https://a.test/j", json={"b": [1, 2], "a": "é"})
+        client.post("https://a.test/t", content=b"plain text", headers={"content-type": "text/plain"})
+        client.post("https://a.test/b", content=b"\x89PNG\xff", headers={"content-type": "image/png"})
+        client.post("https://a.test/f", data={"user": "ann", "password": "hunter2"})
+    requests = [json.loads(l) for l in cassette.read_text().splitlines() if '"request"' in l]
+    assert requests[0]["body"] == {"json": {"b": [1, 2], "a": "é"}}
+    assert requests[1]["body"] == {"text": "plain text"}
+    assert requests[2]["body"] == {"base64": base64.b64encode(b"\x89PNG\xff").decode()}
+    assert requests[3]["body"] == {"text": "user=ann&password=[secret removed]"}
+    events = [json.loads(l) for l in cassette.read_text().splitlines() if '"event"' in l]
+    assert events[0]["base64"] == "/wA="
