@@ -1,0 +1,215 @@
+"""Matching: what is compared, what is not, in what order, and how a difference is named."""
+
+from __future__ import annotations
+
+import json
+import threading
+from pathlib import Path
+from typing import Any
+
+import httpx2
+import pytest
+
+import vcr_transport
+from vcr_transport import find_first_difference
+from vcr_transport._replay import replay_headers
+
+
+def test_first_difference_in_nested_lists() -> None:
+    recorded = {"messages": [{"content": [{"text": "a"}]}, {"content": [{"text": "hi"}]}]}
+    incoming = {"messages": [{"content": [{"text": "a"}]}, {"content": [{"text": "bye"}]}]}
+    assert find_first_difference(recorded, incoming) == ("messages[1].content[0].text", "hi", "bye")
+
+
+def test_missing_keys_and_list_items_are_reported_as_missing() -> None:
+    assert find_first_difference({"a": 1, "b": 2}, {"a": 1}) == ("b", 2, "<missing>")
+    assert find_first_difference({"a": 1}, {"a": 1, "c": 3}) == ("c", "<missing>", 3)
+    assert find_first_difference([1, 2], [1, 2, 3]) == ("[2]", "<missing>", 3)
+
+
+def test_a_type_change_is_a_difference() -> None:
+    assert find_first_difference({"n": 1}, {"n": "1"}) == ("n", 1, "1")
+    assert find_first_difference({"n": 1}, {"n": 1.0}) == ("n", 1, 1.0)
+    assert find_first_difference({"x": [1]}, {"x": {"0": 1}}) == ("x", [1], {"0": 1})
+
+
+def test_keys_are_walked_in_sorted_order_so_paths_are_stable() -> None:
+    recorded = {"z": 1, "a": 1}
+    incoming = {"a": 2, "z": 2}
+    assert find_first_difference(recorded, incoming) == ("a", 1, 2)
+    assert find_first_difference(dict(reversed(list(recorded.items()))), incoming) == ("a", 1, 2)
+
+
+def test_equal_structures_have_no_difference() -> None:
+    assert find_first_difference({"a": [1, {"b": None}]}, {"a": [1, {"b": None}]}) is None
+    assert find_first_difference("same text", "same text") is None
+    assert find_first_difference("text a", "text b") == ("", "text a", "text b")
+
+
+def _record(path: Path, requests: list[dict[str, Any]], respond: Any = None) -> None:
+    handler = respond or (lambda r: httpx2.Response(200, json={"n": len(r.content)}))
+    with httpx2.Client(transport=vcr_transport.RecordingTransport(httpx2.MockTransport(handler), path)) as client:
+        for request in requests:
+            client.request(**request)
+
+
+def _replay(path: Path, requests: list[dict[str, Any]], **options: Any) -> list[httpx2.Response]:
+    with httpx2.Client(transport=vcr_transport.ReplayTransport(path, **options)) as client:
+        return [client.request(**request) for request in requests]
+
+
+def test_json_bodies_compare_structurally(cassette: Path) -> None:
+    body = {"model": "m", "messages": [{"role": "user", "content": "hi"}], "temperature": 0.5}
+    _record(cassette, [{"method": "POST", "url": "https://a.test/v1", "json": body}])
+    respaced = json.dumps(dict(reversed(list(body.items()))), indent=3, separators=(" , ", " :  ")).encode()
+    (response,) = _replay(cassette, [{"method": "POST", "url": "https://a.test/v1", "content": respaced, "headers": {"content-type": "application/json"}}])
+    assert response.status_code == 200
+
+
+def test_form_fields_compare_by_name(cassette: Path) -> None:
+    _record(cassette, [{"method": "POST", "url": "https://a.test/f", "data": {"a": "1", "b": "2"}}])
+    _replay(cassette, [{"method": "POST", "url": "https://a.test/f", "content": b"b=2&a=1", "headers": {"content-type": "application/x-www-form-urlencoded"}}])
+    with pytest.raises(vcr_transport.ReplayMismatch) as caught:
+        _replay(cassette, [{"method": "POST", "url": "https://a.test/f", "data": {"a": "1", "b": "3"}}])
+    assert caught.value.field_path == "body.b"
+
+
+def test_other_bodies_compare_as_bytes(cassette: Path) -> None:
+    _record(cassette, [{"method": "POST", "url": "https://a.test/t", "content": b"exact text", "headers": {"content-type": "text/plain"}}])
+    with pytest.raises(vcr_transport.ReplayMismatch) as caught:
+        _replay(cassette, [{"method": "POST", "url": "https://a.test/t", "content": b"exact text!", "headers": {"content-type": "text/plain"}}])
+    assert (caught.value.field_path, caught.value.recorded, caught.value.incoming) == ("body", "exact text", "exact text!")
+
+
+@pytest.mark.parametrize(
+    ("change", "path"),
+    [
+        ({"method": "PUT"}, "method"),
+        ({"url": "http://a.test/v1?q=1"}, "url.scheme"),
+        ({"url": "https://b.test/v1?q=1"}, "url.host"),
+        ({"url": "https://a.test/v2?q=1"}, "url.path"),
+        ({"url": "https://a.test/v1?q=2"}, "url.query.q"),
+        ({"headers": {"x-tenant": "b"}}, "headers.x-tenant"),
+        ({"json": {"timestamp": 1, "k": "w"}}, "body.k"),
+    ],
+)
+def test_paths_name_each_part_of_a_request(cassette: Path, change: dict[str, Any], path: str) -> None:
+    base = {"method": "POST", "url": "https://a.test/v1?q=1", "headers": {"x-tenant": "a"}, "json": {"timestamp": 0, "k": "v"}}
+    _record(cassette, [base])
+    with pytest.raises(vcr_transport.ReplayMismatch) as caught:
+        _replay(cassette, [{**base, **change}])
+    assert caught.value.field_path == path
+    assert str(caught.value).startswith(f"replay mismatch at call 0, field {path}: recorded ")
+    assert str(cassette) in str(caught.value) and "VCR_TRANSPORT_MODE=record" in str(caught.value)
+
+
+def test_non_deterministic_fields_are_skipped_and_the_list_extends(cassette: Path) -> None:
+    base = {"method": "POST", "url": "https://a.test/v1", "json": {"meta": {"timestamp": 1, "request_id": "a"}, "k": "v"}}
+    _record(cassette, [base])
+    moved = {**base, "json": {"meta": {"timestamp": 2, "request_id": "b"}, "k": "v"}}
+    with pytest.raises(vcr_transport.ReplayMismatch, match="body.meta.request_id"):
+        _replay(cassette, [moved])
+    _replay(cassette, [moved], ignore_fields=["request_id"])
+    assert "timestamp" in vcr_transport.NON_DETERMINISTIC_FIELD_NAMES
+
+
+def test_volatile_headers_are_ignored_and_the_set_is_adjustable(cassette: Path) -> None:
+    base = {"method": "GET", "url": "https://a.test/", "headers": {"x-stainless-os": "Linux", "user-agent": "a/1", "x-run": "1"}}
+    _record(cassette, [base])
+    varied = {**base, "headers": {"x-stainless-os": "MacOS", "user-agent": "b/2", "x-run": "1"}}
+    _replay(cassette, [varied])
+    with pytest.raises(vcr_transport.ReplayMismatch, match="headers.x-stainless-os"):
+        _replay(cassette, [varied], compare_headers=["x-stainless-os"])
+    _replay(cassette, [{**base, "headers": {"x-run": "2"}}], ignore_headers=["x-run"])
+    assert {"user-agent", "x-stainless-*", "traceparent"} <= vcr_transport.VOLATILE_HEADERS
+
+
+def test_running_past_the_end_says_how_many_calls_were_recorded(cassette: Path) -> None:
+    request = {"method": "GET", "url": "https://a.test/"}
+    _record(cassette, [request, request])
+    with pytest.raises(vcr_transport.ReplayMismatch) as caught:
+        _replay(cassette, [request, request, request])
+    assert caught.value.field_path == "call_index" and caught.value.call_index == 2
+    assert "the cassette recorded 2 call(s)" in str(caught.value)
+
+
+def test_a_mismatch_does_not_consume_the_recorded_call(cassette: Path) -> None:
+    _record(cassette, [{"method": "GET", "url": "https://a.test/1"}, {"method": "GET", "url": "https://a.test/2"}])
+    transport = vcr_transport.ReplayTransport(cassette)
+    with httpx2.Client(transport=transport) as client:
+        with pytest.raises(vcr_transport.ReplayMismatch):
+            client.get("https://a.test/2")
+        assert client.get("https://a.test/1").status_code == 200
+        assert client.get("https://a.test/2").status_code == 200
+    assert transport.unplayed_calls() == []
+
+
+def test_unordered_pairs_each_request_with_the_first_unplayed_match(cassette: Path) -> None:
+    urls = [f"https://a.test/item/{i}" for i in range(6)]
+    _record(cassette, [{"method": "GET", "url": u} for u in urls], respond=lambda r: httpx2.Response(200, text=r.url.path))
+    transport = vcr_transport.ReplayTransport(cassette, ordered=False)
+    got: dict[str, str] = {}
+    with httpx2.Client(transport=transport) as client:
+        threads = [threading.Thread(target=lambda u=u: got.__setitem__(u, client.get(u).text)) for u in reversed(urls)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+    assert got == {u: u.removeprefix("https://a.test") for u in urls}
+
+
+def test_unordered_miss_reports_against_the_closest_candidate(cassette: Path) -> None:
+    _record(cassette, [{"method": "GET", "url": "https://a.test/other"}, {"method": "POST", "url": "https://a.test/chat", "json": {"p": "hi"}}])
+    with pytest.raises(vcr_transport.ReplayMismatch) as caught:
+        _replay(cassette, [{"method": "POST", "url": "https://a.test/chat", "json": {"p": "bye"}}], ordered=False)
+    assert (caught.value.call_index, caught.value.field_path) == (1, "body.p")
+
+
+def test_identical_requests_are_answered_in_recorded_order(cassette: Path) -> None:
+    answers = iter(["first", "second", "third"])
+    _record(cassette, [{"method": "GET", "url": "https://a.test/same"}] * 3, respond=lambda r: httpx2.Response(200, text=next(answers)))
+    for ordered in (True, False):
+        responses = _replay(cassette, [{"method": "GET", "url": "https://a.test/same"}] * 3, ordered=ordered)
+        assert [r.text for r in responses] == ["first", "second", "third"]
+
+
+def test_unplayed_calls_are_listed(cassette: Path) -> None:
+    _record(cassette, [{"method": "GET", "url": "https://a.test/1"}, {"method": "POST", "url": "https://a.test/2"}])
+    transport = vcr_transport.ReplayTransport(cassette)
+    with httpx2.Client(transport=transport) as client:
+        client.get("https://a.test/1")
+    assert transport.unplayed_calls() == [(1, "POST", "https://a.test/2")]
+    with pytest.raises(vcr_transport.UnplayedCallsError) as caught:
+        transport.assert_all_played()
+    assert "call 1: POST https://a.test/2" in str(caught.value)
+
+
+def test_long_values_are_shortened_in_the_message_but_whole_on_the_attributes(cassette: Path) -> None:
+    long_a, long_b = "a" * 500, "a" * 499 + "b"
+    _record(cassette, [{"method": "POST", "url": "https://a.test/", "json": {"p": long_a}}])
+    with pytest.raises(vcr_transport.ReplayMismatch) as caught:
+        _replay(cassette, [{"method": "POST", "url": "https://a.test/", "json": {"p": long_b}}])
+    assert caught.value.recorded == long_a and caught.value.incoming == long_b
+    assert len(str(caught.value).splitlines()[0]) < 250
+
+
+def test_mismatch_values_in_the_message_are_redacted(cassette: Path) -> None:
+    _record(cassette, [{"method": "POST", "url": "https://a.test/", "json": {"p": "x"}}])
+    with pytest.raises(vcr_transport.ReplayMismatch) as caught:
+        _replay(cassette, [{"method": "POST", "url": "https://a.test/", "json": {"p": "key sk-abcdefghijklmnopqrstuvwxyz0123"}}])
+    assert "sk-abc" not in str(caught.value) and "[secret removed]" in str(caught.value)
+
+
+def _call(status: int, headers: list[tuple[str, str]]) -> Any:
+    from vcr_transport._cassette import RecordedCall
+
+    return RecordedCall(0, "GET", "https://a.test/", [], None, status=status, response_headers=headers, outcome="complete")
+
+
+def test_recorded_retry_delays_are_shortened_but_never_past_what_the_sdk_honours() -> None:
+    shortened = dict(replay_headers(_call(429, [("retry-after", "30")]), 0.01))
+    assert shortened == {"retry-after": "0.01", "retry-after-ms": "10"}
+    assert dict(replay_headers(_call(429, [("retry-after", "300")]), 0.01)) == {"retry-after": "300"}
+    assert dict(replay_headers(_call(429, [("retry-after", "30")]), None)) == {"retry-after": "30"}
+    assert dict(replay_headers(_call(200, [("retry-after", "30")]), 0.01)) == {"retry-after": "30"}
+    assert dict(replay_headers(_call(503, []), 0.01)) == {"retry-after": "0.01", "retry-after-ms": "10"}
