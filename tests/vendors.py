@@ -237,6 +237,20 @@ class Sdk:
         return [c.text async for c in stream]
 
 
+    def _post_sync(self, client: Any, path_and_body: list[str]) -> Any:
+        """A low-level POST through the SDK's own request machinery; returns the parsed JSON."""
+        path, body = path_and_body[0], json.loads(path_and_body[1])
+        if self.name == "genai":
+            return json.loads(client._api_client.request("post", path, body).body)
+        return client.post(path, body=body, cast_to=object)
+
+    async def _post_async(self, client: Any, path_and_body: list[str]) -> Any:
+        path, body = path_and_body[0], json.loads(path_and_body[1])
+        if self.name == "genai":
+            return json.loads((await client.aio._api_client.async_request("post", path, body)).body)
+        return await client.post(path, body=body, cast_to=object)
+
+
 def _refuse(request: Any) -> Any:
     raise AssertionError(f"this test's client must not be used: {request.method} {request.url}")
 

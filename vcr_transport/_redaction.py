@@ -54,19 +54,22 @@ _SECRET_SUFFIXES: tuple[tuple[str, ...], ...] = (
 )
 # Names that end like a secret but carry data: pagination cursors.
 _NOT_SECRET_SUFFIXES: tuple[tuple[str, ...], ...] = (("page", "token"),)
-# Names that are secrets only as a whole name, never as a suffix (`?key=` of Google APIs).
-_WHOLE_NAME_SECRETS = frozenset({("key",)})
+# Query parameter names that are secrets there only: Google's `?key=`. In JSON, "key" is ordinary data
+# (Gemini's customMetadata is a list of {"key": ..., "stringValue": ...}).
+_QUERY_ONLY_SECRETS = frozenset({("key",)})
 
 _WORD_SPLIT = re.compile(r"[^A-Za-z0-9]+|(?<=[a-z0-9])(?=[A-Z])")
 _CREDENTIAL_SHAPE = re.compile(r"[A-Za-z0-9._~+/=-]{16,}")
 
-_TOKEN_CHARS = r"A-Za-z0-9_+/=\-"
+# A key shape must stand alone: not inside a longer run of base64 or URL-safe base64 characters.
+_BEFORE = r"A-Za-z0-9_+/\-"
+_AFTER = r"A-Za-z0-9_+/=\-"
 _SHAPES = re.compile(
     "|".join(
         [
             r"(?P<bearer_word>\b[Bb]earer\s+)(?P<bearer>[A-Za-z0-9._~+/=-]{8,})",
-            rf"(?<![{_TOKEN_CHARS}])(?P<skkey>sk-[A-Za-z0-9_-]{{20,}})(?![{_TOKEN_CHARS}])",
-            rf"(?<![{_TOKEN_CHARS}])(?P<google>AIza[0-9A-Za-z_-]{{35}})(?![{_TOKEN_CHARS}])",
+            rf"(?<![{_BEFORE}])(?P<skkey>sk-[A-Za-z0-9_-]{{20,}})(?![{_AFTER}])",
+            rf"(?<![{_BEFORE}])(?P<google>AIza[0-9A-Za-z_-]{{35}})(?![{_AFTER}])",
             r"(?P<scheme>\b[A-Za-z][A-Za-z0-9+.-]*://)(?P<userinfo>[^/\s@:\[\]\"']+:[^/\s@\"']*)@",
             r"(?P<qsep>[?&;])(?P<qname>[A-Za-z0-9_.\-]{1,64})=(?P<qvalue>\[secret removed\]|[^&#\s\"'<>\\]+)",
             r"\"(?P<jkey>[^\"\\]{1,100})\"(?P<jsep>\s*:\s*)\"(?P<jvalue>(?:[^\"\\]|\\.)*)\"",
@@ -107,13 +110,15 @@ class Redactor:
         callables: Iterable[Callable[[str], str]] = (),
     ) -> None:
         extra = {_words(name) for name in names}
-        self._names = frozenset({_words(name) for name in SECRET_FIELD_NAMES} | extra | _WHOLE_NAME_SECRETS)
+        self._names = frozenset({_words(name) for name in SECRET_FIELD_NAMES} | extra)
         self._suffixes = _SECRET_SUFFIXES + tuple(extra)
         self._patterns = tuple(re.compile(p) if isinstance(p, str) else p for p in patterns)
         self._callables = tuple(callables)
         self._name_cache: dict[str, bool] = {}
 
-    def is_secret_name(self, name: str) -> bool:
+    def is_secret_name(self, name: str, *, query: bool = False) -> bool:
+        if query and _words(name) in _QUERY_ONLY_SECRETS:
+            return True
         cached = self._name_cache.get(name)
         if cached is None:
             words = _words(name)
@@ -152,7 +157,7 @@ class Redactor:
         if kind == "userinfo":
             return match["scheme"] + PLACEHOLDER + "@"
         if kind == "qvalue":
-            if match["qvalue"] != PLACEHOLDER and self.is_secret_name(match["qname"]):
+            if match["qvalue"] != PLACEHOLDER and self.is_secret_name(match["qname"], query=True):
                 return f"{match['qsep']}{match['qname']}={PLACEHOLDER}"
             return match.group(0)
         if kind == "jvalue":
@@ -189,7 +194,8 @@ class Redactor:
         fields = []
         for field in text.split("&"):
             name, sep, value = field.partition("=")
-            fields.append(f"{name}={PLACEHOLDER}" if sep and self.is_secret_name(name) else self.redact_text(field))
+            secret = sep and self.is_secret_name(name, query=True)
+            fields.append(f"{name}={PLACEHOLDER}" if secret else self.redact_text(field))
         return "&".join(fields)
 
 

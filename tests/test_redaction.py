@@ -1,0 +1,322 @@
+"""Redaction: no secret reaches a cassette, in any position, and nothing else is damaged."""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import json
+import re
+import string
+from pathlib import Path
+from typing import Any
+
+import httpx2
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import vcr_transport
+from helpers import recording
+from upstream import Received, Reply, Upstream
+from vcr_transport import PLACEHOLDER, Redactor, remove_secret_values
+from vcr_transport._redaction import StreamRedactor
+from vendors import VENDOR_ROUTES, Sdk
+
+SECRET_NAMES = ["authorization", "Proxy-Authorization", "api_key", "API-KEY", "x-api-key", "X-Goog-Api-Key", "token",
+                "access_token", "refresh_token", "id_token", "Cookie", "set-cookie", "secret", "client_secret",
+                "password", "session_key", "github_token", "stripe_secret_key", "db_password", "X-Custom-Api-Key",
+                "client-secret", "accessToken", "apiKey", "private_key"]
+NOT_SECRET_NAMES = ["max_tokens", "input_tokens", "cache_read_input_tokens", "num_keys", "next_page_token",
+                    "pageToken", "totalTokenCount", "token_type", "keys", "cache_key", "idempotency-key", "model", "key"]
+
+
+@pytest.mark.parametrize("name", SECRET_NAMES)
+def test_secret_names_lose_their_whole_value(name: str) -> None:
+    assert Redactor().is_secret_name(name)
+    assert remove_secret_values({name: {"nested": ["anything"]}, "keep": 1}) == {name: PLACEHOLDER, "keep": 1}
+
+
+@pytest.mark.parametrize("name", NOT_SECRET_NAMES)
+def test_counters_and_cursors_are_not_secrets(name: str) -> None:
+    assert not Redactor().is_secret_name(name)
+    assert remove_secret_values({name: 42}) == {name: 42}
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("Authorization: Bearer abc.DEF-123_456~xyz", "Authorization: Bearer [secret removed]"),
+        ("key sk-abcdefghijklmnopqrstuvwxyz012345 end", "key [secret removed] end"),
+        ("sk-proj-AbC123abcdefghijklmnopqrstuvwxyz_-", "[secret removed]"),
+        ("x=sk-ant-api03-AbC123abcdefghijklmnopqrstuvwxyz_-;", "x=[secret removed];"),
+        ("AIzaSyA1234567890abcdefghijklmnopqrstuv", "[secret removed]"),
+        ("https://h.test/v1?key=abc&alt=sse", "https://h.test/v1?key=[secret removed]&alt=sse"),
+        ('{"key": "source_url", "stringValue": "x"}', '{"key": "source_url", "stringValue": "x"}'),
+        ("GET /x?api_key=abc&access_token=def&token=ghi&q=1", "GET /x?api_key=[secret removed]&access_token=[secret removed]&token=[secret removed]&q=1"),
+        ("https://user:pa55@h.test/path", "https://[secret removed]@h.test/path"),
+        ('{"password": "hunter2", "user": "ann"}', '{"password": "[secret removed]", "user": "ann"}'),
+    ],
+)
+def test_secret_shapes_in_free_text(text: str, expected: str) -> None:
+    assert Redactor().redact_text(text) == expected
+    assert Redactor().redact_text(expected) == expected
+
+
+def test_shapes_match_on_token_boundaries_only() -> None:
+    blob = "QV-LkkeZmLtcyacM9K3K4kiGbeqEcrsk-zshBfrWRcwrRDeRmFQ91RiniL8HCCu3wu+/sk-abcdefghijklmnopqrstuvwx/AIzaSyA1234567890abcdefghijklmnopqrstuvX"
+    assert Redactor().redact_text(blob) == blob
+
+
+def test_bare_token_in_a_response_is_removed_only_when_it_looks_like_a_credential() -> None:
+    logprobs = {"logprobs": {"content": [{"token": " Hello", "logprob": -0.1, "top_logprobs": [{"token": "Hi", "logprob": -2}]}]}}
+    assert Redactor().redact_value(logprobs, response=True) == logprobs
+    oauth = {"token": "ya29.a0AfH6SMBx3k9Qz7Lr2Tq", "token_type": "Bearer"}
+    assert Redactor().redact_value(oauth, response=True) == {"token": PLACEHOLDER, "token_type": "Bearer"}
+    text = json.dumps(logprobs)
+    assert Redactor().redact_text(text, response=True) == text
+    assert Redactor().redact_value({"token": " Hello"}) == {"token": PLACEHOLDER}, "in a request, token is a credential"
+
+
+def test_user_rules_add_to_the_defaults() -> None:
+    redactor = Redactor(names=["customer_id"], patterns=[r"[\w.]+@example\.com"], callables=[lambda s: s.replace("ACME-7", "[id]")])
+    got = redactor.redact_value({"customer_id": "c1", "note": "mail ann@example.com ACME-7", "api_key": "k"})
+    assert got == {"customer_id": PLACEHOLDER, "note": f"mail {PLACEHOLDER} [id]", "api_key": PLACEHOLDER}
+
+
+def test_a_secret_split_across_chunks_does_not_leak_and_boundaries_stay() -> None:
+    secret = "sk-proj-SPLITabcdefghijklmnopqrstuvwxyz"
+    data = f'data: {{"delta": "{secret}"}}\n\ndata: {{"delta": "ok"}}\n\n'.encode()
+    for size in (1, 3, 7, 16, len(data)):
+        chunks = [data[i : i + size] for i in range(0, len(data), size)]
+        redactor = StreamRedactor(Redactor())
+        out: list[tuple[bytes, Any]] = []
+        for index, chunk in enumerate(chunks):
+            out += redactor.feed(chunk, index)
+        out += redactor.finish()
+        assert [tag for _, tag in out] == list(range(len(chunks))), "every chunk comes out once, in order"
+        joined = b"".join(chunk for chunk, _ in out)
+        assert joined == data.replace(secret.encode(), PLACEHOLDER.encode())
+        tail = data.index(b'\n\ndata: {"delta": "ok"}')
+        original_ends = [sum(map(len, chunks[: i + 1])) for i in range(len(chunks))]
+        new_ends = [sum(len(c) for c, _ in out[: i + 1]) for i in range(len(out))]
+        shift = len(PLACEHOLDER) - len(secret)
+        assert [e + shift for e in original_ends if e > tail] == [e for e in new_ends if e > tail + shift]
+
+
+json_leaf = st.one_of(st.none(), st.booleans(), st.integers(), st.text(alphabet=string.ascii_letters + " .,!?é", max_size=20))
+safe_keys = st.text(alphabet=string.ascii_lowercase, min_size=1, max_size=8).filter(lambda k: not Redactor().is_secret_name(k))
+json_values = st.recursive(json_leaf, lambda c: st.lists(c, max_size=4) | st.dictionaries(safe_keys, c, max_size=4), max_leaves=20)
+any_json = st.recursive(
+    json_leaf | st.sampled_from(["sk-abcdefghijklmnopqrstuvwxyz01", "Bearer abcdefgh12345", "https://u:p@h/x?key=1"]),
+    lambda c: st.lists(c, max_size=4) | st.dictionaries(st.sampled_from(["a", "password", "token", "max_tokens", "x"]), c, max_size=4),
+    max_leaves=20,
+)
+
+
+@settings(max_examples=200, deadline=None)
+@given(any_json)
+def test_redaction_is_idempotent(value: Any) -> None:
+    once = remove_secret_values(value)
+    assert remove_secret_values(once) == once
+    text = json.dumps(value)
+    assert Redactor().redact_text(Redactor().redact_text(text)) == Redactor().redact_text(text)
+
+
+@settings(max_examples=200, deadline=None)
+@given(json_values)
+def test_json_without_secrets_comes_through_unchanged(value: Any) -> None:
+    assert remove_secret_values(value) == value
+    text = json.dumps(value)
+    assert Redactor().redact_text(text, response=True) == text
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.binary(min_size=1, max_size=600), st.booleans())
+def test_base64_blobs_survive(blob: bytes, urlsafe: bool) -> None:
+    encoded = (base64.urlsafe_b64encode if urlsafe else base64.b64encode)(b"\x00" + blob).decode()
+    document = {"inline_data": {"mime_type": "image/png", "data": encoded}}
+    assert remove_secret_values(document) == document
+
+
+def _vendor_documents() -> list[Any]:
+    folder = Path(__file__).resolve().parents[2] / "shared" / "vendor-traffic"
+    if not folder.is_dir():
+        pytest.skip(f"{folder} is absent: the vendor-traffic corpus is not beside this checkout")
+    return [json.loads(path.read_text()) for path in sorted(folder.glob("*.json"))]
+
+
+def test_vendor_corpus_bodies_survive_redaction_intact() -> None:
+    """Real traffic: base64 media (some holding 'sk-z...' by chance), logprob tokens, page tokens, metadata
+    keys. The only values that change are the OAuth credentials of one exchange (already scrubbed there)."""
+    changed = []
+    for document in _vendor_documents():
+        for interaction in document["interactions"]:
+            for side, is_response in (("request", False), ("response", True)):
+                body = interaction[side]["body"]
+                value = body.get("json", body.get("text"))
+                redacted = Redactor().redact_value(value, response=is_response)
+                if "application/x-www-form-urlencoded" in str(interaction[side]["headers"]).lower():
+                    redacted = Redactor().redact_form(value)
+                while (difference := vcr_transport.find_first_difference(value, redacted)) is not None:
+                    path, before, _ = difference
+                    changed.append((path or before.split("=")[0], before))
+                    value = redacted if not path else _set(value, path, difference[2])
+    assert changed
+    assert all(before == "scrubbed" or "=scrubbed" in before for _, before in changed), changed
+    assert {path.split("&")[0] for path, _ in changed} <= {"access_token", "id_token", "grant_type"}
+
+
+def _set(value: Any, path: str, new: Any) -> Any:
+    copy = json.loads(json.dumps(value))
+    target = copy
+    keys = re.findall(r"[^.\[\]]+", path)
+    for key in keys[:-1]:
+        target = target[int(key)] if isinstance(target, list) else target[key]
+    last = keys[-1]
+    target[int(last) if isinstance(target, list) else last] = new
+    return copy
+
+
+def test_vendor_corpus_still_loses_planted_credentials() -> None:
+    document = _vendor_documents()[0]
+    body = document["interactions"][0]["request"]["body"]["json"]
+    planted = {**body, "metadata": {"token": "plain-credential-value", "api_key": "k"}}
+    cleaned = remove_secret_values(planted)
+    assert cleaned["metadata"] == {"token": PLACEHOLDER, "api_key": PLACEHOLDER}
+
+
+# --- planted secrets through the real SDKs --------------------------------------------------------------
+
+def _secret(seed: str, n: int, shape: str = "plain") -> str:
+    digest = hashlib.sha256(f"{seed}-{n}".encode()).hexdigest()
+    return {
+        "plain": f"PlAnTeD{digest[:20]}",
+        "sk": f"sk-proj-{digest[:32]}",
+        "ant": f"sk-ant-api03-{digest[:32]}",
+        "google": "AIza" + (digest + digest)[:35],
+        "bearer": f"Bear3r{digest[:24]}",
+    }[shape]
+
+
+NESTED_NAMES = ["db_password", "client_secret", "github_token", "stripe_secret_key", "session_key", "refresh_token",
+                "api_key", "apiKey", "x-api-key", "password", "private_key", "access_key", "id_token", "secret",
+                "X-Custom-Api-Key", "client-secret", "accessToken", "passwd", "aws_secret_access_key", "slack_token", "authToken", "smtp_password"]
+
+
+def _planted_upstream(upstream: Upstream, sdk: Sdk, secrets: list[str]) -> None:
+    seed = sdk.id
+    response_headers = [("set-cookie", f"sid={_secret(seed, 900)}; Path=/"), ("x-api-key", _secret(seed, 901))]
+    secrets += [_secret(seed, 900), _secret(seed, 901)]
+    token_response = {
+        "access_token": _secret(seed, 910), "refresh_token": _secret(seed, 911), "id_token": _secret(seed, 912),
+        "token": _secret(seed, 913) + "x9", "token_type": "Bearer", "expires_in": 3600,
+        "credentials": {"password": _secret(seed, 914), "client_secret": _secret(seed, 915)},
+        "note": f"issued Bearer {_secret(seed, 916)} for https://svc:{_secret(seed, 917)}@auth.test/",
+    }
+    secrets += [_secret(seed, n) for n in range(910, 918)]
+    prefix, vendor = VENDOR_ROUTES[sdk.name]
+
+    def with_headers(reply: Reply) -> Reply:
+        reply.headers = [*reply.headers, *response_headers]
+        return reply
+
+    upstream.routes[prefix] = lambda received: with_headers(vendor(received, split=7, pause=0.0005))
+    upstream.routes["/planted/json"] = upstream.routes["/v1/planted/json"] = lambda r: with_headers(Reply.json(token_response))
+    upstream.routes["/planted/error"] = upstream.routes["/v1/planted/error"] = lambda r: Reply.json(
+        {"error": {"message": f"Incorrect API key provided: {r.headers.get('authorization', r.headers.get('x-goog-api-key'))}.", "type": "invalid_request_error"}},
+        status=401,
+    )
+
+
+def _cassette_text(path: Path) -> str:
+    """Every byte of the cassette, with base64-stored chunks and bodies decoded, lower-cased."""
+    parts = [path.read_text()]
+    for line in path.read_text().splitlines():
+        obj = json.loads(line)
+        encoded = obj.get("base64") or (obj.get("body") or {}).get("base64")
+        if encoded:
+            parts.append(base64.b64decode(encoded).decode("utf-8", "replace"))
+    return "\n".join(parts).lower()
+
+
+def test_planted_secrets_never_reach_the_cassette(sdk: Sdk, upstream: Upstream, tmp_path: Path) -> None:
+    seed = sdk.id
+    secrets: list[str] = []
+    _planted_upstream(upstream, sdk, secrets)
+    key = _secret(seed, 1, {"openai": "sk", "anthropic": "ant", "genai": "google"}[sdk.name])
+    userinfo_password = _secret(seed, 2)
+    headers = {
+        "X-Custom-Api-Key": _secret(seed, 3),
+        "Cookie": f"session={_secret(seed, 4)}",
+        "Proxy-Authorization": f"Basic {_secret(seed, 5)}",
+        "x-github-token": _secret(seed, 6),
+        "x-trace-note": f"Bearer {_secret(seed, 7)}",
+    }
+    secrets += [key, userinfo_password, *(_secret(seed, n) for n in range(3, 8))]
+    options: dict[str, Any] = {"api_key": key}
+    if sdk.name == "genai":
+        options["http_options"] = {"headers": headers}
+    else:
+        options["default_headers"] = headers
+        options["default_query"] = {"access_token": _secret(seed, 8), "key": _secret(seed, 9)}
+        secrets += [_secret(seed, 8), _secret(seed, 9)]
+    nested = {name: _secret(seed, 100 + i) for i, name in enumerate(NESTED_NAMES)}
+    secrets += list(nested.values())
+    body = {"grant_type": "refresh", "metadata": {"deep": [{"inner": nested}]}, "max_tokens": 5}
+    prompt_secrets = [_secret(seed, 200, "sk"), _secret(seed, 201, "google"), _secret(seed, 202, "ant")]
+    secrets += prompt_secrets
+    prompt = f"keys {prompt_secrets[0]} and {prompt_secrets[1]} then {prompt_secrets[2]} done"
+    base_url = upstream.url.replace("http://", f"http://user:{userinfo_password}@")
+    path = "planted/json" if sdk.name == "genai" else "/planted/json"
+
+    cassette = tmp_path / "planted.jsonl"
+    results = sdk.run(recording(sdk.library, sdk.is_async, cassette), base_url,
+                      [("stream", [prompt]), ("post", [path, json.dumps(body)])], **options)
+    assert prompt_secrets[0] in "".join(results[0]), "the caller still sees the live bytes"
+    assert results[1]["access_token"] == _secret(seed, 910)
+    errors = tmp_path / "error.jsonl"
+    with pytest.raises(Exception, match="Incorrect API key"):
+        sdk.run(recording(sdk.library, sdk.is_async, errors), base_url, [("post", [path.replace("json", "error"), "{}"])],
+                **options, **({} if sdk.name == "genai" else {"max_retries": 0}))
+
+    assert len(set(secrets)) >= 40
+    for written in (cassette, errors):
+        text = _cassette_text(written)
+        leaked = [s for s in secrets if s.lower() in text]
+        assert leaked == []
+        assert PLACEHOLDER in text
+
+
+def test_form_bodies_and_exception_messages_are_redacted(tmp_path: Path) -> None:
+    cassette = tmp_path / "form.jsonl"
+    with httpx2.Client(transport=vcr_transport.RecordingTransport(httpx2.HTTPTransport(), cassette)) as client:
+        with pytest.raises(httpx2.ConnectError):
+            client.post("http://127.0.0.1:1/token?key=AIzaQUERYSECRET0123456789abcdefghijklm", data={"password": "FORMSECRET1", "api_key": "FORMSECRET2", "user": "ann"})
+    text = cassette.read_text()
+    assert "FORMSECRET" not in text and "QUERYSECRET" not in text
+    assert "user=ann" in text
+
+
+def test_key_a_recorded_key_b_replayed_still_matches(upstream: Upstream, tmp_path: Path) -> None:
+    from vendors import SDKS
+
+    sdk = next(s for s in SDKS if s.name == "openai" and s.side == "sync")
+    cassette = tmp_path / "keys.jsonl"
+    sdk.run(recording(sdk.library, False, cassette), upstream.url, [("chat", ["hi"])], api_key="sk-proj-KEYAabcdefghijklmnopqrstuvwxyz")
+    upstream.stop()
+    replay = vcr_transport.ReplayTransport(cassette)
+    assert sdk.run(replay, upstream.url, [("chat", ["hi"])], api_key="sk-proj-KEYBzyxwvutsrqponmlkjihgfedcba") == ["echo:hi"]
+    assert "KEYA" not in cassette.read_text()
+
+
+def test_response_content_length_stays_true_when_redaction_changes_the_length(tmp_path: Path) -> None:
+    secret = b'{"access_token": "abcdefghijklmnopqrstuvwxyz0123456789"}'
+    cassette = tmp_path / "len.jsonl"
+    handler = lambda r: httpx2.Response(200, headers={"content-type": "application/json", "content-length": str(len(secret))}, stream=httpx2.ByteStream(secret))  # noqa: E731
+    with httpx2.Client(transport=vcr_transport.RecordingTransport(httpx2.MockTransport(handler), cassette)) as client:
+        client.get("https://a.test/")
+    with httpx2.Client(transport=vcr_transport.ReplayTransport(cassette)) as client:
+        response = client.get("https://a.test/")
+    assert response.json() == {"access_token": PLACEHOLDER}
+    assert int(response.headers["content-length"]) == len(response.content)
+    assert re.search(rb"abcdefghij", cassette.read_bytes()) is None
