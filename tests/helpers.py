@@ -18,4 +18,6 @@ def cassette_lines(path: Path) -> list[dict[str, Any]]:
 
 
 def call_ends(path: Path) -> list[dict[str, Any]]:
-    return sorted((line for line in cassette_lines(path) if line["type"] == "call_end"), key=lambda l: l["call_index"])
+    return sorted(
+        (line for line in cassette_lines(path) if line["type"] == "call_end"), key=lambda end: end["call_index"]
+    )

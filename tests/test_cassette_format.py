@@ -15,8 +15,21 @@ import vcr_transport
 from vcr_transport._storage import CassetteWriter, read_cassette
 
 HEADER = {"type": "header", "format_version": 1}
-REQUEST = {"type": "request", "call_index": 0, "method": "GET", "url": "https://a.test/x", "headers": [["accept", "*/*"]], "body": None}
-RESPONSE = {"type": "response", "call_index": 0, "status": 200, "headers": [["content-type", "text/plain"]], "http_version": "HTTP/1.1"}
+REQUEST = {
+    "type": "request",
+    "call_index": 0,
+    "method": "GET",
+    "url": "https://a.test/x",
+    "headers": [["accept", "*/*"]],
+    "body": None,
+}
+RESPONSE = {
+    "type": "response",
+    "call_index": 0,
+    "status": 200,
+    "headers": [["content-type", "text/plain"]],
+    "http_version": "HTTP/1.1",
+}
 EVENT = {"type": "event", "call_index": 0, "event_index": 0, "t": 0.001, "text": "hello"}
 END = {"type": "call_end", "call_index": 0, "event_count": 1, "outcome": "complete"}
 GOOD = [HEADER, REQUEST, RESPONSE, EVENT, END]
@@ -69,12 +82,26 @@ def test_unknown_optional_header_keys_are_ignored(cassette: Path) -> None:
         ([*GOOD[:4], {**END, "outcome": "fine"}], "", 5, "unknown outcome 'fine'"),
     ],
     ids=[
-        "wrong-version", "no-version", "no-header", "unknown-type", "second-header", "cut-off-last-line",
-        "malformed-json", "missing-call-end", "event-count", "event-order", "missing-field", "bad-base64",
-        "line-after-end", "orphan-response", "unknown-outcome",
+        "wrong-version",
+        "no-version",
+        "no-header",
+        "unknown-type",
+        "second-header",
+        "cut-off-last-line",
+        "malformed-json",
+        "missing-call-end",
+        "event-count",
+        "event-order",
+        "missing-field",
+        "bad-base64",
+        "line-after-end",
+        "orphan-response",
+        "unknown-outcome",
     ],
 )
-def test_bad_cassettes_are_refused_naming_file_and_line(cassette: Path, lines: list[object], tail: str, line: int, words: str) -> None:
+def test_bad_cassettes_are_refused_naming_file_and_line(
+    cassette: Path, lines: list[object], tail: str, line: int, words: str
+) -> None:
     write(cassette, lines, tail)
     error = refused(cassette)
     assert error.line == line
@@ -93,7 +120,10 @@ def test_an_empty_file_is_refused(cassette: Path) -> None:
 
 
 def test_an_incomplete_call_replays_as_recorded_never_as_complete(cassette: Path) -> None:
-    write(cassette, [*GOOD[:4], {**END, "outcome": "error", "error": {"class": "httpx2.ReadError", "message": "peer reset"}}])
+    write(
+        cassette,
+        [*GOOD[:4], {**END, "outcome": "error", "error": {"class": "httpx2.ReadError", "message": "peer reset"}}],
+    )
     for library in ("httpx", "httpx2"):
         module = __import__(library)
         with module.Client(transport=vcr_transport.ReplayTransport(cassette)) as client:
@@ -123,7 +153,9 @@ def test_writer_creates_a_private_file_and_keeps_the_old_one_until_commit(casset
 def test_recording_over_a_cassette_replaces_it_only_at_close(cassette: Path) -> None:
     write(cassette, GOOD)
     before = cassette.read_bytes()
-    transport = vcr_transport.RecordingTransport(httpx2.MockTransport(lambda r: httpx2.Response(200, text="new")), cassette)
+    transport = vcr_transport.RecordingTransport(
+        httpx2.MockTransport(lambda r: httpx2.Response(200, text="new")), cassette
+    )
     with httpx2.Client(transport=transport) as client:
         client.get("https://a.test/x")
         assert cassette.read_bytes() == before
@@ -132,16 +164,18 @@ def test_recording_over_a_cassette_replaces_it_only_at_close(cassette: Path) -> 
 
 
 def test_body_storage_forms(cassette: Path) -> None:
-    transport = vcr_transport.RecordingTransport(httpx2.MockTransport(lambda r: httpx2.Response(200, content=b"\xff\x00")), cassette)
+    transport = vcr_transport.RecordingTransport(
+        httpx2.MockTransport(lambda r: httpx2.Response(200, content=b"\xff\x00")), cassette
+    )
     with httpx2.Client(transport=transport) as client:
         client.post("https://a.test/j", json={"b": [1, 2], "a": "é"})
         client.post("https://a.test/t", content=b"plain text", headers={"content-type": "text/plain"})
         client.post("https://a.test/b", content=b"\x89PNG\xff", headers={"content-type": "image/png"})
         client.post("https://a.test/f", data={"user": "ann", "password": "hunter2"})
-    requests = [json.loads(l) for l in cassette.read_text().splitlines() if '"request"' in l]
+    requests = [json.loads(line) for line in cassette.read_text().splitlines() if '"request"' in line]
     assert requests[0]["body"] == {"json": {"b": [1, 2], "a": "é"}}
     assert requests[1]["body"] == {"text": "plain text"}
     assert requests[2]["body"] == {"base64": base64.b64encode(b"\x89PNG\xff").decode()}
     assert requests[3]["body"] == {"text": "user=ann&password=[secret removed]"}
-    events = [json.loads(l) for l in cassette.read_text().splitlines() if '"event"' in l]
+    events = [json.loads(line) for line in cassette.read_text().splitlines() if '"event"' in line]
     assert events[0]["base64"] == "/wA="

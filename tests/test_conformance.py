@@ -16,12 +16,12 @@ import openai
 import pytest
 from google import genai
 from google.genai import types as genai_types
-
-import vcr_transport
-from vcr_transport import PLACEHOLDER, Redactor
 from helpers import recording
 from tap import Tap
 from upstream import Reply, Upstream, split_bytes, split_events
+
+import vcr_transport
+from vcr_transport import PLACEHOLDER, Redactor
 
 CORPUS = Path(__file__).resolve().parents[2] / "shared" / "vendor-traffic"
 DROPPED_HEADERS = {"content-length", "transfer-encoding", "content-encoding", "connection"}
@@ -29,7 +29,12 @@ DROPPED_HEADERS = {"content-length", "transfer-encoding", "content-encoding", "c
 
 def _exchanges() -> list[Any]:
     if not CORPUS.is_dir():
-        return [pytest.param(None, marks=pytest.mark.skip(reason=f"{CORPUS} is absent: no vendor-traffic corpus beside this checkout"))]
+        return [
+            pytest.param(
+                None,
+                marks=pytest.mark.skip(reason=f"{CORPUS} is absent: no vendor-traffic corpus beside this checkout"),
+            )
+        ]
     found = []
     for path in sorted(CORPUS.glob("*.json")):
         for number, interaction in enumerate(json.loads(path.read_text())["interactions"]):
@@ -39,7 +44,11 @@ def _exchanges() -> list[Any]:
 
 def _reply(interaction: dict[str, Any], variant: int) -> Reply:
     response = interaction["response"]
-    headers = [(k, v if isinstance(v, str) else v[0]) for k, v in response["headers"].items() if k.lower() not in DROPPED_HEADERS]
+    headers = [
+        (k, v if isinstance(v, str) else v[0])
+        for k, v in response["headers"].items()
+        if k.lower() not in DROPPED_HEADERS
+    ]
     body = response["body"]
     data = json.dumps(body["json"]).encode() if "json" in body else body["text"].encode()
     streaming = any(k.lower() == "content-type" and "event-stream" in v for k, v in headers)
@@ -62,7 +71,10 @@ def _call(client: Any, kind: str, request: dict[str, Any], streaming: bool) -> A
             if body is not None:
                 options["body"] = body
             if streaming:
-                return [event for event in getattr(client, method)(path, stream=True, stream_cls=module.Stream[object], **options)]
+                return [
+                    event
+                    for event in getattr(client, method)(path, stream=True, stream_cls=module.Stream[object], **options)
+                ]
             return getattr(client, method)(path, **options)
         if kind == "genai":
             version, _, rest = parts.path.lstrip("/").partition("/")
@@ -71,7 +83,9 @@ def _call(client: Any, kind: str, request: dict[str, Any], streaming: bool) -> A
             if streaming:
                 return [r.body for r in client._api_client.request_streamed(method, rest, body or {}, http_options)]
             return client._api_client.request(method, rest, body or {}, http_options).body
-        response = client.request(request["method"], path, content=json.dumps(body).encode() if body is not None else None)
+        response = client.request(
+            request["method"], path, content=json.dumps(body).encode() if body is not None else None
+        )
         return response.status_code, response.content
     except Exception as exc:  # an error exchange: the error the SDK raises is the result
         return type(exc).__name__, str(exc)
@@ -112,18 +126,26 @@ def _run(transport: Any, base_url: str, interaction: dict[str, Any], streaming: 
         async def run() -> Any:
             async with httpx2.AsyncClient(transport=transport) as http:
                 cls = openai.AsyncOpenAI if kind == "openai" else anthropic.AsyncAnthropic
-                client = cls(api_key="sk-conformance-000000000000000000000", base_url=base_url, http_client=http, max_retries=0)
+                client = cls(
+                    api_key="sk-conformance-000000000000000000000", base_url=base_url, http_client=http, max_retries=0
+                )
                 return await _call_async(client, kind, interaction["request"], streaming)
 
         return asyncio.run(run())
     with httpx2.Client(transport=transport, base_url=base_url) as http:
         client: Any = http
         if kind == "openai":
-            client = openai.OpenAI(api_key="sk-conformance-000000000000000000000", base_url=base_url, http_client=http, max_retries=0)
+            client = openai.OpenAI(
+                api_key="sk-conformance-000000000000000000000", base_url=base_url, http_client=http, max_retries=0
+            )
         elif kind == "anthropic":
-            client = anthropic.Anthropic(api_key="sk-ant-conformance-0000000000000000", base_url=base_url, http_client=http, max_retries=0)
+            client = anthropic.Anthropic(
+                api_key="sk-ant-conformance-0000000000000000", base_url=base_url, http_client=http, max_retries=0
+            )
         elif kind == "genai":
-            client = genai.Client(api_key="AIza-conformance", http_options=genai_types.HttpOptions(base_url=base_url, httpx_client=http))
+            client = genai.Client(
+                api_key="AIza-conformance", http_options=genai_types.HttpOptions(base_url=base_url, httpx_client=http)
+            )
         return _call(client, kind, interaction["request"], streaming)
 
 
@@ -135,7 +157,9 @@ def vendor() -> Any:
 
 
 @pytest.mark.parametrize("interaction", _exchanges())
-def test_vendor_exchange_replays_identically(interaction: dict[str, Any], vendor: Upstream, tmp_path: Path, request: pytest.FixtureRequest) -> None:
+def test_vendor_exchange_replays_identically(
+    interaction: dict[str, Any], vendor: Upstream, tmp_path: Path, request: pytest.FixtureRequest
+) -> None:
     variant = request.node.callspec.indices["interaction"]
     reply = _reply(interaction, variant)
     streaming = any(k.lower() == "content-type" and "event-stream" in v for k, v in reply.headers)

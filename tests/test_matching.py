@@ -62,23 +62,67 @@ def test_json_bodies_compare_structurally(cassette: Path) -> None:
     body = {"model": "m", "messages": [{"role": "user", "content": "hi"}], "temperature": 0.5}
     _record(cassette, [{"method": "POST", "url": "https://a.test/v1", "json": body}])
     respaced = json.dumps(dict(reversed(list(body.items()))), indent=3, separators=(" , ", " :  ")).encode()
-    (response,) = _replay(cassette, [{"method": "POST", "url": "https://a.test/v1", "content": respaced, "headers": {"content-type": "application/json"}}])
+    (response,) = _replay(
+        cassette,
+        [
+            {
+                "method": "POST",
+                "url": "https://a.test/v1",
+                "content": respaced,
+                "headers": {"content-type": "application/json"},
+            }
+        ],
+    )
     assert response.status_code == 200
 
 
 def test_form_fields_compare_by_name(cassette: Path) -> None:
     _record(cassette, [{"method": "POST", "url": "https://a.test/f", "data": {"a": "1", "b": "2"}}])
-    _replay(cassette, [{"method": "POST", "url": "https://a.test/f", "content": b"b=2&a=1", "headers": {"content-type": "application/x-www-form-urlencoded"}}])
+    _replay(
+        cassette,
+        [
+            {
+                "method": "POST",
+                "url": "https://a.test/f",
+                "content": b"b=2&a=1",
+                "headers": {"content-type": "application/x-www-form-urlencoded"},
+            }
+        ],
+    )
     with pytest.raises(vcr_transport.ReplayMismatch) as caught:
         _replay(cassette, [{"method": "POST", "url": "https://a.test/f", "data": {"a": "1", "b": "3"}}])
     assert caught.value.field_path == "body.b"
 
 
 def test_other_bodies_compare_as_bytes(cassette: Path) -> None:
-    _record(cassette, [{"method": "POST", "url": "https://a.test/t", "content": b"exact text", "headers": {"content-type": "text/plain"}}])
+    _record(
+        cassette,
+        [
+            {
+                "method": "POST",
+                "url": "https://a.test/t",
+                "content": b"exact text",
+                "headers": {"content-type": "text/plain"},
+            }
+        ],
+    )
     with pytest.raises(vcr_transport.ReplayMismatch) as caught:
-        _replay(cassette, [{"method": "POST", "url": "https://a.test/t", "content": b"exact text!", "headers": {"content-type": "text/plain"}}])
-    assert (caught.value.field_path, caught.value.recorded, caught.value.incoming) == ("body", "exact text", "exact text!")
+        _replay(
+            cassette,
+            [
+                {
+                    "method": "POST",
+                    "url": "https://a.test/t",
+                    "content": b"exact text!",
+                    "headers": {"content-type": "text/plain"},
+                }
+            ],
+        )
+    assert (caught.value.field_path, caught.value.recorded, caught.value.incoming) == (
+        "body",
+        "exact text",
+        "exact text!",
+    )
 
 
 @pytest.mark.parametrize(
@@ -94,7 +138,12 @@ def test_other_bodies_compare_as_bytes(cassette: Path) -> None:
     ],
 )
 def test_paths_name_each_part_of_a_request(cassette: Path, change: dict[str, Any], path: str) -> None:
-    base = {"method": "POST", "url": "https://a.test/v1?q=1", "headers": {"x-tenant": "a"}, "json": {"timestamp": 0, "k": "v"}}
+    base = {
+        "method": "POST",
+        "url": "https://a.test/v1?q=1",
+        "headers": {"x-tenant": "a"},
+        "json": {"timestamp": 0, "k": "v"},
+    }
     _record(cassette, [base])
     with pytest.raises(vcr_transport.ReplayMismatch) as caught:
         _replay(cassette, [{**base, **change}])
@@ -104,7 +153,11 @@ def test_paths_name_each_part_of_a_request(cassette: Path, change: dict[str, Any
 
 
 def test_non_deterministic_fields_are_skipped_and_the_list_extends(cassette: Path) -> None:
-    base = {"method": "POST", "url": "https://a.test/v1", "json": {"meta": {"timestamp": 1, "request_id": "a"}, "k": "v"}}
+    base = {
+        "method": "POST",
+        "url": "https://a.test/v1",
+        "json": {"meta": {"timestamp": 1, "request_id": "a"}, "k": "v"},
+    }
     _record(cassette, [base])
     moved = {**base, "json": {"meta": {"timestamp": 2, "request_id": "b"}, "k": "v"}}
     with pytest.raises(vcr_transport.ReplayMismatch, match="body.meta.request_id"):
@@ -114,7 +167,11 @@ def test_non_deterministic_fields_are_skipped_and_the_list_extends(cassette: Pat
 
 
 def test_volatile_headers_are_ignored_and_the_set_is_adjustable(cassette: Path) -> None:
-    base = {"method": "GET", "url": "https://a.test/", "headers": {"x-stainless-os": "Linux", "user-agent": "a/1", "x-run": "1"}}
+    base = {
+        "method": "GET",
+        "url": "https://a.test/",
+        "headers": {"x-stainless-os": "Linux", "user-agent": "a/1", "x-run": "1"},
+    }
     _record(cassette, [base])
     varied = {**base, "headers": {"x-stainless-os": "MacOS", "user-agent": "b/2", "x-run": "1"}}
     _replay(cassette, [varied])
@@ -146,7 +203,9 @@ def test_a_mismatch_does_not_consume_the_recorded_call(cassette: Path) -> None:
 
 def test_unordered_pairs_each_request_with_the_first_unplayed_match(cassette: Path) -> None:
     urls = [f"https://a.test/item/{i}" for i in range(6)]
-    _record(cassette, [{"method": "GET", "url": u} for u in urls], respond=lambda r: httpx2.Response(200, text=r.url.path))
+    _record(
+        cassette, [{"method": "GET", "url": u} for u in urls], respond=lambda r: httpx2.Response(200, text=r.url.path)
+    )
     transport = vcr_transport.ReplayTransport(cassette, ordered=False)
     got: dict[str, str] = {}
     with httpx2.Client(transport=transport) as client:
@@ -159,7 +218,13 @@ def test_unordered_pairs_each_request_with_the_first_unplayed_match(cassette: Pa
 
 
 def test_unordered_miss_reports_against_the_closest_candidate(cassette: Path) -> None:
-    _record(cassette, [{"method": "GET", "url": "https://a.test/other"}, {"method": "POST", "url": "https://a.test/chat", "json": {"p": "hi"}}])
+    _record(
+        cassette,
+        [
+            {"method": "GET", "url": "https://a.test/other"},
+            {"method": "POST", "url": "https://a.test/chat", "json": {"p": "hi"}},
+        ],
+    )
     with pytest.raises(vcr_transport.ReplayMismatch) as caught:
         _replay(cassette, [{"method": "POST", "url": "https://a.test/chat", "json": {"p": "bye"}}], ordered=False)
     assert (caught.value.call_index, caught.value.field_path) == (1, "body.p")
@@ -167,7 +232,11 @@ def test_unordered_miss_reports_against_the_closest_candidate(cassette: Path) ->
 
 def test_identical_requests_are_answered_in_recorded_order(cassette: Path) -> None:
     answers = iter(["first", "second", "third"])
-    _record(cassette, [{"method": "GET", "url": "https://a.test/same"}] * 3, respond=lambda r: httpx2.Response(200, text=next(answers)))
+    _record(
+        cassette,
+        [{"method": "GET", "url": "https://a.test/same"}] * 3,
+        respond=lambda r: httpx2.Response(200, text=next(answers)),
+    )
     for ordered in (True, False):
         responses = _replay(cassette, [{"method": "GET", "url": "https://a.test/same"}] * 3, ordered=ordered)
         assert [r.text for r in responses] == ["first", "second", "third"]
@@ -196,14 +265,19 @@ def test_long_values_are_shortened_in_the_message_but_whole_on_the_attributes(ca
 def test_mismatch_values_in_the_message_are_redacted(cassette: Path) -> None:
     _record(cassette, [{"method": "POST", "url": "https://a.test/", "json": {"p": "x"}}])
     with pytest.raises(vcr_transport.ReplayMismatch) as caught:
-        _replay(cassette, [{"method": "POST", "url": "https://a.test/", "json": {"p": "key sk-abcdefghijklmnopqrstuvwxyz0123"}}])
+        _replay(
+            cassette,
+            [{"method": "POST", "url": "https://a.test/", "json": {"p": "key sk-abcdefghijklmnopqrstuvwxyz0123"}}],
+        )
     assert "sk-abc" not in str(caught.value) and "[secret removed]" in str(caught.value)
 
 
 def _call(status: int, headers: list[tuple[str, str]]) -> Any:
     from vcr_transport._cassette import RecordedCall
 
-    return RecordedCall(0, "GET", "https://a.test/", [], None, status=status, response_headers=headers, outcome="complete")
+    return RecordedCall(
+        0, "GET", "https://a.test/", [], None, status=status, response_headers=headers, outcome="complete"
+    )
 
 
 def test_recorded_retry_delays_are_shortened_but_never_past_what_the_sdk_honours() -> None:

@@ -12,22 +12,57 @@ from typing import Any
 
 import httpx2
 import pytest
+from helpers import recording
 from hypothesis import given, settings
 from hypothesis import strategies as st
-
-import vcr_transport
-from helpers import recording
 from upstream import Received, Reply, Upstream
-from vcr_transport import PLACEHOLDER, Redactor, remove_secret_values
-from vcr_transport._redaction import StreamRedactor
 from vendors import VENDOR_ROUTES, Sdk
 
-SECRET_NAMES = ["authorization", "Proxy-Authorization", "api_key", "API-KEY", "x-api-key", "X-Goog-Api-Key", "token",
-                "access_token", "refresh_token", "id_token", "Cookie", "set-cookie", "secret", "client_secret",
-                "password", "session_key", "github_token", "stripe_secret_key", "db_password", "X-Custom-Api-Key",
-                "client-secret", "accessToken", "apiKey", "private_key"]
-NOT_SECRET_NAMES = ["max_tokens", "input_tokens", "cache_read_input_tokens", "num_keys", "next_page_token",
-                    "pageToken", "totalTokenCount", "token_type", "keys", "cache_key", "idempotency-key", "model", "key"]
+import vcr_transport
+from vcr_transport import PLACEHOLDER, Redactor, remove_secret_values
+from vcr_transport._redaction import StreamRedactor
+
+SECRET_NAMES = [
+    "authorization",
+    "Proxy-Authorization",
+    "api_key",
+    "API-KEY",
+    "x-api-key",
+    "X-Goog-Api-Key",
+    "token",
+    "access_token",
+    "refresh_token",
+    "id_token",
+    "Cookie",
+    "set-cookie",
+    "secret",
+    "client_secret",
+    "password",
+    "session_key",
+    "github_token",
+    "stripe_secret_key",
+    "db_password",
+    "X-Custom-Api-Key",
+    "client-secret",
+    "accessToken",
+    "apiKey",
+    "private_key",
+]
+NOT_SECRET_NAMES = [
+    "max_tokens",
+    "input_tokens",
+    "cache_read_input_tokens",
+    "num_keys",
+    "next_page_token",
+    "pageToken",
+    "totalTokenCount",
+    "token_type",
+    "keys",
+    "cache_key",
+    "idempotency-key",
+    "model",
+    "key",
+]
 
 
 @pytest.mark.parametrize("name", SECRET_NAMES)
@@ -52,7 +87,10 @@ def test_counters_and_cursors_are_not_secrets(name: str) -> None:
         ("AIzaSyA1234567890abcdefghijklmnopqrstuv", "[secret removed]"),
         ("https://h.test/v1?key=abc&alt=sse", "https://h.test/v1?key=[secret removed]&alt=sse"),
         ('{"key": "source_url", "stringValue": "x"}', '{"key": "source_url", "stringValue": "x"}'),
-        ("GET /x?api_key=abc&access_token=def&token=ghi&q=1", "GET /x?api_key=[secret removed]&access_token=[secret removed]&token=[secret removed]&q=1"),
+        (
+            "GET /x?api_key=abc&access_token=def&token=ghi&q=1",
+            "GET /x?api_key=[secret removed]&access_token=[secret removed]&token=[secret removed]&q=1",
+        ),
         ("https://user:pa55@h.test/path", "https://[secret removed]@h.test/path"),
         ('{"password": "hunter2", "user": "ann"}', '{"password": "[secret removed]", "user": "ann"}'),
     ],
@@ -63,12 +101,19 @@ def test_secret_shapes_in_free_text(text: str, expected: str) -> None:
 
 
 def test_shapes_match_on_token_boundaries_only() -> None:
-    blob = "QV-LkkeZmLtcyacM9K3K4kiGbeqEcrsk-zshBfrWRcwrRDeRmFQ91RiniL8HCCu3wu+/sk-abcdefghijklmnopqrstuvwx/AIzaSyA1234567890abcdefghijklmnopqrstuvX"
+    blob = (
+        "QV-LkkeZmLtcyacM9K3K4kiGbeqEcrsk-zshBfrWRcwrRDeRmFQ91RiniL8HCCu3wu"
+        "+/sk-abcdefghijklmnopqrstuvwx/AIzaSyA1234567890abcdefghijklmnopqrstuvX"
+    )
     assert Redactor().redact_text(blob) == blob
 
 
 def test_bare_token_in_a_response_is_removed_only_when_it_looks_like_a_credential() -> None:
-    logprobs = {"logprobs": {"content": [{"token": " Hello", "logprob": -0.1, "top_logprobs": [{"token": "Hi", "logprob": -2}]}]}}
+    logprobs = {
+        "logprobs": {
+            "content": [{"token": " Hello", "logprob": -0.1, "top_logprobs": [{"token": "Hi", "logprob": -2}]}]
+        }
+    }
     assert Redactor().redact_value(logprobs, response=True) == logprobs
     oauth = {"token": "ya29.a0AfH6SMBx3k9Qz7Lr2Tq", "token_type": "Bearer"}
     assert Redactor().redact_value(oauth, response=True) == {"token": PLACEHOLDER, "token_type": "Bearer"}
@@ -78,7 +123,9 @@ def test_bare_token_in_a_response_is_removed_only_when_it_looks_like_a_credentia
 
 
 def test_user_rules_add_to_the_defaults() -> None:
-    redactor = Redactor(names=["customer_id"], patterns=[r"[\w.]+@example\.com"], callables=[lambda s: s.replace("ACME-7", "[id]")])
+    redactor = Redactor(
+        names=["customer_id"], patterns=[r"[\w.]+@example\.com"], callables=[lambda s: s.replace("ACME-7", "[id]")]
+    )
     got = redactor.redact_value({"customer_id": "c1", "note": "mail ann@example.com ACME-7", "api_key": "k"})
     assert got == {"customer_id": PLACEHOLDER, "note": f"mail {PLACEHOLDER} [id]", "api_key": PLACEHOLDER}
 
@@ -103,12 +150,21 @@ def test_a_secret_split_across_chunks_does_not_leak_and_boundaries_stay() -> Non
         assert [e + shift for e in original_ends if e > tail] == [e for e in new_ends if e > tail + shift]
 
 
-json_leaf = st.one_of(st.none(), st.booleans(), st.integers(), st.text(alphabet=string.ascii_letters + " .,!?é", max_size=20))
-safe_keys = st.text(alphabet=string.ascii_lowercase, min_size=1, max_size=8).filter(lambda k: not Redactor().is_secret_name(k))
-json_values = st.recursive(json_leaf, lambda c: st.lists(c, max_size=4) | st.dictionaries(safe_keys, c, max_size=4), max_leaves=20)
+json_leaf = st.one_of(
+    st.none(), st.booleans(), st.integers(), st.text(alphabet=string.ascii_letters + " .,!?é", max_size=20)
+)
+safe_keys = st.text(alphabet=string.ascii_lowercase, min_size=1, max_size=8).filter(
+    lambda k: not Redactor().is_secret_name(k)
+)
+json_values = st.recursive(
+    json_leaf, lambda c: st.lists(c, max_size=4) | st.dictionaries(safe_keys, c, max_size=4), max_leaves=20
+)
 any_json = st.recursive(
     json_leaf | st.sampled_from(["sk-abcdefghijklmnopqrstuvwxyz01", "Bearer abcdefgh12345", "https://u:p@h/x?key=1"]),
-    lambda c: st.lists(c, max_size=4) | st.dictionaries(st.sampled_from(["a", "password", "token", "max_tokens", "x"]), c, max_size=4),
+    lambda c: (
+        st.lists(c, max_size=4)
+        | st.dictionaries(st.sampled_from(["a", "password", "token", "max_tokens", "x"]), c, max_size=4)
+    ),
     max_leaves=20,
 )
 
@@ -187,6 +243,7 @@ def test_vendor_corpus_still_loses_planted_credentials() -> None:
 
 # --- planted secrets through the real SDKs --------------------------------------------------------------
 
+
 def _secret(seed: str, n: int, shape: str = "plain") -> str:
     digest = hashlib.sha256(f"{seed}-{n}".encode()).hexdigest()
     return {
@@ -198,9 +255,30 @@ def _secret(seed: str, n: int, shape: str = "plain") -> str:
     }[shape]
 
 
-NESTED_NAMES = ["db_password", "client_secret", "github_token", "stripe_secret_key", "session_key", "refresh_token",
-                "api_key", "apiKey", "x-api-key", "password", "private_key", "access_key", "id_token", "secret",
-                "X-Custom-Api-Key", "client-secret", "accessToken", "passwd", "aws_secret_access_key", "slack_token", "authToken", "smtp_password"]
+NESTED_NAMES = [
+    "db_password",
+    "client_secret",
+    "github_token",
+    "stripe_secret_key",
+    "session_key",
+    "refresh_token",
+    "api_key",
+    "apiKey",
+    "x-api-key",
+    "password",
+    "private_key",
+    "access_key",
+    "id_token",
+    "secret",
+    "X-Custom-Api-Key",
+    "client-secret",
+    "accessToken",
+    "passwd",
+    "aws_secret_access_key",
+    "slack_token",
+    "authToken",
+    "smtp_password",
+]
 
 
 def _planted_upstream(upstream: Upstream, sdk: Sdk, secrets: list[str]) -> None:
@@ -208,8 +286,12 @@ def _planted_upstream(upstream: Upstream, sdk: Sdk, secrets: list[str]) -> None:
     response_headers = [("set-cookie", f"sid={_secret(seed, 900)}; Path=/"), ("x-api-key", _secret(seed, 901))]
     secrets += [_secret(seed, 900), _secret(seed, 901)]
     token_response = {
-        "access_token": _secret(seed, 910), "refresh_token": _secret(seed, 911), "id_token": _secret(seed, 912),
-        "token": _secret(seed, 913) + "x9", "token_type": "Bearer", "expires_in": 3600,
+        "access_token": _secret(seed, 910),
+        "refresh_token": _secret(seed, 911),
+        "id_token": _secret(seed, 912),
+        "token": _secret(seed, 913) + "x9",
+        "token_type": "Bearer",
+        "expires_in": 3600,
         "credentials": {"password": _secret(seed, 914), "client_secret": _secret(seed, 915)},
         "note": f"issued Bearer {_secret(seed, 916)} for https://svc:{_secret(seed, 917)}@auth.test/",
     }
@@ -221,11 +303,22 @@ def _planted_upstream(upstream: Upstream, sdk: Sdk, secrets: list[str]) -> None:
         return reply
 
     upstream.routes[prefix] = lambda received: with_headers(vendor(received, split=7, pause=0.0005))
-    upstream.routes["/planted/json"] = upstream.routes["/v1/planted/json"] = lambda r: with_headers(Reply.json(token_response))
+    upstream.routes["/planted/json"] = upstream.routes["/v1/planted/json"] = lambda r: with_headers(
+        Reply.json(token_response)
+    )
     upstream.routes["/planted/error"] = upstream.routes["/v1/planted/error"] = lambda r: Reply.json(
-        {"error": {"message": f"Incorrect API key provided: {r.headers.get('authorization', r.headers.get('x-goog-api-key'))}.", "type": "invalid_request_error"}},
+        {
+            "error": {
+                "message": f"Incorrect API key provided: {_sent_key(r)}.",
+                "type": "invalid_request_error",
+            }
+        },
         status=401,
     )
+
+
+def _sent_key(received: Received) -> str:
+    return received.headers.get("authorization") or received.headers.get("x-goog-api-key", "")
 
 
 def _cassette_text(path: Path) -> str:
@@ -270,14 +363,23 @@ def test_planted_secrets_never_reach_the_cassette(sdk: Sdk, upstream: Upstream, 
     path = "planted/json" if sdk.name == "genai" else "/planted/json"
 
     cassette = tmp_path / "planted.jsonl"
-    results = sdk.run(recording(sdk.library, sdk.is_async, cassette), base_url,
-                      [("stream", [prompt]), ("post", [path, json.dumps(body)])], **options)
+    results = sdk.run(
+        recording(sdk.library, sdk.is_async, cassette),
+        base_url,
+        [("stream", [prompt]), ("post", [path, json.dumps(body)])],
+        **options,
+    )
     assert prompt_secrets[0] in "".join(results[0]), "the caller still sees the live bytes"
     assert results[1]["access_token"] == _secret(seed, 910)
     errors = tmp_path / "error.jsonl"
     with pytest.raises(Exception, match="Incorrect API key"):
-        sdk.run(recording(sdk.library, sdk.is_async, errors), base_url, [("post", [path.replace("json", "error"), "{}"])],
-                **options, **({} if sdk.name == "genai" else {"max_retries": 0}))
+        sdk.run(
+            recording(sdk.library, sdk.is_async, errors),
+            base_url,
+            [("post", [path.replace("json", "error"), "{}"])],
+            **options,
+            **({} if sdk.name == "genai" else {"max_retries": 0}),
+        )
 
     assert len(set(secrets)) >= 40
     for written in (cassette, errors):
@@ -291,7 +393,10 @@ def test_form_bodies_and_exception_messages_are_redacted(tmp_path: Path) -> None
     cassette = tmp_path / "form.jsonl"
     with httpx2.Client(transport=vcr_transport.RecordingTransport(httpx2.HTTPTransport(), cassette)) as client:
         with pytest.raises(httpx2.ConnectError):
-            client.post("http://127.0.0.1:1/token?key=AIzaQUERYSECRET0123456789abcdefghijklm", data={"password": "FORMSECRET1", "api_key": "FORMSECRET2", "user": "ann"})
+            client.post(
+                "http://127.0.0.1:1/token?key=AIzaQUERYSECRET0123456789abcdefghijklm",
+                data={"password": "FORMSECRET1", "api_key": "FORMSECRET2", "user": "ann"},
+            )
     text = cassette.read_text()
     assert "FORMSECRET" not in text and "QUERYSECRET" not in text
     assert "user=ann" in text
@@ -302,17 +407,31 @@ def test_key_a_recorded_key_b_replayed_still_matches(upstream: Upstream, tmp_pat
 
     sdk = next(s for s in SDKS if s.name == "openai" and s.side == "sync")
     cassette = tmp_path / "keys.jsonl"
-    sdk.run(recording(sdk.library, False, cassette), upstream.url, [("chat", ["hi"])], api_key="sk-proj-KEYAabcdefghijklmnopqrstuvwxyz")
+    sdk.run(
+        recording(sdk.library, False, cassette),
+        upstream.url,
+        [("chat", ["hi"])],
+        api_key="sk-proj-KEYAabcdefghijklmnopqrstuvwxyz",
+    )
     upstream.stop()
     replay = vcr_transport.ReplayTransport(cassette)
-    assert sdk.run(replay, upstream.url, [("chat", ["hi"])], api_key="sk-proj-KEYBzyxwvutsrqponmlkjihgfedcba") == ["echo:hi"]
+    assert sdk.run(replay, upstream.url, [("chat", ["hi"])], api_key="sk-proj-KEYBzyxwvutsrqponmlkjihgfedcba") == [
+        "echo:hi"
+    ]
     assert "KEYA" not in cassette.read_text()
 
 
 def test_response_content_length_stays_true_when_redaction_changes_the_length(tmp_path: Path) -> None:
     secret = b'{"access_token": "abcdefghijklmnopqrstuvwxyz0123456789"}'
     cassette = tmp_path / "len.jsonl"
-    handler = lambda r: httpx2.Response(200, headers={"content-type": "application/json", "content-length": str(len(secret))}, stream=httpx2.ByteStream(secret))  # noqa: E731
+
+    def handler(request: httpx2.Request) -> httpx2.Response:
+        return httpx2.Response(
+            200,
+            headers={"content-type": "application/json", "content-length": str(len(secret))},
+            stream=httpx2.ByteStream(secret),
+        )
+
     with httpx2.Client(transport=vcr_transport.RecordingTransport(httpx2.MockTransport(handler), cassette)) as client:
         client.get("https://a.test/")
     with httpx2.Client(transport=vcr_transport.ReplayTransport(cassette)) as client:

@@ -6,11 +6,11 @@ import time
 from pathlib import Path
 
 import pytest
-
-import vcr_transport
 from helpers import recording
 from upstream import Upstream
 from vendors import Sdk
+
+import vcr_transport
 
 FIELD = {
     "openai": "body.messages[2].content",
@@ -67,8 +67,11 @@ def test_machine_varying_headers_do_not_miss(sdk: Sdk, upstream: Upstream, casse
         "x-goog-api-client": "google-genai-sdk/99.0.0 gl-python/3.99.1",
         "traceparent": "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01",
     }
-    key = {"openai": "sk-proj-OTHERKEY0123456789abcdefghijkl", "anthropic": "sk-ant-api03-OTHERKEY0123456789abcdefgh",
-           "genai": "AIzaSyOTHERKEY0123456789abcdefghijklmn"}[sdk.name]
+    key = {
+        "openai": "sk-proj-OTHERKEY0123456789abcdefghijkl",
+        "anthropic": "sk-ant-api03-OTHERKEY0123456789abcdefgh",
+        "genai": "AIzaSyOTHERKEY0123456789abcdefghijklmn",
+    }[sdk.name]
     options = (
         {"http_options": {"headers": other_machine}} if sdk.name == "genai" else {"default_headers": other_machine}
     )

@@ -7,17 +7,19 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-
-import vcr_transport
 from helpers import call_ends, recording
 from tap import Tap
 from upstream import Reply, Upstream
 from vendors import VENDOR_ROUTES, Sdk
 
+import vcr_transport
+
 CONVERSATION = [("chat", ["hi"]), ("stream", ["hi", "echo:hi", "how are you?"]), ("chat", ["bye"])]
 
 
-def record_and_replay(sdk: Sdk, upstream: Upstream, path: Path, steps: list[tuple[str, list[str]]], **options: Any) -> tuple[Any, Any, Tap, Tap]:
+def record_and_replay(
+    sdk: Sdk, upstream: Upstream, path: Path, steps: list[tuple[str, list[str]]], **options: Any
+) -> tuple[Any, Any, Tap, Tap]:
     live_tap = Tap(recording(sdk.library, sdk.is_async, path))
     live = sdk.run(live_tap, upstream.url, steps, **options)
     upstream.stop()
@@ -71,7 +73,11 @@ def test_retry_after_429_replays_the_same_retry_sequence(sdk: Sdk, upstream: Ups
     def limited(received: Any) -> Reply:
         served.append(1)
         if len(served) == 1:
-            return Reply.json({"error": {"message": "slow down", "type": "rate_limit_error"}}, status=429, headers=[("retry-after", "0.3")])
+            return Reply.json(
+                {"error": {"message": "slow down", "type": "rate_limit_error"}},
+                status=429,
+                headers=[("retry-after", "0.3")],
+            )
         return reply(received)
 
     upstream.routes[prefix] = limited
@@ -79,14 +85,18 @@ def test_retry_after_429_replays_the_same_retry_sequence(sdk: Sdk, upstream: Ups
     if sdk.name == "genai":
         from google.genai import types
 
-        options["http_options"] = {"retry_options": types.HttpRetryOptions(attempts=2, initial_delay=0.01, max_delay=0.02)}
+        options["http_options"] = {
+            "retry_options": types.HttpRetryOptions(attempts=2, initial_delay=0.01, max_delay=0.02)
+        }
     live, replayed, live_tap, replay_tap = record_and_replay(sdk, upstream, cassette, [("chat", ["hi"])], **options)
     assert live == replayed == ["echo:hi"]
     assert live_tap.statuses == replay_tap.statuses == [429, 200]
     assert [end["outcome"] for end in call_ends(cassette)] == ["complete", "complete"]
 
 
-def test_error_in_the_middle_of_a_stream_replays_at_the_same_point(sdk: Sdk, upstream: Upstream, cassette: Path) -> None:
+def test_error_in_the_middle_of_a_stream_replays_at_the_same_point(
+    sdk: Sdk, upstream: Upstream, cassette: Path
+) -> None:
     prefix, reply = VENDOR_ROUTES[sdk.name]
 
     def broken(received: Any) -> Reply:
@@ -121,7 +131,10 @@ def test_refused_connection_replays_as_the_same_error(sdk: Sdk, cassette: Path) 
     with pytest.raises(Exception) as replay_error:
         sdk.run(vcr_transport.ReplayTransport(cassette), url, [("chat", ["hi"])], **options)
     assert type(replay_error.value) is type(live_error.value)
-    assert type(replay_error.value.__cause__ or replay_error.value).__name__ == type(live_error.value.__cause__ or live_error.value).__name__
+    assert (
+        type(replay_error.value.__cause__ or replay_error.value).__name__
+        == type(live_error.value.__cause__ or live_error.value).__name__
+    )
     (end,) = call_ends(cassette)
     assert end == {"type": "call_end", "call_index": 0, "event_count": 0, "outcome": "error", "error": end["error"]}
     assert end["error"]["class"].endswith("ConnectError")

@@ -2,9 +2,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import vcr_transport
 from upstream import Upstream
 from vendors import Sdk
+
+import vcr_transport
 
 
 def recording(sdk: Sdk, path: Path) -> object:

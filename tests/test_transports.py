@@ -12,10 +12,10 @@ from typing import Any
 import httpx
 import httpx2
 import pytest
-
-import vcr_transport
 from helpers import call_ends, cassette_lines, recording
 from upstream import Received, Reply, Upstream
+
+import vcr_transport
 
 
 @dataclass(frozen=True)
@@ -146,7 +146,9 @@ def test_a_second_iteration_continues_where_the_first_stopped(side: Side, upstre
     assert (replay_first, replay_second) == (first, second)
 
 
-def test_caller_closing_early_is_recorded_and_replayed_as_closed_early(side: Side, upstream: Upstream, cassette: Path) -> None:
+def test_caller_closing_early_is_recorded_and_replayed_as_closed_early(
+    side: Side, upstream: Upstream, cassette: Path
+) -> None:
     upstream.routes["/sse"] = lambda r: Reply(200, [("content-type", "text/event-stream")], CHUNKS, pause=0.01)
     live = side.fetch(side.recording(cassette), upstream.url + "/sse", stop_after=2)
     (end,) = call_ends(cassette)
@@ -156,7 +158,9 @@ def test_caller_closing_early_is_recorded_and_replayed_as_closed_early(side: Sid
     assert replayed == live, "an incomplete call replays only what was recorded"
 
 
-def test_a_stream_never_closed_is_finalised_when_the_cassette_closes(side: Side, upstream: Upstream, cassette: Path) -> None:
+def test_a_stream_never_closed_is_finalised_when_the_cassette_closes(
+    side: Side, upstream: Upstream, cassette: Path
+) -> None:
     upstream.routes["/sse"] = lambda r: Reply(200, [("content-type", "text/event-stream")], CHUNKS, pause=0.01)
     transport = side.recording(cassette)
     request = side.library.Request("GET", upstream.url + "/sse")
@@ -199,7 +203,9 @@ def test_concurrent_calls_keep_their_own_lines(side: Side, upstream: Upstream, c
     else:
         results: dict[str, bytes] = {}
         with side.library.Client(transport=transport) as client:
-            threads = [threading.Thread(target=lambda u=url: results.__setitem__(u, client.get(u).content)) for url in urls]
+            threads = [
+                threading.Thread(target=lambda u=url: results.__setitem__(u, client.get(u).content)) for url in urls
+            ]
             for thread in threads:
                 thread.start()
             for thread in threads:

@@ -16,7 +16,6 @@ import httpx2
 import openai
 from google import genai
 from google.genai import types as genai_types
-
 from upstream import Received, Reply, split_bytes, split_events
 
 MODEL = "test-model"
@@ -90,7 +89,10 @@ def anthropic_reply(received: Received, split: str | int = "events", newline: st
         return Reply.json(message)
     events: list[tuple[str | None, Any]] = [
         ("message_start", {"type": "message_start", "message": {**message, "content": [], "stop_reason": None}}),
-        ("content_block_start", {"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": ""}}),
+        (
+            "content_block_start",
+            {"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": ""}},
+        ),
         ("ping", {"type": "ping"}),
     ]
     events += [
@@ -99,7 +101,14 @@ def anthropic_reply(received: Received, split: str | int = "events", newline: st
     ]
     events += [
         ("content_block_stop", {"type": "content_block_stop", "index": 0}),
-        ("message_delta", {"type": "message_delta", "delta": {"stop_reason": "end_turn", "stop_sequence": None}, "usage": {"output_tokens": 2}}),
+        (
+            "message_delta",
+            {
+                "type": "message_delta",
+                "delta": {"stop_reason": "end_turn", "stop_sequence": None},
+                "usage": {"output_tokens": 2},
+            },
+        ),
         ("message_stop", {"type": "message_stop"}),
     ]
     data = sse(events, newline)
@@ -151,7 +160,9 @@ class Sdk:
     def is_async(self) -> bool:
         return self.side == "async"
 
-    def run(self, transport: Any, base_url: str, steps: list[tuple[str, list[str]]], **client_options: Any) -> list[Any]:
+    def run(
+        self, transport: Any, base_url: str, steps: list[tuple[str, list[str]]], **client_options: Any
+    ) -> list[Any]:
         """Run ``steps`` (("chat"|"stream", conversation)) through one client on ``transport``; close it."""
         if self.is_async:
             return asyncio.run(self._run_async(transport, base_url, steps, client_options))
@@ -159,7 +170,9 @@ class Sdk:
             client = self._client(http_client, None, base_url, client_options)
             return [getattr(self, f"_{kind}_sync")(client, conversation) for kind, conversation in steps]
 
-    async def _run_async(self, transport: Any, base_url: str, steps: list[tuple[str, list[str]]], options: Any) -> list[Any]:
+    async def _run_async(
+        self, transport: Any, base_url: str, steps: list[tuple[str, list[str]]], options: Any
+    ) -> list[Any]:
         async with self.library.AsyncClient(transport=transport) as http_client:
             client = self._client(None, http_client, base_url, options)
             return [await getattr(self, f"_{kind}_async")(client, conversation) for kind, conversation in steps]
@@ -168,10 +181,17 @@ class Sdk:
         http_client = sync_http or async_http
         if self.name == "openai":
             cls = openai.AsyncOpenAI if self.is_async else openai.OpenAI
-            return cls(api_key=options.pop("api_key", OPENAI_KEY), base_url=base_url + "/v1", http_client=http_client, **options)
+            return cls(
+                api_key=options.pop("api_key", OPENAI_KEY),
+                base_url=base_url + "/v1",
+                http_client=http_client,
+                **options,
+            )
         if self.name == "anthropic":
             cls = anthropic.AsyncAnthropic if self.is_async else anthropic.Anthropic
-            return cls(api_key=options.pop("api_key", ANTHROPIC_KEY), base_url=base_url, http_client=http_client, **options)
+            return cls(
+                api_key=options.pop("api_key", ANTHROPIC_KEY), base_url=base_url, http_client=http_client, **options
+            )
         unused = self.library.MockTransport(_refuse)
         http_options = genai_types.HttpOptions(
             base_url=base_url,
@@ -202,9 +222,17 @@ class Sdk:
 
     def _chat_sync(self, client: Any, conversation: list[str]) -> str:
         if self.name == "openai":
-            return str(client.chat.completions.create(model=MODEL, messages=self._openai_messages(conversation)).choices[0].message.content)
+            return str(
+                client.chat.completions.create(model=MODEL, messages=self._openai_messages(conversation))
+                .choices[0]
+                .message.content
+            )
         if self.name == "anthropic":
-            return str(client.messages.create(model=MODEL, max_tokens=64, messages=self._anthropic_messages(conversation)).content[0].text)
+            return str(
+                client.messages.create(model=MODEL, max_tokens=64, messages=self._anthropic_messages(conversation))
+                .content[0]
+                .text
+            )
         return str(client.models.generate_content(model=MODEL, contents=self._gemini_contents(conversation)).text)
 
     async def _chat_async(self, client: Any, conversation: list[str]) -> str:
@@ -212,30 +240,44 @@ class Sdk:
             r = await client.chat.completions.create(model=MODEL, messages=self._openai_messages(conversation))
             return str(r.choices[0].message.content)
         if self.name == "anthropic":
-            r = await client.messages.create(model=MODEL, max_tokens=64, messages=self._anthropic_messages(conversation))
+            r = await client.messages.create(
+                model=MODEL, max_tokens=64, messages=self._anthropic_messages(conversation)
+            )
             return str(r.content[0].text)
         r = await client.aio.models.generate_content(model=MODEL, contents=self._gemini_contents(conversation))
         return str(r.text)
 
     def _stream_sync(self, client: Any, conversation: list[str]) -> list[str]:
         if self.name == "openai":
-            stream = client.chat.completions.create(model=MODEL, messages=self._openai_messages(conversation), stream=True)
+            stream = client.chat.completions.create(
+                model=MODEL, messages=self._openai_messages(conversation), stream=True
+            )
             return [c.choices[0].delta.content for c in stream if c.choices and c.choices[0].delta.content]
         if self.name == "anthropic":
-            stream = client.messages.create(model=MODEL, max_tokens=64, messages=self._anthropic_messages(conversation), stream=True)
+            stream = client.messages.create(
+                model=MODEL, max_tokens=64, messages=self._anthropic_messages(conversation), stream=True
+            )
             return [e.delta.text for e in stream if e.type == "content_block_delta"]
-        return [c.text for c in client.models.generate_content_stream(model=MODEL, contents=self._gemini_contents(conversation))]
+        return [
+            c.text
+            for c in client.models.generate_content_stream(model=MODEL, contents=self._gemini_contents(conversation))
+        ]
 
     async def _stream_async(self, client: Any, conversation: list[str]) -> list[str]:
         if self.name == "openai":
-            stream = await client.chat.completions.create(model=MODEL, messages=self._openai_messages(conversation), stream=True)
+            stream = await client.chat.completions.create(
+                model=MODEL, messages=self._openai_messages(conversation), stream=True
+            )
             return [c.choices[0].delta.content async for c in stream if c.choices and c.choices[0].delta.content]
         if self.name == "anthropic":
-            stream = await client.messages.create(model=MODEL, max_tokens=64, messages=self._anthropic_messages(conversation), stream=True)
+            stream = await client.messages.create(
+                model=MODEL, max_tokens=64, messages=self._anthropic_messages(conversation), stream=True
+            )
             return [e.delta.text async for e in stream if e.type == "content_block_delta"]
-        stream = await client.aio.models.generate_content_stream(model=MODEL, contents=self._gemini_contents(conversation))
+        stream = await client.aio.models.generate_content_stream(
+            model=MODEL, contents=self._gemini_contents(conversation)
+        )
         return [c.text async for c in stream]
-
 
     def _post_sync(self, client: Any, path_and_body: list[str]) -> Any:
         """A low-level POST through the SDK's own request machinery; returns the parsed JSON."""

@@ -111,7 +111,9 @@ class _Parser:
         try:
             obj = json.loads(line)
         except json.JSONDecodeError as exc:
-            raise self.fail(number, f"not valid JSON ({exc.msg} at column {exc.colno})", "re-record the cassette") from None
+            raise self.fail(
+                number, f"not valid JSON ({exc.msg} at column {exc.colno})", "re-record the cassette"
+            ) from None
         if not isinstance(obj, dict):
             raise self.fail(number, f"expected a JSON object, found {type(obj).__name__}")
         kind = obj.get("type")
@@ -125,8 +127,7 @@ class _Parser:
             raise self.fail(
                 number,
                 f"unknown line type {kind!r}",
-                "expected one of header, request, response, event, call_end; "
-                "a newer vcr_transport may have written it",
+                "expected one of header, request, response, event, call_end; a newer vcr_transport may have written it",
             )
         try:
             handler(number, obj)
@@ -159,7 +160,9 @@ class _Parser:
         if not isinstance(index, int) or index in self.calls:
             raise self.fail(number, f"call_index {index!r} is repeated or not an integer")
         body = obj.get("body")
-        if body is not None and not (isinstance(body, dict) and len(body) == 1 and next(iter(body)) in ("json", "text", "base64")):
+        if body is not None and not (
+            isinstance(body, dict) and len(body) == 1 and next(iter(body)) in ("json", "text", "base64")
+        ):
             raise self.fail(number, "request body must be null or one of {json}, {text}, {base64}")
         self.calls[index] = RecordedCall(
             index=index,
@@ -183,7 +186,9 @@ class _Parser:
         if call.status is None:
             raise self.fail(number, f"event for call {call.index} before its response line")
         if obj["event_index"] != len(call.chunks):
-            raise self.fail(number, f"event_index {obj['event_index']!r} of call {call.index}, expected {len(call.chunks)}")
+            raise self.fail(
+                number, f"event_index {obj['event_index']!r} of call {call.index}, expected {len(call.chunks)}"
+            )
         if isinstance(obj.get("text"), str):
             chunk = obj["text"].encode("utf-8")
         elif isinstance(obj.get("base64"), str):
@@ -200,7 +205,8 @@ class _Parser:
             raise self.fail(number, f"unknown outcome {outcome!r}; expected one of {', '.join(OUTCOMES)}")
         if obj["event_count"] != len(call.chunks):
             raise self.fail(
-                number, f"call {call.index} ends with event_count {obj['event_count']!r} but has {len(call.chunks)} events"
+                number,
+                f"call {call.index} ends with event_count {obj['event_count']!r} but has {len(call.chunks)} events",
             )
         if outcome != "error" and call.status is None:
             raise self.fail(number, f"call {call.index} ends {outcome!r} without a response line")

@@ -70,7 +70,7 @@ def rebuild_error(library: ModuleType, class_name: str, message: str, request: A
         if isinstance(cls, type) and issubclass(cls, library.RequestError):
             return cls(message, request=request)  # type: ignore[no-any-return]
         if isinstance(cls, type) and issubclass(cls, Exception):
-            return cls(message)  # type: ignore[no-any-return]
+            return cls(message)
     if root == "builtins":
         cls = getattr(builtins, name, None)
         if isinstance(cls, type) and issubclass(cls, Exception):

@@ -113,9 +113,7 @@ class RequestMatcher:
             self._volatile_cache[lower_name] = cached
         return cached
 
-    def comparable(
-        self, method: str, url: str, headers: Iterable[tuple[str, str]], body: StoredBody
-    ) -> dict[str, Any]:
+    def comparable(self, method: str, url: str, headers: Iterable[tuple[str, str]], body: StoredBody) -> dict[str, Any]:
         """The request as the dict that paths like ``body.messages[0].content`` point into."""
         parts = urlsplit(url)
         host = parts.hostname or ""

@@ -89,7 +89,9 @@ class _CallRecording:
 
     def _write_event(self, data: bytes, tag: tuple[int, float]) -> None:
         kind, value = encode_chunk(data)
-        self.recorder.write({"type": "event", "call_index": self.index, "event_index": tag[0], "t": tag[1], kind: value})
+        self.recorder.write(
+            {"type": "event", "call_index": self.index, "event_index": tag[0], "t": tag[1], kind: value}
+        )
 
     def end(self, outcome: str, error: BaseException | None = None) -> None:
         if self.ended:
@@ -247,7 +249,10 @@ class _RecordingBase:
         if inner_library is None or inner_library is library_of(request):
             return request
         return inner_library.Request(
-            request.method, str(request.url), headers=request.headers.raw, content=request.content,
+            request.method,
+            str(request.url),
+            headers=request.headers.raw,
+            content=request.content,
             extensions=request.extensions,
         )
 
@@ -279,7 +284,6 @@ class _RecordingBase:
         return library.Response(
             response.status_code, headers=response.headers.raw, stream=stream, extensions=response.extensions
         )
-
 
 
 def _reraise(converted: BaseException, original: BaseException) -> NoReturn:

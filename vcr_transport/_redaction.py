@@ -185,9 +185,7 @@ class Redactor:
         return obj
 
     def redact_headers(self, pairs: Iterable[tuple[str, str]]) -> list[tuple[str, str]]:
-        return [
-            (name, PLACEHOLDER if self.is_secret_name(name) else self.redact_text(value)) for name, value in pairs
-        ]
+        return [(name, PLACEHOLDER if self.is_secret_name(name) else self.redact_text(value)) for name, value in pairs]
 
     def redact_form(self, text: str) -> str:
         """A form-encoded body: each field named like a secret loses its value; the rest keep their bytes."""
@@ -280,9 +278,7 @@ class StreamRedactor:
         return ready
 
 
-def _moved_boundaries(
-    original: bytes, redacted: bytes, segments: list[tuple[int, int]]
-) -> list[tuple[int, int, int]]:
+def _moved_boundaries(original: bytes, redacted: bytes, segments: list[tuple[int, int]]) -> list[tuple[int, int, int]]:
     """Map each segment's span of ``original`` onto ``redacted``: unchanged edges keep their boundaries,
     boundaries inside the changed middle move to its end."""
     shift = len(redacted) - len(original)

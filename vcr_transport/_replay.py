@@ -327,6 +327,3 @@ def _mismatch_response(library: ModuleType, mismatch: ReplayMismatch) -> Any:
         ],
         content=body,
     )
-
-
-
