@@ -1,0 +1,81 @@
+"""The package surface: exports, import without side effects, the shipped cassette and demo."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import httpx2
+
+import vcr_transport
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def test_all_is_sorted_complete_and_public() -> None:
+    names = vcr_transport.__all__
+    assert sorted(names, key=lambda n: (not n.isupper(), n)) == names
+    public = {n for n in dir(vcr_transport) if not n.startswith("_")}
+    assert public - set(names) == set(), "every public name is exported on purpose"
+    for name in names:
+        obj = getattr(vcr_transport, name)
+        if isinstance(obj, type):
+            assert obj.__module__ == "vcr_transport"
+
+
+def test_every_exception_derives_from_one_base() -> None:
+    for name in ("CassetteError", "ReplayMismatch", "UnplayedCallsError", "RecordedError"):
+        assert issubclass(getattr(vcr_transport, name), vcr_transport.VcrTransportError)
+
+
+def test_importing_patches_nothing_reads_no_environment_and_opens_no_file() -> None:
+    probe = """
+import builtins, io, os, sys
+import httpx2
+opened, read = [], []
+real_open = builtins.open
+builtins.open = lambda *a, **k: (opened.append(a[0]), real_open(*a, **k))[1]
+io.open = builtins.open
+class Env(dict):
+    def __getitem__(self, k): read.append(k); return super().__getitem__(k)
+    def get(self, k, d=None): read.append(k); return super().get(k, d)
+os.environ = Env(os.environ)
+before = (httpx2.HTTPTransport.handle_request, httpx2.AsyncHTTPTransport.handle_async_request)
+import vcr_transport
+after = (httpx2.HTTPTransport.handle_request, httpx2.AsyncHTTPTransport.handle_async_request)
+print(before == after, [f for f in opened if 'vcr_transport' not in str(f) and not str(f).endswith('.py')], read)
+"""
+    result = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
+    assert result.stdout.strip() == "True [] []"
+
+
+def test_py_typed_is_shipped() -> None:
+    assert (ROOT / "vcr_transport" / "py.typed").is_file()
+
+
+def test_the_shipped_demo_cassette_replays_offline() -> None:
+    cassette = ROOT / "cassettes" / "openai_demo.jsonl"
+    first = json.loads(cassette.read_text().splitlines()[1])
+    base_url = first["url"].rsplit("/chat/completions", 1)[0]
+    transport = vcr_transport.ReplayTransport(cassette)
+    import openai
+
+    with httpx2.Client(transport=transport) as http:
+        client = openai.OpenAI(api_key="sk-any-000000000000000000000000", base_url=base_url, http_client=http)
+        answer = client.chat.completions.create(model="demo", messages=[{"role": "user", "content": "hello"}])
+        stream = client.chat.completions.create(
+            model="demo", messages=[{"role": "user", "content": "stream me some words"}], stream=True
+        )
+        words = "".join(c.choices[0].delta.content or "" for c in stream if c.choices)
+    assert answer.choices[0].message.content == "echo: hello"
+    assert words.split() == ["echo:", "stream", "me", "some", "words"]
+    transport.assert_all_played()
+
+
+def test_the_demo_runs() -> None:
+    result = subprocess.run([sys.executable, str(ROOT / "examples" / "demo.py")], capture_output=True, text=True)
+    assert result.returncode == 0, result.stderr
+    assert "identical, boundaries included" in result.stdout
+    assert "no, redacted" in result.stdout
