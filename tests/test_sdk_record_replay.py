@@ -138,3 +138,34 @@ def test_refused_connection_replays_as_the_same_error(sdk: Sdk, cassette: Path) 
     (end,) = call_ends(cassette)
     assert end == {"type": "call_end", "call_index": 0, "event_count": 0, "outcome": "error", "error": end["error"]}
     assert end["error"]["class"].endswith("ConnectError")
+
+
+def test_stopping_a_stream_early_then_calling_again(sdk: Sdk, upstream: Upstream, cassette: Path) -> None:
+    prefix, reply = VENDOR_ROUTES[sdk.name]
+    upstream.routes[prefix] = lambda received: reply(received, pause=0.002)
+    steps = [("first", ["hi"]), ("chat", ["again"]), ("first", ["last"])]
+    live, replayed, live_tap, replay_tap = record_and_replay(sdk, upstream, cassette, steps)
+    assert live == replayed == ["echo:hi", "echo:again", "echo:last"]
+    assert replay_tap.calls == live_tap.calls
+    ends = call_ends(cassette)
+    assert [end["outcome"] for end in ends][1] == "complete"
+    assert ends[0]["outcome"] in ("closed_early", "complete") and ends[0]["event_count"] == len(live_tap.calls[0])
+
+
+def test_openai_aiohttp_transport_is_wrapped(upstream: Upstream, cassette: Path) -> None:
+    import asyncio
+
+    import httpx2
+    from openai._vendor.httpx_aiohttp import AiohttpTransport
+
+    sdk = Sdk("openai", httpx2, "async")
+    steps = [("chat", ["hi"]), ("stream", ["hi", "echo:hi", "more"])]
+
+    async def record() -> list[Any]:
+        transport = vcr_transport.AsyncRecordingTransport(AiohttpTransport(), cassette)
+        return await sdk._run_async(transport, upstream.url, steps, {})
+
+    live = asyncio.run(record())
+    upstream.stop()
+    assert sdk.run(vcr_transport.ReplayTransport(cassette), upstream.url, steps) == live
+    assert live[0] == "echo:hi"

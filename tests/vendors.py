@@ -279,6 +279,52 @@ class Sdk:
         )
         return [c.text async for c in stream]
 
+    def _first_sync(self, client: Any, conversation: list[str]) -> str:
+        """Start a stream and stop after its first text delta, as a UI that got what it needed does."""
+        if self.name == "openai":
+            stream = client.chat.completions.create(
+                model=MODEL, messages=self._openai_messages(conversation), stream=True
+            )
+            text = next(c.choices[0].delta.content for c in stream if c.choices and c.choices[0].delta.content)
+            stream.close()
+            return str(text)
+        if self.name == "anthropic":
+            stream = client.messages.create(
+                model=MODEL, max_tokens=64, messages=self._anthropic_messages(conversation), stream=True
+            )
+            text = next(e.delta.text for e in stream if e.type == "content_block_delta")
+            stream.close()
+            return str(text)
+        for chunk in client.models.generate_content_stream(model=MODEL, contents=self._gemini_contents(conversation)):
+            return str(chunk.text)
+        raise AssertionError("empty stream")
+
+    async def _first_async(self, client: Any, conversation: list[str]) -> str:
+        if self.name == "openai":
+            stream = await client.chat.completions.create(
+                model=MODEL, messages=self._openai_messages(conversation), stream=True
+            )
+            async for c in stream:
+                if c.choices and c.choices[0].delta.content:
+                    await stream.close()
+                    return str(c.choices[0].delta.content)
+        elif self.name == "anthropic":
+            stream = await client.messages.create(
+                model=MODEL, max_tokens=64, messages=self._anthropic_messages(conversation), stream=True
+            )
+            async for e in stream:
+                if e.type == "content_block_delta":
+                    await stream.close()
+                    return str(e.delta.text)
+        else:
+            # google-genai leaves the transport stream open after an early stop.
+            stream = await client.aio.models.generate_content_stream(
+                model=MODEL, contents=self._gemini_contents(conversation)
+            )
+            async for chunk in stream:
+                return str(chunk.text)
+        raise AssertionError("empty stream")
+
     def _post_sync(self, client: Any, path_and_body: list[str]) -> Any:
         """A low-level POST through the SDK's own request machinery; returns the parsed JSON."""
         path, body = path_and_body[0], json.loads(path_and_body[1])
