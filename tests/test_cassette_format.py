@@ -179,3 +179,17 @@ def test_body_storage_forms(cassette: Path) -> None:
     assert requests[3]["body"] == {"text": "user=ann&password=[secret removed]"}
     events = [json.loads(line) for line in cassette.read_text().splitlines() if '"event"' in line]
     assert events[0]["base64"] == "/wA="
+
+
+@pytest.mark.parametrize("loader", ["json", "orjson"])
+def test_both_json_parsers_read_and_refuse_alike(cassette: Path, loader: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    import vcr_transport._cassette as model
+
+    module = pytest.importorskip(loader)
+    monkeypatch.setattr(model, "_json_loads", lambda: module.loads)
+    write(cassette, GOOD)
+    assert read_cassette(cassette).calls[0].chunks == [b"hello"]
+    write(cassette, GOOD, "{broken\n")
+    assert "not valid JSON" in str(refused(cassette))
+    cassette.write_bytes(cassette.read_bytes().replace(b"hello", b"hel\xfflo"))
+    assert refused(cassette).line == 4

@@ -16,7 +16,6 @@ from __future__ import annotations
 import base64
 import binascii
 import json
-from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -82,12 +81,29 @@ class Cassette:
     calls: list[RecordedCall]
 
     @classmethod
-    def parse(cls, lines: Iterable[str], path: str) -> Cassette:
-        """Read cassette lines (each with its newline). Refuses anything it can't replay faithfully."""
+    def parse(cls, data: bytes, path: str) -> Cassette:
+        """Read a whole cassette. Refuses anything it can't replay faithfully, naming the line."""
         parser = _Parser(path)
+        lines = data.split(b"\n")
+        if lines[-1]:
+            raise parser.fail(
+                len(lines),
+                "the last line is cut off (no newline): the recording was interrupted",
+                "re-record the cassette",
+            )
+        lines.pop()
+        feed = parser.feed
         for number, line in enumerate(lines, start=1):
-            parser.feed(number, line)
+            feed(number, line)
         return parser.finish()
+
+
+def _json_loads() -> Any:
+    try:
+        import orjson
+    except ImportError:
+        return json.loads
+    return orjson.loads
 
 
 class _Parser:
@@ -95,44 +111,47 @@ class _Parser:
         self.path = path
         self.header: dict[str, Any] | None = None
         self.calls: dict[int, RecordedCall] = {}
-        self.last_line = 0
+        self._loads = _json_loads()
+        self._handlers = {
+            "request": self._line_request,
+            "response": self._line_response,
+            "event": self._line_event,
+            "call_end": self._line_call_end,
+        }
 
     def fail(self, line: int | None, problem: str, fix: str = "") -> CassetteError:
         return CassetteError(self.path, line, problem, fix)
 
-    def feed(self, number: int, line: str) -> None:
-        self.last_line = number
-        if not line.endswith("\n"):
-            raise self.fail(
-                number,
-                "the last line is cut off (no newline): the recording was interrupted",
-                "re-record the cassette",
-            )
+    def feed(self, number: int, line: bytes) -> None:
         try:
-            obj = json.loads(line)
-        except json.JSONDecodeError as exc:
-            raise self.fail(
-                number, f"not valid JSON ({exc.msg} at column {exc.colno})", "re-record the cassette"
-            ) from None
+            obj = self._loads(line)
+        except ValueError as exc:
+            raise self.fail(number, f"not valid JSON ({exc})", "re-record the cassette") from None
+        kind = obj.get("type") if isinstance(obj, dict) else None
+        handler = self._handlers.get(kind) if isinstance(kind, str) else None
+        if handler is None:
+            self._unusual(number, kind, obj)
+            return
+        if self.header is None:
+            raise self.fail(number, "line 1 is not a header line", "the file is not a vcr_transport cassette")
+        try:
+            handler(number, obj)
+        except (KeyError, TypeError, ValueError, AttributeError, binascii.Error) as exc:
+            raise self.fail(number, f"malformed {kind} line: {type(exc).__name__}: {exc}") from None
+
+    def _unusual(self, number: int, kind: object, obj: Any) -> None:
         if not isinstance(obj, dict):
             raise self.fail(number, f"expected a JSON object, found {type(obj).__name__}")
-        kind = obj.get("type")
         if self.header is None:
             self._header(number, kind, obj)
-            return
-        handler = getattr(self, f"_line_{kind}", None) if isinstance(kind, str) else None
-        if handler is None or kind == "header":
-            if kind == "header":
-                raise self.fail(number, "a second header line: only line 1 may be a header")
+        elif kind == "header":
+            raise self.fail(number, "a second header line: only line 1 may be a header")
+        else:
             raise self.fail(
                 number,
                 f"unknown line type {kind!r}",
                 "expected one of header, request, response, event, call_end; a newer vcr_transport may have written it",
             )
-        try:
-            handler(number, obj)
-        except (KeyError, TypeError, ValueError, binascii.Error) as exc:
-            raise self.fail(number, f"malformed {kind} line: {type(exc).__name__}: {exc}") from None
 
     def _header(self, number: int, kind: object, obj: dict[str, Any]) -> None:
         if kind != "header":
@@ -182,20 +201,21 @@ class _Parser:
         call.http_version = str(obj.get("http_version", "HTTP/1.1"))
 
     def _line_event(self, number: int, obj: dict[str, Any]) -> None:
-        call = self._call(number, obj)
-        if call.status is None:
-            raise self.fail(number, f"event for call {call.index} before its response line")
+        call = self.calls.get(obj["call_index"])
+        if call is None or call.outcome is not None or call.status is None:
+            self._call(number, obj)
+            raise self.fail(number, f"event for call {obj['call_index']} before its response line")
         if obj["event_index"] != len(call.chunks):
             raise self.fail(
                 number, f"event_index {obj['event_index']!r} of call {call.index}, expected {len(call.chunks)}"
             )
-        if isinstance(obj.get("text"), str):
-            chunk = obj["text"].encode("utf-8")
+        text = obj.get("text")
+        if text.__class__ is str:
+            call.chunks.append(text.encode())
         elif isinstance(obj.get("base64"), str):
-            chunk = base64.b64decode(obj["base64"], validate=True)
+            call.chunks.append(base64.b64decode(obj["base64"], validate=True))
         else:
             raise ValueError("an event needs a 'text' or a 'base64' string")
-        call.chunks.append(chunk)
         call.offsets.append(float(obj.get("t", 0.0)))
 
     def _line_call_end(self, number: int, obj: dict[str, Any]) -> None:

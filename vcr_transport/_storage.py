@@ -25,13 +25,7 @@ def read_cassette(path: str | os.PathLike[str]) -> Cassette:
         ) from None
     except OSError as exc:
         raise CassetteError(name, None, f"can't be read: {exc.strerror}") from None
-    lines = []
-    for number, raw in enumerate(data.splitlines(keepends=True), start=1):
-        try:
-            lines.append(raw.decode("utf-8"))
-        except UnicodeDecodeError as exc:
-            raise CassetteError(name, number, f"not UTF-8 ({exc.reason} at byte {exc.start})") from None
-    return Cassette.parse(lines, name)
+    return Cassette.parse(data, name)
 
 
 class CassetteWriter:
