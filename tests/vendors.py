@@ -164,6 +164,8 @@ class Sdk:
         self, transport: Any, base_url: str, steps: list[tuple[str, list[str]]], **client_options: Any
     ) -> list[Any]:
         """Run ``steps`` (("chat"|"stream", conversation)) through one client on ``transport``; close it."""
+        if transport is None:
+            return self._run_default(base_url, steps, client_options)
         if self.is_async:
             return asyncio.run(self._run_async(transport, base_url, steps, client_options))
         with self.library.Client(transport=transport) as http_client:
@@ -176,6 +178,31 @@ class Sdk:
         async with self.library.AsyncClient(transport=transport) as http_client:
             client = self._client(None, http_client, base_url, options)
             return [await getattr(self, f"_{kind}_async")(client, conversation) for kind, conversation in steps]
+
+    def _run_default(self, base_url: str, steps: list[tuple[str, list[str]]], options: dict[str, Any]) -> list[Any]:
+        """The SDK with the HTTP client it builds itself (what use_cassette must reach)."""
+        if self.name == "genai":
+            http_options = genai_types.HttpOptions(base_url=base_url, **options.pop("http_options", {}))
+            client = genai.Client(api_key=options.pop("api_key", GOOGLE_KEY), http_options=http_options)
+        elif self.name == "openai":
+            cls = openai.AsyncOpenAI if self.is_async else openai.OpenAI
+            client = cls(api_key=options.pop("api_key", OPENAI_KEY), base_url=base_url + "/v1", **options)
+        else:
+            cls = anthropic.AsyncAnthropic if self.is_async else anthropic.Anthropic
+            client = cls(api_key=options.pop("api_key", ANTHROPIC_KEY), base_url=base_url, **options)
+        if not self.is_async:
+            try:
+                return [getattr(self, f"_{kind}_sync")(client, conversation) for kind, conversation in steps]
+            finally:
+                client.close()
+
+        async def run() -> list[Any]:
+            try:
+                return [await getattr(self, f"_{kind}_async")(client, conversation) for kind, conversation in steps]
+            finally:
+                await (client.aio.aclose() if self.name == "genai" else client.close())
+
+        return asyncio.run(run())
 
     def _client(self, sync_http: Any, async_http: Any, base_url: str, options: dict[str, Any]) -> Any:
         http_client = sync_http or async_http

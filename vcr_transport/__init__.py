@@ -4,16 +4,21 @@ Importing this package patches nothing, reads no environment variable and opens 
 """
 
 from ._cassette import FORMAT_VERSION
+from ._config import ENVIRONMENT_VARIABLE, MODES, ModeError, ResolvedMode, resolve_mode
+from ._context import CassetteOwnerError, UnplayedCallsWarning, use_cassette
 from ._exceptions import CassetteError, RecordedError, ReplayMismatch, UnplayedCallsError, VcrTransportError
 from ._matching import NON_DETERMINISTIC_FIELD_NAMES, VOLATILE_HEADERS, RequestMatcher, find_first_difference
 from ._recording import AsyncRecordingTransport, RecordingTransport
 from ._redaction import PLACEHOLDER, SECRET_FIELD_NAMES, Redactor, remove_secret_values
 from ._replay import AsyncReplayTransport, ReplayTransport
+from ._session import ModeTransport, async_transport, transport
 
 __version__ = "0.1.0"
 
 __all__ = [
+    "ENVIRONMENT_VARIABLE",
     "FORMAT_VERSION",
+    "MODES",
     "NON_DETERMINISTIC_FIELD_NAMES",
     "PLACEHOLDER",
     "SECRET_FIELD_NAMES",
@@ -21,16 +26,25 @@ __all__ = [
     "AsyncRecordingTransport",
     "AsyncReplayTransport",
     "CassetteError",
+    "CassetteOwnerError",
+    "ModeError",
+    "ModeTransport",
     "RecordedError",
     "RecordingTransport",
     "Redactor",
     "ReplayMismatch",
     "ReplayTransport",
     "RequestMatcher",
+    "ResolvedMode",
     "UnplayedCallsError",
+    "UnplayedCallsWarning",
     "VcrTransportError",
+    "async_transport",
     "find_first_difference",
     "remove_secret_values",
+    "resolve_mode",
+    "transport",
+    "use_cassette",
 ]
 
 for _name in __all__:

@@ -10,7 +10,7 @@ import platform
 import threading
 import time
 import weakref
-from collections.abc import AsyncIterator, Callable, Iterable, Iterator
+from collections.abc import AsyncIterator, Callable, Iterable, Iterator, Sequence
 from importlib import metadata
 from typing import Any, NoReturn
 
@@ -115,7 +115,16 @@ class _CallRecording:
 class CassetteRecorder:
     """The cassette being recorded: numbers calls, writes their lines, finalises what is left at close."""
 
-    def __init__(self, path: str | os.PathLike[str], redactor: Redactor) -> None:
+    def __init__(
+        self,
+        path: str | os.PathLike[str],
+        redactor: Redactor,
+        *,
+        kept_lines: Sequence[bytes] = (),
+        first_index: int = 0,
+    ) -> None:
+        """``kept_lines`` (calls replayed before a miss) are copied byte for byte; new calls then start at
+        ``first_index``."""
         self.path = os.fspath(path)
         self.redactor = redactor
         header = {
@@ -125,8 +134,10 @@ class CassetteRecorder:
             "versions": _versions(),
         }
         self._writer = CassetteWriter(path, header)
+        for line in kept_lines:
+            self._writer.write_raw(line)
         self._lock = threading.Lock()
-        self._next_index = 0
+        self._next_index = first_index
         self._open: dict[int, _CallRecording] = {}
         self._finalizer = weakref.finalize(self, CassetteRecorder._finish, self._open, self._writer)
 
@@ -239,6 +250,15 @@ class _RecordingBase:
         self.inner = inner
         self.path = os.fspath(path)
         self.recorder = CassetteRecorder(path, Redactor(redact_names, redact_patterns, redact_with))
+
+    @classmethod
+    def _over(cls, inner: Any, recorder: CassetteRecorder) -> Any:
+        """A transport recording into a cassette someone else owns (the context manager's)."""
+        transport = cls.__new__(cls)
+        transport.inner = inner
+        transport.path = recorder.path
+        transport.recorder = recorder
+        return transport
 
     def _start(self, request: Any) -> _CallRecording:
         return self.recorder.start(request.method, str(request.url), header_pairs(request.headers), request.content)

@@ -54,6 +54,13 @@ class CassetteWriter:
             self._file.write(line)
             self._file.flush()
 
+    def write_raw(self, line: bytes) -> None:
+        """A line kept from an older cassette, byte for byte."""
+        with self._lock:
+            if not self.closed:
+                self._file.write(line.decode("utf-8") + "\n")
+                self._file.flush()
+
     def commit(self) -> None:
         with self._lock:
             if self.closed:

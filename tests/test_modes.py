@@ -1,0 +1,326 @@
+"""Modes, the environment switch, the mode-aware factories and the use_cassette context manager."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import threading
+from pathlib import Path
+from typing import Any
+
+import httpx
+import httpx2
+import pytest
+from helpers import call_ends, cassette_lines
+from upstream import Upstream
+from vendors import SDKS, Sdk
+
+import vcr_transport
+
+OPENAI = next(s for s in SDKS if s.name == "openai" and s.library is httpx2 and s.side == "sync")
+
+
+@pytest.fixture(autouse=True)
+def clean_environment(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch.delenv("VCR_TRANSPORT_MODE", raising=False)
+    monkeypatch.delenv("CI", raising=False)
+    monkeypatch.chdir(tmp_path)  # no pyproject.toml above the tests' working directory
+
+
+def test_precedence_argument_option_environment_pyproject_default(tmp_path: Path) -> None:
+    pyproject = tmp_path / "pyproject.toml"
+    pyproject.write_text('[tool.vcr_transport]\nmode = "off"\n')
+    env = {"VCR_TRANSPORT_MODE": "record"}
+    resolve = vcr_transport.resolve_mode
+    assert resolve("replay", pytest_option="record", environ=env, pyproject=pyproject) == vcr_transport.ResolvedMode(
+        "replay", "argument"
+    )
+    assert resolve(None, pytest_option="record-on-miss", environ=env, pyproject=pyproject).mode == "record-on-miss"
+    assert resolve(None, environ=env, pyproject=pyproject).source == "environment VCR_TRANSPORT_MODE"
+    assert resolve(None, environ={}, pyproject=pyproject) == vcr_transport.ResolvedMode(
+        "off", f"{pyproject} [tool.vcr_transport]"
+    )
+    pyproject.write_text('[project]\nname = "x"\n')
+    assert resolve(None, environ={}, pyproject=pyproject) == vcr_transport.ResolvedMode("auto", "default")
+
+
+def test_an_unknown_mode_lists_the_valid_ones() -> None:
+    with pytest.raises(vcr_transport.ModeError) as caught:
+        vcr_transport.resolve_mode(None, environ={"VCR_TRANSPORT_MODE": "replya"})
+    assert "'replya'" in str(caught.value) and "off, record, replay, record-on-miss, auto" in str(caught.value)
+
+
+def test_the_environment_flips_record_and_replay_without_code_change(
+    upstream: Upstream, cassette: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def script() -> list[Any]:
+        transport = vcr_transport.transport(cassette)
+        return OPENAI.run(transport, upstream.url, [("chat", ["hi"]), ("stream", ["hi", "echo:hi", "go"])])
+
+    monkeypatch.setenv("VCR_TRANSPORT_MODE", "record")
+    live = script()
+    upstream.stop()
+    monkeypatch.setenv("VCR_TRANSPORT_MODE", "replay")
+    assert script() == live
+    monkeypatch.setenv("VCR_TRANSPORT_MODE", "off")
+    with pytest.raises(Exception, match="Connection"):
+        OPENAI.run(vcr_transport.transport(cassette), upstream.url, [("chat", ["hi"])], max_retries=0)
+
+
+def test_auto_records_a_missing_cassette_then_replays_it(upstream: Upstream, cassette: Path) -> None:
+    first = vcr_transport.transport(cassette)
+    assert first.mode == "record"
+    live = OPENAI.run(first, upstream.url, [("chat", ["hi"])])
+    upstream.stop()
+    second = vcr_transport.transport(cassette)
+    assert second.mode == "replay"
+    assert OPENAI.run(second, upstream.url, [("chat", ["hi"])]) == live
+
+
+def test_auto_in_ci_never_records_and_says_how(cassette: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("CI", "true")
+    with pytest.raises(vcr_transport.CassetteError) as caught:
+        vcr_transport.transport(cassette)
+    assert "auto mode never records when CI is set" in str(caught.value)
+    assert "VCR_TRANSPORT_MODE=record" in str(caught.value)
+    assert not cassette.exists()
+
+
+def test_off_touches_no_cassette(upstream: Upstream, cassette: Path) -> None:
+    assert OPENAI.run(vcr_transport.transport(cassette, mode="off"), upstream.url, [("chat", ["hi"])]) == ["echo:hi"]
+    assert not cassette.exists() and list(cassette.parent.iterdir()) == []
+
+
+def test_factories_default_to_httpx2_or_httpx_when_asked(cassette: Path) -> None:
+    assert isinstance(vcr_transport.transport(cassette, mode="off").inner, httpx2.HTTPTransport)
+    assert isinstance(vcr_transport.async_transport(cassette, mode="off").inner, httpx2.AsyncHTTPTransport)
+    assert isinstance(vcr_transport.transport(cassette, mode="off", library="httpx").inner, httpx.HTTPTransport)
+
+
+@pytest.mark.parametrize("is_async", [False, True], ids=["sync", "async"])
+def test_record_on_miss_keeps_the_calls_before_and_rerecords_from_the_miss(
+    upstream: Upstream, cassette: Path, is_async: bool
+) -> None:
+    sdk = next(s for s in SDKS if s.name == "openai" and s.library is httpx2 and s.is_async == is_async)
+    factory = vcr_transport.async_transport if is_async else vcr_transport.transport
+    old = [("chat", ["one"]), ("chat", ["two"]), ("chat", ["three"]), ("chat", ["four"])]
+    sdk.run(factory(cassette, mode="record"), upstream.url, old)
+    before = cassette.read_bytes().split(b"\n")
+    served = len(upstream.received)
+    new = [("chat", ["one"]), ("chat", ["two"]), ("chat", ["THREE"]), ("chat", ["five"])]
+    assert sdk.run(factory(cassette, mode="record-on-miss"), upstream.url, new) == [
+        "echo:one",
+        "echo:two",
+        "echo:THREE",
+        "echo:five",
+    ]
+    assert len(upstream.received) == served + 2, "only the call that missed and the ones after went to the network"
+    after = cassette.read_bytes().split(b"\n")
+    kept = [line for line in before[1:] if line and json.loads(line)["call_index"] < 2]
+    assert after[1 : 1 + len(kept)] == kept, "calls before the miss stay byte-identical"
+    bodies = [
+        line["body"]["json"]["messages"][0]["content"] for line in cassette_lines(cassette) if line["type"] == "request"
+    ]
+    assert bodies == ["one", "two", "THREE", "five"]
+    assert [end["outcome"] for end in call_ends(cassette)] == ["complete"] * 4
+    upstream.stop()
+    assert sdk.run(factory(cassette, mode="replay"), upstream.url, new)[2] == "echo:THREE"
+
+
+def test_record_on_miss_with_no_cassette_records(upstream: Upstream, cassette: Path) -> None:
+    assert OPENAI.run(vcr_transport.transport(cassette, mode="record-on-miss"), upstream.url, [("chat", ["x"])]) == [
+        "echo:x"
+    ]
+    assert len(call_ends(cassette)) == 1
+
+
+# --- use_cassette ---------------------------------------------------------------------------------------
+
+
+def _originals() -> list[Any]:
+    return [
+        cls.__dict__["_transport_for_url"]
+        for cls in (httpx.Client, httpx.AsyncClient, httpx2.Client, httpx2.AsyncClient)
+    ]
+
+
+def test_use_cassette_reaches_the_sdks_own_clients(sdk: Sdk, upstream: Upstream, cassette: Path) -> None:
+    steps = [("chat", ["hi"]), ("stream", ["hi", "echo:hi", "stream"])]
+    before = _originals()
+    with vcr_transport.use_cassette(cassette, mode="record") as recording:
+        assert recording.mode == "record"
+        live = sdk.run(None, upstream.url, steps)
+    assert _originals() == before
+    upstream.stop()
+    with vcr_transport.use_cassette(cassette, mode="replay", unplayed="error"):
+        assert sdk.run(None, upstream.url, steps) == live
+    assert _originals() == before
+
+
+def test_use_cassette_wraps_clients_created_before_the_block_and_custom_transports(
+    upstream: Upstream, cassette: Path
+) -> None:
+    from openai._vendor.httpx_aiohttp import AiohttpTransport
+
+    sync_client = httpx.Client()
+    sse = upstream.url + "/v1/chat/completions"
+    body = {"model": "m", "messages": [{"role": "user", "content": "x"}]}
+
+    async def aiohttp_call() -> bytes:
+        async with httpx2.AsyncClient(transport=AiohttpTransport()) as client:
+            return (await client.post(sse, json=body)).content
+
+    with vcr_transport.use_cassette(cassette, mode="record"):
+        live = [sync_client.post(sse, json=body).content, asyncio.run(aiohttp_call())]
+    upstream.stop()
+    with vcr_transport.use_cassette(cassette, mode="replay", unplayed="error"):
+        assert [sync_client.post(sse, json=body).content, asyncio.run(aiohttp_call())] == live
+    sync_client.close()
+
+
+def test_use_cassette_restores_on_exceptions_and_nests(upstream: Upstream, tmp_path: Path) -> None:
+    before = _originals()
+    outer, inner = tmp_path / "outer.jsonl", tmp_path / "inner.jsonl"
+    with pytest.raises(RuntimeError, match="boom"):
+        with vcr_transport.use_cassette(outer, mode="record"):
+            with httpx2.Client() as client:
+                client.get(upstream.url + "/plain/a")
+                with vcr_transport.use_cassette(inner, mode="record"):
+                    client.get(upstream.url + "/plain/b")
+                client.get(upstream.url + "/plain/c")
+            raise RuntimeError("boom")
+    assert _originals() == before
+    urls = lambda path: [line["url"].rsplit("/", 1)[1] for line in cassette_lines(path) if line["type"] == "request"]  # noqa: E731
+    assert urls(outer) == ["a", "c"] and urls(inner) == ["b"]
+
+
+def test_two_threads_with_two_cassettes_never_mix(upstream: Upstream, tmp_path: Path) -> None:
+    barrier = threading.Barrier(2)
+
+    def worker(name: str) -> None:
+        with vcr_transport.use_cassette(tmp_path / f"{name}.jsonl", mode="record"):
+            barrier.wait()
+            with httpx2.Client() as client:
+                for n in range(5):
+                    client.get(f"{upstream.url}/plain/{name}-{n}")
+            barrier.wait()
+
+    threads = [threading.Thread(target=worker, args=(name,)) for name in ("a", "b")]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    for name in ("a", "b"):
+        urls = [line["url"] for line in cassette_lines(tmp_path / f"{name}.jsonl") if line["type"] == "request"]
+        assert [u.rsplit("/", 1)[1] for u in urls] == [f"{name}-{n}" for n in range(5)]
+    assert _originals()[2] is httpx2.Client.__dict__["_transport_for_url"]
+
+
+def test_two_tasks_with_two_cassettes_never_mix(upstream: Upstream, tmp_path: Path) -> None:
+    async def task(name: str, client: httpx2.AsyncClient) -> None:
+        async with vcr_transport.use_cassette(tmp_path / f"{name}.jsonl", mode="record"):
+            for n in range(4):
+                await client.get(f"{upstream.url}/plain/{name}-{n}")
+                await asyncio.sleep(0)
+
+    async def main() -> None:
+        async with httpx2.AsyncClient() as client:
+            await asyncio.gather(task("a", client), task("b", client))
+
+    asyncio.run(main())
+    for name in ("a", "b"):
+        urls = [line["url"] for line in cassette_lines(tmp_path / f"{name}.jsonl") if line["type"] == "request"]
+        assert [u.rsplit("/", 1)[1] for u in urls] == [f"{name}-{n}" for n in range(4)]
+
+
+def test_a_request_whose_owner_cant_be_told_fails_closed(upstream: Upstream, tmp_path: Path) -> None:
+    opened = threading.Event()
+    done = threading.Event()
+
+    def holder() -> None:
+        with vcr_transport.use_cassette(tmp_path / "other.jsonl", mode="record"):
+            opened.set()
+            done.wait(5)
+
+    thread = threading.Thread(target=holder)
+    thread.start()
+    opened.wait(5)
+    errors: list[BaseException] = []
+    try:
+        with vcr_transport.use_cassette(tmp_path / "mine.jsonl", mode="record"):
+
+            def ownerless() -> None:
+                try:
+                    httpx2.get(upstream.url + "/plain/x")
+                except BaseException as exc:
+                    errors.append(exc)
+
+            stray = threading.Thread(target=ownerless)
+            stray.start()
+            stray.join()
+    finally:
+        done.set()
+        thread.join()
+    assert len(errors) == 1 and isinstance(errors[0], vcr_transport.CassetteOwnerError)
+    assert "several are open" in str(errors[0])
+
+
+def test_a_thread_started_inside_the_only_open_cassette_belongs_to_it(upstream: Upstream, cassette: Path) -> None:
+    with vcr_transport.use_cassette(cassette, mode="record"):
+        thread = threading.Thread(target=lambda: httpx2.get(upstream.url + "/plain/t"))
+        thread.start()
+        thread.join()
+    assert [line["url"].rsplit("/", 1)[1] for line in cassette_lines(cassette) if line["type"] == "request"] == ["t"]
+
+
+def test_decorator_on_sync_and_async_functions(upstream: Upstream, tmp_path: Path) -> None:
+    @vcr_transport.use_cassette(tmp_path / "sync.jsonl", mode="record")
+    def sync_function() -> int:
+        return httpx2.get(upstream.url + "/plain/s").status_code
+
+    @vcr_transport.use_cassette(tmp_path / "async.jsonl", mode="record")
+    async def async_function() -> int:
+        async with httpx2.AsyncClient() as client:
+            return (await client.get(upstream.url + "/plain/a")).status_code
+
+    assert sync_function() == 404 and asyncio.run(async_function()) == 404
+    assert len(call_ends(tmp_path / "sync.jsonl")) == len(call_ends(tmp_path / "async.jsonl")) == 1
+
+
+def test_exit_reraises_a_mismatch_the_sdk_swallowed(upstream: Upstream, cassette: Path) -> None:
+    anthropic_sdk = next(s for s in SDKS if s.name == "anthropic" and s.side == "sync")
+    with vcr_transport.use_cassette(cassette, mode="record"):
+        anthropic_sdk.run(None, upstream.url, [("chat", ["hi"])])
+    upstream.stop()
+    with pytest.raises(vcr_transport.ReplayMismatch) as caught:
+        with vcr_transport.use_cassette(cassette, mode="replay"):
+            try:
+                anthropic_sdk.run(None, upstream.url, [("chat", ["bye"])])
+            except Exception as swallowed:
+                assert "replay mismatch at call 0" in str(swallowed)
+    assert str(caught.value).startswith(
+        "replay mismatch at call 0, field body.messages[0].content[0].text: recorded 'hi', incoming 'bye'"
+    )
+
+
+def test_unplayed_calls_warn_error_or_are_ignored(upstream: Upstream, cassette: Path) -> None:
+    with vcr_transport.use_cassette(cassette, mode="record"):
+        OPENAI.run(None, upstream.url, [("chat", ["a"]), ("chat", ["b"])])
+    upstream.stop()
+    with pytest.warns(vcr_transport.UnplayedCallsWarning, match="call 1: POST"):
+        with vcr_transport.use_cassette(cassette, mode="replay"):
+            OPENAI.run(None, upstream.url, [("chat", ["a"])])
+    with pytest.raises(vcr_transport.UnplayedCallsError, match="1 recorded call"):
+        with vcr_transport.use_cassette(cassette, mode="replay", unplayed="error"):
+            OPENAI.run(None, upstream.url, [("chat", ["a"])])
+    with vcr_transport.use_cassette(cassette, mode="replay", unplayed="ignore"):
+        OPENAI.run(None, upstream.url, [("chat", ["a"])])
+
+
+def test_pyproject_settings_add_redaction_names(upstream: Upstream, tmp_path: Path) -> None:
+    (tmp_path / "pyproject.toml").write_text('[tool.vcr_transport]\nmode = "record"\nredact_names = ["customer_ref"]\n')
+    cassette = tmp_path / "c.jsonl"
+    with vcr_transport.use_cassette(cassette):
+        httpx2.post(upstream.url + "/plain/x", json={"customer_ref": "CUST-12345", "password": "pw"})
+    text = cassette.read_text()
+    assert "CUST-12345" not in text and '"customer_ref":"[secret removed]"' in text
