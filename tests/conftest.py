@@ -7,6 +7,8 @@ from pathlib import Path
 
 import pytest
 
+pytest_plugins = ["pytester"]
+
 sys.path.insert(0, os.path.dirname(__file__))
 
 from upstream import Upstream  # noqa: E402

@@ -168,6 +168,10 @@ class use_cassette:  # noqa: N801 - reads as a function, like contextlib's
         return self
 
     def __exit__(self, exc_type: object, exc: object, traceback: object) -> None:
+        self.close(check=exc_type is None)
+
+    def close(self, *, check: bool = True) -> None:
+        """Leave the block: restore, commit a recording; with ``check``, report what the block missed."""
         session = self.session
         assert session is not None and self._token is not None
         try:
@@ -180,7 +184,7 @@ class use_cassette:  # noqa: N801 - reads as a function, like contextlib's
             _uninstall()
         finally:
             session.close()
-        if exc_type is None:
+        if check:
             self.check()
 
     async def __aenter__(self) -> use_cassette:

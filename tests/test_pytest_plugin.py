@@ -1,0 +1,193 @@
+"""The pytest plugin, driven through pytester with exact output lines."""
+
+from __future__ import annotations
+
+import json
+import textwrap
+
+import pytest
+
+TEST_FILE = """
+import httpx2
+import pytest
+
+def answer(request):
+    return httpx2.Response(200, json={"echo": request.read().decode()})
+
+def send(*prompts):
+    with httpx2.Client(transport=httpx2.MockTransport(answer)) as client:
+        return [client.post("https://api.example.test/v1/chat", json={"prompt": p}).json() for p in prompts]
+
+PROMPTS = {prompts}
+
+@pytest.mark.vcr_transport
+def test_chat():
+    assert len(send(*PROMPTS)) == len(PROMPTS)
+
+@pytest.mark.vcr_transport
+@pytest.mark.parametrize("model", ["gpt/4o mini", pytest.param("long", id="x" * 150)])
+def test_param(model):
+    send(model)
+"""
+
+
+@pytest.fixture
+def project(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> pytest.Pytester:
+    monkeypatch.delenv("VCR_TRANSPORT_MODE", raising=False)
+    monkeypatch.delenv("CI", raising=False)
+    pytester.makepyprojecttoml("[tool.pytest.ini_options]\nfilterwarnings = ['error']\n")
+    return pytester
+
+
+def write_tests(pytester: pytest.Pytester, prompts: list[str]) -> None:
+    pytester.makepyfile(test_llm=TEST_FILE.replace("{prompts}", repr(prompts)))
+
+
+def test_records_then_replays_with_default_paths(project: pytest.Pytester) -> None:
+    write_tests(project, ["hi", "bye"])
+    project.runpytest("--vcr-mode=record").assert_outcomes(passed=3)
+    folder = project.path / "cassettes" / "test_llm"
+    names = sorted(p.name for p in folder.iterdir())
+    assert "test_chat.jsonl" in names and "test_param_gpt_4o_mini.jsonl" in names
+    long_name = next(n for n in names if n.startswith("test_param_x"))
+    assert len(long_name) <= 106 and long_name.endswith(".jsonl")
+    project.runpytest("--vcr-mode=replay").assert_outcomes(passed=3)
+
+
+def test_a_mismatch_names_the_field(project: pytest.Pytester) -> None:
+    write_tests(project, ["hi", "bye"])
+    project.runpytest("--vcr-mode=record").assert_outcomes(passed=3)
+    write_tests(project, ["hi", "ciao"])
+    result = project.runpytest("--vcr-mode=replay", "-k", "test_chat")
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(
+        [
+            "*replay mismatch at call 1, field body.prompt: recorded 'bye', incoming 'ciao'*",
+            "*cassette: *test_chat.jsonl*",
+        ]
+    )
+
+
+def test_a_missing_cassette_in_ci_says_how_to_record_it(
+    project: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    write_tests(project, ["hi"])
+    monkeypatch.setenv("CI", "1")
+    result = project.runpytest("-k", "test_chat")
+    result.assert_outcomes(errors=1)
+    result.stdout.fnmatch_lines(
+        [
+            "*cassette *test_chat.jsonl: no such cassette, and auto mode never records when CI is set",
+            "*fix: record it where the real API is reachable with VCR_TRANSPORT_MODE=record, then commit it",
+        ]
+    )
+
+
+def test_unplayed_calls_fail_the_test_by_default_and_can_warn(project: pytest.Pytester) -> None:
+    write_tests(project, ["hi", "bye"])
+    project.runpytest("--vcr-mode=record", "-k", "test_chat").assert_outcomes(passed=1)
+    write_tests(project, ["hi"])
+    result = project.runpytest("--vcr-mode=replay", "-k", "test_chat")
+    result.assert_outcomes(passed=1, errors=1)
+    result.stdout.fnmatch_lines(
+        [
+            "*1 recorded call(s) were never played from *test_chat.jsonl:",
+            "*  call 1: POST https://api.example.test/v1/chat",
+        ]
+    )
+    result = project.runpytest("--vcr-mode=replay", "-k", "test_chat", "-o", "vcr_unplayed=ignore")
+    result.assert_outcomes(passed=1)
+
+
+def test_replay_blocks_the_network_but_not_loopback(project: pytest.Pytester) -> None:
+    project.makepyfile(
+        test_net=textwrap.dedent(
+            """
+            import socket
+            import pytest
+            import vcr_transport
+
+            @pytest.mark.vcr_transport(mode="replay", path="empty.jsonl")
+            def test_outside():
+                with pytest.raises(vcr_transport.VcrTransportError, match="'api.openai.com':443 was blocked"):
+                    socket.create_connection(("api.openai.com", 443), timeout=1)
+
+            @pytest.mark.vcr_transport(mode="replay", path="empty.jsonl")
+            def test_loopback():
+                server = socket.socket()
+                server.bind(("127.0.0.1", 0))
+                server.listen()
+                socket.create_connection(server.getsockname(), timeout=1).close()
+                server.close()
+
+            def test_unmarked_tests_are_untouched():
+                assert socket.getaddrinfo.__module__ == "socket"
+            """
+        )
+    )
+    (project.path / "empty.jsonl").write_text(json.dumps({"type": "header", "format_version": 1}) + "\n")
+    project.runpytest().assert_outcomes(passed=3)
+
+
+def test_marker_arguments_are_checked(project: pytest.Pytester) -> None:
+    project.makepyfile(test_bad="import pytest\n@pytest.mark.vcr_transport(mdoe='replay')\ndef test_x():\n    pass\n")
+    result = project.runpytest()
+    result.stdout.fnmatch_lines(["*@pytest.mark.vcr_transport got unknown argument(s) mdoe; valid:*"])
+
+
+def test_xdist_workers_write_their_own_cassettes(project: pytest.Pytester) -> None:
+    pytest.importorskip("xdist")
+    write_tests(project, ["a", "b", "c"])
+    project.runpytest_subprocess("-n", "2", "--vcr-mode=record").assert_outcomes(passed=3)
+    for cassette in (project.path / "cassettes" / "test_llm").iterdir():
+        lines = [json.loads(line) for line in cassette.read_text().splitlines()]
+        assert lines[0]["type"] == "header" and lines[-1]["type"] == "call_end"
+    project.runpytest_subprocess("-n", "2", "--vcr-mode=replay").assert_outcomes(passed=3)
+    ledgers = list((project.path / ".vcr_transport" / "ledger").glob("*.jsonl"))
+    assert {p.stem for p in ledgers} <= {"gw0", "gw1"} and ledgers
+
+
+def test_loading_the_plugin_patches_nothing(project: pytest.Pytester) -> None:
+    project.makepyfile(
+        test_plain=textwrap.dedent(
+            """
+            import httpx2, socket
+            def test_plain():
+                assert httpx2.Client._transport_for_url.__qualname__ == "Client._transport_for_url"
+                assert socket.socket.connect.__qualname__ == "socket.connect"
+            """
+        )
+    )
+    project.runpytest().assert_outcomes(passed=1)
+    assert not (project.path / "cassettes").exists() and not (project.path / ".vcr_transport").exists()
+
+
+def test_a_test_failing_after_an_sdk_swallowed_the_mismatch_shows_it(project: pytest.Pytester) -> None:
+    project.makepyfile(
+        test_swallow=textwrap.dedent(
+            """
+            import httpx2, pytest
+
+            def ask(prompt):
+                client = httpx2.Client(transport=httpx2.MockTransport(lambda r: httpx2.Response(200, text="ok")))
+                try:
+                    return client.post("https://api.example.test/v1", json={"p": prompt}).text
+                except Exception:
+                    return ""  # an SDK that turns every error into an empty answer
+
+            @pytest.mark.vcr_transport(path="swallow.jsonl")
+            def test_answer(request):
+                prompt = request.config.getoption("--vcr-mode")
+                assert ask(prompt) == "ok"
+            """
+        )
+    )
+    project.runpytest("--vcr-mode=record").assert_outcomes(passed=1)
+    result = project.runpytest("--vcr-mode=replay")
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(
+        [
+            "*vcr_transport: replay mismatch*",
+            "replay mismatch at call 0, field body.p: recorded 'record', incoming 'replay'",
+        ]
+    )
