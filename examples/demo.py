@@ -8,11 +8,8 @@ and show that every chunk the SDK received is byte-identical. No API key, no net
 from __future__ import annotations
 
 import argparse
-import json
+import sys
 import tempfile
-import threading
-import time
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
@@ -21,55 +18,8 @@ import openai
 
 import vcr_transport
 
-
-class VendorHandler(BaseHTTPRequestHandler):
-    """Answers /v1/chat/completions like OpenAI: JSON, or an SSE stream written chunk by chunk."""
-
-    protocol_version = "HTTP/1.1"
-
-    def log_message(self, *args: Any) -> None:
-        pass
-
-    def do_POST(self) -> None:
-        request = json.loads(self.rfile.read(int(self.headers["content-length"])))
-        text = "echo: " + request["messages"][-1]["content"]
-        if not request.get("stream"):
-            body = json.dumps(
-                {
-                    "id": "c1",
-                    "object": "chat.completion",
-                    "created": 0,
-                    "model": request["model"],
-                    "choices": [
-                        {"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": "stop"}
-                    ],
-                }
-            ).encode()
-            self.send_response(200)
-            self.send_header("content-type", "application/json")
-            self.send_header("content-length", str(len(body)))
-            self.end_headers()
-            self.wfile.write(body)
-            return
-        self.send_response(200)
-        self.send_header("content-type", "text/event-stream")
-        self.send_header("transfer-encoding", "chunked")
-        self.end_headers()
-        for word in [*text.split(" "), None]:
-            delta = {"content": word + " "} if word else {}
-            chunk = {
-                "id": "c1",
-                "object": "chat.completion.chunk",
-                "created": 0,
-                "model": request["model"],
-                "choices": [{"index": 0, "delta": delta, "finish_reason": None if word else "stop"}],
-            }
-            event = f"data: {json.dumps(chunk)}\n\n".encode()
-            self.wfile.write(b"%x\r\n%s\r\n" % (len(event), event))
-            self.wfile.flush()
-            time.sleep(0.02)
-        done = b"data: [DONE]\n\n"
-        self.wfile.write(b"%x\r\n%s\r\n0\r\n\r\n" % (len(done), done))
+sys.path.insert(0, str(Path(__file__).parent))
+import local_vendor  # noqa: E402
 
 
 class ChunkTap(httpx2.BaseTransport):
@@ -117,16 +67,11 @@ def main() -> None:
     args = parser.parse_args()
     cassette = args.write or Path(tempfile.mkdtemp()) / "openai_demo.jsonl"
 
-    server = ThreadingHTTPServer(("127.0.0.1", 0), VendorHandler)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    base_url = f"http://127.0.0.1:{server.server_address[1]}/v1"
-    print(f"1. local vendor-shaped server on {base_url}")
-
-    live = session(vcr_transport.RecordingTransport(httpx2.HTTPTransport(), cassette), base_url)
-    print(f"2. recorded: {live[0]!r} and a stream of {len(live[1])} deltas -> {cassette}")
-
-    server.shutdown()
-    server.server_close()
+    with local_vendor.running(port=0) as server_url:
+        base_url = server_url + "/v1"
+        print(f"1. local vendor-shaped server on {base_url}")
+        live = session(vcr_transport.RecordingTransport(httpx2.HTTPTransport(), cassette), base_url)
+        print(f"2. recorded: {live[0]!r} and a stream of {len(live[1])} deltas -> {cassette}")
     print("3. server stopped")
 
     replayed = session(vcr_transport.ReplayTransport(cassette), base_url)

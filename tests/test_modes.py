@@ -93,7 +93,7 @@ def test_off_touches_no_cassette(upstream: Upstream, cassette: Path) -> None:
 
 def test_factories_default_to_httpx2_or_httpx_when_asked(cassette: Path) -> None:
     assert isinstance(vcr_transport.transport(cassette, mode="off").inner, httpx2.HTTPTransport)
-    assert isinstance(vcr_transport.async_transport(cassette, mode="off").inner, httpx2.AsyncHTTPTransport)
+    assert isinstance(vcr_transport.async_transport(cassette, mode="off").async_inner, httpx2.AsyncHTTPTransport)
     assert isinstance(vcr_transport.transport(cassette, mode="off", library="httpx").inner, httpx.HTTPTransport)
 
 

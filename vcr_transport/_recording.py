@@ -15,6 +15,7 @@ from importlib import metadata
 from typing import Any, NoReturn
 
 from ._cassette import FORMAT_VERSION, encode_chunk
+from ._exceptions import VcrTransportError
 from ._http import (
     binary_body,
     content_type_of,
@@ -145,6 +146,11 @@ class CassetteRecorder:
         self._writer.write(line)
 
     def start(self, method: str, url: str, headers: list[tuple[str, str]], body: bytes) -> _CallRecording:
+        if self._writer.closed:
+            raise VcrTransportError(
+                f"cassette {self.path} was already closed (its transport was closed); "
+                "use a new transport to record more calls"
+            )
         with self._lock:
             index = self._next_index
             self._next_index += 1
@@ -237,35 +243,56 @@ class _RecordingStream:
         await self._inner.aclose()
 
 
+class ClosingSides:
+    """Runs ``finish`` once every side (sync, async) that carried a request has been closed.
+
+    One transport object can serve a sync and an async client (google-genai wants both); the first
+    client to close must not end the cassette under the other.
+    """
+
+    def __init__(self, finish: Callable[[], None]) -> None:
+        self._finish = finish
+        self._used: set[str] = set()
+        self._closed: set[str] = set()
+        self.finished = False
+
+    def use(self, side: str) -> None:
+        self._used.add(side)
+
+    def close(self, side: str) -> None:
+        self._closed.add(side)
+        if not self.finished and self._used <= self._closed:
+            self.finished = True
+            self._finish()
+
+
 class _RecordingBase:
     def __init__(
         self,
-        inner: Any,
+        sync_inner: Any,
+        async_inner: Any,
         path: str | os.PathLike[str],
-        *,
-        redact_names: Iterable[str] = (),
-        redact_patterns: Iterable[str] = (),
-        redact_with: Iterable[Callable[[str], str]] = (),
+        redactor: Redactor | None = None,
+        recorder: CassetteRecorder | None = None,
     ) -> None:
-        self.inner = inner
+        self.sync_inner = sync_inner
+        self.async_inner = async_inner
         self.path = os.fspath(path)
-        self.recorder = CassetteRecorder(path, Redactor(redact_names, redact_patterns, redact_with))
+        self.recorder = recorder or CassetteRecorder(path, redactor or Redactor())
+        self._sides = ClosingSides(self.recorder.close)
 
     @classmethod
-    def _over(cls, inner: Any, recorder: CassetteRecorder) -> Any:
-        """A transport recording into a cassette someone else owns (the context manager's)."""
-        transport = cls.__new__(cls)
-        transport.inner = inner
-        transport.path = recorder.path
-        transport.recorder = recorder
-        return transport
+    def _over(cls, recorder: CassetteRecorder, *, sync_inner: Any = None, async_inner: Any = None) -> Any:
+        """A transport recording into a cassette someone else owns and closes (the context manager's)."""
+        return _RecordingBase(sync_inner, async_inner, recorder.path, recorder=recorder)
 
     def _start(self, request: Any) -> _CallRecording:
         return self.recorder.start(request.method, str(request.url), header_pairs(request.headers), request.content)
 
-    def _forwarded(self, request: Any) -> Any:
+    @staticmethod
+    def _forwarded(request: Any, inner: Any) -> Any:
         """The request in the inner transport's library (the same object when the libraries agree)."""
-        inner_library = transport_library(self.inner)
+        inner_library = transport_library(inner)
         if inner_library is None or inner_library is library_of(request):
             return request
         return inner_library.Request(
@@ -305,6 +332,65 @@ class _RecordingBase:
             response.status_code, headers=response.headers.raw, stream=stream, extensions=response.extensions
         )
 
+    def handle_request(self, request: Any) -> Any:
+        if self.sync_inner is None:
+            raise TypeError(f"{type(self).__name__} for {self.path} has no sync transport: pass sync_inner=")
+        self._sides.use("sync")
+        request.read()
+        call = self._start(request)
+        try:
+            response = self.sync_inner.handle_request(self._forwarded(request, self.sync_inner))
+        except Exception as exc:
+            call.end("error", exc)
+            _reraise(convert_error(exc, library_of(request), request), exc)
+        return self._wrap(request, response, call)
+
+    async def handle_async_request(self, request: Any) -> Any:
+        if self.async_inner is None:
+            raise TypeError(f"{type(self).__name__} for {self.path} has no async transport: pass async_inner=")
+        self._sides.use("async")
+        await request.aread()
+        call = self._start(request)
+        try:
+            response = await self.async_inner.handle_async_request(self._forwarded(request, self.async_inner))
+        except Exception as exc:
+            call.end("error", exc)
+            _reraise(convert_error(exc, library_of(request), request), exc)
+        return self._wrap(request, response, call)
+
+    def close(self) -> None:
+        """Close the sync side; the cassette is committed once every side that was used is closed."""
+        try:
+            if self.sync_inner is not None:
+                self.sync_inner.close()
+        finally:
+            self._sides.close("sync")
+
+    async def aclose(self) -> None:
+        try:
+            if self.async_inner is not None:
+                await self.async_inner.aclose()
+        finally:
+            self._sides.close("async")
+
+    def __enter__(self) -> Any:
+        enter = getattr(self.sync_inner, "__enter__", None)
+        if enter is not None:
+            enter()
+        return self
+
+    def __exit__(self, *args: object) -> None:
+        self.close()
+
+    async def __aenter__(self) -> Any:
+        enter = getattr(self.async_inner, "__aenter__", None)
+        if enter is not None:
+            await enter()
+        return self
+
+    async def __aexit__(self, *args: object) -> None:
+        await self.aclose()
+
 
 def _reraise(converted: BaseException, original: BaseException) -> NoReturn:
     if converted is original:
@@ -316,59 +402,43 @@ class RecordingTransport(_RecordingBase):
     """Wraps a sync httpx or httpx2 transport and records what passes through into a JSONL cassette.
 
     The caller sees exactly what the inner transport returns, chunk by chunk, as it arrives. The cassette
-    replaces any older file at ``path`` when the transport is closed (or at exit).
+    replaces any older file at ``path`` when the transport is closed (or at exit). ``async_inner`` lets
+    the same object serve an async client too (google-genai takes both); calls share one cassette.
+    Redaction options add to the default rules, never remove them.
     """
 
-    def handle_request(self, request: Any) -> Any:
-        request.read()
-        call = self._start(request)
-        try:
-            response = self.inner.handle_request(self._forwarded(request))
-        except Exception as exc:
-            call.end("error", exc)
-            _reraise(convert_error(exc, library_of(request), request), exc)
-        return self._wrap(request, response, call)
+    def __init__(
+        self,
+        inner: Any,
+        path: str | os.PathLike[str],
+        *,
+        async_inner: Any = None,
+        redact_names: Iterable[str] = (),
+        redact_patterns: Iterable[str] = (),
+        redact_with: Iterable[Callable[[str], str]] = (),
+    ) -> None:
+        super().__init__(inner, async_inner, path, Redactor(redact_names, redact_patterns, redact_with))
 
-    def close(self) -> None:
-        try:
-            self.inner.close()
-        finally:
-            self.recorder.close()
-
-    def __enter__(self) -> RecordingTransport:
-        enter = getattr(self.inner, "__enter__", None)
-        if enter is not None:
-            enter()
-        return self
-
-    def __exit__(self, *args: object) -> None:
-        self.close()
+    @property
+    def inner(self) -> Any:
+        return self.sync_inner
 
 
 class AsyncRecordingTransport(_RecordingBase):
-    """The async twin of RecordingTransport: wraps an async httpx or httpx2 transport."""
+    """The async twin of RecordingTransport: wraps an async transport (and ``sync_inner``, optionally)."""
 
-    async def handle_async_request(self, request: Any) -> Any:
-        await request.aread()
-        call = self._start(request)
-        try:
-            response = await self.inner.handle_async_request(self._forwarded(request))
-        except Exception as exc:
-            call.end("error", exc)
-            _reraise(convert_error(exc, library_of(request), request), exc)
-        return self._wrap(request, response, call)
+    def __init__(
+        self,
+        inner: Any,
+        path: str | os.PathLike[str],
+        *,
+        sync_inner: Any = None,
+        redact_names: Iterable[str] = (),
+        redact_patterns: Iterable[str] = (),
+        redact_with: Iterable[Callable[[str], str]] = (),
+    ) -> None:
+        super().__init__(sync_inner, inner, path, Redactor(redact_names, redact_patterns, redact_with))
 
-    async def aclose(self) -> None:
-        try:
-            await self.inner.aclose()
-        finally:
-            self.recorder.close()
-
-    async def __aenter__(self) -> AsyncRecordingTransport:
-        enter = getattr(self.inner, "__aenter__", None)
-        if enter is not None:
-            await enter()
-        return self
-
-    async def __aexit__(self, *args: object) -> None:
-        await self.aclose()
+    @property
+    def inner(self) -> Any:
+        return self.async_inner

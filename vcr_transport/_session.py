@@ -12,7 +12,7 @@ from typing import Any
 
 from ._config import concrete_mode, find_pyproject, read_settings, resolve_mode
 from ._exceptions import ReplayMismatch, UnplayedCallsError
-from ._recording import AsyncRecordingTransport, CassetteRecorder, RecordingTransport
+from ._recording import CassetteRecorder, ClosingSides, _RecordingBase
 from ._redaction import Redactor
 from ._replay import ReplayTransport
 
@@ -104,7 +104,7 @@ class CassetteSession:
                 if self.mode == "replay":
                     raise
                 self.diverge(miss)
-        return RecordingTransport._over(inner, self._recorder_or_fail()).handle_request(request)
+        return _RecordingBase._over(self._recorder_or_fail(), sync_inner=inner).handle_request(request)
 
     async def handle_async(self, request: Any, inner: Any) -> Any:
         if self.mode == "off":
@@ -117,7 +117,8 @@ class CassetteSession:
                 if self.mode == "replay":
                     raise
                 self.diverge(miss)
-        return await AsyncRecordingTransport._over(inner, self._recorder_or_fail()).handle_async_request(request)
+        recording = _RecordingBase._over(self._recorder_or_fail(), async_inner=inner)
+        return await recording.handle_async_request(request)
 
     @property
     def first_mismatch(self) -> ReplayMismatch | None:
@@ -156,11 +157,29 @@ def open_session(
 
 class ModeTransport:
     """A transport whose behaviour the resolved mode decides: pass-through, record, replay or
-    record-on-miss, around ``inner``."""
+    record-on-miss. One object serves a sync and an async client (google-genai takes both); each side's
+    inner transport is created when first needed, from ``library``."""
 
-    def __init__(self, session: CassetteSession, inner: Any) -> None:
+    def __init__(
+        self, session: CassetteSession, library: ModuleType, *, inner: Any = None, async_inner: Any = None
+    ) -> None:
         self.session = session
-        self.inner = inner
+        self.library = library
+        self._inner = inner
+        self._async_inner = async_inner
+        self._sides = ClosingSides(session.close)
+
+    @property
+    def inner(self) -> Any:
+        if self._inner is None:
+            self._inner = self.library.HTTPTransport()
+        return self._inner
+
+    @property
+    def async_inner(self) -> Any:
+        if self._async_inner is None:
+            self._async_inner = self.library.AsyncHTTPTransport()
+        return self._async_inner
 
     @property
     def mode(self) -> str:
@@ -177,22 +196,26 @@ class ModeTransport:
         self.session.assert_all_played()
 
     def handle_request(self, request: Any) -> Any:
+        self._sides.use("sync")
         return self.session.handle(request, self.inner)
 
     async def handle_async_request(self, request: Any) -> Any:
-        return await self.session.handle_async(request, self.inner)
+        self._sides.use("async")
+        return await self.session.handle_async(request, self.async_inner)
 
     def close(self) -> None:
         try:
-            self.inner.close()
+            if self._inner is not None:
+                self._inner.close()
         finally:
-            self.session.close()
+            self._sides.close("sync")
 
     async def aclose(self) -> None:
         try:
-            await self.inner.aclose()
+            if self._async_inner is not None:
+                await self._async_inner.aclose()
         finally:
-            self.session.close()
+            self._sides.close("async")
 
     def __enter__(self) -> ModeTransport:
         return self
@@ -220,13 +243,17 @@ def transport(
     *,
     mode: str | None = None,
     inner: Any = None,
+    async_inner: Any = None,
     library: ModuleType | str | None = None,
     **options: Any,
 ) -> ModeTransport:
-    """A sync transport for the resolved mode. ``inner`` defaults to ``HTTPTransport()`` of httpx2, or of
-    httpx with ``library="httpx"``. Options are those of ReplayTransport (redaction options also record)."""
-    inner = inner if inner is not None else _library(library).HTTPTransport()
-    return ModeTransport(open_session(path, mode, options), inner)
+    """A transport for the resolved mode (argument, pytest option, VCR_TRANSPORT_MODE, pyproject, auto).
+
+    ``inner`` defaults to ``HTTPTransport()`` of httpx2, or of httpx with ``library="httpx"``; the same
+    object also serves async clients, through ``async_inner`` (default ``AsyncHTTPTransport()``). Options
+    are those of ReplayTransport; the redaction options apply when recording too.
+    """
+    return ModeTransport(open_session(path, mode, options), _library(library), inner=inner, async_inner=async_inner)
 
 
 def async_transport(
@@ -234,9 +261,9 @@ def async_transport(
     *,
     mode: str | None = None,
     inner: Any = None,
+    sync_inner: Any = None,
     library: ModuleType | str | None = None,
     **options: Any,
 ) -> ModeTransport:
-    """The async twin of ``transport``: ``inner`` defaults to ``AsyncHTTPTransport()``."""
-    inner = inner if inner is not None else _library(library).AsyncHTTPTransport()
-    return ModeTransport(open_session(path, mode, options), inner)
+    """``transport`` for async clients: ``inner`` is the async transport (default ``AsyncHTTPTransport()``)."""
+    return ModeTransport(open_session(path, mode, options), _library(library), inner=sync_inner, async_inner=inner)
