@@ -4,9 +4,19 @@ Importing this package patches nothing, reads no environment variable and opens 
 """
 
 from ._cassette import FORMAT_VERSION
-from ._config import ENVIRONMENT_VARIABLE, MODES, ModeError, ResolvedMode, resolve_mode
-from ._context import CassetteOwnerError, UnplayedCallsWarning, use_cassette
-from ._exceptions import CassetteError, RecordedError, ReplayMismatch, UnplayedCallsError, VcrTransportError
+from ._config import ENVIRONMENT_VARIABLE, MODES, ResolvedMode, resolve_mode
+from ._context import use_cassette
+from ._exceptions import (
+    CassetteError,
+    CassetteOwnerError,
+    ModeError,
+    NetworkBlockedError,
+    RecordedError,
+    ReplayMismatch,
+    UnplayedCallsError,
+    UnplayedCallsWarning,
+    VcrTransportError,
+)
 from ._matching import NON_DETERMINISTIC_FIELD_NAMES, VOLATILE_HEADERS, RequestMatcher, find_first_difference
 from ._recording import AsyncRecordingTransport, RecordingTransport
 from ._redaction import PLACEHOLDER, SECRET_FIELD_NAMES, Redactor, remove_secret_values
@@ -29,6 +39,7 @@ __all__ = [
     "CassetteOwnerError",
     "ModeError",
     "ModeTransport",
+    "NetworkBlockedError",
     "RecordedError",
     "RecordingTransport",
     "Redactor",

@@ -22,16 +22,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ._exceptions import CassetteError, VcrTransportError
+from ._exceptions import CassetteError, ModeError, VcrTransportError
 
 __all__ = ["MODES", "ENVIRONMENT_VARIABLE", "ResolvedMode", "concrete_mode", "find_pyproject", "resolve_mode"]
 
 MODES = ("off", "record", "replay", "record-on-miss", "auto")
 ENVIRONMENT_VARIABLE = "VCR_TRANSPORT_MODE"
-
-
-class ModeError(VcrTransportError, ValueError):
-    """An unknown mode name."""
 
 
 def check_mode(name: str, source: str) -> str:

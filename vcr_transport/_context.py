@@ -19,10 +19,10 @@ import warnings
 from collections.abc import Callable
 from typing import Any, TypeVar
 
-from ._exceptions import UnplayedCallsError, VcrTransportError
+from ._exceptions import CassetteOwnerError, UnplayedCallsError, UnplayedCallsWarning
 from ._session import CassetteSession, open_session
 
-__all__ = ["CassetteOwnerError", "UnplayedCallsWarning", "use_cassette"]
+__all__ = ["use_cassette"]
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -32,14 +32,6 @@ _active: contextvars.ContextVar[CassetteSession | None] = contextvars.ContextVar
 _open_sessions: list[CassetteSession] = []
 _patch_lock = threading.Lock()
 _originals: dict[tuple[type, str], Any] = {}
-
-
-class CassetteOwnerError(VcrTransportError):
-    """A request came from a thread or task that holds no cassette while several cassettes are open."""
-
-
-class UnplayedCallsWarning(UserWarning):
-    """Recorded calls that no request asked for, when ``unplayed="warn"``."""
 
 
 class _Bound:

@@ -4,7 +4,12 @@
      ├── CassetteError             a cassette can't be read: names the file, the line and what is wrong
      ├── ReplayMismatch            a request differs from the recorded one: names the call and the field
      ├── UnplayedCallsError        recorded calls that no request asked for
-     └── RecordedError             replays a recorded failure whose class is neither httpx's nor a builtin
+     ├── RecordedError             replays a recorded failure whose class is neither httpx's nor a builtin
+     ├── ModeError                 an unknown mode name (also a ValueError)
+     ├── CassetteOwnerError        a request whose cassette can't be told (use_cassette, several open)
+     └── NetworkBlockedError       a connection beyond loopback during replay (pytest plugin)
+
+    UnplayedCallsWarning           unplayed calls, when use_cassette(unplayed="warn")
 
 A recorded transport failure (``ConnectError``, ``ReadError``...) is re-raised on replay as the same class
 of the caller's own HTTP library, not as one of these.
@@ -16,9 +21,13 @@ from typing import Any
 
 __all__ = [
     "CassetteError",
+    "CassetteOwnerError",
+    "ModeError",
+    "NetworkBlockedError",
     "RecordedError",
     "ReplayMismatch",
     "UnplayedCallsError",
+    "UnplayedCallsWarning",
     "VcrTransportError",
 ]
 
@@ -113,3 +122,19 @@ class RecordedError(VcrTransportError):
     def __init__(self, class_name: str, message: str) -> None:
         self.class_name = class_name
         super().__init__(f"{class_name}: {message}")
+
+
+class ModeError(VcrTransportError, ValueError):
+    """An unknown mode name; the message lists the valid ones."""
+
+
+class CassetteOwnerError(VcrTransportError):
+    """A request came from a thread or task that holds no cassette while several cassettes are open."""
+
+
+class NetworkBlockedError(VcrTransportError):
+    """A connection to a non-loopback host during replay under the pytest plugin."""
+
+
+class UnplayedCallsWarning(UserWarning):
+    """Recorded calls that no request asked for, when ``use_cassette(unplayed="warn")``."""

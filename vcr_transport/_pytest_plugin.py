@@ -26,17 +26,13 @@ import pytest
 
 from ._config import MODES
 from ._context import UNPLAYED_ACTIONS, use_cassette
-from ._exceptions import VcrTransportError
+from ._exceptions import NetworkBlockedError
 from ._ledger import note_use
 from ._session import REPLAY_OPTIONS
 
 MARKER = "vcr_transport"
 MARKER_KWARGS = frozenset({"path", "mode", "unplayed"}) | REPLAY_OPTIONS
 MAX_NAME = 100
-
-
-class NetworkBlockedError(VcrTransportError):
-    """A connection to a non-loopback host during replay."""
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
