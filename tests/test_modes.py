@@ -324,3 +324,17 @@ def test_pyproject_settings_add_redaction_names(upstream: Upstream, tmp_path: Pa
         httpx2.post(upstream.url + "/plain/x", json={"customer_ref": "CUST-12345", "password": "pw"})
     text = cassette.read_text()
     assert "CUST-12345" not in text and '"customer_ref":"[secret removed]"' in text
+
+
+def test_a_broken_cassette_in_replay_fails_every_request_closed(sdk: Sdk, upstream: Upstream, cassette: Path) -> None:
+    cassette.write_text('{"type": "header", "format_version": 1}\n{"type": "request", "call_in')
+    served = len(upstream.received)
+    options = {} if sdk.name == "genai" else {"max_retries": 0}
+    with pytest.raises(Exception) as caught:
+        with vcr_transport.use_cassette(cassette, mode="replay"):
+            sdk.run(None, upstream.url, [("chat", ["hi"])], **options)
+    assert f"cassette {cassette}:2: the last line is cut off" in str(caught.value)
+    assert len(upstream.received) == served, "no request reached the network"
+    transport = vcr_transport.transport(cassette, mode="replay")
+    with pytest.raises(vcr_transport.CassetteError, match=":2: the last line is cut off"):
+        OPENAI.run(transport, upstream.url, [("chat", ["hi"])], max_retries=0)

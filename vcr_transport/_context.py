@@ -190,6 +190,7 @@ class use_cassette:  # noqa: N801 - reads as a function, like contextlib's
         session = self.session
         if session is None:
             return
+        session.raise_if_broken()
         if session.first_mismatch is not None:
             raise session.first_mismatch
         unplayed = session.unplayed_calls()

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import fnmatch
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 from urllib.parse import parse_qsl, urlsplit
 
@@ -36,31 +36,30 @@ VOLATILE_HEADERS: frozenset[str] = frozenset(
 Difference = tuple[str, Any, Any]
 
 
-def find_first_difference(recorded: Any, incoming: Any, path: str = "") -> Difference | None:
+def iter_differences(recorded: Any, incoming: Any, path: str = "") -> Iterator[Difference]:
+    """Every difference between two dumped structures, as (path, recorded, incoming), in walk order."""
+    if type(recorded) is not type(incoming):
+        yield path, recorded, incoming
+    elif isinstance(recorded, dict):
+        for key in sorted(recorded.keys() | incoming.keys(), key=str):
+            child = f"{path}.{key}" if path else str(key)
+            yield from iter_differences(recorded.get(key, MISSING), incoming.get(key, MISSING), child)
+    elif isinstance(recorded, list):
+        for position in range(max(len(recorded), len(incoming))):
+            left = recorded[position] if position < len(recorded) else MISSING
+            right = incoming[position] if position < len(incoming) else MISSING
+            yield from iter_differences(left, right, f"{path}[{position}]")
+    elif recorded != incoming:
+        yield path, recorded, incoming
+
+
+def find_first_difference(recorded: Any, incoming: Any) -> Difference | None:
     """The first difference between two dumped structures as (path, recorded, incoming), or None.
 
     Dicts are walked by sorted key and lists by index, so the same pair always gives the same path. A key
     on one side only gives ``<missing>`` on the other; a change of type is a difference.
     """
-    if type(recorded) is not type(incoming):
-        return path, recorded, incoming
-    if isinstance(recorded, dict):
-        for key in sorted(recorded.keys() | incoming.keys(), key=str):
-            child = f"{path}.{key}" if path else str(key)
-            difference = find_first_difference(recorded.get(key, MISSING), incoming.get(key, MISSING), child)
-            if difference is not None:
-                return difference
-        return None
-    if isinstance(recorded, list):
-        for position in range(max(len(recorded), len(incoming))):
-            child = f"{path}[{position}]"
-            left = recorded[position] if position < len(recorded) else MISSING
-            right = incoming[position] if position < len(incoming) else MISSING
-            difference = find_first_difference(left, right, child)
-            if difference is not None:
-                return difference
-        return None
-    return None if recorded == incoming else (path, recorded, incoming)
+    return next(iter_differences(recorded, incoming), None)
 
 
 def _drop_fields(value: Any, names: frozenset[str]) -> Any:
@@ -148,7 +147,7 @@ class RequestMatcher:
         if recorded == incoming:
             return None
         for section in ("method", "url", "headers", "body"):
-            difference = find_first_difference(recorded[section], incoming[section], section)
+            difference = next(iter_differences(recorded[section], incoming[section], section), None)
             if difference is not None:
                 return difference
         return None

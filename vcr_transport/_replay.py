@@ -17,7 +17,7 @@ from ._matching import RequestMatcher
 from ._redaction import Redactor
 from ._storage import read_cassette
 
-__all__ = ["AsyncReplayTransport", "ReplayTransport"]
+__all__ = ["AsyncReplayTransport", "ReplayTransport", "answers_with_error_response", "error_response"]
 
 RETRYABLE_STATUSES = frozenset({408, 409, 429}) | frozenset(range(500, 600))
 # openai and anthropic stop retrying when a delay exceeds this; a rewrite must never cross it.
@@ -263,8 +263,8 @@ class ReplayTransport:
         try:
             call = self.engine.select(incoming)
         except ReplayMismatch as mismatch:
-            if self._responds_to_mismatch(headers):
-                return _mismatch_response(library, mismatch)
+            if answers_with_error_response(self.on_mismatch, headers):
+                return error_response(library, "replay_mismatch", mismatch)
             raise
         if call.status is None:
             raise rebuild_error(library, call.error_class, call.error_message, request)
@@ -277,12 +277,6 @@ class ReplayTransport:
             stream=stream,
             extensions={"http_version": call.http_version.encode("ascii")},
         )
-
-    def _responds_to_mismatch(self, headers: list[tuple[str, str]]) -> bool:
-        if self.on_mismatch != "auto":
-            return self.on_mismatch == "respond"
-        agent = next((v for k, v in headers if k.lower() == "user-agent"), "")
-        return "Anthropic/Python" in agent
 
     def handle_request(self, request: Any) -> Any:
         return self._respond(request, request.read())
@@ -313,17 +307,26 @@ class AsyncReplayTransport(ReplayTransport):
     """The same replay transport, named for async clients."""
 
 
-def _mismatch_response(library: ModuleType, mismatch: ReplayMismatch) -> Any:
-    body = json.dumps(
-        {"type": "error", "error": {"type": "replay_mismatch", "message": "; ".join(str(mismatch).splitlines())}}
-    ).encode()
+def answers_with_error_response(on_mismatch: str, headers: list[tuple[str, str]]) -> bool:
+    """Whether a failure should reach the SDK as a non-retryable error response rather than an exception:
+    anthropic wraps every transport exception in APIConnectionError and retries it with sleeps."""
+    if on_mismatch != "auto":
+        return on_mismatch == "respond"
+    agent = next((v for k, v in headers if k.lower() == "user-agent"), "")
+    return "Anthropic/Python" in agent
+
+
+def error_response(library: ModuleType, error_type: str, error: Exception) -> Any:
+    """A 400 with ``x-should-retry: false`` whose JSON body carries the error's message on one line."""
+    message = "; ".join(str(error).splitlines())
+    body = json.dumps({"type": "error", "error": {"type": error_type, "message": message}}).encode()
     return library.Response(
         400,
         headers=[
             ("content-type", "application/json"),
             ("content-length", str(len(body))),
             ("x-should-retry", "false"),
-            ("x-vcr-transport", "replay-mismatch"),
+            ("x-vcr-transport", error_type.replace("_", "-")),
         ],
         content=body,
     )

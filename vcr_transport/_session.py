@@ -11,10 +11,11 @@ from types import ModuleType
 from typing import Any
 
 from ._config import concrete_mode, find_pyproject, read_settings, resolve_mode
-from ._exceptions import ReplayMismatch, UnplayedCallsError
+from ._exceptions import CassetteError, ReplayMismatch, UnplayedCallsError
+from ._http import header_pairs, library_of
 from ._recording import CassetteRecorder, ClosingSides, _RecordingBase
 from ._redaction import Redactor
-from ._replay import ReplayTransport
+from ._replay import ReplayTransport, answers_with_error_response, error_response
 
 __all__ = ["CassetteSession", "ModeTransport", "async_transport", "open_session", "transport"]
 
@@ -57,11 +58,16 @@ class CassetteSession:
         self._recorder: CassetteRecorder | None = None
         self.diverged_at: int | None = None
         self.closed = False
-        if mode == "replay":
-            self._replay = ReplayTransport(self.path, **self.options)
-        elif mode == "record-on-miss" and self.path.exists():
-            self._replay = ReplayTransport(self.path, **{**self.options, "on_mismatch": "raise"})
-        elif mode in ("record", "record-on-miss"):
+        # Fail closed: a replay cassette that can't be read answers every request with its diagnostic.
+        self.broken: CassetteError | None = None
+        try:
+            if mode == "replay":
+                self._replay = ReplayTransport(self.path, **self.options)
+            elif mode == "record-on-miss" and self.path.exists():
+                self._replay = ReplayTransport(self.path, **{**self.options, "on_mismatch": "raise"})
+        except CassetteError as error:
+            self.broken = error
+        if mode == "record" or (mode == "record-on-miss" and self._replay is None and self.broken is None):
             self._recorder = self._new_recorder()
 
     def _new_recorder(self, kept_lines: Sequence[bytes] = (), first_index: int = 0) -> CassetteRecorder:
@@ -93,9 +99,19 @@ class CassetteSession:
             raise RuntimeError(f"cassette {self.path} is not recording")
         return self._recorder
 
+    def _refuse(self, request: Any) -> Any:
+        """The unreadable cassette's diagnostic, raised, or as an error response for anthropic."""
+        assert self.broken is not None
+        on_mismatch = self.options.get("on_mismatch", "auto")
+        if answers_with_error_response(on_mismatch, header_pairs(request.headers)):
+            return error_response(library_of(request), "cassette_error", self.broken)
+        raise self.broken
+
     def handle(self, request: Any, inner: Any) -> Any:
         if self.mode == "off":
             return inner.handle_request(request)
+        if self.broken is not None:
+            return self._refuse(request)
         replay = self._replaying()
         if replay is not None:
             try:
@@ -109,6 +125,8 @@ class CassetteSession:
     async def handle_async(self, request: Any, inner: Any) -> Any:
         if self.mode == "off":
             return await inner.handle_async_request(request)
+        if self.broken is not None:
+            return self._refuse(request)
         replay = self._replaying()
         if replay is not None:
             try:
@@ -123,6 +141,10 @@ class CassetteSession:
     @property
     def first_mismatch(self) -> ReplayMismatch | None:
         return self._replay.first_mismatch if self.mode == "replay" and self._replay else None
+
+    def raise_if_broken(self) -> None:
+        if self.broken is not None:
+            raise self.broken
 
     def unplayed_calls(self) -> list[tuple[int, str, str]]:
         if self._replay is None or self._recorder is not None:

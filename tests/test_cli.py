@@ -1,0 +1,305 @@
+"""The vcr-transport command, run as a subprocess on cassettes recorded from the real SDKs."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import httpx2
+import pytest
+from helpers import recording
+from upstream import Reply, Upstream
+from vendors import SDKS, VENDOR_ROUTES
+
+import vcr_transport
+
+OPENAI = next(s for s in SDKS if s.name == "openai" and s.library is httpx2 and s.side == "sync")
+ANTHROPIC = next(s for s in SDKS if s.name == "anthropic" and s.side == "async")
+
+
+def cli(cwd: Path, *args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    environment = {k: v for k, v in os.environ.items() if k not in ("VCR_TRANSPORT_MODE", "CI")}
+    return subprocess.run(
+        [sys.executable, "-m", "vcr_transport", *args],
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        env={**environment, **(env or {})},
+        timeout=60,
+    )
+
+
+@pytest.fixture(scope="module")
+def project(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A project with cassettes recorded from openai and anthropic, plus a truncated and a wrong-version one."""
+    root = tmp_path_factory.mktemp("project")
+    (root / "pyproject.toml").write_text('[project]\nname = "demo"  # keep me\n\n[tool.ruff]\nline-length = 99\n')
+    folder = root / "tests" / "cassettes"
+    server = Upstream()
+    for prefix, reply in VENDOR_ROUTES.values():
+        server.routes[prefix] = reply
+    server.routes["/v1/zipped"] = lambda r: Reply(
+        200, [("content-type", "application/json")], [b'{"zipped": "yes"}'], gzip=True
+    )
+    server.start()
+    try:
+        OPENAI.run(
+            recording(httpx2, False, folder / "openai.jsonl"),
+            server.url,
+            [("chat", ["hi"]), ("stream", ["hi", "echo:hi", "cats"])],
+        )
+        OPENAI.run(
+            recording(httpx2, False, folder / "openai_dogs.jsonl"),
+            server.url,
+            [("chat", ["hi"]), ("stream", ["hi", "echo:hi", "dogs"])],
+        )
+        ANTHROPIC.run(recording(httpx2, True, folder / "anthropic.jsonl"), server.url, [("stream", ["hello"])])
+        with httpx2.Client(
+            transport=vcr_transport.RecordingTransport(httpx2.HTTPTransport(), folder / "zipped.jsonl")
+        ) as client:
+            client.get(server.url + "/v1/zipped")
+    finally:
+        server.stop()
+    good = (folder / "openai.jsonl").read_bytes()
+    (folder / "truncated.jsonl").write_bytes(good[: len(good) - 40])
+    (folder / "wrong_version.jsonl").write_bytes(good.replace(b'"format_version":1', b'"format_version":7', 1))
+    return root
+
+
+def test_status_shows_mode_source_and_counts_even_with_broken_cassettes(project: Path) -> None:
+    result = cli(project, "status")
+    assert result.returncode == 0
+    assert result.stdout.splitlines()[0] == "mode: auto  (from default)"
+    assert f"cassette folders: {project / 'tests' / 'cassettes'}" in result.stdout
+    assert "cassettes: 6 (6 calls), 2 unreadable: run 'vcr-transport verify'" in result.stdout
+    assert cli(project, "status", env={"VCR_TRANSPORT_MODE": "replay"}).stdout.startswith(
+        "mode: replay  (from environment VCR_TRANSPORT_MODE)"
+    )
+    assert json.loads(cli(project, "status", "--json").stdout)["broken"] == 2
+
+
+@pytest.mark.parametrize("mode", ["record", "replay", "off", "auto", "record-on-miss"])
+def test_mode_commands_persist_in_pyproject_keeping_the_rest(project: Path, mode: str) -> None:
+    before = (project / "pyproject.toml").read_text()
+    result = cli(project, mode)
+    assert result.returncode == 0 and f"mode {mode} saved in" in result.stdout
+    after = (project / "pyproject.toml").read_text()
+    assert 'name = "demo"  # keep me' in after and "line-length = 99" in after
+    assert after.count("[tool.vcr_transport]") == 1 and after.count("mode = ") == 1
+    assert (
+        cli(project, "status").stdout.splitlines()[0]
+        == f"mode: {mode}  (from {project / 'pyproject.toml'} [tool.vcr_transport])"
+    )
+    (project / "pyproject.toml").write_text(before)
+
+
+def test_list_gives_one_line_per_cassette(project: Path) -> None:
+    result = cli(project, "list")
+    assert result.returncode == 0
+    lines = {line.split()[0]: line for line in result.stdout.splitlines()}
+    openai_line = lines["tests/cassettes/openai.jsonl"]
+    assert "  v1  2 calls  " in openai_line and "incomplete calls [1]" in openai_line and "127.0.0.1:" in openai_line
+    assert (
+        "v1  1 calls" in lines["tests/cassettes/anthropic.jsonl"]
+        and "all complete" in lines["tests/cassettes/anthropic.jsonl"]
+    )
+    assert "UNREADABLE: cassette" in lines["tests/cassettes/truncated.jsonl"]
+    assert "format_version 7 is not supported" in lines["tests/cassettes/wrong_version.jsonl"]
+    rows = json.loads(cli(project, "list", "--json").stdout)
+    assert {row["path"].rsplit("/", 1)[1]: row.get("calls") for row in rows}["openai.jsonl"] == 2
+
+
+def test_show_renders_calls_streams_and_gzip(project: Path) -> None:
+    result = cli(project, "show", "tests/cassettes/openai.jsonl")
+    out = result.stdout
+    assert result.returncode == 0
+    assert "call 0: POST http://127.0.0.1:" in out and "/v1/chat/completions" in out
+    assert '          "content": "hi"\n' in out, "the request body is indented JSON"
+    assert "call 1: POST" in out and "[INCOMPLETE: closed_early]" in out
+    assert "  response: 200 HTTP/1.1" in out and "    content-type: text/event-stream" in out
+    assert "  timing: " in out and " chunks, first at +" in out
+    assert "    data: [DONE]" in out
+    assert sum(1 for line in out.splitlines() if line.startswith('    data: {"id": "chatcmpl-1"')) == 5
+    anthropic_out = cli(project, "show", "tests/cassettes/anthropic.jsonl").stdout
+    assert '    event: message_stop | data: {"type": "message_stop"}' in anthropic_out
+    zipped = cli(project, "show", "tests/cassettes/zipped.jsonl").stdout
+    assert '      "zipped": "yes"' in zipped and "content-encoding: gzip" in zipped
+    one = json.loads(cli(project, "show", "tests/cassettes/openai.jsonl", "--call", "1", "--json").stdout)
+    assert [c["call_index"] for c in one["calls"]] == [1] and one["calls"][0]["outcome"] == "closed_early"
+    missing = cli(project, "show", "tests/cassettes/openai.jsonl", "--call", "9")
+    assert missing.returncode == 2 and "there is no call 9" in missing.stderr
+    broken = cli(project, "show", "tests/cassettes/truncated.jsonl")
+    assert broken.returncode == 1 and "truncated.jsonl:" in broken.stderr and "cut off" in broken.stderr
+
+
+def test_diff_names_fields_call_by_call(project: Path) -> None:
+    result = cli(project, "diff", "tests/cassettes/openai.jsonl", "tests/cassettes/openai_dogs.jsonl")
+    assert result.returncode == 1
+    assert "call 1, field body.messages[2].content: 'cats' -> 'dogs'" in result.stdout
+    assert any(line.startswith("call 1, field response.body[") for line in result.stdout.splitlines())
+    assert not any(line.startswith("call 0,") for line in result.stdout.splitlines())
+    same = cli(project, "diff", "tests/cassettes/openai.jsonl", "tests/cassettes/openai.jsonl")
+    assert same.returncode == 0 and same.stdout.startswith("0 difference(s)")
+
+
+def test_verify_checks_structure_for_ci(project: Path) -> None:
+    good = cli(project, "verify", "tests/cassettes/openai.jsonl", "tests/cassettes/anthropic.jsonl")
+    assert good.returncode == 0
+    assert "note    tests/cassettes/openai.jsonl: call 1 (POST" in good.stdout and "ended closed_early" in good.stdout
+    assert "2 cassette(s) checked, 0 with problems" in good.stdout
+    assert cli(project, "verify", "--strict", "tests/cassettes/openai.jsonl").returncode == 1
+    folder = cli(project, "verify", "tests/cassettes")
+    assert folder.returncode == 1
+    lines = folder.stdout.splitlines()
+    assert any(line.startswith("PROBLEM tests/cassettes/truncated.jsonl:") and "cut off" in line for line in lines)
+    assert any(line.startswith("PROBLEM tests/cassettes/wrong_version.jsonl:1: format_version 7") for line in lines)
+    assert "6 cassette(s) checked, 2 with problems, format version 1" in folder.stdout
+
+
+def test_verify_lists_every_unreadable_line_and_orphans(project: Path, tmp_path: Path) -> None:
+    lines = (project / "tests" / "cassettes" / "anthropic.jsonl").read_text().splitlines()
+    damaged = tmp_path / "damaged.jsonl"
+    damaged.write_text("\n".join([lines[0], "{oops", *lines[1:3], "not json either", *lines[3:]]) + "\n")
+    result = cli(project, "verify", str(damaged))
+    assert result.returncode == 1
+    assert (
+        f"PROBLEM {damaged}:2: unreadable line" in result.stdout
+        and f"PROBLEM {damaged}:5: unreadable line" in result.stdout
+    )
+    orphan = tmp_path / "orphan.jsonl"
+    orphan.write_text("\n".join([lines[0], *lines[1:], lines[2]]) + "\n")
+    result = cli(project, "verify", str(orphan))
+    assert result.returncode == 1 and f"PROBLEM {orphan}:{len(lines) + 1}:" in result.stdout
+
+
+def test_scan_finds_every_shape_redaction_knows(project: Path, tmp_path: Path) -> None:
+    leaky = tmp_path / "notes.txt"
+    samples = {
+        "bearer": "Authorization: Bearer abcdEFGH1234ijkl",
+        "sk": "key=sk-proj-ABCDEFGHIJKLMNOPQRSTUVWXYZ012345",
+        "anthropic": "x sk-ant-api03-ABCDEFGHIJKLMNOPQRSTUVWXYZ012345 y",
+        "google": "AIzaSyA1234567890abcdefghijklmnopqrstuv",
+        "query": "https://h.test/v1?api_key=s3cr3tvalue&x=1",
+        "userinfo": "https://bob:hunter2@db.test/x",
+        "json name": '{"client_secret": "very-secret-value"}',
+    }
+    leaky.write_text("\n".join(samples.values()) + "\nnothing here\n")
+    result = cli(project, "scan", str(leaky))
+    assert result.returncode == 1
+    found_lines = [line for line in result.stdout.splitlines() if "secret-shaped value" in line]
+    assert [int(line.split(":")[1]) for line in found_lines] == list(range(1, len(samples) + 1))
+    assert "hunter2" not in result.stdout and "ABCDEFGHIJKLMNOP" not in result.stdout, "findings are masked"
+    assert f"1 file(s) scanned, {len(samples)} secret(s) found" in result.stdout
+    clean = cli(project, "scan", "tests/cassettes/openai.jsonl", "tests/cassettes/anthropic.jsonl")
+    assert clean.returncode == 0 and "2 file(s) scanned, 0 secret(s) found" in clean.stdout
+
+
+def test_scan_reads_cassette_lines_by_name_and_base64(project: Path, tmp_path: Path) -> None:
+    cassette = tmp_path / "hand_edited.jsonl"
+    chunk = __import__("base64").b64encode(b'\xff{"note": "Bearer leakedTOKEN12345"}').decode()
+    cassette.write_text(
+        json.dumps({"type": "header", "format_version": 1})
+        + "\n"
+        + json.dumps(
+            {
+                "type": "request",
+                "call_index": 0,
+                "method": "GET",
+                "url": "https://a.test/",
+                "headers": [["X-Api-Key", "plain-secret-value"]],
+                "body": None,
+            }
+        )
+        + "\n"
+        + json.dumps({"type": "response", "call_index": 0, "status": 200, "headers": [], "http_version": "HTTP/1.1"})
+        + "\n"
+        + json.dumps({"type": "event", "call_index": 0, "event_index": 0, "t": 0, "base64": chunk})
+        + "\n"
+    )
+    result = cli(project, "scan", str(cassette))
+    assert result.returncode == 1
+    assert (
+        f"{cassette}:2: secret-shaped value plai" in result.stdout
+        and f"{cassette}:4: secret-shaped value leak" in result.stdout
+    )
+
+
+def test_delete_and_prune_are_dry_runs_unless_yes(project: Path, tmp_path: Path) -> None:
+    root = tmp_path / "p"
+    folder = root / "cassettes"
+    folder.mkdir(parents=True)
+    (root / "pyproject.toml").write_text("[project]\nname = 'p'\n")
+    source = project / "tests" / "cassettes" / "anthropic.jsonl"
+    for name in ("used", "unused", "old"):
+        (folder / f"{name}.jsonl").write_bytes(source.read_bytes())
+    dry = cli(root, "delete", "cassettes/old.jsonl")
+    assert (
+        "would delete cassettes/old.jsonl" in dry.stdout
+        and "add --yes" in dry.stdout
+        and (folder / "old.jsonl").exists()
+    )
+    no_ledger = cli(root, "prune")
+    assert no_ledger.returncode == 2 and "no usage ledger" in no_ledger.stderr
+    from vcr_transport._ledger import note_use
+
+    note_use(root, folder / "used.jsonl")
+    note_use(root, folder / "old.jsonl")
+    dry = cli(root, "prune")
+    assert (
+        "would delete " in dry.stdout
+        and "unused.jsonl" in dry.stdout
+        and "used.jsonl  (" not in dry.stdout.replace("unused.jsonl", "")
+    )
+    assert (folder / "unused.jsonl").exists()
+    done = cli(root, "prune", "--yes")
+    assert done.returncode == 0 and not (folder / "unused.jsonl").exists() and (folder / "used.jsonl").exists()
+    os.utime(folder / "old.jsonl", (1_000_000_000, 1_000_000_000))
+    aged = cli(root, "prune", "--older-than", "30", "--yes")
+    assert "deleted " in aged.stdout and "older than 30 days" in aged.stdout
+    assert not (folder / "old.jsonl").exists() and (folder / "used.jsonl").exists()
+    deleted = cli(root, "delete", "cassettes/used.jsonl", "--yes")
+    assert deleted.returncode == 0 and not (folder / "used.jsonl").exists()
+
+
+def test_import_converts_a_vcrpy_cassette_that_then_replays(tmp_path: Path, upstream: Upstream) -> None:
+    vcr = pytest.importorskip("vcr")
+    yaml_path = tmp_path / "openai_vcrpy.yaml"
+    steps = [("chat", ["from vcrpy"]), ("stream", ["hi", "echo:hi", "stream it"])]
+    with vcr.VCR().use_cassette(str(yaml_path)):
+        live = OPENAI.run(httpx2.HTTPTransport(), upstream.url, steps)
+    assert "sk-proj-TESTKEY" in yaml_path.read_text(), "vcrpy itself kept the key"
+    result = cli(tmp_path, "import", str(yaml_path), "--out", str(tmp_path / "converted"))
+    assert result.returncode == 0
+    assert f"imported 2 call(s): {yaml_path} -> {tmp_path / 'converted' / 'openai_vcrpy.jsonl'}" in result.stdout
+    assert "each body came in whole, as one chunk" in result.stdout
+    converted = tmp_path / "converted" / "openai_vcrpy.jsonl"
+    assert "sk-proj-TESTKEY" not in converted.read_text()
+    upstream.stop()
+    assert OPENAI.run(vcr_transport.ReplayTransport(converted), upstream.url, steps) == live
+
+
+def test_management_commands_never_touch_the_network(project: Path, tmp_path: Path) -> None:
+    guard = tmp_path / "guard"
+    guard.mkdir()
+    (guard / "sitecustomize.py").write_text(
+        "import socket\n"
+        "def refuse(*a, **k):\n    raise SystemExit('network used')\n"
+        "socket.socket.connect = refuse\nsocket.create_connection = refuse\nsocket.getaddrinfo = refuse\n"
+    )
+    env = {"PYTHONPATH": f"{guard}{os.pathsep}{os.environ.get('PYTHONPATH', '')}"}
+    before = sorted(p.name for p in (project / "tests" / "cassettes").iterdir())
+    for args in (
+        ["status"],
+        ["list"],
+        ["verify", "tests/cassettes"],
+        ["show", "tests/cassettes/openai.jsonl"],
+        ["scan", "tests/cassettes"],
+        ["prune", "--older-than", "1"],
+    ):
+        result = cli(project, *args, env=env)
+        assert "network used" not in result.stderr, args
+        assert result.returncode in (0, 1), (args, result.stderr)
+    assert sorted(p.name for p in (project / "tests" / "cassettes").iterdir()) == before
