@@ -1,19 +1,28 @@
-"""Benchmarks, side by side in one run: python -m benchmarks.run [--quick] [--json PATH]
+"""Benchmarks of vcr_transport side by side with vcrpy and cassetter, in one run.
 
-Every figure is a median over repeats, reported as a ratio against a baseline measured in the same run.
+    python -m benchmarks.run            # every measurement, medians of repeats; about two minutes
+    python -m benchmarks.run --quick    # fewer repeats and a 100 MB stream instead of 1 GB
+
+Every figure is a median over repeats. Times are reported as ratios against a baseline measured in the
+same run (the floor: httpx2.MockTransport serving the same bytes). Results also go to JSON.
+Rivals that aren't installed (pip install -e ".[bench]") are reported as missing.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import platform
 import statistics
+import subprocess
+import sys
 import tempfile
 import threading
 import time
 from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
@@ -22,24 +31,104 @@ import httpx2
 
 import vcr_transport
 
-Call = tuple[str, int, list[bytes]]
+
+@dataclass
+class Call:
+    kind: str  # "json" or "sse"
+    number: int
+    chunks: list[bytes]
+
+    @property
+    def path(self) -> str:
+        return f"/v1/{self.kind}/{self.number}"
+
+    @property
+    def content_type(self) -> str:
+        return "text/event-stream" if self.kind == "sse" else "application/json"
 
 
 def workload(json_calls: int = 100, sse_calls: int = 100, chunks: int = 200) -> list[Call]:
-    """100 JSON calls and 100 SSE calls of 200 chunks each: about a 4 MB cassette."""
-    calls: list[Call] = []
+    """100 JSON calls and 100 SSE calls of 200 chunks each, openai-shaped: about a 4 MB cassette."""
+    calls = []
     for i in range(json_calls):
-        body = {"id": f"chatcmpl-{i}", "choices": [{"message": {"role": "assistant", "content": "word " * 150}}]}
-        calls.append(("json", i, [json.dumps(body).encode()]))
+        body = {
+            "id": f"chatcmpl-{i}",
+            "object": "chat.completion",
+            "created": 0,
+            "model": "m",
+            "choices": [
+                {"index": 0, "message": {"role": "assistant", "content": "word " * 150}, "finish_reason": "stop"}
+            ],
+        }
+        calls.append(Call("json", i, [json.dumps(body).encode()]))
     for i in range(sse_calls):
-        events = [
-            (
-                "data: " + json.dumps({"id": f"c{i}", "choices": [{"delta": {"content": f"tok{j} " * 12}}]}) + "\n\n"
-            ).encode()
-            for j in range(chunks)
-        ]
-        calls.append(("sse", i, events))
+        events = []
+        for j in range(chunks):
+            delta = {
+                "id": f"c{i}",
+                "object": "chat.completion.chunk",
+                "created": 0,
+                "model": "m",
+                "choices": [{"index": 0, "delta": {"content": f"tok{j} " * 12}, "finish_reason": None}],
+            }
+            events.append(f"data: {json.dumps(delta)}\n\n".encode())
+        events[-1] = b"data: [DONE]\n\n"
+        calls.append(Call("sse", i, events))
     return calls
+
+
+def _by_prompt(calls: list[Call]) -> dict[str, Call]:
+    return {f"{c.kind}-{c.number}": c for c in calls}
+
+
+def _lookup(calls: dict[str, Call], path: str, body: bytes) -> Call:
+    if path.startswith("/v1/chat/completions"):
+        return calls[json.loads(body)["messages"][0]["content"]]
+    _, _, kind, number = path.split("/")[:4]
+    return calls[f"{kind}-{number}"]
+
+
+class WorkloadServer:
+    """The workload over real loopback HTTP, each chunk written and flushed on its own (to record rivals)."""
+
+    def __init__(self, calls: list[Call], gap: float = 0.0) -> None:
+        table = _by_prompt(calls)
+
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def log_message(self, *args: Any) -> None:
+                pass
+
+            def do_GET(self) -> None:
+                self.do_POST()
+
+            def do_POST(self) -> None:
+                length = int(self.headers.get("content-length") or 0)
+                call = _lookup(table, self.path, self.rfile.read(length))
+                self.send_response(200)
+                self.send_header("content-type", call.content_type)
+                self.send_header("transfer-encoding", "chunked")
+                self.end_headers()
+                for n, chunk in enumerate(call.chunks):
+                    if gap and n:
+                        time.sleep(gap)
+                    self.wfile.write(b"%x\r\n%s\r\n" % (len(chunk), chunk))
+                    self.wfile.flush()
+                self.wfile.write(b"0\r\n\r\n")
+                self.wfile.flush()
+
+        class QuietServer(ThreadingHTTPServer):
+            def handle_error(self, request: Any, client_address: Any) -> None:
+                pass  # a client that stops reading early (a recorder under test) is not news
+
+        self.server = QuietServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
+        threading.Thread(target=self.server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True).start()
+
+    def close(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()
 
 
 class ChunkStream(httpx2.SyncByteStream):
@@ -50,33 +139,46 @@ class ChunkStream(httpx2.SyncByteStream):
         yield from self.chunks
 
 
-def serving(calls: list[Call]) -> httpx2.MockTransport:
-    """The floor: httpx2's own MockTransport serving the same bytes, chunk for chunk."""
-    by_key = {(kind, i): chunks for kind, i, chunks in calls}
+def floor_transport(calls: list[Call]) -> httpx2.MockTransport:
+    """httpx2's own MockTransport serving the same bytes, chunk for chunk."""
+    table = _by_prompt(calls)
 
     def handler(request: httpx2.Request) -> httpx2.Response:
-        body = json.loads(request.content)
-        kind = body["kind"]
-        content_type = "text/event-stream" if kind == "sse" else "application/json"
-        return httpx2.Response(
-            200, headers={"content-type": content_type}, stream=ChunkStream(by_key[(kind, body["i"])])
-        )
+        call = _lookup(table, request.url.path, request.content)
+        return httpx2.Response(200, headers={"content-type": call.content_type}, stream=ChunkStream(call.chunks))
 
     return httpx2.MockTransport(handler)
 
 
-def drive(transport: Any, calls: list[Call]) -> int:
-    """Send every call through an httpx2 client and read every chunk; returns the chunk count."""
+def drive_raw(transport: Any, base_url: str, calls: list[Call]) -> int:
+    """Every call through one httpx2 client, every chunk read; returns the chunks received."""
     received = 0
     with httpx2.Client(transport=transport) as client:
-        for kind, i, _ in calls:
-            with client.stream("POST", f"https://api.bench.test/v1/{kind}", json={"i": i, "kind": kind}) as response:
-                for _ in response.iter_raw():
+        for call in calls:
+            with client.stream("POST", base_url + call.path, json={"kind": call.kind, "n": call.number}) as response:
+                for _ in response.iter_bytes():
                     received += 1
     return received
 
 
-def median_time(function: Callable[[], Any], repeats: int) -> tuple[float, Any]:
+def drive_openai(transport: Any, base_url: str, calls: list[Call]) -> int:
+    """The same calls through the openai SDK, which parses every JSON body and SSE event."""
+    import openai
+
+    parsed = 0
+    with httpx2.Client(transport=transport) as http:
+        client = openai.OpenAI(api_key="sk-bench-0000000000000000000000", base_url=base_url + "/v1", http_client=http)
+        for call in calls:
+            messages = [{"role": "user", "content": f"{call.kind}-{call.number}"}]
+            if call.kind == "sse":
+                parsed += sum(1 for _ in client.chat.completions.create(model="m", messages=messages, stream=True))
+            else:
+                client.chat.completions.create(model="m", messages=messages)
+                parsed += 1
+    return parsed
+
+
+def median_seconds(function: Callable[[], Any], repeats: int) -> tuple[float, Any]:
     times, result = [], None
     for _ in range(repeats):
         started = time.perf_counter()
@@ -85,48 +187,137 @@ def median_time(function: Callable[[], Any], repeats: int) -> tuple[float, Any]:
     return statistics.median(times), result
 
 
-def bench_replay(calls: list[Call], folder: Path, repeats: int) -> list[dict[str, Any]]:
-    cassette = folder / "workload.jsonl"
-    drive(vcr_transport.RecordingTransport(serving(calls), cassette), calls)
-    rows = []
-    floor, floor_chunks = median_time(lambda: drive(serving(calls), calls), repeats)
-    rows.append({"name": "floor: httpx2.MockTransport", "seconds": floor, "ratio": 1.0, "chunks": floor_chunks})
-    ours, chunks = median_time(lambda: drive(vcr_transport.ReplayTransport(cassette), calls), repeats)
-    rows.append({"name": "vcr_transport (load included)", "seconds": ours, "ratio": ours / floor, "chunks": chunks})
-    rows.append({"name": "cassette size (MB)", "seconds": cassette.stat().st_size / 1e6, "ratio": None, "chunks": None})
+# --- the contestants ------------------------------------------------------------------------------------
+
+
+class Contestant:
+    name = ""
+
+    def available(self) -> bool:
+        return True
+
+    def record(self, path: Path, run: Callable[[Any], Any]) -> None:
+        raise NotImplementedError
+
+    def replay(self, path: Path, run: Callable[[Any], Any]) -> Any:
+        raise NotImplementedError
+
+
+class Ours(Contestant):
+    name = "vcr_transport"
+
+    def record(self, path: Path, run: Callable[[Any], Any]) -> None:
+        run(vcr_transport.RecordingTransport(httpx2.HTTPTransport(), path))
+
+    def replay(self, path: Path, run: Callable[[Any], Any]) -> Any:
+        return run(vcr_transport.ReplayTransport(path))
+
+
+class Vcrpy(Contestant):
+    name = "vcrpy"
+
+    def available(self) -> bool:
+        try:
+            import vcr  # noqa: F401
+        except ImportError:
+            return False
+        return True
+
+    def record(self, path: Path, run: Callable[[Any], Any]) -> None:
+        import vcr
+
+        with vcr.VCR(record_mode="all").use_cassette(str(path)):
+            run(httpx2.HTTPTransport())
+
+    def replay(self, path: Path, run: Callable[[Any], Any]) -> Any:
+        import vcr
+
+        with vcr.VCR(record_mode="none").use_cassette(str(path)):
+            return run(httpx2.HTTPTransport())
+
+
+class Cassetter(Contestant):
+    name = "cassetter"
+
+    def available(self) -> bool:
+        try:
+            import cassetter  # noqa: F401
+        except ImportError:
+            return False
+        return True
+
+    def record(self, path: Path, run: Callable[[Any], Any]) -> None:
+        import cassetter
+
+        with cassetter.use_cassette(path, record_mode="all", intercept=["httpx2"]):
+            run(httpx2.HTTPTransport())
+
+    def replay(self, path: Path, run: Callable[[Any], Any]) -> Any:
+        import cassetter
+
+        with cassetter.use_cassette(path, record_mode="none", intercept=["httpx2"]):
+            return run(httpx2.HTTPTransport())
+
+
+CONTESTANTS: list[Contestant] = [Ours(), Vcrpy(), Cassetter()]
+
+
+def _version(name: str) -> str:
+    from importlib import metadata
+
+    try:
+        return metadata.version(name)
+    except metadata.PackageNotFoundError:
+        return "missing"
+
+
+# --- 1 and 2: replay of the workload --------------------------------------------------------------------
+
+
+def bench_replay(
+    folder: Path, calls: list[Call], repeats: int, drive: Callable[..., int], label: str
+) -> list[dict[str, Any]]:
+    server = WorkloadServer(calls)
+    suffix = {"vcr_transport": "jsonl", "vcrpy": "yaml", "cassetter": "yaml"}
+    paths = {}
+    try:
+        for contestant in CONTESTANTS:
+            if contestant.available():
+                paths[contestant.name] = folder / f"{label}-{contestant.name}.{suffix[contestant.name]}"
+                contestant.record(paths[contestant.name], lambda t: drive(t, server.url, calls))
+    finally:
+        server.close()
+    floor, floor_count = median_seconds(lambda: drive(floor_transport(calls), server.url, calls), repeats)
+    rows = [{"name": "floor: httpx2.MockTransport", "seconds": floor, "ratio": 1.0, "count": floor_count}]
+    for contestant in CONTESTANTS:
+        if contestant.name not in paths:
+            rows.append({"name": contestant.name, "missing": True})
+            continue
+        path = paths[contestant.name]
+        seconds, count = median_seconds(
+            lambda c=contestant, p=path: c.replay(p, lambda t: drive(t, server.url, calls)), repeats
+        )
+        rows.append(
+            {
+                "name": f"{contestant.name} {_version(contestant.name.replace('_', '-') if contestant.name != 'vcr_transport' else 'vcr_transport')}",
+                "seconds": seconds,
+                "ratio": seconds / floor,
+                "count": count,
+                "cassette_mb": path.stat().st_size / 1e6,
+            }
+        )
     return rows
 
 
-class _Slow(BaseHTTPRequestHandler):
-    protocol_version = "HTTP/1.1"
-    chunks = 20
-    gap = 0.05
-
-    def log_message(self, *args: Any) -> None:
-        pass
-
-    def do_GET(self) -> None:
-        self.send_response(200)
-        self.send_header("content-type", "text/event-stream")
-        self.send_header("transfer-encoding", "chunked")
-        self.end_headers()
-        for n in range(self.chunks):
-            if n:
-                time.sleep(self.gap)
-            event = f'data: {{"n": {n}}}\n\n'.encode()
-            self.wfile.write(b"%x\r\n%s\r\n" % (len(event), event))
-            self.wfile.flush()
-        self.wfile.write(b"0\r\n\r\n")
-        self.wfile.flush()
+# --- 3: time to first byte while recording --------------------------------------------------------------
 
 
-def first_byte(transport: Any, url: str) -> tuple[float, float, int]:
+def _first_byte(transport: Any, url: str) -> tuple[float, float, int]:
     with httpx2.Client(transport=transport) as client:
         started = time.perf_counter()
-        with client.stream("GET", url) as response:
-            first = None
-            count = 0
-            for _ in response.iter_raw():
+        first, count = None, 0
+        with client.stream("POST", url, json={}) as response:
+            for _ in response.iter_bytes():
                 count += 1
                 if first is None:
                     first = time.perf_counter() - started
@@ -134,41 +325,231 @@ def first_byte(transport: Any, url: str) -> tuple[float, float, int]:
 
 
 def bench_first_byte(folder: Path, repeats: int) -> list[dict[str, Any]]:
-    server = ThreadingHTTPServer(("127.0.0.1", 0), _Slow)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    url = f"http://127.0.0.1:{server.server_address[1]}/stream"
+    stream = [Call("sse", 0, [f'data: {{"n": {n}}}\n\n'.encode() for n in range(20)])]
+    server = WorkloadServer(stream, gap=0.05)
+    url = server.url + stream[0].path
+    rows: list[dict[str, Any]] = []
     try:
-        live = [first_byte(httpx2.HTTPTransport(), url) for _ in range(repeats)]
-        recorded = [
-            first_byte(vcr_transport.RecordingTransport(httpx2.HTTPTransport(), folder / "slow.jsonl"), url)
-            for _ in range(repeats)
-        ]
+        live = [_first_byte(httpx2.HTTPTransport(), url) for _ in range(repeats)]
+        live_first = statistics.median(r[0] for r in live)
+        rows.append(
+            {
+                "name": "live (no recorder)",
+                "first_ms": live_first * 1000,
+                "total_s": statistics.median(r[1] for r in live),
+                "chunks": live[0][2],
+            }
+        )
+        for contestant in CONTESTANTS:
+            if not contestant.available():
+                rows.append({"name": contestant.name, "missing": True})
+                continue
+            suffix = "jsonl" if contestant.name == "vcr_transport" else "yaml"
+            results = []
+            for attempt in range(repeats):
+                path = folder / f"ttfb-{contestant.name}-{attempt}.{suffix}"
+                holder: list[tuple[float, float, int]] = []
+                contestant.record(path, lambda t, h=holder: h.append(_first_byte(t, url)))
+                results.append(holder[0])
+            first = statistics.median(r[0] for r in results)
+            replayed: list[int] = []
+            contestant.replay(path, lambda t: replayed.append(_first_byte(t, url)[2]))
+            rows.append(
+                {
+                    "name": contestant.name,
+                    "first_ms": first * 1000,
+                    "over_live_ms": (first - live_first) * 1000,
+                    "total_s": statistics.median(r[1] for r in results),
+                    "chunks": results[0][2],
+                    "replayed_chunks": replayed[0],
+                }
+            )
     finally:
-        server.shutdown()
-    replayed = first_byte(vcr_transport.ReplayTransport(folder / "slow.jsonl"), url)
-    live_first = statistics.median(r[0] for r in live)
-    rec_first = statistics.median(r[0] for r in recorded)
+        server.close()
+    return rows
+
+
+# --- 4: memory while recording and replaying a long stream ----------------------------------------------
+
+MEMORY_CHILD = r"""
+import json, os, sys, time
+import httpx2, vcr_transport
+mode, url, path = sys.argv[1], sys.argv[2], sys.argv[3]
+page = os.sysconf("SC_PAGE_SIZE")
+def rss_mb():
+    with open("/proc/self/statm") as statm:
+        return int(statm.read().split()[1]) * page / 1e6
+with httpx2.Client() as warm:  # imports, pools: everything but the stream itself
+    warm.post(url + "/warm", json={}).read()
+before = peak = rss_mb()
+started = time.perf_counter()
+if mode == "live":
+    transport = httpx2.HTTPTransport()
+elif mode == "record":
+    transport = vcr_transport.RecordingTransport(httpx2.HTTPTransport(), path)
+else:
+    transport = vcr_transport.ReplayTransport(path)  # the cassette load counts
+peak = max(peak, rss_mb())
+total = 0
+with httpx2.Client(transport=transport, timeout=None) as client:
+    with client.stream("POST", url, json={}) as response:
+        for count, chunk in enumerate(response.iter_raw()):
+            total += len(chunk)
+            if count % 64 == 0:
+                peak = max(peak, rss_mb())
+peak = max(peak, rss_mb())
+print(json.dumps({"bytes": total, "seconds": time.perf_counter() - started, "rss_before_mb": before, "rss_peak_mb": peak}))
+"""
+
+BIG_STREAM_SERVER = r"""
+import sys, json
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+size = int(sys.argv[1])
+line = b"data: " + json.dumps({"delta": "x" * 1000}).encode() + b"\n\n"
+chunk = line * (65536 // len(line))
+class H(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+    def log_message(self, *a): pass
+    def do_POST(self):
+        self.rfile.read(int(self.headers.get("content-length") or 0))
+        self.send_response(200)
+        self.send_header("content-type", "text/event-stream")
+        self.send_header("transfer-encoding", "chunked")
+        self.end_headers()
+        sent = 0
+        first = self.path.endswith("/warm")
+        while sent < (len(chunk) if first else size):
+            self.wfile.write(b"%x\r\n%s\r\n" % (len(chunk), chunk))
+            sent += len(chunk)
+        self.wfile.write(b"0\r\n\r\n")
+server = ThreadingHTTPServer(("127.0.0.1", 0), H)
+print(server.server_address[1], flush=True)
+server.serve_forever()
+"""
+
+
+def bench_memory(folder: Path, size: int) -> list[dict[str, Any]]:
+    server = subprocess.Popen([sys.executable, "-c", BIG_STREAM_SERVER, str(size)], stdout=subprocess.PIPE, text=True)
+    assert server.stdout is not None
+    port = int(server.stdout.readline())
+    path = folder / "big.jsonl"
+    rows = []
+    try:
+        for mode in ("live", "record", "replay"):
+            url = f"http://127.0.0.1:{port}/stream"
+            child = subprocess.run(
+                [sys.executable, "-c", MEMORY_CHILD, mode, url, str(path)], capture_output=True, text=True, check=True
+            )
+            result = json.loads(child.stdout)
+            result["growth_mb"] = result["rss_peak_mb"] - result["rss_before_mb"]
+            rows.append({"name": mode, **result})
+    finally:
+        server.terminate()
+        server.wait()
+    rows.append({"name": "cassette size", "cassette_mb": path.stat().st_size / 1e6})
+    path.unlink()
+    return rows
+
+
+# --- 5: scaling -----------------------------------------------------------------------------------------
+
+
+def _small_calls(count: int, body_size: int = 200) -> list[Call]:
+    return [Call("json", i, [json.dumps({"n": i, "text": "y" * body_size}).encode()]) for i in range(count)]
+
+
+def bench_scaling(folder: Path, repeats: int, quick: bool) -> list[dict[str, Any]]:
+    rows = []
+    for count in (10, 100, 1000) if quick else (10, 100, 1000, 10000):
+        calls = _small_calls(count)
+        path = folder / f"scale-{count}.jsonl"
+        drive_raw(vcr_transport.RecordingTransport(floor_transport(calls), path), "https://bench.test", calls)
+        opened, _ = median_seconds(lambda p=path: vcr_transport.ReplayTransport(p), repeats)
+        total, _ = median_seconds(
+            lambda p=path, c=calls: drive_raw(vcr_transport.ReplayTransport(p), "https://bench.test", c), repeats
+        )
+        floor, _ = median_seconds(lambda c=calls: drive_raw(floor_transport(c), "https://bench.test", c), repeats)
+        rows.append(
+            {
+                "name": f"{count} calls",
+                "per_call_us": (total - opened) / count * 1e6,
+                "floor_per_call_us": floor / count * 1e6,
+                "open_s": opened,
+            }
+        )
+    # A 100 MB, 10,000-call cassette: open time and first-call time.
+    calls = _small_calls(1000 if quick else 10000, body_size=(100_000_000 // 10000) - 60)
+    path = folder / "big-10k.jsonl"
+    drive_raw(vcr_transport.RecordingTransport(floor_transport(calls), path), "https://bench.test", calls)
+    started = time.perf_counter()
+    transport = vcr_transport.ReplayTransport(path)
+    opened = time.perf_counter() - started
+    started = time.perf_counter()
+    drive_raw(transport, "https://bench.test", calls[:1])
+    first = time.perf_counter() - started
+    rows.append(
+        {
+            "name": f"{len(calls)}-call cassette of {path.stat().st_size / 1e6:.0f} MB",
+            "open_s": opened,
+            "first_call_s": first,
+        }
+    )
+    path.unlink()
+    return rows
+
+
+# --- 6: recording overhead per chunk --------------------------------------------------------------------
+
+
+def bench_record_overhead(folder: Path, repeats: int) -> list[dict[str, Any]]:
+    calls = workload(json_calls=0, sse_calls=50, chunks=400)
+    chunks = sum(len(c.chunks) for c in calls)
+    passing, _ = median_seconds(lambda: drive_raw(floor_transport(calls), "https://bench.test", calls), repeats)
+    recording, _ = median_seconds(
+        lambda: drive_raw(
+            vcr_transport.RecordingTransport(floor_transport(calls), folder / "overhead.jsonl"),
+            "https://bench.test",
+            calls,
+        ),
+        repeats,
+    )
     return [
+        {"name": "pass-through", "seconds": passing, "chunks": chunks},
         {
-            "name": "live: time to first byte (ms)",
-            "seconds": live_first * 1000,
-            "total": statistics.median(r[1] for r in live),
-            "chunks": live[0][2],
+            "name": "recording",
+            "seconds": recording,
+            "ratio": recording / passing,
+            "overhead_us_per_chunk": (recording - passing) / chunks * 1e6,
         },
-        {
-            "name": "recording: time to first byte (ms)",
-            "seconds": rec_first * 1000,
-            "total": statistics.median(r[1] for r in recorded),
-            "chunks": recorded[0][2],
-            "over_live_ms": (rec_first - live_first) * 1000,
-        },
-        {"name": "replay: chunks delivered", "seconds": None, "total": replayed[1], "chunks": replayed[2]},
     ]
+
+
+# --- report ---------------------------------------------------------------------------------------------
+
+
+def _print_table(title: str, rows: list[dict[str, Any]], columns: list[tuple[str, str, str]]) -> None:
+    print(f"\n{title}")
+    print(
+        "  "
+        + "".join(f"{header:>{width}}" if i else f"{header:<{width}}" for i, (header, _, width) in enumerate(columns))
+    )
+    for row in rows:
+        cells = []
+        for i, (_, key, width) in enumerate(columns):
+            value = row.get(key)
+            if row.get("missing") and i:
+                text = "not installed" if i == 1 else ""
+            elif isinstance(value, float):
+                text = f"{value:.3f}" if abs(value) < 1000 else f"{value:.0f}"
+            else:
+                text = "" if value is None else str(value)
+            cells.append(f"{text:<{width}}" if i == 0 else f"{text:>{width}}")
+        print("  " + "".join(cells))
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--quick", action="store_true", help="fewer repeats")
+    parser.add_argument("--quick", action="store_true", help="fewer repeats, a 100 MB stream, smaller scaling")
     parser.add_argument("--json", type=Path, default=Path("benchmarks/results/latest.json"))
     args = parser.parse_args()
     repeats = 3 if args.quick else 7
@@ -176,23 +557,84 @@ def main() -> None:
         "python": platform.python_version(),
         "machine": platform.machine(),
         "cpus": os.cpu_count(),
+        "versions": {
+            name: _version(name) for name in ("vcr_transport", "httpx2", "vcrpy", "cassetter", "openai", "orjson")
+        },
     }
     with tempfile.TemporaryDirectory() as temporary:
         folder = Path(temporary)
-        results["replay"] = bench_replay(workload(), folder, repeats)
-        results["first_byte"] = bench_first_byte(folder, max(3, repeats // 2))
-    print("1. replay, 100 JSON + 100 SSE calls of 200 chunks")
-    for row in results["replay"]:
-        ratio = f"{row['ratio']:.2f}x" if row["ratio"] else ""
-        print(f"   {row['name']:<34} {row['seconds']:>9.4f}  {ratio:>7}  chunks={row['chunks']}")
-    print("3. stream of 20 chunks 50 ms apart over loopback")
-    for row in results["first_byte"]:
-        first = f"{row['seconds']:.2f} ms" if row["seconds"] is not None else ""
-        print(f"   {row['name']:<38} {first:>10}  total={row['total']:.3f}s  chunks={row['chunks']}")
+        calls = workload()
+        results["replay_raw"] = bench_replay(folder, calls, repeats, drive_raw, "raw")
+        results["replay_openai"] = bench_replay(folder, calls, max(3, repeats // 2), drive_openai, "openai")
+        results["first_byte"] = bench_first_byte(folder, 3)
+        results["memory"] = bench_memory(folder, (100 if args.quick else 1024) * 1024 * 1024)
+        results["scaling"] = bench_scaling(folder, 3, args.quick)
+        results["record_overhead"] = bench_record_overhead(folder, repeats)
+
+    replay_columns = [
+        ("", "name", 34),
+        ("seconds", "seconds", 10),
+        ("x floor", "ratio", 9),
+        ("chunks", "count", 8),
+        ("MB", "cassette_mb", 7),
+    ]
+    _print_table("1. replay: 100 JSON + 100 SSE calls of 200 chunks, raw httpx2", results["replay_raw"], replay_columns)
+    _print_table(
+        "2. the same through the openai SDK (count = parsed results)", results["replay_openai"], replay_columns
+    )
+    _print_table(
+        "3. recording a stream of 20 chunks 50 ms apart (loopback)",
+        results["first_byte"],
+        [
+            ("", "name", 22),
+            ("first byte ms", "first_ms", 15),
+            ("over live ms", "over_live_ms", 14),
+            ("total s", "total_s", 9),
+            ("chunks", "chunks", 8),
+            ("replayed chunks", "replayed_chunks", 17),
+        ],
+    )
+    for row in results["memory"]:
+        if "bytes" in row:
+            row["mb_streamed"] = row["bytes"] / 1e6
+    _print_table(
+        "4. memory for one long stream (peak RSS growth, child process)",
+        results["memory"],
+        [
+            ("", "name", 16),
+            ("MB streamed", "mb_streamed", 14),
+            ("seconds", "seconds", 9),
+            ("RSS growth MB", "growth_mb", 15),
+            ("cassette MB", "cassette_mb", 13),
+        ],
+    )
+    _print_table(
+        "5. scaling",
+        results["scaling"],
+        [
+            ("", "name", 34),
+            ("us per call", "per_call_us", 13),
+            ("floor us", "floor_per_call_us", 10),
+            ("open s", "open_s", 9),
+            ("first call s", "first_call_s", 14),
+        ],
+    )
+    _print_table(
+        "6. recording overhead",
+        results["record_overhead"],
+        [
+            ("", "name", 16),
+            ("seconds", "seconds", 10),
+            ("x pass", "ratio", 8),
+            ("us per chunk", "overhead_us_per_chunk", 14),
+            ("chunks", "chunks", 8),
+        ],
+    )
     args.json.parent.mkdir(parents=True, exist_ok=True)
     args.json.write_text(json.dumps(results, indent=2))
-    print(f"results written to {args.json}")
+    print(f"\nresults written to {args.json}")
 
 
 if __name__ == "__main__":
-    main()
+    with contextlib.suppress(KeyboardInterrupt):
+        main()

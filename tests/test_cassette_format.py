@@ -35,6 +35,16 @@ END = {"type": "call_end", "call_index": 0, "event_count": 1, "outcome": "comple
 GOOD = [HEADER, REQUEST, RESPONSE, EVENT, END]
 
 
+@pytest.fixture(autouse=True, params=["in-memory", "lazy"])
+def loading(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
+    """Every test here runs twice: chunks held in memory, and chunks read from the file when replayed."""
+    import vcr_transport._storage as storage
+
+    if request.param == "lazy":
+        monkeypatch.setattr(storage, "LAZY_LOAD_BYTES", 0)
+    return request.param  # type: ignore[no-any-return]
+
+
 def write(path: Path, lines: list[object], tail: str = "") -> Path:
     path.write_text("".join(json.dumps(line) + "\n" for line in lines) + tail)
     return path
@@ -51,10 +61,13 @@ def test_format_version_is_one() -> None:
     assert vcr_transport.FORMAT_VERSION == 1
 
 
-def test_a_good_cassette_replays(cassette: Path) -> None:
+def test_a_good_cassette_replays(cassette: Path, loading: str) -> None:
     write(cassette, GOOD)
     with httpx2.Client(transport=vcr_transport.ReplayTransport(cassette)) as client:
         assert client.get("https://a.test/x").text == "hello"
+    call = read_cassette(cassette).calls[0]
+    assert (call.lazy is not None) == (loading == "lazy")
+    assert list(call.events) == [b"hello"] and call.size == 5
 
 
 def test_unknown_optional_header_keys_are_ignored(cassette: Path) -> None:
@@ -138,7 +151,7 @@ def test_an_incomplete_call_replays_as_recorded_never_as_complete(cassette: Path
 def test_writer_creates_a_private_file_and_keeps_the_old_one_until_commit(cassette: Path) -> None:
     cassette.write_text("old cassette\n")
     writer = CassetteWriter(cassette, HEADER)
-    writer.write(REQUEST)
+    writer.write(REQUEST, flush=True)
     assert cassette.read_text() == "old cassette\n"
     partial = writer.temporary.read_text().splitlines()
     assert [json.loads(line)["type"] for line in partial] == ["header", "request"]
@@ -188,7 +201,7 @@ def test_both_json_parsers_read_and_refuse_alike(cassette: Path, loader: str, mo
     module = pytest.importorskip(loader)
     monkeypatch.setattr(model, "_json_loads", lambda: module.loads)
     write(cassette, GOOD)
-    assert read_cassette(cassette).calls[0].chunks == [b"hello"]
+    assert list(read_cassette(cassette).calls[0].events) == [b"hello"]
     write(cassette, GOOD, "{broken\n")
     assert "not valid JSON" in str(refused(cassette))
     cassette.write_bytes(cassette.read_bytes().replace(b"hello", b"hel\xfflo"))

@@ -16,8 +16,11 @@ from __future__ import annotations
 import base64
 import binascii
 import json
+import os
+import weakref
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, overload
 
 from ._exceptions import CassetteError
 
@@ -31,6 +34,18 @@ StoredBody = dict[str, Any] | None
 
 def dumps_line(obj: dict[str, Any]) -> str:
     return json.dumps(obj, ensure_ascii=False, separators=(",", ":")) + "\n"
+
+
+_encode_string = json.encoder.encode_basestring  # the C encoder: ensure_ascii=False, as dumps_line writes
+
+
+def event_line(call_index: int, event_index: int, offset: float, chunk: bytes) -> str:
+    """An event line, built directly: the same bytes ``dumps_line`` would give, on the hot path."""
+    kind, value = encode_chunk(chunk)
+    return (
+        f'{{"type":"event","call_index":{call_index},"event_index":{event_index},"t":{offset!r},'
+        f'"{kind}":{_encode_string(value)}}}\n'
+    )
 
 
 def encode_chunk(chunk: bytes) -> tuple[str, str]:
@@ -64,6 +79,8 @@ class RecordedCall:
     http_version: str = "HTTP/1.1"
     chunks: list[bytes] = field(default_factory=list)
     offsets: list[float] = field(default_factory=list)
+    size: int = 0
+    lazy: LazyChunks | None = None
     outcome: str | None = None
     error_class: str = ""
     error_message: str = ""
@@ -72,6 +89,57 @@ class RecordedCall:
     @property
     def complete(self) -> bool:
         return self.outcome == "complete"
+
+    @property
+    def events(self) -> Sequence[bytes]:
+        """The recorded chunks in order: held in memory, or read from the file as they are replayed."""
+        return self.lazy if self.lazy is not None else self.chunks
+
+
+class LazyChunks(Sequence[bytes]):
+    """The chunks of one call of a large cassette, read from the (already validated) file when asked for, so
+    replaying a long stream doesn't hold it in memory."""
+
+    def __init__(self, source: _CassetteFile, loads: Callable[[bytes], Any]) -> None:
+        self._source = source
+        self._loads = loads
+        self.spans: list[tuple[int, int]] = []
+
+    def __len__(self) -> int:
+        return len(self.spans)
+
+    @overload
+    def __getitem__(self, index: int) -> bytes: ...
+
+    @overload
+    def __getitem__(self, index: slice) -> Sequence[bytes]: ...
+
+    def __getitem__(self, index: int | slice) -> bytes | Sequence[bytes]:
+        if isinstance(index, slice):
+            return [self[i] for i in range(*index.indices(len(self)))]
+        start, end = self.spans[index]
+        return event_chunk(self._loads(self._source.read(start, end)))
+
+
+class _CassetteFile:
+    """An open cassette file read at offsets; closed when the cassette is garbage-collected."""
+
+    def __init__(self, path: str) -> None:
+        self.descriptor = os.open(path, os.O_RDONLY)
+        weakref.finalize(self, os.close, self.descriptor)
+
+    def read(self, start: int, end: int) -> bytes:
+        return os.pread(self.descriptor, end - start, start)
+
+
+def event_chunk(obj: dict[str, Any]) -> bytes:
+    """The raw chunk an event line carries."""
+    text = obj.get("text")
+    if text.__class__ is str:
+        return text.encode()
+    if isinstance(obj.get("base64"), str):
+        return base64.b64decode(obj["base64"], validate=True)
+    raise ValueError("an event needs a 'text' or a 'base64' string")
 
 
 @dataclass
@@ -92,9 +160,37 @@ class Cassette:
                 "re-record the cassette",
             )
         lines.pop()
-        feed = parser.feed
-        for number, line in enumerate(lines, start=1):
-            feed(number, line)
+        # One parse of the whole file as a JSON array is much faster than a parse per line; when it fails,
+        # the line-by-line parse names the line that is wrong.
+        try:
+            objects = parser.loads(b"[" + data[:-1].replace(b"\n", b",") + b"]") if lines else []
+        except ValueError:
+            objects = None
+        if objects is None or len(objects) != len(lines):
+            for number, line in enumerate(lines, start=1):
+                parser.feed(number, line)
+        else:
+            take = parser.take
+            for number, obj in enumerate(objects, start=1):
+                take(number, obj)
+        return parser.finish()
+
+    @classmethod
+    def open_lazily(cls, path: str) -> Cassette:
+        """Validate every line of a large cassette now, but read event chunks only when they are replayed."""
+        parser = _Parser(path, lazy_source=_CassetteFile(path))
+        position = 0
+        with open(path, "rb") as file:
+            for number, line in enumerate(file, start=1):
+                if not line.endswith(b"\n"):
+                    raise parser.fail(
+                        number,
+                        "the last line is cut off (no newline): the recording was interrupted",
+                        "re-record the cassette",
+                    )
+                parser.span = (position, position + len(line) - 1)
+                parser.feed(number, line[:-1])
+                position += len(line)
         return parser.finish()
 
 
@@ -107,11 +203,13 @@ def _json_loads() -> Any:
 
 
 class _Parser:
-    def __init__(self, path: str) -> None:
+    def __init__(self, path: str, lazy_source: _CassetteFile | None = None) -> None:
         self.path = path
+        self.lazy_source = lazy_source
+        self.span = (0, 0)
         self.header: dict[str, Any] | None = None
         self.calls: dict[int, RecordedCall] = {}
-        self._loads = _json_loads()
+        self.loads = _json_loads()
         self._handlers = {
             "request": self._line_request,
             "response": self._line_response,
@@ -124,9 +222,12 @@ class _Parser:
 
     def feed(self, number: int, line: bytes) -> None:
         try:
-            obj = self._loads(line)
+            obj = self.loads(line)
         except ValueError as exc:
             raise self.fail(number, f"not valid JSON ({exc})", "re-record the cassette") from None
+        self.take(number, obj)
+
+    def take(self, number: int, obj: Any) -> None:
         kind = obj.get("type") if isinstance(obj, dict) else None
         handler = self._handlers.get(kind) if isinstance(kind, str) else None
         if handler is None:
@@ -190,6 +291,7 @@ class _Parser:
             request_headers=[(str(k), str(v)) for k, v in obj["headers"]],
             body=body,
             line=number,
+            lazy=LazyChunks(self.lazy_source, self.loads) if self.lazy_source is not None else None,
         )
 
     def _line_response(self, number: int, obj: dict[str, Any]) -> None:
@@ -205,17 +307,15 @@ class _Parser:
         if call is None or call.outcome is not None or call.status is None:
             self._call(number, obj)
             raise self.fail(number, f"event for call {obj['call_index']} before its response line")
-        if obj["event_index"] != len(call.chunks):
-            raise self.fail(
-                number, f"event_index {obj['event_index']!r} of call {call.index}, expected {len(call.chunks)}"
-            )
-        text = obj.get("text")
-        if text.__class__ is str:
-            call.chunks.append(text.encode())
-        elif isinstance(obj.get("base64"), str):
-            call.chunks.append(base64.b64decode(obj["base64"], validate=True))
+        events = call.events
+        if obj["event_index"] != len(events):
+            raise self.fail(number, f"event_index {obj['event_index']!r} of call {call.index}, expected {len(events)}")
+        chunk = event_chunk(obj)
+        call.size += len(chunk)
+        if call.lazy is not None:
+            call.lazy.spans.append(self.span)
         else:
-            raise ValueError("an event needs a 'text' or a 'base64' string")
+            call.chunks.append(chunk)
         call.offsets.append(float(obj.get("t", 0.0)))
 
     def _line_call_end(self, number: int, obj: dict[str, Any]) -> None:
@@ -223,10 +323,10 @@ class _Parser:
         outcome = obj["outcome"]
         if outcome not in OUTCOMES:
             raise self.fail(number, f"unknown outcome {outcome!r}; expected one of {', '.join(OUTCOMES)}")
-        if obj["event_count"] != len(call.chunks):
+        if obj["event_count"] != len(call.events):
             raise self.fail(
                 number,
-                f"call {call.index} ends with event_count {obj['event_count']!r} but has {len(call.chunks)} events",
+                f"call {call.index} ends with event_count {obj['event_count']!r} but has {len(call.events)} events",
             )
         if outcome != "error" and call.status is None:
             raise self.fail(number, f"call {call.index} ends {outcome!r} without a response line")

@@ -208,7 +208,7 @@ def command_list(args: argparse.Namespace) -> int:
 
 
 def _decoded_body(call: RecordedCall) -> bytes:
-    data = b"".join(call.chunks)
+    data = b"".join(call.events)
     encoding = next((v.lower() for k, v in call.response_headers if k.lower() == "content-encoding"), "")
     if encoding in ("gzip", "deflate"):
         decompressor = zlib.decompressobj(wbits=47 if encoding == "gzip" else 15)
@@ -237,7 +237,7 @@ def _call_view(call: RecordedCall) -> dict[str, Any]:
         "http_version": call.http_version,
         "response_headers": call.response_headers,
         "outcome": call.outcome,
-        "events": len(call.chunks),
+        "events": len(call.events),
         "first_chunk_s": call.offsets[0] if call.offsets else None,
         "last_chunk_s": call.offsets[-1] if call.offsets else None,
     }

@@ -14,7 +14,7 @@ from collections.abc import AsyncIterator, Callable, Iterable, Iterator, Sequenc
 from importlib import metadata
 from typing import Any, NoReturn
 
-from ._cassette import FORMAT_VERSION, encode_chunk
+from ._cassette import FORMAT_VERSION, event_line
 from ._exceptions import VcrTransportError
 from ._http import (
     binary_body,
@@ -89,10 +89,7 @@ class _CallRecording:
                 self._write_event(redacted, ready_tag)
 
     def _write_event(self, data: bytes, tag: tuple[int, float]) -> None:
-        kind, value = encode_chunk(data)
-        self.recorder.write(
-            {"type": "event", "call_index": self.index, "event_index": tag[0], "t": tag[1], kind: value}
-        )
+        self.recorder.write_line(event_line(self.index, tag[0], tag[1], data))
 
     def end(self, outcome: str, error: BaseException | None = None) -> None:
         if self.ended:
@@ -109,7 +106,7 @@ class _CallRecording:
         }
         if error is not None:
             line["error"] = {"class": error_name(error), "message": self.recorder.redactor.redact_text(str(error))}
-        self.recorder.write(line)
+        self.recorder.write(line, flush=True)
         self.recorder.forget(self)
 
 
@@ -142,8 +139,11 @@ class CassetteRecorder:
         self._open: dict[int, _CallRecording] = {}
         self._finalizer = weakref.finalize(self, CassetteRecorder._finish, self._open, self._writer)
 
-    def write(self, line: dict[str, Any]) -> None:
-        self._writer.write(line)
+    def write(self, line: dict[str, Any], *, flush: bool = False) -> None:
+        self._writer.write(line, flush=flush)
+
+    def write_line(self, line: str) -> None:
+        self._writer.write_line(line)
 
     def start(self, method: str, url: str, headers: list[tuple[str, str]], body: bytes) -> _CallRecording:
         if self._writer.closed:

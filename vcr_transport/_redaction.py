@@ -64,18 +64,13 @@ _CREDENTIAL_SHAPE = re.compile(r"[A-Za-z0-9._~+/=-]{16,}")
 # A key shape must stand alone: not inside a longer run of base64 or URL-safe base64 characters.
 _BEFORE = r"A-Za-z0-9_+/\-"
 _AFTER = r"A-Za-z0-9_+/=\-"
-_SHAPES = re.compile(
-    "|".join(
-        [
-            r"(?P<bearer_word>\b[Bb]earer\s+)(?P<bearer>[A-Za-z0-9._~+/=-]{8,})",
-            rf"(?<![{_BEFORE}])(?P<skkey>sk-[A-Za-z0-9_-]{{20,}})(?![{_AFTER}])",
-            rf"(?<![{_BEFORE}])(?P<google>AIza[0-9A-Za-z_-]{{35}})(?![{_AFTER}])",
-            r"(?P<scheme>\b[A-Za-z][A-Za-z0-9+.-]*://)(?P<userinfo>[^/\s@:\[\]\"']+:[^/\s@\"']*)@",
-            r"(?P<qsep>[?&;])(?P<qname>[A-Za-z0-9_.\-]{1,64})=(?P<qvalue>\[secret removed\]|[^&#\s\"'<>\\]+)",
-            r"\"(?P<jkey>[^\"\\]{1,100})\"(?P<jsep>\s*:\s*)\"(?P<jvalue>(?:[^\"\\]|\\.)*)\"",
-        ]
-    )
-)
+# Each rule runs only when a cheap substring test says it could match: most stream text has none.
+_JSON_PAIR = re.compile(r"\"(?P<key>[^\"\\]{1,100})\"(?P<sep>\s*:\s*)\"(?P<value>(?:[^\"\\]|\\.)*)\"")
+_BEARER = re.compile(r"(?P<word>\b[Bb]earer\s+)[A-Za-z0-9._~+/=-]{8,}")
+_SK_KEY = re.compile(rf"(?<![{_BEFORE}])sk-[A-Za-z0-9_-]{{20,}}(?![{_AFTER}])")
+_GOOGLE_KEY = re.compile(rf"(?<![{_BEFORE}])AIza[0-9A-Za-z_-]{{35}}(?![{_AFTER}])")
+_USERINFO = re.compile(r"(?P<scheme>\b[A-Za-z][A-Za-z0-9+.-]*://)[^/\s@:\[\]\"']+:[^/\s@\"']*@")
+_QUERY = re.compile(r"(?P<sep>[?&;])(?P<name>[A-Za-z0-9_.\-]{1,64})=(?P<value>\[secret removed\]|[^&#\s\"'<>\\]+)")
 
 
 def _words(name: str) -> tuple[str, ...]:
@@ -112,6 +107,8 @@ class Redactor:
         extra = {_words(name) for name in names}
         self._names = frozenset({_words(name) for name in SECRET_FIELD_NAMES} | extra)
         self._suffixes = _SECRET_SUFFIXES + tuple(extra)
+        # A JSON key can only be secret if the lower-cased text holds the last word of some secret name.
+        self._name_words = frozenset(words[-1] for words in (*self._names, *self._suffixes) if words)
         self._patterns = tuple(re.compile(p) if isinstance(p, str) else p for p in patterns)
         self._callables = tuple(callables)
         self._name_cache: dict[str, bool] = {}
@@ -141,32 +138,34 @@ class Redactor:
         """Replace every secret-shaped value, and every secret-named JSON or query value, in free text."""
         if text == PLACEHOLDER:
             return text
-        redacted = _SHAPES.sub(lambda m: self._replace_shape(m, response), text)
+        lowered = text.lower()
+        if '"' in text and any(word in lowered for word in self._name_words):
+            text = _JSON_PAIR.sub(lambda m: self._replace_json_pair(m, response), text)
+        if "earer" in text:
+            text = _BEARER.sub(lambda m: m["word"] + PLACEHOLDER, text)
+        if "sk-" in text:
+            text = _SK_KEY.sub(PLACEHOLDER, text)
+        if "AIza" in text:
+            text = _GOOGLE_KEY.sub(PLACEHOLDER, text)
+        if "@" in text and "://" in text:
+            text = _USERINFO.sub(lambda m: m["scheme"] + PLACEHOLDER + "@", text)
+        if "=" in text:
+            text = _QUERY.sub(self._replace_query, text)
         for pattern in self._patterns:
-            redacted = pattern.sub(PLACEHOLDER, redacted)
+            text = pattern.sub(PLACEHOLDER, text)
         for function in self._callables:
-            redacted = function(redacted)
-        return redacted
+            text = function(text)
+        return text
 
-    def _replace_shape(self, match: re.Match[str], response: bool) -> str:
-        kind = match.lastgroup
-        if kind == "bearer":
-            return match["bearer_word"] + PLACEHOLDER
-        if kind in ("skkey", "google"):
-            return PLACEHOLDER
-        if kind == "userinfo":
-            return match["scheme"] + PLACEHOLDER + "@"
-        if kind == "qvalue":
-            if match["qvalue"] != PLACEHOLDER and self.is_secret_name(match["qname"], query=True):
-                return f"{match['qsep']}{match['qname']}={PLACEHOLDER}"
-            return match.group(0)
-        if kind == "jvalue":
-            value = match["jvalue"]
-            if value != PLACEHOLDER and self._removes_value(match["jkey"], value, response):
-                return f'"{match["jkey"]}"{match["jsep"]}"{PLACEHOLDER}"'
-            # Secrets can hide inside a value that is not secret by name.
-            inner = self.redact_text(value, response=response)
-            return match.group(0) if inner == value else f'"{match["jkey"]}"{match["jsep"]}"{inner}"'
+    def _replace_json_pair(self, match: re.Match[str], response: bool) -> str:
+        value = match["value"]
+        if value != PLACEHOLDER and self._removes_value(match["key"], value, response):
+            return f'"{match["key"]}"{match["sep"]}"{PLACEHOLDER}"'
+        return match.group(0)
+
+    def _replace_query(self, match: re.Match[str]) -> str:
+        if match["value"] != PLACEHOLDER and self.is_secret_name(match["name"], query=True):
+            return f"{match['sep']}{match['name']}={PLACEHOLDER}"
         return match.group(0)
 
     def redact_value(self, obj: Any, *, response: bool = False) -> Any:
@@ -261,8 +260,14 @@ class StreamRedactor:
         text = original.decode("utf-8", "surrogateescape")
         redacted_text = self._redactor.redact_text(text, response=True)
         redacted = original if redacted_text == text else redacted_text.encode("utf-8", "surrogateescape")
-        for slot, start, end in _moved_boundaries(original, redacted, self._segments):
-            self._outputs[slot][0].extend(redacted[start:end])
+        if redacted is original:
+            start = 0
+            for slot, count in self._segments:
+                self._outputs[slot][0].extend(original[start : start + count])
+                start += count
+        else:
+            for slot, start, end in _moved_boundaries(original, redacted, self._segments):
+                self._outputs[slot][0].extend(redacted[start:end])
         for slot, _ in self._segments[:-1]:
             self._seal(slot)
         self._line = bytearray()

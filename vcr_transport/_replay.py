@@ -41,7 +41,7 @@ def replay_headers(call: RecordedCall, max_retry_after: float | None) -> list[tu
     recorded retry delays shortened without changing whether the SDK retries."""
     headers = list(call.response_headers)
     if call.complete:
-        length = str(sum(len(chunk) for chunk in call.chunks))
+        length = str(call.size)
         headers = [(k, length if k.lower() == "content-length" else v) for k, v in headers]
     if max_retry_after is not None and call.status in RETRYABLE_STATUSES:
         recorded = _retry_after_seconds(headers)
@@ -161,7 +161,7 @@ class _ReplayStream:
         return max(0.0, offsets[position] - previous) * (self._pace or 0.0)
 
     def __iter__(self) -> Iterator[bytes]:
-        chunks = self._call.chunks
+        chunks = self._call.events
         while self._position < len(chunks):
             position = self._position
             self._position += 1
@@ -172,7 +172,7 @@ class _ReplayStream:
             raise self._fail()
 
     async def __aiter__(self) -> AsyncIterator[bytes]:
-        chunks = self._call.chunks
+        chunks = self._call.events
         while self._position < len(chunks):
             position = self._position
             self._position += 1

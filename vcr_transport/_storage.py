@@ -15,9 +15,15 @@ from ._exceptions import CassetteError
 __all__ = ["CassetteWriter", "read_cassette"]
 
 
+# Above this size a cassette's chunks stay in the file until replayed: memory stays flat for long streams.
+LAZY_LOAD_BYTES = 32 * 1024 * 1024
+
+
 def read_cassette(path: str | os.PathLike[str]) -> Cassette:
     name = os.fspath(path)
     try:
+        if os.path.getsize(name) > LAZY_LOAD_BYTES:
+            return Cassette.open_lazily(name)
         data = Path(name).read_bytes()
     except FileNotFoundError:
         raise CassetteError(
@@ -31,8 +37,8 @@ def read_cassette(path: str | os.PathLike[str]) -> Cassette:
 class CassetteWriter:
     """Appends whole lines to a private temporary file (mode 0600) and moves it over ``path`` on commit.
 
-    Each line goes out in one write and is flushed, so a crash leaves a file readable up to its last
-    complete line, and never touches an older cassette at ``path``.
+    Lines reach the file whole and in order (flushed at the end of each call), so a crash leaves a file
+    readable up to its last complete line, and never touches an older cassette at ``path``.
     """
 
     def __init__(self, path: str | os.PathLike[str], header: dict[str, Any]) -> None:
@@ -41,25 +47,30 @@ class CassetteWriter:
         descriptor, temporary = tempfile.mkstemp(prefix=f".{self.path.name}.", suffix=".partial", dir=self.path.parent)
         os.fchmod(descriptor, 0o600)
         self.temporary = Path(temporary)
-        self._file = os.fdopen(descriptor, "w", encoding="utf-8", newline="\n")
+        self._file = os.fdopen(descriptor, "w", encoding="utf-8", newline="\n", buffering=1 << 16)
         self._lock = threading.Lock()
         self.closed = False
         self.write(header)
 
-    def write(self, obj: dict[str, Any]) -> None:
+    def write(self, obj: dict[str, Any], *, flush: bool = False) -> None:
+        """One whole line. Lines are buffered and reach the file in order; ``flush`` at a call's end."""
         line = dumps_line(obj)
         with self._lock:
             if self.closed:
                 return
             self._file.write(line)
-            self._file.flush()
+            if flush:
+                self._file.flush()
 
     def write_raw(self, line: bytes) -> None:
         """A line kept from an older cassette, byte for byte."""
+        self.write_line(line.decode("utf-8") + "\n")
+
+    def write_line(self, line: str) -> None:
+        """A line already serialized, with its newline."""
         with self._lock:
             if not self.closed:
-                self._file.write(line.decode("utf-8") + "\n")
-                self._file.flush()
+                self._file.write(line)
 
     def commit(self) -> None:
         with self._lock:
