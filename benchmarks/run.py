@@ -299,7 +299,7 @@ def bench_replay(
         )
         rows.append(
             {
-                "name": f"{contestant.name} {_version(contestant.name.replace('_', '-') if contestant.name != 'vcr_transport' else 'vcr_transport')}",
+                "name": f"{contestant.name} {_version(contestant.name)}",
                 "seconds": seconds,
                 "ratio": seconds / floor,
                 "count": count,
@@ -353,7 +353,7 @@ def bench_first_byte(folder: Path, repeats: int) -> list[dict[str, Any]]:
                 results.append(holder[0])
             first = statistics.median(r[0] for r in results)
             replayed: list[int] = []
-            contestant.replay(path, lambda t: replayed.append(_first_byte(t, url)[2]))
+            contestant.replay(path, lambda t, r=replayed: r.append(_first_byte(t, url)[2]))
             rows.append(
                 {
                     "name": contestant.name,
@@ -398,7 +398,8 @@ with httpx2.Client(transport=transport, timeout=None) as client:
             if count % 64 == 0:
                 peak = max(peak, rss_mb())
 peak = max(peak, rss_mb())
-print(json.dumps({"bytes": total, "seconds": time.perf_counter() - started, "rss_before_mb": before, "rss_peak_mb": peak}))
+seconds = time.perf_counter() - started
+print(json.dumps({"bytes": total, "seconds": seconds, "rss_before_mb": before, "rss_peak_mb": peak}))
 """
 
 BIG_STREAM_SERVER = r"""
