@@ -45,8 +45,8 @@ def replay_headers(call: RecordedCall, max_retry_after: float | None) -> list[tu
         headers = [(k, length if k.lower() == "content-length" else v) for k, v in headers]
     if max_retry_after is not None and call.status in RETRYABLE_STATUSES:
         recorded = _retry_after_seconds(headers)
-        if recorded is None or 0 < recorded <= SDK_MAX_RETRY_AFTER:
-            delay = recorded if recorded is not None and recorded < max_retry_after else max_retry_after
+        if recorded is None or recorded <= SDK_MAX_RETRY_AFTER:
+            delay = recorded if recorded is not None and 0 < recorded < max_retry_after else max_retry_after
             headers = [(k, v) for k, v in headers if k.lower() not in ("retry-after", "retry-after-ms")]
             headers.append(("retry-after-ms", f"{delay * 1000:g}"))
             headers.append(("retry-after", f"{delay:g}"))
