@@ -528,6 +528,50 @@ def bench_record_overhead(folder: Path, repeats: int) -> list[dict[str, Any]]:
 # --- report ---------------------------------------------------------------------------------------------
 
 
+def goals(results: dict[str, Any], big_stream_mb: int) -> list[dict[str, Any]]:
+    """The issue's goals, each with what this run measured."""
+    ours = next(r for r in results["replay_raw"] if r["name"].startswith("vcr_transport"))
+    floor_chunks = results["replay_raw"][0]["count"]
+    first = {r["name"]: r for r in results["first_byte"]}
+    memory = {r["name"]: r for r in results["memory"]}
+    per_call = [r["per_call_us"] for r in results["scaling"] if "per_call_us" in r]
+    big = results["scaling"][-1]
+    return [
+        {
+            "goal": "replay at most 1.5x the floor, load included",
+            "met": ours["ratio"] <= 1.5,
+            "measured": f"{ours['ratio']:.2f}x",
+        },
+        {
+            "goal": "time to first byte while recording at most live + 2 ms",
+            "met": first["vcr_transport"]["over_live_ms"] <= 2,
+            "measured": f"live + {first['vcr_transport']['over_live_ms']:.2f} ms",
+        },
+        {
+            "goal": "every chunk replayed",
+            "met": ours["count"] == floor_chunks
+            and first["vcr_transport"]["replayed_chunks"] == first["live (no recorder)"]["chunks"],
+            "measured": f"{ours['count']}/{floor_chunks} chunks; "
+            f"{first['vcr_transport']['replayed_chunks']}/20 on the slow stream",
+        },
+        {
+            "goal": f"memory growth under 30 MB while recording a {big_stream_mb} MB stream",
+            "met": memory["record"]["growth_mb"] < 30,
+            "measured": f"{memory['record']['growth_mb']:.1f} MB (replay {memory['replay']['growth_mb']:.1f} MB)",
+        },
+        {
+            "goal": "opening a 100 MB, 10,000-call cassette under 0.5 s",
+            "met": big["open_s"] < 0.5,
+            "measured": f"{big['open_s']:.3f} s ({big['name']})",
+        },
+        {
+            "goal": "per-call replay cost flat as the cassette grows",
+            "met": max(per_call) <= 1.5 * min(per_call),
+            "measured": ", ".join(f"{v:.0f}" for v in per_call) + " us per call",
+        },
+    ]
+
+
 def _print_table(title: str, rows: list[dict[str, Any]], columns: list[tuple[str, str, str]]) -> None:
     print(f"\n{title}")
     print(
@@ -631,6 +675,10 @@ def main() -> None:
             ("chunks", "chunks", 8),
         ],
     )
+    results["goals"] = goals(results, big_stream_mb=100 if args.quick else 1024)
+    print("\ngoals")
+    for goal in results["goals"]:
+        print(f"  {'met    ' if goal['met'] else 'NOT MET'}  {goal['goal']}: {goal['measured']}")
     args.json.parent.mkdir(parents=True, exist_ok=True)
     args.json.write_text(json.dumps(results, indent=2))
     print(f"\nresults written to {args.json}")

@@ -7,7 +7,6 @@ python examples/anthropic_example.py --record   # re-record against examples/loc
 from __future__ import annotations
 
 import asyncio
-import os
 import sys
 from pathlib import Path
 
@@ -49,7 +48,7 @@ def context_manager_way(mode: str) -> str:
                 return "".join(stream.text_stream)
 
 
-def environment_way() -> str:
+def environment_way(_mode: str) -> str:
     """3. VCR_TRANSPORT_MODE decides record or replay; the code doesn't change."""
     with httpx2.Client(transport=vcr_transport.transport(CASSETTES / "environment.jsonl")) as http:
         client = anthropic.Anthropic(api_key=KEY, base_url=local_vendor.BASE_URL, http_client=http)
@@ -57,17 +56,5 @@ def environment_way() -> str:
     return str(reply.content[0].text)
 
 
-def main() -> None:
-    mode = "record" if "--record" in sys.argv else "replay"
-    os.environ["VCR_TRANSPORT_MODE"] = mode
-    if mode == "record":
-        with local_vendor.running():
-            results = [constructor_way(mode), context_manager_way(mode), environment_way()]
-    else:
-        results = [constructor_way(mode), context_manager_way(mode), environment_way()]
-    for way, result in zip(("constructor", "context manager", "environment"), results, strict=True):
-        print(f"anthropic, {way} ({mode}): {result.strip()}")
-
-
 if __name__ == "__main__":
-    main()
+    local_vendor.run_example("anthropic", constructor_way, context_manager_way, environment_way)

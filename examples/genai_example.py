@@ -7,7 +7,6 @@ python examples/genai_example.py --record   # re-record against examples/local_v
 from __future__ import annotations
 
 import asyncio
-import os
 import sys
 from pathlib import Path
 from typing import Any
@@ -70,7 +69,7 @@ def context_manager_way(mode: str) -> str:
         return asyncio.run(script())
 
 
-def environment_way() -> str:
+def environment_way(_mode: str) -> str:
     """3. VCR_TRANSPORT_MODE decides record or replay; the code doesn't change."""
     transport = vcr_transport.transport(CASSETTES / "environment.jsonl")
     options = types.HttpOptions(
@@ -85,17 +84,5 @@ def environment_way() -> str:
         client.close()
 
 
-def main() -> None:
-    mode = "record" if "--record" in sys.argv else "replay"
-    os.environ["VCR_TRANSPORT_MODE"] = mode
-    if mode == "record":
-        with local_vendor.running():
-            results = [constructor_way(mode), context_manager_way(mode), environment_way()]
-    else:
-        results = [constructor_way(mode), context_manager_way(mode), environment_way()]
-    for way, result in zip(("constructor", "context manager", "environment"), results, strict=True):
-        print(f"google-genai, {way} ({mode}): {result.strip()}")
-
-
 if __name__ == "__main__":
-    main()
+    local_vendor.run_example("google-genai", constructor_way, context_manager_way, environment_way)

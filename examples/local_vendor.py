@@ -5,10 +5,12 @@ and Gemini, echoing the last prompt, as JSON or as an SSE stream written chunk b
 from __future__ import annotations
 
 import json
+import os
+import sys
 import threading
 import time
-from collections.abc import Iterator
-from contextlib import contextmanager
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager, nullcontext
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
@@ -117,6 +119,17 @@ class _Handler(BaseHTTPRequestHandler):
             self.wfile.flush()
             time.sleep(0.01)
         self.wfile.write(b"0\r\n\r\n")
+
+
+def run_example(sdk: str, *ways: Callable[[str], str]) -> None:
+    """Run an example's ways in; ``--record`` records them against this server, else they replay offline.
+    The mode also goes into VCR_TRANSPORT_MODE, which the environment way reads."""
+    mode = "record" if "--record" in sys.argv else "replay"
+    os.environ["VCR_TRANSPORT_MODE"] = mode
+    with running() if mode == "record" else nullcontext(BASE_URL):
+        results = [way(mode) for way in ways]
+    for way, result in zip(ways, results, strict=True):
+        print(f"{sdk}, {way.__name__.removesuffix('_way').replace('_', ' ')} ({mode}): {result.strip()}")
 
 
 @contextmanager

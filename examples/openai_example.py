@@ -7,7 +7,6 @@ python examples/openai_example.py --record   # re-record against examples/local_
 from __future__ import annotations
 
 import asyncio
-import os
 import sys
 from pathlib import Path
 
@@ -51,7 +50,7 @@ def context_manager_way(mode: str) -> str:
         return asyncio.run(script())
 
 
-def environment_way() -> str:
+def environment_way(_mode: str) -> str:
     """3. VCR_TRANSPORT_MODE decides record or replay; the code doesn't change."""
     with httpx2.Client(transport=vcr_transport.transport(CASSETTES / "environment.jsonl")) as http:
         client = openai.OpenAI(api_key=KEY, base_url=BASE_URL, http_client=http)
@@ -59,17 +58,5 @@ def environment_way() -> str:
     return str(reply.choices[0].message.content)
 
 
-def main() -> None:
-    mode = "record" if "--record" in sys.argv else "replay"
-    os.environ["VCR_TRANSPORT_MODE"] = mode
-    if mode == "record":
-        with local_vendor.running():
-            results = [constructor_way(mode), context_manager_way(mode), environment_way()]
-    else:
-        results = [constructor_way(mode), context_manager_way(mode), environment_way()]
-    for way, result in zip(("constructor", "context manager", "environment"), results, strict=True):
-        print(f"openai, {way} ({mode}): {result.strip()}")
-
-
 if __name__ == "__main__":
-    main()
+    local_vendor.run_example("openai", constructor_way, context_manager_way, environment_way)
