@@ -439,3 +439,62 @@ def test_response_content_length_stays_true_when_redaction_changes_the_length(tm
     assert response.json() == {"access_token": PLACEHOLDER}
     assert int(response.headers["content-length"]) == len(response.content)
     assert re.search(rb"abcdefghij", cassette.read_bytes()) is None
+
+
+@pytest.mark.parametrize("library_name", ["httpx", "httpx2"])
+def test_secrets_in_a_gzip_response_are_removed_and_replay_stays_consistent(tmp_path: Path, library_name: str) -> None:
+    import gzip as gzip_module
+
+    library = __import__(library_name)
+    token = b'{"access_token": "ya29.GZIPPEDSECRET0123456789abcdef", "token_type": "Bearer", "expires_in": 3599}'
+    compressed = gzip_module.compress(token)
+    pieces = [compressed[:10], compressed[10:25], compressed[25:]]
+
+    class Pieces(library.SyncByteStream):  # type: ignore[misc, name-defined]
+        def __iter__(self) -> Any:
+            yield from pieces
+
+    def handler(request: Any) -> Any:
+        headers = {
+            "content-type": "application/json",
+            "content-encoding": "gzip",
+            "content-length": str(len(compressed)),
+        }
+        return library.Response(200, headers=headers, stream=Pieces())
+
+    cassette = tmp_path / "gzip.jsonl"
+    with library.Client(transport=vcr_transport.RecordingTransport(library.MockTransport(handler), cassette)) as client:
+        assert client.post("https://auth.test/token").json()["access_token"].startswith("ya29.GZIPPED"), (
+            "live is untouched"
+        )
+    events = [json.loads(line) for line in cassette.read_text().splitlines() if '"event"' in line]
+    stored = b"".join(base64.b64decode(e["base64"]) for e in events)
+    assert b"GZIPPEDSECRET" not in gzip_module.decompress(stored)
+    assert len(events) == 1, "a rewritten body is stored as one chunk"
+    with library.Client(transport=vcr_transport.ReplayTransport(cassette)) as client:
+        response = client.post("https://auth.test/token")
+    assert response.json() == {"access_token": PLACEHOLDER, "token_type": "Bearer", "expires_in": 3599}
+    assert response.headers["content-length"] == str(len(stored))
+
+
+def test_a_gzip_body_without_secrets_keeps_its_bytes_and_boundaries(tmp_path: Path) -> None:
+    import gzip as gzip_module
+
+    compressed = gzip_module.compress(b'{"ok": true, "max_tokens": 5}')
+    pieces = [compressed[:7], compressed[7:]]
+
+    def handler(request: httpx2.Request) -> httpx2.Response:
+        return httpx2.Response(200, headers={"content-encoding": "gzip"}, stream=ChunkList(pieces))
+
+    cassette = tmp_path / "gzip-clean.jsonl"
+    with httpx2.Client(transport=vcr_transport.RecordingTransport(httpx2.MockTransport(handler), cassette)) as client:
+        client.get("https://a.test/")
+    assert list(vcr_transport._storage.read_cassette(cassette).calls[0].events) == pieces
+
+
+class ChunkList(httpx2.SyncByteStream):
+    def __init__(self, chunks: list[bytes]) -> None:
+        self.chunks = chunks
+
+    def __iter__(self) -> Any:
+        yield from self.chunks

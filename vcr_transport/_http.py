@@ -116,13 +116,18 @@ def header_pairs(headers: Any) -> list[tuple[str, str]]:
     return [(name.decode("latin-1"), value.decode("latin-1")) for name, value in headers.raw]
 
 
-def binary_body(headers: list[tuple[str, str]]) -> bool:
-    """Bodies that redaction leaves alone: content-encoded, or a binary media type."""
+def content_encoding(headers: list[tuple[str, str]]) -> str:
+    """The response's content-encoding, or "" for none (identity)."""
     for name, value in headers:
-        lower = name.lower()
-        if lower == "content-encoding" and value.strip().lower() not in ("", "identity"):
-            return True
-        if lower == "content-type":
+        if name.lower() == "content-encoding" and value.strip().lower() not in ("", "identity"):
+            return value.strip().lower()
+    return ""
+
+
+def binary_body(headers: list[tuple[str, str]]) -> bool:
+    """Bodies of a binary media type (images, audio, PDFs...), which redaction leaves alone."""
+    for name, value in headers:
+        if name.lower() == "content-type":
             media = value.split(";")[0].strip().lower()
             if media.startswith(("image/", "audio/", "video/", "font/")) or media in (
                 "application/octet-stream",

@@ -18,6 +18,7 @@ from ._cassette import FORMAT_VERSION, event_line
 from ._exceptions import VcrTransportError
 from ._http import (
     binary_body,
+    content_encoding,
     content_type_of,
     convert_error,
     error_name,
@@ -27,7 +28,7 @@ from ._http import (
     stream_class,
     transport_library,
 )
-from ._redaction import Redactor, StreamRedactor
+from ._redaction import EncodedBodyRedactor, Redactor, StreamRedactor
 from ._storage import CassetteWriter
 
 __all__ = ["AsyncRecordingTransport", "RecordingTransport"]
@@ -59,9 +60,9 @@ class _CallRecording:
         self.index = index
         self.owner = _owner()
         self.started = time.perf_counter()
-        self.event_count = 0
+        self.written = 0
         self.ended = False
-        self._redacting: StreamRedactor | None = None
+        self._redacting: StreamRedactor | EncodedBodyRedactor | None = None
 
     def response(self, status: int, headers: list[tuple[str, str]], http_version: str) -> None:
         self.recorder.write(
@@ -73,35 +74,37 @@ class _CallRecording:
                 "http_version": http_version,
             }
         )
-        if not binary_body(headers):
+        encoding = content_encoding(headers)
+        if encoding:
+            self._redacting = EncodedBodyRedactor(self.recorder.redactor, encoding)
+        elif not binary_body(headers):
             self._redacting = StreamRedactor(self.recorder.redactor)
 
     def chunk(self, data: bytes) -> None:
         if self.ended:
             return
         offset = round(time.perf_counter() - self.started, 6)
-        tag = (self.event_count, offset)
-        self.event_count += 1
         if self._redacting is None:
-            self._write_event(data, tag)
+            self._write_event(data, offset)
         else:
-            for redacted, ready_tag in self._redacting.feed(data, tag):
-                self._write_event(redacted, ready_tag)
+            for redacted, ready_offset in self._redacting.feed(data, offset):
+                self._write_event(redacted, ready_offset)
 
-    def _write_event(self, data: bytes, tag: tuple[int, float]) -> None:
-        self.recorder.write_line(event_line(self.index, tag[0], tag[1], data))
+    def _write_event(self, data: bytes, offset: float) -> None:
+        self.recorder.write_line(event_line(self.index, self.written, offset, data))
+        self.written += 1
 
     def end(self, outcome: str, error: BaseException | None = None) -> None:
         if self.ended:
             return
         self.ended = True
         if self._redacting is not None:
-            for redacted, tag in self._redacting.finish():
-                self._write_event(redacted, tag)
+            for redacted, offset in self._redacting.finish():
+                self._write_event(redacted, offset)
         line: dict[str, Any] = {
             "type": "call_end",
             "call_index": self.index,
-            "event_count": self.event_count,
+            "event_count": self.written,
             "outcome": outcome,
         }
         if error is not None:

@@ -7,6 +7,7 @@ defaults can't be removed; users add names, patterns or callables.
 
 from __future__ import annotations
 
+import importlib
 import re
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
@@ -310,3 +311,78 @@ def _moved_boundaries(original: bytes, redacted: bytes, segments: list[tuple[int
         spans.append((slot, moved(start), moved(end)))
         start = end
     return spans
+
+
+def _content_codec(encoding: str) -> tuple[Callable[[bytes], bytes], Callable[[bytes], bytes]] | None:
+    """(decode, encode) for a content-encoding, when this Python can do both."""
+    import gzip
+    import zlib
+
+    def inflate(data: bytes, wbits: int) -> bytes:
+        return zlib.decompressobj(wbits).decompress(data)  # tolerates a body cut short
+
+    if encoding == "gzip":
+        return (lambda data: inflate(data, 47)), gzip.compress
+    if encoding == "deflate":
+
+        def decode_deflate(data: bytes) -> bytes:
+            try:
+                return inflate(data, 15)
+            except zlib.error:
+                return inflate(data, -15)
+
+        return decode_deflate, zlib.compress
+    try:
+        if encoding == "br":
+            brotli = importlib.import_module("brotli")
+            return brotli.decompress, brotli.compress
+        if encoding == "zstd":
+            zstandard = importlib.import_module("zstandard")
+            return (lambda data: zstandard.ZstdDecompressor().decompressobj().decompress(data)), (
+                lambda data: zstandard.ZstdCompressor().compress(data)
+            )
+    except ImportError:
+        return None
+    return None
+
+
+class EncodedBodyRedactor:
+    """Redacts a content-encoded (gzip, deflate, br, zstd) body, which can only be searched decoded.
+
+    The chunks are held back from the cassette (never from the caller) until the call ends. With no secret
+    in the decoded body they are written as they came; otherwise the redacted body is encoded again and
+    written as one chunk. A body over ``max_buffer`` bytes, or in an encoding this Python can't decode, is
+    written as it came.
+    """
+
+    def __init__(self, redactor: Redactor, encoding: str, max_buffer: int = 64 * 1024 * 1024) -> None:
+        self._redactor = redactor
+        self._codec = _content_codec(encoding.strip().lower())
+        self._max_buffer = max_buffer
+        self._held: list[tuple[bytes, Any]] | None = [] if self._codec else None
+        self._size = 0
+
+    def feed(self, chunk: bytes, tag: Any) -> list[tuple[bytes, Any]]:
+        if self._held is None:
+            return [(chunk, tag)]
+        self._held.append((chunk, tag))
+        self._size += len(chunk)
+        if self._size > self._max_buffer:
+            held, self._held = self._held, None
+            return held
+        return []
+
+    def finish(self) -> list[tuple[bytes, Any]]:
+        held, self._held = self._held, None
+        if not held or self._codec is None:
+            return held or []
+        decode, encode = self._codec
+        try:
+            body = decode(b"".join(chunk for chunk, _ in held))
+        except Exception:  # a body that doesn't decode is kept as it came; replay fails the same way
+            return held
+        text = body.decode("utf-8", "surrogateescape")
+        redacted = self._redactor.redact_text(text, response=True)
+        if redacted == text:
+            return held
+        return [(encode(redacted.encode("utf-8", "surrogateescape")), held[0][1])]
