@@ -17,6 +17,7 @@ import sys
 import threading
 import warnings
 from collections.abc import Callable
+from types import ModuleType
 from typing import Any, TypeVar
 
 from ._exceptions import CassetteOwnerError, UnplayedCallsError, UnplayedCallsWarning
@@ -91,6 +92,7 @@ def _client_classes() -> list[type]:
 # google-genai sends its own async calls through aiohttp whenever aiohttp is importable, out of httpx's
 # sight. Inside the block it is told aiohttp is absent, so those calls take its httpx2 client.
 _GENAI_API_CLIENT = "google.genai._api_client"
+_told_no_aiohttp: list[ModuleType] = []
 
 
 def _install() -> None:
@@ -101,7 +103,7 @@ def _install() -> None:
                 cls._transport_for_url = _patched(cls.__dict__["_transport_for_url"])  # type: ignore[attr-defined]
             genai = sys.modules.get(_GENAI_API_CLIENT)
             if genai is not None and getattr(genai, "has_aiohttp", False):
-                _originals[(type(genai), "has_aiohttp")] = genai
+                _told_no_aiohttp.append(genai)
                 setattr(genai, "has_aiohttp", False)  # noqa: B010 - a module attribute mypy can't see
 
 
@@ -109,11 +111,11 @@ def _uninstall() -> None:
     with _patch_lock:
         if not _open_sessions:
             for (cls, name), original in _originals.items():
-                if name == "has_aiohttp":
-                    setattr(original, "has_aiohttp", True)  # noqa: B010
-                else:
-                    setattr(cls, name, original)
+                setattr(cls, name, original)
             _originals.clear()
+            for module in _told_no_aiohttp:
+                setattr(module, "has_aiohttp", True)  # noqa: B010
+            _told_no_aiohttp.clear()
 
 
 class use_cassette:  # noqa: N801 - reads as a function, like contextlib's
