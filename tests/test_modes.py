@@ -138,10 +138,11 @@ def test_record_on_miss_with_no_cassette_records(upstream: Upstream, cassette: P
 
 
 def _originals() -> list[Any]:
-    return [
-        cls.__dict__["_transport_for_url"]
-        for cls in (httpx.Client, httpx.AsyncClient, httpx2.Client, httpx2.AsyncClient)
-    ]
+    """What use_cassette patches: the clients' transport lookup, and google-genai's aiohttp switch."""
+    from google.genai import _api_client
+
+    classes = (httpx.Client, httpx.AsyncClient, httpx2.Client, httpx2.AsyncClient)
+    return [*(cls.__dict__["_transport_for_url"] for cls in classes), _api_client.has_aiohttp]
 
 
 def test_use_cassette_reaches_the_sdks_own_clients(sdk: Sdk, upstream: Upstream, cassette: Path) -> None:
