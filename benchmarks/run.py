@@ -572,7 +572,27 @@ def goals(results: dict[str, Any], big_stream_mb: int) -> list[dict[str, Any]]:
     ]
 
 
-def _print_table(title: str, rows: list[dict[str, Any]], columns: list[tuple[str, str, str]]) -> None:
+REPLAY_COLUMNS = [("", "name", 34), ("seconds", "seconds", 10), ("x floor", "ratio", 9), ("chunks", "count", 8),
+                  ("MB", "cassette_mb", 7)]  # fmt: skip
+TABLES: list[tuple[str, str, list[tuple[str, str, int]]]] = [
+    ("replay_raw", "1. replay: 100 JSON + 100 SSE calls of 200 chunks, raw httpx2", REPLAY_COLUMNS),
+    ("replay_openai", "2. the same through the openai SDK (count = parsed results)", REPLAY_COLUMNS),
+    ("first_byte", "3. recording a stream of 20 chunks 50 ms apart (loopback)",
+     [("", "name", 22), ("first byte ms", "first_ms", 15), ("over live ms", "over_live_ms", 14),
+      ("total s", "total_s", 9), ("chunks", "chunks", 8), ("replayed chunks", "replayed_chunks", 17)]),
+    ("memory", "4. memory for one long stream (peak RSS growth, child process)",
+     [("", "name", 16), ("MB streamed", "mb_streamed", 14), ("seconds", "seconds", 9),
+      ("RSS growth MB", "growth_mb", 15), ("cassette MB", "cassette_mb", 13)]),
+    ("scaling", "5. scaling",
+     [("", "name", 34), ("us per call", "per_call_us", 13), ("floor us", "floor_per_call_us", 10),
+      ("open s", "open_s", 9), ("first call s", "first_call_s", 14)]),
+    ("record_overhead", "6. recording overhead",
+     [("", "name", 16), ("seconds", "seconds", 10), ("x pass", "ratio", 8),
+      ("us per chunk", "overhead_us_per_chunk", 14), ("chunks", "chunks", 8)]),
+]  # fmt: skip
+
+
+def _print_table(title: str, rows: list[dict[str, Any]], columns: list[tuple[str, str, int]]) -> None:
     print(f"\n{title}")
     print(
         "  "
@@ -616,65 +636,11 @@ def main() -> None:
         results["scaling"] = bench_scaling(folder, 3, args.quick)
         results["record_overhead"] = bench_record_overhead(folder, repeats)
 
-    replay_columns = [
-        ("", "name", 34),
-        ("seconds", "seconds", 10),
-        ("x floor", "ratio", 9),
-        ("chunks", "count", 8),
-        ("MB", "cassette_mb", 7),
-    ]
-    _print_table("1. replay: 100 JSON + 100 SSE calls of 200 chunks, raw httpx2", results["replay_raw"], replay_columns)
-    _print_table(
-        "2. the same through the openai SDK (count = parsed results)", results["replay_openai"], replay_columns
-    )
-    _print_table(
-        "3. recording a stream of 20 chunks 50 ms apart (loopback)",
-        results["first_byte"],
-        [
-            ("", "name", 22),
-            ("first byte ms", "first_ms", 15),
-            ("over live ms", "over_live_ms", 14),
-            ("total s", "total_s", 9),
-            ("chunks", "chunks", 8),
-            ("replayed chunks", "replayed_chunks", 17),
-        ],
-    )
     for row in results["memory"]:
         if "bytes" in row:
             row["mb_streamed"] = row["bytes"] / 1e6
-    _print_table(
-        "4. memory for one long stream (peak RSS growth, child process)",
-        results["memory"],
-        [
-            ("", "name", 16),
-            ("MB streamed", "mb_streamed", 14),
-            ("seconds", "seconds", 9),
-            ("RSS growth MB", "growth_mb", 15),
-            ("cassette MB", "cassette_mb", 13),
-        ],
-    )
-    _print_table(
-        "5. scaling",
-        results["scaling"],
-        [
-            ("", "name", 34),
-            ("us per call", "per_call_us", 13),
-            ("floor us", "floor_per_call_us", 10),
-            ("open s", "open_s", 9),
-            ("first call s", "first_call_s", 14),
-        ],
-    )
-    _print_table(
-        "6. recording overhead",
-        results["record_overhead"],
-        [
-            ("", "name", 16),
-            ("seconds", "seconds", 10),
-            ("x pass", "ratio", 8),
-            ("us per chunk", "overhead_us_per_chunk", 14),
-            ("chunks", "chunks", 8),
-        ],
-    )
+    for key, title, columns in TABLES:
+        _print_table(title, results[key], columns)
     results["goals"] = goals(results, big_stream_mb=100 if args.quick else 1024)
     print("\ngoals")
     for goal in results["goals"]:
