@@ -498,3 +498,19 @@ class ChunkList(httpx2.SyncByteStream):
 
     def __iter__(self) -> Any:
         yield from self.chunks
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ('{"client_secret": {"value": "abc", "n": [1, 2]}, "x": 1}', '{"client_secret": "[secret removed]", "x": 1}'),
+        ('{"password": 1234, "ok": "y"}', '{"password": "[secret removed]", "ok": "y"}'),
+        ('{"api_key": [{"a": "}"}], "b": "c"}', '{"api_key": "[secret removed]", "b": "c"}'),
+        ('{"note": "he said \\\\"password\\\\": 5"}', '{"note": "he said \\\\"password\\\\": 5"}'),
+        ('data: {"token": " Hello", "logprob": -1}\n\n', 'data: {"token": " Hello", "logprob": -1}\n\n'),
+    ],
+)
+def test_json_text_loses_the_whole_value_of_a_secret_key(text: str, expected: str) -> None:
+    """Response bodies are redacted as text, so nested values under a secret name go whole there too."""
+    assert Redactor().redact_text(text, response=True) == expected
+    assert Redactor().redact_text(expected, response=True) == expected

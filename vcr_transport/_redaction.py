@@ -66,7 +66,40 @@ _CREDENTIAL_SHAPE = re.compile(r"[A-Za-z0-9._~+/=-]{16,}")
 _BEFORE = r"A-Za-z0-9_+/\-"
 _AFTER = r"A-Za-z0-9_+/=\-"
 # Each rule runs only when a cheap substring test says it could match: most stream text has none.
-_JSON_PAIR = re.compile(r"\"(?P<key>[^\"\\]{1,100})\"(?P<sep>\s*:\s*)\"(?P<value>(?:[^\"\\]|\\.)*)\"")
+_JSON_KEY = re.compile(r"\"(?P<key>[^\"\\]{1,100})\"\s*:\s*")
+_JSON_STRING_REST = re.compile(r"(?:[^\"\\]|\\.)*\"")
+_JSON_SCALAR = re.compile(r"-?[0-9][0-9.eE+-]*|true|false|null")
+_QUOTED_PLACEHOLDER = f'"{PLACEHOLDER}"'
+
+
+def _json_value_end(text: str, start: int) -> int:
+    """Where the JSON value starting at ``start`` ends (exclusive), or -1 when it doesn't end in ``text``."""
+    if start >= len(text):
+        return -1
+    opening = text[start]
+    if opening == '"':
+        match = _JSON_STRING_REST.match(text, start + 1)
+        return match.end() if match else -1
+    if opening in "{[":
+        depth, position = 0, start
+        while position < len(text):
+            char = text[position]
+            if char == '"':
+                match = _JSON_STRING_REST.match(text, position + 1)
+                if not match:
+                    return -1
+                position = match.end()
+                continue
+            if char in "{[":
+                depth += 1
+            elif char in "}]":
+                depth -= 1
+                if depth == 0:
+                    return position + 1
+            position += 1
+        return -1
+    match = _JSON_SCALAR.match(text, start)
+    return match.end() if match else -1
 _BEARER = re.compile(r"(?P<word>\b[Bb]earer\s+)[A-Za-z0-9._~+/=-]{8,}")
 _SK_KEY = re.compile(rf"(?<![{_BEFORE}])sk-[A-Za-z0-9_-]{{20,}}(?![{_AFTER}])")
 _GOOGLE_KEY = re.compile(rf"(?<![{_BEFORE}])AIza[0-9A-Za-z_-]{{35}}(?![{_AFTER}])")
@@ -141,7 +174,7 @@ class Redactor:
             return text
         lowered = text.lower()
         if '"' in text and any(word in lowered for word in self._name_words):
-            text = _JSON_PAIR.sub(lambda m: self._replace_json_pair(m, response), text)
+            text = self._redact_json_values(text, response)
         if "earer" in text:
             text = _BEARER.sub(lambda m: m["word"] + PLACEHOLDER, text)
         if "sk-" in text:
@@ -158,11 +191,22 @@ class Redactor:
             text = function(text)
         return text
 
-    def _replace_json_pair(self, match: re.Match[str], response: bool) -> str:
-        value = match["value"]
-        if value != PLACEHOLDER and self._removes_value(match["key"], value, response):
-            return f'"{match["key"]}"{match["sep"]}"{PLACEHOLDER}"'
-        return match.group(0)
+    def _redact_json_values(self, text: str, response: bool) -> str:
+        """JSON text: the whole value of every secret-named key (string, number, object or array)."""
+        pieces, position = [], 0
+        for match in _JSON_KEY.finditer(text):
+            start = match.end()
+            if match.start() < position or not self.is_secret_name(match["key"]):
+                continue
+            end = _json_value_end(text, start)
+            if end < 0 or text[start:end] == _QUOTED_PLACEHOLDER:
+                continue
+            value = text[start + 1 : end - 1] if text[start] == '"' else text[start:end]
+            if not self._removes_value(match["key"], value if text[start] == '"' else None, response):
+                continue
+            pieces += [text[position:start], _QUOTED_PLACEHOLDER]
+            position = end
+        return "".join(pieces) + text[position:] if pieces else text
 
     def _replace_query(self, match: re.Match[str]) -> str:
         if match["value"] != PLACEHOLDER and self.is_secret_name(match["name"], query=True):
