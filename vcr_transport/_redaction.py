@@ -100,6 +100,8 @@ def _json_value_end(text: str, start: int) -> int:
         return -1
     match = _JSON_SCALAR.match(text, start)
     return match.end() if match else -1
+
+
 _BEARER = re.compile(r"(?P<word>\b[Bb]earer\s+)[A-Za-z0-9._~+/=-]{8,}")
 _SK_KEY = re.compile(rf"(?<![{_BEFORE}])sk-[A-Za-z0-9_-]{{20,}}(?![{_AFTER}])")
 _GOOGLE_KEY = re.compile(rf"(?<![{_BEFORE}])AIza[0-9A-Za-z_-]{{35}}(?![{_AFTER}])")
