@@ -514,3 +514,42 @@ def test_json_text_loses_the_whole_value_of_a_secret_key(text: str, expected: st
     """Response bodies are redacted as text, so nested values under a secret name go whole there too."""
     assert Redactor().redact_text(text, response=True) == expected
     assert Redactor().redact_text(expected, response=True) == expected
+
+
+SECRET_SAMPLES = [
+    "sk-proj-ABCDEFGHIJKLMNOPQRSTUVWXYZ012345",
+    "AIzaSyA1234567890abcdefghijklmnopqrstuv",
+    "Bearer abcdEFGH1234ijklMNOP",
+    '"access_token": "opaque-credential-value-1"',
+    "https://u:hunter2@db.test/",
+]
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    st.lists(
+        st.one_of(st.sampled_from(SECRET_SAMPLES), st.text(alphabet=string.ascii_letters + " é✓{}:,", max_size=30)),
+        min_size=1,
+        max_size=12,
+    ),
+    st.lists(st.integers(min_value=1, max_value=40), min_size=1, max_size=30),
+)
+def test_stream_redaction_catches_secrets_however_the_stream_is_split(parts: list[str], cuts: list[int]) -> None:
+    lines = [f"data: {part}\n\n" for part in parts]
+    data = "".join(lines).encode()
+    chunks, position = [], 0
+    for size in cuts * (len(data) // max(1, sum(cuts)) + 1):
+        if position >= len(data):
+            break
+        chunks.append(data[position : position + size])
+        position += size
+    redactor = StreamRedactor(Redactor())
+    out: list[tuple[bytes, Any]] = []
+    for index, chunk in enumerate(chunks):
+        out += redactor.feed(chunk, index)
+    out += redactor.finish()
+    assert [tag for _, tag in out] == list(range(len(chunks)))
+    joined = b"".join(chunk for chunk, _ in out).decode()
+    assert joined == Redactor().redact_text(data.decode(), response=True)
+    for secret in ("ABCDEFGHIJKLMNOP", "1234567890abcdefghij", "abcdEFGH1234", "opaque-credential", "hunter2"):
+        assert secret not in joined
