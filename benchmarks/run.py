@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import importlib.util
 import json
 import os
 import platform
@@ -191,20 +192,30 @@ def median_seconds(function: Callable[[], Any], repeats: int) -> tuple[float, An
 
 
 class Contestant:
-    name = ""
+    """A record/replay library under test; the rivals intercept httpx2's own transport."""
+
+    name = ""  # the package, as reported
+    module = ""  # what it imports as
+    suffix = "yaml"  # of its cassette files
 
     def available(self) -> bool:
-        return True
+        return importlib.util.find_spec(self.module) is not None
+
+    def cassette(self, path: Path, record: bool) -> contextlib.AbstractContextManager[Any]:
+        raise NotImplementedError
 
     def record(self, path: Path, run: Callable[[Any], Any]) -> None:
-        raise NotImplementedError
+        with self.cassette(path, record=True):
+            run(httpx2.HTTPTransport())
 
     def replay(self, path: Path, run: Callable[[Any], Any]) -> Any:
-        raise NotImplementedError
+        with self.cassette(path, record=False):
+            return run(httpx2.HTTPTransport())
 
 
 class Ours(Contestant):
-    name = "vcr_transport"
+    name = module = "vcr_transport"
+    suffix = "jsonl"
 
     def record(self, path: Path, run: Callable[[Any], Any]) -> None:
         run(vcr_transport.RecordingTransport(httpx2.HTTPTransport(), path))
@@ -214,49 +225,21 @@ class Ours(Contestant):
 
 
 class Vcrpy(Contestant):
-    name = "vcrpy"
+    name, module = "vcrpy", "vcr"
 
-    def available(self) -> bool:
-        try:
-            import vcr  # noqa: F401
-        except ImportError:
-            return False
-        return True
-
-    def record(self, path: Path, run: Callable[[Any], Any]) -> None:
+    def cassette(self, path: Path, record: bool) -> contextlib.AbstractContextManager[Any]:
         import vcr
 
-        with vcr.VCR(record_mode="all").use_cassette(str(path)):
-            run(httpx2.HTTPTransport())
-
-    def replay(self, path: Path, run: Callable[[Any], Any]) -> Any:
-        import vcr
-
-        with vcr.VCR(record_mode="none").use_cassette(str(path)):
-            return run(httpx2.HTTPTransport())
+        return vcr.VCR(record_mode="all" if record else "none").use_cassette(str(path))
 
 
 class Cassetter(Contestant):
-    name = "cassetter"
+    name = module = "cassetter"
 
-    def available(self) -> bool:
-        try:
-            import cassetter  # noqa: F401
-        except ImportError:
-            return False
-        return True
-
-    def record(self, path: Path, run: Callable[[Any], Any]) -> None:
+    def cassette(self, path: Path, record: bool) -> contextlib.AbstractContextManager[Any]:
         import cassetter
 
-        with cassetter.use_cassette(path, record_mode="all", intercept=["httpx2"]):
-            run(httpx2.HTTPTransport())
-
-    def replay(self, path: Path, run: Callable[[Any], Any]) -> Any:
-        import cassetter
-
-        with cassetter.use_cassette(path, record_mode="none", intercept=["httpx2"]):
-            return run(httpx2.HTTPTransport())
+        return cassetter.use_cassette(path, record_mode="all" if record else "none", intercept=["httpx2"])
 
 
 CONTESTANTS: list[Contestant] = [Ours(), Vcrpy(), Cassetter()]
@@ -278,12 +261,11 @@ def bench_replay(
     folder: Path, calls: list[Call], repeats: int, drive: Callable[..., int], label: str
 ) -> list[dict[str, Any]]:
     server = WorkloadServer(calls)
-    suffix = {"vcr_transport": "jsonl", "vcrpy": "yaml", "cassetter": "yaml"}
     paths = {}
     try:
         for contestant in CONTESTANTS:
             if contestant.available():
-                paths[contestant.name] = folder / f"{label}-{contestant.name}.{suffix[contestant.name]}"
+                paths[contestant.name] = folder / f"{label}-{contestant.name}.{contestant.suffix}"
                 contestant.record(paths[contestant.name], lambda t: drive(t, server.url, calls))
     finally:
         server.close()
@@ -344,10 +326,9 @@ def bench_first_byte(folder: Path, repeats: int) -> list[dict[str, Any]]:
             if not contestant.available():
                 rows.append({"name": contestant.name, "missing": True})
                 continue
-            suffix = "jsonl" if contestant.name == "vcr_transport" else "yaml"
             results = []
             for attempt in range(repeats):
-                path = folder / f"ttfb-{contestant.name}-{attempt}.{suffix}"
+                path = folder / f"ttfb-{contestant.name}-{attempt}.{contestant.suffix}"
                 holder: list[tuple[float, float, int]] = []
                 contestant.record(path, lambda t, h=holder: h.append(_first_byte(t, url)))
                 results.append(holder[0])
