@@ -278,3 +278,26 @@ def test_respx_mocked_upstream_needs_no_socket(cassette: Path) -> None:
     with httpx.Client(transport=vcr_transport.ReplayTransport(cassette)) as client:
         replayed = client.post("https://api.example.test/v1/echo", json={"say": "hi"}).json()
     assert live == replayed == {"echo": "hi"}
+
+
+def test_one_recording_serves_sync_and_async_and_commits_when_both_are_closed(
+    upstream: Upstream, cassette: Path
+) -> None:
+    upstream.routes["/sse"] = lambda r: Reply(200, [("content-type", "text/event-stream")], CHUNKS)
+    transport = vcr_transport.RecordingTransport(
+        httpx2.HTTPTransport(), cassette, async_inner=httpx2.AsyncHTTPTransport()
+    )
+    sync_client = httpx2.Client(transport=transport)
+    sync_client.get(upstream.url + "/sse")
+
+    async def async_calls() -> None:
+        async with httpx2.AsyncClient(transport=transport) as client:
+            await client.get(upstream.url + "/sse")
+            sync_client.close()  # the sync side closes first: the async side is still recording
+            assert not cassette.exists()
+            await client.get(upstream.url + "/sse")
+
+    asyncio.run(async_calls())
+    assert [end["call_index"] for end in call_ends(cassette)] == [0, 1, 2]
+    with pytest.raises(vcr_transport.VcrTransportError, match="already closed"):
+        httpx2.Client(transport=transport).get(upstream.url + "/sse")
