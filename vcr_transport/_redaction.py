@@ -144,7 +144,9 @@ class Redactor:
         self._names = frozenset({_words(name) for name in SECRET_FIELD_NAMES} | extra)
         self._suffixes = _SECRET_SUFFIXES + tuple(extra)
         # A JSON key can only be secret if the lower-cased text holds the last word of some secret name.
-        self._name_words = frozenset(words[-1] for words in (*self._names, *self._suffixes) if words)
+        words = {words[-1] for words in (*self._names, *self._suffixes) if words}
+        # "key" already finds "apikey": search only for words no other word is part of.
+        self._name_words = tuple(sorted(w for w in words if not any(o != w and o in w for o in words)))
         self._patterns = tuple(re.compile(p) if isinstance(p, str) else p for p in patterns)
         self._callables = tuple(callables)
         self._name_cache: dict[str, bool] = {}
