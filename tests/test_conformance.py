@@ -97,6 +97,13 @@ async def _call_async(client: Any, kind: str, request: dict[str, Any], streaming
     method = request["method"].lower()
     body = request["body"].get("json")
     try:
+        if kind == "genai":
+            version, _, rest = parts.path.lstrip("/").partition("/")
+            rest += f"?{parts.query}" if parts.query else ""
+            api, http_options = client.aio._api_client, genai_types.HttpOptions(api_version=version)
+            if streaming:
+                return [r.body async for r in await api.async_request_streamed(method, rest, body or {}, http_options)]
+            return (await api.async_request(method, rest, body or {}, http_options)).body
         module = openai if kind == "openai" else anthropic
         options: dict[str, Any] = {"cast_to": object}
         if body is not None:
@@ -125,6 +132,10 @@ def _run(transport: Any, base_url: str, interaction: dict[str, Any], streaming: 
 
         async def run() -> Any:
             async with httpx2.AsyncClient(transport=transport) as http:
+                if kind == "genai":
+                    http_options = genai_types.HttpOptions(base_url=base_url, httpx_async_client=http)
+                    google = genai.Client(api_key="AIza-conformance", http_options=http_options)
+                    return await _call_async(google, kind, interaction["request"], streaming)
                 cls = openai.AsyncOpenAI if kind == "openai" else anthropic.AsyncAnthropic
                 client = cls(
                     api_key="sk-conformance-000000000000000000000", base_url=base_url, http_client=http, max_retries=0
@@ -164,7 +175,7 @@ def test_vendor_exchange_replays_identically(
     reply = _reply(interaction, variant)
     streaming = any(k.lower() == "content-type" and "event-stream" in v for k, v in reply.headers)
     kind = _kind(urlsplit(interaction["request"]["uri"]).hostname or "")
-    use_async = kind in ("openai", "anthropic") and variant % 2 == 1
+    use_async = kind != "plain" and variant % 2 == 1
     vendor.routes["/"] = lambda received: reply
     cassette = tmp_path / "exchange.jsonl"
 
