@@ -91,8 +91,8 @@ class ReplayMismatch(VcrTransportError):
         if cassette:
             lines.append(f"cassette: {cassette}")
         lines.append(
-            "to re-record: run with VCR_TRANSPORT_MODE=record (or pass mode='record'), "
-            "or delete the cassette and run again against the real API"
+            "to re-record: run with VCR_TRANSPORT_MODE=record (or mode='record', or pytest --vcr-mode=record); "
+            f"VCR_TRANSPORT_MODE=record-on-miss keeps the calls before call {call_index} and records from it"
         )
         super().__init__("\n".join(lines))
 
