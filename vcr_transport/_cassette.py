@@ -56,17 +56,6 @@ def encode_chunk(chunk: bytes) -> tuple[str, str]:
         return "base64", base64.b64encode(chunk).decode("ascii")
 
 
-def decode_body(body: StoredBody) -> bytes:
-    """The bytes a stored request body stands for (JSON is re-serialized compactly)."""
-    if body is None:
-        return b""
-    if "json" in body:
-        return json.dumps(body["json"], separators=(",", ":"), ensure_ascii=False).encode()
-    if "text" in body:
-        return str(body["text"]).encode("utf-8", "surrogateescape")
-    return base64.b64decode(body["base64"])
-
-
 @dataclass
 class RecordedCall:
     index: int
