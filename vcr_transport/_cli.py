@@ -23,7 +23,7 @@ from ._exceptions import CassetteError, VcrTransportError
 from ._http import content_type_of, stored_body
 from ._ledger import last_run_cassettes
 from ._matching import RequestMatcher, iter_differences
-from ._redaction import PLACEHOLDER, Redactor, StreamRedactor
+from ._redaction import PLACEHOLDER, Redactor, StreamRedactor, changed_span
 from ._storage import read_cassette
 
 __all__ = ["main"]
@@ -417,16 +417,6 @@ def _short(value: Any) -> str:
 # --- scan -----------------------------------------------------------------------------------------------
 
 
-def _changed_span(original: str, redacted: str) -> str:
-    prefix = 0
-    while prefix < min(len(original), len(redacted)) and original[prefix] == redacted[prefix]:
-        prefix += 1
-    suffix = 0
-    while suffix < min(len(original), len(redacted)) - prefix and original[-1 - suffix] == redacted[-1 - suffix]:
-        suffix += 1
-    return original[prefix : len(original) - suffix]
-
-
 def _masked(secret: str) -> str:
     secret = secret.strip().strip('"')
     return (secret[:4] + "…" + f"({len(secret)} chars)") if len(secret) > 4 else "…"
@@ -434,7 +424,10 @@ def _masked(secret: str) -> str:
 
 def scan_text(redactor: Redactor, text: str, response: bool = False) -> list[str]:
     redacted = redactor.redact_text(text, response=response)
-    return [] if redacted == text else [_changed_span(text, redacted)]
+    if redacted == text:
+        return []
+    start, end = changed_span(text, redacted)
+    return [text[start:end]]
 
 
 def scan_file(path: Path, redactor: Redactor) -> Iterator[tuple[int, str]]:

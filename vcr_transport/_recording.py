@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import datetime
+import functools
 import os
 import platform
 import threading
@@ -34,6 +35,7 @@ from ._storage import CassetteWriter
 __all__ = ["AsyncRecordingTransport", "RecordingTransport"]
 
 
+@functools.cache
 def _versions() -> dict[str, str]:
     found = {"python": platform.python_version()}
     for name in ("vcr_transport", "httpx2", "httpx", "openai", "anthropic", "google-genai"):
@@ -132,7 +134,7 @@ class CassetteRecorder:
             "type": "header",
             "format_version": FORMAT_VERSION,
             "created": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
-            "versions": _versions(),
+            "versions": dict(_versions()),
         }
         self._writer = CassetteWriter(path, header)
         for line in kept_lines:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import importlib
 import re
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 __all__ = ["PLACEHOLDER", "SECRET_FIELD_NAMES", "Redactor", "StreamRedactor", "remove_secret_values"]
@@ -332,18 +332,24 @@ class StreamRedactor:
         return ready
 
 
-def _moved_boundaries(original: bytes, redacted: bytes, segments: list[tuple[int, int]]) -> list[tuple[int, int, int]]:
-    """Map each segment's span of ``original`` onto ``redacted``: unchanged edges keep their boundaries,
-    boundaries inside the changed middle move to its end."""
-    shift = len(redacted) - len(original)
-    prefix = 0
+def changed_span(original: Sequence[Any], redacted: Sequence[Any]) -> tuple[int, int]:
+    """(start, end) of the part of ``original`` that differs from ``redacted``: what lies outside it is
+    the longest common prefix and suffix."""
     limit = min(len(original), len(redacted))
+    prefix = 0
     while prefix < limit and original[prefix] == redacted[prefix]:
         prefix += 1
     suffix = 0
     while suffix < limit - prefix and original[-1 - suffix] == redacted[-1 - suffix]:
         suffix += 1
-    changed_end = len(original) - suffix
+    return prefix, len(original) - suffix
+
+
+def _moved_boundaries(original: bytes, redacted: bytes, segments: list[tuple[int, int]]) -> list[tuple[int, int, int]]:
+    """Map each segment's span of ``original`` onto ``redacted``: unchanged edges keep their boundaries,
+    boundaries inside the changed middle move to its end."""
+    shift = len(redacted) - len(original)
+    prefix, changed_end = changed_span(original, redacted)
 
     def moved(position: int) -> int:
         if position <= prefix:
