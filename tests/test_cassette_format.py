@@ -196,7 +196,7 @@ def test_body_storage_forms(cassette: Path) -> None:
 
 @pytest.mark.parametrize("loader", ["json", "orjson"])
 def test_both_json_parsers_read_and_refuse_alike(cassette: Path, loader: str, monkeypatch: pytest.MonkeyPatch) -> None:
-    import vcr_transport._cassette as model
+    import vcr_transport._core._format as model
 
     module = pytest.importorskip(loader)
     monkeypatch.setattr(model, "_json_loads", lambda: module.loads)

@@ -12,7 +12,7 @@ import pytest
 
 import vcr_transport
 from vcr_transport import find_first_difference
-from vcr_transport._replay import replay_headers
+from vcr_transport._core._replay import replay_headers
 
 
 def test_first_difference_in_nested_lists() -> None:
@@ -273,7 +273,7 @@ def test_mismatch_values_in_the_message_are_redacted(cassette: Path) -> None:
 
 
 def _call(status: int, headers: list[tuple[str, str]]) -> Any:
-    from vcr_transport._cassette import RecordedCall
+    from vcr_transport._core._format import RecordedCall
 
     return RecordedCall(
         0, "GET", "https://a.test/", [], None, status=status, response_headers=headers, outcome="complete"

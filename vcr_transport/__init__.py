@@ -3,9 +3,11 @@
 Importing this package patches nothing, reads no environment variable and opens no file.
 """
 
-from ._cassette import FORMAT_VERSION
 from ._config import ENVIRONMENT_VARIABLE, MODES, ResolvedMode, resolve_mode
 from ._context import use_cassette
+from ._core._format import FORMAT_VERSION
+from ._core._matching import NON_DETERMINISTIC_FIELD_NAMES, VOLATILE_HEADERS, RequestMatcher, find_first_difference
+from ._core._redaction import PLACEHOLDER, SECRET_FIELD_NAMES, Redactor, remove_secret_values
 from ._exceptions import (
     CassetteError,
     CassetteOwnerError,
@@ -17,9 +19,7 @@ from ._exceptions import (
     UnplayedCallsWarning,
     VcrTransportError,
 )
-from ._matching import NON_DETERMINISTIC_FIELD_NAMES, VOLATILE_HEADERS, RequestMatcher, find_first_difference
 from ._recording import AsyncRecordingTransport, RecordingTransport
-from ._redaction import PLACEHOLDER, SECRET_FIELD_NAMES, Redactor, remove_secret_values
 from ._replay import AsyncReplayTransport, ReplayTransport
 from ._session import ModeTransport, async_transport, transport
 

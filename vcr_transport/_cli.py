@@ -11,19 +11,18 @@ import os
 import re
 import sys
 import time
-import zlib
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
-from ._cassette import FORMAT_VERSION, Cassette, RecordedCall, dumps_line, encode_chunk
 from ._config import ENVIRONMENT_VARIABLE, MODES, find_pyproject, read_settings, resolve_mode
+from ._core._bodies import content_type_of, decoded_body, sse_events, stored_body
+from ._core._format import FORMAT_VERSION, Cassette, RecordedCall, dumps_line, encode_chunk
+from ._core._matching import RequestMatcher, iter_differences
+from ._core._redaction import PLACEHOLDER, Redactor, StreamRedactor, changed_span
 from ._exceptions import CassetteError, VcrTransportError
-from ._http import content_type_of, stored_body
 from ._ledger import last_run_cassettes
-from ._matching import RequestMatcher, iter_differences
-from ._redaction import PLACEHOLDER, Redactor, StreamRedactor, changed_span
 from ._storage import read_cassette
 
 __all__ = ["main"]
@@ -207,25 +206,8 @@ def command_list(args: argparse.Namespace) -> int:
     return 0
 
 
-def _decoded_body(call: RecordedCall) -> bytes:
-    data = b"".join(call.events)
-    encoding = next((v.lower() for k, v in call.response_headers if k.lower() == "content-encoding"), "")
-    if encoding in ("gzip", "deflate"):
-        decompressor = zlib.decompressobj(wbits=47 if encoding == "gzip" else 15)
-        try:
-            return decompressor.decompress(data)
-        except zlib.error:
-            return data
-    return data
-
-
-def _sse_events(text: str) -> list[str]:
-    events = re.split(r"\r\n\r\n|\n\n|\r\r", text)
-    return [" | ".join(line for line in re.split(r"\r\n|\n|\r", event) if line) for event in events if event.strip()]
-
-
 def _call_view(call: RecordedCall) -> dict[str, Any]:
-    body = _decoded_body(call)
+    body = decoded_body(call.events, call.response_headers)
     content_type = content_type_of(call.response_headers)
     view: dict[str, Any] = {
         "call_index": call.index,
@@ -245,7 +227,7 @@ def _call_view(call: RecordedCall) -> dict[str, Any]:
         view["error"] = {"class": call.error_class, "message": call.error_message}
     text = body.decode("utf-8", "replace")
     if "event-stream" in content_type:
-        view["sse_events"] = _sse_events(text)
+        view["sse_events"] = sse_events(text)
     else:
         try:
             view["response_json"] = json.loads(text)
@@ -362,11 +344,11 @@ def command_verify(args: argparse.Namespace) -> int:
 
 
 def _response_fields(call: RecordedCall) -> dict[str, Any]:
-    body = _decoded_body(call).decode("utf-8", "replace")
+    body = decoded_body(call.events, call.response_headers).decode("utf-8", "replace")
     try:
         parsed: Any = json.loads(body)
     except ValueError:
-        parsed = _sse_events(body) if "event-stream" in content_type_of(call.response_headers) else body
+        parsed = sse_events(body) if "event-stream" in content_type_of(call.response_headers) else body
     return {
         "status": call.status,
         "outcome": call.outcome,

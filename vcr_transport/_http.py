@@ -3,19 +3,23 @@ streams, responses and exceptions."""
 
 from __future__ import annotations
 
-import base64
 import builtins
 import functools
-import json
 import sys
 from types import ModuleType
 from typing import Any
 
-from ._cassette import StoredBody
 from ._exceptions import RecordedError
-from ._redaction import Redactor
 
-__all__ = ["library_of", "rebuild_error", "stored_body", "stream_class"]
+__all__ = [
+    "convert_error",
+    "error_name",
+    "header_pairs",
+    "library_of",
+    "rebuild_error",
+    "stream_class",
+    "transport_library",
+]
 
 HTTP_LIBRARIES = ("httpx", "httpx2")
 
@@ -86,54 +90,6 @@ def convert_error(exc: BaseException, library: ModuleType, request: Any) -> Base
     return exc
 
 
-def content_type_of(headers: list[tuple[str, str]]) -> str:
-    for name, value in headers:
-        if name.lower() == "content-type":
-            return value.lower()
-    return ""
-
-
-def stored_body(content: bytes, content_type: str, redactor: Redactor) -> StoredBody:
-    """A request body as stored: JSON parsed, form and other text as text, anything else as base64; redacted."""
-    if not content:
-        return None
-    if "json" in content_type:
-        try:
-            return {"json": redactor.redact_value(json.loads(content))}
-        except ValueError:
-            pass
-    try:
-        text = content.decode("utf-8")
-    except UnicodeDecodeError:
-        return {"base64": base64.b64encode(content).decode("ascii")}
-    if "application/x-www-form-urlencoded" in content_type:
-        return {"text": redactor.redact_form(text)}
-    return {"text": redactor.redact_text(text)}
-
-
 def header_pairs(headers: Any) -> list[tuple[str, str]]:
     """Raw header pairs, original case and order kept."""
     return [(name.decode("latin-1"), value.decode("latin-1")) for name, value in headers.raw]
-
-
-def content_encoding(headers: list[tuple[str, str]]) -> str:
-    """The response's content-encoding, or "" for none (identity)."""
-    for name, value in headers:
-        if name.lower() == "content-encoding" and value.strip().lower() not in ("", "identity"):
-            return value.strip().lower()
-    return ""
-
-
-def binary_body(headers: list[tuple[str, str]]) -> bool:
-    """Bodies of a binary media type (images, audio, PDFs...), which redaction leaves alone."""
-    for name, value in headers:
-        if name.lower() == "content-type":
-            media = value.split(";")[0].strip().lower()
-            if media.startswith(("image/", "audio/", "video/", "font/")) or media in (
-                "application/octet-stream",
-                "application/pdf",
-                "application/zip",
-                "application/gzip",
-            ):
-                return True
-    return False

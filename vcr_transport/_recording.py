@@ -15,21 +15,11 @@ from collections.abc import AsyncIterator, Callable, Iterable, Iterator, Sequenc
 from importlib import metadata
 from typing import Any, NoReturn
 
-from ._cassette import FORMAT_VERSION, event_line
+from ._core._bodies import binary_body, content_encoding, content_type_of, stored_body
+from ._core._format import FORMAT_VERSION, event_line
+from ._core._redaction import EncodedBodyRedactor, Redactor, StreamRedactor
 from ._exceptions import VcrTransportError
-from ._http import (
-    binary_body,
-    content_encoding,
-    content_type_of,
-    convert_error,
-    error_name,
-    header_pairs,
-    library_of,
-    stored_body,
-    stream_class,
-    transport_library,
-)
-from ._redaction import EncodedBodyRedactor, Redactor, StreamRedactor
+from ._http import convert_error, error_name, header_pairs, library_of, stream_class, transport_library
 from ._storage import CassetteWriter
 
 __all__ = ["AsyncRecordingTransport", "RecordingTransport"]

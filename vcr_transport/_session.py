@@ -11,10 +11,10 @@ from types import ModuleType
 from typing import Any
 
 from ._config import concrete_mode, find_pyproject, read_settings, resolve_mode
+from ._core._redaction import Redactor
 from ._exceptions import CassetteError, ReplayMismatch, UnplayedCallsError
 from ._http import header_pairs, library_of
 from ._recording import CassetteRecorder, ClosingSides, _RecordingBase
-from ._redaction import Redactor
 from ._replay import ReplayTransport, answers_with_error_response, error_response
 
 __all__ = ["CassetteSession", "ModeTransport", "async_transport", "open_session", "transport"]

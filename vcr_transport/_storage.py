@@ -7,10 +7,11 @@ import gc
 import os
 import tempfile
 import threading
+import weakref
 from pathlib import Path
 from typing import Any
 
-from ._cassette import Cassette, dumps_line
+from ._core._format import Cassette, _Parser, dumps_line
 from ._exceptions import CassetteError
 
 __all__ = ["CassetteWriter", "read_cassette"]
@@ -35,7 +36,7 @@ def read_cassette(path: str | os.PathLike[str]) -> Cassette:
 def _read(name: str) -> Cassette:
     try:
         if os.path.getsize(name) > LAZY_LOAD_BYTES:
-            return Cassette.open_lazily(name)
+            return open_lazily(name)
         data = Path(name).read_bytes()
     except FileNotFoundError:
         raise CassetteError(
@@ -44,6 +45,35 @@ def _read(name: str) -> Cassette:
     except OSError as exc:
         raise CassetteError(name, None, f"can't be read: {exc.strerror}") from None
     return Cassette.parse(data, name)
+
+
+class _CassetteFile:
+    """An open cassette file read at offsets; closed when the cassette is garbage-collected."""
+
+    def __init__(self, path: str) -> None:
+        self.descriptor = os.open(path, os.O_RDONLY)
+        weakref.finalize(self, os.close, self.descriptor)
+
+    def read(self, start: int, end: int) -> bytes:
+        return os.pread(self.descriptor, end - start, start)
+
+
+def open_lazily(path: str) -> Cassette:
+    """Validate every line of a large cassette now, but read event chunks only when they are replayed."""
+    parser = _Parser(path, lazy_source=_CassetteFile(path))
+    position = 0
+    with open(path, "rb") as file:
+        for number, line in enumerate(file, start=1):
+            if not line.endswith(b"\n"):
+                raise parser.fail(
+                    number,
+                    "the last line is cut off (no newline): the recording was interrupted",
+                    "re-record the cassette",
+                )
+            parser.span = (position, position + len(line) - 1)
+            parser.feed(number, line[:-1])
+            position += len(line)
+    return parser.finish()
 
 
 class CassetteWriter:

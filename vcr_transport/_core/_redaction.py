@@ -7,10 +7,11 @@ defaults can't be removed; users add names, patterns or callables.
 
 from __future__ import annotations
 
-import importlib
 import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
+
+from ._bodies import content_codec
 
 __all__ = ["PLACEHOLDER", "SECRET_FIELD_NAMES", "Redactor", "StreamRedactor", "remove_secret_values"]
 
@@ -367,39 +368,6 @@ def _moved_boundaries(original: bytes, redacted: bytes, segments: list[tuple[int
     return spans
 
 
-def _content_codec(encoding: str) -> tuple[Callable[[bytes], bytes], Callable[[bytes], bytes]] | None:
-    """(decode, encode) for a content-encoding, when this Python can do both."""
-    import gzip
-    import zlib
-
-    def inflate(data: bytes, wbits: int) -> bytes:
-        return zlib.decompressobj(wbits).decompress(data)  # tolerates a body cut short
-
-    if encoding == "gzip":
-        return (lambda data: inflate(data, 47)), gzip.compress
-    if encoding == "deflate":
-
-        def decode_deflate(data: bytes) -> bytes:
-            try:
-                return inflate(data, 15)
-            except zlib.error:
-                return inflate(data, -15)
-
-        return decode_deflate, zlib.compress
-    try:
-        if encoding == "br":
-            brotli = importlib.import_module("brotli")
-            return brotli.decompress, brotli.compress
-        if encoding == "zstd":
-            zstandard = importlib.import_module("zstandard")
-            return (lambda data: zstandard.ZstdDecompressor().decompressobj().decompress(data)), (
-                lambda data: zstandard.ZstdCompressor().compress(data)
-            )
-    except ImportError:
-        return None
-    return None
-
-
 class EncodedBodyRedactor:
     """Redacts a content-encoded (gzip, deflate, br, zstd) body, which can only be searched decoded.
 
@@ -411,7 +379,7 @@ class EncodedBodyRedactor:
 
     def __init__(self, redactor: Redactor, encoding: str, max_buffer: int = 64 * 1024 * 1024) -> None:
         self._redactor = redactor
-        self._codec = _content_codec(encoding.strip().lower())
+        self._codec = content_codec(encoding)
         self._max_buffer = max_buffer
         self._held: list[tuple[bytes, Any]] | None = [] if self._codec else None
         self._size = 0

@@ -1,4 +1,4 @@
-"""Cassette format v1: the model and its JSONL lines. No I/O here.
+"""Cassette format v1: the model and its JSONL lines. No I/O: the storage shell reads and writes files.
 
 One JSON object per line, written as things happen:
 
@@ -16,13 +16,11 @@ from __future__ import annotations
 import base64
 import binascii
 import json
-import os
-import weakref
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, overload
+from typing import Any, Protocol, overload
 
-from ._exceptions import CassetteError
+from .._exceptions import CassetteError
 
 __all__ = ["FORMAT_VERSION", "Cassette", "RecordedCall", "StoredBody"]
 
@@ -30,6 +28,12 @@ FORMAT_VERSION = 1
 OUTCOMES = ("complete", "closed_early", "error")
 
 StoredBody = dict[str, Any] | None
+
+
+class ChunkSource(Protocol):
+    """Where a lazily loaded cassette's lines are read from, by byte offsets (the storage shell)."""
+
+    def read(self, start: int, end: int) -> bytes: ...
 
 
 def dumps_line(obj: dict[str, Any]) -> str:
@@ -89,7 +93,7 @@ class LazyChunks(Sequence[bytes]):
     """The chunks of one call of a large cassette, read from the (already validated) file when asked for, so
     replaying a long stream doesn't hold it in memory."""
 
-    def __init__(self, source: _CassetteFile, loads: Callable[[bytes], Any]) -> None:
+    def __init__(self, source: ChunkSource, loads: Callable[[bytes], Any]) -> None:
         self._source = source
         self._loads = loads
         self.spans: list[tuple[int, int]] = []
@@ -108,17 +112,6 @@ class LazyChunks(Sequence[bytes]):
             return [self[i] for i in range(*index.indices(len(self)))]
         start, end = self.spans[index]
         return event_chunk(self._loads(self._source.read(start, end)))
-
-
-class _CassetteFile:
-    """An open cassette file read at offsets; closed when the cassette is garbage-collected."""
-
-    def __init__(self, path: str) -> None:
-        self.descriptor = os.open(path, os.O_RDONLY)
-        weakref.finalize(self, os.close, self.descriptor)
-
-    def read(self, start: int, end: int) -> bytes:
-        return os.pread(self.descriptor, end - start, start)
 
 
 def event_chunk(obj: dict[str, Any]) -> bytes:
@@ -164,24 +157,6 @@ class Cassette:
                 take(number, obj)
         return parser.finish()
 
-    @classmethod
-    def open_lazily(cls, path: str) -> Cassette:
-        """Validate every line of a large cassette now, but read event chunks only when they are replayed."""
-        parser = _Parser(path, lazy_source=_CassetteFile(path))
-        position = 0
-        with open(path, "rb") as file:
-            for number, line in enumerate(file, start=1):
-                if not line.endswith(b"\n"):
-                    raise parser.fail(
-                        number,
-                        "the last line is cut off (no newline): the recording was interrupted",
-                        "re-record the cassette",
-                    )
-                parser.span = (position, position + len(line) - 1)
-                parser.feed(number, line[:-1])
-                position += len(line)
-        return parser.finish()
-
 
 def _json_loads() -> Any:
     try:
@@ -192,7 +167,7 @@ def _json_loads() -> Any:
 
 
 class _Parser:
-    def __init__(self, path: str, lazy_source: _CassetteFile | None = None) -> None:
+    def __init__(self, path: str, lazy_source: ChunkSource | None = None) -> None:
         self.path = path
         self.lazy_source = lazy_source
         self.span = (0, 0)

@@ -7,8 +7,8 @@ from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 from urllib.parse import parse_qsl, urlsplit
 
-from ._cassette import StoredBody
-from ._exceptions import MISSING
+from .._exceptions import MISSING
+from ._format import StoredBody
 
 __all__ = [
     "NON_DETERMINISTIC_FIELD_NAMES",
