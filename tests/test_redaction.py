@@ -20,7 +20,7 @@ from vendors import VENDOR_ROUTES, Sdk
 
 import vcr_transport
 from vcr_transport import PLACEHOLDER, Redactor, remove_secret_values
-from vcr_transport._core._redaction import StreamRedactor
+from vcr_transport._core._stream_redaction import StreamRedactor
 
 SECRET_NAMES = [
     "authorization",

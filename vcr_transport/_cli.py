@@ -20,7 +20,8 @@ from ._config import ENVIRONMENT_VARIABLE, MODES, find_pyproject, read_settings,
 from ._core._bodies import content_type_of, decoded_body, sse_events, stored_body
 from ._core._format import FORMAT_VERSION, Cassette, RecordedCall, dumps_line, encode_chunk
 from ._core._matching import RequestMatcher, iter_differences
-from ._core._redaction import PLACEHOLDER, Redactor, StreamRedactor, changed_span
+from ._core._redaction import PLACEHOLDER, Redactor
+from ._core._stream_redaction import StreamRedactor, changed_span
 from ._exceptions import CassetteError, VcrTransportError
 from ._ledger import last_run_cassettes
 from ._storage import read_cassette

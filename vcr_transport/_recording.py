@@ -17,7 +17,8 @@ from typing import Any, NoReturn
 
 from ._core._bodies import binary_body, content_encoding, content_type_of, stored_body
 from ._core._format import FORMAT_VERSION, event_line
-from ._core._redaction import EncodedBodyRedactor, Redactor, StreamRedactor
+from ._core._redaction import Redactor
+from ._core._stream_redaction import EncodedBodyRedactor, StreamRedactor
 from ._exceptions import VcrTransportError
 from ._http import convert_error, error_name, header_pairs, library_of, stream_class, transport_library
 from ._storage import CassetteWriter

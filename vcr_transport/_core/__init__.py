@@ -8,5 +8,6 @@ the CLI are thin shells around it.
 | ``_bodies``   | stored request bodies, content types, content-encodings, SSE text             |
 | ``_matching`` | comparable requests, field-path differences                                   |
 | ``_redaction``| the rules that keep secrets out of every byte written, and the scanner        |
+| ``_stream_redaction`` | redaction of streamed and content-encoded response bodies          |
 | ``_replay``   | choosing the recorded call that answers a request, replayed headers           |
 """
