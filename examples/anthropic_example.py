@@ -29,7 +29,7 @@ def constructor_way(mode: str) -> str:
     if mode == "record":
         transport = vcr_transport.AsyncRecordingTransport(httpx2.AsyncHTTPTransport(), path)
     else:
-        transport = vcr_transport.AsyncReplayTransport(path)
+        transport = vcr_transport.ReplayTransport(path)
 
     async def script() -> str:
         async with httpx2.AsyncClient(transport=transport) as http:

@@ -16,6 +16,7 @@ from upstream import Upstream
 from vendors import SDKS, Sdk
 
 import vcr_transport
+from vcr_transport._config import ResolvedMode, mode_for_pytest_run, resolve_mode
 
 OPENAI = next(s for s in SDKS if s.name == "openai" and s.library is httpx2 and s.side == "sync")
 
@@ -31,22 +32,22 @@ def test_precedence_argument_option_environment_pyproject_default(tmp_path: Path
     pyproject = tmp_path / "pyproject.toml"
     pyproject.write_text('[tool.vcr_transport]\nmode = "off"\n')
     env = {"VCR_TRANSPORT_MODE": "record"}
-    resolve = vcr_transport.resolve_mode
-    assert resolve("replay", pytest_option="record", environ=env, pyproject=pyproject) == vcr_transport.ResolvedMode(
-        "replay", "argument"
-    )
-    assert resolve(None, pytest_option="record-on-miss", environ=env, pyproject=pyproject).mode == "record-on-miss"
+    resolve = resolve_mode
+    with mode_for_pytest_run("record"):
+        assert resolve("replay", environ=env, pyproject=pyproject) == ResolvedMode("replay", "argument")
+    with mode_for_pytest_run("record-on-miss"):
+        assert resolve(None, environ=env, pyproject=pyproject).mode == "record-on-miss"
+    with mode_for_pytest_run(None):  # a pytest run without --vcr-mode
+        assert resolve(None, environ=env, pyproject=pyproject).mode == "record"
     assert resolve(None, environ=env, pyproject=pyproject).source == "environment VCR_TRANSPORT_MODE"
-    assert resolve(None, environ={}, pyproject=pyproject) == vcr_transport.ResolvedMode(
-        "off", f"{pyproject} [tool.vcr_transport]"
-    )
+    assert resolve(None, environ={}, pyproject=pyproject) == ResolvedMode("off", f"{pyproject} [tool.vcr_transport]")
     pyproject.write_text('[project]\nname = "x"\n')
-    assert resolve(None, environ={}, pyproject=pyproject) == vcr_transport.ResolvedMode("auto", "default")
+    assert resolve(None, environ={}, pyproject=pyproject) == ResolvedMode("auto", "default")
 
 
 def test_an_unknown_mode_lists_the_valid_ones() -> None:
     with pytest.raises(vcr_transport.ModeError) as caught:
-        vcr_transport.resolve_mode(None, environ={"VCR_TRANSPORT_MODE": "replya"})
+        resolve_mode(None, environ={"VCR_TRANSPORT_MODE": "replya"})
     assert "'replya'" in str(caught.value) and "off, record, replay, record-on-miss, auto" in str(caught.value)
 
 

@@ -78,7 +78,8 @@ def test_a_missing_cassette_in_ci_says_how_to_record_it(
     result.stdout.fnmatch_lines(
         [
             "*cassette *test_chat.jsonl: no such cassette, and auto mode never records when CI is set",
-            "*fix: record it where the real API is reachable with VCR_TRANSPORT_MODE=record, then commit it",
+            "*fix: record it where the real API is reachable: run pytest with --vcr-mode=record "
+            "(or set VCR_TRANSPORT_MODE=record); then commit it",
         ]
     )
 

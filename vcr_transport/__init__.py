@@ -3,10 +3,11 @@
 Importing this package patches nothing, reads no environment variable and opens no file.
 """
 
-from ._config import ENVIRONMENT_VARIABLE, MODES, ResolvedMode, resolve_mode
 from ._context import use_cassette
 from ._core._format import FORMAT_VERSION
-from ._core._matching import NON_DETERMINISTIC_FIELD_NAMES, VOLATILE_HEADERS, RequestMatcher, find_first_difference
+from ._core._matching import NON_DETERMINISTIC_FIELD_NAMES, VOLATILE_HEADERS, find_first_difference
+from ._core._modes import MODES
+from ._core._options import Options
 from ._core._redaction import PLACEHOLDER, SECRET_FIELD_NAMES, Redactor, remove_secret_values
 from ._exceptions import (
     CassetteError,
@@ -20,13 +21,12 @@ from ._exceptions import (
     VcrTransportError,
 )
 from ._recording import AsyncRecordingTransport, RecordingTransport
-from ._replay import AsyncReplayTransport, ReplayTransport
-from ._session import ModeTransport, async_transport, transport
+from ._replay import ReplayTransport
+from ._session import CassetteSession, ModeTransport, async_transport, transport
 
 __version__ = "0.1.0"
 
 __all__ = [
-    "ENVIRONMENT_VARIABLE",
     "FORMAT_VERSION",
     "MODES",
     "NON_DETERMINISTIC_FIELD_NAMES",
@@ -34,26 +34,24 @@ __all__ = [
     "SECRET_FIELD_NAMES",
     "VOLATILE_HEADERS",
     "AsyncRecordingTransport",
-    "AsyncReplayTransport",
     "CassetteError",
     "CassetteOwnerError",
+    "CassetteSession",
     "ModeError",
     "ModeTransport",
     "NetworkBlockedError",
+    "Options",
     "RecordedError",
     "RecordingTransport",
     "Redactor",
     "ReplayMismatch",
     "ReplayTransport",
-    "RequestMatcher",
-    "ResolvedMode",
     "UnplayedCallsError",
     "UnplayedCallsWarning",
     "VcrTransportError",
     "async_transport",
     "find_first_difference",
     "remove_secret_values",
-    "resolve_mode",
     "transport",
     "use_cassette",
 ]

@@ -8,7 +8,6 @@ import base64
 import datetime
 import json
 import os
-import re
 import sys
 import time
 from collections.abc import Iterator, Sequence
@@ -16,13 +15,13 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
-from ._config import ENVIRONMENT_VARIABLE, MODES, find_pyproject, read_settings, resolve_mode
+from ._config import ENVIRONMENT_VARIABLE, MODES, find_pyproject, read_settings, resolve_mode, set_mode_in_pyproject
 from ._core._bodies import content_type_of, decoded_body, sse_events, stored_body
 from ._core._format import FORMAT_VERSION, Cassette, RecordedCall, dumps_line, encode_chunk
-from ._core._matching import RequestMatcher, iter_differences
+from ._core._matching import cassette_differences, iter_differences
 from ._core._redaction import PLACEHOLDER, Redactor
 from ._core._stream_redaction import StreamRedactor, changed_span
-from ._exceptions import CassetteError, VcrTransportError
+from ._exceptions import CassetteError, VcrTransportError, shorten
 from ._ledger import last_run_cassettes
 from ._storage import read_cassette
 
@@ -148,24 +147,6 @@ def command_set_mode(args: argparse.Namespace) -> int:
     if os.environ.get(ENVIRONMENT_VARIABLE):
         _out(f"note: {ENVIRONMENT_VARIABLE}={os.environ[ENVIRONMENT_VARIABLE]} is set and takes precedence")
     return 0
-
-
-def set_mode_in_pyproject(text: str, mode: str) -> str:
-    """Set ``mode`` in [tool.vcr_transport], leaving every other line as it was."""
-    line = f'mode = "{mode}"'
-    lines = text.splitlines(keepends=True)
-    heading = re.compile(r"\s*\[tool\.vcr_transport\]\s*(#.*)?$")
-    table = next((i for i, entry in enumerate(lines) if heading.match(entry)), None)
-    if table is None:
-        prefix = "" if not text or text.endswith("\n\n") else ("\n" if text.endswith("\n") else "\n\n")
-        return f"{text}{prefix}[tool.vcr_transport]\n{line}\n"
-    end = next((i for i in range(table + 1, len(lines)) if re.match(r"\s*\[", lines[i])), len(lines))
-    for i in range(table + 1, end):
-        if re.match(r"\s*mode\s*=", lines[i]):
-            lines[i] = line + "\n"
-            return "".join(lines)
-    lines.insert(table + 1, line + "\n")
-    return "".join(lines)
 
 
 # --- list, show, verify ---------------------------------------------------------------------------------
@@ -344,38 +325,6 @@ def command_verify(args: argparse.Namespace) -> int:
 # --- diff ----------------------------------------------------------------------------------------------
 
 
-def _response_fields(call: RecordedCall) -> dict[str, Any]:
-    body = decoded_body(call.events, call.response_headers).decode("utf-8", "replace")
-    try:
-        parsed: Any = json.loads(body)
-    except ValueError:
-        parsed = sse_events(body) if "event-stream" in content_type_of(call.response_headers) else body
-    return {
-        "status": call.status,
-        "outcome": call.outcome,
-        "headers": {k.lower(): v for k, v in call.response_headers if k.lower() not in ("date", "content-length")},
-        "body": parsed,
-    }
-
-
-def cassette_differences(a: Cassette, b: Cassette) -> Iterator[tuple[int, str, Any, Any]]:
-    matcher = RequestMatcher()
-    for index in range(max(len(a.calls), len(b.calls))):
-        if index >= len(a.calls) or index >= len(b.calls):
-            left = f"{len(a.calls)} calls" if index >= len(a.calls) else "present"
-            right = f"{len(b.calls)} calls" if index >= len(b.calls) else "present"
-            yield index, "call_index", left, right
-            continue
-        ca, cb = a.calls[index], b.calls[index]
-        ra = matcher.comparable(ca.method, ca.url, ca.request_headers, ca.body)
-        rb = matcher.comparable(cb.method, cb.url, cb.request_headers, cb.body)
-        for section in ("method", "url", "headers", "body"):
-            for path, left, right in iter_differences(ra[section], rb[section], section):
-                yield index, path, left, right
-        for path, left, right in iter_differences(_response_fields(ca), _response_fields(cb), "response"):
-            yield index, path, left, right
-
-
 def command_diff(args: argparse.Namespace) -> int:
     a, b = read_cassette(args.a), read_cassette(args.b)
     found = list(cassette_differences(a, b))
@@ -387,14 +336,9 @@ def command_diff(args: argparse.Namespace) -> int:
         )
     else:
         for index, path, left, right in found:
-            _out(f"call {index}, field {path}: {_short(left)} -> {_short(right)}")
+            _out(f"call {index}, field {path}: {shorten(left)} -> {shorten(right)}")
         _out(f"{len(found)} difference(s) between {args.a} ({len(a.calls)} calls) and {args.b} ({len(b.calls)} calls)")
     return 1 if found else 0
-
-
-def _short(value: Any) -> str:
-    text = repr(value)
-    return text if len(text) <= 80 else text[:77] + "..."
 
 
 # --- scan -----------------------------------------------------------------------------------------------

@@ -1,4 +1,4 @@
-"""The mode switch, resolved in one place.
+"""Where the mode and the settings come from: arguments, the pytest run, the environment and pyproject.toml.
 
 | precedence | where                                   | example                                  |
 |------------|-----------------------------------------|------------------------------------------|
@@ -8,38 +8,60 @@
 | 4          | ``[tool.vcr_transport]`` in pyproject   | ``mode = "replay"``                      |
 | 5          | the default                             | ``auto``                                 |
 
-``auto`` replays an existing cassette and records a missing one, except when the environment variable
-``CI`` is set: then it never records, and a missing cassette is an error saying how to record it.
-Nothing here runs at import time.
+The pytest plugin publishes ``--vcr-mode`` here when the run starts (``mode_for_pytest_run``), so every entry point
+in that run sees it: the marker, ``use_cassette()``, ``transport()`` and ``async_transport()``. What the
+modes mean, and ``auto`` under ``CI``, is decided in ``_core/_modes.py``. Nothing here runs at import time.
 """
 
 from __future__ import annotations
 
 import os
+import re
 import tomllib
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ._exceptions import CassetteError, ModeError, VcrTransportError
+from ._core._modes import ENVIRONMENT_VARIABLE, MODES, check_mode, concrete_mode
+from ._exceptions import VcrTransportError
 
-__all__ = ["MODES", "ENVIRONMENT_VARIABLE", "ResolvedMode", "concrete_mode", "find_pyproject", "resolve_mode"]
-
-MODES = ("off", "record", "replay", "record-on-miss", "auto")
-ENVIRONMENT_VARIABLE = "VCR_TRANSPORT_MODE"
-
-
-def check_mode(name: str, source: str) -> str:
-    if name not in MODES:
-        raise ModeError(f"unknown vcr_transport mode {name!r} (from {source}); valid modes: {', '.join(MODES)}")
-    return name
+__all__ = [
+    "ENVIRONMENT_VARIABLE",
+    "MODES",
+    "ResolvedMode",
+    "cassette_mode",
+    "find_pyproject",
+    "mode_for_pytest_run",
+    "read_settings",
+    "resolve_mode",
+    "set_mode_in_pyproject",
+]
 
 
 @dataclass(frozen=True)
 class ResolvedMode:
     mode: str
     source: str
+
+
+# The pytest run in progress, if any: its --vcr-mode (None when not given). Set by the plugin only.
+_pytest_mode: list[str | None] = []
+
+
+@contextmanager
+def mode_for_pytest_run(vcr_mode: str | None) -> Iterator[None]:
+    """The pytest plugin's run: ``vcr_mode`` applies to every cassette opened until it ends."""
+    _pytest_mode.append(vcr_mode)
+    try:
+        yield
+    finally:
+        _pytest_mode.pop()
+
+
+def in_pytest_run() -> bool:
+    return bool(_pytest_mode)
 
 
 def find_pyproject(start: Path | None = None) -> Path | None:
@@ -61,13 +83,14 @@ def read_settings(pyproject: Path | None) -> dict[str, Any]:
     except (OSError, tomllib.TOMLDecodeError) as exc:
         raise VcrTransportError(f"{pyproject}: can't read [tool.vcr_transport]: {exc}") from None
     settings = document.get("tool", {}).get("vcr_transport", {})
-    return settings if isinstance(settings, dict) else {}
+    if not isinstance(settings, dict):
+        raise VcrTransportError(f"{pyproject}: [tool.vcr_transport] must be a table")
+    return settings
 
 
 def resolve_mode(
     argument: str | None = None,
     *,
-    pytest_option: str | None = None,
     environ: Mapping[str, str] | None = None,
     pyproject: Path | None = None,
 ) -> ResolvedMode:
@@ -75,8 +98,8 @@ def resolve_mode(
     environ = os.environ if environ is None else environ
     if argument is not None:
         return ResolvedMode(check_mode(argument, "argument"), "argument")
-    if pytest_option is not None:
-        return ResolvedMode(check_mode(pytest_option, "--vcr-mode"), "pytest option --vcr-mode")
+    if _pytest_mode and _pytest_mode[-1] is not None:
+        return ResolvedMode(check_mode(_pytest_mode[-1], "--vcr-mode"), "pytest option --vcr-mode")
     from_environment = environ.get(ENVIRONMENT_VARIABLE)
     if from_environment:
         return ResolvedMode(check_mode(from_environment, ENVIRONMENT_VARIABLE), f"environment {ENVIRONMENT_VARIABLE}")
@@ -88,18 +111,46 @@ def resolve_mode(
     return ResolvedMode("auto", "default")
 
 
-def concrete_mode(mode: str, path: Path, environ: Mapping[str, str] | None = None) -> str:
-    """``auto`` made into ``replay`` or ``record`` for this cassette; other modes as they are."""
-    if mode != "auto":
-        return mode
-    if path.exists():
-        return "replay"
+def how_to_record(resolved: ResolvedMode, *, marker: bool = False) -> str:
+    """What the user changes to record, given where the mode in force came from: the highest-precedence
+    source that is in force wins, so naming a lower one would not work."""
+    if resolved.source == "argument":
+        return "mode='record' in the marker" if marker else "pass mode='record' (the argument wins over the rest)"
+    if resolved.source.startswith("pytest option"):
+        return "run pytest with --vcr-mode=record"
+    if resolved.source.startswith("environment"):
+        return f"set {ENVIRONMENT_VARIABLE}=record"
+    if in_pytest_run():
+        return f"run pytest with --vcr-mode=record (or set {ENVIRONMENT_VARIABLE}=record)"
+    return f"set {ENVIRONMENT_VARIABLE}=record (or pass mode='record')"
+
+
+def cassette_mode(resolved: ResolvedMode, path: Path, environ: Mapping[str, str] | None = None) -> str:
+    """The concrete mode for one cassette: ``auto`` decided by whether it exists and whether CI is set."""
     environ = os.environ if environ is None else environ
-    if environ.get("CI"):
-        raise CassetteError(
-            str(path),
-            None,
-            "no such cassette, and auto mode never records when CI is set",
-            f"record it where the real API is reachable with {ENVIRONMENT_VARIABLE}=record, then commit it",
-        )
-    return "record"
+    return concrete_mode(
+        resolved.mode,
+        str(path),
+        exists=path.exists(),
+        ci=bool(environ.get("CI")),
+        how_to_record=how_to_record(resolved),
+    )
+
+
+def set_mode_in_pyproject(text: str, mode: str) -> str:
+    """Set ``mode`` in [tool.vcr_transport] of a pyproject.toml's text, leaving every other line as it was."""
+    check_mode(mode, "the command line")
+    line = f'mode = "{mode}"'
+    lines = text.splitlines(keepends=True)
+    heading = re.compile(r"\s*\[tool\.vcr_transport\]\s*(#.*)?$")
+    table = next((i for i, entry in enumerate(lines) if heading.match(entry)), None)
+    if table is None:
+        prefix = "" if not text or text.endswith("\n\n") else ("\n" if text.endswith("\n") else "\n\n")
+        return f"{text}{prefix}[tool.vcr_transport]\n{line}\n"
+    end = next((i for i in range(table + 1, len(lines)) if re.match(r"\s*\[", lines[i])), len(lines))
+    for i in range(table + 1, end):
+        if re.match(r"\s*mode\s*=", lines[i]):
+            lines[i] = line + "\n"
+            return "".join(lines)
+    lines.insert(table + 1, line + "\n")
+    return "".join(lines)

@@ -11,31 +11,34 @@ from __future__ import annotations
 
 import contextvars
 import functools
+import importlib.abc
+import importlib.machinery
 import inspect
 import os
 import sys
 import threading
 import warnings
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from types import ModuleType
 from typing import Any, TypeVar
 
+from ._core._options import Options
 from ._exceptions import CassetteOwnerError, UnplayedCallsError, UnplayedCallsWarning
 from ._session import CassetteSession, open_session
 
-__all__ = ["use_cassette"]
+__all__ = ["PATCHER", "ClientPatcher", "use_cassette"]
 
 F = TypeVar("F", bound=Callable[..., Any])
 
 UNPLAYED_ACTIONS = ("error", "warn", "ignore")
 
-_active: contextvars.ContextVar[CassetteSession | None] = contextvars.ContextVar("vcr_transport_cassette", default=None)
-_open_sessions: list[CassetteSession] = []
-_patch_lock = threading.Lock()
-_originals: dict[tuple[type, str], Any] = {}
+HTTP_LIBRARIES = ("httpx", "httpx2")
+# google-genai sends its own async calls through aiohttp whenever aiohttp is importable, out of httpx's
+# sight. While patched it is told aiohttp is absent, so those calls take its httpx2 client.
+GENAI_API_CLIENT = "google.genai._api_client"
 
 
-class _Bound:
+class _CassetteBoundTransport:
     """The transport a client gets inside the block: its own transport, seen through the cassette."""
 
     def __init__(self, session: CassetteSession, inner: Any) -> None:
@@ -49,73 +52,162 @@ class _Bound:
         return await self.session.handle_async(request, self.inner)
 
 
-def _owner() -> CassetteSession | None:
-    session = _active.get()
-    if session is not None:
-        if session.closed:
-            raise CassetteOwnerError(
-                f"a request was sent after its cassette {session.path} closed, from a task started inside "
-                "use_cassette(); finish such tasks inside the block"
-            )
-        return session
-    open_now = list(_open_sessions)
-    if len(open_now) > 1:
-        raise CassetteOwnerError(
-            "a request came from a thread or task that opened no cassette while several are open ("
-            + ", ".join(str(s.path) for s in open_now)
-            + "); open the cassette in that thread, or run it in the opener's context (contextvars.copy_context())"
+class _NotifyingLoader(importlib.abc.Loader):
+    """A module's own loader, and then a call with the executed module."""
+
+    def __init__(self, loader: importlib.abc.Loader, loaded: Callable[[ModuleType], None]) -> None:
+        self._loader = loader
+        self._loaded = loaded
+
+    def create_module(self, spec: importlib.machinery.ModuleSpec) -> ModuleType | None:
+        return self._loader.create_module(spec)
+
+    def exec_module(self, module: ModuleType) -> None:
+        self._loader.exec_module(module)
+        self._loaded(module)
+
+    def __getattr__(self, name: str) -> Any:  # resources, source and the rest: the real loader's
+        return getattr(self._loader, name)
+
+
+class _ImportWatcher(importlib.abc.MetaPathFinder):
+    """Finds nothing itself: it lets the patcher patch httpx, httpx2 or google-genai when one of them is
+    first imported while the patch is in place."""
+
+    def __init__(self, loaded: Callable[[ModuleType], None]) -> None:
+        self._loaded = loaded
+
+    def find_spec(
+        self, fullname: str, path: Sequence[str] | None, target: ModuleType | None = None
+    ) -> importlib.machinery.ModuleSpec | None:
+        if fullname not in (*HTTP_LIBRARIES, GENAI_API_CLIENT):
+            return None
+        for finder in sys.meta_path:
+            find = getattr(finder, "find_spec", None)
+            if finder is self or find is None:
+                continue
+            spec = find(fullname, path, target)
+            if spec is not None:
+                if spec.loader is not None and hasattr(spec.loader, "exec_module"):
+                    spec.loader = _NotifyingLoader(spec.loader, self._loaded)
+                return spec  # type: ignore[no-any-return]
+        return None
+
+
+class ClientPatcher:
+    """Routes the requests of every httpx and httpx2 client to the cassette that owns them, while started.
+
+    ``start()`` and ``stop()`` are reference-counted: nested blocks share one patch, installed by the first
+    start and removed by the last stop, on every path. It patches ``Client._transport_for_url`` of both
+    libraries, so a client's own transport (custom ones, openai's aiohttp one, google-genai's) is wrapped,
+    whether the client was created before or inside the block; a library first imported while started is
+    patched as its import completes. The cassette of a request is the one its thread or task opened (a
+    context variable); a request from a thread or task that opened none goes to the only open cassette,
+    and raises CassetteOwnerError when several are open.
+    """
+
+    def __init__(self) -> None:
+        self._lock = threading.RLock()
+        self._active: contextvars.ContextVar[CassetteSession | None] = contextvars.ContextVar(
+            "vcr_transport_cassette", default=None
         )
-    return open_now[0] if open_now else None
+        self._sessions: list[CassetteSession] = []
+        self._originals: dict[tuple[type, str], Any] = {}
+        self._told_no_aiohttp: list[ModuleType] = []
+        self._watcher = _ImportWatcher(self._loaded)
+
+    def enter(self, session: CassetteSession) -> contextvars.Token[CassetteSession | None]:
+        """Open ``session`` for this thread or task (and start the patch)."""
+        with self._lock:
+            self._sessions.append(session)
+            if len(self._sessions) == 1:
+                self._start()
+        return self._active.set(session)
+
+    def leave(self, session: CassetteSession, token: contextvars.Token[CassetteSession | None]) -> None:
+        """Close ``session`` for this thread or task (and stop the patch when it was the last one)."""
+        try:
+            self._active.reset(token)
+        except ValueError:  # left in another context than entered (a generator moved between tasks)
+            pass
+        with self._lock:
+            self._sessions.remove(session)
+            if not self._sessions:
+                self._stop()
+
+    def session_for_request(self) -> CassetteSession | None:
+        session = self._active.get()
+        if session is not None:
+            if session.closed:
+                raise CassetteOwnerError(
+                    f"a request was sent after its cassette {session.path} closed, from a task started inside "
+                    "use_cassette(); finish such tasks inside the block"
+                )
+            return session
+        open_now = list(self._sessions)
+        if len(open_now) > 1:
+            raise CassetteOwnerError(
+                "a request came from a thread or task that opened no cassette while several are open ("
+                + ", ".join(str(s.path) for s in open_now)
+                + "); open the cassette in that thread, or run it in the opener's context "
+                "(contextvars.copy_context())"
+            )
+        return open_now[0] if open_now else None
+
+    def _start(self) -> None:
+        for name in HTTP_LIBRARIES:
+            module = sys.modules.get(name)
+            if module is None and name == "httpx2":
+                import httpx2 as module
+            if module is not None:
+                self._patch_library(module)
+        genai = sys.modules.get(GENAI_API_CLIENT)
+        if genai is not None:
+            self._tell_no_aiohttp(genai)
+        sys.meta_path.insert(0, self._watcher)
+
+    def _stop(self) -> None:
+        if self._watcher in sys.meta_path:
+            sys.meta_path.remove(self._watcher)
+        for (cls, name), original in self._originals.items():
+            setattr(cls, name, original)
+        self._originals.clear()
+        for module in self._told_no_aiohttp:
+            setattr(module, "has_aiohttp", True)  # noqa: B010 - a module attribute mypy can't see
+        self._told_no_aiohttp.clear()
+
+    def _loaded(self, module: ModuleType) -> None:
+        with self._lock:
+            if not self._sessions:
+                return
+            if module.__name__ == GENAI_API_CLIENT:
+                self._tell_no_aiohttp(module)
+            else:
+                self._patch_library(module)
+
+    def _patch_library(self, module: ModuleType) -> None:
+        for cls in (module.Client, module.AsyncClient):
+            if (cls, "_transport_for_url") not in self._originals:
+                original = cls.__dict__["_transport_for_url"]
+                self._originals[(cls, "_transport_for_url")] = original
+                cls._transport_for_url = self._routed(original)
+
+    def _routed(self, original: Callable[[Any, Any], Any]) -> Callable[[Any, Any], Any]:
+        @functools.wraps(original)
+        def transport_for_url(client: Any, url: Any) -> Any:
+            real = original(client, url)
+            session = self.session_for_request()
+            return real if session is None else _CassetteBoundTransport(session, real)
+
+        return transport_for_url
+
+    def _tell_no_aiohttp(self, genai: ModuleType) -> None:
+        if getattr(genai, "has_aiohttp", False):
+            self._told_no_aiohttp.append(genai)
+            setattr(genai, "has_aiohttp", False)  # noqa: B010
 
 
-def _patched(original: Callable[[Any, Any], Any]) -> Callable[[Any, Any], Any]:
-    @functools.wraps(original)
-    def transport_for_url(client: Any, url: Any) -> Any:
-        real = original(client, url)
-        session = _owner()
-        return real if session is None else _Bound(session, real)
-
-    return transport_for_url
-
-
-def _client_classes() -> list[type]:
-    classes = []
-    for name in ("httpx", "httpx2"):
-        module = sys.modules.get(name)
-        if module is None and name == "httpx2":
-            import httpx2 as module
-        if module is not None:
-            classes += [module.Client, module.AsyncClient]
-    return classes
-
-
-# google-genai sends its own async calls through aiohttp whenever aiohttp is importable, out of httpx's
-# sight. Inside the block it is told aiohttp is absent, so those calls take its httpx2 client.
-_GENAI_API_CLIENT = "google.genai._api_client"
-_told_no_aiohttp: list[ModuleType] = []
-
-
-def _install() -> None:
-    with _patch_lock:
-        if not _originals:
-            for cls in _client_classes():
-                _originals[(cls, "_transport_for_url")] = cls.__dict__["_transport_for_url"]
-                cls._transport_for_url = _patched(cls.__dict__["_transport_for_url"])  # type: ignore[attr-defined]
-            genai = sys.modules.get(_GENAI_API_CLIENT)
-            if genai is not None and getattr(genai, "has_aiohttp", False):
-                _told_no_aiohttp.append(genai)
-                setattr(genai, "has_aiohttp", False)  # noqa: B010 - a module attribute mypy can't see
-
-
-def _uninstall() -> None:
-    with _patch_lock:
-        if not _open_sessions:
-            for (cls, name), original in _originals.items():
-                setattr(cls, name, original)
-            _originals.clear()
-            for module in _told_no_aiohttp:
-                setattr(module, "has_aiohttp", True)  # noqa: B010
-            _told_no_aiohttp.clear()
+PATCHER = ClientPatcher()
 
 
 class use_cassette:  # noqa: N801 - reads as a function, like contextlib's
@@ -134,7 +226,6 @@ class use_cassette:  # noqa: N801 - reads as a function, like contextlib's
         *,
         mode: str | None = None,
         unplayed: str = "warn",
-        pytest_option: str | None = None,
         **options: Any,
     ) -> None:
         if unplayed not in UNPLAYED_ACTIONS:
@@ -142,8 +233,7 @@ class use_cassette:  # noqa: N801 - reads as a function, like contextlib's
         self.path = path
         self.requested_mode = mode
         self.unplayed = unplayed
-        self.pytest_option = pytest_option
-        self.options = options
+        self.options = Options.from_arguments(options, where="use_cassette()")
         self.session: CassetteSession | None = None
         self._token: contextvars.Token[CassetteSession | None] | None = None
 
@@ -153,12 +243,8 @@ class use_cassette:  # noqa: N801 - reads as a function, like contextlib's
         return self.session.mode if self.session else "unopened"
 
     def __enter__(self) -> use_cassette:
-        session = open_session(self.path, self.requested_mode, self.options, pytest_option=self.pytest_option)
-        self.session = session
-        with _patch_lock:
-            _open_sessions.append(session)
-        self._token = _active.set(session)
-        _install()
+        self.session = open_session(self.path, self.requested_mode, self.options)
+        self._token = PATCHER.enter(self.session)
         return self
 
     def __exit__(self, exc_type: object, exc: object, traceback: object) -> None:
@@ -169,13 +255,7 @@ class use_cassette:  # noqa: N801 - reads as a function, like contextlib's
         session = self.session
         assert session is not None and self._token is not None
         try:
-            _active.reset(self._token)
-        except ValueError:  # exited in another context than entered (a generator moved between tasks)
-            pass
-        with _patch_lock:
-            _open_sessions.remove(session)
-        try:
-            _uninstall()
+            PATCHER.leave(session, self._token)
         finally:
             session.close()
         if check:
@@ -207,8 +287,7 @@ class use_cassette:  # noqa: N801 - reads as a function, like contextlib's
             self.path,
             mode=self.requested_mode,
             unplayed=self.unplayed,
-            pytest_option=self.pytest_option,
-            **self.options,
+            **self.options.as_arguments(),
         )
 
     def __call__(self, function: F) -> F:

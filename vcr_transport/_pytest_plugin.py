@@ -24,14 +24,14 @@ from typing import Any
 
 import pytest
 
-from ._config import MODES
+from ._config import MODES, mode_for_pytest_run
 from ._context import UNPLAYED_ACTIONS, use_cassette
+from ._core._options import Options
 from ._exceptions import NetworkBlockedError
 from ._ledger import note_use
-from ._session import REPLAY_OPTIONS
 
 MARKER = "vcr_transport"
-MARKER_KWARGS = frozenset({"path", "mode", "unplayed"}) | REPLAY_OPTIONS
+MARKER_KWARGS = frozenset({"path", "mode", "unplayed", *Options.names()})
 MAX_NAME = 100
 
 
@@ -68,6 +68,14 @@ def pytest_configure(config: pytest.Config) -> None:
         "markers",
         "vcr_transport(path=None, mode=None, unplayed=None, **options): run the test inside a vcr_transport cassette",
     )
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtestloop(session: pytest.Session) -> Any:
+    # --vcr-mode is published for the whole run, so every entry point sees it: the marker, use_cassette(),
+    # transport() and async_transport().
+    with mode_for_pytest_run(session.config.getoption("vcr_mode")):
+        return (yield)
 
 
 def cassette_name(node_name: str) -> str:
@@ -145,13 +153,7 @@ def vcr_cassette(request: pytest.FixtureRequest) -> Iterator[use_cassette]:
     unplayed = kwargs.pop("unplayed", None) or request.config.getini("vcr_unplayed")
     if unplayed not in UNPLAYED_ACTIONS:
         raise pytest.UsageError(f"vcr_unplayed must be one of {', '.join(UNPLAYED_ACTIONS)}, not {unplayed!r}")
-    cassette = use_cassette(
-        path,
-        mode=kwargs.pop("mode", None),
-        unplayed=unplayed,
-        pytest_option=request.config.getoption("vcr_mode"),
-        **kwargs,
-    )
+    cassette = use_cassette(path, mode=kwargs.pop("mode", None), unplayed=unplayed, **kwargs)
     cassette.__enter__()
     request.node.stash[_CASSETTE] = cassette
     try:

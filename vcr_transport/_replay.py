@@ -5,30 +5,28 @@ from __future__ import annotations
 import json
 import os
 import time
-from collections.abc import AsyncIterator, Callable, Iterable, Iterator
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from types import ModuleType
-from typing import Any, Literal
+from typing import Any
 
 from ._core._format import RecordedCall
-from ._core._matching import RequestMatcher
-from ._core._redaction import Redactor
+from ._core._options import Options
 from ._core._replay import ReplayEngine, replay_headers
 from ._exceptions import ReplayMismatch, UnplayedCallsError
 from ._http import header_pairs, library_of, rebuild_error, stream_class
 from ._storage import read_cassette
 
-__all__ = ["AsyncReplayTransport", "ReplayTransport", "answers_with_error_response", "error_response"]
-
-MismatchAction = Literal["auto", "raise", "respond"]
+__all__ = ["ReplayTransport", "answers_with_error_response", "error_response"]
 
 
 class _ReplayStream:
     """The recorded chunks, one-shot: a second iteration continues where the first stopped."""
 
-    def __init__(self, call: RecordedCall, fail: Callable[[], BaseException], pace: float | None) -> None:
+    def __init__(self, call: RecordedCall, fail: Callable[[], BaseException], transport: ReplayTransport) -> None:
         self._call = call
         self._fail = fail
-        self._pace = pace
+        self._pace = transport.options.pace
+        self._transport = transport  # its sleep and async_sleep, a seam for tests
         self._position = 0
 
     def _delay(self, position: int) -> float:
@@ -42,7 +40,7 @@ class _ReplayStream:
             position = self._position
             self._position += 1
             if self._pace:
-                time.sleep(self._delay(position))
+                self._transport.sleep(self._delay(position))
             yield chunks[position]
         if self._call.outcome == "error":
             raise self._fail()
@@ -53,9 +51,7 @@ class _ReplayStream:
             position = self._position
             self._position += 1
             if self._pace:
-                import anyio
-
-                await anyio.sleep(self._delay(position))
+                await self._transport.async_sleep(self._delay(position))
             yield chunks[position]
         if self._call.outcome == "error":
             raise self._fail()
@@ -67,52 +63,32 @@ class _ReplayStream:
         pass
 
 
+async def _anyio_sleep(seconds: float) -> None:
+    import anyio  # lazily: only pace needs it
+
+    await anyio.sleep(seconds)
+
+
 class ReplayTransport:
     """Answers each request from a cassette, byte- and chunk-exact. Holds no HTTP client, opens no socket.
 
     One object serves httpx and httpx2 clients, sync and async; responses are built from the request's own
-    library. Options:
-
-    - ``ordered`` (True): request n is compared with recorded call n. False pairs each request with the
-      first unplayed recorded call that matches it, for threads and other nondeterministic orders.
-    - ``pace``: reproduce the recorded gaps between chunks, scaled by this factor (1.0 = real time).
-    - ``max_retry_after`` (0.01 s): recorded ``retry-after`` delays on retryable responses are shortened to
-      this, so an SDK's retry sequence replays identically but fast. ``None`` keeps the recorded delays.
-      Delays above 120 s, which make openai give up, are never rewritten.
-    - ``on_mismatch``: ``"raise"`` raises ReplayMismatch from the transport; ``"respond"`` answers with a
-      non-retryable 400 whose body carries the mismatch line; ``"auto"`` (default) responds to anthropic,
-      which wraps and retries transport exceptions with sleeps, and raises for everyone else.
-    - ``ignore_headers`` / ``compare_headers`` / ``ignore_fields``: adjust what matching compares.
-    - ``redact_names`` / ``redact_patterns`` / ``redact_with``: the same redaction rules used to record.
+    library. The keyword options are those of ``vcr_transport.Options`` (``ordered``, ``pace``,
+    ``max_retry_after``, ``on_mismatch``, ``ignore_headers``, ``compare_headers``, ``ignore_fields`` and the
+    redaction rules the cassette was recorded with); unknown names and wrong values are refused.
+    ``sleep`` and ``async_sleep`` are what ``pace`` waits with.
     """
 
-    def __init__(
-        self,
-        path: str | os.PathLike[str],
-        *,
-        ordered: bool = True,
-        pace: float | None = None,
-        max_retry_after: float | None = 0.01,
-        on_mismatch: MismatchAction = "auto",
-        ignore_headers: Iterable[str] = (),
-        compare_headers: Iterable[str] = (),
-        ignore_fields: Iterable[str] = (),
-        redact_names: Iterable[str] = (),
-        redact_patterns: Iterable[str] = (),
-        redact_with: Iterable[Callable[[str], str]] = (),
-    ) -> None:
-        if on_mismatch not in ("auto", "raise", "respond"):
-            raise ValueError(f"on_mismatch must be 'auto', 'raise' or 'respond', not {on_mismatch!r}")
+    def __init__(self, path: str | os.PathLike[str], **options: Any) -> None:
         self.path = os.fspath(path)
+        self.options = Options.from_arguments(options, where="ReplayTransport")
         self.engine = ReplayEngine(
-            read_cassette(path),
-            RequestMatcher(ignore_headers=ignore_headers, compare_headers=compare_headers, ignore_fields=ignore_fields),
-            Redactor(redact_names, redact_patterns, redact_with),
-            ordered=ordered,
+            read_cassette(path), self.options.matcher(), self.options.redactor(), ordered=self.options.ordered
         )
-        self.pace = pace
-        self.on_mismatch = on_mismatch
-        self._headers = [replay_headers(call, max_retry_after) for call in self.engine.cassette.calls]
+        self.on_mismatch = self.options.on_mismatch
+        self._headers = [replay_headers(call, self.options.max_retry_after) for call in self.engine.cassette.calls]
+        self.sleep: Callable[[float], None] = time.sleep
+        self.async_sleep: Callable[[float], Awaitable[None]] = _anyio_sleep
 
     @property
     def first_mismatch(self) -> ReplayMismatch | None:
@@ -132,7 +108,8 @@ class ReplayTransport:
         if unplayed:
             raise UnplayedCallsError(self.path, unplayed)
 
-    def _respond(self, request: Any, body: bytes) -> Any:
+    def respond(self, request: Any, body: bytes) -> Any:
+        """The recorded response to a request whose body was read (the sync and async sides share this)."""
         library = library_of(request)
         headers = header_pairs(request.headers)
         incoming = self.engine.incoming_fields(request.method, str(request.url), headers, body)
@@ -145,7 +122,7 @@ class ReplayTransport:
         if call.status is None:
             raise rebuild_error(library, call.error_class, call.error_message, request)
         stream = stream_class(library, _ReplayStream)(
-            call, lambda: rebuild_error(library, call.error_class, call.error_message, request), self.pace
+            call, lambda: rebuild_error(library, call.error_class, call.error_message, request), self
         )
         return library.Response(
             call.status,
@@ -155,10 +132,10 @@ class ReplayTransport:
         )
 
     def handle_request(self, request: Any) -> Any:
-        return self._respond(request, request.read())
+        return self.respond(request, request.read())
 
     async def handle_async_request(self, request: Any) -> Any:
-        return self._respond(request, await request.aread())
+        return self.respond(request, await request.aread())
 
     def close(self) -> None:
         pass
@@ -177,10 +154,6 @@ class ReplayTransport:
 
     async def __aexit__(self, *args: object) -> None:
         await self.aclose()
-
-
-class AsyncReplayTransport(ReplayTransport):
-    """The same replay transport, named for async clients."""
 
 
 def answers_with_error_response(on_mismatch: str, headers: list[tuple[str, str]]) -> bool:

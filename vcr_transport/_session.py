@@ -1,17 +1,21 @@
-"""A cassette opened in a mode, and the mode-aware transports built on it."""
+"""A cassette opened in a mode, and the mode-aware transports built on it.
+
+The decision each request meets is made in ``_core/_modes.py``; here its steps are carried out. The sync
+and async twins differ only in ``read()`` against ``await aread()`` and in the call to the inner transport.
+"""
 
 from __future__ import annotations
 
+import importlib
 import json
 import os
-import threading
-from collections.abc import Mapping, Sequence
 from pathlib import Path
 from types import ModuleType
 from typing import Any
 
-from ._config import concrete_mode, find_pyproject, read_settings, resolve_mode
-from ._core._redaction import Redactor
+from ._config import cassette_mode, find_pyproject, how_to_record, read_settings, resolve_mode
+from ._core._modes import Decision, Step
+from ._core._options import Options
 from ._exceptions import CassetteError, ReplayMismatch, UnplayedCallsError
 from ._http import header_pairs, library_of
 from ._recording import CassetteRecorder, ClosingSides, _RecordingBase
@@ -19,124 +23,99 @@ from ._replay import ReplayTransport, answers_with_error_response, error_respons
 
 __all__ = ["CassetteSession", "ModeTransport", "async_transport", "open_session", "transport"]
 
-REDACTION_OPTIONS = frozenset({"redact_names", "redact_patterns", "redact_with"})
-REPLAY_OPTIONS = REDACTION_OPTIONS | {
-    "ordered",
-    "pace",
-    "max_retry_after",
-    "on_mismatch",
-    "ignore_headers",
-    "compare_headers",
-    "ignore_fields",
-}
-# Settings [tool.vcr_transport] may carry; lists there add to the ones given in code.
-LIST_SETTINGS = ("redact_names", "redact_patterns", "ignore_headers", "compare_headers", "ignore_fields")
-
-
-def merged_options(options: Mapping[str, Any], settings: Mapping[str, Any]) -> dict[str, Any]:
-    unknown = set(options) - REPLAY_OPTIONS
-    if unknown:
-        raise TypeError(f"unknown option(s) {', '.join(sorted(unknown))}; valid: {', '.join(sorted(REPLAY_OPTIONS))}")
-    merged = dict(options)
-    for name in LIST_SETTINGS:
-        if name in settings:
-            merged[name] = [*settings[name], *options.get(name, ())]
-    return merged
-
 
 class CassetteSession:
     """One cassette in one concrete mode (off, record, replay, record-on-miss). It answers a request for
-    whatever inner transport the caller has, so one session can serve many clients."""
+    whatever inner transport the caller has, so one session serves many clients.
 
-    def __init__(self, path: str | os.PathLike[str], mode: str, source: str, options: Mapping[str, Any]) -> None:
+    ``mode`` is the concrete mode and ``source`` where it came from (argument, pytest option, environment,
+    pyproject, default). ``first_mismatch``, ``unplayed_calls()`` and ``assert_all_played()`` report on
+    replay; ``close()`` commits a recording.
+    """
+
+    def __init__(
+        self, path: str | os.PathLike[str], mode: str, source: str, options: Options, *, record_hint: str = ""
+    ) -> None:
         self.path = Path(path)
         self.mode = mode
         self.source = source
-        self.options = dict(options)
-        self._lock = threading.Lock()
+        self.options = options
+        self.record_hint = record_hint
         self._replay: ReplayTransport | None = None
         self._recorder: CassetteRecorder | None = None
-        self.diverged_at: int | None = None
         self.closed = False
-        # Fail closed: a replay cassette that can't be read answers every request with its diagnostic.
+        # Fail closed: a cassette that can't be read answers every request with its diagnostic.
         self.broken: CassetteError | None = None
-        try:
-            if mode == "replay":
-                self._replay = ReplayTransport(self.path, **self.options)
-            elif mode == "record-on-miss" and self.path.exists():
-                self._replay = ReplayTransport(self.path, **{**self.options, "on_mismatch": "raise"})
-        except CassetteError as error:
-            self.broken = error
-        if mode == "record" or (mode == "record-on-miss" and self._replay is None and self.broken is None):
+        exists = self.path.exists()
+        if mode == "replay" or (mode == "record-on-miss" and exists):
+            on_mismatch = "raise" if mode == "record-on-miss" else options.on_mismatch
+            try:
+                self._replay = ReplayTransport(self.path, **{**options.as_arguments(), "on_mismatch": on_mismatch})
+            except CassetteError as error:
+                self.broken = error
+        self.decision = Decision(mode, readable=self.broken is None, exists=exists)
+        if self.decision.recording:
             self._recorder = self._new_recorder()
 
-    def _new_recorder(self, kept_lines: Sequence[bytes] = (), first_index: int = 0) -> CassetteRecorder:
-        redaction = {name: self.options[name] for name in REDACTION_OPTIONS if name in self.options}
-        redactor = Redactor(
-            redaction.get("redact_names", ()), redaction.get("redact_patterns", ()), redaction.get("redact_with", ())
+    @property
+    def diverged_at(self) -> int | None:
+        """record-on-miss: the call at which recording took over, or None."""
+        return self.decision.diverged_at
+
+    def _new_recorder(self, kept_lines: list[bytes] | None = None, first_index: int = 0) -> CassetteRecorder:
+        return CassetteRecorder(
+            self.path, self.options.redactor(), kept_lines=kept_lines or [], first_index=first_index
         )
-        return CassetteRecorder(self.path, redactor, kept_lines=kept_lines, first_index=first_index)
 
-    def _replaying(self) -> ReplayTransport | None:
-        """The replay that answers now; None once recording (record mode, or record-on-miss after a miss)."""
-        return self._replay if self._recorder is None else None
-
-    def diverge(self, miss: ReplayMismatch) -> None:
+    def _record_from(self, call_index: int) -> None:
         """record-on-miss: keep the calls before the miss byte for byte, record from the miss on."""
-        with self._lock:
-            if self._recorder is not None:
-                return
-            kept = [
-                line
-                for line in self.path.read_bytes().split(b"\n")[1:]
-                if line and json.loads(line)["call_index"] < miss.call_index
-            ]
-            self.diverged_at = miss.call_index
-            self._recorder = self._new_recorder(kept, miss.call_index)
+        kept = [
+            line
+            for line in self.path.read_bytes().split(b"\n")[1:]
+            if line and json.loads(line)["call_index"] < call_index
+        ]
+        self._recorder = self._new_recorder(kept, call_index)
 
-    def _recorder_or_fail(self) -> CassetteRecorder:
-        if self._recorder is None:  # pragma: no cover - every recording mode has one by now
+    def _recording(self, *, sync_inner: Any = None, async_inner: Any = None) -> Any:
+        if self._recorder is None:  # pragma: no cover - every recording step has a recorder by now
             raise RuntimeError(f"cassette {self.path} is not recording")
-        return self._recorder
+        return _RecordingBase._over(self._recorder, sync_inner=sync_inner, async_inner=async_inner)
 
-    def _refuse(self, request: Any) -> Any:
-        """The unreadable cassette's diagnostic, raised, or as an error response for anthropic."""
-        assert self.broken is not None
-        on_mismatch = self.options.get("on_mismatch", "auto")
-        if answers_with_error_response(on_mismatch, header_pairs(request.headers)):
-            return error_response(library_of(request), "cassette_error", self.broken)
-        raise self.broken
+    def answer(self, request: Any, body: bytes) -> Any:
+        """The response from the cassette for a request whose body was read, or None when the request is to
+        be forwarded and recorded (record-on-miss, from the first miss on)."""
+        if self.decision.next_step() is Step.REFUSE:
+            assert self.broken is not None
+            if answers_with_error_response(self.options.on_mismatch, header_pairs(request.headers)):
+                return error_response(library_of(request), "cassette_error", self.broken)
+            raise self.broken
+        assert self._replay is not None
+        try:
+            return self._replay.respond(request, body)
+        except ReplayMismatch as miss:
+            if self.decision.after_miss(miss.call_index, self._record_from) is Step.RAISE:
+                raise
+        return None
 
     def handle(self, request: Any, inner: Any) -> Any:
-        if self.mode == "off":
+        step = self.decision.next_step()
+        if step is Step.PASS_THROUGH:
             return inner.handle_request(request)
-        if self.broken is not None:
-            return self._refuse(request)
-        replay = self._replaying()
-        if replay is not None:
-            try:
-                return replay.handle_request(request)
-            except ReplayMismatch as miss:
-                if self.mode == "replay":
-                    raise
-                self.diverge(miss)
-        return _RecordingBase._over(self._recorder_or_fail(), sync_inner=inner).handle_request(request)
+        if step is not Step.RECORD:
+            answer = self.answer(request, request.read())
+            if answer is not None:
+                return answer
+        return self._recording(sync_inner=inner).handle_request(request)
 
     async def handle_async(self, request: Any, inner: Any) -> Any:
-        if self.mode == "off":
+        step = self.decision.next_step()
+        if step is Step.PASS_THROUGH:
             return await inner.handle_async_request(request)
-        if self.broken is not None:
-            return self._refuse(request)
-        replay = self._replaying()
-        if replay is not None:
-            try:
-                return await replay.handle_async_request(request)
-            except ReplayMismatch as miss:
-                if self.mode == "replay":
-                    raise
-                self.diverge(miss)
-        recording = _RecordingBase._over(self._recorder_or_fail(), async_inner=inner)
-        return await recording.handle_async_request(request)
+        if step is not Step.RECORD:
+            answer = self.answer(request, await request.aread())
+            if answer is not None:
+                return answer
+        return await self._recording(async_inner=inner).handle_async_request(request)
 
     @property
     def first_mismatch(self) -> ReplayMismatch | None:
@@ -162,19 +141,14 @@ class CassetteSession:
             self._recorder.close()
 
 
-def open_session(
-    path: str | os.PathLike[str],
-    mode: str | None = None,
-    options: Mapping[str, Any] | None = None,
-    *,
-    pytest_option: str | None = None,
-) -> CassetteSession:
-    """Resolve the mode (argument, pytest option, environment, pyproject, default) and open the cassette."""
+def open_session(path: str | os.PathLike[str], mode: str | None, options: Options) -> CassetteSession:
+    """Resolve the mode (argument, pytest option, environment, pyproject, default), add the settings of
+    ``[tool.vcr_transport]`` to ``options``, and open the cassette."""
     pyproject = find_pyproject()
-    settings = read_settings(pyproject)
-    resolved = resolve_mode(mode, pytest_option=pytest_option, pyproject=pyproject)
-    concrete = concrete_mode(resolved.mode, Path(path))
-    return CassetteSession(path, concrete, resolved.source, merged_options(options or {}, settings))
+    resolved = resolve_mode(mode, pyproject=pyproject)
+    merged = options.with_settings(read_settings(pyproject), where=f"{pyproject} [tool.vcr_transport]")
+    concrete = cassette_mode(resolved, Path(path))
+    return CassetteSession(path, concrete, resolved.source, merged, record_hint=how_to_record(resolved))
 
 
 class ModeTransport:
@@ -255,8 +229,6 @@ class ModeTransport:
 def _library(library: ModuleType | str | None) -> ModuleType:
     if isinstance(library, ModuleType):
         return library
-    import importlib
-
     return importlib.import_module(library or "httpx2")
 
 
@@ -273,9 +245,10 @@ def transport(
 
     ``inner`` defaults to ``HTTPTransport()`` of httpx2, or of httpx with ``library="httpx"``; the same
     object also serves async clients, through ``async_inner`` (default ``AsyncHTTPTransport()``). Options
-    are those of ReplayTransport; the redaction options apply when recording too.
+    are those of ``Options``; the redaction options apply when recording too.
     """
-    return ModeTransport(open_session(path, mode, options), _library(library), inner=inner, async_inner=async_inner)
+    session = open_session(path, mode, Options.from_arguments(options, where="transport()"))
+    return ModeTransport(session, _library(library), inner=inner, async_inner=async_inner)
 
 
 def async_transport(
@@ -288,4 +261,5 @@ def async_transport(
     **options: Any,
 ) -> ModeTransport:
     """``transport`` for async clients: ``inner`` is the async transport (default ``AsyncHTTPTransport()``)."""
-    return ModeTransport(open_session(path, mode, options), _library(library), inner=sync_inner, async_inner=inner)
+    session = open_session(path, mode, Options.from_arguments(options, where="async_transport()"))
+    return ModeTransport(session, _library(library), inner=sync_inner, async_inner=inner)

@@ -1,0 +1,178 @@
+"""The options of a cassette, declared once. No I/O.
+
+Every entry point takes the same keyword options: ``ReplayTransport``, the recording transports (their
+redaction options), ``transport()``, ``async_transport()``, ``use_cassette()`` and the pytest marker. The
+fields of ``Options`` drive their validation, the ``[tool.vcr_transport]`` merge and the marker's argument
+check. To add an option, add a field here (with its ``help``), then use it where it acts.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import re
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any, Literal
+
+from ._matching import RequestMatcher
+from ._redaction import Redactor
+
+__all__ = ["MISMATCH_ACTIONS", "Options"]
+
+MISMATCH_ACTIONS = ("auto", "raise", "respond")
+MismatchAction = Literal["auto", "raise", "respond"]
+
+
+def _option(default: Any, help: str, *, kind: str, settings: bool = False, record: bool = False) -> Any:
+    """A field with what it means (``help``), how its value is checked (``kind``), whether
+    ``[tool.vcr_transport]`` may carry it (``settings``: lists there add to the code's) and whether it applies
+    while recording (``record``)."""
+    return dataclasses.field(
+        default=default, metadata={"help": help, "kind": kind, "settings": settings, "record": record}
+    )
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class Options:
+    """What a cassette is replayed and recorded with. Unknown names and wrong types are refused."""
+
+    ordered: bool = _option(
+        True,
+        "request n is compared with recorded call n; False pairs each request with the first unplayed recorded "
+        "call that matches it",
+        kind="bool",
+    )
+    pace: float | None = _option(
+        None, "reproduce the recorded gaps between chunks, scaled by this factor (1.0 = real time)", kind="seconds"
+    )
+    max_retry_after: float | None = _option(
+        0.01,
+        "a recorded retryable response's retry delay is shortened to this many seconds; None keeps it",
+        kind="seconds",
+    )
+    on_mismatch: MismatchAction = _option(
+        "auto",
+        "'raise' raises ReplayMismatch; 'respond' answers with a non-retryable 400 carrying the mismatch line; "
+        "'auto' responds to clients that retry transport exceptions, raises for the rest",
+        kind="mismatch",
+    )
+    ignore_headers: tuple[str, ...] = _option(
+        (), "more header names (globs allowed) that matching ignores", kind="names", settings=True
+    )
+    compare_headers: tuple[str, ...] = _option(
+        (), "header names taken out of the volatile set: matching compares them", kind="names", settings=True
+    )
+    ignore_fields: tuple[str, ...] = _option(
+        (), "more JSON keys that matching skips wherever they appear in a body", kind="names", settings=True
+    )
+    redact_names: tuple[str, ...] = _option(
+        (), "more secret names (whole names and name suffixes)", kind="names", settings=True, record=True
+    )
+    redact_patterns: tuple[str | re.Pattern[str], ...] = _option(
+        (), "more regular expressions whose matches are secrets", kind="patterns", settings=True, record=True
+    )
+    redact_with: tuple[Callable[[str], str], ...] = _option(
+        (), "functions that get every string and return it with their secrets replaced", kind="callables", record=True
+    )
+
+    @classmethod
+    def names(cls) -> tuple[str, ...]:
+        return tuple(field.name for field in dataclasses.fields(cls))
+
+    @classmethod
+    def from_arguments(cls, arguments: Mapping[str, Any], *, where: str = "options") -> Options:
+        """Options from keyword arguments, each checked: an unknown name is a TypeError listing the valid
+        ones, a wrong value a TypeError or ValueError naming the option."""
+        unknown = set(arguments) - set(cls.names())
+        if unknown:
+            raise TypeError(
+                f"{where}: unknown option(s) {', '.join(sorted(unknown))}; valid: {', '.join(sorted(cls.names()))}"
+            )
+        fields = {field.name: field for field in dataclasses.fields(cls)}
+        return cls(
+            **{name: _checked(name, fields[name].metadata["kind"], value, where) for name, value in arguments.items()}
+        )
+
+    def with_settings(self, settings: Mapping[str, Any], *, where: str) -> Options:
+        """These options with the lists of ``[tool.vcr_transport]`` added in front of the code's own."""
+        added: dict[str, Any] = {}
+        for field in dataclasses.fields(self):
+            if field.metadata["settings"] and field.name in settings:
+                extra = _checked(field.name, field.metadata["kind"], settings[field.name], where)
+                added[field.name] = (*extra, *getattr(self, field.name))
+        return dataclasses.replace(self, **added) if added else self
+
+    def recording_only(self) -> Options:
+        """The options that act while recording (redaction); the rest at their defaults."""
+        return Options(**{f.name: getattr(self, f.name) for f in dataclasses.fields(self) if f.metadata["record"]})
+
+    def redactor(self) -> Redactor:
+        """The redaction rules: the defaults plus these options' additions."""
+        return Redactor(self.redact_names, self.redact_patterns, self.redact_with)
+
+    def matcher(self) -> RequestMatcher:
+        """What matching compares: the defaults adjusted by these options."""
+        return RequestMatcher(
+            ignore_headers=self.ignore_headers, compare_headers=self.compare_headers, ignore_fields=self.ignore_fields
+        )
+
+    def as_arguments(self) -> dict[str, Any]:
+        """The options that differ from their defaults, as keyword arguments."""
+        return {
+            field.name: getattr(self, field.name)
+            for field in dataclasses.fields(self)
+            if getattr(self, field.name) != field.default
+        }
+
+
+def _checked(name: str, kind: str, value: Any, where: str) -> Any:
+    def wrong(expected: str) -> TypeError:
+        return TypeError(f"{where}: option {name} must be {expected}, not {value!r}")
+
+    if kind == "bool":
+        if not isinstance(value, bool):
+            raise wrong("True or False")
+        return value
+    if kind == "seconds":
+        if value is None:
+            return None
+        if isinstance(value, bool) or not isinstance(value, int | float):
+            raise wrong("a number of seconds or None")
+        if not math.isfinite(value) or value < 0:
+            raise ValueError(f"{where}: option {name} must be a finite number >= 0, not {value!r}")
+        return float(value)
+    if kind == "mismatch":
+        if value not in MISMATCH_ACTIONS:
+            raise ValueError(
+                f"{where}: option {name} must be one of {', '.join(map(repr, MISMATCH_ACTIONS))}, not {value!r}"
+            )
+        return value
+    # Lists: a bare string would be taken apart letter by letter, so it is refused.
+    if isinstance(value, str | bytes) or not isinstance(value, Iterable):
+        raise wrong("a list")
+    items = tuple(value)
+    if kind == "names" and not all(isinstance(item, str) and item for item in items):
+        raise wrong("a list of non-empty strings")
+    if kind == "patterns":
+        for item in items:
+            if isinstance(item, re.Pattern):
+                continue
+            if not isinstance(item, str):
+                raise wrong("a list of regular expressions")
+            try:
+                re.compile(item)
+            except re.error as error:
+                raise ValueError(f"{where}: option {name}: {item!r} is not a regular expression: {error}") from None
+    if kind == "callables" and not all(callable(item) for item in items):
+        raise wrong("a list of functions taking and returning a string")
+    return items
+
+
+Options.__doc__ = (
+    (Options.__doc__ or "")
+    + "\n\n"
+    + "\n".join(
+        f"- ``{field.name}`` (default ``{field.default!r}``): {field.metadata['help']}"
+        for field in dataclasses.fields(Options)
+    )
+)
