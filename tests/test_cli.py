@@ -1,12 +1,16 @@
-"""The vcr-transport command, run as a subprocess on cassettes recorded from the real SDKs."""
+"""The vcr-transport command, run in-process (``main(argv)``) on cassettes recorded from the real SDKs."""
 
 from __future__ import annotations
 
+import contextlib
+import io
 import json
 import os
+import socket
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import httpx2
 import pytest
@@ -15,21 +19,28 @@ from upstream import Reply, Upstream
 from vendors import SDKS, VENDOR_ROUTES
 
 import vcr_transport
+from vcr_transport._cli import main
 
 OPENAI = next(s for s in SDKS if s.name == "openai" and s.library is httpx2 and s.side == "sync")
 ANTHROPIC = next(s for s in SDKS if s.name == "anthropic" and s.side == "async")
 
 
 def cli(cwd: Path, *args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
-    environment = {k: v for k, v in os.environ.items() if k not in ("VCR_TRANSPORT_MODE", "CI")}
-    return subprocess.run(
-        [sys.executable, "-m", "vcr_transport", *args],
-        cwd=cwd,
-        capture_output=True,
-        text=True,
-        env={**environment, **(env or {})},
-        timeout=60,
-    )
+    """``vcr-transport ARGS`` run in this process, in ``cwd``, with ``env`` added to an environment that has
+    no VCR_TRANSPORT_MODE or CI; what it printed and its exit code."""
+    stdout, stderr = io.StringIO(), io.StringIO()
+    with pytest.MonkeyPatch.context() as patch:
+        patch.chdir(cwd)
+        for name in ("VCR_TRANSPORT_MODE", "CI"):
+            patch.delenv(name, raising=False)
+        for name, value in (env or {}).items():
+            patch.setenv(name, value)
+        with contextlib.redirect_stdout(stdout), contextlib.redirect_stderr(stderr):
+            try:
+                code = main(list(args))
+            except SystemExit as exit:  # argparse's --help and usage errors
+                code = exit.code if isinstance(exit.code, int) else 2
+    return subprocess.CompletedProcess(["vcr-transport", *args], code, stdout.getvalue(), stderr.getvalue())
 
 
 @pytest.fixture(scope="module")
@@ -281,25 +292,40 @@ def test_import_converts_a_vcrpy_cassette_that_then_replays(tmp_path: Path, upst
     assert OPENAI.run(vcr_transport.ReplayTransport(converted), upstream.url, steps) == live
 
 
-def test_management_commands_never_touch_the_network(project: Path, tmp_path: Path) -> None:
-    guard = tmp_path / "guard"
-    guard.mkdir()
-    (guard / "sitecustomize.py").write_text(
-        "import socket\n"
-        "def refuse(*a, **k):\n    raise SystemExit('network used')\n"
-        "socket.socket.connect = refuse\nsocket.create_connection = refuse\nsocket.getaddrinfo = refuse\n"
-    )
-    env = {"PYTHONPATH": f"{guard}{os.pathsep}{os.environ.get('PYTHONPATH', '')}"}
+def test_management_commands_never_touch_the_network(
+    project: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    attempts: list[str] = []
+
+    def refuse(name: str) -> Any:
+        def refused(*args: object, **kwargs: object) -> None:
+            attempts.append(name)
+            raise OSError(f"{name}: the network was used")
+
+        return refused
+
+    monkeypatch.setattr(socket.socket, "connect", refuse("connect"))
+    monkeypatch.setattr(socket, "create_connection", refuse("create_connection"))
+    monkeypatch.setattr(socket, "getaddrinfo", refuse("getaddrinfo"))
     before = sorted(p.name for p in (project / "tests" / "cassettes").iterdir())
     for args in (
         ["status"],
         ["list"],
         ["verify", "tests/cassettes"],
         ["show", "tests/cassettes/openai.jsonl"],
+        ["diff", "tests/cassettes/openai.jsonl", "tests/cassettes/openai_dogs.jsonl"],
         ["scan", "tests/cassettes"],
         ["prune", "--older-than", "1"],
     ):
-        result = cli(project, *args, env=env)
-        assert "network used" not in result.stderr, args
+        result = cli(project, *args)
         assert result.returncode in (0, 1), (args, result.stderr)
+    assert attempts == []
     assert sorted(p.name for p in (project / "tests" / "cassettes").iterdir()) == before
+
+
+def test_the_module_entry_point_runs_the_command() -> None:
+    """One real process: ``python -m vcr_transport`` is wired to the same main."""
+    result = subprocess.run(
+        [sys.executable, "-m", "vcr_transport", "--help"], capture_output=True, text=True, timeout=60, check=False
+    )
+    assert result.returncode == 0 and "usage: vcr-transport" in result.stdout

@@ -25,9 +25,21 @@ def test_all_is_sorted_complete_and_public() -> None:
             assert obj.__module__ == "vcr_transport"
 
 
-def test_every_exception_derives_from_one_base() -> None:
-    for name in ("CassetteError", "ReplayMismatch", "UnplayedCallsError", "RecordedError"):
-        assert issubclass(getattr(vcr_transport, name), vcr_transport.VcrTransportError)
+def test_every_exception_derives_from_one_base_and_is_drawn_in_the_tree() -> None:
+    from vcr_transport import _exceptions
+
+    exceptions = [
+        obj
+        for name in vcr_transport.__all__
+        if isinstance(obj := getattr(vcr_transport, name), type) and issubclass(obj, BaseException)
+    ]
+    assert len(exceptions) >= 8
+    for exception in exceptions:
+        if issubclass(exception, Warning):
+            assert exception is vcr_transport.UnplayedCallsWarning
+            continue
+        assert issubclass(exception, vcr_transport.VcrTransportError), exception
+        assert exception.__name__ in (_exceptions.__doc__ or ""), f"{exception.__name__} is missing from the tree"
 
 
 def test_importing_patches_nothing_reads_no_environment_and_opens_no_file() -> None:

@@ -192,3 +192,52 @@ def test_a_test_failing_after_an_sdk_swallowed_the_mismatch_shows_it(project: py
             "replay mismatch at call 0, field body.p: recorded 'record', incoming 'replay'",
         ]
     )
+
+
+ENTRY_POINTS_FILE = """
+import httpx2
+import vcr_transport
+
+def answer(request):
+    return httpx2.Response(200, json={"echo": request.read().decode()})
+
+def send(transport, prompt):
+    with httpx2.Client(transport=transport) as client:
+        return client.post("https://api.example.test/v1/chat", json={"prompt": prompt}).json()
+
+PROMPT = "{prompt}"
+
+def test_use_cassette():
+    with vcr_transport.use_cassette("cassettes/use_cassette.jsonl") as cassette:
+        print("mode", cassette.mode)
+        send(httpx2.MockTransport(answer), PROMPT)
+
+def test_transport():
+    transport = vcr_transport.transport("cassettes/transport.jsonl", inner=httpx2.MockTransport(answer))
+    print("mode", transport.mode)
+    send(transport, PROMPT)
+"""
+
+
+@pytest.mark.parametrize("entry_point", ["test_use_cassette", "test_transport"])
+def test_the_vcr_mode_option_reaches_use_cassette_and_transport(
+    project: pytest.Pytester, entry_point: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """--vcr-mode is the mode of the whole run, not only of marked tests (precedence level 2)."""
+    project.makepyfile(test_entry=ENTRY_POINTS_FILE.replace("{prompt}", "hi"))
+    project.runpytest("--vcr-mode=record", "-s", "-k", entry_point).stdout.fnmatch_lines(["*mode record*"])
+    project.makepyfile(test_entry=ENTRY_POINTS_FILE.replace("{prompt}", "bye"))
+    replayed = project.runpytest("--vcr-mode=replay", "-s", "-k", entry_point)
+    replayed.assert_outcomes(failed=1)
+    replayed.stdout.fnmatch_lines(
+        [
+            "*mode replay*",
+            "*replay mismatch at call 0, field body.prompt*",
+            "*to re-record: run pytest with --vcr-mode=record; the mode record-on-miss instead of record keeps*",
+        ]
+    )
+    rerecorded = project.runpytest("--vcr-mode=record-on-miss", "-s", "-k", entry_point)
+    rerecorded.assert_outcomes(passed=1)
+    # The environment is below the option: the option still wins.
+    monkeypatch.setenv("VCR_TRANSPORT_MODE", "off")
+    project.runpytest("--vcr-mode=replay", "-s", "-k", entry_point).assert_outcomes(passed=1)

@@ -244,26 +244,23 @@ def test_recording_wraps_a_transport_of_the_other_library(upstream: Upstream, ca
             client.get("http://127.0.0.1:1/refused")
 
 
-def test_pace_reproduces_recorded_gaps(side: Side, upstream: Upstream, cassette: Path) -> None:
+def test_pace_reproduces_recorded_gaps(
+    side: Side, upstream: Upstream, cassette: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     upstream.routes["/sse"] = lambda r: Reply(200, [("content-type", "text/event-stream")], CHUNKS, pause=0.02)
     side.fetch(side.recording(cassette), upstream.url + "/sse")
     offsets = vcr_transport._storage.read_cassette(cassette).calls[0].offsets
     assert offsets == sorted(offsets) and offsets[-1] - offsets[0] >= 0.02 * (len(offsets) - 1) * 0.8
     upstream.stop()
     slept: list[float] = []
-    monkeypatch = pytest.MonkeyPatch()
-    if side.is_async:
-        import anyio
 
-        async def fake_sleep(seconds: float) -> None:
-            slept.append(seconds)
+    async def fake_async_sleep(seconds: float) -> None:
+        slept.append(seconds)
 
-        monkeypatch.setattr(anyio, "sleep", fake_sleep)
-    else:
-        monkeypatch.setattr(vcr_transport._replay.time, "sleep", slept.append)
-    with monkeypatch.context():
-        replayed = side.fetch(vcr_transport.ReplayTransport(cassette, pace=0.5), upstream.url + "/sse")
-    monkeypatch.undo()
+    replay = vcr_transport.ReplayTransport(cassette, pace=0.5)
+    monkeypatch.setattr(replay, "sleep", slept.append)
+    monkeypatch.setattr(replay, "async_sleep", fake_async_sleep)
+    replayed = side.fetch(replay, upstream.url + "/sse")
     assert b"".join(replayed) == b"".join(CHUNKS)
     assert slept == pytest.approx([(b - a) * 0.5 for a, b in zip([0.0, *offsets[:-1]], offsets, strict=True)])
 

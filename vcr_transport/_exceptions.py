@@ -78,6 +78,7 @@ class ReplayMismatch(VcrTransportError):
         cassette: str = "",
         event_index: int | None = None,
         detail: str = "",
+        record_hint: str = "",
     ) -> None:
         self.call_index = call_index
         self.field_path = field_path
@@ -90,9 +91,13 @@ class ReplayMismatch(VcrTransportError):
             lines.append(detail)
         if cassette:
             lines.append(f"cassette: {cassette}")
+        how = record_hint or (
+            "record it with RecordingTransport(inner, path), or build the transport with "
+            "vcr_transport.transport(path) and set VCR_TRANSPORT_MODE=record"
+        )
         lines.append(
-            "to re-record: run with VCR_TRANSPORT_MODE=record (or mode='record', or pytest --vcr-mode=record); "
-            f"VCR_TRANSPORT_MODE=record-on-miss keeps the calls before call {call_index} and records from it"
+            f"to re-record: {how}; the mode record-on-miss instead of record keeps the calls before call "
+            f"{call_index} and records from it"
         )
         super().__init__("\n".join(lines))
 

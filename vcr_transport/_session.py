@@ -53,6 +53,8 @@ class CassetteSession:
                 self._replay = ReplayTransport(self.path, **{**options.as_arguments(), "on_mismatch": on_mismatch})
             except CassetteError as error:
                 self.broken = error
+            else:
+                self._replay.engine.record_hint = record_hint
         self.decision = Decision(mode, readable=self.broken is None, exists=exists)
         if self.decision.recording:
             self._recorder = self._new_recorder()

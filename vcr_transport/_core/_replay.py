@@ -64,6 +64,8 @@ class ReplayEngine:
         self.played = [False] * len(cassette.calls)
         self.position = 0
         self.first_mismatch: ReplayMismatch | None = None
+        # What re-records this cassette in the caller's situation; said by every mismatch.
+        self.record_hint = ""
         self._recorded: list[dict[str, Any] | None] = [None] * len(cassette.calls)
         self._lock = threading.Lock()
 
@@ -125,7 +127,9 @@ class ReplayEngine:
         raise AssertionError("unreachable: _check raises")  # pragma: no cover
 
     def _mismatch(self, index: int, path: str, recorded: Any, incoming: Any, *, detail: str = "") -> None:
-        mismatch = ReplayMismatch(index, path, recorded, incoming, cassette=self.cassette.path, detail=detail)
+        mismatch = ReplayMismatch(
+            index, path, recorded, incoming, cassette=self.cassette.path, detail=detail, record_hint=self.record_hint
+        )
         if self.first_mismatch is None:
             self.first_mismatch = mismatch
         raise mismatch
