@@ -135,6 +135,7 @@ class use_cassette:  # noqa: N801 - reads as a function, like contextlib's
         mode: str | None = None,
         unplayed: str = "warn",
         pytest_option: str | None = None,
+        block_network: bool = False,
         **options: Any,
     ) -> None:
         if unplayed not in UNPLAYED_ACTIONS:
@@ -144,6 +145,8 @@ class use_cassette:  # noqa: N801 - reads as a function, like contextlib's
         self.unplayed = unplayed
         self.pytest_option = pytest_option
         self.options = options
+        self.block_network = block_network  # in replay: vcr_transport._guard.NetworkGuard for the block
+        self._guard: Any = None
         self.session: CassetteSession | None = None
         self._token: contextvars.Token[CassetteSession | None] | None = None
 
@@ -159,6 +162,10 @@ class use_cassette:  # noqa: N801 - reads as a function, like contextlib's
             _open_sessions.append(session)
         self._token = _active.set(session)
         _install()
+        if self.block_network and session.mode == "replay":
+            from ._guard import NetworkGuard
+
+            self._guard = NetworkGuard().start()
         return self
 
     def __exit__(self, exc_type: object, exc: object, traceback: object) -> None:
@@ -168,6 +175,9 @@ class use_cassette:  # noqa: N801 - reads as a function, like contextlib's
         """Leave the block: restore, commit a recording; with ``check``, report what the block missed."""
         session = self.session
         assert session is not None and self._token is not None
+        guard, self._guard = self._guard, None
+        if guard is not None:
+            guard.stop()
         try:
             _active.reset(self._token)
         except ValueError:  # exited in another context than entered (a generator moved between tasks)
@@ -208,6 +218,7 @@ class use_cassette:  # noqa: N801 - reads as a function, like contextlib's
             mode=self.requested_mode,
             unplayed=self.unplayed,
             pytest_option=self.pytest_option,
+            block_network=self.block_network,
             **self.options,
         )
 
