@@ -9,6 +9,7 @@ import datetime
 import json
 import os
 import re
+import stat
 import sys
 import time
 from collections.abc import Iterator, Sequence
@@ -473,7 +474,42 @@ def command_scan(args: argparse.Namespace) -> int:
 # --- delete and prune -----------------------------------------------------------------------------------
 
 
+HEADER_READ_LIMIT = 64 * 1024
+
+
+def not_a_cassette(path: Path) -> str | None:
+    """Why a path is not a vcr_transport cassette, or None when it is one: a regular file (not a symlink,
+    FIFO or device) whose first line is a cassette header. Reads at most the first line, never blocks."""
+    flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOFOLLOW", 0)
+    try:
+        if not stat.S_ISREG(os.lstat(path).st_mode):
+            return "not a regular file"
+        descriptor = os.open(path, flags)
+    except FileNotFoundError:
+        return "no such file"
+    except OSError as error:
+        return f"can't be opened: {error.strerror}"
+    with os.fdopen(descriptor, "rb") as file:
+        if not stat.S_ISREG(os.fstat(file.fileno()).st_mode):
+            return "not a regular file"
+        first = file.readline(HEADER_READ_LIMIT)
+    try:
+        header = json.loads(first)
+    except ValueError:
+        return "its first line is not a cassette header"
+    if not isinstance(header, dict) or header.get("type") != "header" or "format_version" not in header:
+        return "its first line is not a cassette header"
+    return None
+
+
 def _remove(paths: list[Path], yes: bool, why: dict[Path, str]) -> int:
+    refused = {path: problem for path in paths if (problem := not_a_cassette(path))}
+    if refused:
+        raise UsageProblem(
+            "refused, nothing was deleted: "
+            + "; ".join(f"{path} is not a cassette ({problem})" for path, problem in refused.items())
+            + ". delete and prune only remove vcr_transport cassettes (a file whose first line is a cassette header)"
+        )
     for path in paths:
         _out(f"{'deleted' if yes else 'would delete'} {path}  ({why[path]})")
         if yes:
@@ -487,15 +523,18 @@ def _remove(paths: list[Path], yes: bool, why: dict[Path, str]) -> int:
 
 def command_delete(args: argparse.Namespace) -> int:
     paths = [Path(p) for p in args.cassettes]
-    for path in paths:
-        if not path.is_file():
-            raise UsageProblem(f"{path}: no such cassette")
     return _remove(paths, args.yes, {p: "named" for p in paths})
 
 
 def command_prune(args: argparse.Namespace) -> int:
     root = _project_root()
-    paths = _cassettes_in([args.dir]) if args.dir else _default_cassettes()
+    paths = []
+    for path in _cassettes_in([args.dir]) if args.dir else _default_cassettes():
+        problem = not_a_cassette(path)
+        if problem:
+            _out(f"skipped {path}: not a cassette ({problem}); prune only deletes cassettes")
+        else:
+            paths.append(path)
     why: dict[Path, str] = {}
     if args.older_than is not None:
         cutoff = time.time() - args.older_than * 86400

@@ -78,7 +78,8 @@ class ReplayTransport:
     - ``pace``: reproduce the recorded gaps between chunks, scaled by this factor (1.0 = real time).
     - ``max_retry_after`` (0.01 s): recorded ``retry-after`` delays on retryable responses are shortened to
       this, so an SDK's retry sequence replays identically but fast. ``None`` keeps the recorded delays.
-      Delays above 120 s, which make openai give up, are never rewritten.
+      A delay that made the SDK give up (openai: over 120 s) is kept, an HTTP date as the seconds it meant
+      when recorded (see ``_core._replay.replay_headers``).
     - ``on_mismatch``: ``"raise"`` raises ReplayMismatch from the transport; ``"respond"`` answers with a
       non-retryable 400 whose body carries the mismatch line; ``"auto"`` (default) responds to anthropic,
       which wraps and retries transport exceptions with sleeps, and raises for everyone else.
@@ -112,7 +113,8 @@ class ReplayTransport:
         )
         self.pace = pace
         self.on_mismatch = on_mismatch
-        self._headers = [replay_headers(call, max_retry_after) for call in self.engine.cassette.calls]
+        created = self.engine.cassette.header.get("created")
+        self._headers = [replay_headers(call, max_retry_after, created) for call in self.engine.cassette.calls]
 
     @property
     def first_mismatch(self) -> ReplayMismatch | None:
