@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import argparse
 import base64
-import datetime
 import json
 import os
 import re
@@ -18,14 +17,15 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from ._config import ENVIRONMENT_VARIABLE, MODES, find_pyproject, read_settings, resolve_mode
-from ._core._bodies import content_type_of, decoded_body, sse_events, stored_body
-from ._core._format import FORMAT_VERSION, Cassette, RecordedCall, dumps_line, encode_chunk
+from ._core._bodies import content_type_of, decoded_body, sse_events
+from ._core._format import FORMAT_VERSION, Cassette, RecordedCall
 from ._core._matching import RequestMatcher, iter_differences
 from ._core._redaction import PLACEHOLDER, Redactor
-from ._core._stream_redaction import StreamRedactor, changed_span
+from ._core._stream_redaction import changed_span
 from ._exceptions import CassetteError, VcrTransportError
 from ._ledger import last_run_cassettes
 from ._storage import read_cassette
+from ._vcrpy import ImportProblem, import_vcrpy, plan_imports
 
 __all__ = ["main"]
 
@@ -557,90 +557,14 @@ def command_prune(args: argparse.Namespace) -> int:
 # --- import ---------------------------------------------------------------------------------------------
 
 
-def _header_pairs(headers: Any) -> list[tuple[str, str]]:
-    pairs = []
-    for name, values in (headers or {}).items():
-        for value in values if isinstance(values, list) else [values]:
-            pairs.append((str(name), str(value)))
-    return pairs
-
-
-def _as_bytes(body: Any) -> bytes:
-    if body is None:
-        return b""
-    if isinstance(body, dict):
-        body = body.get("string", b"")
-    return body if isinstance(body, bytes) else str(body).encode("utf-8")
-
-
-def import_vcrpy(source: Path, target: Path) -> int:
-    """Convert a vcrpy YAML cassette into a v1 cassette, redacting on the way. Returns the call count."""
-    try:
-        import yaml  # type: ignore[import-untyped]
-    except ImportError:
-        raise UsageProblem("import needs PyYAML: pip install pyyaml") from None
-    try:
-        document = yaml.load(source.read_text(encoding="utf-8"), Loader=yaml.SafeLoader)
-    except yaml.YAMLError as error:
-        raise UsageProblem(f"{source}: not a YAML file: {error}") from None
-    if not isinstance(document, dict) or not isinstance(document.get("interactions"), list):
-        raise UsageProblem(f"{source}: not a vcrpy cassette (no 'interactions' list)")
-    redactor = Redactor()
-    created = datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds")
-    lines = [
-        dumps_line(
-            {"type": "header", "format_version": FORMAT_VERSION, "created": created, "imported_from": str(source)}
-        )
-    ]
-    for index, interaction in enumerate(document["interactions"]):
-        request, response = interaction["request"], interaction["response"]
-        request_headers = _header_pairs(request.get("headers"))
-        lines.append(
-            dumps_line(
-                {
-                    "type": "request",
-                    "call_index": index,
-                    "method": str(request["method"]).upper(),
-                    "url": redactor.redact_text(str(request["uri"])),
-                    "headers": redactor.redact_headers(request_headers),
-                    "body": stored_body(_as_bytes(request.get("body")), content_type_of(request_headers), redactor),
-                }
-            )
-        )
-        response_headers = _header_pairs(response.get("headers"))
-        status = response.get("status", {})
-        lines.append(
-            dumps_line(
-                {
-                    "type": "response",
-                    "call_index": index,
-                    "status": int(status.get("code", 200)),
-                    "headers": redactor.redact_headers(response_headers),
-                    "http_version": "HTTP/1.1",
-                }
-            )
-        )
-        streaming = StreamRedactor(redactor)
-        for chunk, _ in [*streaming.feed(_as_bytes(response.get("body")), 0), *streaming.finish()]:
-            kind, value = encode_chunk(chunk)
-            lines.append(dumps_line({"type": "event", "call_index": index, "event_index": 0, "t": 0.0, kind: value}))
-        lines.append(dumps_line({"type": "call_end", "call_index": index, "event_count": 1, "outcome": "complete"}))
-    target.parent.mkdir(parents=True, exist_ok=True)
-    temporary = target.with_name(f".{target.name}.partial")
-    temporary.write_text("".join(lines), encoding="utf-8")
-    os.chmod(temporary, 0o600)
-    os.replace(temporary, target)
-    return len(document["interactions"])
-
-
 def command_import(args: argparse.Namespace) -> int:
-    for raw in args.files:
-        source = Path(raw)
-        if not source.is_file():
-            raise UsageProblem(f"{source}: no such file")
-        target = (Path(args.out) / source.with_suffix(".jsonl").name) if args.out else source.with_suffix(".jsonl")
-        count = import_vcrpy(source, target)
-        _out(f"imported {count} call(s): {source} -> {target}")
+    try:
+        plan = plan_imports(args.files, args.out)
+        for source, target in plan:
+            count = import_vcrpy(source, target)
+            _out(f"imported {count} call(s): {source} -> {target}")
+    except ImportProblem as problem:
+        raise UsageProblem(str(problem)) from None
     _out("note: vcrpy keeps no chunk boundaries, so each body came in whole, as one chunk; re-record to get them")
     return 0
 
@@ -702,7 +626,7 @@ def build_parser() -> argparse.ArgumentParser:
     prune.set_defaults(run=command_prune)
 
     importing = commands.add_parser("import", help="convert vcrpy YAML cassettes, redacting on the way")
-    importing.add_argument("files", nargs="+")
+    importing.add_argument("files", nargs="+", metavar="FILE_OR_DIR")
     importing.add_argument("--out", help="folder for the converted cassettes (default: beside each file)")
     importing.set_defaults(run=command_import)
     return parser
