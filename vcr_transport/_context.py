@@ -124,7 +124,8 @@ class use_cassette:  # noqa: N801 - reads as a function, like contextlib's
 
     ``mode`` wins over the pytest option, ``VCR_TRANSPORT_MODE``, ``[tool.vcr_transport]`` and the default
     ``auto``. ``unplayed`` decides what recorded-but-unplayed calls do at exit: ``"warn"`` (default),
-    ``"error"`` or ``"ignore"``. Other options are ReplayTransport's. On exit a replay mismatch that an SDK
+    ``"error"`` or ``"ignore"``. ``block_network=True`` turns the network guard (``_guard.NetworkGuard``) on
+    for the block when the mode is replay. Other options are ReplayTransport's. On exit a replay mismatch that an SDK
     swallowed is raised again.
     """
 
