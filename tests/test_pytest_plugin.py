@@ -110,7 +110,7 @@ def test_replay_blocks_the_network_but_not_loopback(project: pytest.Pytester) ->
 
             @pytest.mark.vcr_transport(mode="replay", path="empty.jsonl")
             def test_outside():
-                with pytest.raises(vcr_transport.VcrTransportError, match="'api.openai.com':443 was blocked"):
+                with pytest.raises(vcr_transport.VcrTransportError, match="'api.openai.com' for port 443 was blocked"):
                     socket.create_connection(("api.openai.com", 443), timeout=1)
 
             @pytest.mark.vcr_transport(mode="replay", path="empty.jsonl")

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import argparse
 import base64
-import datetime
 import json
 import os
+import stat
 import sys
 import time
 from collections.abc import Iterator, Sequence
@@ -16,14 +16,15 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from ._config import ENVIRONMENT_VARIABLE, MODES, find_pyproject, read_settings, resolve_mode, set_mode_in_pyproject
-from ._core._bodies import content_type_of, decoded_body, sse_events, stored_body
-from ._core._format import FORMAT_VERSION, Cassette, RecordedCall, dumps_line, encode_chunk
+from ._core._bodies import content_type_of, decoded_body, sse_events
+from ._core._format import FORMAT_VERSION, Cassette, RecordedCall
 from ._core._matching import cassette_differences, iter_differences
 from ._core._redaction import PLACEHOLDER, Redactor
-from ._core._stream_redaction import StreamRedactor, changed_span
+from ._core._stream_redaction import changed_span
 from ._exceptions import CassetteError, VcrTransportError, shorten
 from ._ledger import last_run_cassettes
 from ._storage import read_cassette
+from ._vcrpy import ImportProblem, import_vcrpy, plan_imports
 
 __all__ = ["main"]
 
@@ -417,7 +418,42 @@ def command_scan(args: argparse.Namespace) -> int:
 # --- delete and prune -----------------------------------------------------------------------------------
 
 
+HEADER_READ_LIMIT = 64 * 1024
+
+
+def not_a_cassette(path: Path) -> str | None:
+    """Why a path is not a vcr_transport cassette, or None when it is one: a regular file (not a symlink,
+    FIFO or device) whose first line is a cassette header. Reads at most the first line, never blocks."""
+    flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOFOLLOW", 0)
+    try:
+        if not stat.S_ISREG(os.lstat(path).st_mode):
+            return "not a regular file"
+        descriptor = os.open(path, flags)
+    except FileNotFoundError:
+        return "no such file"
+    except OSError as error:
+        return f"can't be opened: {error.strerror}"
+    with os.fdopen(descriptor, "rb") as file:
+        if not stat.S_ISREG(os.fstat(file.fileno()).st_mode):
+            return "not a regular file"
+        first = file.readline(HEADER_READ_LIMIT)
+    try:
+        header = json.loads(first)
+    except ValueError:
+        return "its first line is not a cassette header"
+    if not isinstance(header, dict) or header.get("type") != "header" or "format_version" not in header:
+        return "its first line is not a cassette header"
+    return None
+
+
 def _remove(paths: list[Path], yes: bool, why: dict[Path, str]) -> int:
+    refused = {path: problem for path in paths if (problem := not_a_cassette(path))}
+    if refused:
+        raise UsageProblem(
+            "refused, nothing was deleted: "
+            + "; ".join(f"{path} is not a cassette ({problem})" for path, problem in refused.items())
+            + ". delete and prune only remove vcr_transport cassettes (a file whose first line is a cassette header)"
+        )
     for path in paths:
         _out(f"{'deleted' if yes else 'would delete'} {path}  ({why[path]})")
         if yes:
@@ -431,15 +467,18 @@ def _remove(paths: list[Path], yes: bool, why: dict[Path, str]) -> int:
 
 def command_delete(args: argparse.Namespace) -> int:
     paths = [Path(p) for p in args.cassettes]
-    for path in paths:
-        if not path.is_file():
-            raise UsageProblem(f"{path}: no such cassette")
     return _remove(paths, args.yes, {p: "named" for p in paths})
 
 
 def command_prune(args: argparse.Namespace) -> int:
     root = _project_root()
-    paths = _cassettes_in([args.dir]) if args.dir else _default_cassettes()
+    paths = []
+    for path in _cassettes_in([args.dir]) if args.dir else _default_cassettes():
+        problem = not_a_cassette(path)
+        if problem:
+            _out(f"skipped {path}: not a cassette ({problem}); prune only deletes cassettes")
+        else:
+            paths.append(path)
     why: dict[Path, str] = {}
     if args.older_than is not None:
         cutoff = time.time() - args.older_than * 86400
@@ -462,90 +501,14 @@ def command_prune(args: argparse.Namespace) -> int:
 # --- import ---------------------------------------------------------------------------------------------
 
 
-def _header_pairs(headers: Any) -> list[tuple[str, str]]:
-    pairs = []
-    for name, values in (headers or {}).items():
-        for value in values if isinstance(values, list) else [values]:
-            pairs.append((str(name), str(value)))
-    return pairs
-
-
-def _as_bytes(body: Any) -> bytes:
-    if body is None:
-        return b""
-    if isinstance(body, dict):
-        body = body.get("string", b"")
-    return body if isinstance(body, bytes) else str(body).encode("utf-8")
-
-
-def import_vcrpy(source: Path, target: Path) -> int:
-    """Convert a vcrpy YAML cassette into a v1 cassette, redacting on the way. Returns the call count."""
-    try:
-        import yaml  # type: ignore[import-untyped]
-    except ImportError:
-        raise UsageProblem("import needs PyYAML: pip install pyyaml") from None
-    try:
-        document = yaml.load(source.read_text(encoding="utf-8"), Loader=yaml.SafeLoader)
-    except yaml.YAMLError as error:
-        raise UsageProblem(f"{source}: not a YAML file: {error}") from None
-    if not isinstance(document, dict) or not isinstance(document.get("interactions"), list):
-        raise UsageProblem(f"{source}: not a vcrpy cassette (no 'interactions' list)")
-    redactor = Redactor()
-    created = datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds")
-    lines = [
-        dumps_line(
-            {"type": "header", "format_version": FORMAT_VERSION, "created": created, "imported_from": str(source)}
-        )
-    ]
-    for index, interaction in enumerate(document["interactions"]):
-        request, response = interaction["request"], interaction["response"]
-        request_headers = _header_pairs(request.get("headers"))
-        lines.append(
-            dumps_line(
-                {
-                    "type": "request",
-                    "call_index": index,
-                    "method": str(request["method"]).upper(),
-                    "url": redactor.redact_text(str(request["uri"])),
-                    "headers": redactor.redact_headers(request_headers),
-                    "body": stored_body(_as_bytes(request.get("body")), content_type_of(request_headers), redactor),
-                }
-            )
-        )
-        response_headers = _header_pairs(response.get("headers"))
-        status = response.get("status", {})
-        lines.append(
-            dumps_line(
-                {
-                    "type": "response",
-                    "call_index": index,
-                    "status": int(status.get("code", 200)),
-                    "headers": redactor.redact_headers(response_headers),
-                    "http_version": "HTTP/1.1",
-                }
-            )
-        )
-        streaming = StreamRedactor(redactor)
-        for chunk, _ in [*streaming.feed(_as_bytes(response.get("body")), 0), *streaming.finish()]:
-            kind, value = encode_chunk(chunk)
-            lines.append(dumps_line({"type": "event", "call_index": index, "event_index": 0, "t": 0.0, kind: value}))
-        lines.append(dumps_line({"type": "call_end", "call_index": index, "event_count": 1, "outcome": "complete"}))
-    target.parent.mkdir(parents=True, exist_ok=True)
-    temporary = target.with_name(f".{target.name}.partial")
-    temporary.write_text("".join(lines), encoding="utf-8")
-    os.chmod(temporary, 0o600)
-    os.replace(temporary, target)
-    return len(document["interactions"])
-
-
 def command_import(args: argparse.Namespace) -> int:
-    for raw in args.files:
-        source = Path(raw)
-        if not source.is_file():
-            raise UsageProblem(f"{source}: no such file")
-        target = (Path(args.out) / source.with_suffix(".jsonl").name) if args.out else source.with_suffix(".jsonl")
-        count = import_vcrpy(source, target)
-        _out(f"imported {count} call(s): {source} -> {target}")
+    try:
+        plan = plan_imports(args.files, args.out)
+        for source, target in plan:
+            count = import_vcrpy(source, target)
+            _out(f"imported {count} call(s): {source} -> {target}")
+    except ImportProblem as problem:
+        raise UsageProblem(str(problem)) from None
     _out("note: vcrpy keeps no chunk boundaries, so each body came in whole, as one chunk; re-record to get them")
     return 0
 
@@ -607,7 +570,7 @@ def build_parser() -> argparse.ArgumentParser:
     prune.set_defaults(run=command_prune)
 
     importing = commands.add_parser("import", help="convert vcrpy YAML cassettes, redacting on the way")
-    importing.add_argument("files", nargs="+")
+    importing.add_argument("files", nargs="+", metavar="FILE_OR_DIR")
     importing.add_argument("--out", help="folder for the converted cassettes (default: beside each file)")
     importing.set_defaults(run=command_import)
     return parser

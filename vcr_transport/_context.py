@@ -216,7 +216,8 @@ class use_cassette:  # noqa: N801 - reads as a function, like contextlib's
 
     ``mode`` wins over the pytest option, ``VCR_TRANSPORT_MODE``, ``[tool.vcr_transport]`` and the default
     ``auto``. ``unplayed`` decides what recorded-but-unplayed calls do at exit: ``"warn"`` (default),
-    ``"error"`` or ``"ignore"``. Other options are ReplayTransport's. On exit a replay mismatch that an SDK
+    ``"error"`` or ``"ignore"``. ``block_network=True`` turns the network guard (``_guard.NetworkGuard``) on
+    for the block when the mode is replay. Other options are ReplayTransport's. On exit a replay mismatch that an SDK
     swallowed is raised again.
     """
 
@@ -226,6 +227,8 @@ class use_cassette:  # noqa: N801 - reads as a function, like contextlib's
         *,
         mode: str | None = None,
         unplayed: str = "warn",
+        pytest_option: str | None = None,
+        block_network: bool = False,
         **options: Any,
     ) -> None:
         if unplayed not in UNPLAYED_ACTIONS:
@@ -234,6 +237,8 @@ class use_cassette:  # noqa: N801 - reads as a function, like contextlib's
         self.requested_mode = mode
         self.unplayed = unplayed
         self.options = Options.from_arguments(options, where="use_cassette()")
+        self.block_network = block_network  # in replay: vcr_transport._guard.NetworkGuard for the block
+        self._guard: Any = None
         self.session: CassetteSession | None = None
         self._token: contextvars.Token[CassetteSession | None] | None = None
 
@@ -245,6 +250,10 @@ class use_cassette:  # noqa: N801 - reads as a function, like contextlib's
     def __enter__(self) -> use_cassette:
         self.session = open_session(self.path, self.requested_mode, self.options)
         self._token = PATCHER.enter(self.session)
+        if self.block_network and self.session.mode == "replay":
+            from ._guard import NetworkGuard
+
+            self._guard = NetworkGuard().start()
         return self
 
     def __exit__(self, exc_type: object, exc: object, traceback: object) -> None:
@@ -254,6 +263,9 @@ class use_cassette:  # noqa: N801 - reads as a function, like contextlib's
         """Leave the block: restore, commit a recording; with ``check``, report what the block missed."""
         session = self.session
         assert session is not None and self._token is not None
+        guard, self._guard = self._guard, None
+        if guard is not None:
+            guard.stop()
         try:
             PATCHER.leave(session, self._token)
         finally:
@@ -287,6 +299,7 @@ class use_cassette:  # noqa: N801 - reads as a function, like contextlib's
             self.path,
             mode=self.requested_mode,
             unplayed=self.unplayed,
+            block_network=self.block_network,
             **self.options.as_arguments(),
         )
 

@@ -7,7 +7,7 @@
      ├── RecordedError             replays a recorded failure whose class is neither httpx's nor a builtin
      ├── ModeError                 an unknown mode name (also a ValueError)
      ├── CassetteOwnerError        a request whose cassette can't be told (use_cassette, several open)
-     └── NetworkBlockedError       a connection beyond loopback during replay (pytest plugin)
+     └── NetworkBlockedError       a route beyond loopback stopped by the network guard (replay)
 
     UnplayedCallsWarning           unplayed calls, when use_cassette(unplayed="warn")
 
@@ -138,7 +138,8 @@ class CassetteOwnerError(VcrTransportError):
 
 
 class NetworkBlockedError(VcrTransportError):
-    """A connection to a non-loopback host during replay under the pytest plugin."""
+    """A connection, datagram or DNS lookup beyond loopback, stopped by the network guard (the pytest plugin
+    in replay, or ``use_cassette(block_network=True)``)."""
 
 
 class UnplayedCallsWarning(UserWarning):

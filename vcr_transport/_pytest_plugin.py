@@ -9,15 +9,14 @@ differ from pytest-recording's and cassetter's ``vcr`` so that both can be insta
 - ``@pytest.mark.vcr_transport(path=None, mode=None, unplayed=None, **options)``: options as ``use_cassette``.
 - ``--vcr-mode``: the mode for the run (below an explicit ``mode=``, above ``VCR_TRANSPORT_MODE``).
 - ini ``vcr_unplayed``: ``error`` (default), ``warn`` or ``ignore`` for recorded calls no request asked for.
-- In replay, the test can't reach the network: connecting anywhere but loopback raises NetworkBlockedError.
+- In replay, the test can't reach the network: every in-process route beyond loopback (connect, UDP, DNS,
+  asyncio, the C socket class) raises NetworkBlockedError; see ``_guard.py``. Subprocesses are not covered.
 """
 
 from __future__ import annotations
 
 import hashlib
-import ipaddress
 import re
-import socket
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -27,7 +26,6 @@ import pytest
 from ._config import MODES, mode_for_pytest_run
 from ._context import UNPLAYED_ACTIONS, use_cassette
 from ._core._options import Options
-from ._exceptions import NetworkBlockedError
 from ._ledger import note_use
 
 MARKER = "vcr_transport"
@@ -93,51 +91,6 @@ def default_cassette_path(node: pytest.Item) -> Path:
     return module.parent / "cassettes" / module.stem / (".".join(parts) + ".jsonl")
 
 
-def _loopback(host: object) -> bool:
-    if not isinstance(host, str | bytes):
-        return True  # AF_UNIX paths and the like are local
-    text = host.decode() if isinstance(host, bytes) else host
-    if text in ("localhost", "") or text.endswith(".localhost"):
-        return True
-    try:
-        return ipaddress.ip_address(text.split("%")[0]).is_loopback
-    except ValueError:
-        return False
-
-
-def _block(host: object, port: object) -> NetworkBlockedError:
-    return NetworkBlockedError(
-        f"replay mode: a connection to {host!r}:{port} was blocked; only loopback is reachable while replaying. "
-        "A request that reaches the network was not recorded: re-record with --vcr-mode=record"
-    )
-
-
-@pytest.fixture
-def _vcr_network_guard(monkeypatch: pytest.MonkeyPatch) -> None:
-    real_getaddrinfo = socket.getaddrinfo
-    real_connect = socket.socket.connect
-    real_connect_ex = socket.socket.connect_ex
-
-    def getaddrinfo(host: Any, port: Any, *args: Any, **kwargs: Any) -> Any:
-        if not _loopback(host):
-            raise _block(host, port)
-        return real_getaddrinfo(host, port, *args, **kwargs)
-
-    def connect(sock: socket.socket, address: Any) -> Any:
-        if isinstance(address, tuple) and not _loopback(address[0]):
-            raise _block(address[0], address[1])
-        return real_connect(sock, address)
-
-    def connect_ex(sock: socket.socket, address: Any) -> Any:
-        if isinstance(address, tuple) and not _loopback(address[0]):
-            raise _block(address[0], address[1])
-        return real_connect_ex(sock, address)
-
-    monkeypatch.setattr(socket, "getaddrinfo", getaddrinfo)
-    monkeypatch.setattr(socket.socket, "connect", connect)
-    monkeypatch.setattr(socket.socket, "connect_ex", connect_ex)
-
-
 @pytest.fixture
 def vcr_cassette(request: pytest.FixtureRequest) -> Iterator[use_cassette]:
     """The test's cassette, open for the whole test. Fails the test on an unplayed call by default."""
@@ -153,12 +106,10 @@ def vcr_cassette(request: pytest.FixtureRequest) -> Iterator[use_cassette]:
     unplayed = kwargs.pop("unplayed", None) or request.config.getini("vcr_unplayed")
     if unplayed not in UNPLAYED_ACTIONS:
         raise pytest.UsageError(f"vcr_unplayed must be one of {', '.join(UNPLAYED_ACTIONS)}, not {unplayed!r}")
-    cassette = use_cassette(path, mode=kwargs.pop("mode", None), unplayed=unplayed, **kwargs)
+    cassette = use_cassette(path, mode=kwargs.pop("mode", None), unplayed=unplayed, block_network=True, **kwargs)
     cassette.__enter__()
     request.node.stash[_CASSETTE] = cassette
     try:
-        if cassette.mode == "replay":
-            request.getfixturevalue("_vcr_network_guard")
         note_use(request.config.rootpath, path)
         yield cassette
     finally:

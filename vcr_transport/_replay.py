@@ -86,7 +86,10 @@ class ReplayTransport:
             read_cassette(path), self.options.matcher(), self.options.redactor(), ordered=self.options.ordered
         )
         self.on_mismatch = self.options.on_mismatch
-        self._headers = [replay_headers(call, self.options.max_retry_after) for call in self.engine.cassette.calls]
+        created = self.engine.cassette.header.get("created")
+        self._headers = [
+            replay_headers(call, self.options.max_retry_after, created) for call in self.engine.cassette.calls
+        ]
         self.sleep: Callable[[float], None] = time.sleep
         self.async_sleep: Callable[[float], Awaitable[None]] = _anyio_sleep
 

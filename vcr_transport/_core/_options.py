@@ -47,7 +47,8 @@ class Options:
     )
     max_retry_after: float | None = _option(
         0.01,
-        "a recorded retryable response's retry delay is shortened to this many seconds; None keeps it",
+        "a recorded retryable response's retry delay is shortened to this many seconds, unless it made the SDK "
+        "give up (openai: over 120 s; an HTTP date is kept as the seconds it meant when recorded); None keeps it",
         kind="seconds",
     )
     on_mismatch: MismatchAction = _option(

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import datetime
+import email.utils
+import math
 import threading
 from typing import Any
 
@@ -14,36 +17,102 @@ from ._redaction import Redactor
 __all__ = ["RETRYABLE_STATUSES", "ReplayEngine", "replay_headers"]
 
 RETRYABLE_STATUSES = frozenset({408, 409, 429}) | frozenset(range(500, 600))
-# openai and anthropic stop retrying when a delay exceeds this; a rewrite must never cross it.
+# openai stops retrying when a finite retry delay exceeds this (openai._constants.MAX_RETRY_AFTER_DELAY);
+# anthropic never stops for a delay, it sleeps it (capped at 4,294,967 s); google-genai ignores the header.
 SDK_MAX_RETRY_AFTER = 120.0
+_RETRY_HEADERS = ("retry-after-ms", "retry-after")
 
 
-def _retry_after_seconds(headers: list[tuple[str, str]]) -> float | None:
+def _header(headers: list[tuple[str, str]], name: str) -> str | None:
+    """A header as httpx's ``Headers.get`` gives it: every value of that name joined with ", "."""
+    values = [value for key, value in headers if key.lower() == name]
+    return ", ".join(values) if values else None
+
+
+def _http_date(value: str | None) -> datetime.datetime | None:
+    if value is None:
+        return None
+    try:
+        moment = email.utils.parsedate_to_datetime(value)
+    except (TypeError, ValueError, IndexError, OverflowError):
+        return None
+    return moment if moment.tzinfo is not None else moment.replace(tzinfo=datetime.UTC)
+
+
+def _retry_after_seconds(
+    headers: list[tuple[str, str]], recorded_at: datetime.datetime | None = None
+) -> tuple[float | None, bool]:
+    """(delay in seconds, whether it came from an HTTP date) as openai reads a response's headers:
+    ``retry-after-ms``, then ``retry-after`` as a number, then ``retry-after`` as an HTTP date. The delay
+    may be negative, zero, NaN or infinite, as the SDK would see it. A date is counted from
+    ``recorded_at`` (when the response was received); with no such time, or no parsable value, the delay
+    is None."""
     for name, divisor in (("retry-after-ms", 1000.0), ("retry-after", 1.0)):
-        for key, value in headers:
-            if key.lower() == name:
-                try:
-                    return float(value) / divisor
-                except ValueError:
-                    return None
-    return None
+        value = _header(headers, name)
+        if value is None:
+            continue
+        try:
+            delay = float(value)
+        except ValueError:
+            continue
+        if delay == math.inf and value.strip().lower() not in ("inf", "+inf", "infinity", "+infinity"):
+            return SDK_MAX_RETRY_AFTER + 1, False  # an overflowing number: openai's "too long" sentinel
+        return delay / divisor, False
+    moment = _http_date(_header(headers, "retry-after"))
+    if moment is None or recorded_at is None:
+        return None, moment is not None
+    return (moment - recorded_at).total_seconds(), True
 
 
-def replay_headers(call: RecordedCall, max_retry_after: float | None) -> list[tuple[str, str]]:
+def _sdk_gives_up(call: RecordedCall, delay: float | None) -> bool:
+    """Whether the SDK that made this call stopped retrying because of the recorded delay: openai (and
+    every SDK that is not anthropic) does for a finite delay over two minutes; anthropic never does."""
+    if any(key.lower() == "anthropic-version" for key, _ in call.request_headers):
+        return False
+    return delay is not None and math.isfinite(delay) and delay > SDK_MAX_RETRY_AFTER
+
+
+def _recorded_at(call: RecordedCall, created: str | None) -> datetime.datetime | None:
+    """When the response was received: its own ``date`` header, else the cassette's ``created`` time."""
+    moment = _http_date(_header(call.response_headers, "date"))
+    if moment is not None or not created:
+        return moment
+    try:
+        parsed = datetime.datetime.fromisoformat(created)
+    except ValueError:
+        return None
+    return parsed if parsed.tzinfo is not None else parsed.replace(tzinfo=datetime.UTC)
+
+
+def replay_headers(
+    call: RecordedCall, max_retry_after: float | None, created: str | None = None
+) -> list[tuple[str, str]]:
     """The headers replayed for a call: content-length made true to the replayed bytes, and (when asked)
-    recorded retry delays shortened without changing whether the SDK retries."""
+    recorded retry delays shortened without changing whether the SDK retries.
+
+    A response the SDK retries (a retryable status, or ``x-should-retry: true``) gets ``retry-after-ms``
+    and ``retry-after`` of at most ``max_retry_after``, unless the recorded delay made the SDK give up
+    (openai: over 120 s). Such a delay is kept; when it was an HTTP date it is replayed as the number of
+    seconds it meant when recorded (counted from the response's ``date`` header, else from the cassette's
+    ``created`` time, ``created``), so that the decision doesn't depend on the day of the replay. A date
+    with neither reference is kept as recorded."""
     headers = list(call.response_headers)
     if call.complete:
         length = str(call.size)
         headers = [(k, length if k.lower() == "content-length" else v) for k, v in headers]
-    if max_retry_after is not None and call.status in RETRYABLE_STATUSES:
-        recorded = _retry_after_seconds(headers)
-        if recorded is None or recorded <= SDK_MAX_RETRY_AFTER:
-            delay = recorded if recorded is not None and 0 < recorded < max_retry_after else max_retry_after
-            headers = [(k, v) for k, v in headers if k.lower() not in ("retry-after", "retry-after-ms")]
-            headers.append(("retry-after-ms", f"{delay * 1000:g}"))
-            headers.append(("retry-after", f"{delay:g}"))
-    return headers
+    should_retry = _header(headers, "x-should-retry")
+    retried = should_retry == "true" or (should_retry != "false" and call.status in RETRYABLE_STATUSES)
+    if max_retry_after is None or not retried:
+        return headers
+    delay, from_date = _retry_after_seconds(headers, _recorded_at(call, created))
+    if from_date and delay is None:
+        return headers
+    kept = [(k, v) for k, v in headers if k.lower() not in _RETRY_HEADERS]
+    if _sdk_gives_up(call, delay):
+        assert delay is not None
+        return headers if not from_date else [*kept, ("retry-after", str(math.ceil(delay)))]
+    shortened = delay if delay is not None and 0 < delay < max_retry_after else max_retry_after
+    return [*kept, ("retry-after-ms", f"{shortened * 1000:g}"), ("retry-after", f"{shortened:g}")]
 
 
 class ReplayEngine:

@@ -1,0 +1,387 @@
+"""The network guard: every in-process route beyond loopback raises NetworkBlockedError before the real
+socket or resolver function is reached; loopback keeps working; everything is restored after stop.
+
+The real C functions the guard lets allowed calls through to are replaced by tripwires in these tests: a
+tripwire records the call and raises, so even a guard that failed would send nothing. The addresses are
+TEST-NET (192.0.2.1, 2001:db8::1) and the reserved name example.invalid.
+"""
+
+from __future__ import annotations
+
+import _socket
+import asyncio
+import json
+import socket
+import ssl
+import textwrap
+import urllib.request
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import vcr_transport
+from vcr_transport import NetworkBlockedError, _guard
+from vcr_transport._guard import NetworkGuard
+
+V4 = ("192.0.2.1", 80)
+V6 = ("2001:db8::1", 80, 0, 0)
+NAME = "example.invalid"
+
+
+@pytest.fixture
+def tripwires(monkeypatch: pytest.MonkeyPatch) -> list[tuple[str, tuple[Any, ...]]]:
+    """Every real function behind the guard, replaced by one that records the call and refuses it."""
+    reached: list[tuple[str, tuple[Any, ...]]] = []
+    for name in list(_guard._REAL):
+
+        def tripwire(*args: Any, _name: str = name) -> Any:
+            reached.append((_name, args))
+            raise AssertionError(f"the guard let {_name}{args!r} through to the real function")
+
+        monkeypatch.setitem(_guard._REAL, name, tripwire)
+    return reached
+
+
+@pytest.fixture
+def recorder(monkeypatch: pytest.MonkeyPatch) -> list[tuple[str, tuple[Any, ...]]]:
+    """Every real function behind the guard, recorded and then called."""
+    reached: list[tuple[str, tuple[Any, ...]]] = []
+    for name, real in list(_guard._REAL.items()):
+
+        def record(*args: Any, _name: str = name, _real: Any = real) -> Any:
+            reached.append((_name, args))
+            return _real(*args)
+
+        monkeypatch.setitem(_guard._REAL, name, record)
+    return reached
+
+
+@pytest.fixture
+def guarded() -> Iterator[NetworkGuard]:
+    with NetworkGuard() as guard:
+        yield guard
+
+
+def _run(coroutine: Any) -> Any:
+    return asyncio.run(coroutine)
+
+
+async def _sock_connect() -> None:
+    loop = asyncio.get_running_loop()
+    with socket.socket() as sock:
+        sock.setblocking(False)
+        await loop.sock_connect(sock, V4)
+
+
+async def _create_connection(host: str) -> None:
+    await asyncio.get_running_loop().create_connection(asyncio.Protocol, host, 80)
+
+
+async def _datagram_remote() -> None:
+    await asyncio.get_running_loop().create_datagram_endpoint(asyncio.DatagramProtocol, remote_addr=V4)
+
+
+class _LostWith(asyncio.DatagramProtocol):
+    """asyncio hands a datagram transport's write error to connection_lost: keep it."""
+
+    def __init__(self) -> None:
+        self.lost: asyncio.Future[Exception | None] = asyncio.get_running_loop().create_future()
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self.lost.set_result(exc)
+
+
+async def _datagram_sendto() -> None:
+    transport, protocol = await asyncio.get_running_loop().create_datagram_endpoint(
+        _LostWith, local_addr=("127.0.0.1", 0)
+    )
+    transport.sendto(b"x", V4)
+    error = await protocol.lost
+    if error is not None:
+        raise error
+
+
+async def _loop_getaddrinfo() -> None:
+    await asyncio.get_running_loop().getaddrinfo(NAME, 80)
+
+
+async def _sock_sendto() -> None:
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as sock:
+        sock.setblocking(False)
+        await asyncio.get_running_loop().sock_sendto(sock, b"x", V4)
+
+
+def _tcp() -> socket.socket:
+    return socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+
+
+def _udp(family: int = socket.AF_INET) -> socket.socket:
+    return socket.socket(family, socket.SOCK_DGRAM)
+
+
+def _with(make: Callable[[], Any], use: Callable[[Any], Any]) -> Callable[[], Any]:
+    def route() -> Any:
+        sock = make()
+        try:
+            return use(sock)
+        finally:
+            sock.close()
+
+    return route
+
+
+ROUTES: dict[str, Callable[[], Any]] = {
+    "connect str IPv4": _with(_tcp, lambda s: s.connect(V4)),
+    "connect bytes host": _with(_tcp, lambda s: s.connect((b"192.0.2.1", 80))),
+    "connect bytearray host": _with(_tcp, lambda s: s.connect((bytearray(b"192.0.2.1"), 80))),
+    "connect IPv6": _with(lambda: socket.socket(socket.AF_INET6), lambda s: s.connect(V6)),
+    "connect IPv4-mapped IPv6": _with(
+        lambda: socket.socket(socket.AF_INET6), lambda s: s.connect(("::ffff:192.0.2.1", 80))
+    ),
+    "connect host name": _with(_tcp, lambda s: s.connect((NAME, 80))),
+    "connect hostname that ends in localhost-ish": _with(_tcp, lambda s: s.connect(("localhost.example.invalid", 80))),
+    "connect_ex": _with(_tcp, lambda s: s.connect_ex(V4)),
+    "UDP sendto": _with(_udp, lambda s: s.sendto(b"x", V4)),
+    "UDP sendto with flags": _with(_udp, lambda s: s.sendto(b"x", 0, V4)),
+    "UDP sendto IPv6": _with(lambda: _udp(socket.AF_INET6), lambda s: s.sendto(b"x", V6)),
+    "UDP sendmsg": _with(_udp, lambda s: s.sendmsg([b"x"], [], 0, V4)),
+    "UDP connect": _with(_udp, lambda s: s.connect(V4)),
+    "TCP Fast Open sendto": _with(_tcp, lambda s: s.sendto(b"x", getattr(socket, "MSG_FASTOPEN", 0x20000000), V4)),
+    "C class _socket.socket": _with(lambda: _socket.socket(), lambda s: s.connect(V4)),
+    "C class _socket.SocketType": _with(lambda: _socket.SocketType(), lambda s: s.connect(V4)),
+    "super(socket.socket, s).connect": _with(_tcp, lambda s: super(socket.socket, s).connect(V4)),
+    "ssl.SSLSocket connect": _with(
+        lambda: ssl.create_default_context().wrap_socket(socket.socket(), server_hostname="x"),
+        lambda s: s.connect(V4),
+    ),
+    "socket.create_connection": lambda: socket.create_connection((NAME, 80), timeout=1),
+    "socket.getaddrinfo": lambda: socket.getaddrinfo(NAME, 80),
+    "socket.getaddrinfo numeric": lambda: socket.getaddrinfo("192.0.2.1", 80),
+    "_socket.getaddrinfo": lambda: _socket.getaddrinfo(NAME, 80),
+    "gethostbyname": lambda: socket.gethostbyname(NAME),
+    "gethostbyname_ex": lambda: socket.gethostbyname_ex(NAME),
+    "_socket.gethostbyname": lambda: _socket.gethostbyname(NAME),
+    "gethostbyaddr": lambda: socket.gethostbyaddr("192.0.2.1"),
+    "getnameinfo": lambda: socket.getnameinfo(V4, 0),
+    "getfqdn of a remote name": lambda: socket.getfqdn(NAME),
+    "urllib.request.urlopen": lambda: urllib.request.urlopen(f"http://{NAME}/", timeout=1),
+    "asyncio loop.sock_connect": lambda: _run(_sock_connect()),
+    "asyncio create_connection by name": lambda: _run(_create_connection(NAME)),
+    "asyncio create_connection by address": lambda: _run(_create_connection("192.0.2.1")),
+    "asyncio create_datagram_endpoint remote_addr": lambda: _run(_datagram_remote()),
+    "asyncio datagram transport sendto": lambda: _run(_datagram_sendto()),
+    "asyncio loop.getaddrinfo (executor)": lambda: _run(_loop_getaddrinfo()),
+    "asyncio loop.sock_sendto": lambda: _run(_sock_sendto()),
+}
+
+
+@pytest.mark.parametrize("route", ROUTES, ids=list(ROUTES))
+def test_every_route_beyond_loopback_is_blocked_before_the_real_call(
+    route: str, tripwires: list[tuple[str, tuple[Any, ...]]], guarded: NetworkGuard
+) -> None:
+    with pytest.raises(NetworkBlockedError, match="was blocked by vcr_transport's network guard") as blocked:
+        ROUTES[route]()
+    assert tripwires == [], f"{route} reached the real function"
+    assert "re-record" not in str(blocked.value) and "mock it" in str(blocked.value)
+
+
+def test_a_socket_created_before_the_guard_is_blocked_too(tripwires: list[tuple[str, tuple[Any, ...]]]) -> None:
+    early = socket.socket()
+    try:
+        with NetworkGuard(), pytest.raises(NetworkBlockedError):
+            early.connect(V4)
+        assert isinstance(early, socket.socket)
+    finally:
+        early.close()
+    assert tripwires == []
+
+
+def test_localhost_names_never_reach_the_real_resolver(
+    recorder: list[tuple[str, tuple[Any, ...]]], guarded: NetworkGuard
+) -> None:
+    found = socket.getaddrinfo("anything.localhost", 80, type=socket.SOCK_STREAM)
+    assert {entry[4][0] for entry in found} <= {"127.0.0.1", "::1"} and found
+    assert socket.gethostbyname("Foo.LOCALHOST.") == "127.0.0.1"
+    assert socket.gethostbyname_ex("x.localhost")[2] == ["127.0.0.1"]
+    assert socket.gethostbyaddr("127.0.0.1")[0] == "localhost"
+    assert socket.getnameinfo(("x.localhost", 80), socket.NI_NUMERICSERV) == ("localhost", "80")
+    resolver_calls = [args for name, args in recorder if name in ("getaddrinfo", "getnameinfo")]
+    assert resolver_calls, "the numeric loopback answers go through the real function"
+    assert all(args[0] in ("127.0.0.1", "::1", ("127.0.0.1", 80)) for args in resolver_calls)
+    assert all(args[5] & socket.AI_NUMERICHOST for name, args in recorder if name == "getaddrinfo"), (
+        "a localhost name must be answered without the resolver"
+    )
+    assert not [name for name, _ in recorder if name in ("gethostbyname", "gethostbyname_ex", "gethostbyaddr")]
+
+
+@pytest.fixture
+def loopback_server() -> Iterator[int]:
+    server = socket.create_server(("127.0.0.1", 0))
+    server.settimeout(5)
+    try:
+        yield server.getsockname()[1]
+    finally:
+        server.close()
+
+
+@pytest.mark.parametrize("host", ["127.0.0.1", "localhost", "api.localhost", b"127.0.0.1", bytearray(b"127.0.0.1")])
+def test_loopback_still_works(
+    host: Any, loopback_server: int, recorder: list[tuple[str, tuple[Any, ...]]], guarded: NetworkGuard
+) -> None:
+    with socket.socket() as client:
+        client.connect((host, loopback_server))
+        assert client.getpeername() == ("127.0.0.1", loopback_server)
+    connects = [args[1] for name, args in recorder if name == "connect"]
+    assert connects and connects[-1][0] in ("127.0.0.1", b"127.0.0.1", bytearray(b"127.0.0.1"))
+
+
+def test_ipv6_loopback_and_udp_loopback_work(
+    recorder: list[tuple[str, tuple[Any, ...]]], guarded: NetworkGuard
+) -> None:
+    if not socket.has_ipv6:
+        pytest.skip("no IPv6 on this machine")
+    try:
+        server = socket.create_server(("::1", 0), family=socket.AF_INET6)
+    except OSError:
+        pytest.skip("::1 is not configured here")
+    with server, socket.socket(socket.AF_INET6) as client:
+        client.connect(("::1", server.getsockname()[1]))
+    with _udp() as receiver, _udp() as sender:
+        receiver.bind(("127.0.0.1", 0))
+        sender.sendto(b"ping", receiver.getsockname())
+        assert receiver.recv(10) == b"ping"
+    assert {name for name, _ in recorder} >= {"connect", "sendto"}
+
+
+def test_asyncio_loopback_works(loopback_server: int, guarded: NetworkGuard) -> None:
+    async def talk() -> str:
+        _, writer = await asyncio.open_connection("localhost", loopback_server)
+        peer = writer.get_extra_info("peername")[0]
+        writer.close()
+        return str(peer)
+
+    assert _run(talk()) in ("127.0.0.1", "::1")
+
+
+def _patched_state() -> dict[str, Any]:
+    state = {f"socket.{n}": getattr(socket, n) for n in (*_guard._DNS_FUNCTIONS, "socket", "SocketType")}
+    state.update({f"_socket.{n}": getattr(_socket, n) for n in (*_guard._DNS_FUNCTIONS, "socket", "SocketType")})
+    state.update({f"class.{n}": vars(socket.socket).get(n) for n in _guard._SOCKET_METHODS})
+    return state
+
+
+def test_nested_guards_restore_everything_after_the_last_stop() -> None:
+    before = _patched_state()
+    outer, inner = NetworkGuard(), NetworkGuard()
+    outer.start()
+    guarded_state = _patched_state()
+    assert guarded_state != before and socket.socket is not before["socket.socket"]
+    inner.start()
+    inner.start()
+    inner.stop()
+    inner.stop()
+    assert _patched_state() == guarded_state, "an inner stop must not restore while the outer guard is on"
+    with pytest.raises(NetworkBlockedError):
+        socket.gethostbyname(NAME)
+    outer.stop()
+    assert _patched_state() == before
+    assert socket.socket.connect.__qualname__ == "socket.connect" and "connect" not in vars(socket.socket)
+    with pytest.raises(RuntimeError, match="without a start"):
+        outer.stop()
+
+
+def test_a_failed_install_leaves_nothing_behind(monkeypatch: pytest.MonkeyPatch) -> None:
+    before = _patched_state()
+    real_replace = _guard._replace
+    done: list[str] = []
+
+    def failing(owner: Any, name: str, value: Any) -> None:
+        if len(done) == 7:
+            raise KeyboardInterrupt
+        done.append(name)
+        real_replace(owner, name, value)
+
+    monkeypatch.setattr(_guard, "_replace", failing)
+    with pytest.raises(KeyboardInterrupt):
+        NetworkGuard().start()
+    assert len(done) == 7 and _patched_state() == before and _guard._depth == 0
+
+
+def test_after_stop_the_socket_classes_behave_as_before(loopback_server: int) -> None:
+    with NetworkGuard():
+        made_inside = socket.socket()
+        raw_inside = _socket.socket()
+    try:
+        assert type(made_inside).__name__ == "_GuardedSocket" and isinstance(made_inside, socket.socket)
+        made_inside.connect(("127.0.0.1", loopback_server))  # the guard is off: passes through
+    finally:
+        made_inside.close()
+        raw_inside.close()
+
+
+def test_use_cassette_block_network_guards_replay_only(tmp_path: Path) -> None:
+    cassette = tmp_path / "empty.jsonl"
+    cassette.write_text(json.dumps({"type": "header", "format_version": 1}) + "\n")
+    before = _patched_state()
+    with vcr_transport.use_cassette(cassette, mode="replay", block_network=True):
+        with pytest.raises(NetworkBlockedError):
+            socket.getaddrinfo(NAME, 443)
+    assert _patched_state() == before
+    with vcr_transport.use_cassette(cassette, mode="replay"):
+        assert _patched_state() == before, "without block_network nothing is patched"
+    with pytest.raises(ZeroDivisionError), vcr_transport.use_cassette(cassette, mode="replay", block_network=True):
+        raise ZeroDivisionError
+    assert _patched_state() == before, "restored on an exception too"
+    with vcr_transport.use_cassette(tmp_path / "new.jsonl", mode="record", block_network=True):
+        assert _patched_state() == before, "recording needs the network"
+
+
+def test_a_replay_test_under_the_plugin_is_guarded(pytester: pytest.Pytester) -> None:
+    pytester.makepyfile(
+        test_routes=textwrap.dedent(
+            """
+            import _socket, socket
+            import pytest
+            from vcr_transport import NetworkBlockedError
+            from vcr_transport import _guard
+
+            @pytest.fixture
+            def tripwire(monkeypatch):
+                real = _guard._REAL["getaddrinfo"]
+                def numeric_only(*args):
+                    if not args[5] & socket.AI_NUMERICHOST:
+                        raise AssertionError("reached the real resolver with %r" % (args,))
+                    return real(*args)
+                monkeypatch.setitem(_guard._REAL, "getaddrinfo", numeric_only)
+
+            @pytest.mark.vcr_transport(path="empty.jsonl")
+            @pytest.mark.parametrize("route", ["bytearray", "udp", "c_class", "super", "dns"])
+            def test_blocked(route, tripwire):
+                tcp, udp, raw = socket.socket(), socket.socket(type=socket.SOCK_DGRAM), _socket.socket()
+                with tcp, udp, pytest.raises(NetworkBlockedError):
+                    if route == "bytearray":
+                        tcp.connect((bytearray(b"192.0.2.1"), 80))
+                    elif route == "udp":
+                        udp.sendto(b"x", ("192.0.2.1", 53))
+                    elif route == "c_class":
+                        raw.connect(("192.0.2.1", 80))
+                    elif route == "super":
+                        super(socket.socket, tcp).connect(("192.0.2.1", 80))
+                    else:
+                        socket.getaddrinfo("example.invalid", 80)
+                raw.close()
+
+            @pytest.mark.vcr_transport(path="empty.jsonl")
+            def test_localhost_names_resolve_without_the_resolver(tripwire):
+                found = socket.getaddrinfo("api.localhost", 80, type=socket.SOCK_STREAM)
+                assert found and {entry[4][0] for entry in found} <= {"127.0.0.1", "::1"}
+
+            def test_unmarked_tests_are_not_guarded():
+                assert socket.socket.__name__ == "socket" and _socket.socket.__name__ == "socket"
+            """
+        )
+    )
+    (pytester.path / "empty.jsonl").write_text(json.dumps({"type": "header", "format_version": 1}) + "\n")
+    pytester.runpytest("--vcr-mode=replay").assert_outcomes(passed=7)

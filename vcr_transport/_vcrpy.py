@@ -1,0 +1,301 @@
+"""Converting vcrpy YAML cassettes into v1 cassettes, redacting on the way (``vcr-transport import``).
+
+Hostile input is refused, never half-converted: a YAML whose aliases would expand beyond a small budget
+(an "alias bomb") or refer to themselves, and any document that is not a vcrpy cassette, each with an
+error naming the file, the line of the interaction, what is wrong and the fix. Two inputs that would
+write the same output are refused before anything is written. Each output is written to a fresh
+``tempfile.mkstemp`` file (0600, created exclusively, so a planted symlink is never followed) in the
+target folder and moved into place.
+"""
+
+from __future__ import annotations
+
+import datetime
+import os
+import tempfile
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+from typing import Any
+
+from ._core._bodies import content_type_of, stored_body
+from ._core._format import FORMAT_VERSION, dumps_line, encode_chunk
+from ._core._redaction import Redactor
+from ._core._stream_redaction import StreamRedactor
+from ._exceptions import CassetteError
+
+__all__ = ["ALIAS_BUDGET", "ImportProblem", "import_vcrpy", "plan_imports"]
+
+# How many nodes aliases may add to a document once expanded. vcrpy writes no aliases at all.
+ALIAS_BUDGET = 10_000
+YAML_SUFFIXES = (".yaml", ".yml")
+FIX = "re-record it with vcrpy, or correct the file by hand; a vcrpy cassette is a mapping with an 'interactions' list"
+
+
+class ImportProblem(Exception):
+    """A command-line mistake of ``import`` (a missing input, two inputs for one output, no PyYAML)."""
+
+
+def plan_imports(
+    inputs: Sequence[str | os.PathLike[str]], out: str | os.PathLike[str] | None
+) -> list[tuple[Path, Path]]:
+    """(source, target) for every YAML file named or found in a named folder (recursively). A folder's
+    files go to the same relative paths under ``out`` (beside them without ``out``). Raises ImportProblem
+    for a missing input and for two inputs that map to one output, before anything is written."""
+    plan: list[tuple[Path, Path]] = []
+    for raw in inputs:
+        given = Path(raw)
+        if given.is_dir():
+            found = sorted(p for p in given.rglob("*") if p.suffix.lower() in YAML_SUFFIXES and p.is_file())
+            if not found:
+                raise ImportProblem(f"{given}: a folder with no .yaml or .yml file in it")
+            for source in found:
+                relative = source.relative_to(given).with_suffix(".jsonl")
+                plan.append((source, Path(out) / relative if out is not None else source.with_suffix(".jsonl")))
+        elif given.is_file():
+            name = given.with_suffix(".jsonl").name
+            plan.append((given, Path(out) / name if out is not None else given.with_suffix(".jsonl")))
+        else:
+            raise ImportProblem(f"{given}: no such file or folder")
+    by_target: dict[Path, Path] = {}
+    for source, target in plan:
+        key = Path(os.path.abspath(target))
+        if key in by_target:
+            raise ImportProblem(
+                f"{by_target[key]} and {source} would both be written to {target}; nothing was imported. "
+                "Import them in separate runs with different --out folders, or rename one"
+            )
+        by_target[key] = source
+    return plan
+
+
+# --- reading the YAML -----------------------------------------------------------------------------------
+
+
+def _yaml() -> Any:
+    try:
+        import yaml  # type: ignore[import-untyped]
+    except ImportError:
+        raise ImportProblem("import needs PyYAML: pip install pyyaml") from None
+    return yaml
+
+
+def _expanded_size(root: Any, yaml: Any, source: Path) -> int:
+    """The number of nodes the document has once every alias is expanded; refuses self-reference."""
+    sizes: dict[int, int] = {}
+    visiting: set[int] = set()
+    stack: list[tuple[Any, bool]] = [(root, False)]
+    while stack:
+        node, children_done = stack.pop()
+        key = id(node)
+        if key in sizes:
+            continue
+        if isinstance(node, yaml.SequenceNode):
+            children = list(node.value)
+        elif isinstance(node, yaml.MappingNode):
+            children = [part for pair in node.value for part in pair]
+        else:
+            sizes[key] = 1
+            continue
+        if children_done:
+            visiting.discard(key)
+            sizes[key] = 1 + sum(sizes[id(child)] for child in children)
+            continue
+        if key in visiting:
+            raise CassetteError(
+                str(source), node.start_mark.line + 1, "a YAML alias refers to the node that contains it", FIX
+            )
+        visiting.add(key)
+        stack.append((node, True))
+        for child in children:
+            if id(child) in visiting:
+                raise CassetteError(
+                    str(source), child.start_mark.line + 1, "a YAML alias refers to the node that contains it", FIX
+                )
+            if id(child) not in sizes:
+                stack.append((child, False))
+    return sizes[id(root)]
+
+
+def _count_nodes(root: Any, yaml: Any) -> int:
+    seen: set[int] = set()
+    stack = [root]
+    while stack:
+        node = stack.pop()
+        if id(node) in seen:
+            continue
+        seen.add(id(node))
+        if isinstance(node, yaml.SequenceNode):
+            stack += node.value
+        elif isinstance(node, yaml.MappingNode):
+            stack += [part for pair in node.value for part in pair]
+    return len(seen)
+
+
+def _load(source: Path) -> tuple[Any, list[int]]:
+    """The document, and the line of each interaction; aliases bounded, the C loader when present."""
+    yaml = _yaml()
+    loader_class = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+    try:
+        data = source.read_bytes()
+    except OSError as error:
+        raise CassetteError(str(source), None, f"can't be read: {error.strerror}") from None
+    loader = loader_class(data)
+    try:
+        root = loader.get_single_node()
+        if root is None:
+            return None, []
+        expanded, distinct = _expanded_size(root, yaml, source), _count_nodes(root, yaml)
+        if expanded - distinct > ALIAS_BUDGET:
+            raise CassetteError(
+                str(source),
+                None,
+                f"YAML aliases would expand it from {distinct} to {expanded} nodes, beyond the "
+                f"{ALIAS_BUDGET} that import allows (an alias bomb?); nothing was imported",
+                "vcrpy writes no aliases: import only files vcrpy wrote",
+            )
+        lines: list[int] = []
+        if isinstance(root, yaml.MappingNode):
+            for key, value in root.value:
+                if getattr(key, "value", None) == "interactions" and isinstance(value, yaml.SequenceNode):
+                    lines = [item.start_mark.line + 1 for item in value.value]
+        return loader.construct_document(root), lines
+    except yaml.YAMLError as error:
+        mark = getattr(error, "problem_mark", None)
+        line = mark.line + 1 if mark is not None else None
+        problem = getattr(error, "problem", None) or str(error).splitlines()[0]
+        raise CassetteError(str(source), line, f"not a YAML file vcr_transport can read: {problem}", FIX) from None
+    finally:
+        loader.dispose()
+
+
+# --- checking and converting the document ---------------------------------------------------------------
+
+
+class _Checker:
+    def __init__(self, source: Path, lines: list[int]) -> None:
+        self.source = source
+        self.lines = lines
+
+    def fail(self, index: int | None, problem: str, fix: str = FIX) -> CassetteError:
+        line = self.lines[index] if index is not None and index < len(self.lines) else None
+        where = f"interaction {index}: " if index is not None else ""
+        return CassetteError(str(self.source), line, where + problem, fix)
+
+    def headers(self, index: int, side: str, headers: Any) -> list[tuple[str, str]]:
+        if headers is None:
+            return []
+        if not isinstance(headers, dict):
+            raise self.fail(index, f"{side}.headers is a {type(headers).__name__}, not a mapping of name to values")
+        pairs = []
+        for name, values in headers.items():
+            for value in values if isinstance(values, list) else [values]:
+                if not isinstance(name, str) or isinstance(value, bool) or not isinstance(value, str | int):
+                    raise self.fail(
+                        index,
+                        f"{side}.headers[{name!r}] holds {value!r}; a header is a name with a text value or a "
+                        "list of text values",
+                    )
+                pairs.append((name, str(value)))
+        return pairs
+
+    def body(self, index: int, side: str, body: Any) -> bytes:
+        if isinstance(body, dict):
+            if "string" not in body:
+                raise self.fail(index, f"{side}.body is a mapping without 'string'")
+            body = body["string"]
+        if body is None:
+            return b""
+        if isinstance(body, bytes):
+            return body
+        if isinstance(body, str):
+            return body.encode("utf-8")
+        raise self.fail(index, f"{side}.body is a {type(body).__name__}; vcrpy stores text, bytes or {{string: ...}}")
+
+    def interaction(self, index: int, interaction: Any) -> tuple[dict[str, Any], dict[str, Any]]:
+        if not isinstance(interaction, dict):
+            raise self.fail(index, f"is a {type(interaction).__name__}, not a mapping with request and response")
+        for side in ("request", "response"):
+            if not isinstance(interaction.get(side), dict):
+                raise self.fail(index, f"has no {side} mapping")
+        request, response = interaction["request"], interaction["response"]
+        for field in ("method", "uri"):
+            value = request.get(field)
+            if not isinstance(value, str) or not value:
+                raise self.fail(index, f"request.{field} is {value!r}, not text")
+        status = response.get("status")
+        code = status.get("code") if isinstance(status, dict) else None
+        if isinstance(code, bool) or not isinstance(code, int) or not 100 <= code <= 599:
+            raise self.fail(index, f"response.status.code is {code!r}, not a whole number from 100 to 599")
+        return request, response
+
+
+def import_vcrpy(source: Path, target: Path) -> int:
+    """Convert a vcrpy YAML cassette into a v1 cassette at ``target``, redacting on the way. Returns the call
+    count. Every interaction is checked before anything is written."""
+    document, lines = _load(source)
+    check = _Checker(source, lines)
+    if not isinstance(document, dict):
+        raise check.fail(None, f"not a vcrpy cassette: the document is {type(document).__name__}, not a mapping")
+    interactions = document.get("interactions")
+    if not isinstance(interactions, list):
+        raise check.fail(None, f"not a vcrpy cassette: 'interactions' is {type(interactions).__name__}, not a list")
+    redactor = Redactor()
+    created = datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds")
+    header = {"type": "header", "format_version": FORMAT_VERSION, "created": created, "imported_from": str(source)}
+    out = [dumps_line(header)]
+    for index, interaction in enumerate(interactions):
+        request, response = check.interaction(index, interaction)
+        request_headers = check.headers(index, "request", request.get("headers"))
+        request_body = check.body(index, "request", request.get("body"))
+        response_headers = check.headers(index, "response", response.get("headers"))
+        response_body = check.body(index, "response", response.get("body"))
+        out.append(
+            dumps_line(
+                {
+                    "type": "request",
+                    "call_index": index,
+                    "method": request["method"].upper(),
+                    "url": redactor.redact_text(request["uri"]),
+                    "headers": redactor.redact_headers(request_headers),
+                    "body": stored_body(request_body, content_type_of(request_headers), redactor),
+                }
+            )
+        )
+        out.append(
+            dumps_line(
+                {
+                    "type": "response",
+                    "call_index": index,
+                    "status": response["status"]["code"],
+                    "headers": redactor.redact_headers(response_headers),
+                    "http_version": "HTTP/1.1",
+                }
+            )
+        )
+        streaming = StreamRedactor(redactor)
+        chunks = [chunk for chunk, _ in [*streaming.feed(response_body, 0), *streaming.finish()]]
+        for number, chunk in enumerate(chunks):
+            kind, value = encode_chunk(chunk)
+            out.append(dumps_line({"type": "event", "call_index": index, "event_index": number, "t": 0.0, kind: value}))
+        out.append(
+            dumps_line({"type": "call_end", "call_index": index, "event_count": len(chunks), "outcome": "complete"})
+        )
+    _write_privately(target, out)
+    return len(interactions)
+
+
+def _write_privately(target: Path, lines: Iterable[str]) -> None:
+    """Write through a fresh, exclusively created temporary file (0600) in the target folder, then move it
+    into place: a symlink planted anywhere near the target is never written through."""
+    target.parent.mkdir(parents=True, exist_ok=True)
+    descriptor, temporary = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".partial")
+    try:
+        with os.fdopen(descriptor, "w", encoding="utf-8") as file:
+            file.writelines(lines)
+        os.replace(temporary, target)
+    except BaseException:
+        try:
+            os.unlink(temporary)
+        except FileNotFoundError:
+            pass
+        raise
