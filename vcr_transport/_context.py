@@ -227,7 +227,6 @@ class use_cassette:  # noqa: N801 - reads as a function, like contextlib's
         *,
         mode: str | None = None,
         unplayed: str = "warn",
-        pytest_option: str | None = None,
         block_network: bool = False,
         **options: Any,
     ) -> None:
