@@ -254,10 +254,12 @@ def test_delete_and_prune_are_dry_runs_unless_yes(project: Path, tmp_path: Path)
     )
     no_ledger = cli(root, "prune")
     assert no_ledger.returncode == 2 and "no usage ledger" in no_ledger.stderr
-    from vcr_transport._ledger import note_use
+    from vcr_transport._ledger import new_ledger, write_ledger
 
-    note_use(root, folder / "used.jsonl")
-    note_use(root, folder / "old.jsonl")
+    ledger = new_ledger("a-run")
+    ledger.complete = True
+    ledger.cassettes = {folder / "used.jsonl", folder / "old.jsonl"}
+    write_ledger(root, ledger)
     dry = cli(root, "prune")
     assert (
         "would delete " in dry.stdout

@@ -144,8 +144,9 @@ def test_xdist_workers_write_their_own_cassettes(project: pytest.Pytester) -> No
         lines = [json.loads(line) for line in cassette.read_text().splitlines()]
         assert lines[0]["type"] == "header" and lines[-1]["type"] == "call_end"
     project.runpytest_subprocess("-n", "2", "--vcr-mode=replay").assert_outcomes(passed=3)
-    ledgers = list((project.path / ".vcr_transport" / "ledger").glob("*.jsonl"))
-    assert {p.stem for p in ledgers} <= {"gw0", "gw1"} and ledgers
+    ledger = json.loads((project.path / ".vcr_transport" / "ledger.json").read_text())
+    assert ledger["complete"] is True, ledger
+    assert len(ledger["cassettes"]) == 3, "the workers' cassettes reach the one ledger"
 
 
 def test_loading_the_plugin_patches_nothing(project: pytest.Pytester) -> None:
@@ -241,3 +242,116 @@ def test_the_vcr_mode_option_reaches_use_cassette_and_transport(
     # The environment is below the option: the option still wins.
     monkeypatch.setenv("VCR_TRANSPORT_MODE", "off")
     project.runpytest("--vcr-mode=replay", "-s", "-k", entry_point).assert_outcomes(passed=1)
+
+
+MIXED_FILE = """
+import httpx2
+import pytest
+import vcr_transport
+
+def answer(request):
+    return httpx2.Response(200, json={"echo": request.read().decode()})
+
+def send(transport, prompt):
+    with httpx2.Client(transport=transport) as client:
+        return client.post("https://api.example.test/v1/chat", json={"prompt": prompt}).json()
+
+@pytest.mark.vcr_transport(path="recorded/marked.jsonl")
+def test_marked():
+    send(httpx2.MockTransport(answer), "{prompt}")
+
+def test_with_block():
+    with vcr_transport.use_cassette("cassettes/block.jsonl"):
+        send(httpx2.MockTransport(answer), "{prompt}")
+
+def test_factory():
+    send(vcr_transport.transport("cassettes/factory.jsonl", inner=httpx2.MockTransport(answer)), "{prompt}")
+"""
+
+
+def _mixed(project: pytest.Pytester, prompt: str) -> None:
+    tests = project.path / "tests"
+    tests.mkdir(exist_ok=True)
+    (tests / "test_mixed.py").write_text(MIXED_FILE.replace("{prompt}", prompt))
+
+
+def test_prune_keeps_every_entry_points_cassettes_and_refuses_after_a_partial_run(
+    project: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from vcr_transport._cli import main
+
+    _mixed(project, "hi")
+    monkeypatch.chdir(project.path / "tests")  # use_cassette() and transport() paths follow the working folder
+    project.runpytest("--rootdir", str(project.path), "--vcr-mode=record").assert_outcomes(passed=3)
+    stale = project.path / "tests" / "cassettes" / "stale.jsonl"
+    stale.write_bytes((project.path / "tests" / "cassettes" / "block.jsonl").read_bytes())
+    monkeypatch.chdir(project.path)
+    assert main(["prune"]) == 0
+    # Only the cassette no test used is proposed: the marker's, use_cassette()'s and transport()'s are kept.
+    assert main(["prune", "--yes"]) == 0
+    assert not stale.exists()
+    kept = {p.name for p in (project.path / "tests").rglob("*.jsonl")}
+    assert kept == {"marked.jsonl", "block.jsonl", "factory.jsonl"}
+    # A partial run: prune refuses and says why, --force overrides.
+    monkeypatch.chdir(project.path / "tests")
+    project.runpytest("--rootdir", str(project.path), "-k", "test_marked").assert_outcomes(passed=1)
+    monkeypatch.chdir(project.path)
+    assert main(["prune", "--yes"]) == 2
+    assert {p.name for p in (project.path / "tests").rglob("*.jsonl")} == kept
+    assert main(["prune", "--force"]) == 0
+
+
+def test_prune_refusal_names_the_partial_run(project: pytest.Pytester, capsys: pytest.CaptureFixture[str]) -> None:
+    from vcr_transport._cli import main
+
+    write_tests(project, ["hi"])
+    project.runpytest("--vcr-mode=record", "-x", "-k", "test_chat").assert_outcomes(passed=1)
+    capsys.readouterr()
+    with pytest.MonkeyPatch.context() as patch:
+        patch.chdir(project.path)
+        assert main(["prune"]) == 2
+    error = capsys.readouterr().err
+    assert "the last test run" in error and "was partial: 2 test(s) were deselected" in error and "--force" in error
+
+
+def test_marker_paths_are_relative_to_the_test_file(project: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> None:
+    _mixed(project, "hi")
+    project.runpytest("--vcr-mode=record", "-k", "test_marked").assert_outcomes(passed=1)
+    assert (project.path / "tests" / "recorded" / "marked.jsonl").is_file()
+    monkeypatch.chdir(project.path / "tests")  # cd tests && pytest: the same cassette replays
+    project.runpytest("--rootdir", str(project.path), "--vcr-mode=replay", "-k", "test_marked").assert_outcomes(
+        passed=1
+    )
+    assert not (project.path / "tests" / "tests").exists()
+
+
+def test_end_of_run_summary_counts_what_became_of_the_cassettes(project: pytest.Pytester) -> None:
+    write_tests(project, ["hi", "bye"])
+    project.runpytest("--vcr-mode=record").stdout.fnmatch_lines(["*- vcr_transport -*", "cassettes: 3 recorded"])
+    (project.path / "cassettes" / "test_llm" / "forgotten.jsonl").write_bytes(
+        (project.path / "cassettes" / "test_llm" / "test_chat.jsonl").read_bytes()
+    )
+    write_tests(project, ["hi"])
+    result = project.runpytest("--vcr-mode=replay", "-p", "no:randomly")
+    result.stdout.fnmatch_lines(
+        ["cassettes: 2 replayed, 1 left with unplayed calls, 1 never used ('vcr-transport prune' lists them)"]
+    )
+
+
+def test_a_mismatch_failure_is_short_and_its_summary_names_the_field(project: pytest.Pytester) -> None:
+    write_tests(project, ["hi", "bye"])
+    project.runpytest("--vcr-mode=record", "-k", "test_chat").assert_outcomes(passed=1)
+    write_tests(project, ["hi", "ciao"])
+    result = project.runpytest("--vcr-mode=replay", "-k", "test_chat", "-rf")
+    result.assert_outcomes(failed=1)
+    out = result.stdout.lines
+    start = next(i for i, line in enumerate(out) if "_ test_chat _" in line)
+    end = next(i for i, line in enumerate(out) if line.startswith("=") and i > start)
+    failure = out[start + 1 : end]
+    assert len(failure) <= 15, "\n".join(failure)
+    first_error = next(line for line in failure if line.startswith("E "))
+    assert first_error == "E   replay mismatch at call 1, field body.prompt: recorded 'bye', incoming 'ciao'"
+    assert not any("_session.py" in line or "_replay.py" in line for line in failure)
+    result.stdout.fnmatch_lines(["FAILED test_llm.py::test_chat - field body.prompt: recorded 'bye'*"])
+    verbose = project.runpytest("--vcr-mode=replay", "-k", "test_chat", "-vv")
+    assert any("_replay.py" in line for line in verbose.stdout.lines), "-vv keeps the whole traceback"

@@ -15,20 +15,26 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
-from ._config import ENVIRONMENT_VARIABLE, MODES, find_pyproject, read_settings, resolve_mode, set_mode_in_pyproject
+from ._config import (
+    ENVIRONMENT_VARIABLE,
+    MODES,
+    SKIPPED_FOLDERS,
+    cassette_folders,
+    find_pyproject,
+    resolve_mode,
+    set_mode_in_pyproject,
+)
 from ._core._bodies import content_type_of, decoded_body, sse_events
 from ._core._format import FORMAT_VERSION, Cassette, RecordedCall
 from ._core._matching import cassette_differences, iter_differences
 from ._core._redaction import PLACEHOLDER, Redactor
 from ._core._stream_redaction import changed_span
 from ._exceptions import CassetteError, VcrTransportError, shorten
-from ._ledger import last_run_cassettes
+from ._ledger import LedgerProblem, read_ledger
 from ._storage import read_cassette
 from ._vcrpy import ImportProblem, import_vcrpy, plan_imports
 
 __all__ = ["main"]
-
-SKIPPED_FOLDERS = {".git", ".venv", "venv", "node_modules", "__pycache__", ".tox", ".mypy_cache", ".vcr_transport"}
 
 
 class UsageProblem(Exception):
@@ -45,17 +51,7 @@ def _project_root() -> Path:
 
 
 def _cassette_dirs(root: Path) -> list[Path]:
-    """Where cassettes live: ``cassette_dir`` of [tool.vcr_transport], else every folder named cassettes."""
-    configured = read_settings(find_pyproject()).get("cassette_dir")
-    if configured:
-        return [root / str(configured)]
-    found = []
-    for folder, subfolders, _ in os.walk(root):
-        subfolders[:] = [name for name in subfolders if name not in SKIPPED_FOLDERS]
-        if Path(folder).name == "cassettes":
-            found.append(Path(folder))
-            subfolders[:] = []
-    return found
+    return cassette_folders(root)
 
 
 def _cassettes_in(paths: Sequence[str | Path]) -> list[Path]:
@@ -486,15 +482,19 @@ def command_prune(args: argparse.Namespace) -> int:
             if path.stat().st_mtime < cutoff:
                 why[path] = f"older than {args.older_than:g} days"
     else:
-        run, used = last_run_cassettes(root)
-        if run is None:
+        try:
+            ledger = read_ledger(root)
+        except LedgerProblem as problem:
+            raise UsageProblem(str(problem)) from None
+        if not ledger.complete and not args.force:
             raise UsageProblem(
-                f"no usage ledger under {root / '.vcr_transport'}: run the test suite once with the pytest plugin, "
-                "or use --older-than DAYS"
+                f"the last test run (started {ledger.started}) was partial: {ledger.why_incomplete}. "
+                "Its unused cassettes may belong to tests it did not run: run the whole suite, then prune "
+                "(or add --force to prune by this run anyway)"
             )
         for path in paths:
-            if path.resolve() not in used:
-                why[path] = f"no test used it in the last run ({run[:8]})"
+            if path.resolve() not in ledger.cassettes:
+                why[path] = f"no test used it in the last run ({ledger.started})"
     return _remove(sorted(why), args.yes, why)
 
 
@@ -567,6 +567,7 @@ def build_parser() -> argparse.ArgumentParser:
     prune.add_argument("dir", nargs="?")
     prune.add_argument("--older-than", type=float, metavar="DAYS")
     prune.add_argument("--yes", action="store_true")
+    prune.add_argument("--force", action="store_true", help="prune by the last run even when it was partial")
     prune.set_defaults(run=command_prune)
 
     importing = commands.add_parser("import", help="convert vcrpy YAML cassettes, redacting on the way")

@@ -8,8 +8,9 @@
 | 4          | ``[tool.vcr_transport]`` in pyproject   | ``mode = "replay"``                      |
 | 5          | the default                             | ``auto``                                 |
 
-The pytest plugin publishes ``--vcr-mode`` here when the run starts (``mode_for_pytest_run``), so every entry point
-in that run sees it: the marker, ``use_cassette()``, ``transport()`` and ``async_transport()``. What the
+The pytest plugin publishes its run here when the run starts (``published_run``): every entry point in that
+run sees its ``--vcr-mode`` (the marker, ``use_cassette()``, ``transport()`` and ``async_transport()``), and
+tells it of every cassette opened and closed (for the usage ledger and the end-of-run summary). What the
 modes mean, and ``auto`` under ``CI``, is decided in ``_core/_modes.py``. Nothing here runs at import time.
 """
 
@@ -30,10 +31,14 @@ from ._exceptions import VcrTransportError
 __all__ = [
     "ENVIRONMENT_VARIABLE",
     "MODES",
+    "SKIPPED_FOLDERS",
+    "PytestRun",
     "ResolvedMode",
+    "cassette_folders",
     "cassette_mode",
     "find_pyproject",
-    "mode_for_pytest_run",
+    "current_run",
+    "published_run",
     "read_settings",
     "resolve_mode",
     "set_mode_in_pyproject",
@@ -46,22 +51,36 @@ class ResolvedMode:
     source: str
 
 
-# The pytest run in progress, if any: its --vcr-mode (None when not given). Set by the plugin only.
-_pytest_mode: list[str | None] = []
+class PytestRun:
+    """A pytest run in progress: its ``--vcr-mode`` (None when not given), and what it is told of cassettes.
+    The plugin subclasses it; the methods here do nothing."""
+
+    def __init__(self, vcr_mode: str | None) -> None:
+        self.vcr_mode = vcr_mode
+
+    def cassette_opened(self, path: Path, mode: str) -> None:
+        """A cassette was opened in ``mode`` (concrete) through any entry point."""
+
+    def cassette_closed(self, path: Path, outcome: str) -> None:
+        """A cassette was closed: ``outcome`` is what ``CassetteSession.outcome()`` says."""
+
+
+# The pytest run in progress, if any. Set by the plugin only.
+_runs: list[PytestRun] = []
 
 
 @contextmanager
-def mode_for_pytest_run(vcr_mode: str | None) -> Iterator[None]:
-    """The pytest plugin's run: ``vcr_mode`` applies to every cassette opened until it ends."""
-    _pytest_mode.append(vcr_mode)
+def published_run(run: PytestRun) -> Iterator[None]:
+    """The pytest plugin's run, in force for every cassette opened until it ends."""
+    _runs.append(run)
     try:
         yield
     finally:
-        _pytest_mode.pop()
+        _runs.remove(run)
 
 
-def in_pytest_run() -> bool:
-    return bool(_pytest_mode)
+def current_run() -> PytestRun | None:
+    return _runs[-1] if _runs else None
 
 
 def find_pyproject(start: Path | None = None) -> Path | None:
@@ -98,8 +117,9 @@ def resolve_mode(
     environ = os.environ if environ is None else environ
     if argument is not None:
         return ResolvedMode(check_mode(argument, "argument"), "argument")
-    if _pytest_mode and _pytest_mode[-1] is not None:
-        return ResolvedMode(check_mode(_pytest_mode[-1], "--vcr-mode"), "pytest option --vcr-mode")
+    run = current_run()
+    if run is not None and run.vcr_mode is not None:
+        return ResolvedMode(check_mode(run.vcr_mode, "--vcr-mode"), "pytest option --vcr-mode")
     from_environment = environ.get(ENVIRONMENT_VARIABLE)
     if from_environment:
         return ResolvedMode(check_mode(from_environment, ENVIRONMENT_VARIABLE), f"environment {ENVIRONMENT_VARIABLE}")
@@ -120,7 +140,7 @@ def how_to_record(resolved: ResolvedMode, *, marker: bool = False) -> str:
         return "run pytest with --vcr-mode=record"
     if resolved.source.startswith("environment"):
         return f"set {ENVIRONMENT_VARIABLE}=record"
-    if in_pytest_run():
+    if current_run() is not None:
         return f"run pytest with --vcr-mode=record (or set {ENVIRONMENT_VARIABLE}=record)"
     return f"set {ENVIRONMENT_VARIABLE}=record (or pass mode='record')"
 
@@ -135,6 +155,26 @@ def cassette_mode(resolved: ResolvedMode, path: Path, environ: Mapping[str, str]
         ci=bool(environ.get("CI")),
         how_to_record=how_to_record(resolved),
     )
+
+
+SKIPPED_FOLDERS = frozenset(
+    {".git", ".venv", "venv", "node_modules", "__pycache__", ".tox", ".mypy_cache", ".vcr_transport"}
+)
+
+
+def cassette_folders(root: Path) -> list[Path]:
+    """Where a project's cassettes live: ``cassette_dir`` of [tool.vcr_transport], else every folder named
+    ``cassettes`` under ``root`` (not inside virtualenvs, caches or .git)."""
+    configured = read_settings(find_pyproject(root)).get("cassette_dir")
+    if configured:
+        return [root / str(configured)]
+    found = []
+    for folder, subfolders, _ in os.walk(root):
+        subfolders[:] = [name for name in subfolders if name not in SKIPPED_FOLDERS]
+        if Path(folder).name == "cassettes":
+            found.append(Path(folder))
+            subfolders[:] = []
+    return sorted(found)
 
 
 def set_mode_in_pyproject(text: str, mode: str) -> str:

@@ -1,8 +1,11 @@
-"""The usage ledger: which cassettes the tests of the last run used, for ``vcr-transport prune``.
+"""The usage ledger: which cassettes the last pytest run used, and whether that run was complete, for
+``vcr-transport prune``.
 
-The pytest plugin appends to ``.vcr_transport/ledger/<worker>.jsonl`` under the rootdir; each worker of
-a pytest-xdist run has its own file. A file starts with ``{"run": id, "started": time}``; a new run
-starts the file afresh.
+It is one JSON file, ``.vcr_transport/ledger.json`` under the pytest rootdir (add ``.vcr_transport/`` to
+``.gitignore``). The plugin's main process writes it twice: when the run starts (``complete: false``, so a run
+that dies leaves an incomplete ledger rather than an older run's), and when it finishes, with every cassette
+opened through any entry point (the marker, ``use_cassette()``, ``transport()``), every cassette a collected
+test's marker names, and whether the run was complete: no test selection, no early stop, no crashed worker.
 """
 
 from __future__ import annotations
@@ -10,68 +13,79 @@ from __future__ import annotations
 import datetime
 import json
 import os
-import threading
-import uuid
+import tempfile
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
-__all__ = ["last_run_cassettes", "note_use"]
+__all__ = ["Ledger", "LedgerProblem", "ledger_path", "read_ledger", "write_ledger"]
 
-_lock = threading.Lock()
-_process_run: list[str] = []
-_noted: set[tuple[str, str]] = set()
-
-
-def ledger_folder(root: Path) -> Path:
-    return root / ".vcr_transport" / "ledger"
+LEDGER_VERSION = 1
 
 
-def _run_and_worker() -> tuple[str, str]:
-    if not _process_run:
-        _process_run.append(uuid.uuid4().hex)
-    run = os.environ.get("PYTEST_XDIST_TESTRUNUID") or _process_run[0]
-    worker = os.environ.get("PYTEST_XDIST_WORKER") or "main"
-    return run, worker
+class LedgerProblem(Exception):
+    """The ledger is missing or unreadable; the message says what to do."""
 
 
-def note_use(root: Path, cassette: Path) -> None:
-    run, worker = _run_and_worker()
+def ledger_path(root: Path) -> Path:
+    return root / ".vcr_transport" / "ledger.json"
+
+
+@dataclass
+class Ledger:
+    run: str
+    started: str
+    complete: bool = False
+    why_incomplete: str = "the run has not finished"
+    cassettes: set[Path] = field(default_factory=set)
+
+
+def write_ledger(root: Path, ledger: Ledger) -> None:
+    """Replace the ledger whole (a private temporary file moved over it)."""
+    path = ledger_path(root)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    document: dict[str, Any] = {
+        "ledger_version": LEDGER_VERSION,
+        "run": ledger.run,
+        "started": ledger.started,
+        "complete": ledger.complete,
+        "why_incomplete": "" if ledger.complete else ledger.why_incomplete,
+        "cassettes": sorted(_relative(root, p) for p in ledger.cassettes),
+    }
+    descriptor, temporary = tempfile.mkstemp(prefix=".ledger.", suffix=".partial", dir=path.parent)
+    with os.fdopen(descriptor, "w", encoding="utf-8") as file:
+        json.dump(document, file, indent=1)
+        file.write("\n")
+    os.replace(temporary, path)
+
+
+def new_ledger(run: str) -> Ledger:
+    return Ledger(run, datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"))
+
+
+def read_ledger(root: Path) -> Ledger:
+    path = ledger_path(root)
     try:
-        name = str(cassette.resolve().relative_to(root.resolve()))
+        document = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise LedgerProblem(
+            f"no usage ledger at {path}: run the test suite once with the pytest plugin, or use --older-than DAYS"
+        ) from None
+    except (OSError, ValueError) as error:
+        raise LedgerProblem(f"{path} can't be read ({error}): run the whole test suite again") from None
+    if not isinstance(document, dict) or document.get("ledger_version") != LEDGER_VERSION:
+        raise LedgerProblem(f"{path} is not a ledger this version writes: run the whole test suite again")
+    return Ledger(
+        str(document["run"]),
+        str(document["started"]),
+        bool(document["complete"]),
+        str(document.get("why_incomplete", "")),
+        {(root / name).resolve() for name in document["cassettes"]},
+    )
+
+
+def _relative(root: Path, path: Path) -> str:
+    try:
+        return str(path.resolve().relative_to(root.resolve()))
     except ValueError:
-        name = str(cassette.resolve())
-    with _lock:
-        if (run, name) in _noted:
-            return
-        path = ledger_folder(root) / f"{worker}.jsonl"
-        path.parent.mkdir(parents=True, exist_ok=True)
-        fresh = not any(key[0] == run for key in _noted)
-        if fresh and path.exists():
-            try:
-                first = json.loads(path.read_text().split("\n", 1)[0])
-                fresh = first.get("run") != run
-            except (ValueError, OSError):
-                pass
-        _noted.add((run, name))
-        with path.open("w" if fresh else "a", encoding="utf-8") as ledger:
-            if fresh:
-                started = datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds")
-                ledger.write(json.dumps({"run": run, "started": started}) + "\n")
-            ledger.write(json.dumps({"cassette": name}) + "\n")
-
-
-def last_run_cassettes(root: Path) -> tuple[str | None, set[Path]]:
-    """The newest run's id and the cassettes it used (absolute paths); (None, set()) with no ledger."""
-    runs: dict[str, tuple[str, set[Path]]] = {}
-    folder = ledger_folder(root)
-    for path in sorted(folder.glob("*.jsonl")) if folder.is_dir() else []:
-        lines = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
-        if not lines or "run" not in lines[0]:
-            continue
-        run, started = lines[0]["run"], lines[0].get("started", "")
-        _, used = runs.setdefault(run, (started, set()))
-        runs[run] = (min(started, runs[run][0]), used)
-        used.update((root / line["cassette"]).resolve() for line in lines[1:] if "cassette" in line)
-    if not runs:
-        return None, set()
-    newest = max(runs, key=lambda r: runs[r][0])
-    return newest, runs[newest][1]
+        return str(path.resolve())

@@ -5,10 +5,13 @@ Loading it patches nothing, reads no environment variable and opens no file: all
 differ from pytest-recording's and cassetter's ``vcr`` so that both can be installed during a migration.)
 
 - ``vcr_cassette``: runs the test inside ``use_cassette``; the cassette is ``cassettes/<module>/<test>.jsonl``
-  beside the test file unless the marker names a path.
+  beside the test file unless the marker names a path (a relative one is relative to the test file's folder).
 - ``@pytest.mark.vcr_transport(path=None, mode=None, unplayed=None, **options)``: options as ``use_cassette``.
 - ``--vcr-mode``: the mode for the run (below an explicit ``mode=``, above ``VCR_TRANSPORT_MODE``).
 - ini ``vcr_unplayed``: ``error`` (default), ``warn`` or ``ignore`` for recorded calls no request asked for.
+- The run publishes ``--vcr-mode`` to every entry point, keeps the usage ledger (``_ledger.py``) and ends
+  with a summary of what became of the cassettes. A replay mismatch fails a test in a few lines that start
+  with the mismatch (``-vv`` shows the whole traceback).
 - In replay, the test can't reach the network: every in-process route beyond loopback (connect, UDP, DNS,
   asyncio, the C socket class) raises NetworkBlockedError; see ``_guard.py``. Subprocesses are not covered.
 """
@@ -17,16 +20,21 @@ from __future__ import annotations
 
 import hashlib
 import re
+import threading
+import uuid
+from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
+from _pytest._code.code import ExceptionInfo, ReprEntry, ReprExceptionInfo, ReprFileLocation, ReprTraceback
 
-from ._config import MODES, mode_for_pytest_run
+from ._config import MODES, PytestRun, cassette_folders, published_run
 from ._context import UNPLAYED_ACTIONS, use_cassette
 from ._core._options import Options
-from ._ledger import note_use
+from ._exceptions import ReplayMismatch
+from ._ledger import Ledger, ledger_path, new_ledger, write_ledger
 
 MARKER = "vcr_transport"
 MARKER_KWARGS = frozenset({"path", "mode", "unplayed", *Options.names()})
@@ -48,17 +56,43 @@ _CALL_FAILED = pytest.StashKey[bool]()
 _CASSETTE = pytest.StashKey[use_cassette]()
 
 
-@pytest.hookimpl(wrapper=True)
-def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Any:
-    report = yield
-    if report.when == "call" and report.failed:
-        item.stash[_CALL_FAILED] = True
-        cassette = item.stash.get(_CASSETTE, None)
-        mismatch = cassette.session.first_mismatch if cassette and cassette.session else None
-        if mismatch is not None and mismatch.headline not in str(report.longrepr):
-            # The SDK swallowed the mismatch and the test failed on what followed: say what changed.
-            report.sections.append(("vcr_transport: replay mismatch", str(mismatch)))
-    return report
+class _PluginRun(PytestRun):
+    """This process's part of the run: every cassette opened, through any entry point, and what became of
+    each (for the ledger and the summary)."""
+
+    def __init__(self, vcr_mode: str | None) -> None:
+        super().__init__(vcr_mode)
+        self._lock = threading.Lock()
+        self.used: set[Path] = set()
+        self.outcomes: dict[Path, str] = {}
+
+    def cassette_opened(self, path: Path, mode: str) -> None:
+        with self._lock:
+            self.used.add(path.resolve())
+
+    def cassette_closed(self, path: Path, outcome: str) -> None:
+        with self._lock:
+            self.outcomes[path.resolve()] = outcome
+
+    def as_data(self) -> dict[str, Any]:
+        return {"used": sorted(map(str, self.used)), "outcomes": {str(k): v for k, v in self.outcomes.items()}}
+
+    def absorb(self, data: dict[str, Any]) -> None:
+        with self._lock:
+            self.used.update(Path(p) for p in data["used"])
+            self.outcomes.update({Path(k): v for k, v in data["outcomes"].items()})
+
+
+_RUN = pytest.StashKey[_PluginRun]()
+_LEDGER = pytest.StashKey[Ledger]()
+_INCOMPLETE = pytest.StashKey[list[str]]()
+_CALL_FAILED = pytest.StashKey[bool]()
+_CASSETTE = pytest.StashKey[use_cassette]()
+_WORKER_DATA = "vcr_transport_run"
+
+
+def _is_worker(config: pytest.Config) -> bool:
+    return hasattr(config, "workerinput")
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -66,14 +100,182 @@ def pytest_configure(config: pytest.Config) -> None:
         "markers",
         "vcr_transport(path=None, mode=None, unplayed=None, **options): run the test inside a vcr_transport cassette",
     )
+    config.stash[_RUN] = _PluginRun(config.getoption("vcr_mode"))
+    config.stash[_INCOMPLETE] = []
+    if config.pluginmanager.hasplugin("xdist") and not _is_worker(config):
+        config.pluginmanager.register(_XdistController(config), "vcr_transport_xdist")
+
+
+class _XdistController:
+    """xdist's controller: gathers what each worker's run saw; a worker that crashed makes the run partial."""
+
+    def __init__(self, config: pytest.Config) -> None:
+        self.config = config
+
+    def pytest_testnodedown(self, node: Any, error: object) -> None:
+        output = getattr(node, "workeroutput", {})
+        if error is not None or _WORKER_DATA not in output:
+            self.config.stash[_INCOMPLETE].append(f"a worker ({getattr(node, 'gateway', node)}) crashed")
+            return
+        self.config.stash[_RUN].absorb(output[_WORKER_DATA])
+
+
+def pytest_sessionstart(session: pytest.Session) -> None:
+    if _is_worker(session.config):
+        return
+    ledger = new_ledger(uuid.uuid4().hex)
+    session.config.stash[_LEDGER] = ledger
+    if ledger_path(session.config.rootpath).exists():
+        write_ledger(session.config.rootpath, ledger)  # a run that dies leaves "incomplete", not an older run
+
+
+def pytest_deselected(items: list[pytest.Item]) -> None:
+    if items:
+        config = items[0].config
+        config.stash[_INCOMPLETE].append(f"{len(items)} test(s) were deselected (-k, -m, --deselect, --lf)")
+
+
+def pytest_collectreport(report: pytest.CollectReport) -> None:
+    if report.failed:
+        report_config = getattr(report, "config", None)
+        if report_config is not None:
+            report_config.stash[_INCOMPLETE].append(f"{report.nodeid} failed to collect")
+
+
+def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config, items: list[pytest.Item]) -> None:
+    run = config.stash[_RUN]
+    for item in items:  # a marked test claims its cassette even when it is skipped
+        marker = item.get_closest_marker(MARKER)
+        if marker is not None:
+            run.cassette_opened(marker_cassette_path(item, marker.kwargs.get("path")), "claimed")
+    if session.testsfailed:
+        config.stash[_INCOMPLETE].append("some tests failed to collect")
+    if config.args_source == pytest.Config.ArgsSource.ARGS and _selects_part(config):
+        config.stash[_INCOMPLETE].append(f"the run was given {' '.join(config.args)}")
+
+
+def _selects_part(config: pytest.Config) -> bool:
+    """Whether the command line named part of the suite (files, test ids, folders below the test paths)."""
+    roots = [config.rootpath, *(config.rootpath / p for p in config.getini("testpaths"))]
+    for argument in config.args:
+        if "::" in argument:
+            return True
+        path = Path(argument) if Path(argument).is_absolute() else config.invocation_params.dir / argument
+        if path.resolve() not in {r.resolve() for r in roots}:
+            return True
+    return False
 
 
 @pytest.hookimpl(wrapper=True)
 def pytest_runtestloop(session: pytest.Session) -> Any:
-    # --vcr-mode is published for the whole run, so every entry point sees it: the marker, use_cassette(),
-    # transport() and async_transport().
-    with mode_for_pytest_run(session.config.getoption("vcr_mode")):
+    # The run is published for its whole length, so every entry point sees --vcr-mode and reports the
+    # cassettes it opens: the marker, use_cassette(), transport() and async_transport().
+    with published_run(session.config.stash[_RUN]):
         return (yield)
+
+
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    config = session.config
+    run = config.stash[_RUN]
+    if _is_worker(config):
+        config.workeroutput[_WORKER_DATA] = run.as_data()  # type: ignore[attr-defined]
+        return
+    incomplete = config.stash[_INCOMPLETE]
+    if session.shouldstop or session.shouldfail:
+        incomplete.append(f"the run stopped early ({session.shouldstop or session.shouldfail})")
+    if exitstatus == pytest.ExitCode.INTERRUPTED:
+        incomplete.append("the run was interrupted")
+    ledger = config.stash.get(_LEDGER, None)
+    if ledger is None or not (run.used or ledger_path(config.rootpath).exists()):
+        return  # a run that opened no cassette in a project with no ledger writes none
+    ledger.cassettes = set(run.used)
+    ledger.complete = not incomplete
+    ledger.why_incomplete = "; ".join(dict.fromkeys(incomplete))
+    write_ledger(config.rootpath, ledger)
+
+
+def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pytest.Config) -> None:
+    if _is_worker(config):
+        return
+    run = config.stash[_RUN]
+    counts = Counter(outcome for outcome in run.outcomes.values() if outcome != "off")
+    if not counts and not run.used:
+        return
+    parts = [f"{counts[name]} {name}" for name in ("replayed", "recorded", "re-recorded") if counts[name]]
+    if counts["mismatched"]:
+        parts.append(f"{counts['mismatched']} with a replay mismatch")
+    if counts["unplayed"]:
+        parts.append(f"{counts['unplayed']} left with unplayed calls")
+    if counts["unreadable"]:
+        parts.append(f"{counts['unreadable']} unreadable")
+    incomplete = config.stash[_INCOMPLETE]
+    if incomplete:
+        parts.append("never used: not counted in a partial run")
+    else:
+        known = {p.resolve() for folder in cassette_folders(config.rootpath) for p in folder.rglob("*.jsonl")}
+        unused = known - run.used
+        if unused:
+            parts.append(f"{len(unused)} never used ('vcr-transport prune' lists them)")
+    terminalreporter.write_sep("-", "vcr_transport")
+    terminalreporter.write_line("cassettes: " + (", ".join(parts) or "none opened"))
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Any:
+    report = yield
+    if report.when == "call" and report.failed:
+        item.stash[_CALL_FAILED] = True
+        cassette = item.stash.get(_CASSETTE, None)
+        mismatch = cassette.session.first_mismatch if cassette and cassette.session else None
+        raised = _raised_mismatch(call.excinfo)
+        if raised is not None and item.config.get_verbosity() < 2:
+            report.longrepr = _short_mismatch_report(item, call.excinfo, raised)
+        elif mismatch is not None and mismatch.headline not in str(report.longrepr):
+            # The SDK swallowed the mismatch and the test failed on what followed: say what changed.
+            report.sections.append(("vcr_transport: replay mismatch", str(mismatch)))
+    return report
+
+
+def _raised_mismatch(excinfo: ExceptionInfo[BaseException] | None) -> ReplayMismatch | None:
+    """The ReplayMismatch a test failed with, itself or as the cause of what the SDK raised."""
+    error: BaseException | None = excinfo.value if excinfo is not None else None
+    seen = 0
+    while error is not None and seen < 10:
+        if isinstance(error, ReplayMismatch):
+            return error
+        error, seen = error.__cause__ or error.__context__, seen + 1
+    return None
+
+
+def _short_mismatch_report(
+    item: pytest.Item, excinfo: ExceptionInfo[BaseException] | None, mismatch: ReplayMismatch
+) -> ReprExceptionInfo:
+    """A failure that starts with the mismatch line and shows the test's own line, not the SDK's and our
+    frames; the summary line names the field."""
+    assert excinfo is not None
+    test_file = str(item.path)
+    own = [entry for entry in excinfo.traceback if str(entry.path) == test_file]
+    entry = own[-1] if own else excinfo.traceback[-1]
+    lines = str(mismatch).splitlines()
+    if excinfo.value is not mismatch:
+        lines.append(f"(the SDK raised {type(excinfo.value).__qualname__}: {str(excinfo.value).splitlines()[0]})")
+    lines.append(f"hidden: {len(excinfo.traceback) - 1} frames of the SDK and vcr_transport; -vv shows them")
+    location = ReprFileLocation(str(entry.path), entry.lineno + 1, "ReplayMismatch")
+    source = [f">   {entry.statement}".rstrip(), *(f"E   {line}" for line in lines)]
+    crash = ReprFileLocation(
+        str(entry.path),
+        entry.lineno + 1,
+        f"field {mismatch.field_path}: recorded {_short(mismatch.recorded)}, incoming {_short(mismatch.incoming)}"
+        f" (replay mismatch at call {mismatch.call_index})",
+    )
+    traceback = ReprTraceback([ReprEntry(source, None, None, location, "short")], None, "short")
+    return ReprExceptionInfo(reprtraceback=traceback, reprcrash=crash)
+
+
+def _short(value: object) -> str:
+    from ._exceptions import shorten
+
+    return shorten(value, 40)
 
 
 def cassette_name(node_name: str) -> str:
@@ -91,6 +293,14 @@ def default_cassette_path(node: pytest.Item) -> Path:
     return module.parent / "cassettes" / module.stem / (".".join(parts) + ".jsonl")
 
 
+def marker_cassette_path(node: pytest.Item, path: object) -> Path:
+    """The marker's ``path``, relative to the test file's folder like the default; else the default."""
+    if not path:
+        return default_cassette_path(node)
+    given = Path(str(path))
+    return given if given.is_absolute() else Path(str(node.path)).parent / given
+
+
 @pytest.fixture
 def vcr_cassette(request: pytest.FixtureRequest) -> Iterator[use_cassette]:
     """The test's cassette, open for the whole test. Fails the test on an unplayed call by default."""
@@ -102,7 +312,7 @@ def vcr_cassette(request: pytest.FixtureRequest) -> Iterator[use_cassette]:
             f"@pytest.mark.{MARKER} got unknown argument(s) {', '.join(sorted(unknown))}; "
             f"valid: {', '.join(sorted(MARKER_KWARGS))}"
         )
-    path = Path(kwargs.pop("path", None) or default_cassette_path(request.node))
+    path = marker_cassette_path(request.node, kwargs.pop("path", None))
     unplayed = kwargs.pop("unplayed", None) or request.config.getini("vcr_unplayed")
     if unplayed not in UNPLAYED_ACTIONS:
         raise pytest.UsageError(f"vcr_unplayed must be one of {', '.join(UNPLAYED_ACTIONS)}, not {unplayed!r}")
@@ -110,7 +320,6 @@ def vcr_cassette(request: pytest.FixtureRequest) -> Iterator[use_cassette]:
     cassette.__enter__()
     request.node.stash[_CASSETTE] = cassette
     try:
-        note_use(request.config.rootpath, path)
         yield cassette
     finally:
         # A test that failed already said what went wrong; its unplayed calls are expected.

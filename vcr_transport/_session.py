@@ -13,7 +13,7 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
-from ._config import cassette_mode, find_pyproject, how_to_record, read_settings, resolve_mode
+from ._config import cassette_mode, current_run, find_pyproject, how_to_record, read_settings, resolve_mode
 from ._core._modes import Decision, Step
 from ._core._options import Options
 from ._exceptions import CassetteError, ReplayMismatch, UnplayedCallsError
@@ -46,7 +46,8 @@ class CassetteSession:
         self.closed = False
         # Fail closed: a cassette that can't be read answers every request with its diagnostic.
         self.broken: CassetteError | None = None
-        exists = self.path.exists()
+        exists = self.existed = self.path.exists()
+        self.run = current_run()
         if mode == "replay" or (mode == "record-on-miss" and exists):
             on_mismatch = "raise" if mode == "record-on-miss" else options.on_mismatch
             try:
@@ -58,6 +59,8 @@ class CassetteSession:
         self.decision = Decision(mode, readable=self.broken is None, exists=exists)
         if self.decision.recording:
             self._recorder = self._new_recorder()
+        if self.run is not None:
+            self.run.cassette_opened(self.path, mode)
 
     @property
     def diverged_at(self) -> int | None:
@@ -141,6 +144,21 @@ class CassetteSession:
         self.closed = True
         if self._recorder is not None:
             self._recorder.close()
+        if self.run is not None:
+            self.run.cassette_closed(self.path, self.outcome())
+
+    def outcome(self) -> str:
+        """What became of the cassette, for the end-of-run summary: off, unreadable, recorded, re-recorded,
+        mismatched, unplayed (recorded calls nobody asked for) or replayed."""
+        if self.mode == "off":
+            return "off"
+        if self.broken is not None:
+            return "unreadable"
+        if self._recorder is not None:
+            return "re-recorded" if self.existed else "recorded"
+        if self.first_mismatch is not None:
+            return "mismatched"
+        return "unplayed" if self.unplayed_calls() else "replayed"
 
 
 def open_session(path: str | os.PathLike[str], mode: str | None, options: Options) -> CassetteSession:
