@@ -331,3 +331,8 @@ def test_the_module_entry_point_runs_the_command() -> None:
         [sys.executable, "-m", "vcr_transport", "--help"], capture_output=True, text=True, timeout=60, check=False
     )
     assert result.returncode == 0 and "usage: vcr-transport" in result.stdout
+
+
+def test_version_is_the_package_version(tmp_path: Path) -> None:
+    result = cli(tmp_path, "--version")
+    assert result.returncode == 0 and result.stdout.strip() == f"vcr-transport {vcr_transport.__version__}"

@@ -516,8 +516,15 @@ def command_import(args: argparse.Namespace) -> int:
 # --- entry point ----------------------------------------------------------------------------------------
 
 
+def _version() -> str:
+    from . import __version__
+
+    return __version__
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="vcr-transport", description=__doc__.splitlines()[0])
+    parser.add_argument("--version", action="version", version=f"%(prog)s {_version()}")
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
     status = commands.add_parser("status", help="the effective mode, where it came from, the cassettes")
