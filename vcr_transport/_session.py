@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import os
 import threading
 from collections.abc import Mapping, Sequence
@@ -11,6 +10,7 @@ from types import ModuleType
 from typing import Any
 
 from ._config import concrete_mode, find_pyproject, read_settings, resolve_mode
+from ._core._format import lines_before_call
 from ._core._redaction import Redactor
 from ._exceptions import CassetteError, ReplayMismatch, UnplayedCallsError
 from ._http import header_pairs, library_of
@@ -86,11 +86,7 @@ class CassetteSession:
         with self._lock:
             if self._recorder is not None:
                 return
-            kept = [
-                line
-                for line in self.path.read_bytes().split(b"\n")[1:]
-                if line and json.loads(line)["call_index"] < miss.call_index
-            ]
+            kept = lines_before_call(self.path.read_bytes(), miss.call_index)
             self.diverged_at = miss.call_index
             self._recorder = self._new_recorder(kept, miss.call_index)
 
