@@ -25,6 +25,7 @@ import json
 import re
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
+from itertools import accumulate
 from typing import Annotated, Any, Literal, Protocol, overload
 from urllib.parse import urlsplit
 
@@ -191,6 +192,7 @@ class _CallIndexOnly(msgspec.Struct):
 
 
 _call_index_decoder = msgspec.json.Decoder(_CallIndexOnly)
+_plus_one = (1).__add__
 
 
 def _b64decode(text: str) -> bytes:
@@ -316,7 +318,7 @@ class ChunkSource(Protocol):
     def read(self, start: int, end: int) -> bytes: ...
 
 
-@dataclass
+@dataclass(slots=True)
 class RecordedCall:
     index: int
     method: str
@@ -382,30 +384,8 @@ class Cassette:
     def parse(cls, data: bytes, path: str) -> Cassette:
         """Read a whole cassette held in memory. Refuses anything it can't replay faithfully, naming the line."""
         parser = _Parser(path, "memory")
-        if len(data) > MAX_LINE_BYTES:  # only then can a line be too long
-            for number, start, line in split_lines([data], path):
-                parser.feed(number, line, start)
-            return parser.finish()
-        lines = data.split(b"\n")
-        if lines[-1]:
-            raise _cut_off(path, len(lines))
-        lines.pop()
-        if not lines:
-            return parser.finish()
-        parser.feed(1, lines[0], 0)
-        # One decode of every other line in C is much faster than a decode per line; when it fails, the
-        # line-by-line decode names the line that is wrong.
-        try:
-            objects: list[Line] | None = _decoder.decode_lines(data[len(lines[0]) + 1 :])
-        except (msgspec.MsgspecError, RecursionError):
-            objects = None
-        if objects is None or len(objects) != len(lines) - 1:
-            for number, line in enumerate(lines[1:], start=2):
-                parser.feed(number, line, 0)
-        else:
-            take = parser.take
-            for number, obj in enumerate(objects, start=2):
-                take(number, obj, 0, 0)
+        for first, start, block in split_blocks([data], path):
+            parser.feed_block(first, start, block)
         return parser.finish()
 
 
@@ -418,44 +398,41 @@ def _cut_off(path: str, number: int) -> CassetteError:
     )
 
 
-def split_lines(blocks: Iterable[bytes], path: str) -> Iterator[tuple[int, int, bytes]]:
-    """(line number, byte offset, line without its newline) of a file given as consecutive blocks of bytes.
+def split_blocks(blocks: Iterable[bytes], path: str) -> Iterator[tuple[int, int, bytes]]:
+    """(number of its first line, byte offset, bytes) of runs of whole lines, newlines included, of a file
+    given as consecutive blocks of bytes.
 
     Raises ``CassetteError`` for a line longer than ``MAX_LINE_BYTES`` as soon as it gets that long (without
     holding more of it), and for a last line cut off before its newline."""
     parts: list[bytes] = []  # the start of a line that continues in the next block
     pending = 0
-    number = 0
+    number = 1
     position = 0
     limit = MAX_LINE_BYTES
     for block in blocks:
-        pieces = block.split(b"\n")
-        if len(pieces) == 1:
+        cut = block.rfind(b"\n") + 1
+        if not cut:
             parts.append(block)
             pending += len(block)
             if pending > limit:
-                raise _too_long(path, number + 1)
-            continue
-        first = pieces[0]
-        if parts:
-            parts.append(first)
-            first = b"".join(parts)
-            parts = []
-        last = pieces.pop()
-        pieces[0] = first
-        for line in pieces:
-            number += 1
-            if len(line) > limit:
                 raise _too_long(path, number)
-            yield number, position, line
-            position += len(line) + 1
-        if last:
-            parts.append(last)
-        pending = len(last)
+            continue
+        whole = b"".join([*parts, block[:cut]]) if parts else block[:cut]
+        if len(whole) > limit:
+            for offset, line in enumerate(whole.split(b"\n")):
+                if len(line) > limit:
+                    raise _too_long(path, number + offset)
+        count = whole.count(b"\n")
+        yield number, position, whole
+        number += count
+        position += len(whole)
+        rest = block[cut:]
+        parts = [rest] if rest else []
+        pending = len(rest)
         if pending > limit:
-            raise _too_long(path, number + 1)
+            raise _too_long(path, number)
     if pending:
-        raise _cut_off(path, number + 1)
+        raise _cut_off(path, number)
 
 
 def _too_long(path: str, number: int) -> CassetteError:
@@ -471,9 +448,8 @@ def load_streaming(path: str, blocks: Iterable[bytes], source: ChunkSource | Non
     """A cassette read block by block. With a ``source`` the chunks are read from it when replayed; without,
     only the outline is kept (calls, statuses, outcomes, no chunks): every line is validated either way."""
     parser = _Parser(path, "lazy" if source is not None else "outline", source)
-    feed = parser.feed
-    for number, start, line in split_lines(blocks, path):
-        feed(number, line, start)
+    for first, start, block in split_blocks(blocks, path):
+        parser.feed_block(first, start, block)
     return parser.finish()
 
 
@@ -505,16 +481,24 @@ def problems(path: str, blocks: Iterable[bytes]) -> Iterator[Finding]:
     structural = True
     found = False
     try:
-        for number, start, line in split_lines(blocks, path):
+        for first, _, block in split_blocks(blocks, path):
             try:
-                obj = parser.decode(number, line)
-            except CassetteError as error:
-                found = True
-                yield _finding(error)
-                continue
+                objects: list[Line] = _decoder.decode_lines(block) if first > 1 else []
+            except (msgspec.MsgspecError, RecursionError):
+                objects = []
+            if len(objects) != block.count(b"\n"):  # a line is unreadable, or line 1 is in this block
+                objects = []
+                for number, line in enumerate(block.split(b"\n")[:-1], start=first):
+                    try:
+                        objects.append(parser.decode(number, line))
+                    except CassetteError as error:
+                        found = True
+                        yield _finding(error)
+                if found:
+                    structural = False
             if structural:
                 try:
-                    parser.take(number, obj, start, start + len(line))
+                    parser.take_all(first, objects, None)
                 except CassetteError as error:
                     found, structural = True, False
                     yield _finding(error)
@@ -551,6 +535,7 @@ class _Parser:
         self.source = source
         self.header: dict[str, Any] | None = None
         self.calls: dict[int, RecordedCall] = {}
+        self.streaming: dict[int, RecordedCall] = {}  # calls with a response line and no call_end yet
         self._handlers: dict[type, Callable[[int, Any, int, int], None]] = {
             HeaderLine: self._line_header,
             RequestLine: self._line_request,
@@ -622,6 +607,69 @@ class _Parser:
     def feed(self, number: int, line: bytes, start: int) -> None:
         self.take(number, self.decode(number, line), start, start + len(line))
 
+    def feed_block(self, first: int, start: int, block: bytes) -> None:
+        """Whole lines (newlines included) from line ``first`` at byte ``start``; raises the first problem."""
+        lines = block.split(b"\n")
+        lines.pop()
+        if first == 1:
+            self.feed(1, lines[0], start)
+            first, start = 2, start + len(lines[0]) + 1
+            block = block[len(lines[0]) + 1 :]
+            del lines[0]
+        # One decode of the whole block in C is much faster than a decode per line; when it fails, the
+        # line-by-line decode names the line that is wrong.
+        try:
+            objects: list[Line] | None = _decoder.decode_lines(block)
+        except (msgspec.MsgspecError, RecursionError):
+            objects = None
+        if objects is None or len(objects) != len(lines):
+            for number, line in enumerate(lines, start=first):
+                self.feed(number, line, start)
+                start += len(line) + 1
+            return
+        starts = list(accumulate(map(_plus_one, map(len, lines)), initial=start)) if self.mode == "lazy" else None
+        self.take_all(first, objects, starts)
+
+    def take_all(self, first: int, objects: list[Line], starts: list[int] | None) -> None:
+        """Decoded lines from line ``first``; ``starts`` are their byte offsets (with one more, the end)."""
+        get = self.streaming.get
+        mode = self.mode
+        unset = msgspec.UNSET
+        number = first - 1
+        for position, obj in enumerate(objects):
+            number += 1
+            if not isinstance(obj, EventLine):
+                begin = starts[position] if starts is not None else 0
+                self.take(number, obj, begin, starts[position + 1] - 1 if starts is not None else 0)
+                continue
+            call = get(obj.call_index)
+            if call is None or obj.event_index != call.event_total:
+                self._line_event(number, obj, 0, 0)  # raises the problem
+                return
+            text = obj.text
+            if text.__class__ is not str or obj.base64 is not unset:
+                chunk = self._chunk(number, obj)
+            elif mode == "outline":
+                call.event_total += 1
+                continue
+            else:
+                chunk = text.encode()
+            call.event_total += 1
+            call.size += len(chunk)
+            if mode == "outline":
+                continue
+            if starts is not None and call.lazy is not None:
+                call.lazy.spans.append((starts[position], starts[position + 1] - 1))
+            else:
+                call.chunks.append(chunk)
+            call.offsets.append(obj.t)
+
+    def _chunk(self, number: int, obj: EventLine) -> bytes:
+        try:
+            return obj.chunk()
+        except ValueError as error:
+            raise self.fail(number, f"malformed event line: {error}", _RERECORD) from None
+
     def take(self, number: int, obj: Line, start: int, end: int) -> None:
         if self.header is None and number != 1:
             raise self.fail(number, "line 1 is not a header line", "the file is not a vcr_transport cassette")
@@ -658,6 +706,7 @@ class _Parser:
         if call.status is not None:
             raise self.fail(number, f"a second response line for call {call.index}")
         call.status = obj.status
+        self.streaming[call.index] = call
         call.response_headers = obj.headers
         call.http_version = obj.http_version
 
@@ -669,10 +718,7 @@ class _Parser:
         if obj.event_index != call.event_total:
             expected = call.event_total
             raise self.fail(number, f"event_index {obj.event_index!r} of call {call.index}, expected {expected}")
-        try:
-            chunk = obj.chunk()
-        except ValueError as error:
-            raise self.fail(number, f"malformed event line: {error}", _RERECORD) from None
+        chunk = self._chunk(number, obj)
         call.event_total += 1
         call.size += len(chunk)
         mode = self.mode
@@ -697,6 +743,7 @@ class _Parser:
             call.error_class = obj.error.class_
             call.error_message = obj.error.message
         call.outcome = obj.outcome
+        self.streaming.pop(call.index, None)
 
     def finish(self) -> Cassette:
         if self.header is None:
