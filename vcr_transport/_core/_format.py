@@ -83,7 +83,7 @@ Outcome = Literal["complete", "closed_early", "error"]
 
 
 class _Line(msgspec.Struct, tag_field="type"):
-    """What every line has: its type (the tag). Unknown keys are ignored, so newer metadata stays readable."""
+    """What every line has: its type (the tag). Only the header may carry keys of its own (metadata)."""
 
 
 class HeaderLine(_Line, tag="header"):
@@ -123,7 +123,7 @@ def _latin1_pairs(headers: list[HeaderPair]) -> None:
             raise ValueError(f"header {name!r}: names and values are latin-1 text, as HTTP carries them") from None
 
 
-class RequestLine(_Line, tag="request"):
+class RequestLine(_Line, tag="request", forbid_unknown_fields=True):
     call_index: Index
     method: Method
     url: str
@@ -134,11 +134,14 @@ class RequestLine(_Line, tag="request"):
         parts = urlsplit(self.url)
         if parts.scheme not in ("http", "https") or not parts.netloc:
             raise ValueError(f"url {self.url[:80]!r} is not an absolute http or https URL")
-        parts.port  # noqa: B018 - raises ValueError for a port that is not a number in 0..65535
+        try:
+            parts.port  # noqa: B018 - raises ValueError for a port that is not a number in 0..65535
+        except ValueError:
+            raise ValueError(f"url {self.url[:80]!r}: the port is not a number in 0..65535") from None
         _latin1_pairs(self.headers)
 
 
-class ResponseLine(_Line, tag="response"):
+class ResponseLine(_Line, tag="response", forbid_unknown_fields=True):
     call_index: Index
     status: Status
     headers: list[HeaderPair]
@@ -148,7 +151,7 @@ class ResponseLine(_Line, tag="response"):
         _latin1_pairs(self.headers)
 
 
-class EventLine(_Line, tag="event"):
+class EventLine(_Line, tag="event", forbid_unknown_fields=True):
     call_index: Index
     event_index: Index
     t: Seconds = 0.0
@@ -170,7 +173,7 @@ class ErrorInfo(msgspec.Struct, forbid_unknown_fields=True):
     message: str
 
 
-class CallEndLine(_Line, tag="call_end"):
+class CallEndLine(_Line, tag="call_end", forbid_unknown_fields=True):
     call_index: Index
     event_count: Index
     outcome: Outcome
@@ -747,13 +750,16 @@ class _Parser:
 
     def finish(self) -> Cassette:
         if self.header is None:
-            raise self.fail(None, "the file is empty: no header line", "record the cassette again")
+            raise self.fail(1, "the file is empty: no header line", "record the cassette again")
         for call in self.calls.values():
             if call.outcome is None:
                 raise self.fail(
                     call.line, f"call {call.index} has no call_end line: the recording was interrupted", _RERECORD
                 )
         indexes = sorted(self.calls)
-        if indexes != list(range(len(indexes))):
-            raise self.fail(None, f"call indexes are not 0..{len(indexes) - 1}: {indexes[:20]}")
+        for position, index in enumerate(indexes):
+            if index != position:
+                raise self.fail(
+                    self.calls[index].line, f"call_index {index}: call {position} is missing (calls are 0, 1, 2...)"
+                )
         return Cassette(self.path, self.header, [self.calls[i] for i in indexes])
