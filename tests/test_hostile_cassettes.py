@@ -24,7 +24,7 @@ from vcr_transport._exceptions import VcrTransportError
 ROOT = Path(__file__).resolve().parents[1]
 CASSETTES = sorted((ROOT / "cassettes").rglob("*.jsonl"))
 SEED = 20_240_611
-MUTANTS = 1_200
+MUTANTS = 2_000
 
 
 class Raw(str):
@@ -227,15 +227,16 @@ def replays_as_written(path: Path, data: bytes) -> str:
     return "identical"
 
 
-def cli_refuses(path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def cli_refuses(path: Path, capsys: pytest.CaptureFixture[str], listing: bool = True) -> None:
     """verify and show exit 1 with a message naming the file, never a traceback; list marks it unreadable."""
     for command in (["verify", str(path)], ["show", str(path)]):
         capsys.readouterr()
         assert cli_main(command) == 1, command
         captured = capsys.readouterr()
         assert str(path) in captured.out + captured.err and "Traceback" not in captured.out + captured.err
-    assert cli_main(["list", str(path)]) == 0
-    assert "UNREADABLE" in capsys.readouterr().out
+    if listing:
+        assert cli_main(["list", str(path)]) == 0
+        assert "UNREADABLE" in capsys.readouterr().out
 
 
 def test_a_thousand_mutants_are_refused_by_line_or_replay_exactly(
@@ -244,9 +245,9 @@ def test_a_thousand_mutants_are_refused_by_line_or_replay_exactly(
     rng = random.Random(SEED)
     originals = [path.read_bytes() for path in CASSETTES]
     tally: dict[str, int] = {"refused": 0, "identical": 0, "unsendable": 0}
-    path = tmp_path / "mutant.jsonl"
     for number in range(MUTANTS):
         kind, data = mutate(rng, rng.choice(originals))
+        path = tmp_path / f"mutant{number}.jsonl"  # a new file each time: truncating one is slow on some disks
         path.write_bytes(data)
         try:
             vcr_transport.ReplayTransport(path)
@@ -254,8 +255,7 @@ def test_a_thousand_mutants_are_refused_by_line_or_replay_exactly(
             assert error.line is not None, (number, kind, str(error))
             assert f"{path}:{error.line}" in str(error)
             tally["refused"] += 1
-            if tally["refused"] % 8 == 0:  # the CLI on a sample: each run reads the file again three times
-                cli_refuses(path, capsys)
+            cli_refuses(path, capsys, listing=tally["refused"] % 8 == 0)
             continue
         try:
             tally[replays_as_written(path, data)] += 1

@@ -6,6 +6,7 @@ from __future__ import annotations
 import argparse
 import base64
 import datetime
+import functools
 import json
 import os
 import re
@@ -580,6 +581,7 @@ def command_import(args: argparse.Namespace) -> int:
 # --- entry point ----------------------------------------------------------------------------------------
 
 
+@functools.cache  # argparse parsers are reusable; building one costs more than checking a small cassette
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="vcr-transport", description=__doc__.splitlines()[0])
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
