@@ -652,13 +652,18 @@ class _Parser:
             text = obj.text
             if text.__class__ is not str or obj.base64 is not unset:
                 chunk = self._chunk(number, obj)
+                size = len(chunk)
             elif mode == "outline":
                 call.event_total += 1
                 continue
+            elif starts is not None:  # lazy: only the size is needed now (len of ASCII text is its byte count)
+                chunk = b""
+                size = len(text) if text.isascii() else len(text.encode())
             else:
                 chunk = text.encode()
+                size = len(chunk)
             call.event_total += 1
-            call.size += len(chunk)
+            call.size += size
             if mode == "outline":
                 continue
             if starts is not None and call.lazy is not None:
