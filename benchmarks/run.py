@@ -604,7 +604,7 @@ def main() -> None:
         "machine": platform.machine(),
         "cpus": os.cpu_count(),
         "versions": {
-            name: _version(name) for name in ("vcr_transport", "httpx2", "vcrpy", "cassetter", "openai", "orjson")
+            name: _version(name) for name in ("vcr_transport", "httpx2", "vcrpy", "cassetter", "openai", "msgspec")
         },
     }
     with tempfile.TemporaryDirectory() as temporary:

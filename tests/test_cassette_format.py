@@ -194,12 +194,7 @@ def test_body_storage_forms(cassette: Path) -> None:
     assert events[0]["base64"] == "/wA="
 
 
-@pytest.mark.parametrize("loader", ["json", "orjson"])
-def test_both_json_parsers_read_and_refuse_alike(cassette: Path, loader: str, monkeypatch: pytest.MonkeyPatch) -> None:
-    import vcr_transport._core._format as model
-
-    module = pytest.importorskip(loader)
-    monkeypatch.setattr(model, "_json_loads", lambda: module.loads)
+def test_the_parser_reads_and_refuses_whole_and_line_by_line(cassette: Path) -> None:
     write(cassette, GOOD)
     assert list(read_cassette(cassette).calls[0].events) == [b"hello"]
     write(cassette, GOOD, "{broken\n")

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import base64
+import functools
 import json
 import os
 import stat
@@ -31,7 +32,7 @@ from ._core._redaction import PLACEHOLDER, Redactor
 from ._core._stream_redaction import changed_span
 from ._exceptions import CassetteError, VcrTransportError, shorten
 from ._ledger import LedgerProblem, read_ledger
-from ._storage import read_cassette
+from ._storage import check_cassette, read_cassette, read_outline
 from ._vcrpy import ImportProblem, import_vcrpy, plan_imports
 
 __all__ = ["main"]
@@ -151,7 +152,7 @@ def command_set_mode(args: argparse.Namespace) -> int:
 
 def _summary(path: Path) -> dict[str, Any]:
     try:
-        cassette = read_cassette(path)
+        cassette = read_outline(path)
     except CassetteError as error:
         return {"path": str(path), "size": path.stat().st_size, "readable": False, "problem": str(error)}
     incomplete = [c.index for c in cassette.calls if not c.complete]
@@ -218,7 +219,7 @@ def _call_view(call: RecordedCall) -> dict[str, Any]:
 
 
 def command_show(args: argparse.Namespace) -> int:
-    cassette = read_cassette(args.cassette)
+    cassette = read_cassette(args.cassette, lazy=True)  # chunks are read call by call as they are shown
     calls = cassette.calls
     if args.call is not None:
         if not 0 <= args.call < len(calls):
@@ -266,55 +267,26 @@ def command_show(args: argparse.Namespace) -> int:
     return 0
 
 
-def verify_file(path: Path) -> tuple[list[str], list[str]]:
-    """(problems, notes) of one cassette: every unreadable line, then the first structural problem."""
-    problems: list[str] = []
-    try:
-        data = path.read_bytes()
-    except OSError as error:
-        return [f"{path}: can't be read: {error.strerror}"], []
-    lines = data.split(b"\n")
-    if lines[-1]:
-        problems.append(f"{path}:{len(lines)}: the last line is cut off (no newline): the recording was interrupted")
-    kinds = ("header", "request", "response", "event", "call_end")
-    for number, line in enumerate(lines[:-1], start=1):
-        try:
-            obj = json.loads(line)
-        except ValueError as error:
-            problems.append(f"{path}:{number}: unreadable line ({error})")
-            continue
-        if not isinstance(obj, dict) or obj.get("type") not in kinds:
-            problems.append(f"{path}:{number}: unknown line type {obj.get('type') if isinstance(obj, dict) else obj!r}")
-    if problems:
-        return problems, []
-    try:
-        cassette = Cassette.parse(data, str(path))
-    except CassetteError as error:
-        return [str(error).replace("cassette ", "", 1)], []
-    notes = [
-        f"{path}: call {call.index} ({call.method} {call.url}) ended {call.outcome}"
-        + (f": {call.error_class}" if call.outcome == "error" else "")
-        for call in cassette.calls
-        if not call.complete
-    ]
-    return [], notes
-
-
 def command_verify(args: argparse.Namespace) -> int:
     paths = _cassettes_in(args.paths) if args.paths else _default_cassettes()
-    results = {str(p): verify_file(p) for p in paths}
-    problems = [problem for found, _ in results.values() for problem in found]
-    notes = [note for _, found in results.values() for note in found]
-    if args.strict:
-        problems += notes
+    problems: list[str] = []
+    notes: list[str] = []
+    bad = 0
+    for path in paths:
+        findings = list(check_cassette(path))
+        found = [str(f) for f in findings if not f.incomplete or args.strict]
+        problems += found
+        notes += [str(f) for f in findings if f.incomplete and not args.strict]
+        bad += bool(found)
+    empty = [str(p) for p in args.paths if Path(p).is_dir() and not _cassettes_in([p])]
+    problems += [f"{folder}: no cassette (*.jsonl) in this folder" for folder in empty]
     if args.json:
         _out(json.dumps({"cassettes": len(paths), "problems": problems, "incomplete": notes}, indent=2))
     else:
         for problem in problems:
             _out(f"PROBLEM {problem}")
-        for note in notes if not args.strict else []:
+        for note in notes:
             _out(f"note    {note} (recorded incomplete; replays as recorded)")
-        bad = len({p.split(":")[0] for p in problems})
         _out(f"{len(paths)} cassette(s) checked, {bad} with problems, format version {FORMAT_VERSION}")
     return 1 if problems else 0
 
@@ -522,6 +494,7 @@ def _version() -> str:
     return __version__
 
 
+@functools.cache  # argparse parsers are reusable; building one costs more than checking a small cassette
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="vcr-transport", description=__doc__.splitlines()[0])
     parser.add_argument("--version", action="version", version=f"%(prog)s {_version()}")

@@ -45,6 +45,7 @@ class CassetteError(VcrTransportError):
         self.path = path
         self.line = line
         self.problem = problem
+        self.fix = fix
         where = f"{path}:{line}" if line is not None else path
         message = f"cassette {where}: {problem}"
         if fix:

@@ -69,16 +69,19 @@ def error_name(exc: BaseException) -> str:
 def rebuild_error(library: ModuleType, class_name: str, message: str, request: Any) -> BaseException:
     """The recorded exception as the same class of the caller's library, or a builtin, or RecordedError."""
     root, _, name = class_name.rpartition(".")
-    if root in HTTP_LIBRARIES:
-        cls = getattr(library, name, None)
-        if isinstance(cls, type) and issubclass(cls, library.RequestError):
-            return cls(message, request=request)  # type: ignore[no-any-return]
-        if isinstance(cls, type) and issubclass(cls, Exception):
-            return cls(message)
-    if root == "builtins":
-        cls = getattr(builtins, name, None)
-        if isinstance(cls, type) and issubclass(cls, Exception):
-            return cls(message)
+    try:
+        if root in HTTP_LIBRARIES:
+            cls = getattr(library, name, None)
+            if isinstance(cls, type) and issubclass(cls, library.RequestError):
+                return cls(message, request=request)  # type: ignore[no-any-return]
+            if isinstance(cls, type) and issubclass(cls, Exception):
+                return cls(message)
+        if root == "builtins":
+            cls = getattr(builtins, name, None)
+            if isinstance(cls, type) and issubclass(cls, Exception):
+                return cls(message)
+    except TypeError:  # a class that is not built from a message alone (UnicodeDecodeError, HTTPStatusError)
+        pass
     return RecordedError(class_name, message)
 
 

@@ -4,7 +4,6 @@ cassette as it passes."""
 from __future__ import annotations
 
 import asyncio
-import datetime
 import functools
 import os
 import platform
@@ -16,7 +15,7 @@ from importlib import metadata
 from typing import Any, NoReturn
 
 from ._core._bodies import binary_body, content_encoding, content_type_of, stored_body
-from ._core._format import FORMAT_VERSION, event_line
+from ._core._format import call_end_line, event_line, header_line, request_line, response_line
 from ._core._redaction import Redactor
 from ._core._stream_redaction import EncodedBodyRedactor, StreamRedactor
 from ._exceptions import VcrTransportError
@@ -59,13 +58,7 @@ class _CallRecording:
 
     def response(self, status: int, headers: list[tuple[str, str]], http_version: str) -> None:
         self.recorder.write(
-            {
-                "type": "response",
-                "call_index": self.index,
-                "status": status,
-                "headers": self.recorder.redactor.redact_headers(headers),
-                "http_version": http_version,
-            }
+            response_line(self.index, status, self.recorder.redactor.redact_headers(headers), http_version)
         )
         encoding = content_encoding(headers)
         if encoding:
@@ -94,15 +87,10 @@ class _CallRecording:
         if self._redacting is not None:
             for redacted, offset in self._redacting.finish():
                 self._write_event(redacted, offset)
-        line: dict[str, Any] = {
-            "type": "call_end",
-            "call_index": self.index,
-            "event_count": self.written,
-            "outcome": outcome,
-        }
+        failure = None
         if error is not None:
-            line["error"] = {"class": error_name(error), "message": self.recorder.redactor.redact_text(str(error))}
-        self.recorder.write(line, flush=True)
+            failure = (error_name(error), self.recorder.redactor.redact_text(str(error)))
+        self.recorder.write(call_end_line(self.index, self.written, outcome, failure), flush=True)
         self.recorder.forget(self)
 
 
@@ -121,13 +109,7 @@ class CassetteRecorder:
         ``first_index``."""
         self.path = os.fspath(path)
         self.redactor = redactor
-        header = {
-            "type": "header",
-            "format_version": FORMAT_VERSION,
-            "created": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
-            "versions": dict(_versions()),
-        }
-        self._writer = CassetteWriter(path, header)
+        self._writer = CassetteWriter(path, header_line(_versions()))
         for line in kept_lines:
             self._writer.write_raw(line)
         self._lock = threading.Lock()
@@ -159,14 +141,13 @@ class CassetteRecorder:
             previous.end("closed_early")
         redactor = self.redactor
         self.write(
-            {
-                "type": "request",
-                "call_index": index,
-                "method": method,
-                "url": redactor.redact_text(url),
-                "headers": redactor.redact_headers(headers),
-                "body": stored_body(body, content_type_of(headers), redactor),
-            }
+            request_line(
+                index,
+                method,
+                redactor.redact_text(url),
+                redactor.redact_headers(headers),
+                stored_body(body, content_type_of(headers), redactor),
+            )
         )
         return call
 

@@ -129,7 +129,7 @@ class ReplayTransport:
         )
         return library.Response(
             call.status,
-            headers=self._headers[call.index],
+            headers=[(k.encode("latin-1"), v.encode("latin-1")) for k, v in self._headers[call.index]],
             stream=stream,
             extensions={"http_version": call.http_version.encode("ascii")},
         )

@@ -7,13 +7,13 @@ and async twins differ only in ``read()`` against ``await aread()`` and in the c
 from __future__ import annotations
 
 import importlib
-import json
 import os
 from pathlib import Path
 from types import ModuleType
 from typing import Any
 
 from ._config import cassette_mode, current_run, find_pyproject, how_to_record, read_settings, resolve_mode
+from ._core._format import lines_before_call
 from ._core._modes import Decision, Step
 from ._core._options import Options
 from ._exceptions import CassetteError, ReplayMismatch, UnplayedCallsError
@@ -74,12 +74,7 @@ class CassetteSession:
 
     def _record_from(self, call_index: int) -> None:
         """record-on-miss: keep the calls before the miss byte for byte, record from the miss on."""
-        kept = [
-            line
-            for line in self.path.read_bytes().split(b"\n")[1:]
-            if line and json.loads(line)["call_index"] < call_index
-        ]
-        self._recorder = self._new_recorder(kept, call_index)
+        self._recorder = self._new_recorder(lines_before_call(self.path.read_bytes(), call_index), call_index)
 
     def _recording(self, *, sync_inner: Any = None, async_inner: Any = None) -> Any:
         if self._recorder is None:  # pragma: no cover - every recording step has a recorder by now

@@ -1,79 +1,138 @@
-"""Cassette files: reading one whole, and writing one line at a time into a file that replaces the old one
-only when the recording is complete."""
+"""Cassette files: reading one (whole, lazily or as an outline, always from a regular file and never
+blocking on anything else), and writing one line at a time into a file that replaces the old one only when
+the recording is complete."""
 
 from __future__ import annotations
 
 import gc
 import os
+import stat
 import tempfile
 import threading
 import weakref
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from ._core._format import Cassette, _Parser, dumps_line
+from ._core._format import Cassette, Finding, dumps_line, load_streaming, problems
 from ._exceptions import CassetteError
 
-__all__ = ["CassetteWriter", "read_cassette"]
+__all__ = ["CassetteWriter", "check_cassette", "read_cassette", "read_outline"]
 
 
 # Above this size a cassette's chunks stay in the file until replayed: memory stays flat for long streams.
 LAZY_LOAD_BYTES = 32 * 1024 * 1024
+BLOCK_BYTES = 1024 * 1024  # what a streaming reader reads at a time
+
+_KINDS = {
+    stat.S_IFDIR: "a directory",
+    stat.S_IFIFO: "a FIFO (named pipe)",
+    stat.S_IFCHR: "a character device",
+    stat.S_IFBLK: "a block device",
+    stat.S_IFSOCK: "a socket",
+}
 
 
-def read_cassette(path: str | os.PathLike[str]) -> Cassette:
-    # Parsing allocates many small containers and nothing cyclic: the cycle collector would only rescan
-    # the growing heap again and again (it tripled the load time of a 10,000-call cassette).
-    collecting = gc.isenabled()
-    gc.disable()
+def _open_regular(name: str) -> tuple[int, int]:
+    """(descriptor, size) of a regular file. Anything else is refused before a byte is read: the file is
+    opened without blocking (a FIFO with no writer would wait forever) and checked with fstat."""
     try:
-        return _read(os.fspath(path))
-    finally:
-        if collecting:
-            gc.enable()
-
-
-def _read(name: str) -> Cassette:
-    try:
-        if os.path.getsize(name) > LAZY_LOAD_BYTES:
-            return open_lazily(name)
-        data = Path(name).read_bytes()
+        descriptor = os.open(name, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
     except FileNotFoundError:
         raise CassetteError(
             name, None, "no such cassette", "record it first: run with VCR_TRANSPORT_MODE=record (or mode='record')"
         ) from None
     except OSError as exc:
         raise CassetteError(name, None, f"can't be read: {exc.strerror}") from None
+    try:
+        status = os.fstat(descriptor)
+        if not stat.S_ISREG(status.st_mode):
+            kind = _KINDS.get(stat.S_IFMT(status.st_mode), "not a regular file")
+            raise CassetteError(name, None, f"is {kind}, not a cassette file", "give the path of a .jsonl cassette")
+        os.set_blocking(descriptor, True)
+    except BaseException:
+        os.close(descriptor)
+        raise
+    return descriptor, status.st_size
+
+
+def _blocks(descriptor: int) -> Iterator[bytes]:
+    while block := os.read(descriptor, BLOCK_BYTES):
+        yield block
+
+
+def read_cassette(path: str | os.PathLike[str], *, lazy: bool | None = None) -> Cassette:
+    """The cassette at ``path``, every line validated. Its chunks are held in memory, or (``lazy``, by
+    default for files over LAZY_LOAD_BYTES) read from the file when they are replayed."""
+    # Parsing allocates many small containers and nothing cyclic: the cycle collector would only rescan
+    # the growing heap again and again (it tripled the load time of a 10,000-call cassette).
+    collecting = gc.isenabled()
+    gc.disable()
+    try:
+        return _read(os.fspath(path), lazy)
+    finally:
+        if collecting:
+            gc.enable()
+
+
+def _read(name: str, lazy: bool | None) -> Cassette:
+    descriptor, size = _open_regular(name)
+    if lazy or (lazy is None and size > LAZY_LOAD_BYTES):
+        try:
+            return load_streaming(name, _blocks(descriptor), _CassetteFile(descriptor))
+        except OSError as exc:
+            raise CassetteError(name, None, f"can't be read: {exc.strerror}") from None
+    try:
+        data = b"".join(_blocks(descriptor))
+    except OSError as exc:
+        raise CassetteError(name, None, f"can't be read: {exc.strerror}") from None
+    finally:
+        os.close(descriptor)
     return Cassette.parse(data, name)
+
+
+def open_lazily(path: str) -> Cassette:
+    """Validate every line of a cassette now, but read event chunks only when they are replayed."""
+    return read_cassette(path, lazy=True)
+
+
+def read_outline(path: str | os.PathLike[str]) -> Cassette:
+    """The cassette validated line by line with bounded memory, keeping calls but no chunks (for listing)."""
+    name = os.fspath(path)
+    descriptor, _ = _open_regular(name)
+    try:
+        return load_streaming(name, _blocks(descriptor), None)
+    except OSError as exc:
+        raise CassetteError(name, None, f"can't be read: {exc.strerror}") from None
+    finally:
+        os.close(descriptor)
+
+
+def check_cassette(path: str | os.PathLike[str]) -> Iterator[Finding]:
+    """What ``verify`` reports about one file, read block by block (see ``_core._format.problems``)."""
+    name = os.fspath(path)
+    try:
+        descriptor, _ = _open_regular(name)
+    except CassetteError as error:
+        yield Finding(error.path, error.line, error.problem, error.fix)
+        return
+    try:
+        yield from problems(name, _blocks(descriptor))
+    except OSError as exc:
+        yield Finding(name, None, f"can't be read: {exc.strerror}")
+    finally:
+        os.close(descriptor)
 
 
 class _CassetteFile:
     """An open cassette file read at offsets; closed when the cassette is garbage-collected."""
 
-    def __init__(self, path: str) -> None:
-        self.descriptor = os.open(path, os.O_RDONLY)
-        weakref.finalize(self, os.close, self.descriptor)
+    def __init__(self, descriptor: int) -> None:
+        self.descriptor = descriptor
+        weakref.finalize(self, os.close, descriptor)
 
     def read(self, start: int, end: int) -> bytes:
         return os.pread(self.descriptor, end - start, start)
-
-
-def open_lazily(path: str) -> Cassette:
-    """Validate every line of a large cassette now, but read event chunks only when they are replayed."""
-    parser = _Parser(path, lazy_source=_CassetteFile(path))
-    position = 0
-    with open(path, "rb") as file:
-        for number, line in enumerate(file, start=1):
-            if not line.endswith(b"\n"):
-                raise parser.fail(
-                    number,
-                    "the last line is cut off (no newline): the recording was interrupted",
-                    "re-record the cassette",
-                )
-            parser.span = (position, position + len(line) - 1)
-            parser.feed(number, line[:-1])
-            position += len(line)
-    return parser.finish()
 
 
 class CassetteWriter:

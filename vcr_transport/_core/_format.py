@@ -1,4 +1,5 @@
-"""Cassette format v1: the model and its JSONL lines. No I/O: the storage shell reads and writes files.
+"""Cassette format v1: the line schema, builders for every line type, the parser and the checker. No I/O:
+the storage shell hands in bytes and blocks of bytes.
 
 One JSON object per line, written as things happen:
 
@@ -9,47 +10,290 @@ One JSON object per line, written as things happen:
     call_end   {"type": "call_end", "call_index", "event_count", "outcome", "error"?}
 
 A request body is ``null``, ``{"json": value}``, ``{"text": str}`` or ``{"base64": str}``.
+
+The schema is declared once, as the msgspec Structs below (a union tagged on ``"type"``), which decode and
+validate a line in one pass. Nothing is coerced: a value of the wrong type or out of range is refused with a
+``CassetteError`` naming the file, the line and the field.
 """
 
 from __future__ import annotations
 
 import base64
 import binascii
+import datetime
 import json
-from collections.abc import Callable, Sequence
+import re
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Protocol, overload
+from itertools import accumulate
+from typing import Annotated, Any, Literal, Protocol, overload
+from urllib.parse import urlsplit
+
+import msgspec
 
 from .._exceptions import CassetteError
 
-__all__ = ["FORMAT_VERSION", "Cassette", "RecordedCall", "StoredBody"]
+__all__ = [
+    "FORMAT_VERSION",
+    "HTTP_VERSIONS",
+    "MAX_LINE_BYTES",
+    "MAX_NESTING",
+    "OUTCOMES",
+    "Cassette",
+    "Finding",
+    "RecordedCall",
+    "StoredBody",
+    "call_end_line",
+    "dumps_line",
+    "encode_chunk",
+    "event_line",
+    "header_line",
+    "lines_before_call",
+    "load_streaming",
+    "problems",
+    "request_line",
+    "response_line",
+]
 
 FORMAT_VERSION = 1
 OUTCOMES = ("complete", "closed_early", "error")
+HTTP_VERSIONS = ("HTTP/0.9", "HTTP/1.0", "HTTP/1.1", "HTTP/2", "HTTP/3")
+# The longest line a reader accepts (an event carries one chunk; a request its whole body). A longer line is
+# refused before it is read whole, so a damaged or hostile file can't make a reader hold it all in memory.
+MAX_LINE_BYTES = 256 * 1024 * 1024
+# The deepest nesting of a request's JSON body: matching and redaction walk it recursively.
+MAX_NESTING = 100
+_MAX_INDEX = 2**53
+_MAX_SECONDS = 1e9  # about 31 years: every finite offset a recording can take
+_TOKEN = r"^[!#$%&'*+\-.^_`|~0-9A-Za-z]+$"  # RFC 9110 token, the grammar of a method
+_RERECORD = "re-record the cassette"
 
 StoredBody = dict[str, Any] | None
 
 
-class ChunkSource(Protocol):
-    """Where a lazily loaded cassette's lines are read from, by byte offsets (the storage shell)."""
+# --- the schema ------------------------------------------------------------------------------------------
 
-    def read(self, start: int, end: int) -> bytes: ...
+Index = Annotated[int, msgspec.Meta(ge=0, le=_MAX_INDEX)]
+Seconds = Annotated[float, msgspec.Meta(ge=0.0, le=_MAX_SECONDS)]
+Status = Annotated[int, msgspec.Meta(ge=100, le=599)]
+Method = Annotated[str, msgspec.Meta(pattern=_TOKEN)]
+HeaderPair = tuple[str, str]
+HttpVersion = Literal["HTTP/0.9", "HTTP/1.0", "HTTP/1.1", "HTTP/2", "HTTP/3"]
+Outcome = Literal["complete", "closed_early", "error"]
+
+
+class _Line(msgspec.Struct, tag_field="type"):
+    """What every line has: its type (the tag). Only the header may carry keys of its own (metadata)."""
+
+
+class HeaderLine(_Line, tag="header"):
+    format_version: Any = None
+
+
+class Body(msgspec.Struct, forbid_unknown_fields=True):
+    """A request body: exactly one of json, text, base64 (valid base64)."""
+
+    json: Any = msgspec.UNSET
+    text: str | msgspec.UnsetType = msgspec.UNSET
+    base64: str | msgspec.UnsetType = msgspec.UNSET
+
+    def __post_init__(self) -> None:
+        given = [name for name in ("json", "text", "base64") if getattr(self, name) is not msgspec.UNSET]
+        if len(given) != 1:
+            raise ValueError(f"a body is exactly one of json, text, base64; found {given or 'none'}")
+        if isinstance(self.base64, str):
+            _b64decode(self.base64)
+        elif given == ["json"] and _too_deep(self.json):
+            raise ValueError(f"the JSON body is nested deeper than {MAX_NESTING} levels")
+
+    def stored(self) -> dict[str, Any]:
+        if self.json is not msgspec.UNSET:
+            return {"json": self.json}
+        if isinstance(self.text, str):
+            return {"text": self.text}
+        return {"base64": self.base64}
+
+
+def _latin1_pairs(headers: list[HeaderPair]) -> None:
+    for name, value in headers:
+        try:
+            name.encode("latin-1")
+            value.encode("latin-1")
+        except UnicodeEncodeError:
+            raise ValueError(f"header {name!r}: names and values are latin-1 text, as HTTP carries them") from None
+
+
+class RequestLine(_Line, tag="request", forbid_unknown_fields=True):
+    call_index: Index
+    method: Method
+    url: str
+    headers: list[HeaderPair]
+    body: Body | None = None
+
+    def __post_init__(self) -> None:
+        parts = urlsplit(self.url)
+        if parts.scheme not in ("http", "https") or not parts.netloc:
+            raise ValueError(f"url {self.url[:80]!r} is not an absolute http or https URL")
+        try:
+            parts.port  # noqa: B018 - raises ValueError for a port that is not a number in 0..65535
+        except ValueError:
+            raise ValueError(f"url {self.url[:80]!r}: the port is not a number in 0..65535") from None
+        _latin1_pairs(self.headers)
+
+
+class ResponseLine(_Line, tag="response", forbid_unknown_fields=True):
+    call_index: Index
+    status: Status
+    headers: list[HeaderPair]
+    http_version: HttpVersion = "HTTP/1.1"
+
+    def __post_init__(self) -> None:
+        _latin1_pairs(self.headers)
+
+
+class EventLine(_Line, tag="event", forbid_unknown_fields=True):
+    call_index: Index
+    event_index: Index
+    t: Seconds = 0.0
+    text: str | msgspec.UnsetType = msgspec.UNSET
+    base64: str | msgspec.UnsetType = msgspec.UNSET
+
+    def chunk(self) -> bytes:
+        """The raw chunk: exactly one of text and base64 (valid base64) must be there."""
+        text = self.text
+        if text.__class__ is str and self.base64 is msgspec.UNSET:
+            return text.encode()
+        if isinstance(self.base64, str) and text is msgspec.UNSET:
+            return _b64decode(self.base64)
+        raise ValueError("an event has exactly one of 'text' and 'base64'")
+
+
+class ErrorInfo(msgspec.Struct, forbid_unknown_fields=True):
+    class_: str = msgspec.field(name="class")
+    message: str
+
+
+class CallEndLine(_Line, tag="call_end", forbid_unknown_fields=True):
+    call_index: Index
+    event_count: Index
+    outcome: Outcome
+    error: ErrorInfo | None = None
+
+    def __post_init__(self) -> None:
+        if (self.outcome == "error") != (self.error is not None):
+            raise ValueError("'error' {class, message} is there exactly when the outcome is 'error'")
+
+
+Line = HeaderLine | RequestLine | ResponseLine | EventLine | CallEndLine
+_KINDS = "header, request, response, event, call_end"
+_decoder = msgspec.json.Decoder(Line)
+_untyped = msgspec.json.Decoder()
+
+
+class _CallIndexOnly(msgspec.Struct):
+    call_index: int = -1
+
+
+_call_index_decoder = msgspec.json.Decoder(_CallIndexOnly)
+_plus_one = (1).__add__
+
+
+def _b64decode(text: str) -> bytes:
+    try:
+        return base64.b64decode(text, validate=True)
+    except (binascii.Error, ValueError):
+        raise ValueError("not valid base64") from None
+
+
+def _too_deep(value: Any) -> bool:
+    """Whether ``value`` nests deeper than MAX_NESTING, found without recursion."""
+    stack = [(value, 1)]
+    while stack:
+        item, depth = stack.pop()
+        if isinstance(item, dict):
+            item = item.values()
+        elif not isinstance(item, list):
+            continue
+        if depth > MAX_NESTING:
+            return True
+        stack.extend((child, depth + 1) for child in item if isinstance(child, dict | list))
+    return False
+
+
+# --- builders: the one place lines are written ---------------------------------------------------------
 
 
 def dumps_line(obj: dict[str, Any]) -> str:
+    """A line object as one JSONL line, UTF-8 text kept as is."""
     return json.dumps(obj, ensure_ascii=False, separators=(",", ":")) + "\n"
 
 
-_encode_string = json.encoder.encode_basestring  # the C encoder: ensure_ascii=False, as dumps_line writes
+def header_line(versions: dict[str, str] | None = None, **metadata: Any) -> dict[str, Any]:
+    """The header (line 1): the format version, when it was written, and optional metadata readers ignore."""
+    line: dict[str, Any] = {
+        "type": "header",
+        "format_version": FORMAT_VERSION,
+        "created": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
+    }
+    if versions is not None:
+        line["versions"] = dict(versions)
+    line.update(metadata)
+    return line
+
+
+def request_line(
+    call_index: int, method: str, url: str, headers: Sequence[tuple[str, str]], body: StoredBody
+) -> dict[str, Any]:
+    return {
+        "type": "request",
+        "call_index": call_index,
+        "method": method,
+        "url": url,
+        "headers": [list(pair) for pair in headers],
+        "body": body,
+    }
+
+
+def response_line(
+    call_index: int, status: int, headers: Sequence[tuple[str, str]], http_version: str = "HTTP/1.1"
+) -> dict[str, Any]:
+    return {
+        "type": "response",
+        "call_index": call_index,
+        "status": status,
+        "headers": [list(pair) for pair in headers],
+        "http_version": http_version,
+    }
+
+
+def call_end_line(
+    call_index: int, event_count: int, outcome: str, error: tuple[str, str] | None = None
+) -> dict[str, Any]:
+    """The end of a call; ``error`` is (class name, message) when the outcome is ``error``."""
+    line: dict[str, Any] = {
+        "type": "call_end",
+        "call_index": call_index,
+        "event_count": event_count,
+        "outcome": outcome,
+    }
+    if error is not None:
+        line["error"] = {"class": error[0], "message": error[1]}
+    return line
+
+
+_encoder = msgspec.json.Encoder()
 
 
 def event_line(call_index: int, event_index: int, offset: float, chunk: bytes) -> str:
-    """An event line, built directly: the same bytes ``dumps_line`` would give, on the hot path."""
-    kind, value = encode_chunk(chunk)
-    return (
-        f'{{"type":"event","call_index":{call_index},"event_index":{event_index},"t":{offset!r},'
-        f'"{kind}":{_encode_string(value)}}}\n'
-    )
+    """An event line, encoded from the schema's own Struct: on the hot path of recording, msgspec is faster
+    than the f-string this replaced (2.2 against 3.4 µs a chunk, measured)."""
+    try:
+        line = EventLine(call_index=call_index, event_index=event_index, t=offset, text=chunk.decode("utf-8"))
+    except UnicodeDecodeError:
+        line = EventLine(
+            call_index=call_index, event_index=event_index, t=offset, base64=base64.b64encode(chunk).decode("ascii")
+        )
+    return _encoder.encode(line).decode() + "\n"
 
 
 def encode_chunk(chunk: bytes) -> tuple[str, str]:
@@ -60,7 +304,27 @@ def encode_chunk(chunk: bytes) -> tuple[str, str]:
         return "base64", base64.b64encode(chunk).decode("ascii")
 
 
-@dataclass
+def lines_before_call(data: bytes, call_index: int) -> list[bytes]:
+    """The raw lines (header excluded) of the calls before ``call_index``, in file order, byte for byte:
+    what record-on-miss keeps. ``data`` is a cassette that was read successfully."""
+    kept = []
+    decode = _call_index_decoder.decode
+    for line in data.split(b"\n")[1:]:
+        if line and 0 <= decode(line).call_index < call_index:
+            kept.append(line)
+    return kept
+
+
+# --- the model -------------------------------------------------------------------------------------------
+
+
+class ChunkSource(Protocol):
+    """Where a lazily loaded cassette's lines are read from, by byte offsets (the storage shell)."""
+
+    def read(self, start: int, end: int) -> bytes: ...
+
+
+@dataclass(slots=True)
 class RecordedCall:
     index: int
     method: str
@@ -78,6 +342,7 @@ class RecordedCall:
     error_class: str = ""
     error_message: str = ""
     line: int = 0
+    event_total: int = 0
 
     @property
     def complete(self) -> bool:
@@ -93,9 +358,8 @@ class LazyChunks(Sequence[bytes]):
     """The chunks of one call of a large cassette, read from the (already validated) file when asked for, so
     replaying a long stream doesn't hold it in memory."""
 
-    def __init__(self, source: ChunkSource, loads: Callable[[bytes], Any]) -> None:
+    def __init__(self, source: ChunkSource) -> None:
         self._source = source
-        self._loads = loads
         self.spans: list[tuple[int, int]] = []
 
     def __len__(self) -> int:
@@ -111,17 +375,9 @@ class LazyChunks(Sequence[bytes]):
         if isinstance(index, slice):
             return [self[i] for i in range(*index.indices(len(self)))]
         start, end = self.spans[index]
-        return event_chunk(self._loads(self._source.read(start, end)))
-
-
-def event_chunk(obj: dict[str, Any]) -> bytes:
-    """The raw chunk an event line carries."""
-    text = obj.get("text")
-    if text.__class__ is str:
-        return text.encode()
-    if isinstance(obj.get("base64"), str):
-        return base64.b64decode(obj["base64"], validate=True)
-    raise ValueError("an event needs a 'text' or a 'base64' string")
+        line = _decoder.decode(self._source.read(start, end))
+        assert isinstance(line, EventLine), "a span always points at a validated event line"
+        return line.chunk()
 
 
 @dataclass
@@ -132,106 +388,309 @@ class Cassette:
 
     @classmethod
     def parse(cls, data: bytes, path: str) -> Cassette:
-        """Read a whole cassette. Refuses anything it can't replay faithfully, naming the line."""
-        parser = _Parser(path)
-        lines = data.split(b"\n")
-        if lines[-1]:
-            raise parser.fail(
-                len(lines),
-                "the last line is cut off (no newline): the recording was interrupted",
-                "re-record the cassette",
-            )
-        lines.pop()
-        # One parse of the whole file as a JSON array is much faster than a parse per line; when it fails,
-        # the line-by-line parse names the line that is wrong.
-        try:
-            objects = parser.loads(b"[" + data[:-1].replace(b"\n", b",") + b"]") if lines else []
-        except ValueError:
-            objects = None
-        if objects is None or len(objects) != len(lines):
-            for number, line in enumerate(lines, start=1):
-                parser.feed(number, line)
-        else:
-            take = parser.take
-            for number, obj in enumerate(objects, start=1):
-                take(number, obj)
+        """Read a whole cassette held in memory. Refuses anything it can't replay faithfully, naming the line."""
+        parser = _Parser(path, "memory")
+        for first, start, block in split_blocks([data], path):
+            parser.feed_block(first, start, block)
         return parser.finish()
 
 
-def _json_loads() -> Any:
+# --- reading ---------------------------------------------------------------------------------------------
+
+
+def _cut_off(path: str, number: int) -> CassetteError:
+    return CassetteError(
+        path, number, "the last line is cut off (no newline): the recording was interrupted", _RERECORD
+    )
+
+
+def split_blocks(blocks: Iterable[bytes], path: str) -> Iterator[tuple[int, int, bytes]]:
+    """(number of its first line, byte offset, bytes) of runs of whole lines, newlines included, of a file
+    given as consecutive blocks of bytes.
+
+    Raises ``CassetteError`` for a line longer than ``MAX_LINE_BYTES`` as soon as it gets that long (without
+    holding more of it), and for a last line cut off before its newline."""
+    parts: list[bytes] = []  # the start of a line that continues in the next block
+    pending = 0
+    number = 1
+    position = 0
+    limit = MAX_LINE_BYTES
+    for block in blocks:
+        cut = block.rfind(b"\n") + 1
+        if not cut:
+            parts.append(block)
+            pending += len(block)
+            if pending > limit:
+                raise _too_long(path, number)
+            continue
+        whole = b"".join([*parts, block[:cut]]) if parts else block[:cut]
+        if len(whole) > limit:
+            for offset, line in enumerate(whole.split(b"\n")):
+                if len(line) > limit:
+                    raise _too_long(path, number + offset)
+        count = whole.count(b"\n")
+        yield number, position, whole
+        number += count
+        position += len(whole)
+        rest = block[cut:]
+        parts = [rest] if rest else []
+        pending = len(rest)
+        if pending > limit:
+            raise _too_long(path, number)
+    if pending:
+        raise _cut_off(path, number)
+
+
+def _too_long(path: str, number: int) -> CassetteError:
+    return CassetteError(
+        path,
+        number,
+        f"the line is longer than {MAX_LINE_BYTES:,} bytes, the most a reader accepts",
+        "the file is damaged or not a cassette; re-record it",
+    )
+
+
+def load_streaming(path: str, blocks: Iterable[bytes], source: ChunkSource | None) -> Cassette:
+    """A cassette read block by block. With a ``source`` the chunks are read from it when replayed; without,
+    only the outline is kept (calls, statuses, outcomes, no chunks): every line is validated either way."""
+    parser = _Parser(path, "lazy" if source is not None else "outline", source)
+    for first, start, block in split_blocks(blocks, path):
+        parser.feed_block(first, start, block)
+    return parser.finish()
+
+
+@dataclass(frozen=True)
+class Finding:
+    """What ``verify`` reports about a cassette: a problem, or (``incomplete``) a note on a call that was
+    recorded incomplete and replays as recorded."""
+
+    path: str
+    line: int | None
+    problem: str
+    fix: str = ""
+    incomplete: bool = False
+
+    def __str__(self) -> str:
+        where = self.path if self.line is None else f"{self.path}:{self.line}"
+        return f"{where}: {self.problem}" + (f"\n  fix: {self.fix}" if self.fix else "")
+
+
+def _finding(error: CassetteError) -> Finding:
+    return Finding(error.path, error.line, error.problem, error.fix)
+
+
+def problems(path: str, blocks: Iterable[bytes]) -> Iterator[Finding]:
+    """Every unreadable or malformed line, then the first structural problem (a missing call_end, a line out
+    of order), then notes on incomplete calls when there was no problem. Reads block by block: memory stays
+    bounded by the longest line and the number of calls."""
+    parser = _Parser(path, "outline")
+    structural = True
+    found = False
     try:
-        import orjson
-    except ImportError:
-        return json.loads
-    return orjson.loads
+        for first, _, block in split_blocks(blocks, path):
+            try:
+                objects: list[Line] = _decoder.decode_lines(block) if first > 1 else []
+            except (msgspec.MsgspecError, RecursionError):
+                objects = []
+            if len(objects) != block.count(b"\n"):  # a line is unreadable, or line 1 is in this block
+                objects = []
+                for number, line in enumerate(block.split(b"\n")[:-1], start=first):
+                    try:
+                        objects.append(parser.decode(number, line))
+                    except CassetteError as error:
+                        found = True
+                        yield _finding(error)
+                if found:
+                    structural = False
+            if structural:
+                try:
+                    parser.take_all(first, objects, None)
+                except CassetteError as error:
+                    found, structural = True, False
+                    yield _finding(error)
+    except CassetteError as error:
+        yield _finding(error)
+        return
+    if found:
+        return
+    try:
+        cassette = parser.finish()
+    except CassetteError as error:
+        yield _finding(error)
+        return
+    for call in cassette.calls:
+        if not call.complete:
+            detail = f": {call.error_class}" if call.outcome == "error" else ""
+            yield Finding(
+                path, None, f"call {call.index} ({call.method} {call.url}) ended {call.outcome}{detail}", "", True
+            )
+
+
+_FIELD_AT = re.compile(r"^(.*?)(?: - at `\$(.*)`)?$", re.DOTALL)
 
 
 class _Parser:
-    def __init__(self, path: str, lazy_source: ChunkSource | None = None) -> None:
+    """Feeds lines through the schema and the call structure. Modes: ``memory`` keeps every chunk, ``lazy``
+    keeps where each event line is, ``outline`` keeps no chunk (for checking and listing)."""
+
+    def __init__(
+        self, path: str, mode: Literal["memory", "lazy", "outline"], source: ChunkSource | None = None
+    ) -> None:
         self.path = path
-        self.lazy_source = lazy_source
-        self.span = (0, 0)
+        self.mode = mode
+        self.source = source
         self.header: dict[str, Any] | None = None
         self.calls: dict[int, RecordedCall] = {}
-        self.loads = _json_loads()
-        self._handlers = {
-            "request": self._line_request,
-            "response": self._line_response,
-            "event": self._line_event,
-            "call_end": self._line_call_end,
+        self.streaming: dict[int, RecordedCall] = {}  # calls with a response line and no call_end yet
+        self._handlers: dict[type, Callable[[int, Any, int, int], None]] = {
+            HeaderLine: self._line_header,
+            RequestLine: self._line_request,
+            ResponseLine: self._line_response,
+            EventLine: self._line_event,
+            CallEndLine: self._line_call_end,
         }
 
     def fail(self, line: int | None, problem: str, fix: str = "") -> CassetteError:
         return CassetteError(self.path, line, problem, fix)
 
-    def feed(self, number: int, line: bytes) -> None:
+    def decode(self, number: int, line: bytes) -> Line:
+        """One line through the schema, or a CassetteError naming the line and the field."""
+        if number == 1:
+            return self._decode_header(line)
         try:
-            obj = self.loads(line)
-        except ValueError as exc:
-            raise self.fail(number, f"not valid JSON ({exc})", "re-record the cassette") from None
-        self.take(number, obj)
+            return _decoder.decode(line)
+        except RecursionError:
+            raise self.fail(number, "unreadable line: JSON nested too deeply", _RERECORD) from None
+        except msgspec.ValidationError as error:
+            raise self._invalid(number, line, str(error)) from None
+        except msgspec.DecodeError as error:
+            raise self.fail(number, f"unreadable line: not valid JSON ({error})", _RERECORD) from None
 
-    def take(self, number: int, obj: Any) -> None:
-        kind = obj.get("type") if isinstance(obj, dict) else None
-        handler = self._handlers.get(kind) if isinstance(kind, str) else None
-        if handler is None:
-            self._unusual(number, kind, obj)
-            return
-        if self.header is None:
-            raise self.fail(number, "line 1 is not a header line", "the file is not a vcr_transport cassette")
+    def _decode_header(self, line: bytes) -> HeaderLine:
         try:
-            handler(number, obj)
-        except (KeyError, TypeError, ValueError, AttributeError, binascii.Error) as exc:
-            raise self.fail(number, f"malformed {kind} line: {type(exc).__name__}: {exc}") from None
-
-    def _unusual(self, number: int, kind: object, obj: Any) -> None:
-        if not isinstance(obj, dict):
-            raise self.fail(number, f"expected a JSON object, found {type(obj).__name__}")
-        if self.header is None:
-            self._header(number, kind, obj)
-        elif kind == "header":
-            raise self.fail(number, "a second header line: only line 1 may be a header")
-        else:
-            raise self.fail(
-                number,
-                f"unknown line type {kind!r}",
-                "expected one of header, request, response, event, call_end; a newer vcr_transport may have written it",
-            )
-
-    def _header(self, number: int, kind: object, obj: dict[str, Any]) -> None:
-        if kind != "header":
-            raise self.fail(number, "line 1 is not a header line", "the file is not a vcr_transport cassette")
+            obj = _untyped.decode(line)
+        except RecursionError:
+            raise self.fail(1, "unreadable line: JSON nested too deeply", _RERECORD) from None
+        except msgspec.DecodeError as error:
+            raise self.fail(1, f"unreadable line: not valid JSON ({error})", _RERECORD) from None
+        if not isinstance(obj, dict) or obj.get("type") != "header":
+            raise self.fail(1, "line 1 is not a header line", "the file is not a vcr_transport cassette")
         version = obj.get("format_version")
-        if version != FORMAT_VERSION:
+        if version.__class__ is not int or version != FORMAT_VERSION:
             raise self.fail(
-                number,
+                1,
                 f"format_version {version!r} is not supported; this vcr_transport reads version {FORMAT_VERSION}",
                 "re-record the cassette, or use the vcr_transport version that wrote it",
             )
         self.header = obj
+        return HeaderLine(format_version=version)
 
-    def _call(self, number: int, obj: dict[str, Any]) -> RecordedCall:
-        index = obj["call_index"]
+    def _invalid(self, number: int, line: bytes, message: str) -> CassetteError:
+        try:
+            obj = _untyped.decode(line)
+        except (msgspec.MsgspecError, RecursionError):  # pragma: no cover - the typed decode read it
+            obj = None
+        kind = obj.get("type") if isinstance(obj, dict) else None
+        if not isinstance(obj, dict):
+            return self.fail(number, f"expected a JSON object, found {type(obj).__name__}", _RERECORD)
+        if kind not in ("header", "request", "response", "event", "call_end"):
+            return self.fail(
+                number,
+                f"unknown line type {kind!r}",
+                f"expected one of {_KINDS}; a newer vcr_transport may have written it",
+            )
+        if kind == "call_end" and message.endswith("at `$.outcome`") and obj.get("outcome") not in OUTCOMES:
+            return self.fail(
+                number, f"unknown outcome {obj.get('outcome')!r}; expected one of {', '.join(OUTCOMES)}", _RERECORD
+            )
+        match = _FIELD_AT.match(message)
+        problem, at = (match.group(1), match.group(2)) if match else (message, None)
+        where = f" field {at.lstrip('.')!r}" if at else ""
+        return self.fail(
+            number, f"malformed {kind} line:{where} {problem}", "re-record the cassette, or correct the value by hand"
+        )
+
+    def feed(self, number: int, line: bytes, start: int) -> None:
+        self.take(number, self.decode(number, line), start, start + len(line))
+
+    def feed_block(self, first: int, start: int, block: bytes) -> None:
+        """Whole lines (newlines included) from line ``first`` at byte ``start``; raises the first problem."""
+        lines = block.split(b"\n")
+        lines.pop()
+        if first == 1:
+            self.feed(1, lines[0], start)
+            first, start = 2, start + len(lines[0]) + 1
+            block = block[len(lines[0]) + 1 :]
+            del lines[0]
+        # One decode of the whole block in C is much faster than a decode per line; when it fails, the
+        # line-by-line decode names the line that is wrong.
+        try:
+            objects: list[Line] | None = _decoder.decode_lines(block)
+        except (msgspec.MsgspecError, RecursionError):
+            objects = None
+        if objects is None or len(objects) != len(lines):
+            for number, line in enumerate(lines, start=first):
+                self.feed(number, line, start)
+                start += len(line) + 1
+            return
+        starts = list(accumulate(map(_plus_one, map(len, lines)), initial=start)) if self.mode == "lazy" else None
+        self.take_all(first, objects, starts)
+
+    def take_all(self, first: int, objects: list[Line], starts: list[int] | None) -> None:
+        """Decoded lines from line ``first``; ``starts`` are their byte offsets (with one more, the end)."""
+        get = self.streaming.get
+        mode = self.mode
+        unset = msgspec.UNSET
+        number = first - 1
+        for position, obj in enumerate(objects):
+            number += 1
+            if not isinstance(obj, EventLine):
+                begin = starts[position] if starts is not None else 0
+                self.take(number, obj, begin, starts[position + 1] - 1 if starts is not None else 0)
+                continue
+            call = get(obj.call_index)
+            if call is None or obj.event_index != call.event_total:
+                self._line_event(number, obj, 0, 0)  # raises the problem
+                return
+            text = obj.text
+            if text.__class__ is not str or obj.base64 is not unset:
+                chunk = self._chunk(number, obj)
+                size = len(chunk)
+            elif mode == "outline":
+                call.event_total += 1
+                continue
+            elif starts is not None:  # lazy: only the size is needed now (len of ASCII text is its byte count)
+                chunk = b""
+                size = len(text) if text.isascii() else len(text.encode())
+            else:
+                chunk = text.encode()
+                size = len(chunk)
+            call.event_total += 1
+            call.size += size
+            if mode == "outline":
+                continue
+            if starts is not None and call.lazy is not None:
+                call.lazy.spans.append((starts[position], starts[position + 1] - 1))
+            else:
+                call.chunks.append(chunk)
+            call.offsets.append(obj.t)
+
+    def _chunk(self, number: int, obj: EventLine) -> bytes:
+        try:
+            return obj.chunk()
+        except ValueError as error:
+            raise self.fail(number, f"malformed event line: {error}", _RERECORD) from None
+
+    def take(self, number: int, obj: Line, start: int, end: int) -> None:
+        if self.header is None and number != 1:
+            raise self.fail(number, "line 1 is not a header line", "the file is not a vcr_transport cassette")
+        self._handlers[obj.__class__](number, obj, start, end)
+
+    def _line_header(self, number: int, obj: HeaderLine, start: int, end: int) -> None:
+        if number != 1:
+            raise self.fail(number, "a second header line: only line 1 may be a header", _RERECORD)
+
+    def _call(self, number: int, index: int) -> RecordedCall:
         call = self.calls.get(index)
         if call is None:
             raise self.fail(number, f"call {index!r} has no request line before this line")
@@ -239,78 +698,76 @@ class _Parser:
             raise self.fail(number, f"line for call {index} after its call_end")
         return call
 
-    def _line_request(self, number: int, obj: dict[str, Any]) -> None:
-        index = obj["call_index"]
-        if not isinstance(index, int) or index in self.calls:
-            raise self.fail(number, f"call_index {index!r} is repeated or not an integer")
-        body = obj.get("body")
-        if body is not None and not (
-            isinstance(body, dict) and len(body) == 1 and next(iter(body)) in ("json", "text", "base64")
-        ):
-            raise self.fail(number, "request body must be null or one of {json}, {text}, {base64}")
+    def _line_request(self, number: int, obj: RequestLine, start: int, end: int) -> None:
+        index = obj.call_index
+        if index in self.calls:
+            raise self.fail(number, f"call_index {index!r} is repeated")
         self.calls[index] = RecordedCall(
             index=index,
-            method=str(obj["method"]),
-            url=str(obj["url"]),
-            request_headers=[(str(k), str(v)) for k, v in obj["headers"]],
-            body=body,
+            method=obj.method,
+            url=obj.url,
+            request_headers=obj.headers,
+            body=None if obj.body is None else obj.body.stored(),
             line=number,
-            lazy=LazyChunks(self.lazy_source, self.loads) if self.lazy_source is not None else None,
+            lazy=LazyChunks(self.source) if self.source is not None else None,
         )
 
-    def _line_response(self, number: int, obj: dict[str, Any]) -> None:
-        call = self._call(number, obj)
+    def _line_response(self, number: int, obj: ResponseLine, start: int, end: int) -> None:
+        call = self._call(number, obj.call_index)
         if call.status is not None:
             raise self.fail(number, f"a second response line for call {call.index}")
-        call.status = int(obj["status"])
-        call.response_headers = [(str(k), str(v)) for k, v in obj["headers"]]
-        call.http_version = str(obj.get("http_version", "HTTP/1.1"))
+        call.status = obj.status
+        self.streaming[call.index] = call
+        call.response_headers = obj.headers
+        call.http_version = obj.http_version
 
-    def _line_event(self, number: int, obj: dict[str, Any]) -> None:
-        call = self.calls.get(obj["call_index"])
+    def _line_event(self, number: int, obj: EventLine, start: int, end: int) -> None:
+        call = self.calls.get(obj.call_index)
         if call is None or call.outcome is not None or call.status is None:
-            self._call(number, obj)
-            raise self.fail(number, f"event for call {obj['call_index']} before its response line")
-        events = call.events
-        if obj["event_index"] != len(events):
-            raise self.fail(number, f"event_index {obj['event_index']!r} of call {call.index}, expected {len(events)}")
-        chunk = event_chunk(obj)
+            self._call(number, obj.call_index)
+            raise self.fail(number, f"event for call {obj.call_index} before its response line")
+        if obj.event_index != call.event_total:
+            expected = call.event_total
+            raise self.fail(number, f"event_index {obj.event_index!r} of call {call.index}, expected {expected}")
+        chunk = self._chunk(number, obj)
+        call.event_total += 1
         call.size += len(chunk)
+        mode = self.mode
+        if mode == "outline":
+            return
         if call.lazy is not None:
-            call.lazy.spans.append(self.span)
+            call.lazy.spans.append((start, end))
         else:
             call.chunks.append(chunk)
-        call.offsets.append(float(obj.get("t", 0.0)))
+        call.offsets.append(obj.t)
 
-    def _line_call_end(self, number: int, obj: dict[str, Any]) -> None:
-        call = self._call(number, obj)
-        outcome = obj["outcome"]
-        if outcome not in OUTCOMES:
-            raise self.fail(number, f"unknown outcome {outcome!r}; expected one of {', '.join(OUTCOMES)}")
-        if obj["event_count"] != len(call.events):
+    def _line_call_end(self, number: int, obj: CallEndLine, start: int, end: int) -> None:
+        call = self._call(number, obj.call_index)
+        if obj.event_count != call.event_total:
             raise self.fail(
                 number,
-                f"call {call.index} ends with event_count {obj['event_count']!r} but has {len(call.events)} events",
+                f"call {call.index} ends with event_count {obj.event_count!r} but has {call.event_total} events",
             )
-        if outcome != "error" and call.status is None:
-            raise self.fail(number, f"call {call.index} ends {outcome!r} without a response line")
-        if outcome == "error":
-            error = obj["error"]
-            call.error_class = str(error["class"])
-            call.error_message = str(error["message"])
-        call.outcome = outcome
+        if obj.outcome != "error" and call.status is None:
+            raise self.fail(number, f"call {call.index} ends {obj.outcome!r} without a response line")
+        if obj.error is not None:
+            call.error_class = obj.error.class_
+            call.error_message = obj.error.message
+        call.outcome = obj.outcome
+        self.streaming.pop(call.index, None)
 
     def finish(self) -> Cassette:
         if self.header is None:
-            raise self.fail(None, "the file is empty: no header line", "record the cassette again")
+            raise self.fail(1, "the file is empty: no header line", "record the cassette again")
         for call in self.calls.values():
             if call.outcome is None:
                 raise self.fail(
-                    call.line,
-                    f"call {call.index} has no call_end line: the recording was interrupted",
-                    "re-record the cassette",
+                    call.line, f"call {call.index} has no call_end line: the recording was interrupted", _RERECORD
                 )
         indexes = sorted(self.calls)
-        if indexes != list(range(len(indexes))):
-            raise self.fail(None, f"call indexes are not 0..{len(indexes) - 1}: {indexes}")
+        for position, index in enumerate(indexes):
+            if index != position:
+                raise self.fail(
+                    self.calls[index].line, f"call_index {index}: call {position} is missing (calls are 0, 1, 2...)"
+                )
         return Cassette(self.path, self.header, [self.calls[i] for i in indexes])
