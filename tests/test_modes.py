@@ -16,7 +16,7 @@ from upstream import Upstream
 from vendors import SDKS, Sdk
 
 import vcr_transport
-from vcr_transport._config import ResolvedMode, mode_for_pytest_run, resolve_mode
+from vcr_transport._config import PytestRun, ResolvedMode, published_run, resolve_mode
 
 OPENAI = next(s for s in SDKS if s.name == "openai" and s.library is httpx2 and s.side == "sync")
 
@@ -33,11 +33,11 @@ def test_precedence_argument_option_environment_pyproject_default(tmp_path: Path
     pyproject.write_text('[tool.vcr_transport]\nmode = "off"\n')
     env = {"VCR_TRANSPORT_MODE": "record"}
     resolve = resolve_mode
-    with mode_for_pytest_run("record"):
+    with published_run(PytestRun("record")):
         assert resolve("replay", environ=env, pyproject=pyproject) == ResolvedMode("replay", "argument")
-    with mode_for_pytest_run("record-on-miss"):
+    with published_run(PytestRun("record-on-miss")):
         assert resolve(None, environ=env, pyproject=pyproject).mode == "record-on-miss"
-    with mode_for_pytest_run(None):  # a pytest run without --vcr-mode
+    with published_run(PytestRun(None)):  # a pytest run without --vcr-mode
         assert resolve(None, environ=env, pyproject=pyproject).mode == "record"
     assert resolve(None, environ=env, pyproject=pyproject).source == "environment VCR_TRANSPORT_MODE"
     assert resolve(None, environ={}, pyproject=pyproject) == ResolvedMode("off", f"{pyproject} [tool.vcr_transport]")
