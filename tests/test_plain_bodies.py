@@ -31,9 +31,7 @@ def _events(path: Path) -> list[dict[str, Any]]:
     return [line for line in cassette_lines(path) if line["type"] == "event"]
 
 
-def test_recording_asks_for_plain_bodies_and_stores_readable_text(
-    sdk: Sdk, upstream: Upstream, cassette: Path
-) -> None:
+def test_recording_asks_for_plain_bodies_and_stores_readable_text(sdk: Sdk, upstream: Upstream, cassette: Path) -> None:
     _gzip_when_asked(sdk, upstream)
     steps = [("chat", ["plain please"]), ("stream", ["plain stream"])]
     live = sdk.run(recording(sdk.library, sdk.is_async, cassette), upstream.url, steps)

@@ -434,7 +434,9 @@ class RecordingTransport(_RecordingBase):
         redact_with: Iterable[Callable[[str], str]] = (),
         plain_bodies: bool = True,
     ) -> None:
-        super().__init__(inner, async_inner, path, Redactor(redact_names, redact_patterns, redact_with), plain_bodies=plain_bodies)
+        super().__init__(
+            inner, async_inner, path, Redactor(redact_names, redact_patterns, redact_with), plain_bodies=plain_bodies
+        )
 
     @property
     def inner(self) -> Any:
@@ -455,7 +457,9 @@ class AsyncRecordingTransport(_RecordingBase):
         redact_with: Iterable[Callable[[str], str]] = (),
         plain_bodies: bool = True,
     ) -> None:
-        super().__init__(sync_inner, inner, path, Redactor(redact_names, redact_patterns, redact_with), plain_bodies=plain_bodies)
+        super().__init__(
+            sync_inner, inner, path, Redactor(redact_names, redact_patterns, redact_with), plain_bodies=plain_bodies
+        )
 
     @property
     def inner(self) -> Any:
