@@ -248,9 +248,7 @@ def _html(args: argparse.Namespace) -> int:
 
 def command_show(args: argparse.Namespace) -> int:
     if args.other and not args.html:
-        raise UsageProblem(
-            "a second cassette is only shown with --html (for field differences: vcr-transport diff A B)"
-        )
+        raise UsageProblem("a second cassette is shown with --html only; for field differences: vcr-transport diff A B")
     if args.output and not args.html:
         raise UsageProblem("-o/--output is for --html")
     if sum([args.json, args.textconv, args.html]) > 1:

@@ -144,10 +144,11 @@ pre { background: #f7f8fa; border: 1px solid #e3e6eb; padding: 8px; overflow: au
 table.h { font-family: ui-monospace, monospace; font-size: 12px; border-collapse: collapse; }
 table.h td { padding: 1px 8px 1px 0; vertical-align: top; word-break: break-all; }
 .timeline { margin: 6px 0; } .timeline svg { display: block; max-width: 100%; }
-.diffs table { border-collapse: collapse; width: 100%; font-size: 12.5px; background: #fff; }
-.diffs td, .diffs th { border: 1px solid #e3e6eb; padding: 3px 6px; text-align: left; vertical-align: top;
-  font-family: ui-monospace, monospace; word-break: break-all; }
-.diffs .a { background: #ffecec; } .diffs .b { background: #eaffea; }
+table.difftable { border-collapse: collapse; width: 100%; font-size: 12.5px; background: #fff; margin: 6px 0; }
+.difftable td, .difftable th { border: 1px solid #e3e6eb; padding: 3px 6px; text-align: left; vertical-align: top;
+  font-family: ui-monospace, monospace; word-break: break-word; }
+.difftable td.n { white-space: nowrap; } .difftable .a { background: #ffecec; } .difftable .b { background: #eaffea; }
+.diffs h2 { font-size: 15px; word-break: break-all; }
 .empty { color: #5b6475; font-style: italic; }
 </style>
 </head>
@@ -247,7 +248,7 @@ function timeline(times) {
   chart.appendChild(svg("line", {x1: left, y1: 24, x2: width - right, y2: 24, stroke: "#9aa3b5"}));
   times.forEach((t, n) => {
     const x = left + (last > 0 ? (t / last) * span : 0);
-    const tick = svg("line", {x1: x, y1: 12, x2: x, y2: 36, stroke: "#2f6fd6", "stroke-width": 2, class: "tick"});
+    const tick = svg("rect", {x: x - 1, y: 12, width: 2, height: 24, fill: "#2f6fd6", class: "tick"});
     tick.appendChild(svg("title", {})).textContent = "chunk " + n + " at +" + t.toFixed(3) + " s";
     chart.appendChild(tick);
   });
@@ -264,13 +265,13 @@ function timeline(times) {
 }
 
 function diffTable(rows, withCall) {
-  const table = el("table");
+  const table = el("table", "difftable");
   const head = table.insertRow();
   for (const h of (withCall ? ["call"] : []).concat(["field", "before", "after"])) head.appendChild(el("th", null, h));
   for (const [i, path, a, b] of rows) {
     const row = table.insertRow();
-    if (withCall) row.appendChild(el("td", null, String(i)));
-    row.appendChild(el("td", null, path));
+    if (withCall) row.appendChild(el("td", "n", String(i)));
+    row.appendChild(el("td", "n", path));
     row.appendChild(el("td", "a", a));
     row.appendChild(el("td", "b", b));
   }

@@ -72,7 +72,7 @@ def _text_of(content: Any) -> str:
             elif part.get("type") == "tool_result" or "functionResponse" in part:
                 inner = part.get("content", part.get("functionResponse"))
                 pieces.append(_text_of(inner) if not isinstance(inner, dict) else json.dumps(inner, ensure_ascii=False))
-            elif part.get("type") in ("tool_use", "function_call") or "functionCall" in part:
+            elif str(part.get("type", "")).endswith(("tool_use", "function_call")) or "functionCall" in part:
                 continue  # shown as a tool call
             elif isinstance(part.get("type"), str):
                 pieces.append(f"[{part['type']}]")
@@ -98,7 +98,7 @@ def _tool_calls_of(obj: dict[str, Any]) -> list[ToolCall]:
     for part in parts if isinstance(parts, list) else []:
         if not isinstance(part, dict):
             continue
-        if part.get("type") == "tool_use":  # anthropic
+        if str(part.get("type", "")).endswith("tool_use"):  # anthropic: tool_use, server_tool_use, mcp_tool_use
             calls.append(ToolCall(str(part.get("name", "")), _arguments(part.get("input"))))
         elif isinstance(part.get("functionCall"), dict):  # gemini
             calls.append(
@@ -226,7 +226,7 @@ class _Assembler:
                         self.calls.append(ToolCall(str(function.get("name", "")), _arguments(function.get("args"))))
         elif kind == "content_block_start":  # anthropic stream
             block = obj.get("content_block") or {}
-            if block.get("type") == "tool_use":
+            if str(block.get("type", "")).endswith("tool_use"):
                 self.call(("anthropic", obj.get("index")), str(block.get("name", "")))
             elif isinstance(block.get("text"), str):
                 self.text.append(block["text"])
@@ -234,8 +234,8 @@ class _Assembler:
             delta = obj.get("delta") or {}
             if delta.get("type") == "text_delta":
                 self.text.append(str(delta.get("text", "")))
-            elif delta.get("type") == "input_json_delta":
-                self.call(("anthropic", obj.get("index")), "").arguments += str(delta.get("partial_json", ""))
+            elif delta.get("type") == "input_json_delta" and ("anthropic", obj.get("index")) in self._by_key:
+                self._by_key[("anthropic", obj.get("index"))].arguments += str(delta.get("partial_json", ""))
         elif kind == "message" and isinstance(obj.get("content"), list):  # anthropic, whole
             for block in obj["content"]:
                 if isinstance(block, dict) and block.get("type") == "text":
@@ -247,9 +247,8 @@ class _Assembler:
             item = obj["item"]
             self.call(("responses", item.get("id") or obj.get("output_index")), str(item.get("name", "")))
         elif kind == "response.function_call_arguments.delta":
-            self.call(("responses", obj.get("item_id") or obj.get("output_index")), "").arguments += str(
-                obj.get("delta", "")
-            )
+            key = ("responses", obj.get("item_id") or obj.get("output_index"))
+            self.call(key, "").arguments += str(obj.get("delta", ""))
         elif obj.get("object") == "response" and isinstance(obj.get("output"), list):  # Responses API, whole
             for item in obj["output"]:
                 if not isinstance(item, dict):
