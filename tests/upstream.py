@@ -1,11 +1,13 @@
 """A vendor-shaped HTTP server on 127.0.0.1 for the tests: real sockets, real chunked transfer.
 
 A route answers a request with a Reply: status, headers and the body as a list of chunks, each written and
-flushed separately, optionally with a pause between them, cut off midway, or gzip-encoded.
+flushed separately, optionally with a pause between them, cut off midway, or gzip-encoded (always, or
+only when the request's accept-encoding allows gzip, as real vendors do).
 """
 
 from __future__ import annotations
 
+import dataclasses
 import gzip
 import json
 import socket
@@ -14,7 +16,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any
+from typing import Any, Literal
 
 
 @dataclass
@@ -24,7 +26,7 @@ class Reply:
     chunks: list[bytes] = field(default_factory=list)
     pause: float = 0.0
     cut_after: int | None = None  # drop the connection after this many chunks
-    gzip: bool = False
+    gzip: bool | Literal["if-accepted"] = False
     content_length: bool = False
 
     @classmethod
@@ -81,7 +83,11 @@ class Upstream:
                 body = self.rfile.read(length) if length else b""
                 received = Received(self.command, self.path, {k.lower(): v for k, v in self.headers.items()}, body)
                 upstream.received.append(received)
-                self._send(upstream.reply_for(received))
+                reply = upstream.reply_for(received)
+                if reply.gzip == "if-accepted":
+                    accepted = "gzip" in received.headers.get("accept-encoding", "").lower()
+                    reply = dataclasses.replace(reply, gzip=accepted)
+                self._send(reply)
 
             do_GET = do_POST = do_DELETE = do_PUT = do_PATCH = _handle
 

@@ -31,7 +31,9 @@ from ._core._matching import cassette_differences, iter_differences
 from ._core._redaction import PLACEHOLDER, Redactor
 from ._core._stream_redaction import changed_span
 from ._exceptions import CassetteError, VcrTransportError, shorten
+from ._html import html_page
 from ._ledger import LedgerProblem, read_ledger
+from ._render import textconv_lines
 from ._storage import check_cassette, read_cassette, read_outline
 from ._vcrpy import ImportProblem, import_vcrpy, plan_imports
 
@@ -218,7 +220,43 @@ def _call_view(call: RecordedCall) -> dict[str, Any]:
     return view
 
 
+def _textconv(path: str) -> int:
+    """git's textconv driver: the cassette one line per field; a file that is no readable cassette is shown as
+    it is, under a line saying why, so that ``git diff`` still works."""
+    try:
+        cassette = read_cassette(path)
+    except CassetteError as error:
+        _out(f"(not a readable cassette: {str(error).splitlines()[0]})")
+        sys.stdout.write(Path(path).read_text(encoding="utf-8", errors="replace"))
+        return 0
+    for line in textconv_lines(cassette):
+        _out(line)
+    return 0
+
+
+def _html(args: argparse.Namespace) -> int:
+    page = html_page(read_cassette(args.cassette), read_cassette(args.other) if args.other else None)
+    if args.output:
+        Path(args.output).write_text(page, encoding="utf-8")
+        _out(f"wrote {args.output} ({len(page.encode('utf-8'))} bytes): open it in a browser")
+    else:
+        sys.stdout.write(page)
+    return 0
+
+
 def command_show(args: argparse.Namespace) -> int:
+    if args.other and not args.html:
+        raise UsageProblem("a second cassette is shown with --html only; for field differences: vcr-transport diff A B")
+    if args.output and not args.html:
+        raise UsageProblem("-o/--output is for --html")
+    if sum([args.json, args.textconv, args.html]) > 1:
+        raise UsageProblem("choose one of --json, --textconv, --html")
+    if args.textconv:
+        if args.call is not None:
+            raise UsageProblem("--textconv shows the whole cassette; drop --call")
+        return _textconv(args.cassette)
+    if args.html:
+        return _html(args)
     cassette = read_cassette(args.cassette, lazy=True)  # chunks are read call by call as they are shown
     calls = cassette.calls
     if args.call is not None:
@@ -515,8 +553,12 @@ def build_parser() -> argparse.ArgumentParser:
 
     show = commands.add_parser("show", help="a cassette, call by call")
     show.add_argument("cassette")
+    show.add_argument("other", nargs="?", metavar="CASSETTE_B", help="with --html: show B and what changed from A")
     show.add_argument("--call", type=int)
     show.add_argument("--json", action="store_true")
+    show.add_argument("--textconv", action="store_true", help="one line per field, for git diff (a textconv driver)")
+    show.add_argument("--html", action="store_true", help="one self-contained HTML page (offline)")
+    show.add_argument("-o", "--output", metavar="FILE", help="with --html: write the page here, not to stdout")
     show.set_defaults(run=command_show)
 
     diff = commands.add_parser("diff", help="call-by-call field differences between two cassettes")

@@ -104,11 +104,13 @@ class CassetteRecorder:
         *,
         kept_lines: Sequence[bytes] = (),
         first_index: int = 0,
+        plain_bodies: bool = True,
     ) -> None:
         """``kept_lines`` (calls replayed before a miss) are copied byte for byte; new calls then start at
-        ``first_index``."""
+        ``first_index``. ``plain_bodies`` asks the upstream for uncompressed responses."""
         self.path = os.fspath(path)
         self.redactor = redactor
+        self.plain_bodies = plain_bodies
         self._writer = CassetteWriter(path, header_line(_versions()))
         for line in kept_lines:
             self._writer.write_raw(line)
@@ -251,17 +253,32 @@ class _RecordingBase:
         path: str | os.PathLike[str],
         redactor: Redactor | None = None,
         recorder: CassetteRecorder | None = None,
+        *,
+        plain_bodies: bool = True,
     ) -> None:
         self.sync_inner = sync_inner
         self.async_inner = async_inner
         self.path = os.fspath(path)
-        self.recorder = recorder or CassetteRecorder(path, redactor or Redactor())
+        self.recorder = recorder or CassetteRecorder(path, redactor or Redactor(), plain_bodies=plain_bodies)
         self._sides = ClosingSides(self.recorder.close)
 
     @classmethod
     def _over(cls, recorder: CassetteRecorder, *, sync_inner: Any = None, async_inner: Any = None) -> Any:
         """A transport recording into a cassette someone else owns and closes (the context manager's)."""
         return _RecordingBase(sync_inner, async_inner, recorder.path, recorder=recorder)
+
+    def _asking_plain(self, request: Any) -> Any:
+        """With ``plain_bodies``: the request as it is forwarded and recorded, asking for an uncompressed
+        response (``accept-encoding: identity``); the caller's request object is left as it is."""
+        if not self.recorder.plain_bodies:
+            return request
+        identity = (b"accept-encoding", b"identity")
+        raw = [identity if name.lower() == b"accept-encoding" else (name, value) for name, value in request.headers.raw]
+        if identity not in raw:
+            raw.append(identity)
+        return library_of(request).Request(
+            request.method, request.url, headers=raw, content=request.content, extensions=request.extensions
+        )
 
     def _start(self, request: Any) -> _CallRecording:
         return self.recorder.start(request.method, str(request.url), header_pairs(request.headers), request.content)
@@ -314,9 +331,10 @@ class _RecordingBase:
             raise TypeError(f"{type(self).__name__} for {self.path} has no sync transport: pass sync_inner=")
         self._sides.use("sync")
         request.read()
-        call = self._start(request)
+        forwarded = self._asking_plain(request)
+        call = self._start(forwarded)
         try:
-            response = self.sync_inner.handle_request(self._forwarded(request, self.sync_inner))
+            response = self.sync_inner.handle_request(self._forwarded(forwarded, self.sync_inner))
         except Exception as exc:
             call.end("error", exc)
             _reraise(convert_error(exc, library_of(request), request), exc)
@@ -327,9 +345,10 @@ class _RecordingBase:
             raise TypeError(f"{type(self).__name__} for {self.path} has no async transport: pass async_inner=")
         self._sides.use("async")
         await request.aread()
-        call = self._start(request)
+        forwarded = self._asking_plain(request)
+        call = self._start(forwarded)
         try:
-            response = await self.async_inner.handle_async_request(self._forwarded(request, self.async_inner))
+            response = await self.async_inner.handle_async_request(self._forwarded(forwarded, self.async_inner))
         except Exception as exc:
             call.end("error", exc)
             _reraise(convert_error(exc, library_of(request), request), exc)
@@ -381,7 +400,8 @@ class RecordingTransport(_RecordingBase):
     The caller sees exactly what the inner transport returns, chunk by chunk, as it arrives. The cassette
     replaces any older file at ``path`` when the transport is closed (or at exit). ``async_inner`` lets
     the same object serve an async client too (google-genai takes both); calls share one cassette.
-    Redaction options add to the default rules, never remove them.
+    Redaction options add to the default rules, never remove them. ``plain_bodies`` (default True) asks the
+    upstream for uncompressed responses; False keeps the caller's accept-encoding.
     """
 
     def __init__(
@@ -393,8 +413,11 @@ class RecordingTransport(_RecordingBase):
         redact_names: Iterable[str] = (),
         redact_patterns: Iterable[str] = (),
         redact_with: Iterable[Callable[[str], str]] = (),
+        plain_bodies: bool = True,
     ) -> None:
-        super().__init__(inner, async_inner, path, Redactor(redact_names, redact_patterns, redact_with))
+        super().__init__(
+            inner, async_inner, path, Redactor(redact_names, redact_patterns, redact_with), plain_bodies=plain_bodies
+        )
 
     @property
     def inner(self) -> Any:
@@ -413,8 +436,11 @@ class AsyncRecordingTransport(_RecordingBase):
         redact_names: Iterable[str] = (),
         redact_patterns: Iterable[str] = (),
         redact_with: Iterable[Callable[[str], str]] = (),
+        plain_bodies: bool = True,
     ) -> None:
-        super().__init__(sync_inner, inner, path, Redactor(redact_names, redact_patterns, redact_with))
+        super().__init__(
+            sync_inner, inner, path, Redactor(redact_names, redact_patterns, redact_with), plain_bodies=plain_bodies
+        )
 
     @property
     def inner(self) -> Any:

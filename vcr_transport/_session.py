@@ -69,7 +69,11 @@ class CassetteSession:
 
     def _new_recorder(self, kept_lines: list[bytes] | None = None, first_index: int = 0) -> CassetteRecorder:
         return CassetteRecorder(
-            self.path, self.options.redactor(), kept_lines=kept_lines or [], first_index=first_index
+            self.path,
+            self.options.redactor(),
+            kept_lines=kept_lines or [],
+            first_index=first_index,
+            plain_bodies=self.options.plain_bodies,
         )
 
     def _record_from(self, call_index: int) -> None:

@@ -75,6 +75,13 @@ class Options:
     redact_with: tuple[Callable[[str], str], ...] = _option(
         (), "functions that get every string and return it with their secrets replaced", kind="callables", record=True
     )
+    plain_bodies: bool = _option(
+        True,
+        "while recording, ask the upstream for uncompressed responses (accept-encoding: identity), so the cassette "
+        "holds readable text; False forwards the caller's accept-encoding and keeps the compressed wire form",
+        kind="bool",
+        record=True,
+    )
 
     @classmethod
     def names(cls) -> tuple[str, ...]:
@@ -104,7 +111,7 @@ class Options:
         return dataclasses.replace(self, **added) if added else self
 
     def recording_only(self) -> Options:
-        """The options that act while recording (redaction); the rest at their defaults."""
+        """The options that act while recording (redaction, plain bodies); the rest at their defaults."""
         return Options(**{f.name: getattr(self, f.name) for f in dataclasses.fields(self) if f.metadata["record"]})
 
     def redactor(self) -> Redactor:

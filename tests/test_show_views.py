@@ -1,0 +1,293 @@
+"""Cassettes a reviewer can read: a call read as a conversation (checked against what the real SDKs got), the
+``show --textconv`` view driving a real ``git diff``, and the ``show --html`` page in a real headless browser
+with networking off."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import httpx2
+import pytest
+from browser import Browser, find_chromium
+from helpers import recording
+from test_cli import cli
+from upstream import Upstream
+from vendors import SDKS, Sdk
+
+from vcr_transport._core._conversation import reply_of, request_messages, request_tools
+from vcr_transport._core._format import Cassette, RecordedCall, dumps_line
+from vcr_transport._storage import read_cassette
+
+ROOT = Path(__file__).resolve().parent.parent
+CORPUS = ROOT.parent / "shared" / "vendor-traffic"
+OPENAI = next(s for s in SDKS if s.name == "openai" and s.library is httpx2 and s.side == "sync")
+CHROMIUM = find_chromium()
+needs_browser = pytest.mark.skipif(
+    CHROMIUM is None, reason="no chromium installed (apt-get install chromium); the page is checked in a real browser"
+)
+
+
+# --- the conversation, per vendor protocol ---------------------------------------------------------------
+
+
+def test_a_recorded_call_reads_as_the_conversation_the_sdk_had(sdk: Sdk, upstream: Upstream, cassette: Path) -> None:
+    steps = [("chat", ["what is up"]), ("stream", ["hi", "echo:hi", "tell me more"])]
+    live = sdk.run(recording(sdk.library, sdk.is_async, cassette), upstream.url, steps)
+    calls = read_cassette(cassette).calls
+    assert reply_of(calls[0]).text == live[0]
+    streamed = reply_of(calls[1])
+    assert streamed.text == "".join(live[1]) and streamed.stream, "the stream's text, reassembled from its events"
+    messages = request_messages(calls[1].body["json"] if calls[1].body else None)
+    assert [m.text for m in messages if m.role != "system"] == ["hi", "echo:hi", "tell me more"]
+    assert messages[1].role in ("assistant", "model")
+
+
+def _corpus_calls(prefix: str) -> list[tuple[str, RecordedCall]]:
+    """Streams of the real vendor traffic as recorded calls (built by hand: this checks the core alone)."""
+    if not CORPUS.is_dir():
+        pytest.skip(f"{CORPUS} is absent: no vendor-traffic corpus beside this checkout")
+    found = []
+    for path in sorted(CORPUS.glob(f"{prefix}*.json")):
+        for number, interaction in enumerate(json.loads(path.read_text())["interactions"]):
+            request, response = interaction["request"], interaction["response"]
+            body = response["body"]
+            data = body["text"].encode() if "text" in body else json.dumps(body.get("json")).encode()
+            call = RecordedCall(
+                number, request["method"], request["uri"], list(request["headers"].items()), request.get("body")
+            )
+            call.status, call.response_headers = response["status"], list(response["headers"].items())
+            call.chunks, call.outcome = [data], "complete"
+            found.append((f"{path.name}#{number}", call))
+    return found
+
+
+def test_responses_api_streams_reassemble_to_the_completed_response() -> None:
+    checked = 0
+    for name, call in _corpus_calls("test_openai_responses"):
+        reply = reply_of(call)
+        if reply.stream is None:
+            continue
+        completed = [json.loads(e.data) for e in reply.stream if e.name == "response.completed"]
+        if not completed:
+            continue
+        whole = RecordedCall(0, "POST", call.url, [], None, 200, [("content-type", "application/json")])
+        whole.chunks, whole.outcome = [json.dumps(completed[0]["response"]).encode()], "complete"
+        expected = reply_of(whole)
+        assert reply.text == expected.text, name
+        assert [t.name for t in reply.tool_calls] == [t.name for t in expected.tool_calls], name
+        assert [json.loads(t.arguments) for t in reply.tool_calls] == [
+            json.loads(t.arguments) for t in expected.tool_calls
+        ], name
+        checked += bool(expected.text or expected.tool_calls)
+    assert checked >= 3, "the corpus has Responses API streams with text or tool calls"
+
+
+def test_anthropic_and_gemini_tool_calls_and_tools_are_read() -> None:
+    seen: dict[str, int] = {"anthropic tool call": 0, "gemini tool call": 0, "tools": 0}
+    for name, call in _corpus_calls("test_anthropic") + _corpus_calls("test_google"):
+        body = call.body["json"] if call.body and "json" in call.body else None
+        offered = request_tools(body)
+        seen["tools"] += bool(offered)
+        for tool_call in reply_of(call).tool_calls:
+            assert tool_call.name, name
+            json.loads(tool_call.arguments or "{}")  # whole JSON once the stream's pieces are joined
+            if tool_call.name in offered:
+                seen["anthropic tool call" if "anthropic" in name else "gemini tool call"] += 1
+    assert all(seen.values()), seen
+
+
+# --- git diff through the textconv driver --------------------------------------------------------------
+
+
+def _git(repo: Path, *args: str) -> str:
+    env = {**os.environ, "GIT_CONFIG_NOSYSTEM": "1", "HOME": str(repo), "PYTHONPATH": str(ROOT)}
+    return subprocess.run(["git", *args], cwd=repo, env=env, check=True, capture_output=True, text=True).stdout
+
+
+@pytest.mark.skipif(shutil.which("git") is None, reason="git is not installed")
+def test_git_diff_through_textconv_shows_the_changed_words(upstream: Upstream, tmp_path: Path) -> None:
+    repo = tmp_path / "repo"
+    cassette = repo / "tests" / "cassettes" / "test_chat" / "test_stream.jsonl"
+    repo.mkdir()
+    _git(repo, "init", "-q")
+    _git(repo, "config", "user.email", "t@example.invalid")
+    _git(repo, "config", "user.name", "t")
+    (repo / ".gitattributes").write_text("**/cassettes/**/*.jsonl diff=vcr\n")
+    _git(repo, "config", "diff.vcr.textconv", f"{sys.executable} -m vcr_transport show --textconv")
+    OPENAI.run(recording(httpx2, False, cassette), upstream.url, [("stream", ["tell me about apples"])])
+    _git(repo, "add", "-A")
+    _git(repo, "commit", "-qm", "first recording")
+    OPENAI.run(recording(httpx2, False, cassette), upstream.url, [("stream", ["tell me about bananas"])])
+
+    diff = _git(repo, "diff").splitlines()
+    removed = [line for line in diff if line.startswith("-") and not line.startswith("---")]
+    added = [line for line in diff if line.startswith("+") and not line.startswith("+++")]
+    assert any("request.messages[0].user: tell me about apples" in line for line in removed), diff
+    assert any("request.messages[0].user: tell me about bananas" in line for line in added), diff
+    assert any(line.startswith("-  response.text: echo:tell me about apples") for line in removed), diff
+    assert any(line.startswith("+  response.text: echo:tell me about bananas") for line in added), diff
+    raw = _git(repo, "diff", "--no-textconv").splitlines()
+    assert max(map(len, diff)) < max(map(len, raw)), "the driver's lines are shorter than the raw JSONL's"
+
+
+def test_textconv_shows_a_file_that_is_no_cassette_as_it_is(tmp_path: Path) -> None:
+    broken = tmp_path / "notes.jsonl"
+    broken.write_text('{"hello": "world"}\n')
+    result = cli(tmp_path, "show", "--textconv", str(broken))
+    assert result.returncode == 0
+    first, rest = result.stdout.split("\n", 1)
+    assert first.startswith("(not a readable cassette: ") and str(broken) in first
+    assert rest == broken.read_text()
+
+
+@pytest.mark.parametrize(
+    ("args", "problem"),
+    [
+        (["show", "A", "B"], "a second cassette is shown with --html only"),
+        (["show", "A", "-o", "x.html"], "-o/--output is for --html"),
+        (["show", "A", "--json", "--html"], "choose one of --json, --textconv, --html"),
+        (["show", "A", "--textconv", "--call", "0"], "drop --call"),
+    ],
+)
+def test_show_options_that_do_not_go_together_are_refused(tmp_path: Path, args: list[str], problem: str) -> None:
+    result = cli(tmp_path, *args)
+    assert result.returncode == 2 and problem in result.stderr
+
+
+# --- the HTML page in a real browser ---------------------------------------------------------------------
+
+
+@pytest.fixture
+def browser() -> Any:
+    assert CHROMIUM is not None
+    opened = Browser(CHROMIUM)
+    yield opened
+    opened.close()
+
+
+def _visible(browser: Browser, selector: str) -> int:
+    """How many elements matching ``selector`` take up room on the page and are rendered (not folded away)."""
+    return int(
+        browser.evaluate(
+            f"[...document.querySelectorAll({json.dumps(selector)})]"
+            ".filter(e => {const r = e.getBoundingClientRect(); return r.width > 0 && r.height > 0"
+            " && e.checkVisibility({contentVisibilityAuto: true, visibilityProperty: true});}).length"
+        )
+    )
+
+
+@needs_browser
+def test_the_page_shows_calls_timeline_secrets_and_differences(
+    upstream: Upstream, tmp_path: Path, browser: Browser
+) -> None:
+    before, after = tmp_path / "before.jsonl", tmp_path / "after.jsonl"
+    steps: list[tuple[str, list[str]]] = [("chat", ["hello"]), ("stream", ["hi", "echo:hi", "count to five"])]
+    OPENAI.run(recording(httpx2, False, before), upstream.url, steps)
+    steps[1] = ("stream", ["hi", "echo:hi", "count to six"])
+    OPENAI.run(recording(httpx2, False, after), upstream.url, steps)
+    page = tmp_path / "page.html"
+    result = cli(tmp_path, "show", "--html", str(before), str(after), "-o", str(page))
+    assert result.returncode == 0 and str(page) in result.stdout
+
+    browser.open(page)
+    assert browser.requests == [page.resolve().as_uri()], "the page loads nothing but itself"
+    assert _visible(browser, "article.call") == 2
+    text = browser.evaluate("document.body.innerText")
+    assert "echo:hello" in text and "echo:count to six" in text, "replies reassembled, the stream's too"
+    stream_chunks = len(read_cassette(after).calls[1].events)
+    assert _visible(browser, "#call-1 .timeline svg rect.tick") == stream_chunks > 1
+    assert _visible(browser, "#call-0 .timeline") == 0, "a JSON answer has no timeline"
+    assert _visible(browser, "mark.secret") >= 2, "removed secrets are highlighted on both calls"
+    assert _visible(browser, "#call-1 .badge.chg") == 1 and _visible(browser, "#call-0 .badge.chg") == 0
+    assert "count to five" in browser.evaluate("document.getElementById('diffs').innerText")
+    assert _visible(browser, "#call-0 details table.h") == 0, "headers start folded"
+    browser.evaluate("document.querySelector('#call-0 details').open = true")
+    assert _visible(browser, "#call-0 details table.h") == 1
+    shot = browser.screenshot(tmp_path / "page.png")
+    print(f"screenshot: {shot}")
+    assert shot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def _big_cassette(path: Path, calls: int) -> None:
+    """A cassette of ``calls`` openai streams, written line by line as a recording would."""
+    lines = [dumps_line({"type": "header", "format_version": 1})]
+    for index in range(calls):
+        body = {"model": "m", "stream": True, "messages": [{"role": "user", "content": f"question {index}"}]}
+        lines.append(
+            dumps_line(
+                {
+                    "type": "request",
+                    "call_index": index,
+                    "method": "POST",
+                    "url": "https://api.openai.com/v1/chat/completions",
+                    "headers": [["content-type", "application/json"], ["authorization", "[secret removed]"]],
+                    "body": {"json": body},
+                }
+            )
+        )
+        lines.append(
+            dumps_line(
+                {
+                    "type": "response",
+                    "call_index": index,
+                    "status": 200,
+                    "headers": [["content-type", "text/event-stream"]],
+                    "http_version": "HTTP/1.1",
+                }
+            )
+        )
+        words = ["answer ", f"{index} ", "done"]
+        for number, word in enumerate(words):
+            chunk = {"choices": [{"index": 0, "delta": {"content": word}}]}
+            lines.append(
+                dumps_line(
+                    {
+                        "type": "event",
+                        "call_index": index,
+                        "event_index": number,
+                        "t": 0.01 * (number + 1),
+                        "text": f"data: {json.dumps(chunk)}\n\n",
+                    }
+                )
+            )
+        lines.append(dumps_line({"type": "call_end", "call_index": index, "event_count": 3, "outcome": "complete"}))
+    path.write_text("".join(lines))
+
+
+@needs_browser
+def test_a_10000_call_cassette_renders_50_calls_a_page(tmp_path: Path, browser: Browser) -> None:
+    cassette, page = tmp_path / "big.jsonl", tmp_path / "big.html"
+    _big_cassette(cassette, 10_000)
+    assert cli(tmp_path, "show", "--html", str(cassette), "-o", str(page)).returncode == 0
+    print(f"10,000-call page: {page.stat().st_size} bytes from a {cassette.stat().st_size}-byte cassette")
+    browser.open(page)
+    assert _visible(browser, "article.call") == 50
+    assert "page 1 of 200" in browser.evaluate("document.getElementById('where').innerText")
+    browser.evaluate("document.getElementById('next').click()")
+    shown = browser.evaluate("[...document.querySelectorAll('article.call')].map(e => e.id)")
+    assert shown == [f"call-{i}" for i in range(50, 100)]
+    assert "answer 50 done" in browser.evaluate("document.getElementById('call-50').innerText")
+    browser.evaluate(
+        "const f = document.getElementById('filter'); f.value = 'question 9999'; f.dispatchEvent(new Event('input'))"
+    )
+    assert browser.evaluate("[...document.querySelectorAll('article.call')].map(e => e.id)") == ["call-9999"]
+    browser.screenshot(tmp_path / "big.png")
+    print(f"screenshot: {tmp_path / 'big.png'}")
+
+
+def test_the_page_embeds_its_data_safely(tmp_path: Path) -> None:
+    """Text that looks like HTML or a closing script tag stays text."""
+    from vcr_transport._html import html_page
+
+    call = RecordedCall(0, "POST", "https://x.invalid/v1/chat/completions", [], {"json": {"messages": []}})
+    call.status, call.outcome = 200, "complete"
+    call.response_headers = [("content-type", "application/json")]
+    call.chunks = [json.dumps({"choices": [{"message": {"content": "</script><b>bold</b>"}}]}).encode()]
+    page = html_page(Cassette("x.jsonl", {"format_version": 1}, [call]))
+    assert "</script><b>" not in page and page.count("</script>") == 2
