@@ -158,13 +158,14 @@ class CassetteRecorder:
         for previous in abandoned:
             previous.end("closed_early")
         redactor = self.redactor
+        stored_headers = redactor.redact_headers(headers)  # first: the values it learns leave the URL too
         self.write(
             {
                 "type": "request",
                 "call_index": index,
                 "method": method,
                 "url": redactor.redact_text(url),
-                "headers": redactor.redact_headers(headers),
+                "headers": stored_headers,
                 "body": stored_body(body, content_type_of(headers), redactor),
             }
         )
