@@ -179,8 +179,13 @@ _SCHEMA_KEYWORDS = frozenset(
 _SCHEMA_MARKERS = frozenset({"type", "$ref", "anyOf", "oneOf", "allOf", "enum", "const", "properties", "items"})
 
 _WORD_SPLIT = re.compile(r"[^A-Za-z0-9]+|(?<=[a-z0-9])(?=[A-Z])")
-_ESCAPES = re.compile(r"(?:%[0-9A-Fa-f]{2})+|(?:\\u[0-9A-Fa-f]{4})+|\\/")
-_JSON_KEY = re.compile(r"\"(?P<key>(?:[^\"\\]|\\u[0-9A-Fa-f]{4}){1,100})\"\s*:\s*")
+# Escapes that can hide a credential or a name: those of printable ASCII characters. (Escaped accents,
+# \u00e9 or %C3%A9, are never part of one, and text full of them is not decoded.)
+_PERCENT_ASCII = re.compile(r"%[2-7][0-9A-Fa-f]")
+_UNICODE_ASCII = re.compile(r"\\u00[2-7][0-9A-Fa-f]")
+_PERCENT_RUN = re.compile(r"(?:%[0-9A-Fa-f]{2})+")
+_UNICODE_RUN = re.compile(r"(?:\\u[0-9A-Fa-f]{4})+")
+_JSON_KEY = re.compile(r"\"(?P<key>(?:[^\"\\]++|\\u[0-9A-Fa-f]{4})++)\"\s*:\s*")
 _JSON_STRING_REST = re.compile(r"(?:[^\"\\]|\\.)*\"")
 _JSON_SCALAR = re.compile(r"-?[0-9][0-9.eE+-]*|true|false|null")
 _NESTED_JSON = re.compile(r"\"(?P<body>[\[{](?:[^\"\\]|\\.)*)\"")
@@ -194,22 +199,27 @@ _PATH_SEGMENT = re.compile(r"(?<=/)[^/?#]{8,}")
 _AUTH_SCHEME = re.compile(r"(?P<scheme>[A-Za-z][A-Za-z0-9-]*)\s+(?P<credential>\S{8,})")
 
 
+def _has_ascii_escapes(text: str) -> bool:
+    return ("%" in text and _PERCENT_ASCII.search(text) is not None) or (
+        "\\u00" in text and _UNICODE_ASCII.search(text) is not None
+    )
+
+
 def _decode_escapes(text: str) -> str:
     """``text`` with its ``%XX`` and ``\\uXXXX`` escapes (and JSON's ``\\/``) decoded."""
 
-    def decode(match: re.Match[str]) -> str:
-        run = match.group()
-        if run[0] == "%":
-            return unquote(run, errors="surrogateescape")
-        if run == "\\/":
-            return "/"
+    def decode_unicode(match: re.Match[str]) -> str:
         try:
-            decoded: str = json.loads(f'"{run}"')
+            decoded: str = json.loads(f'"{match.group()}"')
         except ValueError:
-            return run
+            return match.group()
         return decoded
 
-    return _ESCAPES.sub(decode, text)
+    if "%" in text:
+        text = _PERCENT_RUN.sub(lambda match: unquote(match.group(), errors="surrogateescape"), text)
+    if "\\u" in text:
+        text = _UNICODE_RUN.sub(decode_unicode, text)
+    return text.replace("\\/", "/")
 
 
 def _words(name: str) -> tuple[str, ...]:
@@ -455,10 +465,13 @@ class Redactor:
         in each case also when written percent-encoded or ``\\u``-escaped."""
         if text == PLACEHOLDER:
             return text
-        if ("%" in text or "\\" in text) and _ESCAPES.search(text):
+        escaped_names = False
+        if _has_ascii_escapes(text):
             decoded = _decode_escapes(text)
             if decoded != text:
                 hidden: list[str] = []
+                lowered = decoded.lower()
+                escaped_names = any(word in lowered for word in self._name_words)
                 self._redact_builtin(decoded, response, hidden)
                 hidden += [value for value in self._known if value in decoded]
                 for value in hidden:
@@ -466,7 +479,7 @@ class Redactor:
                         text = self._remove_escaped(text, value)
                 self._learn_all(hidden)
         found: list[str] = []
-        text = self._redact_builtin(text, response, found)
+        text = self._redact_builtin(text, response, found, escaped_names)
         self._learn_all(found)
         if self._forms:
             text = self._remove_known(text)
@@ -476,10 +489,11 @@ class Redactor:
             text = function(text)
         return text
 
-    def _redact_builtin(self, text: str, response: bool, found: list[str]) -> str:
-        """The default rules over ``text``; every value removed is appended to ``found``."""
+    def _redact_builtin(self, text: str, response: bool, found: list[str], escaped_names: bool = False) -> str:
+        """The default rules over ``text``; every value removed is appended to ``found``. ``escaped_names``:
+        the text holds a secret name only once its escapes are decoded."""
         lowered = text.lower()
-        if '"' in text and ("\\u" in text or any(word in lowered for word in self._name_words)):
+        if '"' in text and (escaped_names or any(word in lowered for word in self._name_words)):
             text = self._redact_json_names(text, response, found)
         if "=" in text:
             text = _QUERY.sub(lambda match: self._replace_query(match, found), text)
