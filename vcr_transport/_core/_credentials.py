@@ -193,7 +193,7 @@ CATALOGUE: tuple[CredentialFormat, ...] = (
     CredentialFormat(
         "h11 illegal header value",
         ("header value b",),
-        re.compile(r"[Ii]llegal header value b(?P<q>['\"])(?P<secret>.+?)(?P=q)(?=$|[\s,.)\]])"),
+        re.compile(r"[Ii]llegal header value b(?P<q>['\"])(?P<secret>.+?)(?P=q)(?![A-Za-z0-9])"),
     ),
 )
 

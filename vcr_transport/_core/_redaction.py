@@ -99,6 +99,7 @@ _SECRET_SUFFIXES: tuple[tuple[str, ...], ...] = (
     ("passwd",),
     ("pwd",),
     ("passphrase",),
+    ("pass", "phrase"),
     ("cookie",),
     ("authorization",),
     ("credential",),
