@@ -227,19 +227,31 @@ _FORMATS_BY_PREFIX: dict[bytes, tuple[int, ...]] = {
     for prefix in _PREFIXES
 }
 _PREFIXED_TOKEN = re.compile(rb" (?=[^ ]{%d})(%s)" % (_SHORTEST, b"|".join(map(re.escape, _PREFIXES))))
-_KEYWORDS = tuple(
-    (k, i) for i, c in enumerate(CATALOGUE) if not c.prefixed and not c.lowercase_keywords for k in c.keywords
-)
-_LOWERCASE_KEYWORDS = tuple(
-    (k, i) for i, c in enumerate(CATALOGUE) if not c.prefixed and c.lowercase_keywords for k in c.keywords
-)
+
+
+def _formats_by_keyword(lowered: bool) -> dict[str, tuple[int, ...]]:
+    keywords: dict[str, tuple[int, ...]] = {}
+    for index, credential in enumerate(CATALOGUE):
+        if not credential.prefixed and credential.lowercase_keywords == lowered:
+            for keyword in credential.keywords:
+                keywords[keyword] = (*keywords.get(keyword, ()), index)
+    return keywords
+
+
+_KEYWORDS = _formats_by_keyword(lowered=False)
+_LOWERCASE_KEYWORDS = _formats_by_keyword(lowered=True)
 
 
 def _candidates(text: str, lowered: str) -> set[int]:
     """The formats that could match ``text``: those whose prefix starts a long token, or whose keyword
     occurs in it."""
-    found = {index for keyword, index in _KEYWORDS if keyword in text}
-    found.update(index for keyword, index in _LOWERCASE_KEYWORDS if keyword in lowered)
+    found: set[int] = set()
+    for keyword in filter(text.__contains__, _KEYWORDS):
+        found.update(_KEYWORDS[keyword])
+    for keyword in filter(lowered.__contains__, _LOWERCASE_KEYWORDS):
+        found.update(_LOWERCASE_KEYWORDS[keyword])
+    if len(text) < _SHORTEST:
+        return found
     tokens = b" " + text.encode("utf-8", "surrogatepass").translate(_TO_TOKENS)
     for match in _PREFIXED_TOKEN.finditer(tokens):
         found.update(_FORMATS_BY_PREFIX[match.group(1)])

@@ -472,7 +472,7 @@ class Redactor:
             if decoded != text:
                 hidden: list[str] = []
                 lowered = decoded.lower()
-                escaped_names = any(word in lowered for word in self._name_words)
+                escaped_names = any(map(lowered.__contains__, self._name_words))
                 self._redact_builtin(decoded, response, hidden)
                 hidden += [value for value in self._known if value in decoded]
                 for value in hidden:
@@ -494,7 +494,7 @@ class Redactor:
         """The default rules over ``text``; every value removed is appended to ``found``. ``escaped_names``:
         the text holds a secret name only once its escapes are decoded."""
         lowered = text.lower()
-        if '"' in text and (escaped_names or any(word in lowered for word in self._name_words)):
+        if '"' in text and (escaped_names or any(map(lowered.__contains__, self._name_words))):
             text = self._redact_json_names(text, response, found)
         if "=" in text:
             text = _QUERY.sub(lambda match: self._replace_query(match, found), text)
