@@ -142,12 +142,13 @@ class CassetteRecorder:
         for previous in abandoned:
             previous.end("closed_early")
         redactor = self.redactor
+        stored_headers = redactor.redact_headers(headers)  # first: the values it learns leave the URL too
         self.write(
             request_line(
                 index,
                 method,
                 redactor.redact_text(url),
-                redactor.redact_headers(headers),
+                stored_headers,
                 stored_body(body, content_type_of(headers), redactor),
             )
         )

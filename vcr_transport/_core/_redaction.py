@@ -1,39 +1,93 @@
 """Redaction: the rules that keep secrets out of every byte written to a cassette.
 
-Secrets are found by name (header names, query parameter names, form fields, JSON keys) and by shape
-(``Bearer`` credentials, ``sk-`` keys, Google API keys, secret query parameters, URL userinfo). The
-defaults can't be removed; users add names, patterns or callables.
+Three mechanisms, each searching every representation of a value (raw, percent-encoded, JSON-escaped with
+``\\u``, JSON text inside a JSON string, URL query, fragment, userinfo and path):
+
+- **Names**: header names, query parameter names, form fields and JSON keys, matched regardless of case
+  and separators after percent and ``\\u`` decoding. A secret-named key loses its whole value, except a
+  boolean, a null or a JSON-schema definition, which are never secrets.
+- **Shapes**: the credential catalogue (``_credentials.CATALOGUE``): prefixed keys, JWTs, PEM blocks,
+  ``Basic``/``Bearer`` credentials, AWS keys, webhook URLs...
+- **Known values**: a value removed by name or shape is learned by the redactor (one per cassette) and
+  removed from everything it redacts afterwards, in its raw, percent-encoded, JSON-escaped and base64
+  forms.
+
+The defaults can't be removed; users add names, patterns or callables.
 """
 
 from __future__ import annotations
 
+import base64
+import binascii
+import json
 import re
+import threading
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
+from urllib.parse import quote, quote_plus, unquote, unquote_plus
 
-__all__ = ["PLACEHOLDER", "SECRET_FIELD_NAMES", "Redactor", "remove_secret_values"]
+from ._credentials import catalogue_matches, looks_like_credential
+
+__all__ = [
+    "MIN_PROPAGATED_LENGTH",
+    "PLACEHOLDER",
+    "QUERY_SECRET_NAMES",
+    "SECRET_FIELD_NAMES",
+    "Redactor",
+    "has_credential_shape",
+    "remove_secret_values",
+]
 
 PLACEHOLDER = "[secret removed]"
+# Shorter values are not propagated: they are too likely to occur by chance in other text.
+MIN_PROPAGATED_LENGTH = 8
 
 SECRET_FIELD_NAMES: frozenset[str] = frozenset(
     {
+        # HTTP authentication and API gateways
         "authorization",
         "proxy-authorization",
         "api_key",
         "api-key",
         "x-api-key",
         "x-goog-api-key",
+        "x-functions-key",
+        "ocp-apim-subscription-key",
+        "x-auth-token",
+        "private-token",
+        "cookie",
+        "set-cookie",
+        # OAuth 2.0 (RFC 6749, RFC 7523, RFC 7636) and OpenID Connect
         "token",
         "access_token",
         "refresh_token",
         "id_token",
-        "cookie",
-        "set-cookie",
-        "secret",
         "client_secret",
+        "assertion",
+        "client_assertion",
+        "code_verifier",
+        # Signed URLs: AWS SigV4 query authentication, Google Cloud Storage
+        "x-amz-security-token",
+        "x-amz-credential",
+        "x-goog-credential",
+        # Generic
+        "secret",
         "password",
+        "passwd",
+        "pwd",
+        "pass",
+        "passphrase",
+        "credential",
+        "jwt",
         "session_key",
+        "connection_string",
     }
+)
+# Names that are secrets in a URL query or a form body only: Google's `?key=`, OAuth's authorization
+# `code`, Azure SAS `sig`, signed-URL signatures. In JSON they are ordinary data (Gemini's customMetadata
+# `key`, an error `code`, Anthropic's thinking `signature`).
+QUERY_SECRET_NAMES: frozenset[str] = frozenset(
+    {"key", "code", "sig", "signature", "x-amz-signature", "x-goog-signature"}
 )
 
 # A name whose words end with one of these is a secret too: github_token, stripe_secret_key, db_password,
@@ -43,32 +97,166 @@ _SECRET_SUFFIXES: tuple[tuple[str, ...], ...] = (
     ("secret",),
     ("password",),
     ("passwd",),
+    ("pwd",),
+    ("passphrase",),
+    ("pass", "phrase"),
     ("cookie",),
     ("authorization",),
+    ("credential",),
+    ("jwt",),
+    ("assertion",),
     ("apikey",),
     ("api", "key"),
     ("secret", "key"),
     ("private", "key"),
     ("access", "key"),
+    ("account", "key"),
     ("session", "key"),
+    ("subscription", "key"),
+    ("functions", "key"),
+    ("connection", "string"),
 )
-# Names that end like a secret but carry data: pagination cursors.
-_NOT_SECRET_SUFFIXES: tuple[tuple[str, ...], ...] = (("page", "token"),)
-# Query parameter names that are secrets there only: Google's `?key=`. In JSON, "key" is ordinary data
-# (Gemini's customMetadata is a list of {"key": ..., "stringValue": ...}).
-_QUERY_ONLY_SECRETS = frozenset({("key",)})
+_QUERY_SECRET_SUFFIXES: tuple[tuple[str, ...], ...] = (("signature",),)
+# Names that end like a secret but carry data: pagination cursors and tokenizer special tokens.
+_NOT_SECRET_SUFFIXES: tuple[tuple[str, ...], ...] = (
+    ("page", "token"),
+    ("next", "token"),
+    ("continuation", "token"),
+    ("sync", "token"),
+    *((special, "token") for special in ("eos", "bos", "pad", "unk", "sep", "cls", "mask", "start", "end", "stop")),
+)
+# The keys a JSON-schema definition is made of: an object of these only (with a "type", "properties"...)
+# is a schema, even under a name like "password", and keeps its contents.
+_SCHEMA_KEYWORDS = frozenset(
+    {
+        "type",
+        "description",
+        "properties",
+        "items",
+        "required",
+        "enum",
+        "const",
+        "format",
+        "default",
+        "examples",
+        "example",
+        "title",
+        "minimum",
+        "maximum",
+        "exclusiveMinimum",
+        "exclusiveMaximum",
+        "minLength",
+        "maxLength",
+        "pattern",
+        "minItems",
+        "maxItems",
+        "uniqueItems",
+        "additionalProperties",
+        "anyOf",
+        "oneOf",
+        "allOf",
+        "not",
+        "$ref",
+        "$defs",
+        "definitions",
+        "nullable",
+        "propertyOrdering",
+        "$schema",
+        "$id",
+        "$comment",
+        "readOnly",
+        "writeOnly",
+        "deprecated",
+        "multipleOf",
+        "patternProperties",
+        "prefixItems",
+        "minProperties",
+        "maxProperties",
+        "contentEncoding",
+        "contentMediaType",
+        "strict",
+    }  # fmt: skip
+)
+_SCHEMA_MARKERS = frozenset({"type", "$ref", "anyOf", "oneOf", "allOf", "enum", "const", "properties", "items"})
 
 _WORD_SPLIT = re.compile(r"[^A-Za-z0-9]+|(?<=[a-z0-9])(?=[A-Z])")
-_CREDENTIAL_SHAPE = re.compile(r"[A-Za-z0-9._~+/=-]{16,}")
-
-# A key shape must stand alone: not inside a longer run of base64 or URL-safe base64 characters.
-_BEFORE = r"A-Za-z0-9_+/\-"
-_AFTER = r"A-Za-z0-9_+/=\-"
-# Each rule runs only when a cheap substring test says it could match: most stream text has none.
-_JSON_KEY = re.compile(r"\"(?P<key>[^\"\\]{1,100})\"\s*:\s*")
+# Escapes that can hide a credential or a name: those of printable ASCII characters. (Escaped accents,
+# \u00e9 or %C3%A9, are never part of one, and text full of them is not decoded.)
+_PERCENT_ASCII = re.compile(r"%[2-7][0-9A-Fa-f]")
+_UNICODE_ASCII = re.compile(r"\\u00[2-7][0-9A-Fa-f]")
+_PERCENT_RUN = re.compile(r"(?:%[0-9A-Fa-f]{2})+")
+_UNICODE_RUN = re.compile(r"(?:\\u[0-9A-Fa-f]{4})+")
+_JSON_KEY = re.compile(r"\"(?P<key>(?:[^\"\\]++|\\u[0-9A-Fa-f]{4})++)\"\s*:\s*")
 _JSON_STRING_REST = re.compile(r"(?:[^\"\\]|\\.)*\"")
 _JSON_SCALAR = re.compile(r"-?[0-9][0-9.eE+-]*|true|false|null")
+_NESTED_JSON = re.compile(r"\"(?P<body>[\[{](?:[^\"\\]|\\.)*)\"")
 _QUOTED_PLACEHOLDER = f'"{PLACEHOLDER}"'
+_QUERY = re.compile(r"(?P<sep>[?&;#])(?P<name>[A-Za-z0-9_.%\-]{1,64})=(?P<value>\[secret removed\]|[^&#\s\"'<>\\]+)")
+_USERINFO = re.compile(
+    r"(?P<scheme>\b[A-Za-z][A-Za-z0-9+.-]*://)(?P<user>[^/\s@:\[\]\"'?#]+)(?::(?P<password>[^/\s@\"'?#]*))?@"
+)
+_URL = re.compile(r"\b[A-Za-z][A-Za-z0-9+.-]*://[^\s\"'<>\\]+")
+_PATH_SEGMENT = re.compile(r"(?<=/)[^/?#]{8,}")
+_AUTH_SCHEME = re.compile(r"(?P<scheme>[A-Za-z][A-Za-z0-9-]*)\s+(?P<credential>\S{8,})")
+
+
+def _has_ascii_escapes(text: str) -> bool:
+    return ("%" in text and _PERCENT_ASCII.search(text) is not None) or (
+        "\\u00" in text and _UNICODE_ASCII.search(text) is not None
+    )
+
+
+def _decode_escapes(text: str) -> str:
+    """``text`` with its ``%XX`` and ``\\uXXXX`` escapes (and JSON's ``\\/``) decoded."""
+
+    def decode_unicode(match: re.Match[str]) -> str:
+        try:
+            decoded: str = json.loads(f'"{match.group()}"')
+        except ValueError:
+            return match.group()
+        return decoded
+
+    if "%" in text:
+        text = _PERCENT_RUN.sub(lambda match: unquote(match.group(), errors="surrogateescape"), text)
+    if "\\u" in text:
+        text = _UNICODE_RUN.sub(decode_unicode, text)
+    return text.replace("\\/", "/")
+
+
+def _words(name: str) -> tuple[str, ...]:
+    if "%" in name or "\\" in name:
+        name = _decode_escapes(name)
+    return tuple(word.lower() for word in _WORD_SPLIT.split(name) if word)
+
+
+def _ends_with(words: tuple[str, ...], suffixes: Iterable[tuple[str, ...]]) -> bool:
+    return any(words[-len(suffix) :] == suffix for suffix in suffixes if len(words) >= len(suffix))
+
+
+def has_credential_shape(value: str) -> bool:
+    """A long run of credential characters holding both letters and digits: a key, not a word."""
+    return looks_like_credential(value)
+
+
+def _is_schema(value: Any) -> bool:
+    """A JSON-schema definition: an object made only of schema keywords, with a type or its like."""
+    return (
+        isinstance(value, Mapping)
+        and bool(value)
+        and all(key in _SCHEMA_KEYWORDS for key in value)
+        and any(key in _SCHEMA_MARKERS for key in value)
+    )
+
+
+def _string_leaves(value: Any) -> Iterable[str]:
+    if isinstance(value, str):
+        yield value
+    elif isinstance(value, Mapping):
+        for item in value.values():
+            yield from _string_leaves(item)
+    elif isinstance(value, list | tuple):
+        for item in value:
+            yield from _string_leaves(item)
 
 
 def _json_value_end(text: str, start: int) -> int:
@@ -101,28 +289,75 @@ def _json_value_end(text: str, start: int) -> int:
     return match.end() if match else -1
 
 
-_BEARER = re.compile(r"(?P<word>\b[Bb]earer\s+)[A-Za-z0-9._~+/=-]{8,}")
-_SK_KEY = re.compile(rf"(?<![{_BEFORE}])sk-[A-Za-z0-9_-]{{20,}}(?![{_AFTER}])")
-_GOOGLE_KEY = re.compile(rf"(?<![{_BEFORE}])AIza[0-9A-Za-z_-]{{35}}(?![{_AFTER}])")
-_USERINFO = re.compile(r"(?P<scheme>\b[A-Za-z][A-Za-z0-9+.-]*://)[^/\s@:\[\]\"']+:[^/\s@\"']*@")
-_QUERY = re.compile(r"(?P<sep>[?&;])(?P<name>[A-Za-z0-9_.\-]{1,64})=(?P<value>\[secret removed\]|[^&#\s\"'<>\\]+)")
+def _json_string(literal_body: str) -> str | None:
+    try:
+        value = json.loads(f'"{literal_body}"')
+    except ValueError:
+        return None
+    return value if isinstance(value, str) else None
 
 
-def _words(name: str) -> tuple[str, ...]:
-    return tuple(word.lower() for word in _WORD_SPLIT.split(name) if word)
+def _encoded_forms(value: str) -> set[str]:
+    """The ways ``value`` is written in other parts of a call: raw, percent-encoded, JSON-escaped, and
+    base64 (standard and URL-safe) at each of the three alignments a base64 window can have."""
+    forms = {
+        value,
+        quote(value, safe=""),
+        quote(value, safe="-_.~"),
+        quote_plus(value),
+        json.dumps(value)[1:-1],
+        json.dumps(value, ensure_ascii=False)[1:-1],
+    }
+    data = value.encode("utf-8", "surrogateescape")
+    for encode in (base64.b64encode, base64.urlsafe_b64encode):
+        whole = encode(data).decode("ascii")
+        forms |= {whole, whole.rstrip("=")}
+        for offset in range(3):
+            encoded = encode(b"\0" * offset + data).decode("ascii")
+            # Characters that depend on the value's bytes only: none of the offset's, none of what follows.
+            forms.add(encoded[-(-4 * offset // 3) : 4 * (offset + len(data)) // 3])
+    return {form for form in forms if len(form) >= MIN_PROPAGATED_LENGTH}
 
 
-def _ends_with(words: tuple[str, ...], suffixes: Iterable[tuple[str, ...]]) -> bool:
-    return any(words[-len(suffix) :] == suffix for suffix in suffixes if len(words) >= len(suffix))
+def _any_escaping(value: str) -> re.Pattern[str]:
+    """A pattern for ``value`` written with any mix of raw, ``%XX`` and ``\\uXXXX`` characters."""
+
+    def hex_digits(number: int, width: int) -> str:
+        return "".join(f"[{d.lower()}{d.upper()}]" if d.isalpha() else d for d in f"{number:0{width}x}")
+
+    parts = []
+    for char in value:
+        encoded = char.encode("utf-8", "surrogateescape")
+        options = [re.escape(char), "".join("%" + hex_digits(byte, 2) for byte in encoded)]
+        if ord(char) < 0x10000:
+            options.append(r"\\u" + hex_digits(ord(char), 4))
+        if char == "/":
+            options.append(r"\\/")
+        parts.append("(?:" + "|".join(options) + ")")
+    return re.compile("".join(parts))
 
 
-def has_credential_shape(value: str) -> bool:
-    """A long run of credential characters holding both letters and digits: a key, not a word."""
-    return (
-        _CREDENTIAL_SHAPE.fullmatch(value) is not None
-        and any(c.isdigit() for c in value)
-        and any(c.isalpha() for c in value)
-    )
+def _credential_parts(value: str) -> list[str]:
+    """A secret value and what it carries: the credential of ``Scheme credential``, the ``user:password``
+    inside ``Basic`` and its password, the values of ``name=value; name=value`` (cookies, connection
+    strings)."""
+    parts = [value]
+    scheme = _AUTH_SCHEME.fullmatch(value.strip())
+    if scheme:
+        credential = scheme["credential"]
+        parts.append(credential)
+        if scheme["scheme"].lower() == "basic":
+            try:
+                decoded = base64.b64decode(credential + "=" * (-len(credential) % 4)).decode("utf-8")
+            except (binascii.Error, UnicodeDecodeError, ValueError):
+                decoded = ""
+            if ":" in decoded:
+                parts += [decoded, decoded.partition(":")[2]]
+    for piece in re.split(r"[;,&]", value):
+        name, sep, item = piece.partition("=")
+        if sep and name.strip():
+            parts.append(item.strip())
+    return parts
 
 
 class Redactor:
@@ -131,6 +366,9 @@ class Redactor:
     ``names``: more secret names (matched as whole names and as name suffixes, case-insensitive).
     ``patterns``: regular expressions whose matches are replaced in every string.
     ``callables``: functions called with every string; they return it with their secrets replaced.
+
+    One instance serves one cassette: every value it removes by name or shape is learned (``learn``) and
+    removed from whatever it redacts afterwards. It is safe to share between threads.
     """
 
     def __init__(
@@ -141,6 +379,7 @@ class Redactor:
     ) -> None:
         extra = {_words(name) for name in names}
         self._names = frozenset({_words(name) for name in SECRET_FIELD_NAMES} | extra)
+        self._query_names = frozenset(_words(name) for name in QUERY_SECRET_NAMES)
         self._suffixes = _SECRET_SUFFIXES + tuple(extra)
         # A JSON key can only be secret if the lower-cased text holds the last word of some secret name.
         words = {words[-1] for words in (*self._names, *self._suffixes) if words}
@@ -148,54 +387,172 @@ class Redactor:
         self._name_words = tuple(sorted(w for w in words if not any(o != w and o in w for o in words)))
         self._patterns = tuple(re.compile(p) if isinstance(p, str) else p for p in patterns)
         self._callables = tuple(callables)
-        self._name_cache: dict[str, bool] = {}
+        self._name_cache: dict[tuple[str, bool], bool] = {}
+        self._lock = threading.Lock()
+        self._known: set[str] = set()
+        self._forms: tuple[str, ...] = ()  # every form of every known value, longest first
+        self._patterns_by_value: dict[str, re.Pattern[str]] = {}
+
+    # --- names -----------------------------------------------------------------------------------------
 
     def is_secret_name(self, name: str, *, query: bool = False) -> bool:
-        if query and _words(name) in _QUERY_ONLY_SECRETS:
-            return True
-        cached = self._name_cache.get(name)
+        """Whether ``name`` (a header, JSON key, or with ``query`` a query parameter or form field) holds a
+        secret. Case, separators, ``%XX`` and ``\\uXXXX`` escapes don't matter."""
+        cached = self._name_cache.get((name, query))
         if cached is None:
             words = _words(name)
-            cached = bool(words) and (
-                words in self._names
-                or (_ends_with(words, self._suffixes) and not _ends_with(words, _NOT_SECRET_SUFFIXES))
+            cached = (
+                bool(words)
+                and not _ends_with(words, _NOT_SECRET_SUFFIXES)
+                and (
+                    words in self._names
+                    or _ends_with(words, self._suffixes)
+                    or (query and (words in self._query_names or _ends_with(words, _QUERY_SECRET_SUFFIXES)))
+                )
             )
-            self._name_cache[name] = cached
+            self._name_cache[(name, query)] = cached
         return cached
 
     def _removes_value(self, name: str, value: Any, response: bool) -> bool:
-        """A bare ``token`` in a response is a text token of logprobs unless it looks like a credential."""
-        if not self.is_secret_name(name):
+        """Booleans, null and JSON-schema definitions are never secrets; a bare ``token`` in a response is a
+        text token of logprobs unless it looks like a credential."""
+        if value is None or isinstance(value, bool) or _is_schema(value) or not self.is_secret_name(name):
             return False
         if response and _words(name) == ("token",):
-            return isinstance(value, str) and has_credential_shape(value)
+            return isinstance(value, str) and looks_like_credential(value)
         return True
 
+    # --- known values ----------------------------------------------------------------------------------
+
+    def learn(self, value: str) -> None:
+        """Remove ``value`` (a secret seen elsewhere in this cassette), and its credential parts, from
+        everything redacted from now on, in every encoding. Values shorter than 8 characters are ignored."""
+        fresh = [
+            part
+            for part in _credential_parts(value)
+            if len(part) >= MIN_PROPAGATED_LENGTH and part not in self._known and part not in PLACEHOLDER
+            and PLACEHOLDER not in part
+        ]  # fmt: skip
+        if not fresh:
+            return
+        with self._lock:
+            self._known.update(fresh)
+            forms = {form for known in self._known for form in _encoded_forms(known)}
+            forms = {form for form in forms if form not in PLACEHOLDER}
+            self._forms = tuple(sorted(forms, key=lambda form: (-len(form), form)))
+
+    def _learn_all(self, values: Iterable[str]) -> None:
+        for value in values:
+            if len(value) >= MIN_PROPAGATED_LENGTH:
+                self.learn(value)
+
+    def _remove_known(self, text: str) -> str:
+        for form in self._forms:
+            if form in text:
+                text = text.replace(form, PLACEHOLDER)
+        return text
+
+    def _remove_escaped(self, text: str, value: str) -> str:
+        pattern = self._patterns_by_value.get(value)
+        if pattern is None:
+            pattern = self._patterns_by_value.setdefault(value, _any_escaping(value))
+        return pattern.sub(PLACEHOLDER, text)
+
+    # --- text ------------------------------------------------------------------------------------------
+
     def redact_text(self, text: str, *, response: bool = False) -> str:
-        """Replace every secret-shaped value, and every secret-named JSON or query value, in free text."""
+        """Replace every secret in free text: secret-named JSON, query, fragment and form values, catalogued
+        credential shapes, URL userinfo and path credentials, and every value this redactor has learned;
+        in each case also when written percent-encoded or ``\\u``-escaped."""
         if text == PLACEHOLDER:
             return text
-        lowered = text.lower()
-        if '"' in text and any(word in lowered for word in self._name_words):
-            text = self._redact_json_values(text, response)
-        if "earer" in text:
-            text = _BEARER.sub(lambda m: m["word"] + PLACEHOLDER, text)
-        if "sk-" in text:
-            text = _SK_KEY.sub(PLACEHOLDER, text)
-        if "AIza" in text:
-            text = _GOOGLE_KEY.sub(PLACEHOLDER, text)
-        if "@" in text and "://" in text:
-            text = _USERINFO.sub(lambda m: m["scheme"] + PLACEHOLDER + "@", text)
-        if "=" in text:
-            text = _QUERY.sub(self._replace_query, text)
+        escaped_names = False
+        if _has_ascii_escapes(text):
+            decoded = _decode_escapes(text)
+            if decoded != text:
+                hidden: list[str] = []
+                lowered = decoded.lower()
+                escaped_names = any(map(lowered.__contains__, self._name_words))
+                self._redact_builtin(decoded, response, hidden)
+                hidden += [value for value in self._known if value in decoded]
+                for value in hidden:
+                    if len(value) >= MIN_PROPAGATED_LENGTH and PLACEHOLDER not in value:
+                        text = self._remove_escaped(text, value)
+                self._learn_all(hidden)
+        found: list[str] = []
+        text = self._redact_builtin(text, response, found, escaped_names)
+        self._learn_all(found)
+        if self._forms:
+            text = self._remove_known(text)
         for pattern in self._patterns:
             text = pattern.sub(PLACEHOLDER, text)
         for function in self._callables:
             text = function(text)
         return text
 
-    def _redact_json_values(self, text: str, response: bool) -> str:
-        """JSON text: the whole value of every secret-named key (string, number, object or array)."""
+    def _redact_builtin(self, text: str, response: bool, found: list[str], escaped_names: bool = False) -> str:
+        """The default rules over ``text``; every value removed is appended to ``found``. ``escaped_names``:
+        the text holds a secret name only once its escapes are decoded."""
+        lowered = text.lower()
+        if '"' in text and (escaped_names or any(map(lowered.__contains__, self._name_words))):
+            text = self._redact_json_names(text, response, found)
+        if "=" in text:
+            text = _QUERY.sub(lambda match: self._replace_query(match, found), text)
+        if "://" in text:
+            if "@" in text:
+                text = _USERINFO.sub(lambda match: self._replace_userinfo(match, found), text)
+            text = _URL.sub(lambda match: self._redact_url_path(match.group(), found), text)
+        return self._redact_shapes(text, lowered, found)
+
+    def _redact_shapes(self, text: str, lowered: str | None, found: list[str]) -> str:
+        spans = sorted((start, end) for start, end, _ in catalogue_matches(text, lowered))
+        if not spans:
+            return text
+        pieces, position = [], 0
+        for start, end in spans:
+            if end <= position:
+                continue
+            start = max(start, position)
+            found.append(text[start:end])
+            pieces += [text[position:start], PLACEHOLDER]
+            position = end
+        return "".join(pieces) + text[position:]
+
+    def _redact_url_path(self, url: str, found: list[str]) -> str:
+        """Path segments of a URL that are credentials by shape: ``/v1/keys/sk-.../``, bot tokens."""
+        authority_end = url.find("/", url.find("://") + 3)
+        if authority_end < 0:
+            return url
+        head, path = url[:authority_end], url[authority_end:]
+        return head + _PATH_SEGMENT.sub(lambda match: self._redact_shapes(match.group(), None, found), path)
+
+    def _replace_userinfo(self, match: re.Match[str], found: list[str]) -> str:
+        """``scheme://user:password@``, and ``scheme://TOKEN@`` when the user is a credential."""
+        user, password = match["user"], match["password"]
+        if password is None and not (looks_like_credential(user) or catalogue_matches(user)):
+            return match.group()
+        found += [user, password] if password else [user]
+        return match["scheme"] + PLACEHOLDER + "@"
+
+    def _redact_json_names(self, text: str, response: bool, found: list[str]) -> str:
+        if '\\"' in text:
+            text = _NESTED_JSON.sub(lambda match: self._redact_nested_json(match, response, found), text)
+        return self._redact_json_values(text, response, found)
+
+    def _redact_nested_json(self, match: re.Match[str], response: bool, found: list[str]) -> str:
+        """A JSON string holding JSON text (a tool call's ``arguments``): its secret-named values go too."""
+        body = match["body"]
+        inner = _json_string(body)
+        if inner is None or '"' not in inner:
+            return match.group()
+        redacted = self._redact_json_names(inner, response, found)
+        if redacted == inner:
+            return match.group()
+        return json.dumps(redacted, ensure_ascii=body.isascii())
+
+    def _redact_json_values(self, text: str, response: bool, found: list[str]) -> str:
+        """JSON text: the whole value of every secret-named key (string, number, object or array), except
+        booleans, null and JSON-schema objects."""
         pieces, position = [], 0
         for match in _JSON_KEY.finditer(text):
             start = match.end()
@@ -204,49 +561,99 @@ class Redactor:
             end = _json_value_end(text, start)
             if end < 0 or text[start:end] == _QUOTED_PLACEHOLDER:
                 continue
-            value = text[start + 1 : end - 1] if text[start] == '"' else text[start:end]
-            if not self._removes_value(match["key"], value if text[start] == '"' else None, response):
+            raw = text[start:end]
+            value: Any
+            if raw[0] == '"':
+                value = _json_string(raw[1:-1])
+                value = raw[1:-1] if value is None else value
+            elif raw[0] in "{[":
+                try:
+                    value = json.loads(raw)
+                except ValueError:
+                    value = raw
+            else:
+                value = {"true": True, "false": False, "null": None}.get(raw, raw)
+            if not self._removes_value(match["key"], value, response):
                 continue
+            found.extend(_string_leaves(value))
             pieces += [text[position:start], _QUOTED_PLACEHOLDER]
             position = end
         return "".join(pieces) + text[position:] if pieces else text
 
-    def _replace_query(self, match: re.Match[str]) -> str:
-        if match["value"] != PLACEHOLDER and self.is_secret_name(match["name"], query=True):
+    def _replace_query(self, match: re.Match[str], found: list[str]) -> str:
+        value = match["value"]
+        if value != PLACEHOLDER and self.is_secret_name(match["name"], query=True):
+            found += [value, unquote_plus(value)]
             return f"{match['sep']}{match['name']}={PLACEHOLDER}"
         return match.group(0)
 
+    # --- structures ------------------------------------------------------------------------------------
+
     def redact_value(self, obj: Any, *, response: bool = False) -> Any:
-        """Walk a dumped structure: secret-named keys lose their whole value, strings lose secret shapes."""
+        """Walk a dumped structure: secret-named keys lose their whole value (booleans, null and schemas
+        excepted), keys and strings lose secrets as in ``redact_text``. Values under secret names are
+        learned first, so they leave the rest of the structure too."""
+        self._learn_all(self._named_values(obj, response))
+        return self._redact_structure(obj, response)
+
+    def _named_values(self, obj: Any, response: bool) -> Iterable[str]:
+        if isinstance(obj, Mapping):
+            for key, value in obj.items():
+                if isinstance(key, str) and self._removes_value(key, value, response):
+                    yield from _string_leaves(value)
+                else:
+                    yield from self._named_values(value, response)
+        elif isinstance(obj, list | tuple):
+            for item in obj:
+                yield from self._named_values(item, response)
+
+    def _redact_structure(self, obj: Any, response: bool) -> Any:
         if isinstance(obj, str):
             return self.redact_text(obj, response=response)
         if isinstance(obj, Mapping):
-            return {
-                key: PLACEHOLDER
-                if isinstance(key, str) and self._removes_value(key, value, response)
-                else self.redact_value(value, response=response)
-                for key, value in obj.items()
-            }
+            redacted: dict[Any, Any] = {}
+            for key, value in obj.items():
+                if isinstance(key, str) and self._removes_value(key, value, response):
+                    value = PLACEHOLDER
+                else:
+                    value = self._redact_structure(value, response)
+                if isinstance(key, str):
+                    new_key = self.redact_text(key, response=response)
+                    if new_key != key:  # a secret used as a key: keep the other entries apart
+                        base, number = new_key, 2
+                        while new_key in redacted or new_key in obj:
+                            new_key, number = f"{base} {number}", number + 1
+                    key = new_key
+                redacted[key] = value
+            return redacted
         if isinstance(obj, list | tuple):
-            return [self.redact_value(item, response=response) for item in obj]
+            return [self._redact_structure(item, response) for item in obj]
         return obj
 
     def redact_headers(self, pairs: Iterable[tuple[str, str]]) -> list[tuple[str, str]]:
+        """Secret-named headers lose their value (learned, with its credential parts); the others are
+        redacted as text."""
+        pairs = list(pairs)
+        for name, value in pairs:
+            if self.is_secret_name(name):
+                self.learn(value)
         return [(name, PLACEHOLDER if self.is_secret_name(name) else self.redact_text(value)) for name, value in pairs]
 
     def redact_form(self, text: str) -> str:
-        """A form-encoded body: each field named like a secret loses its value; the rest keep their bytes."""
-        fields = []
-        for field in text.split("&"):
-            name, sep, value = field.partition("=")
+        """A form-encoded body: each field named like a secret loses its value (learned, decoded); the rest
+        keep their bytes unless they hold a secret."""
+        fields = [field.partition("=") for field in text.split("&")]
+        for name, sep, value in fields:
+            if sep and self.is_secret_name(name, query=True):
+                self._learn_all([value, unquote_plus(value)])
+        redacted = []
+        for name, sep, value in fields:
             secret = sep and self.is_secret_name(name, query=True)
-            fields.append(f"{name}={PLACEHOLDER}" if secret else self.redact_text(field))
-        return "&".join(fields)
-
-
-DEFAULT_REDACTOR = Redactor()
+            redacted.append(f"{name}={PLACEHOLDER}" if secret else self.redact_text(name + sep + value))
+        return "&".join(redacted)
 
 
 def remove_secret_values(obj: Any) -> Any:
-    """Return a dumped structure with every secret replaced by ``[secret removed]``, by the default rules."""
-    return DEFAULT_REDACTOR.redact_value(obj)
+    """Return a dumped structure with every secret replaced by ``[secret removed]``, by the default rules
+    (with a redactor of its own: nothing is learned across calls)."""
+    return Redactor().redact_value(obj)

@@ -148,10 +148,11 @@ class ReplayEngine:
 
     def incoming_fields(self, method: str, url: str, headers: list[tuple[str, str]], body: bytes) -> dict[str, Any]:
         redactor = self.redactor
+        redacted_headers = redactor.redact_headers(headers)  # first, as the recorder does
         return self.matcher.comparable(
             method,
             redactor.redact_text(url),
-            redactor.redact_headers(headers),
+            redacted_headers,
             stored_body(body, content_type_of(headers), redactor),
         )
 

@@ -1,0 +1,270 @@
+"""The credential catalogue: the shapes of secrets that can be recognised without a name beside them.
+
+Each format is a regular expression plus keywords: the expression runs on a text only when one of the
+keywords occurs in it (a substring test, far cheaper than the expression), so text with no credential
+costs a few ``in`` tests per format. The formats are the high-confidence, prefixed ones of public
+secret-scanning rule sets (gitleaks' ``config/gitleaks.toml``, trufflehog, GitHub secret scanning) and the
+key shapes of LLM vendors. Vendors whose keys have no recognisable shape (Cohere, Mistral: bare
+alphanumeric strings) are found by name only. No I/O.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import re
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+
+__all__ = ["CATALOGUE", "CredentialFormat", "catalogue_matches", "looks_like_credential"]
+
+# A prefixed shape must stand alone: not inside a longer run of base64 or URL-safe base64 characters, so
+# media that holds "sk-..." or "ghp_..." by chance is left alone.
+_BEFORE = r"(?<![A-Za-z0-9_+/.\-])"
+_AFTER = r"(?![A-Za-z0-9_+/=\-])"
+
+
+def looks_like_credential(value: str, minimum: int = 16) -> bool:
+    """A run of ``minimum`` or more key characters holding both letters and digits: a key, not a word."""
+    return (
+        len(value) >= minimum
+        and re.fullmatch(r"[A-Za-z0-9._~+/=-]+", value) is not None
+        and any(c.isdigit() for c in value)
+        and any(c.isalpha() for c in value)
+    )
+
+
+def _basic_credentials(match: re.Match[str]) -> bool:
+    """``Basic <base64>`` is a credential only when the base64 decodes to ``user:password``."""
+    encoded = match["secret"]
+    try:
+        decoded = base64.b64decode(encoded + "=" * (-len(encoded) % 4), validate=True).decode("utf-8")
+    except (binascii.Error, UnicodeDecodeError, ValueError):
+        return False
+    return ":" in decoded and decoded.isprintable()
+
+
+def _bearer_credential(match: re.Match[str]) -> bool:
+    """``bearer`` is a word in prose ("ring bearer") unless a credential shape follows it."""
+    token = match["secret"]
+    return any(c.isdigit() for c in token) and any(c.isalpha() for c in token)
+
+
+@dataclass(frozen=True)
+class CredentialFormat:
+    """One credential shape. ``pattern``'s group ``secret`` (or the whole match) is what gets removed."""
+
+    name: str
+    keywords: tuple[str, ...]
+    pattern: re.Pattern[str]
+    lowercase_keywords: bool = False  # keywords are tested against the lower-cased text
+    validate: Callable[[re.Match[str]], bool] | None = None
+    prefixed: bool = False  # the keywords are prefixes the credential starts with, at a token start
+
+    def matches(self, text: str) -> Iterator[re.Match[str]]:
+        for match in self.pattern.finditer(text):
+            if self.validate is None or self.validate(match):
+                yield match
+
+    def span(self, match: re.Match[str]) -> tuple[int, int]:
+        return match.span("secret") if "secret" in self.pattern.groupindex else match.span()
+
+
+def _prefixed(name: str, keywords: tuple[str, ...], body: str, flags: int = 0) -> CredentialFormat:
+    return CredentialFormat(name, keywords, re.compile(_BEFORE + body + _AFTER, flags), prefixed=True)
+
+
+CATALOGUE: tuple[CredentialFormat, ...] = (
+    # LLM vendors
+    _prefixed("openai/anthropic/deepseek sk- key", ("sk-",), r"sk-[A-Za-z0-9_-]{20,}"),
+    _prefixed("google api key", ("AIza",), r"AIza[0-9A-Za-z_-]{35}"),
+    _prefixed("google oauth access token", ("ya29.",), r"ya29\.[0-9A-Za-z_-]{20,}"),
+    _prefixed("google oauth client secret", ("GOCSPX-",), r"GOCSPX-[0-9A-Za-z_-]{28}"),
+    _prefixed("hugging face token", ("hf_",), r"hf_[A-Za-z0-9]{30,}"),
+    _prefixed("hugging face org token", ("api_org_",), r"api_org_[A-Za-z0-9]{30,}"),
+    _prefixed("groq key", ("gsk_",), r"gsk_[A-Za-z0-9]{40,}"),
+    _prefixed("xai key", ("xai-",), r"xai-[A-Za-z0-9]{40,}"),
+    _prefixed("replicate token", ("r8_",), r"r8_[A-Za-z0-9]{30,}"),
+    _prefixed("perplexity key", ("pplx-",), r"pplx-[A-Za-z0-9]{32,}"),
+    _prefixed("fireworks key", ("fw_",), r"fw_[A-Za-z0-9]{20,}"),
+    _prefixed("langsmith key", ("lsv2_",), r"lsv2_(?:pt|sk)_[0-9a-f]{32}_[0-9a-f]{10}"),
+    _prefixed("tavily key", ("tvly-",), r"tvly-(?:dev-)?[A-Za-z0-9]{24,}"),
+    _prefixed("pinecone key", ("pcsk_",), r"pcsk_[A-Za-z0-9_]{40,}"),
+    # Source hosting and package registries
+    _prefixed("github token", ("ghp_", "gho_", "ghu_", "ghs_", "ghr_"), r"gh[pousr]_[A-Za-z0-9]{36,}"),
+    _prefixed("github fine-grained token", ("github_pat_",), r"github_pat_[A-Za-z0-9_]{60,}"),
+    _prefixed("gitlab token", ("glpat-", "gldt-", "glrt-", "glptt-"), r"gl(?:pat|dt|rt|ptt)-[A-Za-z0-9_-]{20,}"),
+    _prefixed("npm token", ("npm_",), r"npm_[A-Za-z0-9]{36}"),
+    _prefixed("pypi token", ("pypi-",), r"pypi-AgE[A-Za-z0-9_-]{50,}"),
+    # Messaging, payments, mail, SaaS
+    _prefixed("slack token", ("xox",), r"xox[abeoprs]-[A-Za-z0-9-]{10,}"),
+    _prefixed("slack app token", ("xapp-",), r"xapp-\d-[A-Z0-9]+-\d+-[a-z0-9]+"),
+    CredentialFormat(
+        "slack webhook",
+        ("hooks.slack.com/",),
+        re.compile(r"hooks\.slack\.com/(?:services|workflows|triggers)/(?P<secret>[A-Za-z0-9_/+-]{20,})"),
+    ),
+    CredentialFormat(
+        "discord webhook",
+        ("/api/webhooks/",),
+        re.compile(r"discord(?:app)?\.com/api/webhooks/(?P<secret>\d{5,25}/[A-Za-z0-9_-]{40,})"),
+    ),
+    CredentialFormat(
+        "telegram bot token",
+        (":AA",),
+        re.compile(r"(?<![A-Za-z0-9_])(?:bot)?(?P<secret>\d{6,12}:AA[A-Za-z0-9_-]{30,40})(?![A-Za-z0-9_-])"),
+    ),
+    _prefixed(
+        "stripe secret key", ("sk_live_", "sk_test_", "rk_live_", "rk_test_"), r"[rs]k_(?:live|test)_[A-Za-z0-9]{16,}"
+    ),
+    _prefixed("stripe webhook secret", ("whsec_",), r"whsec_[A-Za-z0-9]{24,}"),
+    _prefixed("sendgrid key", ("SG.",), r"SG\.[A-Za-z0-9_-]{20,24}\.[A-Za-z0-9_-]{39,50}"),
+    _prefixed("twilio key or account sid", ("SK", "AC"), r"(?:SK|AC)[0-9a-f]{32}"),
+    _prefixed("mailgun key", ("key-",), r"key-[0-9a-f]{32}"),
+    _prefixed("shopify token", ("shpat_", "shpss_", "shpca_", "shppa_"), r"shp(?:at|ss|ca|pa)_[a-fA-F0-9]{32}"),
+    _prefixed("digitalocean token", ("dop_v1_", "doo_v1_", "dor_v1_"), r"do[opr]_v1_[a-f0-9]{64}"),
+    _prefixed("linear key", ("lin_api_",), r"lin_api_[A-Za-z0-9]{40}"),
+    _prefixed("notion token", ("ntn_", "secret_"), r"(?:ntn_[A-Za-z0-9]{40,}|secret_[A-Za-z0-9]{43})"),
+    _prefixed("postman key", ("PMAK-",), r"PMAK-[a-f0-9]{24}-[a-f0-9]{34}"),
+    _prefixed("databricks token", ("dapi",), r"dapi[a-f0-9]{32}(?:-\d)?"),
+    _prefixed("doppler token", ("dp.",), r"dp\.(?:pt|st|sa|ct|scim|audit)\.[A-Za-z0-9]{40,}"),
+    _prefixed(
+        "grafana token", ("glsa_", "glc_"), r"(?:glsa_[A-Za-z0-9]{32}_[A-Fa-f0-9]{8}|glc_[A-Za-z0-9+/]{32,}={0,2})"
+    ),
+    _prefixed("sentry token", ("sntrys_", "sntryu_"), r"sntry[su]_[A-Za-z0-9+/=_-]{40,}"),
+    _prefixed("new relic key", ("NRAK-",), r"NRAK-[A-Z0-9]{27}"),
+    _prefixed("atlassian token", ("ATATT3",), r"ATATT3[A-Za-z0-9_=-]{100,}"),
+    _prefixed("age secret key", ("AGE-SECRET-KEY-",), r"AGE-SECRET-KEY-1[QPZRY9X8GF2TVDW0S3JN54KHCE6MUA7L]{58}"),
+    # Cloud
+    _prefixed(
+        "aws access key id",
+        ("AKIA", "ASIA", "ABIA", "ACCA", "A3T"),
+        r"(?:A3T[A-Z0-9]|AKIA|ASIA|ABIA|ACCA)[A-Z2-7]{16}",
+    ),
+    CredentialFormat(
+        "aws secret access key after an aws name",
+        ("aws",),
+        re.compile(
+            r"aws[A-Za-z0-9_ .-]{0,30}?(?:secret|key)[A-Za-z0-9_ .-]{0,20}?[\"']?\s*[:=]\s*[\"']?"
+            r"(?P<secret>(?<![A-Za-z0-9+/])[A-Za-z0-9+/]{40}(?![A-Za-z0-9+/=]))",
+            re.IGNORECASE,
+        ),
+        lowercase_keywords=True,
+    ),
+    CredentialFormat(
+        "azure connection string key",
+        ("accountkey=", "sharedaccesskey=", "password=", "pwd="),
+        re.compile(
+            r"(?<![A-Za-z0-9])(?:AccountKey|SharedAccessKey|Password|Pwd)=(?!\[secret removed\])"
+            r"(?P<secret>[^;\s\"'&<>\\]{4,})",
+            re.IGNORECASE,
+        ),
+        lowercase_keywords=True,
+    ),
+    # Generic, structural shapes
+    _prefixed(
+        "json web token",
+        ("eyJ",),
+        r"eyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]*",
+    ),
+    CredentialFormat(
+        "pem private key",
+        ("PRIVATE KEY-",),
+        re.compile(
+            r"-----BEGIN[A-Z0-9 ]{0,20} PRIVATE KEY(?: BLOCK)?-----"
+            r"(?:.*?-----END[A-Z0-9 ]{0,20} PRIVATE KEY(?: BLOCK)?-----|[A-Za-z0-9+/=\s\\]*)",
+            re.DOTALL,
+        ),
+    ),
+    CredentialFormat(
+        "basic credentials",
+        ("basic",),
+        re.compile(r"\bbasic\s+(?P<secret>[A-Za-z0-9+/]{6,}={0,2})(?![A-Za-z0-9+/=])", re.IGNORECASE),
+        lowercase_keywords=True,
+        validate=_basic_credentials,
+    ),
+    CredentialFormat(
+        "bearer credential",
+        ("bearer",),
+        re.compile(r"\bbearer\s+(?P<secret>[A-Za-z0-9._~+/=-]{8,})", re.IGNORECASE),
+        lowercase_keywords=True,
+        validate=_bearer_credential,
+    ),
+    CredentialFormat(
+        "h11 illegal header value",
+        ("header value b",),
+        re.compile(r"[Ii]llegal header value b(?P<q>['\"])(?P<secret>.+?)(?P=q)(?![A-Za-z0-9])"),
+    ),
+)
+
+
+# Every prefixed credential starts a token, a run of the characters its lookbehind excludes, at least
+# _SHORTEST characters long. The text is turned into tokens in C (bytes.translate), and one regular
+# expression that stops only at spaces finds the long tokens that start with a prefix: far cheaper than
+# one pass over the text per prefix.
+_TOKEN_BYTES = frozenset(b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_+/-.")
+_TO_TOKENS = bytes(byte if byte in _TOKEN_BYTES else 32 for byte in range(256))
+_SHORTEST = 11  # eyJ and eight characters: the first part of a JWT
+
+
+def _token_prefix(keyword: str) -> bytes:
+    prefix = bytearray()
+    for byte in keyword.encode():
+        if byte not in _TOKEN_BYTES:
+            break
+        prefix.append(byte)
+    return bytes(prefix)
+
+
+_PREFIXES = sorted({_token_prefix(k) for c in CATALOGUE if c.prefixed for k in c.keywords}, key=len, reverse=True)
+# A long token starting with a prefix (the longest that fits) may be any format whose prefix it starts with.
+_FORMATS_BY_PREFIX: dict[bytes, tuple[int, ...]] = {
+    prefix: tuple(
+        i
+        for i, c in enumerate(CATALOGUE)
+        if c.prefixed and any(prefix.startswith(_token_prefix(k)) for k in c.keywords)
+    )
+    for prefix in _PREFIXES
+}
+_PREFIXED_TOKEN = re.compile(rb" (?=[^ ]{%d})(%s)" % (_SHORTEST, b"|".join(map(re.escape, _PREFIXES))))
+
+
+def _formats_by_keyword(lowered: bool) -> dict[str, tuple[int, ...]]:
+    keywords: dict[str, tuple[int, ...]] = {}
+    for index, credential in enumerate(CATALOGUE):
+        if not credential.prefixed and credential.lowercase_keywords == lowered:
+            for keyword in credential.keywords:
+                keywords[keyword] = (*keywords.get(keyword, ()), index)
+    return keywords
+
+
+_KEYWORDS = _formats_by_keyword(lowered=False)
+_LOWERCASE_KEYWORDS = _formats_by_keyword(lowered=True)
+
+
+def _candidates(text: str, lowered: str) -> set[int]:
+    """The formats that could match ``text``: those whose prefix starts a long token, or whose keyword
+    occurs in it."""
+    found: set[int] = set()
+    for keyword in filter(text.__contains__, _KEYWORDS):
+        found.update(_KEYWORDS[keyword])
+    for keyword in filter(lowered.__contains__, _LOWERCASE_KEYWORDS):
+        found.update(_LOWERCASE_KEYWORDS[keyword])
+    if len(text) < _SHORTEST:
+        return found
+    tokens = b" " + text.encode("utf-8", "surrogatepass").translate(_TO_TOKENS)
+    for match in _PREFIXED_TOKEN.finditer(tokens):
+        found.update(_FORMATS_BY_PREFIX[match.group(1)])
+    return found
+
+
+def catalogue_matches(text: str, lowered: str | None = None) -> list[tuple[int, int, str]]:
+    """(start, end, format name) of every catalogued credential in ``text``, in no particular order.
+    ``lowered`` is ``text.lower()`` when the caller has it already."""
+    found = []
+    for index in _candidates(text, text.lower() if lowered is None else lowered):
+        credential = CATALOGUE[index]
+        for match in credential.matches(text):
+            start, end = credential.span(match)
+            found.append((start, end, credential.name))
+    return found
