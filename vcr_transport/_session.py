@@ -14,7 +14,8 @@ from ._config import concrete_mode, find_pyproject, read_settings, resolve_mode
 from ._core._redaction import Redactor
 from ._exceptions import CassetteError, ReplayMismatch, UnplayedCallsError
 from ._http import header_pairs, library_of
-from ._recording import CassetteRecorder, ClosingSides, _RecordingBase
+from ._lifecycle import propagating
+from ._recording import AsyncRecordingTransport, CassetteRecorder, ClosingSides, RecordingTransport
 from ._replay import ReplayTransport, answers_with_error_response, error_response
 
 __all__ = ["CassetteSession", "ModeTransport", "async_transport", "open_session", "transport"]
@@ -28,6 +29,7 @@ REPLAY_OPTIONS = REDACTION_OPTIONS | {
     "ignore_headers",
     "compare_headers",
     "ignore_fields",
+    "keep_failures",
 }
 # Settings [tool.vcr_transport] may carry; lists there add to the ones given in code.
 LIST_SETTINGS = ("redact_names", "redact_patterns", "ignore_headers", "compare_headers", "ignore_fields")
@@ -60,11 +62,12 @@ class CassetteSession:
         self.closed = False
         # Fail closed: a replay cassette that can't be read answers every request with its diagnostic.
         self.broken: CassetteError | None = None
+        replay_options = {name: value for name, value in self.options.items() if name != "keep_failures"}
         try:
             if mode == "replay":
-                self._replay = ReplayTransport(self.path, **self.options)
+                self._replay = ReplayTransport(self.path, **replay_options)
             elif mode == "record-on-miss" and self.path.exists():
-                self._replay = ReplayTransport(self.path, **{**self.options, "on_mismatch": "raise"})
+                self._replay = ReplayTransport(self.path, **{**replay_options, "on_mismatch": "raise"})
         except CassetteError as error:
             self.broken = error
         if mode == "record" or (mode == "record-on-miss" and self._replay is None and self.broken is None):
@@ -75,7 +78,10 @@ class CassetteSession:
         redactor = Redactor(
             redaction.get("redact_names", ()), redaction.get("redact_patterns", ()), redaction.get("redact_with", ())
         )
-        return CassetteRecorder(self.path, redactor, kept_lines=kept_lines, first_index=first_index)
+        keep_failures = bool(self.options.get("keep_failures", False))
+        return CassetteRecorder(
+            self.path, redactor, kept_lines=kept_lines, first_index=first_index, keep_failures=keep_failures
+        )
 
     def _replaying(self) -> ReplayTransport | None:
         """The replay that answers now; None once recording (record mode, or record-on-miss after a miss)."""
@@ -120,7 +126,7 @@ class CassetteSession:
                 if self.mode == "replay":
                     raise
                 self.diverge(miss)
-        return _RecordingBase._over(self._recorder_or_fail(), sync_inner=inner).handle_request(request)
+        return RecordingTransport(inner, recorder=self._recorder_or_fail()).handle_request(request)
 
     async def handle_async(self, request: Any, inner: Any) -> Any:
         if self.mode == "off":
@@ -135,7 +141,7 @@ class CassetteSession:
                 if self.mode == "replay":
                     raise
                 self.diverge(miss)
-        recording = _RecordingBase._over(self._recorder_or_fail(), async_inner=inner)
+        recording = AsyncRecordingTransport(inner, recorder=self._recorder_or_fail())
         return await recording.handle_async_request(request)
 
     @property
@@ -156,10 +162,11 @@ class CassetteSession:
         if unplayed:
             raise UnplayedCallsError(str(self.path), unplayed)
 
-    def close(self) -> None:
+    def close(self, failure: BaseException | None = None) -> None:
+        """Commit a recording, or drop it when ``failure`` (or an exception propagating now) ended its block."""
         self.closed = True
         if self._recorder is not None:
-            self._recorder.close()
+            self._recorder.close(failure if failure is not None else propagating())
 
 
 def open_session(
