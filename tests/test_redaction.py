@@ -374,7 +374,7 @@ def test_planted_secrets_never_reach_the_cassette(sdk: Sdk, upstream: Upstream, 
     errors = tmp_path / "error.jsonl"
     with pytest.raises(Exception, match="Incorrect API key"):
         sdk.run(
-            recording(sdk.library, sdk.is_async, errors),
+            recording(sdk.library, sdk.is_async, errors, keep_failures=True),
             base_url,
             [("post", [path.replace("json", "error"), "{}"])],
             **options,

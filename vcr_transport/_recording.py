@@ -216,8 +216,9 @@ class _Recording:
             )
         return call
 
-    def finish(self, failure: BaseException | None) -> None:
-        """End what is still open, then commit the cassette, or drop the recording and say why."""
+    def finish(self, failure: BaseException | None, *, at_exit: bool = False) -> None:
+        """End what is still open, then commit the cassette, or drop the recording and say why: as a note
+        on ``failure`` when one is propagating (the caller's exception stays theirs), else as a warning."""
         with self._lock:
             if self.finished:
                 return
@@ -239,11 +240,13 @@ class _Recording:
             writer.abandon()
         if self.book.broken:
             raise CassetteError(self.path, None, f"was not saved: {reason}; the older cassette, if any, is unchanged")
-        warnings.warn(
-            f"cassette {self.path} was not saved, the older one (if any) is unchanged: {reason}",
-            RecordingNotSavedWarning,
-            stacklevel=2,
-        )
+        if not self.book.calls and not os.path.exists(self.path):
+            return  # nothing recorded, nothing replaced: no news
+        message = f"cassette {self.path} was not saved, the older one (if any) is unchanged: {reason}"
+        if failure is not None and not at_exit:
+            failure.add_note(f"vcr_transport: {message}")
+        else:
+            warnings.warn(message, RecordingNotSavedWarning, stacklevel=2)
 
 
 _live_recorders: weakref.WeakSet[CassetteRecorder] = weakref.WeakSet()
@@ -257,7 +260,7 @@ def _finish_at_exit() -> None:
     for recorder in list(_live_recorders):
         recorder._finalizer.detach()
         try:
-            recorder._recording.finish(died_of)
+            recorder._recording.finish(died_of, at_exit=True)
         except Exception as error:  # one cassette's failure must not keep the others from finishing
             print(f"vcr_transport: {error}", file=sys.stderr)
 
