@@ -14,12 +14,13 @@ from ._exceptions import (
     ModeError,
     NetworkBlockedError,
     RecordedError,
+    RecordingNotSavedWarning,
     ReplayMismatch,
     UnplayedCallsError,
     UnplayedCallsWarning,
     VcrTransportError,
 )
-from ._recording import AsyncRecordingTransport, RecordingTransport
+from ._recording import AsyncRecordingTransport, CassetteRecorder, RecordingTransport
 from ._replay import AsyncReplayTransport, ReplayTransport
 from ._session import ModeTransport, async_transport, transport
 
@@ -36,11 +37,13 @@ __all__ = [
     "AsyncRecordingTransport",
     "AsyncReplayTransport",
     "CassetteError",
+    "CassetteRecorder",
     "CassetteOwnerError",
     "ModeError",
     "ModeTransport",
     "NetworkBlockedError",
     "RecordedError",
+    "RecordingNotSavedWarning",
     "RecordingTransport",
     "Redactor",
     "ReplayMismatch",
