@@ -5,7 +5,7 @@
 WAY is how the recording is held: ``use_cassette`` (a block), ``client_with`` (an httpx2 client's ``with``
 block around a RecordingTransport) or ``bare`` (a client never closed: the exit hook finishes it). After
 READY_AFTER events the child prints ``ready`` and keeps reading, so that the parent can signal it at that
-point. With FILE_SIZE_LIMIT it caps the size of the files it may write (RLIMIT_FSIZE, SIGXFSZ ignored), reads
+point, and from then on works 50 ms on each event. With FILE_SIZE_LIMIT it caps the size of the files it may write (RLIMIT_FSIZE, SIGXFSZ ignored), reads
 the whole stream, then prints ``live <chunks> <bytes>`` and the CassetteError that closing raised, if any.
 """
 
@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import signal
 import sys
+import time
 
 import httpx2
 
@@ -21,7 +22,8 @@ import vcr_transport
 
 def main() -> None:
     way, cassette, url, ready_after = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4])
-    if len(sys.argv) > 5:
+    limited = len(sys.argv) > 5
+    if limited:
         import resource
 
         signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
@@ -37,6 +39,9 @@ def main() -> None:
                 events += chunk.count(b"\n\n")  # reads may merge several server chunks
                 if events >= ready_after and events - chunk.count(b"\n\n") < ready_after:
                     print("ready", flush=True)
+                if events >= ready_after and not limited:
+                    # The caller works 50 ms on each event: time enough for the signal to arrive mid-stream.
+                    time.sleep(0.05 * max(1, chunk.count(b"\n\n")))
         return chunks, size
 
     if way == "use_cassette":

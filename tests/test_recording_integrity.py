@@ -74,7 +74,8 @@ def test_a_signal_at_a_random_point_keeps_the_old_cassette(
         runs.append((cassette, before, way, spawn(way, cassette, upstream.url + "/long", ready_after)))
     def signal_when_ready(child: subprocess.Popen[str]) -> None:
         assert child.stdout is not None
-        if child.stdout.readline() == "ready\n":
+        line = child.stdout.readline()
+        if line == "ready\n":
             child.send_signal(signal_number)
         child.communicate(timeout=30)
 
