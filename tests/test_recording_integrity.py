@@ -63,39 +63,46 @@ def test_a_signal_at_a_random_point_keeps_the_old_cassette(
 ) -> None:
     upstream.routes["/long"] = long_stream
     chooser = random.Random(f"kills-{signal_number.name}")
-    runs = []
+    plans = []
     for n in range(KILLS_PER_SIGNAL):
         folder = tmp_path / f"run{n}"
         folder.mkdir()
         cassette = folder / "chat.jsonl"
         before = old_cassette(cassette, upstream)
         way = chooser.choice(["use_cassette", "client_with", "bare"])
-        ready_after = chooser.randint(1, len(LONG) - 20)  # the rest leaves time for the signal
-        runs.append((cassette, before, way, spawn(way, cassette, upstream.url + "/long", ready_after)))
+        plans.append((cassette, before, way, chooser.randint(1, len(LONG) - 20)))
+
     def signal_when_ready(child: subprocess.Popen[str]) -> None:
         assert child.stdout is not None
-        line = child.stdout.readline()
-        if line == "ready\n":
+        if child.stdout.readline() == "ready\n":
             child.send_signal(signal_number)
         child.communicate(timeout=30)
 
-    waiters = [threading.Thread(target=signal_when_ready, args=(run[3],)) for run in runs]
-    for waiter in waiters:
-        waiter.start()
+    runs, waiters = [], []
+    for cassette, before, way, ready_after in plans:  # every child has its waiter from the start
+        child = spawn(way, cassette, upstream.url + "/long", ready_after)
+        runs.append((cassette, before, way, child))
+        waiters.append(threading.Thread(target=signal_when_ready, args=(child,)))
+        waiters[-1].start()
     for waiter in waiters:
         waiter.join()
     held = 0
     for cassette, before, way, child in runs:
-        assert child.returncode != 0, f"{way}: the child finished before the signal"
-        assert cassette.read_bytes() == before, f"{way}: {signal_number.name} changed the old cassette"
+        assert child.returncode == -signal_number, f"{way}: the child ended with {child.returncode}, not the signal"
+        after = cassette.read_bytes()
+        assert after == before, f"{way}: {signal_number.name} changed the old cassette: {before!r} -> {after!r}"
         assert read_cassette(cassette).calls[0].chunks == LONG[:3]
         held += 1
     # The next recording of each cassette removes what the dead writers left behind.
+    left_by_dead = sum(len(strays(cassette.parent)) for cassette, _, _, _ in runs)
     left_after_next = 0
     for cassette, _, _, _ in runs:
         old_cassette(cassette, upstream)
         left_after_next += len(strays(cassette.parent))
-    print(f"\n{signal_number.name}: {len(runs)} tried, {held} held, {left_after_next} stray file(s) after the next run")
+    print(
+        f"\n{signal_number.name}: {len(runs)} tried, {held} held; {left_by_dead} stray file(s) after the kills, "
+        f"{left_after_next} after the next run"
+    )
     assert held == len(runs) and left_after_next == 0
 
 
@@ -207,9 +214,7 @@ def test_a_refused_key_is_not_recorded(upstream: Upstream, cassette: Path) -> No
     assert cassette.read_bytes() == before
 
 
-@pytest.mark.parametrize(
-    "sdk", [s for s in SDKS if s.library is httpx2 and s.side == "sync"], ids=lambda s: s.name
-)
+@pytest.mark.parametrize("sdk", [s for s in SDKS if s.library is httpx2 and s.side == "sync"], ids=lambda s: s.name)
 def test_a_stream_read_to_its_protocol_end_ends_complete(sdk: Any, upstream: Upstream, cassette: Path) -> None:
     prefix, reply = VENDOR_ROUTES[sdk.name]
     upstream.routes[prefix] = lambda received: reply(received, pause=0.002)

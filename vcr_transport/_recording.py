@@ -397,9 +397,7 @@ class _RecordingBase(TransportLifecycle):
         self.sync_inner = sync_inner
         self.async_inner = async_inner
         self.shared = recorder is not None
-        self.recorder = recorder or CassetteRecorder(
-            path or "", redactor, keep_failures=keep_failures
-        )
+        self.recorder = recorder or CassetteRecorder(path or "", redactor, keep_failures=keep_failures)
         self.path = self.recorder.path
         self._sides = ClosingSides(self._finish)
 
