@@ -2,11 +2,12 @@
 
     recording_child.py WAY CASSETTE URL READY_AFTER [FILE_SIZE_LIMIT]
 
-WAY is how the recording is held: ``use_cassette`` (a block), ``client_with`` (an httpx2 client's ``with``
-block around a RecordingTransport) or ``bare`` (a client never closed: the exit hook finishes it). After
-READY_AFTER events the child prints ``ready`` and keeps reading, so that the parent can signal it at that
-point, and from then on works 50 ms on each event. With FILE_SIZE_LIMIT it caps the size of the files it may write (RLIMIT_FSIZE, SIGXFSZ ignored), reads
-the whole stream, then prints ``live <chunks> <bytes>`` and the CassetteError that closing raised, if any.
+WAY is how the recording is held: ``use_cassette`` (a block), ``client_with`` (an httpx2 client's
+``with`` block around a RecordingTransport) or ``bare`` (a client never closed: the exit hook finishes it).
+After READY_AFTER events the child prints ``ready`` and keeps reading, so that the parent can signal it at
+that point, and from then on works 50 ms on each event. With FILE_SIZE_LIMIT it caps the size of the files
+it may write (RLIMIT_FSIZE, SIGXFSZ ignored), reads the whole stream, then prints ``live <chunks> <bytes>``
+and the CassetteError that closing raised, if any.
 """
 
 from __future__ import annotations
