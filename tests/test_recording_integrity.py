@@ -348,3 +348,23 @@ def test_only_dead_writers_temporary_files_are_removed(upstream: Upstream, casse
         path.write_text("{}\n")
     old_cassette(cassette, upstream)
     assert strays(folder) == sorted([held_by_live.name, someone_elses.name])
+
+
+def test_a_failing_marked_test_keeps_the_old_cassette(
+    pytester: pytest.Pytester, upstream: Upstream, tmp_path: Path
+) -> None:
+    cassette = tmp_path / "marked.jsonl"
+    before = old_cassette(cassette, upstream)
+    pytester.makepyfile(
+        f"""
+        import httpx2, pytest
+
+        @pytest.mark.vcr_transport(path={str(cassette)!r}, mode="record")
+        def test_fails_half_way():
+            httpx2.get({upstream.url + "/short"!r})
+            assert False, "the code under test broke"
+        """
+    )
+    result = pytester.runpytest_subprocess()
+    result.assert_outcomes(failed=1)
+    assert cassette.read_bytes() == before

@@ -47,6 +47,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
 
 _CALL_FAILED = pytest.StashKey[bool]()
+_CALL_FAILURE = pytest.StashKey[BaseException]()  # what failed the test: its recording is not saved
 _CASSETTE = pytest.StashKey[use_cassette]()
 
 
@@ -55,6 +56,8 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
     report = yield
     if report.when == "call" and report.failed:
         item.stash[_CALL_FAILED] = True
+        if call.excinfo is not None:
+            item.stash[_CALL_FAILURE] = call.excinfo.value
         cassette = item.stash.get(_CASSETTE, None)
         mismatch = cassette.session.first_mismatch if cassette and cassette.session else None
         if mismatch is not None and mismatch.headline not in str(report.longrepr):
@@ -161,7 +164,9 @@ def vcr_cassette(request: pytest.FixtureRequest) -> Iterator[use_cassette]:
         yield cassette
     finally:
         # A test that failed already said what went wrong; its unplayed calls are expected.
-        cassette.close(check=not request.node.stash.get(_CALL_FAILED, False))
+        cassette.close(
+            check=not request.node.stash.get(_CALL_FAILED, False), failure=request.node.stash.get(_CALL_FAILURE, None)
+        )
 
 
 @pytest.fixture(autouse=True)
