@@ -14,6 +14,7 @@ __all__ = [
     "HttpRequest",
     "SyncTransport",
     "TransportLifecycle",
+    "propagating",
 ]
 
 
