@@ -68,6 +68,8 @@ def project(tmp_path_factory: pytest.TempPathFactory) -> Path:
             [("chat", ["hi"]), ("stream", ["hi", "echo:hi", "dogs"])],
         )
         ANTHROPIC.run(recording(httpx2, True, folder / "anthropic.jsonl"), server.url, [("stream", ["hello"])])
+        # The caller stops after the first delta: the one call ends closed_early.
+        OPENAI.run(recording(httpx2, False, folder / "openai_early.jsonl"), server.url, [("first", ["hi"])])
         with httpx2.Client(
             transport=vcr_transport.RecordingTransport(httpx2.HTTPTransport(), folder / "zipped.jsonl")
         ) as client:
@@ -85,7 +87,7 @@ def test_status_shows_mode_source_and_counts_even_with_broken_cassettes(project:
     assert result.returncode == 0
     assert result.stdout.splitlines()[0] == "mode: auto  (from default)"
     assert f"cassette folders: {project / 'tests' / 'cassettes'}" in result.stdout
-    assert "cassettes: 6 (6 calls), 2 unreadable: run 'vcr-transport verify'" in result.stdout
+    assert "cassettes: 7 (7 calls), 2 unreadable: run 'vcr-transport verify'" in result.stdout
     assert cli(project, "status", env={"VCR_TRANSPORT_MODE": "replay"}).stdout.startswith(
         "mode: replay  (from environment VCR_TRANSPORT_MODE)"
     )
@@ -112,7 +114,8 @@ def test_list_gives_one_line_per_cassette(project: Path) -> None:
     assert result.returncode == 0
     lines = {line.split()[0]: line for line in result.stdout.splitlines()}
     openai_line = lines["tests/cassettes/openai.jsonl"]
-    assert "  v1  2 calls  " in openai_line and "incomplete calls [1]" in openai_line and "127.0.0.1:" in openai_line
+    assert "  v1  2 calls  " in openai_line and "all complete" in openai_line and "127.0.0.1:" in openai_line
+    assert "incomplete calls [0]" in lines["tests/cassettes/openai_early.jsonl"]
     assert (
         "v1  1 calls" in lines["tests/cassettes/anthropic.jsonl"]
         and "all complete" in lines["tests/cassettes/anthropic.jsonl"]
@@ -129,7 +132,9 @@ def test_show_renders_calls_streams_and_gzip(project: Path) -> None:
     assert result.returncode == 0
     assert "call 0: POST http://127.0.0.1:" in out and "/v1/chat/completions" in out
     assert '          "content": "hi"\n' in out, "the request body is indented JSON"
-    assert "call 1: POST" in out and "[INCOMPLETE: closed_early]" in out
+    assert "call 1: POST" in out and "[INCOMPLETE" not in out, "openai's sync stream read to [DONE] is complete"
+    early = cli(project, "show", "tests/cassettes/openai_early.jsonl").stdout
+    assert "call 0: POST" in early and "[INCOMPLETE: closed_early]" in early
     assert "  response: 200 HTTP/1.1" in out and "    content-type: text/event-stream" in out
     assert "  timing: " in out and " chunks, first at +" in out
     assert "    data: [DONE]" in out
@@ -139,7 +144,7 @@ def test_show_renders_calls_streams_and_gzip(project: Path) -> None:
     zipped = cli(project, "show", "tests/cassettes/zipped.jsonl").stdout
     assert '      "zipped": "yes"' in zipped and "content-encoding: gzip" in zipped
     one = json.loads(cli(project, "show", "tests/cassettes/openai.jsonl", "--call", "1", "--json").stdout)
-    assert [c["call_index"] for c in one["calls"]] == [1] and one["calls"][0]["outcome"] == "closed_early"
+    assert [c["call_index"] for c in one["calls"]] == [1] and one["calls"][0]["outcome"] == "complete"
     missing = cli(project, "show", "tests/cassettes/openai.jsonl", "--call", "9")
     assert missing.returncode == 2 and "there is no call 9" in missing.stderr
     broken = cli(project, "show", "tests/cassettes/truncated.jsonl")
@@ -159,15 +164,18 @@ def test_diff_names_fields_call_by_call(project: Path) -> None:
 def test_verify_checks_structure_for_ci(project: Path) -> None:
     good = cli(project, "verify", "tests/cassettes/openai.jsonl", "tests/cassettes/anthropic.jsonl")
     assert good.returncode == 0
-    assert "note    tests/cassettes/openai.jsonl: call 1 (POST" in good.stdout and "ended closed_early" in good.stdout
-    assert "2 cassette(s) checked, 0 with problems" in good.stdout
-    assert cli(project, "verify", "--strict", "tests/cassettes/openai.jsonl").returncode == 1
+    assert "note" not in good.stdout and "2 cassette(s) checked, 0 with problems" in good.stdout
+    assert cli(project, "verify", "--strict", "tests/cassettes/openai.jsonl").returncode == 0
+    early = cli(project, "verify", "tests/cassettes/openai_early.jsonl")
+    assert early.returncode == 0 and "note    tests/cassettes/openai_early.jsonl: call 0 (POST" in early.stdout
+    assert "ended closed_early" in early.stdout
+    assert cli(project, "verify", "--strict", "tests/cassettes/openai_early.jsonl").returncode == 1
     folder = cli(project, "verify", "tests/cassettes")
     assert folder.returncode == 1
     lines = folder.stdout.splitlines()
     assert any(line.startswith("PROBLEM tests/cassettes/truncated.jsonl:") and "cut off" in line for line in lines)
     assert any(line.startswith("PROBLEM tests/cassettes/wrong_version.jsonl:1: format_version 7") for line in lines)
-    assert "6 cassette(s) checked, 2 with problems, format version 1" in folder.stdout
+    assert "7 cassette(s) checked, 2 with problems, format version 1" in folder.stdout
 
 
 def test_verify_lists_every_unreadable_line_and_orphans(project: Path, tmp_path: Path) -> None:

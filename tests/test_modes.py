@@ -183,7 +183,7 @@ def test_use_cassette_wraps_clients_created_before_the_block_and_custom_transpor
 def test_use_cassette_restores_on_exceptions_and_nests(upstream: Upstream, tmp_path: Path) -> None:
     before = _originals()
     outer, inner = tmp_path / "outer.jsonl", tmp_path / "inner.jsonl"
-    with pytest.raises(RuntimeError, match="boom"):
+    with pytest.raises(RuntimeError, match="boom") as raised:
         with vcr_transport.use_cassette(outer, mode="record"):
             with httpx2.Client() as client:
                 client.get(upstream.url + "/plain/a")
@@ -193,7 +193,9 @@ def test_use_cassette_restores_on_exceptions_and_nests(upstream: Upstream, tmp_p
             raise RuntimeError("boom")
     assert _originals() == before
     urls = lambda path: [line["url"].rsplit("/", 1)[1] for line in cassette_lines(path) if line["type"] == "request"]  # noqa: E731
-    assert urls(outer) == ["a", "c"] and urls(inner) == ["b"]
+    assert urls(inner) == ["b"]
+    assert not outer.exists(), "a block that raised is not a recording"
+    assert any(f"cassette {outer} was not saved" in note for note in raised.value.__notes__)
 
 
 def test_two_threads_with_two_cassettes_never_mix(upstream: Upstream, tmp_path: Path) -> None:

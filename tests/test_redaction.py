@@ -374,7 +374,7 @@ def test_planted_secrets_never_reach_the_cassette(sdk: Sdk, upstream: Upstream, 
     errors = tmp_path / "error.jsonl"
     with pytest.raises(Exception, match="Incorrect API key"):
         sdk.run(
-            recording(sdk.library, sdk.is_async, errors),
+            recording(sdk.library, sdk.is_async, errors, keep_failures=True),
             base_url,
             [("post", [path.replace("json", "error"), "{}"])],
             **options,
@@ -391,7 +391,9 @@ def test_planted_secrets_never_reach_the_cassette(sdk: Sdk, upstream: Upstream, 
 
 def test_form_bodies_and_exception_messages_are_redacted(tmp_path: Path) -> None:
     cassette = tmp_path / "form.jsonl"
-    with httpx2.Client(transport=vcr_transport.RecordingTransport(httpx2.HTTPTransport(), cassette)) as client:
+    with httpx2.Client(
+        transport=vcr_transport.RecordingTransport(httpx2.HTTPTransport(), cassette, keep_failures=True)
+    ) as client:
         with pytest.raises(httpx2.ConnectError):
             client.post(
                 "http://127.0.0.1:1/token?key=AIzaQUERYSECRET0123456789abcdefghijklm",

@@ -107,7 +107,7 @@ def test_error_in_the_middle_of_a_stream_replays_at_the_same_point(
     upstream.routes[prefix] = broken
     steps = [("stream", ["hi"])]
     options = {"max_retries": 0} if sdk.name != "genai" else {}
-    live_tap = Tap(recording(sdk.library, sdk.is_async, cassette))
+    live_tap = Tap(recording(sdk.library, sdk.is_async, cassette, keep_failures=True))
     with pytest.raises(Exception) as live_error:
         sdk.run(live_tap, upstream.url, steps, **options)
     upstream.stop()
@@ -127,7 +127,7 @@ def test_refused_connection_replays_as_the_same_error(sdk: Sdk, cassette: Path) 
     url = f"http://127.0.0.1:{free_port()}"
     options = {"max_retries": 0} if sdk.name != "genai" else {}
     with pytest.raises(Exception) as live_error:
-        sdk.run(recording(sdk.library, sdk.is_async, cassette), url, [("chat", ["hi"])], **options)
+        sdk.run(recording(sdk.library, sdk.is_async, cassette, keep_failures=True), url, [("chat", ["hi"])], **options)
     with pytest.raises(Exception) as replay_error:
         sdk.run(vcr_transport.ReplayTransport(cassette), url, [("chat", ["hi"])], **options)
     assert type(replay_error.value) is type(live_error.value)

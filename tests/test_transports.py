@@ -239,7 +239,8 @@ def test_recording_wraps_a_transport_of_the_other_library(upstream: Upstream, ca
     with httpx.Client(transport=transport) as client:
         response = client.get(upstream.url + "/sse")
     assert isinstance(response, httpx.Response) and response.content == b"".join(CHUNKS)
-    with httpx.Client(transport=vcr_transport.RecordingTransport(httpx2.HTTPTransport(), cassette)) as client:
+    refused = vcr_transport.RecordingTransport(httpx2.HTTPTransport(), cassette, keep_failures=True)
+    with httpx.Client(transport=refused) as client:
         with pytest.raises(httpx.ConnectError):
             client.get("http://127.0.0.1:1/refused")
 

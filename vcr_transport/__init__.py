@@ -15,12 +15,13 @@ from ._exceptions import (
     ModeError,
     NetworkBlockedError,
     RecordedError,
+    RecordingNotSavedWarning,
     ReplayMismatch,
     UnplayedCallsError,
     UnplayedCallsWarning,
     VcrTransportError,
 )
-from ._recording import AsyncRecordingTransport, RecordingTransport
+from ._recording import AsyncRecordingTransport, CassetteRecorder, RecordingTransport
 from ._replay import ReplayTransport
 from ._session import CassetteSession, ModeTransport, async_transport, transport
 
@@ -37,11 +38,13 @@ __all__ = [
     "CassetteError",
     "CassetteOwnerError",
     "CassetteSession",
+    "CassetteRecorder",
     "ModeError",
     "ModeTransport",
     "NetworkBlockedError",
     "Options",
     "RecordedError",
+    "RecordingNotSavedWarning",
     "RecordingTransport",
     "Redactor",
     "ReplayMismatch",

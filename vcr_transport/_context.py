@@ -256,10 +256,11 @@ class use_cassette:  # noqa: N801 - reads as a function, like contextlib's
         return self
 
     def __exit__(self, exc_type: object, exc: object, traceback: object) -> None:
-        self.close(check=exc_type is None)
+        self.close(check=exc_type is None, failure=exc if isinstance(exc, BaseException) else None)
 
-    def close(self, *, check: bool = True) -> None:
-        """Leave the block: restore, commit a recording; with ``check``, report what the block missed."""
+    def close(self, *, check: bool = True, failure: BaseException | None = None) -> None:
+        """Leave the block: restore, commit a recording (not when ``failure`` ended the block); with
+        ``check``, report what the block missed."""
         session = self.session
         assert session is not None and self._token is not None
         guard, self._guard = self._guard, None
@@ -268,7 +269,7 @@ class use_cassette:  # noqa: N801 - reads as a function, like contextlib's
         try:
             PATCHER.leave(session, self._token)
         finally:
-            session.close()
+            session.close(failure)
         if check:
             self.check()
 

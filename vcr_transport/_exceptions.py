@@ -10,6 +10,7 @@
      └── NetworkBlockedError       a route beyond loopback stopped by the network guard (replay)
 
     UnplayedCallsWarning           unplayed calls, when use_cassette(unplayed="warn")
+    RecordingNotSavedWarning       a recording that did not replace the cassette, and why
 
 A recorded transport failure (``ConnectError``, ``ReadError``...) is re-raised on replay as the same class
 of the caller's own HTTP library, not as one of these.
@@ -25,6 +26,7 @@ __all__ = [
     "ModeError",
     "NetworkBlockedError",
     "RecordedError",
+    "RecordingNotSavedWarning",
     "ReplayMismatch",
     "UnplayedCallsError",
     "UnplayedCallsWarning",
@@ -145,3 +147,8 @@ class NetworkBlockedError(VcrTransportError):
 
 class UnplayedCallsWarning(UserWarning):
     """Recorded calls that no request asked for, when ``use_cassette(unplayed="warn")``."""
+
+
+class RecordingNotSavedWarning(UserWarning):
+    """A recording was dropped and the cassette left as it was: it was interrupted, carried no call, or
+    holds only failures (no response, refused credentials). The message names the cassette and why."""

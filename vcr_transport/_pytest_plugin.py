@@ -52,10 +52,6 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     parser.addini("vcr_unplayed", "what unplayed recorded calls do: error, warn or ignore", default="error")
 
 
-_CALL_FAILED = pytest.StashKey[bool]()
-_CASSETTE = pytest.StashKey[use_cassette]()
-
-
 class _PluginRun(PytestRun):
     """This process's part of the run: every cassette opened, through any entry point, and what became of
     each (for the ledger and the summary)."""
@@ -87,6 +83,7 @@ _RUN = pytest.StashKey[_PluginRun]()
 _LEDGER = pytest.StashKey[Ledger]()
 _INCOMPLETE = pytest.StashKey[list[str]]()
 _CALL_FAILED = pytest.StashKey[bool]()
+_CALL_FAILURE = pytest.StashKey[BaseException]()  # what failed the test: its recording is not saved
 _CASSETTE = pytest.StashKey[use_cassette]()
 _WORKER_DATA = "vcr_transport_run"
 
@@ -225,6 +222,8 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
     report = yield
     if report.when == "call" and report.failed:
         item.stash[_CALL_FAILED] = True
+        if call.excinfo is not None:
+            item.stash[_CALL_FAILURE] = call.excinfo.value
         cassette = item.stash.get(_CASSETTE, None)
         mismatch = cassette.session.first_mismatch if cassette and cassette.session else None
         raised = _raised_mismatch(call.excinfo)
@@ -323,7 +322,9 @@ def vcr_cassette(request: pytest.FixtureRequest) -> Iterator[use_cassette]:
         yield cassette
     finally:
         # A test that failed already said what went wrong; its unplayed calls are expected.
-        cassette.close(check=not request.node.stash.get(_CALL_FAILED, False))
+        cassette.close(
+            check=not request.node.stash.get(_CALL_FAILED, False), failure=request.node.stash.get(_CALL_FAILURE, None)
+        )
 
 
 @pytest.fixture(autouse=True)

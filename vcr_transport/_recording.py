@@ -3,26 +3,31 @@ cassette as it passes."""
 
 from __future__ import annotations
 
-import asyncio
+import atexit
 import functools
 import os
 import platform
+import sys
 import threading
 import time
+import warnings
 import weakref
-from collections.abc import AsyncIterator, Callable, Iterable, Iterator, Sequence
+from collections.abc import AsyncIterator, Callable, Iterator, Sequence
 from importlib import metadata
 from typing import Any, NoReturn
 
 from ._core._bodies import binary_body, content_encoding, content_type_of, stored_body
 from ._core._format import call_end_line, event_line, header_line, request_line, response_line
+from ._core._options import Options
+from ._core._recorder import CallBook, CallRecord, ProtocolEnd
 from ._core._redaction import Redactor
 from ._core._stream_redaction import EncodedBodyRedactor, StreamRedactor
-from ._exceptions import VcrTransportError
+from ._exceptions import CassetteError, RecordingNotSavedWarning, VcrTransportError
 from ._http import convert_error, error_name, header_pairs, library_of, stream_class, transport_library
+from ._lifecycle import AsyncTransport, ByteStream, ClosingSides, HttpRequest, SyncTransport, TransportLifecycle
 from ._storage import CassetteWriter
 
-__all__ = ["AsyncRecordingTransport", "RecordingTransport"]
+__all__ = ["AsyncRecordingTransport", "CassetteRecorder", "ClosingSides", "RecordingTransport"]
 
 
 @functools.cache
@@ -36,40 +41,57 @@ def _versions() -> dict[str, str]:
     return found
 
 
-def _owner() -> tuple[int, int | None]:
-    try:
-        task = asyncio.current_task()
-    except RuntimeError:
-        task = None
-    return threading.get_ident(), None if task is None else id(task)
+def _described(error: BaseException, redactor: Redactor) -> str:
+    return f"{error_name(error)}: {redactor.redact_text(str(error))}"
+
+
+def _interruption(error: BaseException) -> bool:
+    """Ctrl-C or an exit: whatever was being recorded did not finish."""
+    return isinstance(error, KeyboardInterrupt | SystemExit)
 
 
 class _CallRecording:
-    """One call's lines. Thread-safe through the writer; ``end`` writes call_end once."""
+    """One call's lines. ``end`` writes call_end once, under a lock: the stream, a close and a GC
+    finalizer may race to end the same call."""
 
-    def __init__(self, recorder: CassetteRecorder, index: int) -> None:
-        self.recorder = recorder
-        self.index = index
-        self.owner = _owner()
+    def __init__(self, recording: _Recording, record: CallRecord) -> None:
+        self.recording = recording
+        self.record = record
+        self.index = record.index
         self.started = time.perf_counter()
         self.written = 0
-        self.ended = False
+        self._lock = threading.Lock()
         self._redacting: StreamRedactor | EncodedBodyRedactor | None = None
+        self._protocol: ProtocolEnd | None = None
+
+    @property
+    def ended(self) -> bool:
+        return self.record.ended
 
     def response(self, status: int, headers: list[tuple[str, str]], http_version: str) -> None:
-        self.recorder.write(
-            response_line(self.index, status, self.recorder.redactor.redact_headers(headers), http_version)
+        self.record.status = status
+        redactor = self.recording.redactor
+        self.recording.guarded(
+            self.recording.write, response_line(self.index, status, redactor.redact_headers(headers), http_version)
         )
         encoding = content_encoding(headers)
         if encoding:
-            self._redacting = EncodedBodyRedactor(self.recorder.redactor, encoding)
+            self._redacting = EncodedBodyRedactor(redactor, encoding)
         elif not binary_body(headers):
-            self._redacting = StreamRedactor(self.recorder.redactor)
+            self._redacting = StreamRedactor(redactor)
+            if "event-stream" in (content_type_of(headers) or ""):
+                self._protocol = ProtocolEnd()
 
     def chunk(self, data: bytes) -> None:
-        if self.ended:
-            return
+        with self._lock:
+            if self.record.ended:
+                return
+            self.recording.guarded(self._record_chunk, data)
+
+    def _record_chunk(self, data: bytes) -> None:
         offset = round(time.perf_counter() - self.started, 6)
+        if self._protocol is not None:
+            self._protocol.feed(data)
         if self._redacting is None:
             self._write_event(data, offset)
         else:
@@ -77,95 +99,226 @@ class _CallRecording:
                 self._write_event(redacted, ready_offset)
 
     def _write_event(self, data: bytes, offset: float) -> None:
-        self.recorder.write_line(event_line(self.index, self.written, offset, data))
+        self.recording.write_line(event_line(self.index, self.written, offset, data))
         self.written += 1
 
+    def stop(self) -> None:
+        """The caller closed the stream, dropped it, or the cassette closed under it: ``complete`` when the
+        vendor's protocol had already ended (openai's sync client closes right after ``[DONE]``), else
+        ``closed_early``."""
+        self.end("complete" if self._protocol is not None and self._protocol.ended else "closed_early")
+
+    def interrupted(self, error: BaseException) -> None:
+        """A BaseException (Ctrl-C, a cancellation) stopped the call where the caller was waiting on it."""
+        if _interruption(error):
+            self.recording.book.interrupt(f"{type(error).__name__} during call {self.index}")
+        if self.record.status is None:
+            self.end("error", error)  # no response: only an error outcome is a readable call
+        else:
+            self.end("closed_early")
+
     def end(self, outcome: str, error: BaseException | None = None) -> None:
-        if self.ended:
-            return
-        self.ended = True
+        with self._lock:
+            described = "" if error is None else _described(error, self.recording.redactor)
+            if not CallBook.end(self.record, outcome, described):
+                return
+            self.recording.guarded(self._write_end, outcome, error)
+
+    def _write_end(self, outcome: str, error: BaseException | None) -> None:
         if self._redacting is not None:
             for redacted, offset in self._redacting.finish():
                 self._write_event(redacted, offset)
         failure = None
         if error is not None:
-            failure = (error_name(error), self.recorder.redactor.redact_text(str(error)))
-        self.recorder.write(call_end_line(self.index, self.written, outcome, failure), flush=True)
-        self.recorder.forget(self)
+            failure = (error_name(error), self.recording.redactor.redact_text(str(error)))
+        self.recording.write(call_end_line(self.index, self.written, outcome, failure), flush=True)
+
+
+class _Recording:
+    """What a CassetteRecorder holds, apart from the recorder object itself, so that a GC finalizer or the
+    exit hook can finish it: the file, the call book, the open calls."""
+
+    def __init__(
+        self,
+        path: str,
+        redactor: Redactor,
+        kept_lines: Sequence[bytes],
+        first_index: int,
+        keep_failures: bool,
+        plain_bodies: bool,
+    ) -> None:
+        self.path = path
+        self.redactor = redactor
+        self.keep_failures = keep_failures
+        self.plain_bodies = plain_bodies
+        self.book = CallBook(first_index, kept_calls=first_index if kept_lines else 0)
+        self._kept_lines = list(kept_lines)
+        self._lock = threading.Lock()
+        self._writer: CassetteWriter | None = None
+        self._calls: list[_CallRecording] = []
+        self.finished = False
+        self.saved = False
+
+    def _open_writer(self) -> CassetteWriter:
+        if self._writer is None:
+            self._writer = CassetteWriter(self.path, header_line(_versions()))
+            for line in self._kept_lines:
+                self._writer.write_raw(line)
+        return self._writer
+
+    def guarded(self, step: Callable[..., None], *args: Any) -> None:
+        """Run a recording step; a failure of the recorder breaks the recording, never the caller's call."""
+        if self.book.broken:
+            return
+        try:
+            step(*args)
+        except Exception as error:  # a recorder bug must not reach the caller's live call
+            self.book.break_down(f"the recorder failed: {error_name(error)}: {error}")
+            if self._writer is not None:
+                self._writer.abandon()
+
+    def write(self, line: dict[str, Any], *, flush: bool = False) -> None:
+        self._open_writer().write(line, flush=flush)
+
+    def write_line(self, line: str) -> None:
+        self._open_writer().write_line(line)
+
+    def start(self, method: str, url: str, headers: list[tuple[str, str]], body: bytes) -> _CallRecording:
+        with self._lock:
+            if self.finished:
+                raise VcrTransportError(
+                    f"cassette {self.path} was already closed (its transport was closed); "
+                    "use a new transport to record more calls"
+                )
+            call = _CallRecording(self, self.book.open_call())
+            self._calls.append(call)
+            redactor = self.redactor
+            stored_headers = redactor.redact_headers(headers)  # first: the values it learns leave the URL too
+            self.guarded(
+                self.write,
+                request_line(
+                    call.index,
+                    method,
+                    redactor.redact_text(url),
+                    stored_headers,
+                    stored_body(body, content_type_of(headers), redactor),
+                ),
+            )
+        return call
+
+    def finish(self, failure: BaseException | None, *, at_exit: bool = False) -> None:
+        """End what is still open, then commit the cassette, or drop the recording and say why: as a note
+        on ``failure`` when one is propagating (the caller's exception stays theirs), else as a warning."""
+        with self._lock:
+            if self.finished:
+                return
+            self.finished = True
+            calls, self._calls = self._calls, []
+        for call in calls:
+            call.stop()
+        if failure is not None and not (isinstance(failure, Exception) and self.keep_failures):
+            self.book.interrupt(f"{error_name(failure)} ended the block that recorded it")
+        writer = self._writer
+        if writer is not None and writer.failure is not None:
+            writer.commit()  # raises the CassetteError that names the OS error
+        reason = self.book.why_not_saved(keep_failures=self.keep_failures)
+        if not reason:
+            assert writer is not None, "a recording worth saving wrote its lines"
+            writer.commit()
+            self.saved = True
+            return
+        if writer is not None:
+            writer.abandon()
+        if self.book.broken:
+            raise CassetteError(self.path, None, f"was not saved: {reason}; the older cassette, if any, is unchanged")
+        if not self.book.calls and not os.path.exists(self.path):
+            return  # nothing recorded, nothing replaced: no news
+        message = f"cassette {self.path} was not saved, the older one (if any) is unchanged: {reason}"
+        if failure is not None and not at_exit:
+            failure.add_note(f"vcr_transport: {message}")
+        else:
+            warnings.warn(message, RecordingNotSavedWarning, stacklevel=2)
+
+
+_live_recorders: weakref.WeakSet[CassetteRecorder] = weakref.WeakSet()
+_exit_hook_installed = False
+
+
+def _finish_at_exit() -> None:
+    """Interpreter exit: finish recordings nobody closed, unless the program died of an exception
+    (Ctrl-C included), which means what they hold did not finish."""
+    died_of = getattr(sys, "last_exc", None) or getattr(sys, "last_value", None)
+    for recorder in list(_live_recorders):
+        recorder._finalizer.detach()
+        try:
+            recorder._recording.finish(died_of, at_exit=True)
+        except Exception as error:  # one cassette's failure must not keep the others from finishing
+            print(f"vcr_transport: {error}", file=sys.stderr)
 
 
 class CassetteRecorder:
-    """The cassette being recorded: numbers calls, writes their lines, finalises what is left at close."""
+    """The cassette being recorded: numbers calls and writes their lines into a temporary file; ``close``
+    moves it over the cassette when the recording is worth keeping (see ``close``).
+
+    One recorder may serve several transports (``RecordingTransport(inner, recorder=...)``); whoever created
+    it closes it. One nobody closes is finished when it is garbage-collected, or at interpreter exit.
+    """
 
     def __init__(
         self,
         path: str | os.PathLike[str],
-        redactor: Redactor,
+        redactor: Redactor | None = None,
         *,
         kept_lines: Sequence[bytes] = (),
         first_index: int = 0,
+        keep_failures: bool = False,
         plain_bodies: bool = True,
     ) -> None:
         """``kept_lines`` (calls replayed before a miss) are copied byte for byte; new calls then start at
-        ``first_index``. ``plain_bodies`` asks the upstream for uncompressed responses."""
+        ``first_index``. ``keep_failures`` keeps calls that got no response or a 401/403, and recordings
+        whose block ended with an exception (never one cut by Ctrl-C or an exit). ``plain_bodies`` asks the
+        upstream for uncompressed responses."""
+        global _exit_hook_installed
         self.path = os.fspath(path)
-        self.redactor = redactor
-        self.plain_bodies = plain_bodies
-        self._writer = CassetteWriter(path, header_line(_versions()))
-        for line in kept_lines:
-            self._writer.write_raw(line)
-        self._lock = threading.Lock()
-        self._next_index = first_index
-        self._open: dict[int, _CallRecording] = {}
-        self._finalizer = weakref.finalize(self, CassetteRecorder._finish, self._open, self._writer)
+        self._recording = _Recording(
+            self.path, redactor or Redactor(), kept_lines, first_index, keep_failures, plain_bodies
+        )
+        self._finalizer = weakref.finalize(self, self._recording.finish, None)
+        self._finalizer.atexit = False
+        _live_recorders.add(self)
+        if not _exit_hook_installed:
+            _exit_hook_installed = True
+            atexit.register(_finish_at_exit)
 
-    def write(self, line: dict[str, Any], *, flush: bool = False) -> None:
-        self._writer.write(line, flush=flush)
+    @property
+    def redactor(self) -> Redactor:
+        return self._recording.redactor
 
-    def write_line(self, line: str) -> None:
-        self._writer.write_line(line)
+    @property
+    def plain_bodies(self) -> bool:
+        return self._recording.plain_bodies
+
+    @property
+    def saved(self) -> bool:
+        """Whether closing replaced the cassette with this recording."""
+        return self._recording.saved
+
+    @property
+    def closed(self) -> bool:
+        return self._recording.finished
 
     def start(self, method: str, url: str, headers: list[tuple[str, str]], body: bytes) -> _CallRecording:
-        if self._writer.closed:
-            raise VcrTransportError(
-                f"cassette {self.path} was already closed (its transport was closed); "
-                "use a new transport to record more calls"
-            )
-        with self._lock:
-            index = self._next_index
-            self._next_index += 1
-            call = _CallRecording(self, index)
-            # A stream its owner never closed (google-genai async after an early stop) ends when the same
-            # thread or task starts its next call.
-            abandoned = [c for c in self._open.values() if c.owner == call.owner]
-            self._open[index] = call
-        for previous in abandoned:
-            previous.end("closed_early")
-        redactor = self.redactor
-        stored_headers = redactor.redact_headers(headers)  # first: the values it learns leave the URL too
-        self.write(
-            request_line(
-                index,
-                method,
-                redactor.redact_text(url),
-                stored_headers,
-                stored_body(body, content_type_of(headers), redactor),
-            )
-        )
-        return call
+        return self._recording.start(method, url, headers, body)
 
-    def forget(self, call: _CallRecording) -> None:
-        with self._lock:
-            self._open.pop(call.index, None)
-
-    def close(self) -> None:
-        self._finalizer()
-
-    @staticmethod
-    def _finish(open_calls: dict[int, _CallRecording], writer: CassetteWriter) -> None:
-        for call in list(open_calls.values()):
-            call.end("closed_early")
-        writer.commit()
+    def close(self, failure: BaseException | None = None) -> None:
+        """Finish the recording. Calls still open end ``closed_early`` (``complete`` after their protocol's
+        end). The cassette is then replaced, unless: ``failure`` (the exception that ended the block) is
+        given, the recording was interrupted (Ctrl-C), no call went through it, or its last calls failed
+        (no response, 401/403) without ``keep_failures``. Then the cassette is left as it was and a
+        RecordingNotSavedWarning says why. A failed write raises CassetteError naming the OS error."""
+        self._finalizer.detach()
+        _live_recorders.discard(self)
+        self._recording.finish(failure)
 
 
 class _RecordingStream:
@@ -174,13 +327,15 @@ class _RecordingStream:
     It is one-shot: a second iteration continues where the first stopped, as a live stream does.
     """
 
-    def __init__(self, inner: Any, call: _CallRecording, convert: Callable[[BaseException], BaseException]) -> None:
+    def __init__(
+        self, inner: ByteStream, call: _CallRecording, convert: Callable[[BaseException], BaseException]
+    ) -> None:
         self._inner = inner
         self._call = call
         self._convert = convert
         self._sync_iterator: Iterator[bytes] | None = None
         self._async_iterator: AsyncIterator[bytes] | None = None
-        weakref.finalize(self, call.end, "closed_early")
+        weakref.finalize(self, call.stop)
 
     def __iter__(self) -> Iterator[bytes]:
         if self._sync_iterator is None:
@@ -195,6 +350,9 @@ class _RecordingStream:
             except Exception as exc:
                 self._call.end("error", exc)
                 _reraise(self._convert(exc), exc)
+            except BaseException as exc:
+                self._call.interrupted(exc)
+                raise
             self._call.chunk(chunk)
             yield chunk
 
@@ -211,62 +369,54 @@ class _RecordingStream:
             except Exception as exc:
                 self._call.end("error", exc)
                 _reraise(self._convert(exc), exc)
+            except BaseException as exc:
+                self._call.interrupted(exc)
+                raise
             self._call.chunk(chunk)
             yield chunk
 
     def close(self) -> None:
-        self._call.end("closed_early")
+        self._call.stop()
         self._inner.close()
 
     async def aclose(self) -> None:
-        self._call.end("closed_early")
+        self._call.stop()
         await self._inner.aclose()
 
 
-class ClosingSides:
-    """Runs ``finish`` once every side (sync, async) that carried a request has been closed.
-
-    One transport object can serve a sync and an async client (google-genai wants both); the first
-    client to close must not end the cassette under the other.
-    """
-
-    def __init__(self, finish: Callable[[], None]) -> None:
-        self._finish = finish
-        self._used: set[str] = set()
-        self._closed: set[str] = set()
-        self.finished = False
-
-    def use(self, side: str) -> None:
-        self._used.add(side)
-
-    def close(self, side: str) -> None:
-        self._closed.add(side)
-        if not self.finished and self._used <= self._closed:
-            self.finished = True
-            self._finish()
-
-
-class _RecordingBase:
+class _RecordingBase(TransportLifecycle):
     def __init__(
         self,
-        sync_inner: Any,
-        async_inner: Any,
-        path: str | os.PathLike[str],
-        redactor: Redactor | None = None,
-        recorder: CassetteRecorder | None = None,
-        *,
-        plain_bodies: bool = True,
+        sync_inner: SyncTransport | None,
+        async_inner: AsyncTransport | None,
+        path: str | os.PathLike[str] | None,
+        recorder: CassetteRecorder | None,
+        options: dict[str, Any],
     ) -> None:
+        if recorder is None and path is None:
+            raise TypeError("pass the cassette's path, or recorder= to record into a shared CassetteRecorder")
+        if recorder is not None and path is not None and os.fspath(path) != recorder.path:
+            raise TypeError(f"path {os.fspath(path)} differs from the recorder's cassette {recorder.path}")
+        if recorder is not None and options:
+            raise TypeError("a shared recorder records with its own options: pass them to CassetteRecorder")
         self.sync_inner = sync_inner
         self.async_inner = async_inner
-        self.path = os.fspath(path)
-        self.recorder = recorder or CassetteRecorder(path, redactor or Redactor(), plain_bodies=plain_bodies)
-        self._sides = ClosingSides(self.recorder.close)
+        self.shared = recorder is not None
+        if recorder is None:
+            chosen = Options.from_arguments(options, where=type(self).__name__, recording=True)
+            recorder = CassetteRecorder(
+                path or "", chosen.redactor(), keep_failures=chosen.keep_failures, plain_bodies=chosen.plain_bodies
+            )
+        self.recorder = recorder
+        self.path = self.recorder.path
+        self._sides = ClosingSides(self._finish)
 
-    @classmethod
-    def _over(cls, recorder: CassetteRecorder, *, sync_inner: Any = None, async_inner: Any = None) -> Any:
-        """A transport recording into a cassette someone else owns and closes (the context manager's)."""
-        return _RecordingBase(sync_inner, async_inner, recorder.path, recorder=recorder)
+    def _finish(self, failure: BaseException | None) -> None:
+        if not self.shared:
+            self.recorder.close(failure)
+
+    def _inner_to_close(self, side: str) -> Any:
+        return self.sync_inner if side == "sync" else self.async_inner
 
     def _asking_plain(self, request: Any) -> Any:
         """With ``plain_bodies``: the request as it is forwarded and recorded, asking for an uncompressed
@@ -281,11 +431,11 @@ class _RecordingBase:
             request.method, request.url, headers=raw, content=request.content, extensions=request.extensions
         )
 
-    def _start(self, request: Any) -> _CallRecording:
+    def _start(self, request: HttpRequest) -> _CallRecording:
         return self.recorder.start(request.method, str(request.url), header_pairs(request.headers), request.content)
 
     @staticmethod
-    def _forwarded(request: Any, inner: Any) -> Any:
+    def _forwarded(request: HttpRequest, inner: object) -> Any:
         """The request in the inner transport's library (the same object when the libraries agree)."""
         inner_library = transport_library(inner)
         if inner_library is None or inner_library is library_of(request):
@@ -298,7 +448,7 @@ class _RecordingBase:
             extensions=request.extensions,
         )
 
-    def _wrap(self, request: Any, response: Any, call: _CallRecording) -> Any:
+    def _wrap(self, request: HttpRequest, response: Any, call: _CallRecording) -> Any:
         library = library_of(request)
         http_version = response.extensions.get("http_version", b"HTTP/1.1")
         if isinstance(http_version, bytes):
@@ -339,6 +489,9 @@ class _RecordingBase:
         except Exception as exc:
             call.end("error", exc)
             _reraise(convert_error(exc, library_of(request), request), exc)
+        except BaseException as exc:
+            call.interrupted(exc)
+            raise
         return self._wrap(request, response, call)
 
     async def handle_async_request(self, request: Any) -> Any:
@@ -353,40 +506,10 @@ class _RecordingBase:
         except Exception as exc:
             call.end("error", exc)
             _reraise(convert_error(exc, library_of(request), request), exc)
+        except BaseException as exc:
+            call.interrupted(exc)
+            raise
         return self._wrap(request, response, call)
-
-    def close(self) -> None:
-        """Close the sync side; the cassette is committed once every side that was used is closed."""
-        try:
-            if self.sync_inner is not None:
-                self.sync_inner.close()
-        finally:
-            self._sides.close("sync")
-
-    async def aclose(self) -> None:
-        try:
-            if self.async_inner is not None:
-                await self.async_inner.aclose()
-        finally:
-            self._sides.close("async")
-
-    def __enter__(self) -> Any:
-        enter = getattr(self.sync_inner, "__enter__", None)
-        if enter is not None:
-            enter()
-        return self
-
-    def __exit__(self, *args: object) -> None:
-        self.close()
-
-    async def __aenter__(self) -> Any:
-        enter = getattr(self.async_inner, "__aenter__", None)
-        if enter is not None:
-            await enter()
-        return self
-
-    async def __aexit__(self, *args: object) -> None:
-        await self.aclose()
 
 
 def _reraise(converted: BaseException, original: BaseException) -> NoReturn:
@@ -398,30 +521,31 @@ def _reraise(converted: BaseException, original: BaseException) -> NoReturn:
 class RecordingTransport(_RecordingBase):
     """Wraps a sync httpx or httpx2 transport and records what passes through into a JSONL cassette.
 
-    The caller sees exactly what the inner transport returns, chunk by chunk, as it arrives. The cassette
-    replaces any older file at ``path`` when the transport is closed (or at exit). ``async_inner`` lets
-    the same object serve an async client too (google-genai takes both); calls share one cassette.
-    Redaction options add to the default rules, never remove them. ``plain_bodies`` (default True) asks the
-    upstream for uncompressed responses; False keeps the caller's accept-encoding.
+    The caller sees exactly what the inner transport returns, chunk by chunk, as it arrives. When the
+    transport is closed (or at exit) the recording replaces any older file at ``path``, if it is worth
+    keeping: an interrupted recording, one that carried no call, or one whose last calls got no response
+    or a 401/403 leaves the old cassette as it was, with a RecordingNotSavedWarning saying why
+    (``keep_failures=True`` keeps failures on purpose). ``async_inner`` lets the same object serve an async
+    client too (google-genai takes both); calls share one cassette. ``recorder=`` records into a
+    CassetteRecorder shared with other transports instead of ``path``; its creator closes it. The keyword
+    options are the recording ones of ``vcr_transport.Options``: the redaction rules (which add to the
+    defaults, never remove them), ``keep_failures`` and ``plain_bodies`` (default True: the upstream is asked
+    for uncompressed responses, so the cassette holds readable text).
     """
 
     def __init__(
         self,
-        inner: Any,
-        path: str | os.PathLike[str],
+        inner: SyncTransport | None,
+        path: str | os.PathLike[str] | None = None,
         *,
-        async_inner: Any = None,
-        redact_names: Iterable[str] = (),
-        redact_patterns: Iterable[str] = (),
-        redact_with: Iterable[Callable[[str], str]] = (),
-        plain_bodies: bool = True,
+        async_inner: AsyncTransport | None = None,
+        recorder: CassetteRecorder | None = None,
+        **options: Any,
     ) -> None:
-        super().__init__(
-            inner, async_inner, path, Redactor(redact_names, redact_patterns, redact_with), plain_bodies=plain_bodies
-        )
+        super().__init__(inner, async_inner, path, recorder, options)
 
     @property
-    def inner(self) -> Any:
+    def inner(self) -> SyncTransport | None:
         return self.sync_inner
 
 
@@ -430,19 +554,15 @@ class AsyncRecordingTransport(_RecordingBase):
 
     def __init__(
         self,
-        inner: Any,
-        path: str | os.PathLike[str],
+        inner: AsyncTransport | None,
+        path: str | os.PathLike[str] | None = None,
         *,
-        sync_inner: Any = None,
-        redact_names: Iterable[str] = (),
-        redact_patterns: Iterable[str] = (),
-        redact_with: Iterable[Callable[[str], str]] = (),
-        plain_bodies: bool = True,
+        sync_inner: SyncTransport | None = None,
+        recorder: CassetteRecorder | None = None,
+        **options: Any,
     ) -> None:
-        super().__init__(
-            sync_inner, inner, path, Redactor(redact_names, redact_patterns, redact_with), plain_bodies=plain_bodies
-        )
+        super().__init__(sync_inner, inner, path, recorder, options)
 
     @property
-    def inner(self) -> Any:
+    def inner(self) -> AsyncTransport | None:
         return self.async_inner

@@ -18,7 +18,8 @@ from ._core._modes import Decision, Step
 from ._core._options import Options
 from ._exceptions import CassetteError, ReplayMismatch, UnplayedCallsError
 from ._http import header_pairs, library_of
-from ._recording import CassetteRecorder, ClosingSides, _RecordingBase
+from ._lifecycle import ClosingSides, TransportLifecycle, propagating
+from ._recording import AsyncRecordingTransport, CassetteRecorder, RecordingTransport
 from ._replay import ReplayTransport, answers_with_error_response, error_response
 
 __all__ = ["CassetteSession", "ModeTransport", "async_transport", "open_session", "transport"]
@@ -73,6 +74,7 @@ class CassetteSession:
             self.options.redactor(),
             kept_lines=kept_lines or [],
             first_index=first_index,
+            keep_failures=self.options.keep_failures,
             plain_bodies=self.options.plain_bodies,
         )
 
@@ -80,10 +82,10 @@ class CassetteSession:
         """record-on-miss: keep the calls before the miss byte for byte, record from the miss on."""
         self._recorder = self._new_recorder(lines_before_call(self.path.read_bytes(), call_index), call_index)
 
-    def _recording(self, *, sync_inner: Any = None, async_inner: Any = None) -> Any:
+    def _recording(self) -> CassetteRecorder:
         if self._recorder is None:  # pragma: no cover - every recording step has a recorder by now
             raise RuntimeError(f"cassette {self.path} is not recording")
-        return _RecordingBase._over(self._recorder, sync_inner=sync_inner, async_inner=async_inner)
+        return self._recorder
 
     def answer(self, request: Any, body: bytes) -> Any:
         """The response from the cassette for a request whose body was read, or None when the request is to
@@ -109,7 +111,7 @@ class CassetteSession:
             answer = self.answer(request, request.read())
             if answer is not None:
                 return answer
-        return self._recording(sync_inner=inner).handle_request(request)
+        return RecordingTransport(inner, recorder=self._recording()).handle_request(request)
 
     async def handle_async(self, request: Any, inner: Any) -> Any:
         step = self.decision.next_step()
@@ -119,7 +121,7 @@ class CassetteSession:
             answer = self.answer(request, await request.aread())
             if answer is not None:
                 return answer
-        return await self._recording(async_inner=inner).handle_async_request(request)
+        return await AsyncRecordingTransport(inner, recorder=self._recording()).handle_async_request(request)
 
     @property
     def first_mismatch(self) -> ReplayMismatch | None:
@@ -139,10 +141,12 @@ class CassetteSession:
         if unplayed:
             raise UnplayedCallsError(str(self.path), unplayed)
 
-    def close(self) -> None:
+    def close(self, failure: BaseException | None = None) -> None:
+        """Commit a recording, or drop it when ``failure`` (or an exception propagating now) ended its block;
+        tell the pytest run what became of the cassette."""
         self.closed = True
         if self._recorder is not None:
-            self._recorder.close()
+            self._recorder.close(failure if failure is not None else propagating())
         if self.run is not None:
             self.run.cassette_closed(self.path, self.outcome())
 
@@ -154,6 +158,8 @@ class CassetteSession:
         if self.broken is not None:
             return "unreadable"
         if self._recorder is not None:
+            if not self._recorder.saved:
+                return "not saved"
             return "re-recorded" if self.existed else "recorded"
         if self.first_mismatch is not None:
             return "mismatched"
@@ -170,7 +176,7 @@ def open_session(path: str | os.PathLike[str], mode: str | None, options: Option
     return CassetteSession(path, concrete, resolved.source, merged, record_hint=how_to_record(resolved))
 
 
-class ModeTransport:
+class ModeTransport(TransportLifecycle):
     """A transport whose behaviour the resolved mode decides: pass-through, record, replay or
     record-on-miss. One object serves a sync and an async client (google-genai takes both); each side's
     inner transport is created when first needed, from ``library``."""
@@ -183,6 +189,9 @@ class ModeTransport:
         self._inner = inner
         self._async_inner = async_inner
         self._sides = ClosingSides(session.close)
+
+    def _inner_to_close(self, side: str) -> Any:
+        return self._inner if side == "sync" else self._async_inner
 
     @property
     def inner(self) -> Any:
@@ -217,32 +226,6 @@ class ModeTransport:
     async def handle_async_request(self, request: Any) -> Any:
         self._sides.use("async")
         return await self.session.handle_async(request, self.async_inner)
-
-    def close(self) -> None:
-        try:
-            if self._inner is not None:
-                self._inner.close()
-        finally:
-            self._sides.close("sync")
-
-    async def aclose(self) -> None:
-        try:
-            if self._async_inner is not None:
-                await self._async_inner.aclose()
-        finally:
-            self._sides.close("async")
-
-    def __enter__(self) -> ModeTransport:
-        return self
-
-    def __exit__(self, *args: object) -> None:
-        self.close()
-
-    async def __aenter__(self) -> ModeTransport:
-        return self
-
-    async def __aexit__(self, *args: object) -> None:
-        await self.aclose()
 
 
 def _library(library: ModuleType | str | None) -> ModuleType:

@@ -6,9 +6,11 @@ from __future__ import annotations
 
 import gc
 import os
+import re
 import stat
 import tempfile
 import threading
+import time
 import weakref
 from collections.abc import Iterator
 from pathlib import Path
@@ -17,7 +19,7 @@ from typing import Any
 from ._core._format import Cassette, Finding, dumps_line, load_streaming, problems
 from ._exceptions import CassetteError
 
-__all__ = ["CassetteWriter", "check_cassette", "read_cassette", "read_outline"]
+__all__ = ["CassetteWriter", "check_cassette", "read_cassette", "read_outline", "remove_stale_partials"]
 
 
 # Above this size a cassette's chunks stay in the file until replayed: memory stays flat for long streams.
@@ -136,47 +138,147 @@ class _CassetteFile:
 
 
 class CassetteWriter:
-    """Appends whole lines to a private temporary file (mode 0600) and moves it over ``path`` on commit.
+    """Appends whole lines to a private temporary file (mode 0600) beside the cassette, and on ``commit``
+    syncs it to disk and moves it over the cassette (over a symlink's target; the link is kept).
 
-    Lines reach the file whole and in order (flushed at the end of each call), so a crash leaves a file
-    readable up to its last complete line, and never touches an older cassette at ``path``.
+    The temporary file is named ``.<cassette name>.<pid>.<random>.partial``. A crash leaves it readable up
+    to its last complete line and never touches an older cassette; the next recording of that cassette
+    removes such files once the process named in them is gone. A failed write (disk full, quota, I/O
+    error) does not raise: the writer removes its file, keeps the error in ``failure`` and ignores what
+    follows, and ``commit`` then raises a CassetteError naming the cassette and the OS error.
     """
 
     def __init__(self, path: str | os.PathLike[str], header: dict[str, Any]) -> None:
         self.path = Path(path)
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        descriptor, temporary = tempfile.mkstemp(prefix=f".{self.path.name}.", suffix=".partial", dir=self.path.parent)
+        self.target = Path(os.path.realpath(self.path))  # a symlinked cassette is replaced at its target
+        self.target.parent.mkdir(parents=True, exist_ok=True)
+        remove_stale_partials(self.target)
+        descriptor, temporary = tempfile.mkstemp(
+            prefix=f".{self.target.name}.{os.getpid()}.", suffix=".partial", dir=self.target.parent
+        )
         os.fchmod(descriptor, 0o600)
         self.temporary = Path(temporary)
         self._file = os.fdopen(descriptor, "w", encoding="utf-8", newline="\n", buffering=1 << 16)
         self._lock = threading.Lock()
         self.closed = False
+        self.failure: OSError | None = None
         self.write(header)
 
     def write(self, obj: dict[str, Any], *, flush: bool = False) -> None:
         """One whole line. Lines are buffered and reach the file in order; ``flush`` at a call's end."""
-        line = dumps_line(obj)
-        with self._lock:
-            if self.closed:
-                return
-            self._file.write(line)
-            if flush:
-                self._file.flush()
+        self._append(dumps_line(obj), flush)
 
     def write_raw(self, line: bytes) -> None:
         """A line kept from an older cassette, byte for byte."""
-        self.write_line(line.decode("utf-8") + "\n")
+        self._append(line.decode("utf-8") + "\n", False)
 
     def write_line(self, line: str) -> None:
         """A line already serialized, with its newline."""
-        with self._lock:
-            if not self.closed:
-                self._file.write(line)
+        self._append(line, False)
 
-    def commit(self) -> None:
+    def _append(self, line: str, flush: bool) -> None:
         with self._lock:
             if self.closed:
                 return
-            self.closed = True
+            try:
+                self._file.write(line)
+                if flush:
+                    self._file.flush()
+            except OSError as error:
+                self._fail(error)
+
+    def _fail(self, error: OSError) -> None:
+        self.failure = error
+        self._discard()
+
+    def _discard(self) -> None:
+        self.closed = True
+        try:
             self._file.close()
-            os.replace(self.temporary, self.path)
+        except OSError:
+            pass  # the buffer that could not be written is dropped with the file
+        self.temporary.unlink(missing_ok=True)
+
+    def abandon(self) -> None:
+        """Drop the recording: the temporary file goes, the cassette stays as it was."""
+        with self._lock:
+            if not self.closed:
+                self._discard()
+
+    def commit(self) -> None:
+        """Sync the new cassette to disk, move it over the old one, sync the folder (once)."""
+        with self._lock:
+            if not self.closed:
+                try:
+                    self._file.flush()
+                    os.fsync(self._file.fileno())
+                    self._file.close()
+                    self.closed = True
+                    os.replace(self.temporary, self.target)
+                    _sync_folder(self.target.parent)
+                except OSError as error:
+                    self._fail(error)
+            failure = self.failure
+        if failure is not None:
+            raise CassetteError(
+                str(self.path),
+                None,
+                f"was not saved: writing the recording failed ({failure.strerror or failure}); "
+                "the older cassette, if any, is unchanged",
+                "free disk space or fix the folder's permissions, then record again",
+            )
+
+
+def _sync_folder(folder: Path) -> None:
+    try:
+        descriptor = os.open(folder, os.O_RDONLY)
+    except OSError:
+        return  # a folder that can't be opened for reading (some platforms) can't be synced either
+    try:
+        os.fsync(descriptor)
+    except OSError:
+        pass  # some file systems refuse fsync on a folder; the rename itself is done
+    finally:
+        os.close(descriptor)
+
+
+def _process_gone(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return True
+    except OSError:
+        return False  # it exists under another user
+    return False
+
+
+def remove_stale_partials(cassette: Path) -> list[Path]:
+    """Remove the temporary files of ``cassette`` left by writers that died: ours only
+    (``.<name>.<pid>.<random>.partial``) and only when process ``pid`` no longer exists. Files of an older
+    naming without a pid go when they are older than this process. Returns what was removed."""
+    pattern = re.compile(rf"\.{re.escape(cassette.name)}\.(?:(\d+)\.)?[A-Za-z0-9_]+\.partial")
+    removed: list[Path] = []
+    try:
+        names = os.listdir(cassette.parent)
+    except OSError:
+        return removed
+    for name in names:
+        match = pattern.fullmatch(name)
+        if match is None:
+            continue
+        candidate = cassette.parent / name
+        try:
+            if match.group(1) is not None:
+                pid = int(match.group(1))
+                stale = pid != os.getpid() and _process_gone(pid)
+            else:
+                stale = candidate.stat().st_mtime < _PROCESS_STARTED
+            if stale:
+                candidate.unlink()
+                removed.append(candidate)
+        except OSError:
+            continue  # another process removed it first, or it isn't ours to remove
+    return removed
+
+
+_PROCESS_STARTED = time.time()

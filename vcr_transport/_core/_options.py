@@ -75,6 +75,13 @@ class Options:
     redact_with: tuple[Callable[[str], str], ...] = _option(
         (), "functions that get every string and return it with their secrets replaced", kind="callables", record=True
     )
+    keep_failures: bool = _option(
+        False,
+        "keep calls that got no response or a 401/403, and recordings whose block ended with an exception "
+        "(never one cut by Ctrl-C or an exit); by default such a recording leaves the older cassette as it was",
+        kind="bool",
+        record=True,
+    )
     plain_bodies: bool = _option(
         True,
         "while recording, ask the upstream for uncompressed responses (accept-encoding: identity), so the cassette "
@@ -88,13 +95,21 @@ class Options:
         return tuple(field.name for field in dataclasses.fields(cls))
 
     @classmethod
-    def from_arguments(cls, arguments: Mapping[str, Any], *, where: str = "options") -> Options:
+    def recording_names(cls) -> tuple[str, ...]:
+        return tuple(field.name for field in dataclasses.fields(cls) if field.metadata["record"])
+
+    @classmethod
+    def from_arguments(
+        cls, arguments: Mapping[str, Any], *, where: str = "options", recording: bool = False
+    ) -> Options:
         """Options from keyword arguments, each checked: an unknown name is a TypeError listing the valid
-        ones, a wrong value a TypeError or ValueError naming the option."""
-        unknown = set(arguments) - set(cls.names())
+        ones, a wrong value a TypeError or ValueError naming the option. ``recording``: only the options
+        that act while recording are valid (the recording transports)."""
+        valid = cls.recording_names() if recording else cls.names()
+        unknown = set(arguments) - set(valid)
         if unknown:
             raise TypeError(
-                f"{where}: unknown option(s) {', '.join(sorted(unknown))}; valid: {', '.join(sorted(cls.names()))}"
+                f"{where}: unknown option(s) {', '.join(sorted(unknown))}; valid: {', '.join(sorted(valid))}"
             )
         fields = {field.name: field for field in dataclasses.fields(cls)}
         return cls(

@@ -1,0 +1,170 @@
+"""The recorder's bookkeeping, with no I/O: call numbers, what each call got and how it ended, whether the
+recording was interrupted, whether it is worth saving, and where a stream's protocol ends.
+
+The recording shell (``_recording.py``) holds the locks and the file; this module only decides.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+
+__all__ = ["CREDENTIAL_REFUSALS", "CallBook", "CallRecord", "ProtocolEnd"]
+
+# Statuses that say the request's credentials were refused: recording them captures a setup mistake.
+CREDENTIAL_REFUSALS = frozenset({401, 403})
+
+FAILURES_FIX = (
+    "fix the cause and record again; to keep recordings of failures on purpose (tests of your error "
+    "handling), pass keep_failures=True"
+)
+
+
+@dataclass
+class CallRecord:
+    """One call of the recording: its number, the status it got (None: no response), how it ended."""
+
+    index: int
+    status: int | None = None
+    outcome: str | None = None
+    error: str = ""
+
+    @property
+    def ended(self) -> bool:
+        return self.outcome is not None
+
+    @property
+    def failure(self) -> str:
+        """Why this call alone is not worth replaying ("" when it is)."""
+        if self.status is None and self.outcome is not None:
+            return f"call {self.index} got no response ({self.error or self.outcome})"
+        if self.status in CREDENTIAL_REFUSALS:
+            return f"call {self.index} was refused for its credentials (status {self.status})"
+        return ""
+
+
+@dataclass
+class CallBook:
+    """The calls of one recording, numbered from ``first_index`` (after ``kept_calls`` copied ones)."""
+
+    first_index: int = 0
+    kept_calls: int = 0
+    calls: dict[int, CallRecord] = field(default_factory=dict)
+    interrupted: str = ""
+    broken: str = ""
+    _next: int = -1
+
+    def __post_init__(self) -> None:
+        self._next = self.first_index
+
+    def open_call(self) -> CallRecord:
+        record = CallRecord(self._next)
+        self._next += 1
+        self.calls[record.index] = record
+        return record
+
+    def open_calls(self) -> list[CallRecord]:
+        return [record for record in self.calls.values() if not record.ended]
+
+    @staticmethod
+    def end(record: CallRecord, outcome: str, error: str = "") -> bool:
+        """Mark ``record`` ended; False when it already was (its call_end must not be written twice)."""
+        if record.ended:
+            return False
+        record.outcome = outcome
+        record.error = error
+        return True
+
+    def interrupt(self, reason: str) -> None:
+        """The recording did not finish (a signal, an exception ending the block): it must not be saved."""
+        self.interrupted = self.interrupted or reason
+
+    def break_down(self, reason: str) -> None:
+        """The recorder itself failed (a write error, a bug): nothing it wrote can be trusted."""
+        self.broken = self.broken or reason
+
+    def why_not_saved(self, *, keep_failures: bool) -> str:
+        """The reason this recording must not replace the cassette, or "" when it may."""
+        if self.broken:
+            return self.broken
+        if self.interrupted:
+            return f"the recording did not finish: {self.interrupted}"
+        if not self.calls and not self.kept_calls:
+            return "no call went through the recording transport"
+        if keep_failures:
+            return ""
+        # A failure followed by a call that got a real answer is a retry that succeeded: the SDK's real
+        # sequence, kept whole. A failure with nothing good after it is the recording.
+        answered = [r.index for r in self.calls.values() if r.status is not None and not r.failure]
+        last_answered = max(answered, default=self.first_index - 1)
+        for record in sorted(self.calls.values(), key=lambda r: r.index):
+            if record.failure and record.index > last_answered:
+                return f"{record.failure}; {FAILURES_FIX}"
+        return ""
+
+
+# Markers whose presence in an event's data is worth a JSON parse.
+_END_MARKERS = (b"message_stop", b"response.completed", b"response.failed", b"response.incomplete", b"finishReason")
+_END_TYPES = frozenset({"message_stop", "response.completed", "response.failed", "response.incomplete"})
+
+
+class ProtocolEnd:
+    """Watches a server-sent-events stream for the event after which the vendor's protocol has nothing
+    more to say: openai's ``data: [DONE]``, anthropic's ``message_stop``, the Responses API's
+    ``response.completed`` / ``response.failed`` / ``response.incomplete``, a Gemini event whose every
+    candidate carries a ``finishReason``. An event counts once its blank line has arrived."""
+
+    __slots__ = ("_data", "_after_cr", "_line", "_name", "ended")
+
+    def __init__(self) -> None:
+        self.ended = False
+        self._line = b""
+        self._name = b""
+        self._data: list[bytes] = []
+        self._after_cr = False
+
+    def feed(self, chunk: bytes) -> None:
+        if self.ended or not chunk:
+            return
+        if self._after_cr and chunk[:1] == b"\n":
+            chunk = chunk[1:]  # the rest of a CRLF split across two chunks
+        self._after_cr = chunk[-1:] == b"\r"
+        lines = (self._line + chunk).splitlines(keepends=True)
+        self._line = b"" if lines and lines[-1][-1:] in (b"\r", b"\n") else lines.pop() if lines else b""
+        for line in lines:
+            self._take(line.rstrip(b"\r\n"))
+            if self.ended:
+                return
+
+    def _take(self, line: bytes) -> None:
+        if not line:
+            self._dispatch()
+        elif line.startswith(b"data:"):
+            self._data.append(line[5:].removeprefix(b" "))
+        elif line.startswith(b"event:"):
+            self._name = line[6:].strip()
+
+    def _dispatch(self) -> None:
+        name, data = self._name, b"\n".join(self._data)
+        self._name, self._data = b"", []
+        if data == b"[DONE]" or name == b"message_stop":
+            self.ended = True
+        elif any(marker in data for marker in _END_MARKERS):
+            self.ended = _ends_protocol(data)
+
+
+def _ends_protocol(data: bytes) -> bool:
+    try:
+        obj = json.loads(data)
+    except ValueError:
+        return False
+    if not isinstance(obj, dict):
+        return False
+    if obj.get("type") in _END_TYPES:
+        return True
+    candidates = obj.get("candidates")
+    return (
+        isinstance(candidates, list)
+        and bool(candidates)
+        and all(isinstance(c, dict) and c.get("finishReason") for c in candidates)
+    )

@@ -1,0 +1,155 @@
+"""What a transport seam looks like (Protocols for requests and sync/async transports), and the close /
+aclose / enter / exit lifecycle shared by our transports that serve a sync and an async client."""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import AsyncIterator, Callable, Iterator
+from types import TracebackType
+from typing import Any, Protocol, Self, runtime_checkable
+
+__all__ = [
+    "AsyncTransport",
+    "ClosingSides",
+    "HttpRequest",
+    "SyncTransport",
+    "TransportLifecycle",
+    "propagating",
+]
+
+
+class HttpRequest(Protocol):
+    """An httpx or httpx2 request, as far as the transports use one."""
+
+    method: str
+    url: Any
+    headers: Any
+    extensions: dict[str, Any]
+
+    @property
+    def content(self) -> bytes: ...
+
+    def read(self) -> bytes: ...
+
+    async def aread(self) -> bytes: ...
+
+
+@runtime_checkable
+class SyncTransport(Protocol):
+    """An httpx or httpx2 sync transport (or a duck-typed one)."""
+
+    def handle_request(self, request: Any) -> Any: ...
+
+
+@runtime_checkable
+class AsyncTransport(Protocol):
+    """An httpx or httpx2 async transport (or a duck-typed one)."""
+
+    async def handle_async_request(self, request: Any) -> Any: ...
+
+
+class ByteStream(Protocol):
+    """A response stream: iterable sync or async, closable."""
+
+    def __iter__(self) -> Iterator[bytes]: ...
+
+    def __aiter__(self) -> AsyncIterator[bytes]: ...
+
+    def close(self) -> None: ...
+
+    async def aclose(self) -> None: ...
+
+
+class ClosingSides:
+    """Runs ``finish(failure)`` once every side (sync, async) that carried a request has been closed.
+
+    One transport object can serve a sync and an async client (google-genai wants both); the first
+    client to close must not end the cassette under the other. ``failure`` is the first exception that
+    was propagating when a side closed (None when every side closed cleanly).
+    """
+
+    def __init__(self, finish: Callable[[BaseException | None], None]) -> None:
+        self._finish = finish
+        self._used: set[str] = set()
+        self._closed: set[str] = set()
+        self._failure: BaseException | None = None
+        self.finished = False
+
+    def use(self, side: str) -> None:
+        self._used.add(side)
+
+    def close(self, side: str, failure: BaseException | None = None) -> None:
+        self._closed.add(side)
+        if failure is not None and self._failure is None and side in self._used:
+            self._failure = failure
+        if not self.finished and self._used <= self._closed:
+            self.finished = True
+            self._finish(self._failure)
+
+
+def propagating() -> BaseException | None:
+    """The exception being propagated or handled where this is called from (a ``with`` block's exit, a
+    ``finally`` or ``except`` clause), if any."""
+    return sys.exc_info()[1]
+
+
+class TransportLifecycle:
+    """close / aclose / ``with`` / ``async with`` for a transport that wraps an optional sync and an
+    optional async inner transport and finishes once every side it used is closed.
+
+    A subclass provides ``_sides`` (a ClosingSides) and ``_inner_to_close(side)``: the inner transport of
+    that side that exists now (creating none). Closing while an exception propagates (an SDK client's
+    ``with`` block, a ``finally``), or an httpx client's ``__exit__`` passing its exception, hands that
+    exception to ``finish``, which decides what it means.
+    """
+
+    _sides: ClosingSides
+
+    def _inner_to_close(self, side: str) -> Any:
+        raise NotImplementedError
+
+    def close(self) -> None:
+        """Close the sync side; finish once every side that was used is closed."""
+        self._close_sync(propagating())
+
+    async def aclose(self) -> None:
+        """Close the async side; finish once every side that was used is closed."""
+        await self._close_async(propagating())
+
+    def _close_sync(self, failure: BaseException | None) -> None:
+        try:
+            inner = self._inner_to_close("sync")
+            if inner is not None:
+                inner.close()
+        finally:
+            self._sides.close("sync", failure)
+
+    async def _close_async(self, failure: BaseException | None) -> None:
+        try:
+            inner = self._inner_to_close("async")
+            if inner is not None:
+                await inner.aclose()
+        finally:
+            self._sides.close("async", failure)
+
+    def __enter__(self) -> Self:
+        enter = getattr(self._inner_to_close("sync"), "__enter__", None)
+        if enter is not None:
+            enter()
+        return self
+
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, traceback: TracebackType | None
+    ) -> None:
+        self._close_sync(exc)
+
+    async def __aenter__(self) -> Self:
+        enter = getattr(self._inner_to_close("async"), "__aenter__", None)
+        if enter is not None:
+            await enter()
+        return self
+
+    async def __aexit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, traceback: TracebackType | None
+    ) -> None:
+        await self._close_async(exc)
