@@ -165,7 +165,7 @@ class CassetteRecorder:
                 "method": method,
                 "url": redactor.redact_text(url),
                 "headers": redactor.redact_headers(headers),
-                "body": stored_body(body, content_type_of(headers), redactor),
+                "body": stored_body(body, content_type_of(headers), redactor, encoding=content_encoding(headers)),
             }
         )
         return call

@@ -6,7 +6,7 @@ import threading
 from typing import Any
 
 from .._exceptions import ReplayMismatch
-from ._bodies import content_type_of, stored_body
+from ._bodies import content_encoding, content_type_of, stored_body
 from ._format import Cassette, RecordedCall
 from ._matching import RequestMatcher
 from ._redaction import Redactor
@@ -81,7 +81,7 @@ class ReplayEngine:
             method,
             redactor.redact_text(url),
             redactor.redact_headers(headers),
-            stored_body(body, content_type_of(headers), redactor),
+            stored_body(body, content_type_of(headers), redactor, encoding=content_encoding(headers)),
         )
 
     def select(self, incoming: dict[str, Any]) -> RecordedCall:
