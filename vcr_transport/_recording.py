@@ -15,7 +15,7 @@ from collections.abc import AsyncIterator, Callable, Iterable, Iterator, Sequenc
 from importlib import metadata
 from typing import Any, NoReturn
 
-from ._core._bodies import binary_body, content_encoding, content_type_of, stored_body
+from ._core._bodies import binary_body, content_encoding, content_type_of, redact_url, stored_body
 from ._core._format import FORMAT_VERSION, event_line
 from ._core._redaction import Redactor
 from ._core._stream_redaction import EncodedBodyRedactor, StreamRedactor
@@ -163,7 +163,7 @@ class CassetteRecorder:
                 "type": "request",
                 "call_index": index,
                 "method": method,
-                "url": redactor.redact_text(url),
+                "url": redact_url(url, redactor),
                 "headers": redactor.redact_headers(headers),
                 "body": stored_body(body, content_type_of(headers), redactor, encoding=content_encoding(headers)),
             }

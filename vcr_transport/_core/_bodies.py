@@ -24,6 +24,7 @@ __all__ = [
     "decode_stacked",
     "decoded_body",
     "encode_stacked",
+    "redact_url",
     "sse_events",
     "stored_body",
 ]
@@ -68,6 +69,13 @@ def stored_body(content: bytes, content_type: str, redactor: Redactor, *, encodi
     if "application/x-www-form-urlencoded" in content_type:
         return {"text": redactor.redact_form(text)}
     return {"text": redactor.redact_text(text)}
+
+
+def redact_url(url: str, redactor: Redactor) -> str:
+    """A URL redacted whole (userinfo, secret query parameters) and path segment by path segment, so
+    that a key standing alone as a segment (``/v1/keys/sk-...``) is found although a ``/`` precedes it."""
+    redacted = redactor.redact_text(url)
+    return "/".join(redactor.redact_text(segment) for segment in redacted.split("/"))
 
 
 def _stored_encoded(content: bytes, content_type: str, redactor: Redactor, encoding: str) -> StoredBody:

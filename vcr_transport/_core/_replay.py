@@ -6,7 +6,7 @@ import threading
 from typing import Any
 
 from .._exceptions import ReplayMismatch
-from ._bodies import content_encoding, content_type_of, stored_body
+from ._bodies import content_encoding, content_type_of, redact_url, stored_body
 from ._format import Cassette, RecordedCall
 from ._matching import RequestMatcher
 from ._redaction import Redactor
@@ -79,7 +79,7 @@ class ReplayEngine:
         redactor = self.redactor
         return self.matcher.comparable(
             method,
-            redactor.redact_text(url),
+            redact_url(url, redactor),
             redactor.redact_headers(headers),
             stored_body(body, content_type_of(headers), redactor, encoding=content_encoding(headers)),
         )
