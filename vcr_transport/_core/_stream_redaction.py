@@ -4,6 +4,7 @@ content-encoded bodies, searched decoded. No I/O."""
 
 from __future__ import annotations
 
+import importlib
 import json
 import re
 from collections.abc import Hashable, Iterator, Sequence
@@ -307,6 +308,21 @@ def delta_channels(body: bytes) -> dict[Hashable, list[Piece]]:
     return channels
 
 
+def _delta_events(body: bytes) -> Iterator[Any]:
+    """The parsed JSON of every SSE data line that may carry a delta (orjson when it is installed)."""
+    try:
+        loads: Any = importlib.import_module("orjson").loads
+    except ImportError:
+        loads = json.loads
+    for line in _DATA_LINE.finditer(body):
+        raw = line.group(1)
+        if b'"delta"' in raw or b'"candidates"' in raw:
+            try:
+                yield loads(raw)
+            except ValueError:  # orjson.JSONDecodeError is a ValueError too
+                continue
+
+
 def _find_string(body: bytes, limit: int, position: int, key: str, value: str) -> tuple[int, int] | None:
     """The raw span of the next string value of ``key`` holding ``value``, between position and limit."""
     pattern = re.compile(rb'"' + re.escape(key.encode()) + rb'"\s*:\s*"')
@@ -328,6 +344,16 @@ def delta_edits(body: bytes, redactor: Redactor) -> list[Edit]:
     """Edits removing every secret found in the reassembled text of a channel from each piece that
     carries part of it: the first such piece gets the replacement, the others lose their part."""
     if b'"delta"' not in body and b'"candidates"' not in body:
+        return []
+    # Reassemble cheaply first; find the pieces' raw spans only when a channel holds a secret.
+    texts: dict[Hashable, list[str]] = {}
+    for event in _delta_events(body):
+        for channel, _, value in _delta_values(event):
+            texts.setdefault(channel, []).append(value)
+    if not any(
+        len(values) > 1 and redactor.redact_text("".join(values), response=True) != "".join(values)
+        for values in texts.values()
+    ):
         return []
     edits: list[Edit] = []
     for pieces in delta_channels(body).values():
