@@ -16,12 +16,12 @@ from vcr_transport._core._redaction import Redactor
 
 def sse_stream(events: int = 20_000) -> list[bytes]:
     base = {"id": "chatcmpl-1", "object": "chat.completion.chunk", "created": 1, "model": "gpt-4o-mini"}
-    body = b"".join(
-        b"data: "
-        + json.dumps({**base, "choices": [{"index": 0, "delta": {"content": f" word{i}"}, "finish_reason": None}]}).encode()
-        + b"\n\n"
-        for i in range(events)
-    )
+
+    def event(i: int) -> bytes:
+        choice = {"index": 0, "delta": {"content": f" word{i}"}, "finish_reason": None}
+        return b"data: " + json.dumps({**base, "choices": [choice]}).encode() + b"\n\n"
+
+    body = b"".join(event(i) for i in range(events))
     return [body[i : i + 1400] for i in range(0, len(body), 1400)]
 
 
