@@ -26,6 +26,7 @@ import vcr_transport
 from vcr_transport._core._bodies import content_encodings, decode_stacked
 from vcr_transport._core._redaction import Redactor
 from vcr_transport._core._scan import scan_document
+from vcr_transport._core._stream_redaction import delta_channels
 
 # Formats the `rules` branch adds to the catalogue; cases that need them fail until it is merged.
 OTHER_BRANCH_FORMATS = {"github", "slack", "stripe", "aws", "jwt", "pem"}
@@ -438,7 +439,7 @@ def _run_sync(coroutine_function: Callable[[], Any]) -> None:
 
 def _haystack(cassette: Path) -> str:
     """The cassette's raw text, plus every base64 payload decoded, gzip undone, and each call's stream
-    reassembled and decoded by its content-encodings."""
+    reassembled, decoded by its content-encodings, and its delta pieces joined per channel."""
     raw = cassette.read_text()
     extra: list[str] = []
     streams: dict[int, bytearray] = {}
@@ -464,6 +465,9 @@ def _haystack(cassette: Path) -> str:
     for index, stream in streams.items():
         decoded = decode_stacked(bytes(stream), encodings.get(index, []))
         extra.append((decoded or bytes(stream)).decode("utf-8", "replace"))
+        # Pieces of a delta stream are never contiguous in the raw bytes: join them as the SDK does.
+        for pieces in delta_channels(decoded or bytes(stream)).values():
+            extra.append("".join(value for _, _, value in pieces))
         if decoded:
             extra.append(json.dumps(decoded.decode("utf-8", "replace")))
     return raw + "\n".join(extra)
