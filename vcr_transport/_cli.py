@@ -27,9 +27,9 @@ from ._config import (
 )
 from ._core._bodies import content_type_of, decoded_body, sse_events
 from ._core._format import FORMAT_VERSION, Cassette, RecordedCall
-from ._core._matching import cassette_differences, iter_differences
-from ._core._redaction import PLACEHOLDER, Redactor
-from ._core._stream_redaction import changed_span
+from ._core._matching import cassette_differences
+from ._core._redaction import Redactor
+from ._core._scan import scan_document
 from ._exceptions import CassetteError, VcrTransportError, shorten
 from ._html import html_page
 from ._ledger import LedgerProblem, read_ledger
@@ -356,48 +356,14 @@ def _masked(secret: str) -> str:
     return (secret[:4] + "…" + f"({len(secret)} chars)") if len(secret) > 4 else "…"
 
 
-def scan_text(redactor: Redactor, text: str, response: bool = False) -> list[str]:
-    redacted = redactor.redact_text(text, response=response)
-    if redacted == text:
-        return []
-    start, end = changed_span(text, redacted)
-    return [text[start:end]]
-
-
 def scan_file(path: Path, redactor: Redactor) -> Iterator[tuple[int, str]]:
-    """(line, masked secret) for every secret-shaped or secret-named value, by the redaction rules."""
+    """(line, masked secret) for every secret in a file, by the redaction engine (``_core._scan``)."""
     try:
         text = path.read_text(encoding="utf-8", errors="surrogateescape")
     except OSError:
         return
-    for number, line in enumerate(text.splitlines(), start=1):
-        found = scan_text(redactor, line)
-        try:
-            obj = json.loads(line)
-        except ValueError:
-            obj = None
-        if isinstance(obj, dict):
-            response = obj.get("type") in ("response", "event")
-            headers = obj.get("headers")
-            if isinstance(headers, list) and all(isinstance(p, list) and len(p) == 2 for p in headers):
-                pairs = [(str(name), str(value)) for name, value in headers]
-                found += [v for (_, v), (_, r) in zip(pairs, redactor.redact_headers(pairs), strict=True) if v != r]
-                obj = {key: value for key, value in obj.items() if key != "headers"}
-            cleaned = redactor.redact_value(obj, response=response)
-            for _, before, _after in iter_differences(obj, cleaned):
-                found.append(before if isinstance(before, str) else json.dumps(before))
-            for encoded in (
-                obj.get("base64"),
-                (obj.get("body") or {}).get("base64") if isinstance(obj.get("body"), dict) else None,
-            ):
-                if isinstance(encoded, str):
-                    try:
-                        found += scan_text(redactor, base64.b64decode(encoded).decode("utf-8", "replace"), response)
-                    except ValueError:
-                        pass
-        for secret in dict.fromkeys(found):
-            if PLACEHOLDER not in secret:
-                yield number, _masked(secret)
+    for number, secret in scan_document(redactor, text):
+        yield number, _masked(secret)
 
 
 def command_scan(args: argparse.Namespace) -> int:

@@ -16,7 +16,7 @@ from collections.abc import AsyncIterator, Callable, Iterator, Sequence
 from importlib import metadata
 from typing import Any, NoReturn
 
-from ._core._bodies import binary_body, content_encoding, content_type_of, stored_body
+from ._core._bodies import binary_body, content_encoding, content_type_of, redact_url, stored_body
 from ._core._format import call_end_line, event_line, header_line, request_line, response_line
 from ._core._options import Options
 from ._core._recorder import CallBook, CallRecord, ProtocolEnd
@@ -199,9 +199,9 @@ class _Recording:
                 request_line(
                     call.index,
                     method,
-                    redactor.redact_text(url),
+                    redact_url(url, redactor),
                     stored_headers,
-                    stored_body(body, content_type_of(headers), redactor),
+                    stored_body(body, content_type_of(headers), redactor, encoding=content_encoding(headers)),
                 ),
             )
         return call

@@ -10,6 +10,8 @@ import re
 from collections.abc import Callable, Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
+from ._redaction import PLACEHOLDER
+
 if TYPE_CHECKING:
     from ._redaction import Redactor
 
@@ -17,8 +19,12 @@ __all__ = [
     "binary_body",
     "content_codec",
     "content_encoding",
+    "content_encodings",
     "content_type_of",
+    "decode_stacked",
     "decoded_body",
+    "encode_stacked",
+    "redact_url",
     "sse_events",
     "stored_body",
 ]
@@ -33,30 +39,198 @@ def content_type_of(headers: Iterable[tuple[str, str]]) -> str:
     return ""
 
 
-def stored_body(content: bytes, content_type: str, redactor: Redactor) -> StoredBody:
-    """A request body as stored: JSON parsed, form and other text as text, anything else as base64; redacted."""
+def stored_body(content: bytes, content_type: str, redactor: Redactor, *, encoding: str = "") -> StoredBody:
+    """A request body as stored, redacted: JSON parsed, form and other text as text, anything else as base64.
+
+    A body with a content-``encoding`` (``"gzip"``, ``"gzip, br"``...) is searched decoded; with no secret
+    it is stored as it came, otherwise redacted and encoded again deterministically, so that a request
+    redacted the same way at replay stores the same bytes. Multipart bodies have their text parts redacted
+    and their binary parts kept byte-identical. Bodies of a binary media type are stored as they came.
+    """
     if not content:
         return None
+    if encoding and content_encodings([("content-encoding", encoding)]):
+        return _stored_encoded(content, content_type, redactor, encoding)
+    if _binary_media(content_type):
+        return {"base64": base64.b64encode(content).decode("ascii")}
     if "json" in content_type:
         try:
-            return {"json": redactor.redact_value(json.loads(content))}
+            return {"json": _redact_json(json.loads(content), redactor)}
         except ValueError:
             pass
+    if content_type.startswith("multipart/"):
+        content = redact_multipart(content, content_type, redactor)
     try:
         text = content.decode("utf-8")
     except UnicodeDecodeError:
+        if not content_type.startswith("multipart/"):
+            content = _redact_bytes(content, redactor)
         return {"base64": base64.b64encode(content).decode("ascii")}
     if "application/x-www-form-urlencoded" in content_type:
         return {"text": redactor.redact_form(text)}
     return {"text": redactor.redact_text(text)}
 
 
-def content_encoding(headers: Iterable[tuple[str, str]]) -> str:
-    """The response's content-encoding, or "" for none (identity)."""
+def redact_url(url: str, redactor: Redactor) -> str:
+    """A URL redacted whole (userinfo, secret query parameters) and path segment by path segment, so
+    that a key standing alone as a segment (``/v1/keys/sk-...``) is found although a ``/`` precedes it."""
+    redacted = redactor.redact_text(url)
+    return "/".join(redactor.redact_text(segment) for segment in redacted.split("/"))
+
+
+def _stored_encoded(content: bytes, content_type: str, redactor: Redactor, encoding: str) -> StoredBody:
+    encodings = content_encodings([("content-encoding", encoding)])
+    as_came = {"base64": base64.b64encode(content).decode("ascii")}
+    decoded = decode_stacked(content, encodings)
+    if decoded is None:  # an encoding this Python can't undo: kept as it came (documented)
+        return as_came
+    redacted = stored_body(decoded, content_type, redactor)
+    if redacted == stored_body(decoded, content_type, _NO_REDACTION):
+        return as_came
+    clean = _body_bytes(redacted)
+    encoded = encode_stacked(clean, encodings)
+    return {"base64": base64.b64encode(encoded).decode("ascii")} if encoded is not None else redacted
+
+
+class _NoRedaction:
+    """Stands in for a Redactor to store a body as it is, to tell whether redaction changed it."""
+
+    def redact_text(self, text: str, *, response: bool = False) -> str:
+        return text
+
+    def redact_value(self, obj: Any, *, response: bool = False) -> Any:
+        return obj
+
+    def redact_form(self, text: str) -> str:
+        return text
+
+    def is_secret_name(self, name: str, *, query: bool = False) -> bool:
+        return False
+
+
+_NO_REDACTION: Any = _NoRedaction()
+
+
+def _body_bytes(stored: StoredBody) -> bytes:
+    """The bytes a stored (redacted) body stands for: compact JSON, text or the base64 payload."""
+    if stored is None:
+        return b""
+    if "json" in stored:
+        return json.dumps(stored["json"], separators=(",", ":"), ensure_ascii=False).encode()
+    if "text" in stored:
+        return str(stored["text"]).encode("utf-8", "surrogateescape")
+    return base64.b64decode(stored["base64"])
+
+
+def _redact_json(obj: Any, redactor: Redactor) -> Any:
+    """A parsed JSON body: secret-shaped keys replaced too (a key is text like any other), then values."""
+    return redactor.redact_value(_redact_keys(obj, redactor))
+
+
+def _redact_keys(obj: Any, redactor: Redactor) -> Any:
+    if isinstance(obj, dict):
+        return {
+            (redactor.redact_text(key) if isinstance(key, str) else key): _redact_keys(value, redactor)
+            for key, value in obj.items()
+        }
+    if isinstance(obj, list):
+        return [_redact_keys(item, redactor) for item in obj]
+    return obj
+
+
+def _redact_bytes(content: bytes, redactor: Redactor) -> bytes:
+    """Bytes that are not UTF-8 searched as text: invalid bytes are kept as they are around the secrets."""
+    text = content.decode("utf-8", "surrogateescape")
+    redacted = redactor.redact_text(text)
+    return content if redacted == text else redacted.encode("utf-8", "surrogateescape")
+
+
+_BOUNDARY = re.compile(r'boundary="?([^";]+)"?', re.IGNORECASE)
+_PART_NAME = re.compile(rb'\bname="([^"]*)"', re.IGNORECASE)
+
+
+def redact_multipart(content: bytes, content_type: str, redactor: Redactor) -> bytes:
+    """A multipart body with each text part redacted (a part named like a secret loses its value) and each
+    binary part (a binary media type, or bytes that aren't UTF-8) kept byte-identical."""
+    match = _BOUNDARY.search(content_type)
+    if not match:
+        return _redact_bytes(content, redactor)
+    delimiter = b"--" + match.group(1).strip().encode("latin-1")
+    pieces = content.split(delimiter)
+    out = [pieces[0]]
+    for piece in pieces[1:]:
+        head_end = piece.find(b"\r\n\r\n")
+        if head_end < 0 or piece.startswith(b"--"):
+            out.append(piece)
+            continue
+        head, body = piece[: head_end + 4], piece[head_end + 4 :]
+        trailer = b"\r\n" if body.endswith(b"\r\n") else b""
+        value = body[: len(body) - len(trailer)]
+        head_text = head.decode("latin-1")
+        part_type = next(
+            (
+                line.split(":", 1)[1].strip().lower()
+                for line in head_text.splitlines()
+                if line.lower().startswith("content-type:")
+            ),
+            "",
+        )
+        name = _PART_NAME.search(head)
+        try:
+            value_text = value.decode("utf-8")
+        except UnicodeDecodeError:
+            value_text = None
+        if value_text is None or _binary_media(part_type):
+            out.append(piece)
+            continue
+        if name and redactor.is_secret_name(name.group(1).decode("latin-1"), query=True):
+            redacted = PLACEHOLDER.encode()
+        else:
+            redacted = _redact_bytes(value, redactor)
+        out.append(head + redacted + trailer)
+    return delimiter.join(out)
+
+
+def _binary_media(content_type: str) -> bool:
+    return binary_body([("content-type", content_type)]) if content_type else False
+
+
+def content_encodings(headers: Iterable[tuple[str, str]]) -> list[str]:
+    """Every content-encoding applied to a body, in the order they were applied: stacked in one header
+    (``gzip, br``) or repeated over several ``Content-Encoding`` lines; ``identity`` left out."""
+    found: list[str] = []
     for name, value in headers:
-        if name.lower() == "content-encoding" and value.strip().lower() not in ("", "identity"):
-            return value.strip().lower()
-    return ""
+        if name.lower() == "content-encoding":
+            found += [e.strip().lower() for e in value.split(",") if e.strip().lower() not in ("", "identity")]
+    return found
+
+
+def content_encoding(headers: Iterable[tuple[str, str]]) -> str:
+    """The body's content-encodings as one header value (``"gzip, gzip"``), or "" for none (identity)."""
+    return ", ".join(content_encodings(headers))
+
+
+def decode_stacked(data: bytes, encodings: Sequence[str]) -> bytes | None:
+    """``data`` with every encoding undone, last applied first; None when one can't be undone here."""
+    for encoding in reversed(encodings):
+        codec = content_codec(encoding)
+        if codec is None:
+            return None
+        try:
+            data = codec[0](data)
+        except Exception:  # noqa: BLE001 - any codec's failure means "can't be decoded"
+            return None
+    return data
+
+
+def encode_stacked(data: bytes, encodings: Sequence[str]) -> bytes | None:
+    """``data`` encoded again with every encoding, in the order they were applied; None when one can't."""
+    for encoding in encodings:
+        codec = content_codec(encoding)
+        if codec is None:
+            return None
+        data = codec[1](data)
+    return data
 
 
 def binary_body(headers: Iterable[tuple[str, str]]) -> bool:
@@ -78,23 +252,20 @@ Codec = tuple[Callable[[bytes], bytes], Callable[[bytes], bytes]]
 
 
 def content_codec(encoding: str) -> Codec | None:
-    """(decode, encode) for a content-encoding, when this Python can do both."""
-    import gzip
+    """(decode, encode) for one content-encoding, when this Python can do both. Encoding is deterministic
+    (no timestamp), so the same bytes are encoded the same way at record and at replay."""
     import zlib
 
-    def inflate(data: bytes, wbits: int) -> bytes:
-        return zlib.decompressobj(wbits).decompress(data)  # tolerates a body cut short
-
     encoding = encoding.strip().lower()
-    if encoding == "gzip":
-        return (lambda data: inflate(data, 47)), gzip.compress
+    if encoding in ("gzip", "x-gzip"):
+        return _gunzip, _gzip
     if encoding == "deflate":
 
         def decode_deflate(data: bytes) -> bytes:
             try:
-                return inflate(data, 15)
+                return zlib.decompressobj(15).decompress(data)
             except zlib.error:
-                return inflate(data, -15)
+                return zlib.decompressobj(-15).decompress(data)
 
         return decode_deflate, zlib.compress
     try:
@@ -111,17 +282,33 @@ def content_codec(encoding: str) -> Codec | None:
     return None
 
 
+def _gunzip(data: bytes) -> bytes:
+    """Every member of a gzip body (several can be concatenated); a body cut short gives what it holds."""
+    import zlib
+
+    out = []
+    while data:
+        decoder = zlib.decompressobj(47)
+        out.append(decoder.decompress(data))
+        data = decoder.unused_data
+        if not decoder.eof:
+            break
+    return b"".join(out)
+
+
+def _gzip(data: bytes) -> bytes:
+    import gzip
+
+    return gzip.compress(data, mtime=0)
+
+
 def decoded_body(chunks: Sequence[bytes], headers: Iterable[tuple[str, str]]) -> bytes:
-    """A response body with its content-encoding undone, for display and comparison; as it came when it
+    """A response body with its content-encodings undone, for display and comparison; as it came when it
     can't be decoded."""
     data = b"".join(chunks)
-    codec = content_codec(content_encoding(headers))
-    if codec is None:
-        return data
-    try:
-        return codec[0](data)
-    except Exception:  # a body that doesn't decode is shown as it came
-        return data
+    encodings = content_encodings(headers)
+    decoded = decode_stacked(data, encodings) if encodings else data
+    return data if decoded is None else decoded
 
 
 def sse_events(text: str) -> list[str]:

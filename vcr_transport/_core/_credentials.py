@@ -139,7 +139,7 @@ CATALOGUE: tuple[CredentialFormat, ...] = (
     _prefixed(
         "aws access key id",
         ("AKIA", "ASIA", "ABIA", "ACCA", "A3T"),
-        r"(?:A3T[A-Z0-9]|AKIA|ASIA|ABIA|ACCA)[A-Z2-7]{16}",
+        r"(?:A3T[A-Z0-9]|AKIA|ASIA|ABIA|ACCA)[A-Z0-9]{16}",
     ),
     CredentialFormat(
         "aws secret access key after an aws name",

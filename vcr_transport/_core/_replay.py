@@ -9,7 +9,7 @@ import threading
 from typing import Any
 
 from .._exceptions import ReplayMismatch
-from ._bodies import content_type_of, stored_body
+from ._bodies import content_encoding, content_type_of, redact_url, stored_body
 from ._format import Cassette, RecordedCall
 from ._matching import RequestMatcher
 from ._redaction import Redactor
@@ -151,9 +151,9 @@ class ReplayEngine:
         redacted_headers = redactor.redact_headers(headers)  # first, as the recorder does
         return self.matcher.comparable(
             method,
-            redactor.redact_text(url),
+            redact_url(url, redactor),
             redacted_headers,
-            stored_body(body, content_type_of(headers), redactor),
+            stored_body(body, content_type_of(headers), redactor, encoding=content_encoding(headers)),
         )
 
     def select(self, incoming: dict[str, Any]) -> RecordedCall:

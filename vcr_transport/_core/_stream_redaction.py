@@ -1,32 +1,65 @@
 """Redaction of response bodies while they stream: over the logical text of a stream, a line at a time,
-keeping each chunk's boundaries; and of content-encoded bodies, searched decoded. No I/O."""
+keeping each chunk's boundaries; over the text a model emits piece by piece across SSE deltas; and of
+content-encoded bodies, searched decoded. No I/O."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import importlib
+import json
+import re
+from collections.abc import Hashable, Iterator, Sequence
 from typing import Any
 
-from ._bodies import content_codec
+from ._bodies import content_codec, content_encodings, decode_stacked, encode_stacked
 from ._redaction import Redactor
 
-__all__ = ["EncodedBodyRedactor", "StreamRedactor", "changed_span"]
+__all__ = [
+    "EncodedBodyRedactor",
+    "StreamRedactor",
+    "changed_span",
+    "delta_channels",
+    "redact_body",
+]
+
+# A secret shape is far shorter than this: a line cut for length keeps this much back, so that a secret
+# straddling the cut is searched whole on the next pass.
+OVERLAP = 16 * 1024
+# Text kept before a found secret when cutting a long line: its context (``Bearer ``, ``"api_key": "``).
+_CONTEXT = 256
+_STEP = 2048  # how far back a cut moves when a secret crosses it
+# The cassette's copy of a stream waits for its end so that secrets spread over SSE deltas are found;
+# past this many bytes it is written anyway (deltas are then searched per held part).
+MAX_HOLD = 8 * 1024 * 1024
 
 
 class StreamRedactor:
     """Redacts a response body over its logical text while it streams, keeping each chunk's boundaries.
 
-    Secrets don't span lines, so text is redacted a block of complete lines at a time; a line longer than
-    ``max_line`` is redacted as it stands. ``feed`` returns the chunks (with the tag given for each) whose
-    bytes are all redacted, in order; ``finish`` returns the rest. Every chunk fed comes out exactly once.
-    Where a replacement spans a boundary, the earlier chunk carries the whole placeholder.
+    Text is redacted a block of complete lines at a time. A line longer than ``max_line`` is redacted up
+    to a cut at least ``overlap`` characters before its end, and the rest waits for the next pass, so a
+    secret at the cut is seen whole. After the lines, the text that SSE delta events carry piece by piece
+    (see ``delta_channels``) is reassembled and searched; a secret found there is removed from every piece
+    that carries part of it, each piece staying valid JSON. Chunks are held until ``finish`` (or until
+    ``max_hold`` bytes are held, when they are released). ``feed`` returns the chunks (with the tag given
+    for each) ready for the cassette, in order; ``finish`` returns the rest. Every chunk fed comes out
+    exactly once. Where a replacement spans a boundary, the earlier chunk carries the whole placeholder.
     """
 
-    def __init__(self, redactor: Redactor, max_line: int = 65536) -> None:
+    def __init__(
+        self, redactor: Redactor, max_line: int = 65536, overlap: int = OVERLAP, max_hold: int = MAX_HOLD
+    ) -> None:
+        if overlap + _CONTEXT >= max_line:
+            raise ValueError(f"overlap ({overlap}) must be well under max_line ({max_line})")
         self._redactor = redactor
         self._max_line = max_line
+        self._overlap = overlap
+        self._max_hold = max_hold
         self._outputs: list[tuple[bytearray, Any, bool]] = []  # (redacted bytes, tag, sealed)
         self._line = bytearray()
         self._segments: list[tuple[int, int]] = []  # (output slot, byte count) of the bytes in _line
+        self._held: list[tuple[bytes, Any]] = []
+        self._held_size = 0
+        self.released_early = False  # the hold bound was reached: deltas were searched per held part
 
     def feed(self, chunk: bytes, tag: Any) -> list[tuple[bytes, Any]]:
         slot = len(self._outputs)
@@ -39,16 +72,35 @@ class StreamRedactor:
         if rest:
             self._take(slot, rest)
             if len(self._line) > self._max_line:
-                self._redact_line()
+                self._redact_long_line()
         if not self._segments or self._segments[-1][0] != slot:
             self._seal(slot)
-        return self._release()
+        self._hold(self._release())
+        if self._held_size > self._max_hold:
+            self.released_early = True
+            return self._release_held()
+        return []
 
     def finish(self) -> list[tuple[bytes, Any]]:
         self._redact_line()
         for slot in range(len(self._outputs)):
             self._seal(slot)
-        return self._release()
+        self._hold(self._release())
+        return self._release_held()
+
+    def _hold(self, ready: list[tuple[bytes, Any]]) -> None:
+        self._held += ready
+        self._held_size += sum(len(chunk) for chunk, _ in ready)
+
+    def _release_held(self) -> list[tuple[bytes, Any]]:
+        held, self._held, self._held_size = self._held, [], 0
+        if not held:
+            return []
+        edits = delta_edits(b"".join(chunk for chunk, _ in held), self._redactor)
+        if not edits:
+            return held
+        pieces = _split_edited(b"".join(chunk for chunk, _ in held), edits, [len(chunk) for chunk, _ in held])
+        return [(piece, tag) for piece, (_, tag) in zip(pieces, held, strict=True)]
 
     def _take(self, slot: int, data: bytes) -> None:
         self._line += data
@@ -62,29 +114,73 @@ class StreamRedactor:
         self._outputs[slot] = (output, tag, True)
 
     def _redact_line(self) -> None:
+        """Redact all of the pending text and hand it to its chunks."""
         if not self._segments:
             return
         original = bytes(self._line)
         text = original.decode("utf-8", "surrogateescape")
         redacted_text = self._redactor.redact_text(text, response=True)
         redacted = original if redacted_text == text else redacted_text.encode("utf-8", "surrogateescape")
-        if redacted is original:
-            start = 0
-            for slot, count in self._segments:
-                self._outputs[slot][0].extend(original[start : start + count])
-                start += count
-        else:
-            for slot, start, end in _moved_boundaries(original, redacted, self._segments):
-                self._outputs[slot][0].extend(redacted[start:end])
+        self._emit(original, redacted, self._segments)
         for slot, _ in self._segments[:-1]:
             self._seal(slot)
         self._line = bytearray()
         self._segments = []
 
+    def _redact_long_line(self) -> None:
+        """Redact the start of an over-long line, up to a cut no secret crosses, keeping the rest pending."""
+        original = bytes(self._line)
+        text = original.decode("utf-8", "surrogateescape")
+        redacted = self._redactor.redact_text(text, response=True)
+        limit = len(text) - self._overlap
+        cut, head_redacted_text = limit, redacted[:limit]
+        if redacted != text:
+            # A cut no secret crosses: the two sides redacted apart give what the whole gave.
+            for cut in range(limit, max(_CONTEXT, limit - 8 * _STEP), -_STEP):
+                head_redacted_text = self._redactor.redact_text(text[:cut], response=True)
+                if head_redacted_text + self._redactor.redact_text(text[cut:], response=True) == redacted:
+                    break
+            else:  # a secret-shaped run longer than the overlap: the line is redacted as it stands
+                self._redact_line()
+                return
+        head = text[:cut].encode("utf-8", "surrogateescape")
+        head_redacted = head_redacted_text.encode("utf-8", "surrogateescape")
+        emitted: list[tuple[int, int]] = []
+        kept: list[tuple[int, int]] = []
+        position = 0
+        for slot, count in self._segments:
+            inside = max(0, min(count, len(head) - position))
+            if inside:
+                emitted.append((slot, inside))
+            if count - inside:
+                kept.append((slot, count - inside))
+            position += count
+        self._emit(head, head_redacted, emitted)
+        for slot, _ in emitted:
+            if not kept or kept[0][0] != slot:
+                self._seal(slot)
+        self._line = bytearray(original[len(head) :])
+        self._segments = kept
+
+    def _emit(self, original: bytes, redacted: bytes, segments: list[tuple[int, int]]) -> None:
+        if redacted is original or redacted == original:
+            start = 0
+            for slot, count in segments:
+                self._outputs[slot][0].extend(original[start : start + count])
+                start += count
+            return
+        prefix, end = changed_span(original, redacted)
+        edit = (prefix, end, redacted[prefix : end + len(redacted) - len(original)])
+        pieces = _split_edited(original, [edit], [count for _, count in segments])
+        for (slot, _), piece in zip(segments, pieces, strict=True):
+            self._outputs[slot][0].extend(piece)
+
     def _release(self) -> list[tuple[bytes, Any]]:
         released = 0
         while released < len(self._outputs) and self._outputs[released][2]:
             released += 1
+        if not released:
+            return []
         ready = [(bytes(output), tag) for output, tag, _ in self._outputs[:released]]
         del self._outputs[:released]
         self._segments = [(slot - released, count) for slot, count in self._segments]
@@ -104,42 +200,214 @@ def changed_span(original: Sequence[Any], redacted: Sequence[Any]) -> tuple[int,
     return prefix, len(original) - suffix
 
 
-def _moved_boundaries(original: bytes, redacted: bytes, segments: list[tuple[int, int]]) -> list[tuple[int, int, int]]:
-    """Map each segment's span of ``original`` onto ``redacted``: unchanged edges keep their boundaries,
-    boundaries inside the changed middle move to its end."""
-    shift = len(redacted) - len(original)
-    prefix, changed_end = changed_span(original, redacted)
+Edit = tuple[int, int, bytes]  # replace original[start:end] with these bytes
 
-    def moved(position: int) -> int:
-        if position <= prefix:
-            return position
-        if position >= changed_end:
-            return position + shift
-        return changed_end + shift
 
-    spans = []
-    start = 0
-    for slot, count in segments:
-        end = start + count
-        spans.append((slot, moved(start), moved(end)))
-        start = end
-    return spans
+def _split_edited(original: bytes, edits: Sequence[Edit], sizes: Sequence[int]) -> list[bytes]:
+    """Apply sorted, non-overlapping ``edits`` to ``original`` cut in pieces of ``sizes``; return the
+    edited pieces. Boundaries outside edits keep their place; a boundary inside an edit moves to its end,
+    so the earlier piece carries the whole replacement."""
+    edited = bytearray()
+    position = 0
+    new_starts: list[tuple[int, int, int]] = []  # (start, end, end in edited text) per edit
+    for start, end, replacement in edits:
+        edited += original[position:start]
+        edited += replacement
+        new_starts.append((start, end, len(edited)))
+        position = end
+    edited += original[position:]
+
+    def moved(boundary: int) -> int:
+        shift = 0
+        for start, end, new_end in new_starts:
+            if boundary <= start:
+                break
+            if boundary < end:
+                return new_end
+            shift = new_end - end
+        return boundary + shift
+
+    pieces, start = [], 0
+    for size in sizes:
+        pieces.append((moved(start), moved(start + size)))
+        start += size
+    return [bytes(edited[a:b]) for a, b in pieces]
+
+
+# --- text carried by SSE delta events -----------------------------------------------------------------
+
+_DATA_LINE = re.compile(rb"^data:[ \t]?(\{[^\r\n]*)", re.MULTILINE)
+_STRING_REST = re.compile(rb'(?:[^"\\]|\\.)*"')
+Piece = tuple[int, int, str]  # the raw span of a JSON string's content in the body, and its value
+
+
+def _delta_values(event: Any) -> Iterator[tuple[Hashable, str, str]]:
+    """(channel, JSON key, value) of each piece of text an SSE event carries, per vendor protocol, in the
+    order the keys appear in the event."""
+    if not isinstance(event, dict):
+        return
+    kind = event.get("type")
+    if isinstance(kind, str):
+        delta = event.get("delta")
+        if kind == "content_block_delta" and isinstance(delta, dict):  # anthropic
+            for key in ("text", "partial_json", "thinking"):
+                if isinstance(delta.get(key), str):
+                    yield ("anthropic", event.get("index"), key), key, delta[key]
+        elif kind.endswith(".delta") and isinstance(delta, str):  # openai Responses API
+            yield (
+                ("responses", kind, event.get("item_id"), event.get("output_index"), event.get("content_index")),
+                ("delta"),
+                delta,
+            )
+        return
+    choices = event.get("choices")
+    if isinstance(choices, list):  # openai chat completions
+        for position, choice in enumerate(choices):
+            delta = choice.get("delta") if isinstance(choice, dict) else None
+            if not isinstance(delta, dict):
+                continue
+            index = choice.get("index", position)
+            if isinstance(delta.get("content"), str):
+                yield ("chat", index), "content", delta["content"]
+            for call_position, call in enumerate(delta.get("tool_calls") or ()):
+                function = call.get("function") if isinstance(call, dict) else None
+                if isinstance(function, dict) and isinstance(function.get("arguments"), str):
+                    call_index = call.get("index", call_position)
+                    yield ("chat", index, "tool", call_index), "arguments", function["arguments"]
+    candidates = event.get("candidates")
+    if isinstance(candidates, list):  # Gemini
+        for position, candidate in enumerate(candidates):
+            content = candidate.get("content") if isinstance(candidate, dict) else None
+            parts = content.get("parts") if isinstance(content, dict) else None
+            for part in parts if isinstance(parts, list) else ():
+                if isinstance(part, dict) and isinstance(part.get("text"), str):
+                    index = candidate.get("index", position)
+                    yield ("gemini", index, bool(part.get("thought"))), "text", part["text"]
+
+
+def delta_channels(body: bytes) -> dict[Hashable, list[Piece]]:
+    """The text an SSE body's delta events carry piece by piece, per channel (one openai choice or tool
+    call, one anthropic content block, one Responses API item, one Gemini candidate), with the raw span of
+    each piece in ``body``. Events that aren't JSON, or carry no delta, are skipped."""
+    channels: dict[Hashable, list[Piece]] = {}
+    for line in _DATA_LINE.finditer(body):
+        raw = line.group(1)
+        if b'"delta"' not in raw and b'"candidates"' not in raw:
+            continue
+        try:
+            event = json.loads(raw)
+        except ValueError:
+            continue
+        search = line.start(1)
+        for channel, key, value in _delta_values(event):
+            span = _find_string(body, line.end(1), search, key, value)
+            if span is None:
+                break  # a spelling we can't place: leave this event as it is
+            channels.setdefault(channel, []).append((span[0], span[1], value))
+            search = span[1]
+    return channels
+
+
+def _delta_events(body: bytes) -> Iterator[Any]:
+    """The parsed JSON of every SSE data line that may carry a delta (orjson when it is installed)."""
+    try:
+        loads: Any = importlib.import_module("orjson").loads
+    except ImportError:
+        loads = json.loads
+    for line in _DATA_LINE.finditer(body):
+        raw = line.group(1)
+        if b'"delta"' in raw or b'"candidates"' in raw:
+            try:
+                yield loads(raw)
+            except ValueError:  # orjson.JSONDecodeError is a ValueError too
+                continue
+
+
+def _find_string(body: bytes, limit: int, position: int, key: str, value: str) -> tuple[int, int] | None:
+    """The raw span of the next string value of ``key`` holding ``value``, between position and limit."""
+    pattern = re.compile(rb'"' + re.escape(key.encode()) + rb'"\s*:\s*"')
+    while (match := pattern.search(body, position, limit)) is not None:
+        rest = _STRING_REST.match(body, match.end(), limit)
+        if rest is None:
+            return None
+        start, end = match.end(), rest.end() - 1
+        try:
+            if json.loads(body[start - 1 : end + 1]) == value:
+                return start, end
+        except ValueError:
+            return None
+        position = rest.end()
+    return None
+
+
+def delta_edits(body: bytes, redactor: Redactor) -> list[Edit]:
+    """Edits removing every secret found in the reassembled text of a channel from each piece that
+    carries part of it: the first such piece gets the replacement, the others lose their part."""
+    if b'"delta"' not in body and b'"candidates"' not in body:
+        return []
+    # Reassemble cheaply first; find the pieces' raw spans only when a channel holds a secret.
+    texts: dict[Hashable, list[str]] = {}
+    for event in _delta_events(body):
+        for channel, _, value in _delta_values(event):
+            texts.setdefault(channel, []).append(value)
+    if not any(
+        len(values) > 1 and redactor.redact_text("".join(values), response=True) != "".join(values)
+        for values in texts.values()
+    ):
+        return []
+    edits: list[Edit] = []
+    for pieces in delta_channels(body).values():
+        if len(pieces) < 2:
+            continue  # a whole piece was searched with its line
+        text = "".join(value for _, _, value in pieces)
+        redacted = redactor.redact_text(text, response=True)
+        if redacted == text:
+            continue
+        start, end = changed_span(text, redacted)
+        replacement = redacted[start : end + len(redacted) - len(text)]
+        offset, placed = 0, False
+        for raw_start, raw_end, value in pieces:
+            low, high = offset, offset + len(value)
+            offset = high
+            if start < end:
+                overlaps = low < end and high > start
+            else:  # an insertion: the piece holding its position
+                overlaps = low <= start <= high and not placed
+            if not overlaps:
+                continue
+            new = value[: max(0, start - low)]
+            if not placed:
+                new += replacement
+                placed = True
+            if high > end:
+                new += value[end - low :]
+            if new != value:
+                edits.append((raw_start, raw_end, json.dumps(new, ensure_ascii=False)[1:-1].encode()))
+    return sorted(edits)
+
+
+def redact_body(body: bytes, redactor: Redactor) -> bytes:
+    """A whole (decoded) response body redacted as a stream of it would be: by line, then by delta."""
+    stream = StreamRedactor(redactor, max_hold=len(body) + 1)
+    return b"".join(chunk for chunk, _ in [*stream.feed(body, None), *stream.finish()])
 
 
 class EncodedBodyRedactor:
-    """Redacts a content-encoded (gzip, deflate, br, zstd) body, which can only be searched decoded.
+    """Redacts a content-encoded body (gzip, deflate, br, zstd, stacked in any order), which can only be
+    searched decoded.
 
     The chunks are held back from the cassette (never from the caller) until the call ends. With no secret
-    in the decoded body they are written as they came; otherwise the redacted body is encoded again and
-    written as one chunk. A body over ``max_buffer`` bytes, or in an encoding this Python can't decode, is
-    written as it came.
+    in the decoded body they are written as they came; otherwise the redacted body is encoded again with
+    every encoding, in order, and written as one chunk. A body over ``max_buffer`` bytes, or in an
+    encoding this Python can't decode, is written as it came.
     """
 
     def __init__(self, redactor: Redactor, encoding: str, max_buffer: int = 64 * 1024 * 1024) -> None:
         self._redactor = redactor
-        self._codec = content_codec(encoding)
+        self._encodings = content_encodings([("content-encoding", encoding)])
         self._max_buffer = max_buffer
-        self._held: list[tuple[bytes, Any]] | None = [] if self._codec else None
+        decodable = all(content_codec(encoding) is not None for encoding in self._encodings)
+        self._held: list[tuple[bytes, Any]] | None = [] if decodable else None
         self._size = 0
 
     def feed(self, chunk: bytes, tag: Any) -> list[tuple[bytes, Any]]:
@@ -154,15 +422,13 @@ class EncodedBodyRedactor:
 
     def finish(self) -> list[tuple[bytes, Any]]:
         held, self._held = self._held, None
-        if not held or self._codec is None:
+        if not held:
             return held or []
-        decode, encode = self._codec
-        try:
-            body = decode(b"".join(chunk for chunk, _ in held))
-        except Exception:  # a body that doesn't decode is kept as it came; replay fails the same way
+        body = decode_stacked(b"".join(chunk for chunk, _ in held), self._encodings)
+        if body is None:  # a body that doesn't decode is kept as it came; replay fails the same way
             return held
-        text = body.decode("utf-8", "surrogateescape")
-        redacted = self._redactor.redact_text(text, response=True)
-        if redacted == text:
+        redacted = redact_body(body, self._redactor)
+        if redacted == body:
             return held
-        return [(encode(redacted.encode("utf-8", "surrogateescape")), held[0][1])]
+        encoded = encode_stacked(redacted, self._encodings)
+        return held if encoded is None else [(encoded, held[0][1])]

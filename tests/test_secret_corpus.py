@@ -1,0 +1,580 @@
+"""A planted-secret corpus: every credential format in every place a request, a response, a stream or an
+error can carry it, sent through the real SDK clients (sync and async) to the loopback upstream and
+recorded. The cassette's raw bytes, and its base64- and gzip-decoded payloads, must hold none of them; the
+`scan` engine must find them when they are written, unredacted, into files of each kind."""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import functools
+import gzip
+import json
+import random
+import string
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import httpx2
+import pytest
+from upstream import Received, Reply, Upstream, split_bytes
+from vendors import SDKS, VENDOR_ROUTES, Sdk, anthropic_reply, gemini_reply, openai_reply, sse
+
+import vcr_transport
+from vcr_transport._core._bodies import content_encodings, decode_stacked
+from vcr_transport._core._redaction import Redactor
+from vcr_transport._core._scan import scan_document
+from vcr_transport._core._stream_redaction import delta_channels
+
+# Formats the `rules` branch adds to the catalogue; cases that need them fail until it is merged.
+CATALOGUE_FORMATS = {"github", "slack", "stripe", "aws", "jwt", "pem"}
+ALPHABET = string.ascii_letters + string.digits
+
+
+def _core(rng: random.Random, length: int) -> str:
+    return "Q7" + "".join(rng.choice(ALPHABET) for _ in range(length - 2))
+
+
+def _pem(core: str) -> str:
+    lines = [core[i : i + 64] for i in range(0, len(core), 64)]
+    return "-----BEGIN PRIVATE KEY-----\n" + "\n".join(lines) + "\n-----END PRIVATE KEY-----"
+
+
+def _jwt(core: str) -> str:
+    def part(obj: Any) -> str:
+        return base64.urlsafe_b64encode(json.dumps(obj).encode()).decode().rstrip("=")
+
+    return f"{part({'alg': 'HS256', 'typ': 'JWT'})}.{part({'sub': '1234567890'})}.{core}"
+
+
+# format -> (length of the random core, how the secret is built around it)
+FORMATS: dict[str, tuple[int, Callable[[str], str]]] = {
+    "openai": (40, lambda c: "sk-proj-" + c),
+    "anthropic": (40, lambda c: "sk-ant-api03-" + c),
+    "google": (35, lambda c: "AIza" + c),
+    "bearer": (32, lambda c: "Bearer " + c),
+    "github": (36, lambda c: "ghp_" + c),
+    "slack": (24, lambda c: "xoxb-123456789012-123456789012-" + c),
+    "stripe": (24, lambda c: "sk_live_" + c),
+    "aws": (16, lambda c: "AKIA" + c.upper()),
+    "jwt": (43, _jwt),
+    "pem": (256, _pem),
+}
+# Places that can't hold a format: a URL can't carry "Bearer <x>" (a space) or a PEM block (newlines),
+# and a header value can't hold newlines.
+NOT_IN = {"bearer": {"path", "query", "fragment"}, "pem": {"path", "query", "fragment", "header"}}
+REQUEST_LOCATIONS = ["header", "query", "path", "fragment", "form", "json_value", "json_key", "nested_json"]
+REQUEST_LOCATIONS += ["multipart", "gzip_request"]
+RESPONSE_LOCATIONS = ["response_json", "sse_split_every_offset", "sse_deltas", "tool_argument_deltas"]
+RESPONSE_LOCATIONS += ["long_line", "gzip_response", "stacked_encodings", "gzip_sse_deltas", "exception_message"]
+# What google-genai's public surface can't send: form, multipart and compressed request bodies.
+GENAI_CANNOT = {"form", "multipart", "gzip_request"}
+
+
+@dataclass
+class Planted:
+    location: str
+    format: str
+    secret: str
+    core: str
+
+    def fragments(self) -> list[str]:
+        """Windows of the random core: any of them in the cassette is (part of) a leak."""
+        core = self.core.upper() if self.format == "aws" else self.core
+        return [core[i : i + 12] for i in range(0, len(core) - 11, 6)]
+
+
+class Corpus:
+    def __init__(self, seed: str) -> None:
+        self.rng = random.Random(seed)
+        self.planted: list[Planted] = []
+
+    def secrets(self, location: str) -> list[str]:
+        found = []
+        for name, (length, build) in FORMATS.items():
+            if location in NOT_IN.get(name, set()):
+                continue
+            core = _core(self.rng, length)
+            secret = build(core)
+            self.planted.append(Planted(location, name, secret, core))
+            found.append(secret)
+        return found
+
+
+def _sdk_ids() -> list[Any]:
+    return [
+        pytest.param(sdk, id=sdk.id)
+        for sdk in SDKS
+        if sdk.library is httpx2 and sdk.name in ("openai", "anthropic", "genai")
+    ]
+
+
+# --- the upstream's replies, per vendor ------------------------------------------------------------------
+
+
+def _stream_events(vendor: str, texts: list[str], tool_args: list[str]) -> bytes:
+    """An SSE body carrying ``texts`` as successive text deltas and ``tool_args`` as argument deltas."""
+    if vendor == "openai":
+        base = {"id": "chatcmpl-1", "object": "chat.completion.chunk", "created": 1, "model": "m"}
+        events: list[tuple[str | None, Any]] = [
+            (None, {**base, "choices": [{"index": 0, "delta": {"content": t}, "finish_reason": None}]}) for t in texts
+        ]
+        call = {"index": 0, "id": "call_1", "type": "function", "function": {"name": "f", "arguments": ""}}
+        events.append((None, {**base, "choices": [{"index": 0, "delta": {"tool_calls": [call]}}]}))
+        events += [
+            (
+                None,
+                {
+                    **base,
+                    "choices": [{"index": 0, "delta": {"tool_calls": [{"index": 0, "function": {"arguments": a}}]}}],
+                },
+            )
+            for a in tool_args
+        ]
+        events += [(None, {**base, "choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]}), (None, "[DONE]")]
+        return sse(events)
+    if vendor == "anthropic":
+        message = {
+            "id": "msg_1",
+            "type": "message",
+            "role": "assistant",
+            "model": "m",
+            "content": [],
+            "stop_reason": None,
+            "stop_sequence": None,
+            "usage": {"input_tokens": 1, "output_tokens": 1},
+        }
+        events = [("message_start", {"type": "message_start", "message": message})]
+        events.append(
+            (
+                "content_block_start",
+                {"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": ""}},
+            )
+        )
+        events += [
+            (
+                "content_block_delta",
+                {"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": t}},
+            )
+            for t in texts
+        ]
+        events.append(("content_block_stop", {"type": "content_block_stop", "index": 0}))
+        events.append(
+            (
+                "content_block_start",
+                {
+                    "type": "content_block_start",
+                    "index": 1,
+                    "content_block": {"type": "tool_use", "id": "toolu_1", "name": "f", "input": {}},
+                },
+            )
+        )
+        events += [
+            (
+                "content_block_delta",
+                {"type": "content_block_delta", "index": 1, "delta": {"type": "input_json_delta", "partial_json": a}},
+            )
+            for a in tool_args
+        ]
+        events.append(("content_block_stop", {"type": "content_block_stop", "index": 1}))
+        events.append(
+            (
+                "message_delta",
+                {
+                    "type": "message_delta",
+                    "delta": {"stop_reason": "tool_use", "stop_sequence": None},
+                    "usage": {"output_tokens": 2},
+                },
+            )
+        )
+        events.append(("message_stop", {"type": "message_stop"}))
+        return sse(events)
+    parts = [
+        (None, {"candidates": [{"content": {"parts": [{"text": t}], "role": "model"}, "index": 0}]}) for t in texts
+    ]
+    parts.append(
+        (
+            None,
+            {
+                "candidates": [
+                    {"content": {"parts": [{"text": "."}], "role": "model"}, "index": 0, "finishReason": "STOP"}
+                ]
+            },
+        )
+    )
+    return sse(parts, "\r\n")
+
+
+def _pieces(secrets: list[str], size: int) -> list[str]:
+    """The secrets as a model emits them: a few characters per delta."""
+    text = " ".join(secrets) + " "
+    return [text[i : i + size] for i in range(0, len(text), size)]
+
+
+def _long_text(secrets: list[str]) -> str:
+    """Over 64 KiB on one line, secrets packed so that some straddle every place a long line is cut."""
+    filler = "lorem ipsum " * 30
+    out = ""
+    while len(out) < 3 * 65536:
+        for secret in secrets:
+            out += filler[: 100 + len(out) % 211] + " " + secret.replace("\n", " ") + " "
+    return out
+
+
+# --- the run ---------------------------------------------------------------------------------------------
+
+
+class RaisingTransport(httpx2.BaseTransport, httpx2.AsyncBaseTransport):
+    """The real HTTP transport, except that a request to ``/boom`` fails with a message holding secrets."""
+
+    def __init__(self, message: str) -> None:
+        self.message = message
+        self.sync = httpx2.HTTPTransport()
+        self.async_ = httpx2.AsyncHTTPTransport()
+
+    def handle_request(self, request: httpx2.Request) -> httpx2.Response:
+        if "/boom" in request.url.path:
+            raise httpx2.ConnectError(self.message, request=request)
+        return self.sync.handle_request(request)
+
+    async def handle_async_request(self, request: httpx2.Request) -> httpx2.Response:
+        if "/boom" in request.url.path:
+            raise httpx2.ConnectError(self.message, request=request)
+        return await self.async_.handle_async_request(request)
+
+    def close(self) -> None:
+        self.sync.close()
+
+    async def aclose(self) -> None:
+        await self.async_.aclose()
+
+
+def _record(sdk: Sdk, upstream: Any, cassette: Path) -> Corpus:
+    corpus = Corpus(sdk.id)
+    vendor = sdk.name
+    s = {location: corpus.secrets(location) for location in REQUEST_LOCATIONS + RESPONSE_LOCATIONS}
+    if vendor == "genai":
+        for location in GENAI_CANNOT:
+            corpus.planted = [p for p in corpus.planted if p.location != location]
+    reply_of = {"openai": openai_reply, "anthropic": anthropic_reply, "genai": gemini_reply}[vendor]
+    stream_prefix = {"openai": "/v1/chat/completions", "anthropic": "/v1/messages", "genai": "/v1/models/"}[vendor]
+
+    def scripted(received: Received) -> Reply:
+        """The stream/chat route answers in turn: echo split at every offset, deltas, a long line, gzip."""
+        step = received.headers.get("x-step", "")
+        if step == "split":
+            return reply_of(received, split=1)
+        if step == "deltas":
+            body = _stream_events(vendor, _pieces(s["sse_deltas"], 5), _pieces(s["tool_argument_deltas"], 3))
+            return Reply(200, [("content-type", "text/event-stream")], split_bytes(body, 97))
+        if step == "long":
+            body = _stream_events(vendor, [_long_text(s["long_line"])], ["{}"])
+            return Reply(200, [("content-type", "text/event-stream")], split_bytes(body, 4093))
+        if step == "gzip_sse":
+            body = _stream_events(vendor, _pieces(s["gzip_sse_deltas"], 4), ["{}"])
+            return Reply(200, [("content-type", "text/event-stream")], [body], gzip=True)
+        if step == "gzip":
+            return Reply.json(json.loads(reply_of(received).chunks[0]) | {"note": s["gzip_response"]}, gzip=True)
+        if step == "stacked":
+            body = json.dumps(json.loads(reply_of(received).chunks[0]) | {"note": s["stacked_encodings"]}).encode()
+            twice = gzip.compress(gzip.compress(body))
+            headers = [("content-type", "application/json"), ("content-encoding", "gzip"), ("content-encoding", "gzip")]
+            return Reply(200, headers, split_bytes(twice, 50))
+        return reply_of(received)
+
+    for prefix, route in VENDOR_ROUTES.values():
+        upstream.routes[prefix] = route
+    upstream.routes[stream_prefix] = scripted
+    upstream.routes["/"] = lambda received: Reply.json({"ok": True})
+    inner = RaisingTransport("could not connect: " + " ".join(x.replace("\n", " ") for x in s["exception_message"]))
+    if sdk.is_async:
+        transport: Any = vcr_transport.AsyncRecordingTransport(inner, cassette, keep_failures=True)
+    else:
+        transport = vcr_transport.RecordingTransport(inner, cassette, keep_failures=True)
+    host = upstream.url.replace("http://", "")
+    base_url = f"http://user:{s['header'][0].replace('sk-proj-', 'pw')}@{host}"
+    corpus.planted.append(Planted("userinfo", "password", base_url.split(":")[2].split("@")[0], s["header"][0][8:]))
+    header_value = " | ".join(s["header"])
+    json_prompt = "my keys: " + " ; ".join(s["json_value"]) + " end"
+    nested = json.dumps({"config": {"notes": s["nested_json"]}})
+    echo_prompt = "echo " + " ".join(x.replace("\n", " ") for x in s["response_json"] + s["sse_split_every_offset"])
+    url_path = "/".join(s["path"]) + "?note=" + ",".join(s["query"]) + "#" + ",".join(s["fragment"])
+    form = "&".join(f"note{i}={x}" for i, x in enumerate(s["form"])).encode()
+    multipart_text = ("notes: " + " ".join(s["multipart"])).encode()
+    gzipped = gzip.compress(json.dumps({"notes": s["gzip_request"]}).encode())
+
+    if vendor == "genai":
+        from google import genai
+        from google.genai import types
+
+        def client_for(extra_body: dict[str, Any] | None = None) -> Any:
+            http = httpx2.AsyncClient(transport=transport) if sdk.is_async else httpx2.Client(transport=transport)
+            options = types.HttpOptions(
+                base_url=base_url,
+                headers={"X-Note": header_value},
+                extra_body=extra_body,
+                **({"httpx_async_client": http} if sdk.is_async else {"httpx_client": http}),
+            )
+            return genai.Client(api_key="AIzaSyTESTKEY0123456789abcdefghijklmno", http_options=options)
+
+        async def run_genai() -> None:
+            client = client_for({key: 1 for key in s["json_key"]})
+            api = client.aio if sdk.is_async else client
+            for prompt in (json_prompt, nested):
+                result = api.models.generate_content(model="m", contents=prompt)
+                await result if sdk.is_async else None
+            plain = client_for()
+            papi = plain.aio if sdk.is_async else plain
+            result = papi.models.generate_content(model="m", contents=echo_prompt)
+            await result if sdk.is_async else None
+            for step in ("split", "deltas", "long", "gzip_sse"):
+                stepped = client_for()
+                stepped._api_client._http_options.headers["x-step"] = step
+                sapi = stepped.aio if sdk.is_async else stepped
+                if sdk.is_async:
+                    async for _ in await sapi.models.generate_content_stream(model="m", contents="hi"):
+                        pass
+                else:
+                    for _ in sapi.models.generate_content_stream(model="m", contents="hi"):
+                        pass
+            for step in ("gzip", "stacked"):
+                stepped = client_for()
+                stepped._api_client._http_options.headers["x-step"] = step
+                sapi = stepped.aio if sdk.is_async else stepped
+                result = sapi.models.generate_content(model="m", contents="hi")
+                await result if sdk.is_async else None
+            if sdk.is_async:
+                await plain.aio._api_client.async_request("post", "echo/" + url_path, {"a": 1})
+            else:
+                plain._api_client.request("post", "echo/" + url_path, {"a": 1})
+            with pytest.raises(Exception, match="could not connect"):
+                if sdk.is_async:
+                    await plain.aio._api_client.async_request("post", "boom", {"a": 1})
+                else:
+                    plain._api_client.request("post", "boom", {"a": 1})
+            if sdk.is_async:
+                await transport.aclose()
+
+        asyncio.run(run_genai())
+    else:
+        import anthropic
+        import openai
+
+        def make(**options: Any) -> Any:
+            http = httpx2.AsyncClient(transport=transport) if sdk.is_async else httpx2.Client(transport=transport)
+            common = {"http_client": http, "max_retries": 0, "default_headers": {"X-Note": header_value, **options}}
+            if vendor == "openai":
+                cls = openai.AsyncOpenAI if sdk.is_async else openai.OpenAI
+                return cls(api_key="sk-proj-TESTKEYabcdefghijklmnopqrstuvwxyz0123", base_url=base_url + "/v1", **common)
+            cls = anthropic.AsyncAnthropic if sdk.is_async else anthropic.Anthropic
+            return cls(api_key="sk-ant-api03-TESTKEYabcdefghijklmnopqrstuvwxyz0123", base_url=base_url, **common)
+
+        def chat(client: Any, prompt: str, **extra: Any) -> Any:
+            messages = [{"role": "user", "content": prompt}]
+            if vendor == "openai":
+                return client.chat.completions.create(model="m", messages=messages, **extra)
+            return client.messages.create(model="m", max_tokens=9, messages=messages, **extra)
+
+        async def consume(result: Any) -> None:
+            if sdk.is_async:
+                result = await result
+                if hasattr(result, "__aiter__"):
+                    async for _ in result:
+                        pass
+            elif hasattr(result, "__iter__") and not isinstance(result, dict):
+                for _ in result:
+                    pass
+
+        async def run_stainless() -> None:
+            client = make()
+            await consume(chat(client, json_prompt, extra_body={key: 1 for key in s["json_key"]}))
+            await consume(chat(client, nested))
+            await consume(chat(client, echo_prompt))
+            for step in ("split", "deltas", "long", "gzip_sse"):
+                await consume(chat(make(**{"x-step": step}), "hi", stream=True))
+            for step in ("gzip", "stacked"):
+                await consume(chat(make(**{"x-step": step}), "hi"))
+            posts = [
+                {"path": "echo/" + url_path, "body": {"a": 1}},
+                {
+                    "path": "form",
+                    "content": form,
+                    "options": {"headers": {"Content-Type": "application/x-www-form-urlencoded"}},
+                },
+                {
+                    "path": "files",
+                    "body": {"purpose": "x"},
+                    "options": {"headers": {"Content-Type": "multipart/form-data"}},
+                    "files": [
+                        ("file", ("a.bin", b"\xff\x00\x01binary", "application/octet-stream")),
+                        ("notes", ("notes.txt", multipart_text, "text/plain")),
+                    ],
+                },
+                {
+                    "path": "gzipped",
+                    "content": gzipped,
+                    "options": {"headers": {"Content-Encoding": "gzip", "Content-Type": "application/json"}},
+                },
+            ]
+            for post in posts:
+                path = ("/" if vendor == "openai" else "/v1/") + str(post.pop("path"))
+                await consume(client.post(path, cast_to=object, **post))
+            with pytest.raises(Exception, match="could not connect|Connection error"):
+                await consume(client.post("/boom", cast_to=object, body={"a": 1}))
+            if sdk.is_async:
+                await transport.aclose()
+
+        asyncio.run(run_stainless()) if sdk.is_async else _run_sync(run_stainless)
+    if not sdk.is_async:
+        transport.close()
+    return corpus
+
+
+def _run_sync(coroutine_function: Callable[[], Any]) -> None:
+    """Drive the sync steps: ``consume`` only awaits async results, so the loop never blocks on I/O."""
+    asyncio.run(coroutine_function())
+
+
+def _haystack(cassette: Path) -> str:
+    """The cassette's raw text, plus every base64 payload decoded, gzip undone, and each call's stream
+    reassembled, decoded by its content-encodings, and its delta pieces joined per channel."""
+    raw = cassette.read_text()
+    extra: list[str] = []
+    streams: dict[int, bytearray] = {}
+    encodings: dict[int, list[str]] = {}
+    for line in raw.splitlines():
+        obj = json.loads(line)
+        payloads = [
+            obj.get("base64"),
+            (obj.get("body") or {}).get("base64") if isinstance(obj.get("body"), dict) else None,
+        ]
+        for payload in payloads:
+            if isinstance(payload, str):
+                data = base64.b64decode(payload)
+                extra.append(data.decode("latin-1"))
+                while data.startswith(b"\x1f\x8b"):
+                    data = gzip.decompress(data)
+                    extra.append(data.decode("latin-1"))
+        if obj["type"] == "response":
+            encodings[obj["call_index"]] = content_encodings([tuple(pair) for pair in obj["headers"]])
+        if obj["type"] == "event":
+            chunk = base64.b64decode(obj["base64"]) if "base64" in obj else obj["text"].encode()
+            streams.setdefault(obj["call_index"], bytearray()).extend(chunk)
+    for index, stream in streams.items():
+        decoded = decode_stacked(bytes(stream), encodings.get(index, []))
+        extra.append((decoded or bytes(stream)).decode("utf-8", "replace"))
+        # Pieces of a delta stream are never contiguous in the raw bytes: join them as the SDK does.
+        for pieces in delta_channels(decoded or bytes(stream)).values():
+            extra.append("".join(value for _, _, value in pieces))
+        if decoded:
+            extra.append(json.dumps(decoded.decode("utf-8", "replace")))
+    return raw + "\n".join(extra)
+
+
+def _leaked(planted: list[Planted], haystack: str) -> list[Planted]:
+    return [p for p in planted if any(fragment in haystack for fragment in p.fragments())]
+
+
+CATALOGUES = ["core", "rules"]  # vendor keys and Bearer; the catalogue's GitHub/Slack/Stripe/AWS/JWT/PEM shapes
+
+
+@functools.cache
+def _recorded(sdk: Sdk, folder: str) -> tuple[list[Planted], str, str]:
+    """Record the corpus once per SDK (both catalogue halves check the same cassette)."""
+    server = Upstream().start()
+    try:
+        cassette = Path(folder) / f"{sdk.id}.jsonl"
+        corpus = _record(sdk, server, cassette)
+    finally:
+        server.stop()
+    received = "\n".join(r.path + json.dumps(r.headers) + r.body.decode("latin-1") for r in server.received)
+    assert len(server.received) >= (10 if sdk.name == "genai" else 13), "every call reached the upstream"
+    return corpus.planted, received, _haystack(cassette)
+
+
+def _in_catalogue(planted: list[Planted], catalogue: str) -> list[Planted]:
+    return [p for p in planted if (p.format in CATALOGUE_FORMATS) == (catalogue == "rules")]
+
+
+@pytest.mark.parametrize("catalogue", CATALOGUES)
+@pytest.mark.parametrize("sdk", _sdk_ids())
+def test_no_planted_secret_reaches_the_cassette(sdk: Sdk, catalogue: str, tmp_path_factory: Any) -> None:
+    planted, received, haystack = _recorded(sdk, str(tmp_path_factory.getbasetemp()))
+    planted = _in_catalogue(planted, catalogue)
+    on_the_wire = {p.location for p in planted} & {"header", "query", "path", "json_value", "json_key", "form"}
+    sent = {p.location for p in planted if any(fragment in received for fragment in p.fragments())}
+    assert on_the_wire <= sent, "the request-side secrets really were sent"
+    leaked = [f"{p.location}/{p.format}" for p in _leaked(planted, haystack)]
+    assert leaked == [], f"{len(leaked)} of {len(planted)} planted secrets leaked: {leaked}"
+
+
+def _corpus_files(tmp_path: Path) -> tuple[list[Planted], list[Path]]:
+    """The corpus written, unredacted, into files of each kind a secret hides in."""
+    corpus = Corpus("scan")
+    files: list[Path] = []
+
+    def write(name: str, text: str | bytes) -> None:
+        path = tmp_path / name
+        path.write_bytes(text if isinstance(text, bytes) else text.encode())
+        files.append(path)
+
+    env = corpus.secrets("env")
+    write(".env", "".join(f"SERVICE_{i}_API_KEY={x.replace(chr(10), '')}\n" for i, x in enumerate(env)))
+    yaml_ = corpus.secrets("yaml")
+    write("config.yaml", "".join(f"service_{i}:\n  token: {json.dumps(x)}\n" for i, x in enumerate(yaml_)))
+    headers = corpus.secrets("raw_headers")
+    write("headers.txt", "".join(f"X-Service-{i}-Token: {x.replace(chr(10), ' ')}\n" for i, x in enumerate(headers)))
+    text = corpus.secrets("text")
+    write("notes.md", "".join(f"* step {i}: use {x}\n" for i, x in enumerate(text)))
+    events = corpus.secrets("cassette_base64_event")
+    request_body = corpus.secrets("cassette_gzip_request")
+    stream = corpus.secrets("cassette_gzip_stream")
+    lines = [{"type": "header", "format_version": 1}]
+    gzipped = base64.b64encode(gzip.compress(json.dumps(request_body).encode())).decode()
+    lines.append(
+        {
+            "type": "request",
+            "call_index": 0,
+            "method": "POST",
+            "url": "https://a.test/v1",
+            "headers": [],
+            "body": {"base64": gzipped},
+        }
+    )
+    lines.append(
+        {
+            "type": "response",
+            "call_index": 0,
+            "status": 200,
+            "http_version": "HTTP/1.1",
+            "headers": [["content-type", "text/event-stream"], ["content-encoding", "gzip"]],
+        }
+    )
+    sse_body = _stream_events("openai", _pieces(stream, 4), ["{}"])
+    for i, chunk in enumerate(split_bytes(gzip.compress(sse_body), 40)):
+        lines.append(
+            {"type": "event", "call_index": 0, "event_index": i, "t": 0, "base64": base64.b64encode(chunk).decode()}
+        )
+    lines.append({"type": "call_end", "call_index": 0, "event_count": len(lines) - 3, "outcome": "complete"})
+    for i, secret in enumerate(events):
+        payload = base64.b64encode(b"\xff data: " + secret.encode()).decode()
+        lines.append({"type": "event", "call_index": 1, "event_index": i, "t": 0, "base64": payload})
+    write("cassette.jsonl", "\n".join(json.dumps(line) for line in lines) + "\n")
+    return corpus.planted, files
+
+
+def _caught(planted: list[Planted], files: list[Path]) -> list[Planted]:
+    redactor = Redactor()
+    found = [secret for path in files for _, secret in scan_document(redactor, path.read_text("utf-8", "replace"))]
+    return [p for p in planted if any(f in secret or secret in p.secret for f in p.fragments()[:1] for secret in found)]
+
+
+@pytest.mark.parametrize("catalogue", CATALOGUES)
+def test_scan_catches_the_planted_corpus_in_files_of_every_kind(catalogue: str, tmp_path: Path) -> None:
+    planted, files = _corpus_files(tmp_path)
+    planted = _in_catalogue(planted, catalogue)
+    caught = _caught(planted, files)
+    missed = [f"{p.location}/{p.format}" for p in planted if p not in caught]
+    assert len(caught) >= 0.99 * len(planted), f"scan caught {len(caught)} of {len(planted)}; missed {missed}"

@@ -1,0 +1,159 @@
+"""Finding secrets in text already written (cassettes, .env, YAML, header dumps, any text file) with the
+same engine that redacts them while recording. No I/O: the caller reads the file and renders findings."""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import json
+import re
+from collections.abc import Iterator
+from typing import Any
+
+from ._bodies import content_encodings, decode_stacked
+from ._matching import iter_differences
+from ._redaction import PLACEHOLDER, Redactor
+from ._stream_redaction import changed_span, delta_channels, redact_body
+
+__all__ = ["scan_document", "scan_text"]
+
+# `NAME=value` (.env, shell), `name: value` (YAML, raw header lines), optionally quoted or exported.
+_NAME_VALUE = re.compile(
+    r"""^\s*(?:export\s+|-\s+)?["']?(?P<name>[A-Za-z_][A-Za-z0-9_.\-]*)["']?\s*[:=]\s*(?P<value>.*)$"""
+)
+_YAML_ITEM = re.compile(r"^\s*-\s+(?P<value>.+)$")
+_GZIP_MAGIC = b"\x1f\x8b"
+
+
+def scan_text(redactor: Redactor, text: str, response: bool = False) -> list[str]:
+    """The secrets the redaction rules would remove from ``text``, each as it stands in the text."""
+    redacted = redactor.redact_text(text, response=response)
+    if redacted == text:
+        return []
+    start, end = changed_span(text, redacted)
+    found, replaced = text[start:end], redacted[start : end + len(redacted) - len(text)]
+    # Several secrets in one span: split it at the unchanged text between placeholders.
+    between = [part for part in replaced.split(PLACEHOLDER)][1:-1]
+    secrets, position = [], 0
+    for part in between:
+        where = found.find(part, position + 1) if part else -1
+        if where < 0:
+            return [found]
+        secrets.append(found[position:where])
+        position = where + len(part)
+    secrets.append(found[position:])
+    return [secret for secret in secrets if secret.strip()]
+
+
+def _named_value(redactor: Redactor, line: str) -> tuple[str, str] | None:
+    """(name, value) of a ``name = value`` or ``name: value`` line whose name is a secret name."""
+    match = _NAME_VALUE.match(line)
+    if not match or not redactor.is_secret_name(match["name"], query=True):
+        return None
+    return match["name"], match["value"].strip().strip(",").strip().strip("\"'")
+
+
+def _decoded_payload(encoded: str) -> bytes | None:
+    try:
+        data = base64.b64decode(encoded, validate=True)
+    except (binascii.Error, ValueError):
+        return None
+    if data.startswith(_GZIP_MAGIC):
+        return decode_stacked(data, ["gzip"]) or data
+    return data
+
+
+class _Call:
+    def __init__(self) -> None:
+        self.encodings: list[str] = []
+        self.first_line = 0
+        self.payload = bytearray()
+
+
+def scan_document(redactor: Redactor, text: str) -> Iterator[tuple[int, str]]:
+    """(line number, secret) for every secret in a file's text, by the redaction rules: in each line
+    (secret shapes, secret-named JSON keys, ``NAME=value`` and ``name: value`` lines, YAML list values under
+    a secret name), in cassette lines (headers, JSON bodies, base64 payloads decoded and gunzipped), in
+    each recorded call's stream reassembled and decoded by its content-encodings (lines and SSE deltas),
+    and in multi-line blocks (PEM keys). Each secret is reported once per line."""
+    calls: dict[Any, _Call] = {}
+    pending_name = False  # a secret name on the line before, with its value on the following YAML lines
+    lines = text.splitlines()
+    for number, line in enumerate(lines, start=1):
+        found = scan_text(redactor, line)
+        named = _named_value(redactor, line)
+        if named is not None and named[1] and not named[1].startswith(("{", "[")):
+            found.append(named[1])
+        item = _YAML_ITEM.match(line) if pending_name else None
+        if item:
+            found.append(item["value"].strip().strip("\"'"))
+        else:
+            pending_name = named is not None and not named[1]
+        if line.startswith("{"):
+            found += _scan_cassette_line(redactor, line, number, calls)
+        yield from _report(number, found)
+    for call in calls.values():
+        yield from _report(call.first_line, _scan_stream(redactor, bytes(call.payload), call.encodings))
+    if "-----BEGIN" in text:
+        for secret in scan_text(redactor, text):
+            if "\n" in secret:
+                yield from _report(text[: text.find(secret)].count("\n") + 1, [secret])
+
+
+def _report(number: int, found: list[str]) -> Iterator[tuple[int, str]]:
+    """Each secret once: one holding another found on the same line is reported as the shorter."""
+    distinct = [secret for secret in dict.fromkeys(found) if secret and PLACEHOLDER not in secret]
+    for secret in distinct:
+        if not any(secret != other and other in secret for other in distinct):
+            yield number, secret
+
+
+def _scan_cassette_line(redactor: Redactor, line: str, number: int, calls: dict[Any, _Call]) -> list[str]:
+    try:
+        obj = json.loads(line)
+    except ValueError:
+        return []
+    if not isinstance(obj, dict):
+        return []
+    found: list[str] = []
+    kind = obj.get("type")
+    response = kind in ("response", "event")
+    headers = obj.get("headers")
+    if isinstance(headers, list) and all(isinstance(p, list) and len(p) == 2 for p in headers):
+        pairs = [(str(name), str(value)) for name, value in headers]
+        found += [v for (_, v), (_, r) in zip(pairs, redactor.redact_headers(pairs), strict=True) if v != r]
+        if kind == "response":
+            calls.setdefault(obj.get("call_index"), _Call()).encodings = content_encodings(pairs)
+        obj = {key: value for key, value in obj.items() if key != "headers"}
+    cleaned = redactor.redact_value(obj, response=response)
+    for _, before, _after in iter_differences(obj, cleaned):
+        found.append(before if isinstance(before, str) else json.dumps(before))
+    body = obj.get("body")
+    for encoded in (obj.get("base64"), body.get("base64") if isinstance(body, dict) else None):
+        if isinstance(encoded, str) and (data := _decoded_payload(encoded)) is not None:
+            found += scan_text(redactor, data.decode("utf-8", "surrogateescape"), response)
+    if kind == "event":
+        call = calls.setdefault(obj.get("call_index"), _Call())
+        call.first_line = call.first_line or number
+        if isinstance(obj.get("text"), str):
+            call.payload += obj["text"].encode("utf-8", "surrogateescape")
+        elif isinstance(obj.get("base64"), str):
+            try:
+                call.payload += base64.b64decode(obj["base64"])
+            except (binascii.Error, ValueError):
+                pass
+    return found
+
+
+def _scan_stream(redactor: Redactor, payload: bytes, encodings: list[str]) -> list[str]:
+    """Secrets in one call's whole stream: decoded, searched by line and in its reassembled deltas."""
+    body = decode_stacked(payload, encodings) if encodings else payload
+    if body is None or redact_body(body, redactor) == body:
+        return []
+    found = []
+    text = body.decode("utf-8", "surrogateescape")
+    for line in text.splitlines():
+        found += scan_text(redactor, line, response=True)
+    for pieces in delta_channels(body).values():
+        found += scan_text(redactor, "".join(value for _, _, value in pieces), response=True)
+    return found
