@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import sys
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from types import ModuleType
@@ -16,7 +17,7 @@ from ._exceptions import ReplayMismatch, UnplayedCallsError
 from ._http import header_pairs, library_of, rebuild_error, stream_class
 from ._storage import read_cassette
 
-__all__ = ["ReplayTransport", "answers_with_error_response", "error_response"]
+__all__ = ["STAINLESS_HEADERS", "ReplayTransport", "answers_with_error_response", "error_response"]
 
 
 class _ReplayStream:
@@ -156,13 +157,37 @@ class ReplayTransport:
         await self.aclose()
 
 
+# Headers every Stainless-generated SDK sends with every request (openai, anthropic and their Azure, Bedrock
+# and Vertex clients, whatever the User-Agent a framework gives them).
+STAINLESS_HEADERS = frozenset({"x-stainless-lang", "x-stainless-retry-count"})
+
+
 def answers_with_error_response(on_mismatch: str, headers: list[tuple[str, str]]) -> bool:
-    """Whether a failure should reach the SDK as a non-retryable error response rather than an exception:
-    anthropic wraps every transport exception in APIConnectionError and retries it with sleeps."""
+    """Whether a failure should reach the SDK as a non-retryable error response rather than an exception.
+
+    ``auto``: a request from a Stainless SDK (it carries ``x-stainless-*`` headers) gets the response, unless
+    the SDK module that sent it retries only transport errors and lets other exceptions through (its
+    ``_base_client`` uses ``request_exceptions()``: openai 3.50 and later), which then gets the exception
+    itself. Stainless SDKs that wrap every exception in ``APIConnectionError`` and retry it with sleeps
+    (anthropic, openai 3.3) would otherwise hide the mismatch for a second or more. Everyone else (google-genai,
+    litellm's own httpx calls, plain httpx) gets the exception, which carries the mismatch line."""
     if on_mismatch != "auto":
         return on_mismatch == "respond"
-    agent = next((v for k, v in headers if k.lower() == "user-agent"), "")
-    return "Anthropic/Python" in agent
+    if not any(name.lower() in STAINLESS_HEADERS for name, _ in headers):
+        return False
+    return not _sending_sdk_lets_exceptions_through()
+
+
+def _sending_sdk_lets_exceptions_through() -> bool:
+    """Whether the Stainless ``_base_client`` in the call stack (sync frames, or the awaiting coroutines)
+    retries only transport errors. False when none is found: the error response is then the safe answer."""
+    frame = sys._getframe(1)
+    while frame is not None:
+        module = frame.f_globals.get("__name__", "")
+        if isinstance(module, str) and module.endswith("._base_client"):
+            return "request_exceptions" in frame.f_globals
+        frame = frame.f_back  # type: ignore[assignment]
+    return False
 
 
 def error_response(library: ModuleType, error_type: str, error: Exception) -> Any:
