@@ -11,13 +11,14 @@ from types import ModuleType
 from typing import Any
 
 from ._core._format import RecordedCall
+from ._core._modes import Decision, Step
 from ._core._options import Options
 from ._core._replay import ReplayEngine, replay_headers
-from ._exceptions import ReplayMismatch, UnplayedCallsError
+from ._exceptions import NetworkBlockedError, ReplayMismatch, UnplayedCallsError
 from ._http import header_pairs, library_of, rebuild_error, stream_class
 from ._storage import read_cassette
 
-__all__ = ["STAINLESS_HEADERS", "ReplayTransport", "answers_with_error_response", "error_response"]
+__all__ = ["STAINLESS_HEADERS", "ReplayTransport", "answers_with_error_response", "error_response", "kept_out"]
 
 
 class _ReplayStream:
@@ -87,6 +88,13 @@ class ReplayTransport:
             read_cassette(path), self.options.matcher(), self.options.redactor(), ordered=self.options.ordered
         )
         self.on_mismatch = self.options.on_mismatch
+        self.decision = Decision(
+            "replay",
+            readable=True,
+            exists=True,
+            passthrough=self.options.passthrough,
+            passthrough_replay=self.options.passthrough_replay,
+        )
         self._headers = [replay_headers(call, self.options.max_retry_after) for call in self.engine.cassette.calls]
         self.sleep: Callable[[float], None] = time.sleep
         self.async_sleep: Callable[[float], Awaitable[None]] = _anyio_sleep
@@ -112,6 +120,9 @@ class ReplayTransport:
     def respond(self, request: Any, body: bytes) -> Any:
         """The recorded response to a request whose body was read (the sync and async sides share this)."""
         library = library_of(request)
+        step = self.decision.step_for(str(request.url))
+        if step is not Step.REPLAY:
+            return kept_out(library, request, step)
         headers = header_pairs(request.headers)
         incoming = self.engine.incoming_fields(request.method, str(request.url), headers, body)
         try:
@@ -188,6 +199,16 @@ def _sending_sdk_lets_exceptions_through() -> bool:
             return "request_exceptions" in frame.f_globals
         frame = frame.f_back  # type: ignore[assignment]
     return False
+
+
+def kept_out(library: ModuleType, request: Any, step: Step) -> Any:
+    """A passthrough request in replay: an empty 204 (``Step.EMPTY``), or NetworkBlockedError (``Step.BLOCK``)."""
+    if step is Step.EMPTY:
+        return library.Response(204, headers=[("x-vcr-transport", "passthrough")])
+    raise NetworkBlockedError(
+        f"{request.method} {request.url} matches a passthrough rule, so it is never recorded, and replay does not "
+        "forward it (passthrough_replay='block'); use passthrough_replay='empty' to answer it with an empty 204"
+    )
 
 
 def error_response(library: ModuleType, error_type: str, error: Exception) -> Any:

@@ -19,7 +19,7 @@ from ._core._options import Options
 from ._exceptions import CassetteError, ReplayMismatch, UnplayedCallsError
 from ._http import header_pairs, library_of
 from ._recording import CassetteRecorder, ClosingSides, _RecordingBase
-from ._replay import ReplayTransport, answers_with_error_response, error_response
+from ._replay import ReplayTransport, answers_with_error_response, error_response, kept_out
 
 __all__ = ["CassetteSession", "ModeTransport", "async_transport", "open_session", "transport"]
 
@@ -55,7 +55,13 @@ class CassetteSession:
                 self.broken = error
             else:
                 self._replay.engine.record_hint = record_hint
-        self.decision = Decision(mode, readable=self.broken is None, exists=exists)
+        self.decision = Decision(
+            mode,
+            readable=self.broken is None,
+            exists=exists,
+            passthrough=options.passthrough,
+            passthrough_replay=options.passthrough_replay,
+        )
         if self.decision.recording:
             self._recorder = self._new_recorder()
 
@@ -100,9 +106,11 @@ class CassetteSession:
         return None
 
     def handle(self, request: Any, inner: Any) -> Any:
-        step = self.decision.next_step()
+        step = self.decision.step_for(str(request.url))
         if step is Step.PASS_THROUGH:
             return inner.handle_request(request)
+        if step in (Step.EMPTY, Step.BLOCK):
+            return kept_out(library_of(request), request, step)
         if step is not Step.RECORD:
             answer = self.answer(request, request.read())
             if answer is not None:
@@ -110,9 +118,11 @@ class CassetteSession:
         return self._recording(sync_inner=inner).handle_request(request)
 
     async def handle_async(self, request: Any, inner: Any) -> Any:
-        step = self.decision.next_step()
+        step = self.decision.step_for(str(request.url))
         if step is Step.PASS_THROUGH:
             return await inner.handle_async_request(request)
+        if step in (Step.EMPTY, Step.BLOCK):
+            return kept_out(library_of(request), request, step)
         if step is not Step.RECORD:
             answer = self.answer(request, await request.aread())
             if answer is not None:

@@ -93,7 +93,7 @@ def parse_field_path(text: str) -> FieldPath | None:
     ``body``, like ``body.contents[*].parts[*].functionCall.id``. A malformed path is a ValueError."""
     if "." not in text and "[" not in text:
         return None
-    if not (text.startswith("body.") or text.startswith("body[")):
+    if not text.startswith(("body.", "body[")):
         raise ValueError(
             f"{text!r} is a path but does not start at body: write body.<key>[<index>]... "
             "(e.g. body.contents[*].parts[*].functionCall.id), or a bare key name for that key at any depth"
@@ -105,8 +105,7 @@ def parse_field_path(text: str) -> FieldPath | None:
         match = _STEP.match(rest, position)
         if match is None:
             raise ValueError(
-                f"{text!r}: can't read the path from {rest[position:]!r}; steps are .key (globs allowed) and "
-                "[n] or [*]"
+                f"{text!r}: can't read the path from {rest[position:]!r}; steps are .key (globs allowed) and [n] or [*]"
             )
         key, index = match.groups()
         steps.append(key if key is not None else ("*" if index == "*" else int(index)))
