@@ -95,7 +95,9 @@ def check_row(
     row.figures["secrets"] = ", ".join(found) or "none"
     assert found == [], f"credentials in the cassette: {found}"
 
-    cassette_calls = sum(1 for line in cassette.read_text().splitlines() if '"type": "request"' in line or '"type":"request"' in line)
+    cassette_calls = sum(
+        1 for line in cassette.read_text().splitlines() if '"type": "request"' in line or '"type":"request"' in line
+    )
     answered: list[int] = []
     with pytest.raises(BaseException) as caught:
         with vcr_transport.use_cassette(cassette, mode="replay", unplayed="ignore", **options) as used:

@@ -123,14 +123,20 @@ def anthropic_events(body: dict[str, Any]) -> tuple[dict[str, Any], list[tuple[s
     }
     events: list[tuple[str, Any]] = [
         ("message_start", {"type": "message_start", "message": {**message, "content": [], "stop_reason": None}}),
-        ("content_block_start", {"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": ""}}),
+        (
+            "content_block_start",
+            {"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": ""}},
+        ),
     ]
     for piece in (text[: len(text) // 2], text[len(text) // 2 :]):
         delta = {"type": "text_delta", "text": piece}
         events.append(("content_block_delta", {"type": "content_block_delta", "index": 0, "delta": delta}))
     events += [
         ("content_block_stop", {"type": "content_block_stop", "index": 0}),
-        ("message_delta", {"type": "message_delta", "delta": {"stop_reason": "end_turn"}, "usage": {"output_tokens": 2}}),
+        (
+            "message_delta",
+            {"type": "message_delta", "delta": {"stop_reason": "end_turn"}, "usage": {"output_tokens": 2}},
+        ),
         ("message_stop", {"type": "message_stop"}),
     ]
     return message, events
@@ -154,7 +160,9 @@ def anthropic_reply(body: dict[str, Any], *, bedrock_stream: bool = False, strea
     if bedrock_stream:
         headers = {":event-type": "chunk", ":content-type": "application/json", ":message-type": "event"}
         frames = [
-            eventstream_frame(json.dumps({"bytes": base64.b64encode(json.dumps(data).encode()).decode()}).encode(), headers)
+            eventstream_frame(
+                json.dumps({"bytes": base64.b64encode(json.dumps(data).encode()).decode()}).encode(), headers
+            )
             for _, data in events
         ]
         return _stream(frames, "application/vnd.amazon.eventstream")
@@ -195,11 +203,11 @@ def route(received: Received) -> Reply:
         return openai_reply(body)
     if path.endswith("/invoke-with-response-stream"):
         return anthropic_reply(body, bedrock_stream=True)
-    if path.endswith("/invoke") or path.endswith("/messages"):
+    if path.endswith(("/invoke", "/messages")):
         return anthropic_reply(body)
-    if path.endswith(":rawPredict") or path.endswith(":streamRawPredict"):
+    if path.endswith((":rawPredict", ":streamRawPredict")):
         return anthropic_reply(body, stream=path.endswith(":streamRawPredict"))
-    if path.endswith(":generateContent") or path.endswith(":streamGenerateContent"):
+    if path.endswith((":generateContent", ":streamGenerateContent")):
         return gemini_reply(body, stream=path.endswith(":streamGenerateContent"))
     return Reply.json({"error": {"message": f"the fake vendor has no route for {path}"}}, status=404)
 

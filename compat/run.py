@@ -151,8 +151,10 @@ def main(argv: list[str] | None = None) -> int:
     (RESULTS / "latest.json").write_text(json.dumps({"seconds": total, "groups": results}, indent=2) + "\n")
     print(table(results))
     for result in results:
-        print(f"{result['group']}: {result['versions']} (install {result['install_seconds']} s, "
-              f"tests {result['test_seconds']} s, exit {result['returncode']})")
+        print(
+            f"{result['group']}: {result['versions']} (install {result['install_seconds']} s, "
+            f"tests {result['test_seconds']} s, exit {result['returncode']})"
+        )
     print(f"compat: {len(groups)} groups in {total} s")
     return max(int(r["returncode"]) for r in results)  # type: ignore[call-overload]
 

@@ -46,7 +46,9 @@ def test_tool_round_trip(provider: str, tmp_path: Path, vendor: Upstream) -> Non
         return result.output
 
     options = {"ignore_fields": GEMINI_IGNORES} if provider == "google" else {}
-    error = check_row(Row(f"pydantic-ai {provider}: tool round trip", "httpx2 async"), tmp_path / "c.jsonl", vendor, run, **options)
+    error = check_row(
+        Row(f"pydantic-ai {provider}: tool round trip", "httpx2 async"), tmp_path / "c.jsonl", vendor, run, **options
+    )
     assert "pydantic_ai" in type(error).__module__ or "vcr_transport" in type(error).__module__
 
 

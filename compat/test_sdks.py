@@ -112,7 +112,9 @@ def test_trio(tmp_path: Path, vendor: Upstream) -> None:
             async with openai.AsyncOpenAI(api_key=SECRETS["OPENAI"], base_url=url + "/v1") as client:
                 stream = await client.chat.completions.create(model="m", messages=MESSAGES(prompt), stream=True)
                 async with stream:
-                    return [c.choices[0].delta.content async for c in stream if c.choices and c.choices[0].delta.content]
+                    return [
+                        c.choices[0].delta.content async for c in stream if c.choices and c.choices[0].delta.content
+                    ]
 
         return trio.run(main)
 
