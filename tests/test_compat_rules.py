@@ -102,8 +102,6 @@ def test_anthropic_under_a_framework_user_agent_sees_the_field_at_once(upstream:
     answered: list[int] = []
     respond = replay.respond
     replay.respond = lambda request, body: answered.append(1) or respond(request, body)  # type: ignore[method-assign]
-    with pytest.raises(
-        anthropic.BadRequestError, match="field body.messages\\[0\\].content: recorded 'cats'"
-    ):
+    with pytest.raises(anthropic.BadRequestError, match="field body.messages\\[0\\].content: recorded 'cats'"):
         ask(replay, "dogs")
     assert answered == [1]  # no retry reached the transport
