@@ -4,19 +4,21 @@ from __future__ import annotations
 
 import json
 import os
+import sys
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from types import ModuleType
 from typing import Any
 
 from ._core._format import RecordedCall
+from ._core._modes import Decision, Step
 from ._core._options import Options
 from ._core._replay import ReplayEngine, replay_headers
-from ._exceptions import ReplayMismatch, UnplayedCallsError
+from ._exceptions import NetworkBlockedError, ReplayMismatch, UnplayedCallsError
 from ._http import header_pairs, library_of, rebuild_error, stream_class
 from ._storage import read_cassette
 
-__all__ = ["ReplayTransport", "answers_with_error_response", "error_response"]
+__all__ = ["STAINLESS_HEADERS", "ReplayTransport", "answers_with_error_response", "error_response", "kept_out"]
 
 
 class _ReplayStream:
@@ -86,6 +88,13 @@ class ReplayTransport:
             read_cassette(path), self.options.matcher(), self.options.redactor(), ordered=self.options.ordered
         )
         self.on_mismatch = self.options.on_mismatch
+        self.decision = Decision(
+            "replay",
+            readable=True,
+            exists=True,
+            passthrough=self.options.passthrough,
+            passthrough_replay=self.options.passthrough_replay,
+        )
         created = self.engine.cassette.header.get("created")
         self._headers = [
             replay_headers(call, self.options.max_retry_after, created) for call in self.engine.cassette.calls
@@ -114,6 +123,9 @@ class ReplayTransport:
     def respond(self, request: Any, body: bytes) -> Any:
         """The recorded response to a request whose body was read (the sync and async sides share this)."""
         library = library_of(request)
+        step = self.decision.step_for(str(request.url))
+        if step is not Step.REPLAY:
+            return kept_out(library, request, step)
         headers = header_pairs(request.headers)
         incoming = self.engine.incoming_fields(request.method, str(request.url), headers, body)
         try:
@@ -159,13 +171,47 @@ class ReplayTransport:
         await self.aclose()
 
 
+# Headers every Stainless-generated SDK sends with every request (openai, anthropic and their Azure, Bedrock
+# and Vertex clients, whatever the User-Agent a framework gives them).
+STAINLESS_HEADERS = frozenset({"x-stainless-lang", "x-stainless-retry-count"})
+
+
 def answers_with_error_response(on_mismatch: str, headers: list[tuple[str, str]]) -> bool:
-    """Whether a failure should reach the SDK as a non-retryable error response rather than an exception:
-    anthropic wraps every transport exception in APIConnectionError and retries it with sleeps."""
+    """Whether a failure should reach the SDK as a non-retryable error response rather than an exception.
+
+    ``auto``: a request from a Stainless SDK (it carries ``x-stainless-*`` headers) gets the response, unless
+    the SDK module that sent it retries only transport errors and lets other exceptions through (its
+    ``_base_client`` uses ``request_exceptions()``: openai 3.50 and later), which then gets the exception
+    itself. Stainless SDKs that wrap every exception in ``APIConnectionError`` and retry it with sleeps
+    (anthropic, openai 3.3) would otherwise hide the mismatch for a second or more. Everyone else (google-genai,
+    litellm's own httpx calls, plain httpx) gets the exception, which carries the mismatch line."""
     if on_mismatch != "auto":
         return on_mismatch == "respond"
-    agent = next((v for k, v in headers if k.lower() == "user-agent"), "")
-    return "Anthropic/Python" in agent
+    if not any(name.lower() in STAINLESS_HEADERS for name, _ in headers):
+        return False
+    return not _sending_sdk_lets_exceptions_through()
+
+
+def _sending_sdk_lets_exceptions_through() -> bool:
+    """Whether the Stainless ``_base_client`` in the call stack (sync frames, or the awaiting coroutines)
+    retries only transport errors. False when none is found: the error response is then the safe answer."""
+    frame = sys._getframe(1)
+    while frame is not None:
+        module = frame.f_globals.get("__name__", "")
+        if isinstance(module, str) and module.endswith("._base_client"):
+            return "request_exceptions" in frame.f_globals
+        frame = frame.f_back  # type: ignore[assignment]
+    return False
+
+
+def kept_out(library: ModuleType, request: Any, step: Step) -> Any:
+    """A passthrough request in replay: an empty 204 (``Step.EMPTY``), or NetworkBlockedError (``Step.BLOCK``)."""
+    if step is Step.EMPTY:
+        return library.Response(204, headers=[("x-vcr-transport", "passthrough")])
+    raise NetworkBlockedError(
+        f"{request.method} {request.url} matches a passthrough rule, so it is never recorded, and replay does not "
+        "forward it (passthrough_replay='block'); use passthrough_replay='empty' to answer it with an empty 204"
+    )
 
 
 def error_response(library: ModuleType, error_type: str, error: Exception) -> Any:

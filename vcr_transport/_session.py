@@ -20,7 +20,7 @@ from ._exceptions import CassetteError, ReplayMismatch, UnplayedCallsError
 from ._http import header_pairs, library_of
 from ._lifecycle import ClosingSides, TransportLifecycle, propagating
 from ._recording import AsyncRecordingTransport, CassetteRecorder, RecordingTransport
-from ._replay import ReplayTransport, answers_with_error_response, error_response
+from ._replay import ReplayTransport, answers_with_error_response, error_response, kept_out
 
 __all__ = ["CassetteSession", "ModeTransport", "async_transport", "open_session", "transport"]
 
@@ -57,7 +57,13 @@ class CassetteSession:
                 self.broken = error
             else:
                 self._replay.engine.record_hint = record_hint
-        self.decision = Decision(mode, readable=self.broken is None, exists=exists)
+        self.decision = Decision(
+            mode,
+            readable=self.broken is None,
+            exists=exists,
+            passthrough=options.passthrough,
+            passthrough_replay=options.passthrough_replay,
+        )
         if self.decision.recording:
             self._recorder = self._new_recorder()
         if self.run is not None:
@@ -104,9 +110,11 @@ class CassetteSession:
         return None
 
     def handle(self, request: Any, inner: Any) -> Any:
-        step = self.decision.next_step()
+        step = self.decision.step_for(str(request.url))
         if step is Step.PASS_THROUGH:
             return inner.handle_request(request)
+        if step in (Step.EMPTY, Step.BLOCK):
+            return kept_out(library_of(request), request, step)
         if step is not Step.RECORD:
             answer = self.answer(request, request.read())
             if answer is not None:
@@ -114,9 +122,11 @@ class CassetteSession:
         return RecordingTransport(inner, recorder=self._recording()).handle_request(request)
 
     async def handle_async(self, request: Any, inner: Any) -> Any:
-        step = self.decision.next_step()
+        step = self.decision.step_for(str(request.url))
         if step is Step.PASS_THROUGH:
             return await inner.handle_async_request(request)
+        if step in (Step.EMPTY, Step.BLOCK):
+            return kept_out(library_of(request), request, step)
         if step is not Step.RECORD:
             answer = self.answer(request, await request.aread())
             if answer is not None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import fnmatch
 import json
+import re
 from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 from urllib.parse import parse_qsl, urlsplit
@@ -15,24 +16,40 @@ from ._format import Cassette, RecordedCall, StoredBody
 __all__ = [
     "NON_DETERMINISTIC_FIELD_NAMES",
     "VOLATILE_HEADERS",
+    "FieldPath",
     "RequestMatcher",
     "cassette_differences",
     "find_first_difference",
+    "parse_field_path",
 ]
 
 NON_DETERMINISTIC_FIELD_NAMES: frozenset[str] = frozenset({"timestamp"})
 
+# Headers that differ between machines, SDK versions, sync and async, retries, or every request. The
+# per-request ones of the clients we support: AWS SigV4 (AnthropicBedrock: x-amz-date changes every second;
+# the body hash x-amz-content-sha256 adds nothing the body comparison doesn't, and would name itself instead
+# of the body field; the session token is redacted and depends on the kind of credentials), boto's
+# invocation ids, Azure's client request id, and distributed-tracing context.
 VOLATILE_HEADERS: frozenset[str] = frozenset(
     {
         "user-agent",
         "x-stainless-*",
         "x-goog-api-client",
         "traceparent",
+        "tracestate",
+        "sentry-trace",
         "idempotency-key",
         "content-length",
         "accept-encoding",
         "connection",
         "host",
+        "x-amz-date",
+        "x-amz-content-sha256",
+        "x-amz-security-token",
+        "x-amz-user-agent",
+        "amz-sdk-invocation-id",
+        "amz-sdk-request",
+        "x-ms-client-request-id",
     }
 )
 
@@ -65,11 +82,62 @@ def find_first_difference(recorded: Any, incoming: Any) -> Difference | None:
     return next(iter_differences(recorded, incoming), None)
 
 
-def _drop_fields(value: Any, names: frozenset[str]) -> Any:
+# One step of a field path: a key (``*`` and ``?`` glob) or a list position (an int, or ``*`` for any).
+FieldPath = tuple[str | int, ...]
+_STEP = re.compile(r"\.([^.\[\]]+)|\[(\d+|\*)\]")
+_IGNORED = "<ignored>"
+
+
+def parse_field_path(text: str) -> FieldPath | None:
+    """``None`` for a bare key name (it means that key at any depth); else the steps of a path that starts at
+    ``body``, like ``body.contents[*].parts[*].functionCall.id``. A malformed path is a ValueError."""
+    if "." not in text and "[" not in text:
+        return None
+    if not text.startswith(("body.", "body[")):
+        raise ValueError(
+            f"{text!r} is a path but does not start at body: write body.<key>[<index>]... "
+            "(e.g. body.contents[*].parts[*].functionCall.id), or a bare key name for that key at any depth"
+        )
+    rest = text[len("body") :]
+    steps: list[str | int] = []
+    position = 0
+    while position < len(rest):
+        match = _STEP.match(rest, position)
+        if match is None:
+            raise ValueError(
+                f"{text!r}: can't read the path from {rest[position:]!r}; steps are .key (globs allowed) and [n] or [*]"
+            )
+        key, index = match.groups()
+        steps.append(key if key is not None else ("*" if index == "*" else int(index)))
+        position = match.end()
+    return tuple(steps)
+
+
+def _step_matches(step: str | int, key: str | int) -> bool:
+    if isinstance(key, int):
+        return step == "*" or step == key
+    return isinstance(step, str) and (step == key or fnmatch.fnmatchcase(key, step))
+
+
+def _drop_fields(value: Any, names: frozenset[str], paths: tuple[FieldPath, ...] = ()) -> Any:
+    """``value`` without the keys in ``names`` (at any depth) and the fields ``paths`` point to: a dict loses
+    the key, a list keeps the position with ``<ignored>`` in it, so later positions keep their numbers."""
     if isinstance(value, dict):
-        return {k: _drop_fields(v, names) for k, v in value.items() if k not in names}
+        kept: dict[str, Any] = {}
+        for key, child in value.items():
+            if key in names:
+                continue
+            below = tuple(path[1:] for path in paths if isinstance(path[0], str) and _step_matches(path[0], key))
+            if () in below:
+                continue
+            kept[key] = _drop_fields(child, names, below)
+        return kept
     if isinstance(value, list):
-        return [_drop_fields(v, names) for v in value]
+        items: list[Any] = []
+        for position, child in enumerate(value):
+            below = tuple(path[1:] for path in paths if _step_matches(path[0], position))
+            items.append(_IGNORED if () in below else _drop_fields(child, names, below))
+        return items
     return value
 
 
@@ -88,7 +156,8 @@ class RequestMatcher:
     """Turns a recorded or incoming request into the fields that matching compares.
 
     ``ignore_headers`` adds header names (globs allowed) to the volatile set, ``compare_headers`` removes
-    them from it; ``ignore_fields`` adds JSON key names to skip wherever they appear in a body.
+    them from it; ``ignore_fields`` adds body fields to skip: a bare key name wherever it appears, or a path
+    from ``body`` with globs (``body.contents[*].parts[*].functionCall.id``) for just the fields it names.
     """
 
     def __init__(
@@ -103,7 +172,9 @@ class RequestMatcher:
         self._exact = frozenset(name for name in volatile if "*" not in name and "?" not in name)
         self._globs = tuple(name for name in volatile if name not in self._exact)
         self._removed = frozenset(removed)
-        self._fields = NON_DETERMINISTIC_FIELD_NAMES | frozenset(ignore_fields)
+        parsed = [(name, parse_field_path(name)) for name in ignore_fields]
+        self._fields = NON_DETERMINISTIC_FIELD_NAMES | frozenset(name for name, path in parsed if path is None)
+        self._paths = tuple(path for _, path in parsed if path is not None)
         self._volatile_cache: dict[str, bool] = {}
 
     def is_volatile(self, lower_name: str) -> bool:
@@ -139,10 +210,10 @@ class RequestMatcher:
         if body is None:
             return ""
         if "json" in body:
-            return _drop_fields(body["json"], self._fields)
+            return _drop_fields(body["json"], self._fields, self._paths)
         text = body.get("text")
         if text is not None and "application/x-www-form-urlencoded" in content_type:
-            return _drop_fields(_multi_dict(parse_qsl(text, keep_blank_values=True)), self._fields)
+            return _drop_fields(_multi_dict(parse_qsl(text, keep_blank_values=True)), self._fields, self._paths)
         return text if text is not None else {"base64": body["base64"]}
 
     def difference(self, recorded: Mapping[str, Any], incoming: Mapping[str, Any]) -> Difference | None:

@@ -10,21 +10,79 @@ whether ``CI`` is set; the shells only carry out the step decided here.
 | ``auto``         | ``replay`` when the cassette exists, else ``record`` (never under ``CI``)         |
 
 A cassette that can't be read refuses every request (fails closed) in every mode that would read it.
+
+Passthrough rules (``host/path`` globs: the telemetry endpoints in ``TELEMETRY_PASSTHROUGH`` plus the
+``passthrough`` option) keep a request out of the cassette, whatever the mode: it is forwarded while the
+cassette records (or in ``off``), and while it replays it meets ``passthrough_replay``: ``empty`` (an empty
+204) or ``block`` (NetworkBlockedError).
 To add a mode: add it to ``MODES``, to ``concrete_mode`` if it resolves to another, and to ``Decision``.
 """
 
 from __future__ import annotations
 
 import enum
+import fnmatch
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
+from urllib.parse import urlsplit
 
 from .._exceptions import CassetteError, ModeError
 
-__all__ = ["ENVIRONMENT_VARIABLE", "MODES", "Decision", "Step", "check_mode", "concrete_mode"]
+__all__ = [
+    "ENVIRONMENT_VARIABLE",
+    "MODES",
+    "PASSTHROUGH_ANSWERS",
+    "TELEMETRY_PASSTHROUGH",
+    "Decision",
+    "Step",
+    "check_mode",
+    "concrete_mode",
+    "parse_passthrough_rule",
+    "passthrough_rule_for",
+]
 
 MODES = ("off", "record", "replay", "record-on-miss", "auto")
 ENVIRONMENT_VARIABLE = "VCR_TRANSPORT_MODE"
+PASSTHROUGH_ANSWERS = ("empty", "block")
+
+# Telemetry that SDKs and frameworks send beside the calls under test, with ids made up per run: never
+# recorded. OpenAI Agents SDK tracing (its own httpx2 client in a background thread); LangSmith and Logfire
+# (they send with requests or OpenTelemetry exporters today, which don't go through httpx, but a
+# configuration that routes them through httpx meets these rules).
+TELEMETRY_PASSTHROUGH: tuple[str, ...] = (
+    "api.openai.com/v1/traces/ingest",
+    "api.smith.langchain.com/*",
+    "*.smith.langchain.com/*",
+    "logfire-api.pydantic.dev/*",
+    "logfire-*.pydantic.dev/*",
+)
+
+
+def parse_passthrough_rule(rule: str) -> tuple[str, str]:
+    """``(host glob, path glob)`` of a rule written ``host[:port][/path]`` (globs allowed; a leading
+    ``https://`` or ``http://`` is dropped; no path means every path). A malformed rule is a ValueError."""
+    text = rule.split("://", 1)[1] if "://" in rule else rule
+    host, slash, path = text.partition("/")
+    if not host or any(c in host for c in " ?#@"):
+        raise ValueError(
+            f"passthrough rule {rule!r} has no host: write host/path with globs, e.g. api.example.com/v1/traces/*"
+        )
+    return host.lower(), (slash + path) if slash else "/*"
+
+
+def passthrough_rule_for(url: str, rules: Iterable[tuple[str, str]]) -> tuple[str, str] | None:
+    """The first rule the URL falls under, or None. A rule's host matches with or without the URL's port."""
+    parts = urlsplit(url)
+    host = (parts.hostname or "").lower()
+    hosts = (host, f"{host}:{parts.port}") if parts.port is not None else (host,)
+    path = parts.path or "/"
+    for rule in rules:
+        host_glob, path_glob = rule
+        if any(fnmatch.fnmatchcase(h, host_glob) for h in hosts) and (
+            fnmatch.fnmatchcase(path, path_glob) or (path_glob.endswith("/*") and path == path_glob[:-2])
+        ):
+            return rule
+    return None
 
 
 def check_mode(name: str, source: str) -> str:
@@ -58,16 +116,30 @@ class Step(enum.Enum):
     REPLAY = "replay"  # answer it from the cassette
     RECORD = "record"  # forward it and record the exchange
     RAISE = "raise"  # after a miss in replay: the mismatch reaches the caller
+    EMPTY = "empty"  # a passthrough request while replaying: an empty 204, nothing recorded
+    BLOCK = "block"  # a passthrough request while replaying: NetworkBlockedError, nothing recorded
 
 
 class Decision:
     """The state of one cassette in one concrete mode: which step the next request meets, and what a replay
     miss turns into. Thread-safe: the first miss of record-on-miss switches to recording exactly once."""
 
-    def __init__(self, mode: str, *, readable: bool, exists: bool) -> None:
+    def __init__(
+        self,
+        mode: str,
+        *,
+        readable: bool,
+        exists: bool,
+        passthrough: Iterable[str] = (),
+        passthrough_replay: str = "empty",
+    ) -> None:
         if mode not in MODES or mode == "auto":
             raise ValueError(f"a decision needs a concrete mode, not {mode!r}")
+        if passthrough_replay not in PASSTHROUGH_ANSWERS:
+            raise ValueError(f"passthrough_replay must be one of {PASSTHROUGH_ANSWERS}, not {passthrough_replay!r}")
         self.mode = mode
+        self.passthrough = tuple(parse_passthrough_rule(rule) for rule in (*TELEMETRY_PASSTHROUGH, *passthrough))
+        self.passthrough_replay = passthrough_replay
         self.readable = readable
         # record-on-miss with no cassette yet records from the first call.
         self.recording = mode == "record" or (mode == "record-on-miss" and readable and not exists)
@@ -77,6 +149,14 @@ class Decision:
     @property
     def reads_cassette(self) -> bool:
         return self.mode == "replay" or (self.mode == "record-on-miss" and not self.recording)
+
+    def step_for(self, url: str) -> Step:
+        """The step a request to ``url`` meets: the passthrough rules first, then ``next_step()``."""
+        if passthrough_rule_for(url, self.passthrough) is not None:
+            if self.mode == "off" or self.recording:
+                return Step.PASS_THROUGH
+            return Step.EMPTY if self.passthrough_replay == "empty" else Step.BLOCK
+        return self.next_step()
 
     def next_step(self) -> Step:
         if self.mode == "off":

@@ -14,10 +14,13 @@ import re
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any, Literal
 
-from ._matching import RequestMatcher
+from ._matching import RequestMatcher, parse_field_path
+from ._modes import PASSTHROUGH_ANSWERS, parse_passthrough_rule
 from ._redaction import Redactor
 
 __all__ = ["MISMATCH_ACTIONS", "Options"]
+
+PassthroughAnswer = Literal["empty", "block"]
 
 MISMATCH_ACTIONS = ("auto", "raise", "respond")
 MismatchAction = Literal["auto", "raise", "respond"]
@@ -64,7 +67,24 @@ class Options:
         (), "header names taken out of the volatile set: matching compares them", kind="names", settings=True
     )
     ignore_fields: tuple[str, ...] = _option(
-        (), "more JSON keys that matching skips wherever they appear in a body", kind="names", settings=True
+        (),
+        "more body fields that matching skips: a bare key name wherever it appears, or a path from body with "
+        "globs (body.contents[*].parts[*].functionCall.id)",
+        kind="fields",
+        settings=True,
+    )
+    passthrough: tuple[str, ...] = _option(
+        (),
+        "more host/path globs (api.example.com/v1/traces/*) whose requests are never recorded: forwarded while "
+        "recording or off, answered as passthrough_replay says in replay; added to the telemetry defaults",
+        kind="passthrough",
+        settings=True,
+    )
+    passthrough_replay: PassthroughAnswer = _option(
+        "empty",
+        "what a passthrough request meets in replay: 'empty' an empty 204 response, 'block' a NetworkBlockedError",
+        kind="passthrough_answer",
+        settings=True,
     )
     redact_names: tuple[str, ...] = _option(
         (), "more secret names (whole names and name suffixes)", kind="names", settings=True, record=True
@@ -122,6 +142,10 @@ class Options:
         for field in dataclasses.fields(self):
             if field.metadata["settings"] and field.name in settings:
                 extra = _checked(field.name, field.metadata["kind"], settings[field.name], where)
+                if not isinstance(extra, tuple):  # a single value: the code's own wins when it set one
+                    if getattr(self, field.name) == field.default:
+                        added[field.name] = extra
+                    continue
                 added[field.name] = (*extra, *getattr(self, field.name))
         return dataclasses.replace(self, **added) if added else self
 
@@ -164,6 +188,12 @@ def _checked(name: str, kind: str, value: Any, where: str) -> Any:
         if not math.isfinite(value) or value < 0:
             raise ValueError(f"{where}: option {name} must be a finite number >= 0, not {value!r}")
         return float(value)
+    if kind == "passthrough_answer":
+        if value not in PASSTHROUGH_ANSWERS:
+            raise ValueError(
+                f"{where}: option {name} must be one of {', '.join(map(repr, PASSTHROUGH_ANSWERS))}, not {value!r}"
+            )
+        return value
     if kind == "mismatch":
         if value not in MISMATCH_ACTIONS:
             raise ValueError(
@@ -174,8 +204,14 @@ def _checked(name: str, kind: str, value: Any, where: str) -> Any:
     if isinstance(value, str | bytes) or not isinstance(value, Iterable):
         raise wrong("a list")
     items = tuple(value)
-    if kind == "names" and not all(isinstance(item, str) and item for item in items):
+    if kind in ("names", "fields", "passthrough") and not all(isinstance(item, str) and item for item in items):
         raise wrong("a list of non-empty strings")
+    parse = {"fields": parse_field_path, "passthrough": parse_passthrough_rule}.get(kind)
+    for item in items if parse else ():
+        try:
+            parse(item)  # type: ignore[misc]
+        except ValueError as error:
+            raise ValueError(f"{where}: option {name}: {error}") from None
     if kind == "patterns":
         for item in items:
             if isinstance(item, re.Pattern):
