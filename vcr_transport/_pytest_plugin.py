@@ -33,7 +33,7 @@ from _pytest._code.code import ExceptionInfo, ReprEntry, ReprExceptionInfo, Repr
 from ._config import MODES, PytestRun, cassette_folders, published_run
 from ._context import UNPLAYED_ACTIONS, use_cassette
 from ._core._options import Options
-from ._exceptions import ReplayMismatch
+from ._exceptions import ReplayMismatch, shorten
 from ._ledger import Ledger, ledger_path, new_ledger, write_ledger
 
 MARKER = "vcr_transport"
@@ -264,17 +264,11 @@ def _short_mismatch_report(
     crash = ReprFileLocation(
         str(entry.path),
         entry.lineno + 1,
-        f"field {mismatch.field_path}: recorded {_short(mismatch.recorded)}, incoming {_short(mismatch.incoming)}"
-        f" (replay mismatch at call {mismatch.call_index})",
+        f"field {mismatch.field_path}: recorded {shorten(mismatch.recorded, 40)}, "
+        f"incoming {shorten(mismatch.incoming, 40)} (replay mismatch at call {mismatch.call_index})",
     )
     traceback = ReprTraceback([ReprEntry(source, None, None, location, "short")], None, "short")
     return ReprExceptionInfo(reprtraceback=traceback, reprcrash=crash)
-
-
-def _short(value: object) -> str:
-    from ._exceptions import shorten
-
-    return shorten(value, 40)
 
 
 def cassette_name(node_name: str) -> str:

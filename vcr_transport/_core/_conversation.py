@@ -194,10 +194,10 @@ class _Assembler:
             self._by_key[key].name = name
         return self._by_key[key]
 
-    def take(self, obj: Any) -> None:  # noqa: C901 - one branch per vendor shape, flat on purpose
+    def add_event(self, obj: Any) -> None:  # noqa: C901 - one branch per vendor shape, flat on purpose
         if isinstance(obj, list):  # gemini's non-SSE stream: a JSON array of responses
             for item in obj:
-                self.take(item)
+                self.add_event(item)
             return
         if not isinstance(obj, dict):
             return
@@ -277,7 +277,7 @@ def reply_of(call: RecordedCall) -> Reply:
         events = parse_sse(text)
         for event in events:
             try:
-                assembler.take(json.loads(event.data))
+                assembler.add_event(json.loads(event.data))
             except ValueError:
                 continue
         return Reply("".join(assembler.text), assembler.calls, events)
@@ -285,5 +285,5 @@ def reply_of(call: RecordedCall) -> Reply:
         body: Any = json.loads(text) if text.strip() else None
     except ValueError:
         return Reply(body=text)
-    assembler.take(body)
+    assembler.add_event(body)
     return Reply("".join(assembler.text), assembler.calls, None, body)

@@ -391,7 +391,7 @@ class Cassette:
         """Read a whole cassette held in memory. Refuses anything it can't replay faithfully, naming the line."""
         parser = _Parser(path, "memory")
         for first, start, block in split_blocks([data], path):
-            parser.feed_block(first, start, block)
+            parser.parse_block(first, start, block)
         return parser.finish()
 
 
@@ -455,7 +455,7 @@ def load_streaming(path: str, blocks: Iterable[bytes], source: ChunkSource | Non
     only the outline is kept (calls, statuses, outcomes, no chunks): every line is validated either way."""
     parser = _Parser(path, "lazy" if source is not None else "outline", source)
     for first, start, block in split_blocks(blocks, path):
-        parser.feed_block(first, start, block)
+        parser.parse_block(first, start, block)
     return parser.finish()
 
 
@@ -504,7 +504,7 @@ def problems(path: str, blocks: Iterable[bytes]) -> Iterator[Finding]:
                     structural = False
             if structural:
                 try:
-                    parser.take_all(first, objects, None)
+                    parser.add_parsed_lines(first, objects, None)
                 except CassetteError as error:
                     found, structural = True, False
                     yield _finding(error)
@@ -610,15 +610,15 @@ class _Parser:
             number, f"malformed {kind} line:{where} {problem}", "re-record the cassette, or correct the value by hand"
         )
 
-    def feed(self, number: int, line: bytes, start: int) -> None:
-        self.take(number, self.decode(number, line), start, start + len(line))
+    def parse_line(self, number: int, line: bytes, start: int) -> None:
+        self.add_parsed_line(number, self.decode(number, line), start, start + len(line))
 
-    def feed_block(self, first: int, start: int, block: bytes) -> None:
+    def parse_block(self, first: int, start: int, block: bytes) -> None:
         """Whole lines (newlines included) from line ``first`` at byte ``start``; raises the first problem."""
         lines = block.split(b"\n")
         lines.pop()
         if first == 1:
-            self.feed(1, lines[0], start)
+            self.parse_line(1, lines[0], start)
             first, start = 2, start + len(lines[0]) + 1
             block = block[len(lines[0]) + 1 :]
             del lines[0]
@@ -630,13 +630,13 @@ class _Parser:
             objects = None
         if objects is None or len(objects) != len(lines):
             for number, line in enumerate(lines, start=first):
-                self.feed(number, line, start)
+                self.parse_line(number, line, start)
                 start += len(line) + 1
             return
         starts = list(accumulate(map(_plus_one, map(len, lines)), initial=start)) if self.mode == "lazy" else None
-        self.take_all(first, objects, starts)
+        self.add_parsed_lines(first, objects, starts)
 
-    def take_all(self, first: int, objects: list[Line], starts: list[int] | None) -> None:
+    def add_parsed_lines(self, first: int, objects: list[Line], starts: list[int] | None) -> None:
         """Decoded lines from line ``first``; ``starts`` are their byte offsets (with one more, the end)."""
         get = self.streaming.get
         mode = self.mode
@@ -646,7 +646,7 @@ class _Parser:
             number += 1
             if not isinstance(obj, EventLine):
                 begin = starts[position] if starts is not None else 0
-                self.take(number, obj, begin, starts[position + 1] - 1 if starts is not None else 0)
+                self.add_parsed_line(number, obj, begin, starts[position + 1] - 1 if starts is not None else 0)
                 continue
             call = get(obj.call_index)
             if call is None or obj.event_index != call.event_total:
@@ -681,7 +681,7 @@ class _Parser:
         except ValueError as error:
             raise self.fail(number, f"malformed event line: {error}", _RERECORD) from None
 
-    def take(self, number: int, obj: Line, start: int, end: int) -> None:
+    def add_parsed_line(self, number: int, obj: Line, start: int, end: int) -> None:
         if self.header is None and number != 1:
             raise self.fail(number, "line 1 is not a header line", "the file is not a vcr_transport cassette")
         self._handlers[obj.__class__](number, obj, start, end)
