@@ -155,7 +155,16 @@ def test_diff_names_fields_call_by_call(project: Path) -> None:
     result = cli(project, "diff", "tests/cassettes/openai.jsonl", "tests/cassettes/openai_dogs.jsonl")
     assert result.returncode == 1
     assert "call 1, field body.messages[2].content: 'cats' -> 'dogs'" in result.stdout
-    assert any(line.startswith("call 1, field response.body[") for line in result.stdout.splitlines())
+    # The stream is compared as its reassembled text: the changed word shows once, with its context.
+    text_lines = [line for line in result.stdout.splitlines() if line.startswith("call 1, field response.text:")]
+    assert text_lines == ["call 1, field response.text: echo:[-cats-]{+dogs+} héllo ✓ 日本"], result.stdout
+    whole = json.loads(cli(project, "diff", "--json", *result.args[2:4]).stdout)
+    assert {
+        "call_index": 1,
+        "field_path": "response.text",
+        "a": "echo:cats héllo ✓ 日本",
+        "b": "echo:dogs héllo ✓ 日本",
+    } in whole
     assert not any(line.startswith("call 0,") for line in result.stdout.splitlines())
     same = cli(project, "diff", "tests/cassettes/openai.jsonl", "tests/cassettes/openai.jsonl")
     assert same.returncode == 0 and same.stdout.startswith("0 difference(s)")

@@ -26,8 +26,8 @@ from ._config import (
     set_mode_in_pyproject,
 )
 from ._core._bodies import content_type_of, decoded_body, sse_events
+from ._core._diff import cassette_differences, changed_words
 from ._core._format import FORMAT_VERSION, Cassette, RecordedCall
-from ._core._matching import cassette_differences
 from ._core._redaction import Redactor
 from ._core._scan import scan_document
 from ._exceptions import CassetteError, VcrTransportError, shorten
@@ -343,9 +343,16 @@ def command_diff(args: argparse.Namespace) -> int:
         )
     else:
         for index, path, left, right in found:
-            _out(f"call {index}, field {path}: {shorten(left)} -> {shorten(right)}")
+            _out(f"call {index}, field {path}: {_change(left, right)}")
         _out(f"{len(found)} difference(s) between {args.a} ({len(a.calls)} calls) and {args.b} ({len(b.calls)} calls)")
     return 1 if found else 0
+
+
+def _change(left: Any, right: Any) -> str:
+    """A difference as the terminal shows it: two texts by their changed words, anything else by value."""
+    if isinstance(left, str) and isinstance(right, str) and any(" " in text or "\n" in text for text in (left, right)):
+        return changed_words(left, right)
+    return f"{shorten(left)} -> {shorten(right)}"
 
 
 # --- scan -----------------------------------------------------------------------------------------------

@@ -3,22 +3,19 @@
 from __future__ import annotations
 
 import fnmatch
-import json
 import re
 from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 from urllib.parse import parse_qsl, urlsplit
 
 from .._exceptions import MISSING
-from ._bodies import content_type_of, decoded_body, sse_events
-from ._format import Cassette, RecordedCall, StoredBody
+from ._format import StoredBody
 
 __all__ = [
     "NON_DETERMINISTIC_FIELD_NAMES",
     "VOLATILE_HEADERS",
     "FieldPath",
     "RequestMatcher",
-    "cassette_differences",
     "find_first_difference",
     "parse_field_path",
 ]
@@ -225,38 +222,3 @@ class RequestMatcher:
             if difference is not None:
                 return difference
         return None
-
-
-def _response_fields(call: RecordedCall) -> dict[str, Any]:
-    body = decoded_body(call.events, call.response_headers).decode("utf-8", "replace")
-    try:
-        parsed: Any = json.loads(body)
-    except ValueError:
-        parsed = sse_events(body) if "event-stream" in content_type_of(call.response_headers) else body
-    return {
-        "status": call.status,
-        "outcome": call.outcome,
-        "headers": {k.lower(): v for k, v in call.response_headers if k.lower() not in ("date", "content-length")},
-        "body": parsed,
-    }
-
-
-def cassette_differences(a: Cassette, b: Cassette) -> Iterator[tuple[int, str, Any, Any]]:
-    """Every difference between two cassettes as (call index, field path, value in a, value in b), call by
-    call: the request as matching sees it, then the response (status, outcome, headers but the date and
-    length, and the body decoded: JSON parsed, a stream as its events)."""
-    matcher = RequestMatcher()
-    for index in range(max(len(a.calls), len(b.calls))):
-        if index >= len(a.calls) or index >= len(b.calls):
-            left = f"{len(a.calls)} calls" if index >= len(a.calls) else "present"
-            right = f"{len(b.calls)} calls" if index >= len(b.calls) else "present"
-            yield index, "call_index", left, right
-            continue
-        ca, cb = a.calls[index], b.calls[index]
-        ra = matcher.comparable(ca.method, ca.url, ca.request_headers, ca.body)
-        rb = matcher.comparable(cb.method, cb.url, cb.request_headers, cb.body)
-        for section in ("method", "url", "headers", "body"):
-            for path, left, right in iter_differences(ra[section], rb[section], section):
-                yield index, path, left, right
-        for path, left, right in iter_differences(_response_fields(ca), _response_fields(cb), "response"):
-            yield index, path, left, right
