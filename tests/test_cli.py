@@ -114,10 +114,10 @@ def test_list_gives_one_line_per_cassette(project: Path) -> None:
     assert result.returncode == 0
     lines = {line.split()[0]: line for line in result.stdout.splitlines()}
     openai_line = lines["tests/cassettes/openai.jsonl"]
-    assert "  v1  2 calls  " in openai_line and "all complete" in openai_line and "127.0.0.1:" in openai_line
+    assert " v1  2 calls " in openai_line and "all complete" in openai_line and "127.0.0.1:" in openai_line
     assert "incomplete calls [0]" in lines["tests/cassettes/openai_early.jsonl"]
     assert (
-        "v1  1 calls" in lines["tests/cassettes/anthropic.jsonl"]
+        "v1  1 call " in lines["tests/cassettes/anthropic.jsonl"]
         and "all complete" in lines["tests/cassettes/anthropic.jsonl"]
     )
     assert "UNREADABLE: cassette" in lines["tests/cassettes/truncated.jsonl"]
@@ -167,13 +167,13 @@ def test_diff_names_fields_call_by_call(project: Path) -> None:
     } in whole
     assert not any(line.startswith("call 0,") for line in result.stdout.splitlines())
     same = cli(project, "diff", "tests/cassettes/openai.jsonl", "tests/cassettes/openai.jsonl")
-    assert same.returncode == 0 and same.stdout.startswith("0 difference(s)")
+    assert same.returncode == 0 and same.stdout.startswith("0 differences")
 
 
 def test_verify_checks_structure_for_ci(project: Path) -> None:
     good = cli(project, "verify", "tests/cassettes/openai.jsonl", "tests/cassettes/anthropic.jsonl")
     assert good.returncode == 0
-    assert "note" not in good.stdout and "2 cassette(s) checked, 0 with problems" in good.stdout
+    assert "note" not in good.stdout and "2 cassettes checked, 0 with problems" in good.stdout
     assert cli(project, "verify", "--strict", "tests/cassettes/openai.jsonl").returncode == 0
     early = cli(project, "verify", "tests/cassettes/openai_early.jsonl")
     assert early.returncode == 0 and "note    tests/cassettes/openai_early.jsonl: call 0 (POST" in early.stdout
@@ -184,7 +184,7 @@ def test_verify_checks_structure_for_ci(project: Path) -> None:
     lines = folder.stdout.splitlines()
     assert any(line.startswith("PROBLEM tests/cassettes/truncated.jsonl:") and "cut off" in line for line in lines)
     assert any(line.startswith("PROBLEM tests/cassettes/wrong_version.jsonl:1: format_version 7") for line in lines)
-    assert "7 cassette(s) checked, 2 with problems, format version 1" in folder.stdout
+    assert "7 cassettes checked, 2 with problems, format version 1" in folder.stdout
 
 
 def test_verify_lists_every_unreadable_line_and_orphans(project: Path, tmp_path: Path) -> None:
@@ -220,9 +220,9 @@ def test_scan_finds_every_shape_redaction_knows(project: Path, tmp_path: Path) -
     found_lines = [line for line in result.stdout.splitlines() if "secret-shaped value" in line]
     assert [int(line.split(":")[1]) for line in found_lines] == list(range(1, len(samples) + 1))
     assert "hunter2" not in result.stdout and "ABCDEFGHIJKLMNOP" not in result.stdout, "findings are masked"
-    assert f"1 file(s) scanned, {len(samples)} secret(s) found" in result.stdout
+    assert f"1 file scanned, {len(samples)} secrets found" in result.stdout
     clean = cli(project, "scan", "tests/cassettes/openai.jsonl", "tests/cassettes/anthropic.jsonl")
-    assert clean.returncode == 0 and "2 file(s) scanned, 0 secret(s) found" in clean.stdout
+    assert clean.returncode == 0 and "2 files scanned, 0 secrets found" in clean.stdout
 
 
 def test_scan_reads_cassette_lines_by_name_and_base64(project: Path, tmp_path: Path) -> None:
@@ -303,7 +303,7 @@ def test_import_converts_a_vcrpy_cassette_that_then_replays(tmp_path: Path, upst
     assert "sk-proj-TESTKEY" in yaml_path.read_text(), "vcrpy itself kept the key"
     result = cli(tmp_path, "import", str(yaml_path), "--out", str(tmp_path / "converted"))
     assert result.returncode == 0
-    assert f"imported 2 call(s): {yaml_path} -> {tmp_path / 'converted' / 'openai_vcrpy.jsonl'}" in result.stdout
+    assert f"imported 2 calls: {yaml_path} -> {tmp_path / 'converted' / 'openai_vcrpy.jsonl'}" in result.stdout
     assert "each body came in whole, as one chunk" in result.stdout
     converted = tmp_path / "converted" / "openai_vcrpy.jsonl"
     assert "sk-proj-TESTKEY" not in converted.read_text()
@@ -353,3 +353,12 @@ def test_the_module_entry_point_runs_the_command() -> None:
 def test_version_is_the_package_version(tmp_path: Path) -> None:
     result = cli(tmp_path, "--version")
     assert result.returncode == 0 and result.stdout.strip() == f"vcr-transport {vcr_transport.__version__}"
+
+
+@pytest.mark.parametrize("command", [[], ["show"], ["prune"], ["diff"], ["verify"]])
+def test_help_is_written_for_the_terminal(tmp_path: Path, command: list[str]) -> None:
+    result = cli(tmp_path, *command, "--help")
+    assert result.returncode == 0 and result.stdout.startswith("usage: vcr-transport")
+    assert "``" not in result.stdout, "no reStructuredText markup"
+    described = [line for line in result.stdout.splitlines() if line.strip() and not line.startswith(" ")]
+    assert all(not line.rstrip().endswith(("a", "the", "and", "of")) for line in described), "no sentence cut short"

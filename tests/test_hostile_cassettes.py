@@ -413,4 +413,4 @@ def test_verify_reads_a_cassette_in_bounded_blocks(
     monkeypatch.setattr(storage.os, "read", lambda fd, size: sizes.append(size) or real_read(fd, size))
     assert cli_main(["verify", str(path)]) == 0
     assert sizes and max(sizes) == 256 and len(sizes) > path.stat().st_size // 256
-    assert "1 cassette(s) checked, 0 with problems" in capsys.readouterr().out
+    assert "1 cassette checked, 0 with problems" in capsys.readouterr().out

@@ -59,7 +59,7 @@ def test_a_vcrpy_cassette_converts_and_is_redacted(tmp_path: Path, capsys: pytes
     source = vcrpy_file(tmp_path / "chat.yaml", [interaction(), interaction(response__status={"code": 429})])
     code, out, _ = run(capsys, str(source), "--out", str(tmp_path / "out"))
     target = tmp_path / "out" / "chat.jsonl"
-    assert code == 0 and f"imported 2 call(s): {source} -> {target}" in out
+    assert code == 0 and f"imported 2 calls: {source} -> {target}" in out
     cassette = read_cassette(target)
     assert [call.status for call in cassette.calls] == [200, 429]
     assert b"".join(cassette.calls[0].events) == b'{"ok": true}'
@@ -95,7 +95,7 @@ def test_a_few_aliases_within_the_budget_are_fine(tmp_path: Path, capsys: pytest
     )
     code, out, err = run(capsys, str(source))
     assert code == 0, err
-    assert "imported 1 call(s)" in out
+    assert "imported 1 call" in out
 
 
 def test_an_alias_that_contains_itself_is_refused(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

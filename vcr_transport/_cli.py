@@ -44,6 +44,13 @@ class UsageProblem(Exception):
     """A command-line mistake; the message says what to do."""
 
 
+def plural(count: int, noun: str) -> str:
+    """``1 call``, ``2 calls``, ``0 differences``: a count with its noun."""
+    if count == 1:
+        return f"{count} {noun}"
+    return f"{count} {noun}es" if noun.endswith(("s", "x", "ch", "sh")) else f"{count} {noun}s"
+
+
 def _out(text: str = "") -> None:
     print(text)
 
@@ -176,13 +183,19 @@ def command_list(args: argparse.Namespace) -> int:
     if args.json:
         _out(json.dumps(rows, indent=2))
         return 0
+    table = []
     for row, path in zip(rows, paths, strict=True):
         if not row["readable"]:
-            _out(f"{_shown(path)}  {_size(path)}  UNREADABLE: {row['problem'].splitlines()[0]}")
+            table.append([_shown(path), "", "", _size(path), f"UNREADABLE: {row['problem'].splitlines()[0]}"])
             continue
         state = "all complete" if row["complete"] else f"incomplete calls {row['incomplete_calls']}"
         hosts = ", ".join(row["hosts"])
-        _out(f"{_shown(path)}  v{row['format_version']}  {row['calls']} calls  {_size(path)}  {state}  {hosts}")
+        table.append(
+            [_shown(path), f"v{row['format_version']}", plural(row["calls"], "call"), _size(path), state, hosts]
+        )
+    widths = [max((len(cells[i]) for cells in table if i < len(cells) - 1), default=0) for i in range(5)]
+    for cells in table:
+        _out("  ".join([*(cell.ljust(widths[i]) for i, cell in enumerate(cells[:-1])), cells[-1]]).rstrip())
     if not rows:
         _out("no cassettes found")
     return 0
@@ -269,7 +282,7 @@ def command_show(args: argparse.Namespace) -> int:
             json.dumps({"path": cassette.path, "header": cassette.header, "calls": views}, indent=2, ensure_ascii=False)
         )
         return 0
-    _out(f"{cassette.path}: format v{cassette.header['format_version']}, {len(cassette.calls)} calls")
+    _out(f"{cassette.path}: format v{cassette.header['format_version']}, {plural(len(cassette.calls), 'call')}")
     for view in views:
         mark = "" if view["outcome"] == "complete" else f"  [INCOMPLETE: {view['outcome']}]"
         _out(f"\ncall {view['call_index']}: {view['method']} {view['url']}{mark}")
@@ -325,7 +338,7 @@ def command_verify(args: argparse.Namespace) -> int:
             _out(f"PROBLEM {problem}")
         for note in notes:
             _out(f"note    {note} (recorded incomplete; replays as recorded)")
-        _out(f"{len(paths)} cassette(s) checked, {bad} with problems, format version {FORMAT_VERSION}")
+        _out(f"{plural(len(paths), 'cassette')} checked, {bad} with problems, format version {FORMAT_VERSION}")
     return 1 if problems else 0
 
 
@@ -344,7 +357,10 @@ def command_diff(args: argparse.Namespace) -> int:
     else:
         for index, path, left, right in found:
             _out(f"call {index}, field {path}: {_change(left, right)}")
-        _out(f"{len(found)} difference(s) between {args.a} ({len(a.calls)} calls) and {args.b} ({len(b.calls)} calls)")
+        _out(
+            f"{plural(len(found), 'difference')} between {args.a} ({plural(len(a.calls), 'call')}) "
+            f"and {args.b} ({plural(len(b.calls), 'call')})"
+        )
     return 1 if found else 0
 
 
@@ -390,7 +406,7 @@ def command_scan(args: argparse.Namespace) -> int:
     else:
         for path, number, secret in hits:
             _out(f"{path}:{number}: secret-shaped value {secret}")
-        _out(f"{len(files)} file(s) scanned, {len(hits)} secret(s) found")
+        _out(f"{plural(len(files), 'file')} scanned, {plural(len(hits), 'secret')} found")
     return 1 if hits else 0
 
 
@@ -489,7 +505,7 @@ def command_import(args: argparse.Namespace) -> int:
         plan = plan_imports(args.files, args.out)
         for source, target in plan:
             count = import_vcrpy(source, target)
-            _out(f"imported {count} call(s): {source} -> {target}")
+            _out(f"imported {plural(count, 'call')}: {source} -> {target}")
     except ImportProblem as problem:
         raise UsageProblem(str(problem)) from None
     _out("note: vcrpy keeps no chunk boundaries, so each body came in whole, as one chunk; re-record to get them")
@@ -507,65 +523,72 @@ def _version() -> str:
 
 @functools.cache  # argparse parsers are reusable; building one costs more than checking a small cassette
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="vcr-transport", description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(
+        prog="vcr-transport",
+        description="See, check and manage vcr_transport cassettes. Never records, never uses the network.",
+        epilog="Without a path, commands look in cassette_dir of [tool.vcr_transport], else in every folder "
+        "named 'cassettes' under the project. 'vcr-transport COMMAND --help' describes one command.",
+    )
     parser.add_argument("--version", action="version", version=f"%(prog)s {_version()}")
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
-    status = commands.add_parser("status", help="the effective mode, where it came from, the cassettes")
+    status = commands.add_parser("status", help="the mode in force, where it came from, and the cassettes found")
     status.add_argument("--mode", choices=MODES, help="an explicit mode, as a script would pass it")
-    status.add_argument("--json", action="store_true")
+    status.add_argument("--json", action="store_true", help="machine-readable output")
     status.set_defaults(run=command_status)
     for mode in MODES:
         persist = commands.add_parser(mode, help=f"save mode {mode!r} in pyproject.toml [tool.vcr_transport]")
         persist.set_defaults(run=command_set_mode)
 
-    listing = commands.add_parser("list", help="one line per cassette")
+    listing = commands.add_parser("list", help="one line per cassette: version, calls, size, completeness, hosts")
     listing.add_argument("paths", nargs="*", metavar="DIR")
-    listing.add_argument("--json", action="store_true")
+    listing.add_argument("--json", action="store_true", help="machine-readable output")
     listing.set_defaults(run=command_list)
 
-    show = commands.add_parser("show", help="a cassette, call by call")
+    show = commands.add_parser("show", help="a cassette call by call; --textconv for git diff, --html for a page")
     show.add_argument("cassette")
     show.add_argument("other", nargs="?", metavar="CASSETTE_B", help="with --html: show B and what changed from A")
-    show.add_argument("--call", type=int)
-    show.add_argument("--json", action="store_true")
+    show.add_argument("--call", type=int, metavar="N", help="only call N")
+    show.add_argument("--json", action="store_true", help="machine-readable output")
     show.add_argument("--textconv", action="store_true", help="one line per field, for git diff (a textconv driver)")
     show.add_argument("--html", action="store_true", help="one self-contained HTML page (offline)")
     show.add_argument("-o", "--output", metavar="FILE", help="with --html: write the page here, not to stdout")
     show.set_defaults(run=command_show)
 
-    diff = commands.add_parser("diff", help="call-by-call field differences between two cassettes")
+    diff = commands.add_parser("diff", help="what differs between two cassettes, call by call; exit 1 when they differ")
     diff.add_argument("a")
     diff.add_argument("b")
-    diff.add_argument("--json", action="store_true")
+    diff.add_argument("--json", action="store_true", help="machine-readable output")
     diff.set_defaults(run=command_diff)
 
-    verify = commands.add_parser("verify", help="structural check for CI; non-zero on problems")
+    verify = commands.add_parser("verify", help="check cassettes for CI; exit 1 on problems")
     verify.add_argument("paths", nargs="*", metavar="CASSETTE_OR_DIR")
     verify.add_argument("--strict", action="store_true", help="incomplete calls are problems too")
-    verify.add_argument("--json", action="store_true")
+    verify.add_argument("--json", action="store_true", help="machine-readable output")
     verify.set_defaults(run=command_verify)
 
-    scan = commands.add_parser("scan", help="find secret-shaped values; non-zero when found")
+    scan = commands.add_parser("scan", help="find secrets in cassettes or any files; exit 1 when found")
     scan.add_argument("paths", nargs="+", metavar="PATH")
     scan.add_argument("--name", action="append", help="another secret name (repeatable)")
     scan.add_argument("--pattern", action="append", help="another secret regex (repeatable)")
-    scan.add_argument("--json", action="store_true")
+    scan.add_argument("--json", action="store_true", help="machine-readable output")
     scan.set_defaults(run=command_scan)
 
-    delete = commands.add_parser("delete", help="delete cassettes (dry run unless --yes)")
+    delete = commands.add_parser("delete", help="delete cassettes (a dry run unless --yes)")
     delete.add_argument("cassettes", nargs="+")
-    delete.add_argument("--yes", action="store_true")
+    delete.add_argument("--yes", action="store_true", help="really delete")
     delete.set_defaults(run=command_delete)
 
-    prune = commands.add_parser("prune", help="delete cassettes no test used in the last run, or old ones")
+    prune = commands.add_parser(
+        "prune", help="delete cassettes the last test run did not use, or old ones (a dry run unless --yes)"
+    )
     prune.add_argument("dir", nargs="?")
-    prune.add_argument("--older-than", type=float, metavar="DAYS")
-    prune.add_argument("--yes", action="store_true")
+    prune.add_argument("--older-than", type=float, metavar="DAYS", help="by age instead of by the last test run")
+    prune.add_argument("--yes", action="store_true", help="really delete")
     prune.add_argument("--force", action="store_true", help="prune by the last run even when it was partial")
     prune.set_defaults(run=command_prune)
 
-    importing = commands.add_parser("import", help="convert vcrpy YAML cassettes, redacting on the way")
+    importing = commands.add_parser("import", help="convert vcrpy YAML cassettes to this format, redacting on the way")
     importing.add_argument("files", nargs="+", metavar="FILE_OR_DIR")
     importing.add_argument("--out", help="folder for the converted cassettes (default: beside each file)")
     importing.set_defaults(run=command_import)
