@@ -5,7 +5,7 @@
 
 Every figure is a median over repeats. Times are reported as ratios against a baseline measured in the
 same run (the floor: httpx2.MockTransport serving the same bytes). Results also go to JSON.
-Rivals that aren't installed (pip install -e ".[bench]") are reported as missing.
+Rivals that aren't installed (pip install -e ".[dev]") are reported as missing.
 """
 
 from __future__ import annotations

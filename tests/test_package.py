@@ -91,3 +91,21 @@ def test_the_demo_runs() -> None:
     assert result.returncode == 0, result.stderr
     assert "identical, boundaries included" in result.stdout
     assert "no, redacted" in result.stdout
+
+
+def test_the_readme_pre_commit_snippet_is_a_whole_config() -> None:
+    yaml = __import__("yaml")
+    readme = (ROOT / "README.md").read_text()
+    block = readme.split("`scan` as a pre-commit hook", 1)[1].split("```yaml\n", 1)[1].split("```", 1)[0]
+    config = yaml.safe_load(block)
+    hook = config["repos"][0]["hooks"][0]
+    assert config["repos"][0]["repo"] == "local" and hook["entry"] == "vcr-transport scan"
+    assert {"id", "name", "entry", "language", "files"} <= set(hook)
+
+
+def test_the_readme_commands_use_the_project_virtualenv() -> None:
+    readme = (ROOT / "README.md").read_text()
+    commands = [line.strip() for line in readme.splitlines() if "python examples/" in line or "pip install" in line]
+    assert commands
+    for command in commands:
+        assert "python examples/" not in command or ".venv/bin/python examples/" in command, command

@@ -355,3 +355,19 @@ def test_a_mismatch_failure_is_short_and_its_summary_names_the_field(project: py
     result.stdout.fnmatch_lines(["FAILED test_llm.py::test_chat - field body.prompt: recorded 'bye'*"])
     verbose = project.runpytest("--vcr-mode=replay", "-k", "test_chat", "-vv")
     assert any("_replay.py" in line for line in verbose.stdout.lines), "-vv keeps the whole traceback"
+
+
+def test_a_marked_test_that_makes_no_call_writes_no_cassette(project: pytest.Pytester) -> None:
+    project.makepyfile(
+        test_quiet=textwrap.dedent(
+            """
+            import pytest
+
+            @pytest.mark.vcr_transport
+            def test_no_http():
+                assert 1 + 1 == 2
+            """
+        )
+    )
+    project.runpytest("--vcr-mode=record").assert_outcomes(passed=1)
+    assert not (project.path / "cassettes").exists() or not list((project.path / "cassettes").rglob("*.jsonl"))

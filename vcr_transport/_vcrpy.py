@@ -75,7 +75,7 @@ def _yaml() -> Any:
     try:
         import yaml  # type: ignore[import-untyped]
     except ImportError:
-        raise ImportProblem("import needs PyYAML: pip install pyyaml") from None
+        raise ImportProblem('import needs PyYAML: pip install "vcr_transport[yaml]"') from None
     return yaml
 
 
