@@ -8,7 +8,6 @@ import base64
 import functools
 import json
 import os
-import stat
 import sys
 import time
 from collections.abc import Iterator, Sequence
@@ -34,7 +33,7 @@ from ._exceptions import CassetteError, VcrTransportError, shorten
 from ._html import html_page
 from ._ledger import LedgerProblem, read_ledger
 from ._render import textconv_lines
-from ._storage import check_cassette, read_cassette, read_outline
+from ._storage import check_cassette, not_a_cassette, read_cassette, read_outline
 from ._vcrpy import ImportProblem, import_vcrpy, plan_imports
 
 __all__ = ["main"]
@@ -411,34 +410,6 @@ def command_scan(args: argparse.Namespace) -> int:
 
 
 # --- delete and prune -----------------------------------------------------------------------------------
-
-
-HEADER_READ_LIMIT = 64 * 1024
-
-
-def not_a_cassette(path: Path) -> str | None:
-    """Why a path is not a vcr_transport cassette, or None when it is one: a regular file (not a symlink,
-    FIFO or device) whose first line is a cassette header. Reads at most the first line, never blocks."""
-    flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOFOLLOW", 0)
-    try:
-        if not stat.S_ISREG(os.lstat(path).st_mode):
-            return "not a regular file"
-        descriptor = os.open(path, flags)
-    except FileNotFoundError:
-        return "no such file"
-    except OSError as error:
-        return f"can't be opened: {error.strerror}"
-    with os.fdopen(descriptor, "rb") as file:
-        if not stat.S_ISREG(os.fstat(file.fileno()).st_mode):
-            return "not a regular file"
-        first = file.readline(HEADER_READ_LIMIT)
-    try:
-        header = json.loads(first)
-    except ValueError:
-        return "its first line is not a cassette header"
-    if not isinstance(header, dict) or header.get("type") != "header" or "format_version" not in header:
-        return "its first line is not a cassette header"
-    return None
 
 
 def _remove(paths: list[Path], yes: bool, why: dict[Path, str]) -> int:

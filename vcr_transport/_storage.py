@@ -16,10 +16,17 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from ._core._format import Cassette, Finding, dumps_line, load_streaming, problems
+from ._core._format import Cassette, Finding, dumps_line, header_problem, load_streaming, problems
 from ._exceptions import CassetteError
 
-__all__ = ["CassetteWriter", "check_cassette", "read_cassette", "read_outline", "remove_stale_partials"]
+__all__ = [
+    "CassetteWriter",
+    "check_cassette",
+    "not_a_cassette",
+    "read_cassette",
+    "read_outline",
+    "remove_stale_partials",
+]
 
 
 # Above this size a cassette's chunks stay in the file until replayed: memory stays flat for long streams.
@@ -282,3 +289,26 @@ def remove_stale_partials(cassette: Path) -> list[Path]:
 
 
 _PROCESS_STARTED = time.time()
+
+
+# A cassette header is short; a longer first line is not one.
+HEADER_READ_LIMIT = 64 * 1024
+
+
+def not_a_cassette(path: Path) -> str | None:
+    """Why a path is not a vcr_transport cassette, or None when it is one: a regular file (not a symlink,
+    FIFO or device) whose first line is a cassette header. Reads at most the first line, never blocks."""
+    flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOFOLLOW", 0)
+    try:
+        if not stat.S_ISREG(os.lstat(path).st_mode):
+            return "not a regular file"
+        descriptor = os.open(path, flags)
+    except FileNotFoundError:
+        return "no such file"
+    except OSError as error:
+        return f"can't be opened: {error.strerror}"
+    with os.fdopen(descriptor, "rb") as file:
+        if not stat.S_ISREG(os.fstat(file.fileno()).st_mode):
+            return "not a regular file"
+        first = file.readline(HEADER_READ_LIMIT)
+    return header_problem(first)

@@ -771,3 +771,15 @@ class _Parser:
                     self.calls[index].line, f"call_index {index}: call {position} is missing (calls are 0, 1, 2...)"
                 )
         return Cassette(self.path, self.header, [self.calls[i] for i in indexes])
+
+
+def header_problem(first_line: bytes) -> str | None:
+    """Why a file's first line is not a cassette header, or None when it is one (any format version: a file
+    of another version is still a cassette, for delete and prune)."""
+    try:
+        header = json.loads(first_line)
+    except ValueError:
+        return "its first line is not a cassette header"
+    if not isinstance(header, dict) or header.get("type") != "header" or "format_version" not in header:
+        return "its first line is not a cassette header"
+    return None
