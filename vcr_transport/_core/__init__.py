@@ -1,13 +1,22 @@
 """The sans-I/O core: what a cassette is and what to do with a request, with no socket, no file, no
-``async def`` and no import of httpx or httpx2. The transports, the context manager, the pytest plugin and
-the CLI are thin shells around it.
+``async def`` and no import of httpx or httpx2 (``tests/test_architecture.py`` holds that rule). The
+transports, the context manager, the pytest plugin and the CLI are thin shells around it.
 
-| module        | owns                                                                          |
-|---------------|-------------------------------------------------------------------------------|
-| ``_format``   | the cassette format: its schema, the line builders, the parser, ``problems()`` |
-| ``_bodies``   | stored request bodies, content types, content-encodings, SSE text             |
-| ``_matching`` | comparable requests, field-path differences                                   |
-| ``_redaction``| the rules that keep secrets out of every byte written, and the scanner        |
-| ``_stream_redaction`` | redaction of streamed and content-encoded response bodies          |
-| ``_replay``   | choosing the recorded call that answers a request, replayed headers           |
+| module                | owns                                                                          |
+|-----------------------|-------------------------------------------------------------------------------|
+| ``_format``           | the cassette format: its schema (msgspec structs), line builders, the parser, |
+|                       | ``problems()`` (what ``verify`` reports). A format change touches this only.  |
+| ``_modes``            | the modes and the decision each request meets. A new mode goes here.        |
+| ``_options``          | every option, declared once (validation, pyproject, the marker). A new        |
+|                       | option is a field here.                                                        |
+| ``_bodies``           | stored request bodies, content types, content-encodings, SSE text             |
+| ``_matching``         | comparable requests, field-path differences                                   |
+| ``_diff``             | two cassettes compared call by call; changed words                            |
+| ``_conversation``     | a call read as a conversation: messages, tools, reply text, tool calls        |
+| ``_redaction``        | the rules that keep secrets out of every byte written                         |
+| ``_credentials``      | the credential catalogue: shapes with their keyword prefilters                 |
+| ``_stream_redaction`` | redaction of streamed and content-encoded response bodies                     |
+| ``_scan``             | finding secrets in files, by the redaction engine                             |
+| ``_replay``           | choosing the recorded call that answers a request, replayed headers           |
+| ``_recorder``         | a recording's bookkeeping: calls, outcomes, protocol ends, what is worth saving |
 """
