@@ -371,3 +371,22 @@ def test_a_marked_test_that_makes_no_call_writes_no_cassette(project: pytest.Pyt
     )
     project.runpytest("--vcr-mode=record").assert_outcomes(passed=1)
     assert not (project.path / "cassettes").exists() or not list((project.path / "cassettes").rglob("*.jsonl"))
+
+
+def test_a_pinned_replay_with_no_cassette_names_the_fix_that_works(project: pytest.Pytester) -> None:
+    project.makepyfile(
+        test_pinned=textwrap.dedent(
+            """
+            import httpx2, pytest
+
+            @pytest.mark.vcr_transport(mode="replay")
+            def test_pinned():
+                with httpx2.Client() as client:
+                    client.get("https://api.example.test/v1/models")
+            """
+        )
+    )
+    result = project.runpytest("-p", "no:randomly")
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(["*no such cassette*", "*fix: record it first: pass mode='record'*"])
+    assert "VCR_TRANSPORT_MODE=record" not in result.stdout.str(), "the marker's mode wins over the variable"

@@ -54,7 +54,13 @@ class CassetteSession:
             try:
                 self._replay = ReplayTransport(self.path, **{**options.as_arguments(), "on_mismatch": on_mismatch})
             except CassetteError as error:
-                self.broken = error
+                # A missing cassette: say what records it here (the marker's mode=, the option, the variable).
+                missing = error.problem == "no such cassette" and record_hint
+                self.broken = (
+                    CassetteError(error.path, None, error.problem, f"record it first: {record_hint}")
+                    if missing
+                    else error
+                )
             else:
                 self._replay.engine.record_hint = record_hint
         self.decision = Decision(

@@ -49,7 +49,7 @@ def _open_regular(name: str) -> tuple[int, int]:
         descriptor = os.open(name, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
     except FileNotFoundError:
         raise CassetteError(
-            name, None, "no such cassette", "record it first: run with VCR_TRANSPORT_MODE=record (or mode='record')"
+            name, None, "no such cassette", "record it first, with RecordingTransport or in mode 'record'"
         ) from None
     except OSError as exc:
         raise CassetteError(name, None, f"can't be read: {exc.strerror}") from None
