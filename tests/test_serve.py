@@ -211,7 +211,9 @@ def test_the_recording_proxy_tees_the_stream_and_keeps_no_key(tmp_path: Path, ca
     finally:
         fake.stop()
     with capsys.disabled():
-        print(f"\nTTFB openai stream: direct {direct * 1000:.1f} ms, through the recording proxy {proxied * 1000:.1f} ms")
+        print(
+            f"\nTTFB openai stream: direct {direct * 1000:.1f} ms, through the recording proxy {proxied * 1000:.1f} ms"
+        )
     assert "saved" in server.output, server.errors
     assert fake.received[-1].headers["authorization"] == f"Bearer {OPENAI_KEY}"  # forwarded
     text = cassette.read_text()
@@ -221,7 +223,9 @@ def test_the_recording_proxy_tees_the_stream_and_keeps_no_key(tmp_path: Path, ca
     assert len(recorded.calls) == 3
     assert recorded.calls[0].outcome == "complete" and len(recorded.calls[0].events) > 3
     with ReplayTransport(cassette) as replay:  # what was recorded replays in-process
-        client = openai.OpenAI(api_key=OPENAI_KEY, base_url=fake.url + "/v1", http_client=httpx2.Client(transport=replay))
+        client = openai.OpenAI(
+            api_key=OPENAI_KEY, base_url=fake.url + "/v1", http_client=httpx2.Client(transport=replay)
+        )
         stream = client.chat.completions.create(
             model="test-model", messages=[{"role": "user", "content": "one two three"}], stream=True
         )
@@ -274,8 +278,15 @@ def test_sigterm_commits_record_on_miss_with_the_older_calls_kept(tmp_path: Path
     [
         (["--host", "192.0.2.7"], "refusing to listen on 192.0.2.7: not a loopback address"),
         (["--mode", "record", "--upstream", "openai=https://user:pw@api.example.com"], "carries a credential"),
-        (["--mode", "record", "--upstream", "openai=https://x.example.com/?key=AIzaSyTESTKEY0123456789abcdefghijklmno"],
-         "carries a credential"),
+        (
+            [
+                "--mode",
+                "record",
+                "--upstream",
+                "openai=https://x.example.com/?key=AIzaSyTESTKEY0123456789abcdefghijklmno",
+            ],
+            "carries a credential",
+        ),
         (["--fault", "cut:after=-1"], "after must be a whole number >= 0"),
     ],
 )

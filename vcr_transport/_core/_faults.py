@@ -165,6 +165,17 @@ def parse_fault(spec: str | Mapping[str, Any] | Fault) -> Fault:
             f"fault {spec!r}: {', '.join(sorted(unknown))} not understood by {kind}; valid: {', '.join(sorted(valid))}"
         )
     arguments: dict[str, Any] = {}
+    try:
+        _read_values(values, arguments)
+    except ValueError as error:
+        raise ValueError(f"fault {spec!r}: {error}") from None
+    try:
+        return Fault(kind=kind, **arguments)
+    except ValueError as error:
+        raise ValueError(f"fault {spec!r}: {str(error).partition(': ')[2]}") from None
+
+
+def _read_values(values: Mapping[str, Any], arguments: dict[str, Any]) -> None:
     for key, raw in values.items():
         if key == "path":
             arguments["path"] = raw
@@ -173,10 +184,6 @@ def parse_fault(spec: str | Mapping[str, Any] | Fault) -> Fault:
             arguments["calls"] = tuple(_number("call", item) if isinstance(item, str) else item for item in items)
         else:
             arguments[key] = _number(key, raw) if isinstance(raw, str) else raw
-    try:
-        return Fault(kind=kind, **arguments)
-    except ValueError as error:
-        raise ValueError(f"fault {spec!r}: {str(error).partition(': ')[2]}") from None
 
 
 _JSON_START = re.compile(rb"(?m)^data: ?(?=[\[{])")
