@@ -1,5 +1,7 @@
-"""The ``vcr-transport`` command: see, check and manage cassettes. It never records and never opens a
-network connection. ``--json`` gives machine-readable output where it makes sense."""
+"""The ``vcr-transport`` command: see, check, manage and serve cassettes.
+
+Only ``serve`` opens connections: it replays cassettes over HTTP and, asked to, records through a proxy.
+``--json`` gives machine-readable output where it makes sense."""
 
 from __future__ import annotations
 
