@@ -4,6 +4,7 @@ Importing this package patches nothing, reads no environment variable and opens 
 """
 
 from ._context import use_cassette
+from ._core._faults import Fault
 from ._core._format import FORMAT_VERSION
 from ._core._matching import NON_DETERMINISTIC_FIELD_NAMES, VOLATILE_HEADERS, find_first_difference
 from ._core._modes import MODES
@@ -39,6 +40,7 @@ __all__ = [
     "CassetteOwnerError",
     "CassetteRecorder",
     "CassetteSession",
+    "Fault",
     "ModeError",
     "ModeTransport",
     "NetworkBlockedError",

@@ -1,5 +1,7 @@
-"""The ``vcr-transport`` command: see, check and manage cassettes. It never records and never opens a
-network connection. ``--json`` gives machine-readable output where it makes sense."""
+"""The ``vcr-transport`` command: see, check, manage and serve cassettes.
+
+Only ``serve`` opens connections: it replays cassettes over HTTP and, asked to, records through a proxy.
+``--json`` gives machine-readable output where it makes sense."""
 
 from __future__ import annotations
 
@@ -27,6 +29,7 @@ from ._config import (
 from ._core._bodies import content_type_of, decoded_body, sse_events
 from ._core._diff import cassette_differences, changed_words
 from ._core._format import FORMAT_VERSION, Cassette, RecordedCall
+from ._core._options import Options
 from ._core._redaction import Redactor
 from ._core._scan import scan_document
 from ._exceptions import CassetteError, VcrTransportError, shorten
@@ -486,6 +489,40 @@ def command_import(args: argparse.Namespace) -> int:
 # --- entry point ----------------------------------------------------------------------------------------
 
 
+def command_serve(args: argparse.Namespace) -> int:
+    from ._serve import ServeConfig, ServeError, cassette_files, run_server  # lazily: it imports httpx2
+
+    upstreams = []
+    for item in args.upstream or []:
+        vendor, equals, url = item.partition("=")
+        if not equals:
+            raise UsageProblem(f"--upstream {item}: give VENDOR=URL, e.g. openai=https://api.openai.com")
+        upstreams.append((vendor.strip(), url.strip()))
+    arguments: dict[str, Any] = {"faults": args.fault or [], "pace": args.pace}
+    arguments["ignore_headers"] = ([] if args.match_headers else ["*"]) + (args.ignore_header or [])
+    if args.ignore_field:
+        arguments["ignore_fields"] = args.ignore_field
+    try:
+        options = Options.from_arguments(arguments, where="serve")
+    except (TypeError, ValueError) as error:
+        raise UsageProblem(str(error).removeprefix("serve: ")) from None
+    try:
+        config = ServeConfig(
+            cassette_files(args.paths, recording=args.mode != "replay"),
+            mode=args.mode,
+            upstreams=tuple(upstreams),
+            options=options,
+            host=args.host,
+            port=args.port,
+            allow_remote=args.allow_remote,
+            grace=args.grace,
+        )
+        run_server(config, say=lambda line: print(line, flush=True))
+    except ServeError as problem:
+        raise UsageProblem(str(problem)) from None
+    return 0
+
+
 def _version() -> str:
     from . import __version__
 
@@ -496,7 +533,7 @@ def _version() -> str:
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="vcr-transport",
-        description="See, check and manage vcr_transport cassettes. Never records, never uses the network.",
+        description="See, check, manage and serve vcr_transport cassettes. Only serve, as a recording proxy, records or uses the network.",
         epilog="Without a path, commands look in cassette_dir of [tool.vcr_transport], else in every folder "
         "named 'cassettes' under the project. 'vcr-transport COMMAND --help' describes one command.",
     )
@@ -563,6 +600,22 @@ def build_parser() -> argparse.ArgumentParser:
     importing.add_argument("files", nargs="+", metavar="FILE_OR_DIR")
     importing.add_argument("--out", help="folder for the converted cassettes (default: beside each file)")
     importing.set_defaults(run=command_import)
+    serve = commands.add_parser("serve", help="replay cassettes over HTTP to any client, or record through a proxy")
+    serve.add_argument("paths", nargs="+", metavar="CASSETTE_OR_DIR")
+    serve.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1)")
+    serve.add_argument("--port", type=int, default=0, help="port (default 0: a free one, printed)")
+    serve.add_argument("--mode", choices=("replay", "record", "record-on-miss"), default="replay")
+    serve.add_argument(
+        "--upstream", action="append", metavar="VENDOR=URL", help="openai|anthropic|google=URL (record modes)"
+    )
+    serve.add_argument("--pace", type=float, nargs="?", const=1.0, metavar="FACTOR", help="recorded timing")
+    serve.add_argument("--fault", action="append", metavar="SPEC", help="inject a fault, e.g. cut:after=3")
+    serve.add_argument("--match-headers", action="store_true", help="compare request headers too (as in-process)")
+    serve.add_argument("--ignore-header", action="append", metavar="NAME", help="a header matching skips")
+    serve.add_argument("--ignore-field", action="append", metavar="FIELD", help="a body field matching skips")
+    serve.add_argument("--allow-remote", action="store_true", help="listen beyond loopback (keys cross in clear)")
+    serve.add_argument("--grace", type=float, default=30.0, help="seconds calls in flight get on SIGTERM")
+    serve.set_defaults(run=command_serve)
     return parser
 
 

@@ -10,6 +10,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from types import ModuleType
 from typing import Any
 
+from ._core._faults import Fault, corrupt_chunk
 from ._core._format import RecordedCall
 from ._core._modes import Decision, Step
 from ._core._options import Options
@@ -18,45 +19,104 @@ from ._exceptions import NetworkBlockedError, ReplayMismatch, UnplayedCallsError
 from ._http import header_pairs, library_of, rebuild_error, stream_class
 from ._storage import read_cassette
 
-__all__ = ["STAINLESS_HEADERS", "ReplayTransport", "answers_with_error_response", "error_response", "kept_out"]
+__all__ = [
+    "STAINLESS_HEADERS",
+    "ReplayTransport",
+    "answers_with_error_response",
+    "error_response",
+    "fault_response",
+    "kept_out",
+]
 
 
 class _ReplayStream:
-    """The recorded chunks, one-shot: a second iteration continues where the first stopped."""
+    """The recorded chunks, one-shot: a second iteration continues where the first stopped. ``faults`` (those
+    that hit this call) cut, stall, delay or corrupt them; a wait longer than ``read_timeout`` waits that
+    long, then raises the library's ReadTimeout, as a silent server makes it do."""
 
-    def __init__(self, call: RecordedCall, fail: Callable[[], BaseException], transport: ReplayTransport) -> None:
+    def __init__(
+        self,
+        call: RecordedCall,
+        fail: Callable[[], BaseException],
+        transport: ReplayTransport,
+        faults: tuple[Fault, ...] = (),
+        request: Any = None,
+    ) -> None:
         self._call = call
         self._fail = fail
         self._pace = transport.options.pace
         self._transport = transport  # its sleep and async_sleep, a seam for tests
-        self._position = 0
+        self._faults = faults
+        self._request = request
+        self._steps: Iterator[float | bytes] | None = None
 
     def _delay(self, position: int) -> float:
         offsets = self._call.offsets
         previous = offsets[position - 1] if position else 0.0
         return max(0.0, offsets[position] - previous) * (self._pace or 0.0)
 
-    def __iter__(self) -> Iterator[bytes]:
+    def _error(self, name: str, message: str) -> BaseException:
+        library = library_of(self._request)
+        return rebuild_error(library, f"{library.__name__}.{name}", message, self._request)
+
+    def _wait(self, seconds: float) -> Iterator[float]:
+        timeout = (self._request.extensions.get("timeout") or {}).get("read") if self._request is not None else None
+        if timeout is not None and seconds > timeout:
+            yield timeout
+            raise self._error("ReadTimeout", "The read operation timed out")
+        yield seconds
+
+    def _corrupted(self) -> int | None:
+        for fault in self._faults:
+            if fault.kind == "corrupt":
+                if fault.chunk is not None:
+                    return fault.chunk
+                return next((i for i, chunk in enumerate(self._call.events) if corrupt_chunk(chunk)), None)
+        return None
+
+    def _run(self) -> Iterator[float | bytes]:
+        """What the stream does, in order: a float is a wait, bytes a chunk; a fault or the recorded
+        failure raises."""
         chunks = self._call.events
-        while self._position < len(chunks):
-            position = self._position
-            self._position += 1
+        corrupted = self._corrupted()
+        for fault in self._faults:
+            if fault.kind == "delay":
+                yield from self._wait(fault.seconds)
+        for position, chunk in enumerate(chunks):
+            for fault in self._faults:
+                if fault.kind == "stall" and fault.after == position:
+                    yield from self._wait(fault.seconds)
+                if fault.kind == "cut" and fault.after == position:
+                    raise self._error(
+                        "RemoteProtocolError",
+                        "peer closed connection without sending complete message body (incomplete chunked read)",
+                    )
             if self._pace:
-                self._transport.sleep(self._delay(position))
-            yield chunks[position]
+                yield self._delay(position)
+            if position == corrupted:
+                chunk = corrupt_chunk(chunk) or b"!" + chunk[1:]
+            yield chunk
         if self._call.outcome == "error":
             raise self._fail()
 
+    def _next_steps(self) -> Iterator[float | bytes]:
+        if self._steps is None:
+            self._steps = self._run()
+        return self._steps
+
+    def __iter__(self) -> Iterator[bytes]:
+        for step in self._next_steps():
+            if isinstance(step, bytes):
+                yield step
+            else:
+                self._transport.sleep(step)
+
     async def __aiter__(self) -> AsyncIterator[bytes]:
-        chunks = self._call.events
-        while self._position < len(chunks):
-            position = self._position
-            self._position += 1
-            if self._pace:
-                await self._transport.async_sleep(self._delay(position))
-            yield chunks[position]
-        if self._call.outcome == "error":
-            raise self._fail()
+        for step in self._next_steps():
+            if isinstance(step, bytes):
+                yield step
+            else:
+                await self._transport.async_sleep(step)
 
     def close(self) -> None:
         pass
@@ -78,7 +138,8 @@ class ReplayTransport:
     library. The keyword options are those of ``vcr_transport.Options`` (``ordered``, ``pace``,
     ``max_retry_after``, ``on_mismatch``, ``ignore_headers``, ``compare_headers``, ``ignore_fields`` and the
     redaction rules the cassette was recorded with); unknown names and wrong values are refused.
-    ``sleep`` and ``async_sleep`` are what ``pace`` waits with.
+    ``faults`` (``vcr_transport.Fault`` or their text) inject errors, cuts, stalls, delays and corrupt
+    chunks. ``sleep`` and ``async_sleep`` are what ``pace``, delays and stalls wait with.
     """
 
     def __init__(self, path: str | os.PathLike[str], **options: Any) -> None:
@@ -99,6 +160,8 @@ class ReplayTransport:
         self._headers = [
             replay_headers(call, self.options.max_retry_after, created) for call in self.engine.cassette.calls
         ]
+        self._fault_answers: dict[tuple[int, int], int] = {}  # (fault, call): status answers given
+        self._answers = [0] * len(self.engine.cassette.calls)  # how often each call was replayed
         self.sleep: Callable[[float], None] = time.sleep
         self.async_sleep: Callable[[float], Awaitable[None]] = _anyio_sleep
 
@@ -134,10 +197,21 @@ class ReplayTransport:
             if answers_with_error_response(self.on_mismatch, headers):
                 return error_response(library, "replay_mismatch", mismatch)
             raise
+        path = request.url.path
+        for number, fault in enumerate(self.options.faults):
+            if fault.kind == "status":
+                given = self._fault_answers.get((number, call.index), 0)
+                if given < fault.times and fault.hits(call.index, path, given):
+                    self._fault_answers[number, call.index] = given + 1
+                    self.engine.put_back(call)
+                    return fault_response(library, fault, call.index)
+        attempt = self._answers[call.index]
+        self._answers[call.index] += 1
+        faults = tuple(f for f in self.options.faults if f.kind != "status" and f.hits(call.index, path, attempt))
         if call.status is None:
             raise rebuild_error(library, call.error_class, call.error_message, request)
         stream = stream_class(library, _ReplayStream)(
-            call, lambda: rebuild_error(library, call.error_class, call.error_message, request), self
+            call, lambda: rebuild_error(library, call.error_class, call.error_message, request), self, faults, request
         )
         return library.Response(
             call.status,
@@ -211,6 +285,24 @@ def kept_out(library: ModuleType, request: Any, step: Step) -> Any:
     raise NetworkBlockedError(
         f"{request.method} {request.url} matches a passthrough rule, so it is never recorded, and replay does not "
         "forward it (passthrough_replay='block'); use passthrough_replay='empty' to answer it with an empty 204"
+    )
+
+
+def fault_response(library: ModuleType, fault: Fault, call_index: int) -> Any:
+    """A status fault's answer: its error status, a JSON error body and the retry delay in ``retry-after``
+    (seconds) and ``retry-after-ms``."""
+    message = f"fault injected by vcr_transport: {fault.code} before recorded call {call_index}"
+    body = json.dumps({"type": "error", "error": {"type": "vcr_transport_fault", "message": message}}).encode()
+    return library.Response(
+        fault.code,
+        headers=[
+            ("content-type", "application/json"),
+            ("content-length", str(len(body))),
+            ("retry-after", f"{fault.retry_after:g}"),
+            ("retry-after-ms", f"{fault.retry_after * 1000:g}"),
+            ("x-vcr-transport", "fault"),
+        ],
+        content=body,
     )
 
 

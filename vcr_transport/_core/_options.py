@@ -14,6 +14,7 @@ import re
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any, Literal
 
+from ._faults import Fault, parse_fault
 from ._matching import RequestMatcher, parse_field_path
 from ._modes import PASSTHROUGH_ANSWERS, parse_passthrough_rule
 from ._redaction import Redactor
@@ -59,6 +60,13 @@ class Options:
         "'raise' raises ReplayMismatch; 'respond' answers with a non-retryable 400 carrying the mismatch line; "
         "'auto' responds to clients that retry transport exceptions, raises for the rest",
         kind="mismatch",
+    )
+    faults: tuple[Fault, ...] = _option(
+        (),
+        "faults injected into replay, as text ('cut:after=3', 'status:code=429', 'delay:seconds=2', "
+        "'stall:after=2,seconds=30', 'corrupt:chunk=1'; call=N, path=GLOB, probability=P, seed=S aim them) "
+        "or vcr_transport.Fault objects",
+        kind="faults",
     )
     ignore_headers: tuple[str, ...] = _option(
         (), "more header names (globs allowed) that matching ignores", kind="names", settings=True
@@ -204,6 +212,11 @@ def _checked(name: str, kind: str, value: Any, where: str) -> Any:
     if isinstance(value, str | bytes) or not isinstance(value, Iterable):
         raise wrong("a list")
     items = tuple(value)
+    if kind == "faults":
+        try:
+            return tuple(parse_fault(item) for item in items)
+        except (TypeError, ValueError) as error:
+            raise type(error)(f"{where}: option {name}: {error}") from None
     if kind in ("names", "fields", "passthrough") and not all(isinstance(item, str) and item for item in items):
         raise wrong("a list of non-empty strings")
     parse = {"fields": parse_field_path, "passthrough": parse_passthrough_rule}.get(kind)

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import datetime
+import difflib
 import email.utils
+import json
 import math
 import threading
 from typing import Any
@@ -125,8 +127,12 @@ class ReplayEngine:
         redactor: Redactor,
         *,
         ordered: bool = True,
+        reuse: bool = False,
     ) -> None:
+        """``reuse`` (unordered only): a request that matches no unplayed call may be answered by a played
+        one again (a server answers the same request as often as it comes)."""
         self.cassette = cassette
+        self.reuse = reuse
         self.matcher = matcher
         self.redactor = redactor
         self.ordered = ordered
@@ -167,6 +173,27 @@ class ReplayEngine:
             self.played[index] = True
             return self.cassette.calls[index]
 
+    def put_back(self, call: RecordedCall) -> None:
+        """Undo the selection of ``call``, the last one selected: the next matching request gets it again
+        (a fault answered the request in its place)."""
+        with self._lock:
+            self.played[call.index] = False
+            if self.ordered and self.position == call.index + 1:
+                self.position = call.index
+
+    def distance(self, index: int, incoming: dict[str, Any]) -> tuple[int, float]:
+        """How far recorded call ``index`` is from a request, for choosing the nearest when none matches:
+        (0 for the same method and path, else 1; then how unalike the bodies are, from 0 to 1)."""
+        recorded = self._recorded_fields(index)
+        same_route = recorded["method"] == incoming["method"] and recorded["url"]["path"] == incoming["url"]["path"]
+        unalike = (
+            1.0
+            - difflib.SequenceMatcher(
+                None, _canonical(recorded["body"]), _canonical(incoming["body"]), autojunk=False
+            ).ratio()
+        )
+        return (0 if same_route else 1, unalike)
+
     def _check(self, index: int, incoming: dict[str, Any]) -> None:
         calls = self.cassette.calls
         if index >= len(calls):
@@ -183,16 +210,12 @@ class ReplayEngine:
 
     def _first_match(self, incoming: dict[str, Any]) -> int:
         unplayed = [i for i, played in enumerate(self.played) if not played]
-        for index in unplayed:
+        candidates = unplayed + [i for i, played in enumerate(self.played) if played] if self.reuse else unplayed
+        for index in candidates:
             if self.matcher.difference(self._recorded_fields(index), incoming) is None:
                 return index
-        same_route = [
-            i
-            for i in unplayed
-            if self._recorded_fields(i)["method"] == incoming["method"]
-            and self._recorded_fields(i)["url"]["path"] == incoming["url"]["path"]
-        ]
-        closest = same_route[0] if same_route else (unplayed[0] if unplayed else len(self.played))
+        # The nearest: the same method and path first, then the most alike body; the earliest on a tie.
+        closest = min(candidates, key=lambda i: self.distance(i, incoming), default=len(self.played))
         self._check(closest, incoming)
         raise AssertionError("unreachable: _check raises")  # pragma: no cover
 
@@ -206,6 +229,14 @@ class ReplayEngine:
 
     def unplayed(self) -> list[tuple[int, str, str]]:
         return [(c.index, c.method, c.url) for c in self.cassette.calls if not self.played[c.index]]
+
+
+_COMPARED_CHARACTERS = 4000  # enough to tell requests apart; SequenceMatcher is quadratic in the worst case
+
+
+def _canonical(body: Any) -> str:
+    text = body if isinstance(body, str) else json.dumps(body, sort_keys=True, default=str)
+    return text[:_COMPARED_CHARACTERS]
 
 
 def _describe(incoming: dict[str, Any]) -> str:

@@ -1,0 +1,319 @@
+"""``vcr-transport serve`` as a real process: curl, Node's fetch and the three SDKs against it, 100
+concurrent streams, the recording proxy against a loopback fake vendor, signals, and the refusals."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import signal
+import stat
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import httpx2
+import openai
+import pytest
+from upstream import Upstream
+from vendors import OPENAI_KEY, SDKS, VENDOR_ROUTES, openai_reply
+
+from vcr_transport import RecordingTransport, ReplayTransport
+from vcr_transport._core._format import Cassette
+from vcr_transport._storage import read_cassette
+
+ROOT = Path(__file__).resolve().parent.parent
+DEMO = ROOT / "cassettes" / "openai_demo.jsonl"
+HELLO = {"model": "demo", "messages": [{"role": "user", "content": "hello"}]}
+STREAM = {"model": "demo", "stream": True, "messages": [{"role": "user", "content": "stream me some words"}]}
+
+
+@contextmanager
+def served(*arguments: str, stop: signal.Signals = signal.SIGTERM) -> Iterator[Any]:
+    """``vcr-transport serve ARGUMENTS`` in a child process; yields it with ``.url`` once it listens."""
+    environment = {**os.environ, "PYTHONPATH": str(ROOT)}
+    child = subprocess.Popen(
+        [sys.executable, "-m", "vcr_transport", "serve", *arguments],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=environment,
+    )
+    try:
+        assert child.stdout is not None
+        line = child.stdout.readline()
+        assert "http://" in line, f"serve did not start: {line!r} {child.stderr.read() if child.stderr else ''}"
+        child.url = line.split()[2]  # type: ignore[attr-defined]
+        yield child
+    finally:
+        if child.poll() is None:
+            child.send_signal(stop)
+        child.output, child.errors = child.communicate(timeout=30)  # type: ignore[attr-defined]
+
+
+def post(url: str, body: Any, **headers: str) -> httpx2.Response:
+    return httpx2.post(url, json=body, headers=headers, timeout=10)
+
+
+def raw_chunks(data: bytes) -> list[bytes]:
+    """The chunks of a chunked HTTP body, as sent."""
+    chunks = []
+    while True:
+        size_line, _, data = data.partition(b"\r\n")
+        size = int(size_line, 16)
+        if size == 0:
+            return chunks
+        chunks.append(data[:size])
+        data = data[size + 2 :]
+
+
+def recorded_chunks(path: Path, index: int) -> list[bytes]:
+    return list(read_cassette(path).calls[index].events)
+
+
+def test_curl_sees_each_recorded_chunk_as_its_own_http_chunk() -> None:
+    with served(str(DEMO)) as server:
+        raw = subprocess.run(
+            ["curl", "-sS", "--raw", "-N", f"{server.url}/v1/chat/completions", "-H", "content-type: application/json"]
+            + ["-d", json.dumps(STREAM)],
+            capture_output=True,
+            check=True,
+            timeout=30,
+        ).stdout
+    assert raw_chunks(raw) == recorded_chunks(DEMO, 1)
+
+
+NODE_SCRIPT = """
+const [url, body] = process.argv.slice(1);
+const response = await fetch(url, {method: "POST", headers: {"content-type": "application/json"}, body});
+const reader = response.body.getReader();
+const chunks = [];
+for (;;) {
+  const {done, value} = await reader.read();
+  if (done) break;
+  chunks.push(Buffer.from(value).toString("base64"));
+}
+console.log(JSON.stringify({status: response.status, chunks}));
+"""
+
+
+def boundaries(chunks: list[bytes]) -> set[int]:
+    ends, total = set(), 0
+    for chunk in chunks:
+        total += len(chunk)
+        ends.add(total)
+    return ends
+
+
+def test_node_fetch_sees_the_recorded_chunks(capsys: Any) -> None:
+    import base64
+
+    with served(str(DEMO), "--pace", "10") as server:
+        result = subprocess.run(
+            ["node", "--input-type=module", "-e", NODE_SCRIPT, f"{server.url}/v1/chat/completions", json.dumps(STREAM)],
+            capture_output=True,
+            text=True,
+            check=True,
+            timeout=30,
+        )
+    seen = json.loads(result.stdout)
+    assert seen["status"] == 200
+    received, recorded = [base64.b64decode(chunk) for chunk in seen["chunks"]], recorded_chunks(DEMO, 1)
+    assert b"".join(received) == b"".join(recorded)
+    # Every boundary Node sees is a recorded one; chunks that reach its socket together arrive as one read.
+    assert boundaries(received) <= boundaries(recorded)
+    with capsys.disabled():
+        print(f"\nnode fetch, --pace 10: {len(received)} reads for {len(recorded)} recorded chunks")
+
+
+def test_a_miss_answers_the_field_path_line_against_the_nearest_call() -> None:
+    with served(str(DEMO)) as server:
+        response = post(f"{server.url}/v1/chat/completions", {**STREAM, "messages": [{"role": "user", "content": "x"}]})
+    assert response.status_code == 400
+    message = response.json()["error"]["message"]
+    # The stream request, not the first call: same path, and its body is the nearer.
+    assert "at call 1, field body.messages[0].content: recorded 'stream me some words', incoming 'x'" in message
+
+
+@pytest.fixture(scope="module")
+def vendor_cassettes(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """One folder holding a chat and a stream call of each vendor, recorded from the fake vendors."""
+    folder = tmp_path_factory.mktemp("served")
+    server = Upstream()
+    for prefix, reply in VENDOR_ROUTES.values():
+        server.routes[prefix] = reply
+    server.start()
+    try:
+        for sdk in [s for s in SDKS if s.library is httpx2 and s.side == "sync"]:
+            transport = RecordingTransport(httpx2.HTTPTransport(), folder / f"{sdk.name}.jsonl")
+            sdk.run(transport, server.url, [("chat", ["hi"]), ("stream", ["stream to me"])])
+            transport.close()
+    finally:
+        server.stop()
+    return folder
+
+
+# google-genai's async client talks through aiohttp when it builds its own: one more kind of client.
+@pytest.mark.filterwarnings("ignore:Inheritance class AiohttpClientSession:DeprecationWarning")
+@pytest.mark.parametrize("sdk", [s for s in SDKS if s.library is httpx2], ids=lambda s: s.id)
+def test_the_sdks_replay_through_serve(sdk: Any, vendor_cassettes: Path) -> None:
+    with served(str(vendor_cassettes)) as server:
+        chat, stream = sdk.run(None, server.url, [("chat", ["hi"]), ("stream", ["stream to me"])])
+    assert chat == "echo:hi"
+    assert "".join(stream).startswith("echo:stream to me")
+
+
+def test_a_hundred_concurrent_streams_get_every_chunk() -> None:
+    expected = b"".join(recorded_chunks(DEMO, 1))
+
+    async def run(url: str) -> list[bytes]:
+        limits = httpx2.Limits(max_connections=100)
+        async with httpx2.AsyncClient(limits=limits, timeout=30) as client:
+
+            async def one() -> bytes:
+                async with client.stream("POST", f"{url}/v1/chat/completions", json=STREAM) as response:
+                    return b"".join([chunk async for chunk in response.aiter_raw()])
+
+            return await asyncio.gather(*(one() for _ in range(100)))
+
+    with served(str(DEMO)) as server:
+        bodies = asyncio.run(run(server.url))
+    assert len(bodies) == 100
+    assert all(body == expected for body in bodies)
+
+
+def _time_to_first_chunk(base_url: str) -> float:
+    client = openai.OpenAI(api_key=OPENAI_KEY, base_url=base_url + "/v1", max_retries=0)
+    started = time.perf_counter()
+    stream = client.chat.completions.create(
+        model="test-model", messages=[{"role": "user", "content": "one two three"}], stream=True
+    )
+    next(iter(stream))
+    first = time.perf_counter() - started
+    list(stream)
+    client.close()
+    return first
+
+
+def test_the_recording_proxy_tees_the_stream_and_keeps_no_key(tmp_path: Path, capsys: Any) -> None:
+    fake = Upstream()
+    fake.routes["/v1/chat/completions"] = lambda received: openai_reply(received, pause=0.05)
+    fake.start()
+    cassette = tmp_path / "proxied.jsonl"
+    try:
+        direct = min(_time_to_first_chunk(fake.url) for _ in range(3))
+        with served(str(cassette), "--mode", "record", "--upstream", f"openai={fake.url}") as server:
+            proxied = min(_time_to_first_chunk(server.url) for _ in range(3))
+    finally:
+        fake.stop()
+    with capsys.disabled():
+        print(
+            f"\nTTFB openai stream: direct {direct * 1000:.1f} ms, through the recording proxy {proxied * 1000:.1f} ms"
+        )
+    assert "saved" in server.output, server.errors
+    assert fake.received[-1].headers["authorization"] == f"Bearer {OPENAI_KEY}"  # forwarded
+    text = cassette.read_text()
+    assert OPENAI_KEY not in text and OPENAI_KEY[8:30] not in text  # never persisted
+    assert stat.S_IMODE(cassette.stat().st_mode) == 0o600
+    recorded: Cassette = read_cassette(cassette)
+    assert len(recorded.calls) == 3
+    assert recorded.calls[0].outcome == "complete" and len(recorded.calls[0].events) > 3
+    with ReplayTransport(cassette) as replay:  # what was recorded replays in-process
+        client = openai.OpenAI(
+            api_key=OPENAI_KEY, base_url=fake.url + "/v1", http_client=httpx2.Client(transport=replay)
+        )
+        stream = client.chat.completions.create(
+            model="test-model", messages=[{"role": "user", "content": "one two three"}], stream=True
+        )
+        assert "".join(c.choices[0].delta.content or "" for c in stream if c.choices).startswith("echo:one two three")
+
+
+def test_sigint_leaves_an_older_cassette_as_it_was(tmp_path: Path) -> None:
+    cassette = tmp_path / "older.jsonl"
+    cassette.write_bytes(DEMO.read_bytes())
+    fake = Upstream()
+    fake.routes["/v1/chat/completions"] = openai_reply
+    fake.start()
+    try:
+        with served(
+            str(cassette), "--mode", "record-on-miss", "--upstream", f"openai={fake.url}", stop=signal.SIGINT
+        ) as server:
+            assert post(f"{server.url}/v1/chat/completions", HELLO).json()["choices"][0]["message"]["content"] == (
+                "echo: hello"
+            )  # replayed
+            missed = {"model": "m", "messages": [{"role": "user", "content": "new"}]}
+            assert post(f"{server.url}/v1/chat/completions", missed).status_code == 200  # recorded
+    finally:
+        fake.stop()
+    assert len(fake.received) == 1
+    assert "not saved" in server.output
+    assert cassette.read_bytes() == DEMO.read_bytes()
+
+
+def test_sigterm_commits_record_on_miss_with_the_older_calls_kept(tmp_path: Path) -> None:
+    cassette = tmp_path / "grown.jsonl"
+    cassette.write_bytes(DEMO.read_bytes())
+    fake = Upstream()
+    fake.routes["/v1/chat/completions"] = openai_reply
+    fake.start()
+    try:
+        with served(str(cassette), "--mode", "record-on-miss", "--upstream", f"openai={fake.url}") as server:
+            missed = {"model": "m", "messages": [{"role": "user", "content": "new"}]}
+            assert post(f"{server.url}/v1/chat/completions", missed, authorization=f"Bearer {OPENAI_KEY}").is_success
+    finally:
+        fake.stop()
+    assert "saved" in server.output
+    calls = read_cassette(cassette).calls
+    assert [call.body for call in calls[:2]] == [call.body for call in read_cassette(DEMO).calls]
+    assert len(calls) == 3 and calls[2].body == {"json": missed}
+    assert OPENAI_KEY not in cassette.read_text()
+
+
+@pytest.mark.parametrize(
+    ("arguments", "refusal"),
+    [
+        (["--host", "192.0.2.7"], "refusing to listen on 192.0.2.7: not a loopback address"),
+        (["--mode", "record", "--upstream", "openai=https://user:pw@api.example.com"], "carries a credential"),
+        (
+            [
+                "--mode",
+                "record",
+                "--upstream",
+                "openai=https://x.example.com/?key=AIzaSyTESTKEY0123456789abcdefghijklmno",
+            ],
+            "carries a credential",
+        ),
+        (["--fault", "cut:after=-1"], "after must be a whole number >= 0"),
+    ],
+)
+def test_refusals_come_before_anything_is_bound(arguments: list[str], refusal: str, tmp_path: Path) -> None:
+    result = subprocess.run(
+        [sys.executable, "-m", "vcr_transport", "serve", str(tmp_path / "c.jsonl" if "record" in arguments else DEMO)]
+        + arguments,
+        capture_output=True,
+        text=True,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+        timeout=30,
+    )
+    assert result.returncode == 2
+    assert refusal in result.stderr
+    assert "http://" not in result.stdout  # it never listened
+
+
+def test_faults_reach_sdks_through_serve() -> None:
+    with served(str(DEMO), "--fault", "status:code=429,call=0", "--fault", "cut:after=2,call=1") as server:
+        client = openai.OpenAI(api_key=OPENAI_KEY, base_url=server.url + "/v1", max_retries=2)
+        answer = client.chat.completions.create(model="demo", messages=[{"role": "user", "content": "hello"}])
+        assert answer.choices[0].message.content == "echo: hello"  # after the 429, the recording
+        seen: list[str] = []
+        with pytest.raises(openai.APIConnectionError):
+            for chunk in client.chat.completions.create(
+                model="demo", messages=[{"role": "user", "content": "stream me some words"}], stream=True
+            ):
+                seen.append(chunk.choices[0].delta.content or "")
+        client.close()
+    assert seen == ["echo: ", "stream "]  # the two chunks before the cut

@@ -1,0 +1,476 @@
+"""``vcr-transport serve``: cassettes replayed over HTTP/1.1 to any client, or recorded through a proxy.
+
+The server is asyncio's own streams, no framework: each recorded chunk is written as its own HTTP chunk
+and drained before the next (an ASGI server would stand between the chunk and the socket, with its own
+buffering); a connection is a coroutine, so 100 concurrent streams cost 100 coroutines; shutdown is in our
+hands, so a recording commits only after the calls in flight have ended.
+
+Replay goes through ``ReplayTransport`` (the matcher, redaction and faults of in-process replay), unordered,
+across every cassette given; the recording proxy goes through ``AsyncRecordingTransport`` over httpx2's
+``AsyncHTTPTransport``, which follows no redirect, so the caller sees each chunk as the vendor sent it while
+the cassette gets it redacted.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import ipaddress
+import signal
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit
+
+import httpx2
+
+from ._core._bodies import redact_url
+from ._core._format import lines_before_call
+from ._core._options import Options
+from ._exceptions import ReplayMismatch, VcrTransportError
+from ._http import header_pairs
+from ._recording import AsyncRecordingTransport, CassetteRecorder
+from ._replay import ReplayTransport, error_response
+from ._storage import read_cassette
+
+__all__ = [
+    "SERVE_MODES",
+    "VENDORS",
+    "CassetteServer",
+    "ServeConfig",
+    "ServeError",
+    "cassette_files",
+    "check_bind",
+    "check_upstream",
+    "run_server",
+    "vendor_of",
+]
+
+SERVE_MODES = ("replay", "record", "record-on-miss")
+VENDORS = ("openai", "anthropic", "google")
+# Headers about one hop, never forwarded (RFC 9110 7.6.1), and those the server sets itself.
+_HOP_BY_HOP = frozenset(
+    {"connection", "keep-alive", "proxy-connection", "te", "trailer", "transfer-encoding", "upgrade", "host"}
+)
+_MAX_HEAD = 64 * 1024
+_UPSTREAM_TIMEOUT = {"connect": 30.0, "read": 600.0, "write": 60.0, "pool": 30.0}
+
+
+class ServeError(VcrTransportError):
+    """A serve setting that can't work; the message says what to do."""
+
+
+class _BadRequest(Exception):
+    pass
+
+
+@dataclasses.dataclass(frozen=True)
+class ServeConfig:
+    """What ``serve`` was asked: the cassettes (files), the mode, the upstream of each vendor (record
+    modes), the replay options, where to listen, and how long in-flight calls get to end on SIGTERM."""
+
+    cassettes: tuple[Path, ...]
+    mode: str = "replay"
+    upstreams: tuple[tuple[str, str], ...] = ()
+    options: Options = Options()
+    host: str = "127.0.0.1"
+    port: int = 0
+    allow_remote: bool = False
+    grace: float = 30.0
+
+
+def check_bind(host: str, allow_remote: bool) -> bool:
+    """Whether ``host`` is a loopback address (``localhost`` included); any other raises ServeError unless
+    ``allow_remote``. Checked before anything is bound."""
+    if host == "localhost":
+        return True
+    try:
+        loopback = ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        loopback = False
+    if not loopback and not allow_remote:
+        raise ServeError(
+            f"refusing to listen on {host}: not a loopback address, and clients send their API keys to this "
+            "server in clear; listen on 127.0.0.1, or pass --allow-remote to accept that"
+        )
+    return loopback
+
+
+def check_upstream(vendor: str, url: str, options: Options) -> str:
+    """An ``--upstream`` value checked: a known vendor, an http(s) URL with no credentials in it (keys
+    travel in the client's headers, never in the server's settings). Returns the URL without a trailing /."""
+    if vendor not in VENDORS:
+        raise ServeError(f"--upstream {vendor}=...: unknown vendor {vendor!r}; valid: {', '.join(VENDORS)}")
+    parts = urlsplit(url)
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise ServeError(f"--upstream {vendor}={url}: not an http(s) URL; e.g. https://api.openai.com")
+    if parts.username or parts.password or redact_url(url, options.redactor()) != url:
+        raise ServeError(
+            f"--upstream {vendor}=...: the URL carries a credential; give the bare URL, the clients send "
+            "their own keys and the proxy forwards them"
+        )
+    if parts.query or parts.fragment:
+        raise ServeError(f"--upstream {vendor}={url}: give scheme, host and an optional path prefix, no query")
+    return url.rstrip("/")
+
+
+def vendor_of(path: str, headers: Sequence[tuple[str, str]]) -> str:
+    """Which vendor a request is for: anthropic (``anthropic-version``, ``/v1/messages``), google
+    (``x-goog-api-key``, ``/v1beta/``, ``:generateContent``), else openai."""
+    names = {name.lower() for name, _ in headers}
+    if "anthropic-version" in names or path.startswith("/v1/messages"):
+        return "anthropic"
+    if "x-goog-api-key" in names or path.startswith(("/v1beta/", "/upload/")) or ":generate" in path:
+        return "google"
+    return "openai"
+
+
+@dataclasses.dataclass
+class _Request:
+    method: str
+    target: str
+    headers: list[tuple[str, str]]
+    body: bytes
+    keep_alive: bool
+
+
+async def _read_request(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> _Request | None:
+    """The next request on a connection, or None when the client closed it between requests."""
+    try:
+        head = await reader.readuntil(b"\r\n\r\n")
+    except asyncio.IncompleteReadError as error:
+        if error.partial.strip():
+            raise _BadRequest("the request head ended early") from None
+        return None
+    except asyncio.LimitOverrunError:
+        raise _BadRequest("request head over 64 KiB") from None
+    lines = head.decode("latin-1").split("\r\n")
+    try:
+        method, target, version = lines[0].split(" ")
+    except ValueError:
+        raise _BadRequest(f"bad request line {lines[0]!r}") from None
+    headers = []
+    for line in lines[1:]:
+        if line:
+            name, colon, value = line.partition(":")
+            if not colon:
+                raise _BadRequest(f"bad header line {line!r}")
+            headers.append((name.strip(), value.strip()))
+    fields = {name.lower(): value for name, value in headers}
+    if fields.get("expect", "").lower() == "100-continue":
+        writer.write(b"HTTP/1.1 100 Continue\r\n\r\n")
+        await writer.drain()
+    if "chunked" in fields.get("transfer-encoding", "").lower():
+        parts = []
+        while True:
+            size = int((await reader.readuntil(b"\r\n")).split(b";")[0], 16)
+            parts.append(await reader.readexactly(size))
+            await reader.readexactly(2)
+            if size == 0:
+                break
+        body = b"".join(parts)
+        headers = [(n, v) for n, v in headers if n.lower() != "transfer-encoding"]
+        headers.append(("content-length", str(len(body))))
+    else:
+        body = await reader.readexactly(int(fields.get("content-length") or 0))
+    connection = fields.get("connection", "").lower()
+    keep_alive = "close" not in connection if version == "HTTP/1.1" else "keep-alive" in connection
+    return _Request(method.upper(), target, headers, body, keep_alive)
+
+
+def _origins(transport: ReplayTransport) -> dict[tuple[str, str], list[str]]:
+    """(method, path) -> the origins (scheme://host) its recorded calls went to, in first-seen order."""
+    found: dict[tuple[str, str], list[str]] = {}
+    for call in transport.engine.cassette.calls:
+        parts = urlsplit(call.url)
+        origins = found.setdefault((call.method.upper(), parts.path or "/"), [])
+        if f"{parts.scheme}://{parts.netloc}" not in origins:
+            origins.append(f"{parts.scheme}://{parts.netloc}")
+    return found
+
+
+class CassetteServer:
+    """The cassettes of a ServeConfig answered over HTTP; see the module docstring."""
+
+    def __init__(self, config: ServeConfig, say: Callable[[str], None] = print) -> None:
+        self.config = config
+        self.say = say
+        self.loopback = check_bind(config.host, config.allow_remote)
+        self.upstreams = {name: check_upstream(name, url, config.options) for name, url in config.upstreams}
+        recording = config.mode != "replay"
+        if config.mode not in SERVE_MODES:
+            raise ServeError(f"unknown mode {config.mode!r}; valid: {', '.join(SERVE_MODES)}")
+        if recording and len(config.cassettes) != 1:
+            raise ServeError(f"--mode {config.mode} records into one cassette: give exactly one path")
+        if recording and not self.upstreams:
+            raise ServeError(f"--mode {config.mode} forwards to the vendors: give --upstream VENDOR=URL")
+        self.transports: list[ReplayTransport] = []
+        replayed = [] if config.mode == "record" else [p for p in config.cassettes if p.exists() or not recording]
+        arguments = {**config.options.as_arguments(), "ordered": False, "on_mismatch": "raise"}
+        for path in replayed:
+            transport = ReplayTransport(path, **arguments)
+            transport.engine.reuse = True
+            transport.engine.record_hint = "serve it with --mode record-on-miss --upstream VENDOR=URL to record it"
+            self.transports.append(transport)
+        self._origins = [_origins(transport) for transport in self.transports]
+        self.recorder: CassetteRecorder | None = None
+        self.older_cassette = recording and config.cassettes[0].exists()
+        if recording:
+            self.recorder = self._recorder(config.cassettes[0])
+        self._inner = httpx2.AsyncHTTPTransport() if recording else None
+        self._in_flight = 0
+        self._idle = asyncio.Event()
+        self._connections: set[asyncio.Task[None]] = set()
+        self.url = ""
+
+    def _recorder(self, path: Path) -> CassetteRecorder:
+        options = self.config.options
+        kept: list[bytes] = []
+        first = 0
+        if self.config.mode == "record-on-miss" and path.exists():
+            first = len(read_cassette(path).calls)
+            kept = lines_before_call(path.read_bytes(), first)
+        return CassetteRecorder(
+            path,
+            options.redactor(),
+            kept_lines=kept,
+            first_index=first,
+            keep_failures=options.keep_failures,
+            plain_bodies=options.plain_bodies,
+        )
+
+    @property
+    def calls(self) -> int:
+        return sum(len(t.engine.cassette.calls) for t in self.transports)
+
+    # -- answering ---------------------------------------------------------------------------------------
+
+    def _replayed(self, request: _Request) -> tuple[Any, ReplayMismatch | None]:
+        """The response from the cassettes, or (None, the mismatch against the nearest recorded call)."""
+        path = urlsplit(request.target).path or "/"
+        nearest: tuple[tuple[int, float], ReplayMismatch] | None = None
+        for transport, origins in zip(self.transports, self._origins, strict=True):
+            calls = transport.engine.cassette.calls
+            tried = origins.get((request.method, path)) or ([_origin(calls[0].url)] if calls else [])
+            for origin in tried:
+                outgoing = httpx2.Request(request.method, origin + request.target, headers=request.headers)
+                try:
+                    return transport.respond(outgoing, request.body), None
+                except ReplayMismatch as miss:
+                    engine = transport.engine
+                    incoming = engine.incoming_fields(
+                        request.method, origin + request.target, request.headers, request.body
+                    )
+                    distance = engine.distance(miss.call_index, incoming) if miss.call_index < len(calls) else (2, 1.0)
+                    if nearest is None or distance < nearest[0]:
+                        nearest = (distance, miss)
+        return None, nearest[1] if nearest else None
+
+    async def _forwarded(self, request: _Request) -> Any:
+        vendor = vendor_of(urlsplit(request.target).path, request.headers)
+        upstream = self.upstreams.get(vendor)
+        if upstream is None:
+            known = ", ".join(self.upstreams) or "none"
+            return _json_error(
+                502, "no_upstream", f"no upstream for {vendor} (given: {known}); pass --upstream {vendor}=URL"
+            )
+        headers = [(n, v) for n, v in request.headers if n.lower() not in _HOP_BY_HOP]
+        outgoing = httpx2.Request(
+            request.method,
+            upstream + request.target,
+            headers=headers,
+            content=request.body,
+            extensions={"timeout": _UPSTREAM_TIMEOUT},
+        )
+        assert self.recorder is not None and self._inner is not None
+        try:
+            return await AsyncRecordingTransport(self._inner, recorder=self.recorder).handle_async_request(outgoing)
+        except httpx2.TransportError as error:
+            return _json_error(502, "upstream_error", f"{upstream}: {type(error).__name__}: {error}")
+
+    async def _answer(self, request: _Request, writer: asyncio.StreamWriter) -> bool:
+        """Answer one request; whether the connection can carry another."""
+        response = None
+        if self.config.mode != "record":
+            try:
+                response, miss = self._replayed(request)
+            except Exception:  # a recorded failure with no response: the connection fails, as it did
+                writer.transport.abort()
+                return False
+            if response is None and self.config.mode == "replay":
+                problem = miss or ServeError(f"{request.method} {request.target}: the cassettes hold no call")
+                response = error_response(httpx2, "replay_mismatch", problem)
+        if response is None:
+            response = await self._forwarded(request)
+        try:
+            return await _send(response, request, writer)
+        finally:
+            await response.aclose()
+
+    async def _connection(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        task = asyncio.current_task()
+        assert task is not None
+        self._connections.add(task)
+        try:
+            while True:
+                request = await _read_request(reader, writer)
+                if request is None:
+                    break
+                self._in_flight += 1
+                self._idle.clear()
+                try:
+                    keep_alive = await self._answer(request, writer) and request.keep_alive
+                finally:
+                    self._in_flight -= 1
+                    if not self._in_flight:
+                        self._idle.set()
+                if not keep_alive:
+                    break
+        except _BadRequest as problem:
+            body = f"bad request: {problem}\n".encode()
+            writer.write(
+                b"HTTP/1.1 400 Bad Request\r\nconnection: close\r\ncontent-length: %d\r\n\r\n%s" % (len(body), body)
+            )
+        except (ConnectionError, asyncio.IncompleteReadError, ValueError):
+            pass  # the client went away, or sent something that is not HTTP
+        except asyncio.CancelledError:
+            writer.transport.abort()
+        finally:
+            self._connections.discard(task)
+            writer.close()
+
+    # -- running -----------------------------------------------------------------------------------------
+
+    async def run(self) -> None:
+        """Listen, say the URL, answer until SIGTERM or SIGINT, then shut down (see ``_shutdown``)."""
+        server = await asyncio.start_server(self._connection, self.config.host, self.config.port, limit=_MAX_HEAD)
+        host, port = server.sockets[0].getsockname()[:2]
+        self.url = f"http://{host if ':' not in host else f'[{host}]'}:{port}"
+        if not self.loopback:
+            self.say(f"warning: listening on {host}, beyond this machine: API keys cross the network in clear")
+        what = f"{self.calls} call(s) from {len(self.transports)} cassette(s)"
+        if self.recorder is not None:
+            what = f"{self.config.mode} into {self.recorder.path}" + (f", replaying {what}" if self.transports else "")
+        self.say(f"vcr-transport serve: {self.url} ({what}); stop with Ctrl-C or SIGTERM")
+        loop = asyncio.get_running_loop()
+        stop: asyncio.Future[int] = loop.create_future()
+
+        def stopping(number: int) -> None:
+            if not stop.done():
+                stop.set_result(number)
+
+        for number in (signal.SIGTERM, signal.SIGINT):
+            loop.add_signal_handler(number, stopping, number)
+        try:
+            received = await stop
+        finally:
+            for number in (signal.SIGTERM, signal.SIGINT):
+                loop.remove_signal_handler(number)
+        server.close()
+        await self._shutdown(signal.Signals(received))
+        await server.wait_closed()
+
+    async def _shutdown(self, number: signal.Signals) -> None:
+        """SIGTERM: let the calls in flight end (up to ``grace`` seconds), then commit the recording.
+        SIGINT: stop at once; the recording is committed only when no call was cut and it replaces no
+        older cassette, else it is dropped and the older cassette stays as it was."""
+        interrupted = number == signal.SIGINT
+        busy = self._in_flight > 0
+        if not interrupted and busy:
+            try:
+                await asyncio.wait_for(self._idle.wait(), self.config.grace)
+            except TimeoutError:
+                pass
+        for task in list(self._connections):
+            task.cancel()
+        if self._connections:
+            await asyncio.wait(list(self._connections), timeout=5)
+        if self._inner is not None:
+            await self._inner.aclose()
+        if self.recorder is None:
+            return
+        keep = not interrupted or (not busy and not self.older_cassette)
+        failure = None if keep else KeyboardInterrupt()
+        self.recorder.close(failure)
+        if self.recorder.saved:
+            self.say(f"vcr-transport serve: saved {self.recorder.path}")
+        else:
+            self.say(f"vcr-transport serve: {self.recorder.path} not saved; an older cassette, if any, is unchanged")
+
+
+def _origin(url: str) -> str:
+    parts = urlsplit(url)
+    return f"{parts.scheme}://{parts.netloc}"
+
+
+def _json_error(status: int, error_type: str, message: str) -> Any:
+    return httpx2.Response(
+        status,
+        json={"type": "error", "error": {"type": error_type, "message": message}},
+        headers={"x-vcr-transport": error_type.replace("_", "-")},
+    )
+
+
+async def _send(response: Any, request: _Request, writer: asyncio.StreamWriter) -> bool:
+    """Write a response: the head once the first body chunk is ready (so a delayed first byte delays the
+    status line too), then each chunk as its own HTTP chunk, drained before the next. A stream that fails
+    aborts the connection, as the recorded or injected failure did. Whether the connection is reusable."""
+    bodiless = request.method == "HEAD" or response.status_code in (204, 304) or response.status_code < 200
+    chunks = response.stream.__aiter__()
+    try:
+        first = None if bodiless else await anext(chunks, None)
+    except Exception:
+        writer.transport.abort()
+        return False
+    reason = response.reason_phrase or "Unknown"
+    head = [f"HTTP/1.1 {response.status_code} {reason}"]
+    head += [
+        f"{n}: {v}" for n, v in header_pairs(response.headers) if n.lower() not in _HOP_BY_HOP | {"content-length"}
+    ]
+    if not bodiless:
+        head.append("transfer-encoding: chunked")
+    writer.write(("\r\n".join(head) + "\r\n\r\n").encode("latin-1"))
+    if bodiless:
+        await writer.drain()
+        return True
+    chunk = first
+    try:
+        while chunk is not None:
+            if chunk:
+                writer.write(b"%x\r\n%s\r\n" % (len(chunk), chunk))
+                await writer.drain()
+            chunk = await anext(chunks, None)
+    except (ConnectionError, asyncio.CancelledError):
+        raise
+    except Exception:
+        writer.transport.abort()  # no terminating chunk: the client sees the cut
+        return False
+    writer.write(b"0\r\n\r\n")
+    await writer.drain()
+    return True
+
+
+def run_server(config: ServeConfig, say: Callable[[str], None] = print) -> None:
+    """Build the server (its checks raise ServeError before anything is bound) and run it until a signal."""
+
+    async def main() -> None:
+        await CassetteServer(config, say).run()
+
+    asyncio.run(main())
+
+
+def cassette_files(paths: Sequence[str], recording: bool) -> tuple[Path, ...]:
+    """The cassettes named on the command line, folders expanded to their ``*.jsonl``; a recording's path
+    may not exist yet."""
+    files: list[Path] = []
+    for raw in paths:
+        path = Path(raw)
+        if path.is_dir():
+            files += sorted(path.rglob("*.jsonl"))
+        elif path.exists() or recording:
+            files.append(path)
+        else:
+            raise ServeError(f"{path}: no such cassette or folder")
+    if not files:
+        raise ServeError(f"no cassettes in {', '.join(paths)}")
+    return tuple(files)
