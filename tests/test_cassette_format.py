@@ -124,7 +124,7 @@ def test_bad_cassettes_are_refused_naming_file_and_line(
 
 def test_a_missing_cassette_says_how_to_record_it(tmp_path: Path) -> None:
     error = refused(tmp_path / "nope.jsonl")
-    assert "no such cassette" in str(error) and "VCR_TRANSPORT_MODE=record" in str(error)
+    assert "no such cassette" in str(error) and "RecordingTransport or in mode 'record'" in str(error)
 
 
 def test_an_empty_file_is_refused(cassette: Path) -> None:

@@ -363,6 +363,6 @@ def test_help_is_written_for_the_terminal(tmp_path: Path, command: list[str]) ->
     if not command:  # the description is whole sentences, not a docstring's first line cut short
         words = " ".join(result.stdout.split())
         assert (
-            "See, check, manage and serve vcr_transport cassettes. Only serve, as a recording proxy, records or uses the network."
-            in words
+            "See, check, manage and serve vcr_transport cassettes. "
+            "Only serve, as a recording proxy, records or uses the network." in words
         )

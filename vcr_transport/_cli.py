@@ -533,7 +533,8 @@ def _version() -> str:
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="vcr-transport",
-        description="See, check, manage and serve vcr_transport cassettes. Only serve, as a recording proxy, records or uses the network.",
+        description="See, check, manage and serve vcr_transport cassettes. "
+        "Only serve, as a recording proxy, records or uses the network.",
         epilog="Without a path, commands look in cassette_dir of [tool.vcr_transport], else in every folder "
         "named 'cassettes' under the project. 'vcr-transport COMMAND --help' describes one command.",
     )
