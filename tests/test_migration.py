@@ -140,3 +140,71 @@ def test_verify_notes_bodies_no_real_exchange_lacks(tmp_path: Path) -> None:
     found = [str(finding) for finding in problems("c.jsonl", [data])]
     assert any("call 0 (POST" in f and "JSON content-type and no body" in f for f in found), found
     assert any("call 0" in f and "content-length 20 and no body" in f for f in found), found
+
+
+def test_match_on_compares_only_what_it_names_and_only_kept_headers() -> None:
+    from vcr_transport import Options
+
+    loose = Options.from_arguments({"match_on": ["method", "path", "headers"]}).matcher()
+    recorded = loose.comparable("POST", URL + "?a=1", [("x-kept", "1")], {"json": {"prompt": "old"}})
+    same = loose.comparable("POST", URL + "?a=2", [("x-kept", "1"), ("authorization", "x")], {"json": {"p": 1}})
+    assert loose.difference(recorded, same) is None  # query and body not compared; authorization was filtered
+    changed = loose.comparable("POST", URL, [("x-kept", "2")], None)
+    assert loose.difference(recorded, changed) == ("headers.x-kept", "1", "2")
+    with pytest.raises(ValueError, match="unknown name.*'bodies'"):
+        Options.from_arguments({"match_on": ["bodies"]})
+    header = {"type": "header", "format_version": 1, "match_on": ["method"], "ordered": False}
+    taken = Options().with_cassette_header(header, (), path="c.jsonl")
+    assert taken.match_on == ("method",) and taken.ordered is False
+    assert Options(match_on=None).with_cassette_header(header, ("match_on",), path="c.jsonl").match_on is None
+    from vcr_transport import CassetteError
+
+    with pytest.raises(CassetteError, match="c.jsonl:1: header field match_on"):
+        Options().with_cassette_header({"match_on": "method"}, (), path="c.jsonl")
+
+
+COMPAT_TESTS = """
+import httpx2
+import pytest
+
+def answer(request):
+    return httpx2.Response(200, json={"echo": request.read().decode()})
+
+def send(*prompts):
+    with httpx2.Client(transport=httpx2.MockTransport(answer)) as client:
+        return [client.post("https://api.example.test/v1/chat", json={"prompt": p}).json() for p in prompts]
+
+pytestmark = pytest.mark.vcr
+
+@pytest.fixture
+def vcr_config():
+    return {"filter_headers": ["x-team"], "match_on": ["method", "host", "path"]}
+
+@pytest.mark.parametrize("who", ["a-b"])
+def test_param(who, vcr):
+    send(PROMPT)
+    assert [(r.method, r.play_count) for r in vcr.requests] == [("POST", PLAYS)]
+
+def test_no_request_and_no_cassette():
+    pass
+
+@pytest.fixture
+def skipping():
+    pytest.skip("not today")
+
+def test_skipped_in_setup(skipping):
+    send("never")
+"""
+
+
+def test_pytest_recording_compat_mode(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("VCR_TRANSPORT_MODE", raising=False)
+    pytester.makeini("[pytest]\nvcr_transport_compat = pytest-recording\nvcr_unplayed = partial\n")
+    pytester.makepyfile(test_llm=COMPAT_TESTS.replace("PROMPT", "'hi'").replace("PLAYS", "0"))
+    pytester.runpytest_inprocess("--vcr-mode=record", "-p", "no:cassetter").assert_outcomes(passed=2, skipped=1)
+    cassette = pytester.path / "cassettes" / "test_llm" / "test_param[a-b].jsonl"
+    assert cassette.exists() and "api.example.test" in cassette.read_text()
+    assert not (pytester.path / "cassettes" / "test_llm" / "test_no_request_and_no_cassette.jsonl").exists()
+    # Replay by default (pytest-recording's none); a changed body still matches, since match_on leaves it out.
+    pytester.makepyfile(test_llm=COMPAT_TESTS.replace("PROMPT", "'changed'").replace("PLAYS", "1"))
+    pytester.runpytest_inprocess("-p", "no:cassetter").assert_outcomes(passed=2, skipped=1)

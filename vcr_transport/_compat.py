@@ -1,7 +1,7 @@
 """The pytest-recording compatibility mode: a pytest-recording suite served by vcr_transport unchanged.
 
 Opt in with the ini setting ``vcr_transport_compat = pytest-recording``; it is active only when
-pytest-recording is not installed (both would claim ``@pytest.mark.vcr`` and the ``vcr`` fixture). Then:
+pytest-recording is not installed and cassetter's plugin is not loaded (each claims ``@pytest.mark.vcr``). Then:
 
 - ``@pytest.mark.vcr`` opens the test's cassette, named as pytest-recording names it,
   ``<vcr_cassette_dir>/<default_cassette_name>.jsonl`` (``cassettes/<module>/<test name>.jsonl``, the
@@ -70,11 +70,14 @@ def configure_compat(config: pytest.Config) -> None:
         return
     if wanted != COMPAT_VALUE:
         raise pytest.UsageError(f"{COMPAT_INI} must be {COMPAT_VALUE!r} (or unset), not {wanted!r}")
-    if _pytest_recording_installed():
+    owner = "pytest-recording" if _pytest_recording_installed() else None
+    if owner is None and config.pluginmanager.hasplugin("cassetter"):
+        owner = "cassetter"
+    if owner is not None:
         config.issue_config_time_warning(
             pytest.PytestConfigWarning(
-                f"{COMPAT_INI} = {COMPAT_VALUE} is off: pytest-recording is installed and serves @pytest.mark.vcr; "
-                "uninstall it to let vcr_transport serve the suite"
+                f"{COMPAT_INI} = {COMPAT_VALUE} is off: {owner} is installed and serves @pytest.mark.vcr; "
+                f"uninstall it (or run with -p no:{owner.replace('pytest-', '')}) to let vcr_transport serve the suite"
             ),
             stacklevel=2,
         )
