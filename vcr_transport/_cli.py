@@ -12,6 +12,7 @@ import json
 import os
 import sys
 import time
+from collections import Counter
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
@@ -475,15 +476,40 @@ def command_prune(args: argparse.Namespace) -> int:
 
 
 def command_import(args: argparse.Namespace) -> int:
+    """Convert every file; a file that is not a vcrpy cassette (or has a body that can't be recovered) is
+    refused in one line and the run goes on. Ends with a summary; exits 1 when any file was refused."""
     try:
         plan = plan_imports(args.files, args.out)
-        for source, target in plan:
-            count = import_vcrpy(source, target)
-            _out(f"imported {plural(count, 'call')}: {source} -> {target}")
     except ImportProblem as problem:
         raise UsageProblem(str(problem)) from None
-    _out("note: vcrpy keeps no chunk boundaries, so each body came in whole, as one chunk; re-record to get them")
-    return 0
+    converted, calls = 0, 0
+    refused: list[CassetteError] = []
+    for source, target in plan:
+        try:
+            count = import_vcrpy(source, target)
+        except ImportProblem as problem:
+            raise UsageProblem(str(problem)) from None
+        except CassetteError as error:
+            refused.append(error)
+            one_line = str(error).replace("\n  fix: ", "; fix: ")
+            print(f"refused: {one_line}", file=sys.stderr)
+            continue
+        converted, calls = converted + 1, calls + count
+        _out(f"imported {plural(count, 'call')}: {source} -> {target}")
+    if converted:
+        _out("note: vcrpy keeps no chunk boundaries, so each body came in whole, as one chunk; re-record to get them")
+        _out("note: these cassettes match as vcrpy did (match_on in their header); see the README to tighten it")
+    summary = f"summary: {plural(converted, 'file')} converted ({plural(calls, 'call')}), {len(refused)} refused"
+    if refused:
+        why = Counter(
+            error.problem.split(":", 1)[-1].strip() if error.problem.startswith("interaction ") else error.problem
+            for error in refused
+        )
+        summary += ": " + "; ".join(f"{n} x {reason}" for reason, n in why.most_common(5))
+        if len(why) > 5:
+            summary += f"; and {len(why) - 5} other reason(s)"
+    _out(summary)
+    return 1 if refused else 0
 
 
 # --- entry point ----------------------------------------------------------------------------------------

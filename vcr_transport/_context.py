@@ -24,13 +24,13 @@ from typing import Any, TypeVar
 
 from ._core._options import Options
 from ._exceptions import CassetteOwnerError, UnplayedCallsError, UnplayedCallsWarning
-from ._session import CassetteSession, open_session
+from ._session import CassetteRequest, CassetteSession, open_session
 
 __all__ = ["PATCHER", "ClientPatcher", "use_cassette"]
 
 F = TypeVar("F", bound=Callable[..., Any])
 
-UNPLAYED_ACTIONS = ("error", "warn", "ignore")
+UNPLAYED_ACTIONS = ("error", "warn", "ignore", "partial")
 
 HTTP_LIBRARIES = ("httpx", "httpx2")
 # google-genai sends its own async calls through aiohttp whenever aiohttp is importable, out of httpx's
@@ -216,7 +216,10 @@ class use_cassette:  # noqa: N801 - reads as a function, like contextlib's
 
     ``mode`` wins over the pytest option, ``VCR_TRANSPORT_MODE``, ``[tool.vcr_transport]`` and the default
     ``auto``. ``unplayed`` decides what recorded-but-unplayed calls do at exit: ``"warn"`` (default),
-    ``"error"`` or ``"ignore"``. ``block_network=True`` turns the network guard (``_guard.NetworkGuard``) on
+    ``"error"``, ``"ignore"``, or ``"partial"`` (an error only when some calls were played and some not).
+    ``missing_ok_unused``: a missing cassette no request asked for is not an error at exit (the first
+    request still raises it). ``requests`` and ``play_count`` show what was replayed or recorded.
+    ``block_network=True`` turns the network guard (``_guard.NetworkGuard``) on
     for the block when the mode is replay. Other options are ReplayTransport's. On exit a replay mismatch that an SDK
     swallowed is raised again.
     """
@@ -228,6 +231,7 @@ class use_cassette:  # noqa: N801 - reads as a function, like contextlib's
         mode: str | None = None,
         unplayed: str = "warn",
         block_network: bool = False,
+        missing_ok_unused: bool = False,
         **options: Any,
     ) -> None:
         if unplayed not in UNPLAYED_ACTIONS:
@@ -236,6 +240,7 @@ class use_cassette:  # noqa: N801 - reads as a function, like contextlib's
         self.requested_mode = mode
         self.unplayed = unplayed
         self.options = Options.from_arguments(options, where="use_cassette()")
+        self.missing_ok_unused = missing_ok_unused
         self.block_network = block_network  # in replay: vcr_transport._guard.NetworkGuard for the block
         self._guard: Any = None
         self.session: CassetteSession | None = None
@@ -284,15 +289,33 @@ class use_cassette:  # noqa: N801 - reads as a function, like contextlib's
         session = self.session
         if session is None:
             return
-        session.raise_if_broken()
+        session.raise_if_broken(unless_missing_and_unused=self.missing_ok_unused)
         if session.first_mismatch is not None:
             raise session.first_mismatch
         unplayed = session.unplayed_calls()
+        if self.unplayed == "partial" and not any(request.play_count for request in session.requests):
+            return  # none of the calls was played: a test that took another path
         if unplayed and self.unplayed != "ignore":
             error = UnplayedCallsError(str(session.path), unplayed)
-            if self.unplayed == "error":
+            if self.unplayed in ("error", "partial"):
                 raise error
             warnings.warn(str(error), UnplayedCallsWarning, stacklevel=3)
+
+    @property
+    def requests(self) -> list[CassetteRequest]:
+        """Like vcrpy's ``cassette.requests``: each recorded request (method, url, headers, body) with its
+        ``play_count``, then the requests recorded in this block; empty before the block is entered."""
+        return self.session.requests if self.session is not None else []
+
+    @property
+    def play_count(self) -> int:
+        """How many recorded calls were replayed, like vcrpy's ``cassette.play_count``."""
+        return sum(request.play_count for request in self.requests)
+
+    @property
+    def all_played(self) -> bool:
+        """Whether every recorded call was replayed, like vcrpy's ``cassette.all_played``."""
+        return self.session is not None and not self.session.unplayed_calls()
 
     def _fresh(self) -> use_cassette:
         return use_cassette(
@@ -300,6 +323,7 @@ class use_cassette:  # noqa: N801 - reads as a function, like contextlib's
             mode=self.requested_mode,
             unplayed=self.unplayed,
             block_network=self.block_network,
+            missing_ok_unused=self.missing_ok_unused,
             **self.options.as_arguments(),
         )
 

@@ -8,7 +8,12 @@ differ from pytest-recording's and cassetter's ``vcr`` so that both can be insta
   beside the test file unless the marker names a path (a relative one is relative to the test file's folder).
 - ``@pytest.mark.vcr_transport(path=None, mode=None, unplayed=None, **options)``: options as ``use_cassette``.
 - ``--vcr-mode``: the mode for the run (below an explicit ``mode=``, above ``VCR_TRANSPORT_MODE``).
-- ini ``vcr_unplayed``: ``error`` (default), ``warn`` or ``ignore`` for recorded calls no request asked for.
+- ini ``vcr_unplayed``: ``error`` (default), ``warn``, ``ignore`` or ``partial`` (an error only when the test
+  played some of the calls) for recorded calls no request asked for. Only a test whose body ran and passed is
+  checked (not one skipped or failed in setup). In replay, a missing cassette fails a test at its first
+  request; a test that makes none passes.
+- ``vcr_cassette.requests``: the recorded requests with their ``play_count`` (like vcrpy's ``vcr.requests``).
+- ini ``vcr_transport_compat = pytest-recording``: serve a pytest-recording suite unchanged (``_compat.py``).
 - The run publishes ``--vcr-mode`` to every entry point, keeps the usage ledger (``_ledger.py``) and ends
   with a summary of what became of the cassettes. A replay mismatch fails a test in a few lines that start
   with the mismatch (``-vv`` shows the whole traceback).
@@ -18,6 +23,7 @@ differ from pytest-recording's and cassetter's ``vcr`` so that both can be insta
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import re
 import threading
@@ -30,6 +36,7 @@ from typing import Any
 import pytest
 from _pytest._code.code import ExceptionInfo, ReprEntry, ReprExceptionInfo, ReprFileLocation, ReprTraceback
 
+from ._compat import add_compat_options, compat_active, configure_compat
 from ._config import MODES, PytestRun, cassette_folders, published_run
 from ._context import UNPLAYED_ACTIONS, use_cassette
 from ._core._options import Options
@@ -49,7 +56,13 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         default=None,
         help="cassette mode for this run: " + ", ".join(MODES) + " (default: VCR_TRANSPORT_MODE, pyproject, auto)",
     )
-    parser.addini("vcr_unplayed", "what unplayed recorded calls do: error, warn or ignore", default="error")
+    parser.addini(
+        "vcr_unplayed",
+        "what unplayed recorded calls do: error, warn, ignore or partial (default: error; ignore in the "
+        "pytest-recording compatibility mode)",
+        default="",
+    )
+    add_compat_options(parser)
 
 
 class _PluginRun(PytestRun):
@@ -83,6 +96,7 @@ _RUN = pytest.StashKey[_PluginRun]()
 _LEDGER = pytest.StashKey[Ledger]()
 _INCOMPLETE = pytest.StashKey[list[str]]()
 _CALL_FAILED = pytest.StashKey[bool]()
+_CALL_PASSED = pytest.StashKey[bool]()  # the test's body ran and passed: only then are unplayed calls checked
 _CALL_FAILURE = pytest.StashKey[BaseException]()  # what failed the test: its recording is not saved
 _CASSETTE = pytest.StashKey[use_cassette]()
 _WORKER_DATA = "vcr_transport_run"
@@ -98,6 +112,7 @@ def pytest_configure(config: pytest.Config) -> None:
         "vcr_transport(path=None, mode=None, unplayed=None, **options): run the test inside a vcr_transport cassette",
     )
     config.stash[_RUN] = _PluginRun(config.getoption("vcr_mode"))
+    configure_compat(config)
     config.stash[_INCOMPLETE] = []
     if config.pluginmanager.hasplugin("xdist") and not _is_worker(config):
         config.pluginmanager.register(_XdistController(config), "vcr_transport_xdist")
@@ -220,6 +235,8 @@ def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pyte
 @pytest.hookimpl(wrapper=True)
 def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Any:
     report = yield
+    if report.when == "call" and report.passed:
+        item.stash[_CALL_PASSED] = True
     if report.when == "call" and report.failed:
         item.stash[_CALL_FAILED] = True
         if call.excinfo is not None:
@@ -294,9 +311,33 @@ def marker_cassette_path(node: pytest.Item, path: object) -> Path:
     return given if given.is_absolute() else Path(str(node.path)).parent / given
 
 
+def unplayed_action(config: pytest.Config, given: object = None) -> str:
+    """The unplayed-calls action: the marker's, else the ini's, else ``error`` (``ignore`` in compat mode)."""
+    unplayed = given or config.getini("vcr_unplayed") or ("ignore" if compat_active(config) else "error")
+    if unplayed not in UNPLAYED_ACTIONS:
+        raise pytest.UsageError(f"vcr_unplayed must be one of {', '.join(UNPLAYED_ACTIONS)}, not {unplayed!r}")
+    return str(unplayed)
+
+
+@contextlib.contextmanager
+def open_test_cassette(request: pytest.FixtureRequest, path: Path, **kwargs: Any) -> Iterator[use_cassette]:
+    """The test's cassette, open while the test runs. At teardown, unplayed calls are checked only when the
+    test's body ran and passed; a missing cassette no request asked for is not an error."""
+    cassette = use_cassette(path, block_network=True, missing_ok_unused=True, **kwargs)
+    cassette.__enter__()
+    request.node.stash[_CASSETTE] = cassette
+    try:
+        yield cassette
+    finally:
+        cassette.close(
+            check=request.node.stash.get(_CALL_PASSED, False), failure=request.node.stash.get(_CALL_FAILURE, None)
+        )
+
+
 @pytest.fixture
 def vcr_cassette(request: pytest.FixtureRequest) -> Iterator[use_cassette]:
-    """The test's cassette, open for the whole test. Fails the test on an unplayed call by default."""
+    """The test's cassette, open for the whole test. Fails the test on an unplayed call by default;
+    ``vcr_cassette.requests`` lists the recorded requests with their play counts."""
     marker = request.node.get_closest_marker(MARKER)
     kwargs = dict(marker.kwargs) if marker else {}
     unknown = set(kwargs) - MARKER_KWARGS
@@ -306,19 +347,9 @@ def vcr_cassette(request: pytest.FixtureRequest) -> Iterator[use_cassette]:
             f"valid: {', '.join(sorted(MARKER_KWARGS))}"
         )
     path = marker_cassette_path(request.node, kwargs.pop("path", None))
-    unplayed = kwargs.pop("unplayed", None) or request.config.getini("vcr_unplayed")
-    if unplayed not in UNPLAYED_ACTIONS:
-        raise pytest.UsageError(f"vcr_unplayed must be one of {', '.join(UNPLAYED_ACTIONS)}, not {unplayed!r}")
-    cassette = use_cassette(path, mode=kwargs.pop("mode", None), unplayed=unplayed, block_network=True, **kwargs)
-    cassette.__enter__()
-    request.node.stash[_CASSETTE] = cassette
-    try:
+    unplayed = unplayed_action(request.config, kwargs.pop("unplayed", None))
+    with open_test_cassette(request, path, mode=kwargs.pop("mode", None), unplayed=unplayed, **kwargs) as cassette:
         yield cassette
-    finally:
-        # A test that failed already said what went wrong; its unplayed calls are expected.
-        cassette.close(
-            check=not request.node.stash.get(_CALL_FAILED, False), failure=request.node.stash.get(_CALL_FAILURE, None)
-        )
 
 
 @pytest.fixture(autouse=True)

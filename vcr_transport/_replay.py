@@ -144,9 +144,13 @@ class ReplayTransport:
 
     def __init__(self, path: str | os.PathLike[str], **options: Any) -> None:
         self.path = os.fspath(path)
-        self.options = Options.from_arguments(options, where="ReplayTransport")
+        cassette = read_cassette(path)
+        # An imported cassette's header says how vcrpy matched it; an option given here overrides that.
+        self.options = Options.from_arguments(options, where="ReplayTransport").with_cassette_header(
+            cassette.header, options, path=self.path
+        )
         self.engine = ReplayEngine(
-            read_cassette(path), self.options.matcher(), self.options.redactor(), ordered=self.options.ordered
+            cassette, self.options.matcher(), self.options.redactor(), ordered=self.options.ordered
         )
         self.on_mismatch = self.options.on_mismatch
         self.decision = Decision(

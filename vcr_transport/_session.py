@@ -6,13 +6,16 @@ and async twins differ only in ``read()`` against ``await aread()`` and in the c
 
 from __future__ import annotations
 
+import dataclasses
 import importlib
 import os
+import threading
 from pathlib import Path
 from types import ModuleType
 from typing import Any
 
 from ._config import cassette_mode, current_run, find_pyproject, how_to_record, read_settings, resolve_mode
+from ._core._bodies import _body_bytes
 from ._core._format import lines_before_call
 from ._core._modes import Decision, Step
 from ._core._options import Options
@@ -22,7 +25,25 @@ from ._lifecycle import ClosingSides, TransportLifecycle, propagating
 from ._recording import AsyncRecordingTransport, CassetteRecorder, RecordingTransport
 from ._replay import ReplayTransport, answers_with_error_response, error_response, kept_out
 
-__all__ = ["CassetteSession", "ModeTransport", "async_transport", "open_session", "transport"]
+__all__ = ["CassetteRequest", "CassetteSession", "ModeTransport", "async_transport", "open_session", "transport"]
+
+
+@dataclasses.dataclass(frozen=True)
+class CassetteRequest:
+    """A request of a cassette as a test sees it (like vcrpy's ``cassette.requests``): a recorded call's
+    request as stored (redacted) with how often it was replayed, or a request recorded in this block
+    (``play_count`` 0)."""
+
+    method: str
+    url: str
+    headers: list[tuple[str, str]]
+    body: bytes
+    play_count: int
+
+    @property
+    def uri(self) -> str:
+        """vcrpy's name for the URL."""
+        return self.url
 
 
 class CassetteSession:
@@ -45,6 +66,9 @@ class CassetteSession:
         self._replay: ReplayTransport | None = None
         self._recorder: CassetteRecorder | None = None
         self.closed = False
+        self.refused = 0  # requests answered with the cassette's diagnostic (a missing or unreadable cassette)
+        self._sent: list[CassetteRequest] = []  # requests forwarded and recorded in this session
+        self._sent_lock = threading.Lock()
         # Fail closed: a cassette that can't be read answers every request with its diagnostic.
         self.broken: CassetteError | None = None
         exists = self.existed = self.path.exists()
@@ -104,6 +128,7 @@ class CassetteSession:
         be forwarded and recorded (record-on-miss, from the first miss on)."""
         if self.decision.next_step() is Step.REFUSE:
             assert self.broken is not None
+            self.refused += 1
             if answers_with_error_response(self.options.on_mismatch, header_pairs(request.headers)):
                 return error_response(library_of(request), "cassette_error", self.broken)
             raise self.broken
@@ -125,6 +150,7 @@ class CassetteSession:
             answer = self.answer(request, request.read())
             if answer is not None:
                 return answer
+        self._note_sent(request, request.read())
         return RecordingTransport(inner, recorder=self._recording()).handle_request(request)
 
     async def handle_async(self, request: Any, inner: Any) -> Any:
@@ -137,15 +163,47 @@ class CassetteSession:
             answer = self.answer(request, await request.aread())
             if answer is not None:
                 return answer
+        self._note_sent(request, await request.aread())
         return await AsyncRecordingTransport(inner, recorder=self._recording()).handle_async_request(request)
+
+    def _note_sent(self, request: Any, body: bytes) -> None:
+        redactor = self.options.redactor()
+        headers = redactor.redact_headers(header_pairs(request.headers))
+        with self._sent_lock:
+            self._sent.append(CassetteRequest(request.method, redactor.redact_text(str(request.url)), headers, body, 0))
+
+    @property
+    def requests(self) -> list[CassetteRequest]:
+        """The recorded calls' requests with their play counts (replay), then the requests recorded in this
+        session."""
+        found: list[CassetteRequest] = []
+        if self._replay is not None:
+            engine = self._replay.engine
+            for call in engine.cassette.calls:
+                found.append(
+                    CassetteRequest(
+                        call.method,
+                        call.url,
+                        list(call.request_headers),
+                        _body_bytes(call.body),
+                        int(engine.played[call.index]),
+                    )
+                )
+        with self._sent_lock:
+            return found + list(self._sent)
 
     @property
     def first_mismatch(self) -> ReplayMismatch | None:
         return self._replay.first_mismatch if self.mode == "replay" and self._replay else None
 
-    def raise_if_broken(self) -> None:
-        if self.broken is not None:
-            raise self.broken
+    def raise_if_broken(self, *, unless_missing_and_unused: bool = False) -> None:
+        """Raise why the cassette can't be read. ``unless_missing_and_unused``: not for a cassette that does
+        not exist when no request asked for it (vcrpy lets such a test pass)."""
+        if self.broken is None:
+            return
+        if unless_missing_and_unused and not self.existed and self.refused == 0:
+            return
+        raise self.broken
 
     def unplayed_calls(self) -> list[tuple[int, str, str]]:
         if self._replay is None or self._recorder is not None:

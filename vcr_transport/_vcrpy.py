@@ -10,20 +10,20 @@ target folder and moved into place.
 
 from __future__ import annotations
 
-import datetime
+import json
 import os
 import tempfile
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
-from ._core._bodies import content_type_of, stored_body
-from ._core._format import FORMAT_VERSION, dumps_line, encode_chunk
+from ._core._bodies import content_encoding, content_encodings, content_type_of, decode_stacked, stored_body
+from ._core._format import dumps_line, encode_chunk, header_line
 from ._core._redaction import Redactor
 from ._core._stream_redaction import StreamRedactor
 from ._exceptions import CassetteError
 
-__all__ = ["ALIAS_BUDGET", "ImportProblem", "import_vcrpy", "plan_imports"]
+__all__ = ["ALIAS_BUDGET", "PARSED_BODY_KEYS", "VCRPY_MATCH_ON", "ImportProblem", "import_vcrpy", "plan_imports"]
 
 # How many nodes aliases may add to a document once expanded. vcrpy writes no aliases at all.
 ALIAS_BUDGET = 10_000
@@ -170,6 +170,15 @@ def _load(source: Path) -> tuple[Any, list[int]]:
 
 # --- checking and converting the document ---------------------------------------------------------------
 
+# vcrpy's own default ``match_on``: an imported cassette keeps it (written into its header) until told
+# otherwise; request bodies and headers are not compared.
+VCRPY_MATCH_ON = ("method", "scheme", "host", "port", "path", "query")
+# Where custom vcrpy serializers keep a JSON body parsed (pydantic-ai's ``parsed_body`` and the like), beside
+# or instead of ``body``; such a serializer's loader hands the client ``json.dumps`` of it.
+PARSED_BODY_KEYS = ("parsed_body", "json_body", "body_json")
+# Methods whose requests carry a body when their content-type says JSON.
+BODY_METHODS = frozenset({"POST", "PUT", "PATCH"})
+
 
 class _Checker:
     def __init__(self, source: Path, lines: list[int]) -> None:
@@ -198,18 +207,43 @@ class _Checker:
                 pairs.append((name, str(value)))
         return pairs
 
-    def body(self, index: int, side: str, body: Any) -> bytes:
+    def body(self, index: int, side: str, data: dict[str, Any], headers: list[tuple[str, str]]) -> bytes | None:
+        """The body bytes the client sent or got, from whichever form the serializer wrote; None when the
+        interaction has no body at all (neither ``body`` nor a parsed form)."""
+        parsed = [key for key in PARSED_BODY_KEYS if key in data]
+        body = data.get("body")
         if isinstance(body, dict):
-            if "string" not in body:
-                raise self.fail(index, f"{side}.body is a mapping without 'string'")
-            body = body["string"]
+            parsed_inside = [key for key in (*PARSED_BODY_KEYS, "json") if key in body]
+            if "string" in body:
+                body = body["string"]
+            elif parsed_inside:
+                return self.dumped(index, f"{side}.body.{parsed_inside[0]}", body[parsed_inside[0]])
+            else:
+                raise self.fail(
+                    index,
+                    f"{side}.body is a mapping without 'string' (keys: {', '.join(map(str, body)) or 'none'})",
+                    "vcrpy stores a body as {string: ...}; a custom serializer's parsed JSON is read from "
+                    f"{', '.join(PARSED_BODY_KEYS)}: rename the key, or re-record with vcrpy",
+                )
+        if parsed and (body is None or body in ("", b"")):
+            return self.dumped(index, f"{side}.{parsed[0]}", data[parsed[0]])
         if body is None:
-            return b""
+            return None if "body" not in data else b""
         if isinstance(body, bytes):
             return body
         if isinstance(body, str):
             return body.encode("utf-8")
-        raise self.fail(index, f"{side}.body is a {type(body).__name__}; vcrpy stores text, bytes or {{string: ...}}")
+        raise self.fail(
+            index,
+            f"{side}.body is a {type(body).__name__}; vcrpy stores text, bytes or {{string: ...}}",
+        )
+
+    def dumped(self, index: int, field: str, value: Any) -> bytes:
+        """A parsed JSON body as the serializer's loader turns it back into bytes (``json.dumps``)."""
+        try:
+            return json.dumps(value).encode("utf-8")
+        except (TypeError, ValueError) as error:
+            raise self.fail(index, f"{field} can't be written back as JSON: {error}") from None
 
     def interaction(self, index: int, interaction: Any) -> tuple[dict[str, Any], dict[str, Any]]:
         if not isinstance(interaction, dict):
@@ -229,9 +263,28 @@ class _Checker:
         return request, response
 
 
+def _header(headers: list[tuple[str, str]], name: str) -> str | None:
+    return next((value for key, value in headers if key.lower() == name), None)
+
+
+def _consistent(headers: list[tuple[str, str]], body: bytes) -> list[tuple[str, str]]:
+    """The headers made true of ``body``: a content-encoding the body is not in is dropped (serializers that
+    store the decoded text, parsed or not, keep the header), and a content-length is the body's length (an
+    empty body keeps its header, so that ``verify`` can tell that it was lost)."""
+    encodings = content_encodings(headers)
+    if encodings and body and decode_stacked(body, encodings) is None:
+        headers = [(k, v) for k, v in headers if k.lower() != "content-encoding"]
+    length = _header(headers, "content-length")
+    if body and length is not None and length.strip() != str(len(body)):
+        headers = [(k, str(len(body)) if k.lower() == "content-length" else v) for k, v in headers]
+    return headers
+
+
 def import_vcrpy(source: Path, target: Path) -> int:
     """Convert a vcrpy YAML cassette into a v1 cassette at ``target``, redacting on the way. Returns the call
-    count. Every interaction is checked before anything is written."""
+    count. Every interaction is checked before anything is written; a body that can't be recovered is a
+    CassetteError, never an empty body. The header records ``match_on`` (vcrpy's default matching) and
+    ``ordered: false`` (vcrpy plays the first unplayed match), which replay keeps unless told otherwise."""
     document, lines = _load(source)
     check = _Checker(source, lines)
     if not isinstance(document, dict):
@@ -240,24 +293,46 @@ def import_vcrpy(source: Path, target: Path) -> int:
     if not isinstance(interactions, list):
         raise check.fail(None, f"not a vcrpy cassette: 'interactions' is {type(interactions).__name__}, not a list")
     redactor = Redactor()
-    created = datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds")
-    header = {"type": "header", "format_version": FORMAT_VERSION, "created": created, "imported_from": str(source)}
-    out = [dumps_line(header)]
+    out = [
+        dumps_line(
+            header_line(imported_from=str(source), match_on=list(VCRPY_MATCH_ON), ordered=False),
+        )
+    ]
     for index, interaction in enumerate(interactions):
         request, response = check.interaction(index, interaction)
+        method = request["method"].upper()
         request_headers = check.headers(index, "request", request.get("headers"))
-        request_body = check.body(index, "request", request.get("body"))
+        request_body = check.body(index, "request", request, request_headers)
+        if request_body is None:
+            if method in BODY_METHODS and "json" in content_type_of(request_headers):
+                raise check.fail(index, f"request: a {method} with a JSON content-type has no body and no parsed body")
+            request_body = b""
+        request_headers = _consistent(request_headers, request_body)
         response_headers = check.headers(index, "response", response.get("headers"))
-        response_body = check.body(index, "response", response.get("body"))
+        response_body = check.body(index, "response", response, response_headers)
+        status = response["status"]["code"]
+        if response_body is None:
+            length = _header(response_headers, "content-length")
+            if status not in (204, 304) and method != "HEAD" and (length is None or length.strip() != "0"):
+                raise check.fail(
+                    index, f"response ({status}) has no body and no parsed body; vcrpy writes body: {{string: ...}}"
+                )
+            response_body = b""
+        response_headers = _consistent(response_headers, response_body)
         out.append(
             dumps_line(
                 {
                     "type": "request",
                     "call_index": index,
-                    "method": request["method"].upper(),
+                    "method": method,
                     "url": redactor.redact_text(request["uri"]),
                     "headers": redactor.redact_headers(request_headers),
-                    "body": stored_body(request_body, content_type_of(request_headers), redactor),
+                    "body": stored_body(
+                        request_body,
+                        content_type_of(request_headers),
+                        redactor,
+                        encoding=content_encoding(request_headers),
+                    ),
                 }
             )
         )
@@ -266,7 +341,7 @@ def import_vcrpy(source: Path, target: Path) -> int:
                 {
                     "type": "response",
                     "call_index": index,
-                    "status": response["status"]["code"],
+                    "status": status,
                     "headers": redactor.redact_headers(response_headers),
                     "http_version": "HTTP/1.1",
                 }

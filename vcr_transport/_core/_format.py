@@ -524,6 +524,34 @@ def problems(path: str, blocks: Iterable[bytes]) -> Iterator[Finding]:
             yield Finding(
                 path, None, f"call {call.index} ({call.method} {call.url}) ended {call.outcome}{detail}", "", True
             )
+        else:
+            yield from _lost_bodies(path, call)
+
+
+_LOST_FIX = (
+    "a converter lost it (vcrpy serializers that store bodies in their own fields): import the YAML again with "
+    "this version, or re-record"
+)
+
+
+def _lost_bodies(path: str, call: RecordedCall) -> Iterator[Finding]:
+    """Notes on bodies missing in a way no real exchange produces: a POST/PUT/PATCH that says JSON and sends
+    nothing, a response that says it has content (content-length > 0) and has no events."""
+    where = f"call {call.index} ({call.method} {call.url})"
+    request_type = next((v.lower() for k, v in call.request_headers if k.lower() == "content-type"), "")
+    if call.method in ("POST", "PUT", "PATCH") and "json" in request_type and call.body is None:
+        yield Finding(
+            path, call.line or None, f"{where}: a request with a JSON content-type and no body", _LOST_FIX, True
+        )
+    length = next((v.strip() for k, v in call.response_headers if k.lower() == "content-length"), "")
+    if call.event_total == 0 and length.isdigit() and int(length) > 0 and call.method != "HEAD":
+        yield Finding(
+            path,
+            call.line or None,
+            f"{where}: a {call.status} response with content-length {length} and no body",
+            _LOST_FIX,
+            True,
+        )
 
 
 _FIELD_AT = re.compile(r"^(.*?)(?: - at `\$(.*)`)?$", re.DOTALL)

@@ -12,6 +12,7 @@ from .._exceptions import MISSING
 from ._format import StoredBody
 
 __all__ = [
+    "MATCH_ON_NAMES",
     "NON_DETERMINISTIC_FIELD_NAMES",
     "VOLATILE_HEADERS",
     "FieldPath",
@@ -51,6 +52,11 @@ VOLATILE_HEADERS: frozenset[str] = frozenset(
 )
 
 Difference = tuple[str, Any, Any]
+
+# vcrpy's matcher names that ``match_on`` takes (``uri`` is scheme, host, port, path and query together).
+MATCH_ON_NAMES = ("method", "scheme", "host", "port", "path", "query", "headers", "body", "uri")
+_URL_PARTS = ("scheme", "host", "port", "path", "query")
+_DEFAULT_PORTS = {"https": 443, "http": 80}
 
 
 def iter_differences(recorded: Any, incoming: Any, path: str = "") -> Iterator[Difference]:
@@ -155,6 +161,9 @@ class RequestMatcher:
     ``ignore_headers`` adds header names (globs allowed) to the volatile set, ``compare_headers`` removes
     them from it; ``ignore_fields`` adds body fields to skip: a bare key name wherever it appears, or a path
     from ``body`` with globs (``body.contents[*].parts[*].functionCall.id``) for just the fields it names.
+    ``match_on`` (vcrpy's names, see MATCH_ON_NAMES) compares only the parts it names, and then compares
+    only the headers the recording kept (a header filtered at record time is not compared); None compares
+    everything.
     """
 
     def __init__(
@@ -163,7 +172,12 @@ class RequestMatcher:
         ignore_headers: Iterable[str] = (),
         compare_headers: Iterable[str] = (),
         ignore_fields: Iterable[str] = (),
+        match_on: Iterable[str] | None = None,
     ) -> None:
+        chosen = None if match_on is None else frozenset(match_on)
+        if chosen is not None and "uri" in chosen:
+            chosen |= frozenset(_URL_PARTS)
+        self._match_on = chosen
         removed = {name.lower() for name in compare_headers}
         volatile = (VOLATILE_HEADERS | {name.lower() for name in ignore_headers}) - removed
         self._exact = frozenset(name for name in volatile if "*" not in name and "?" not in name)
@@ -191,6 +205,8 @@ class RequestMatcher:
             host = f"{host}:{parts.port}"
         kept = [(name.lower(), value) for name, value in headers if not self.is_volatile(name.lower())]
         merged = {name: ", ".join(v) if isinstance(v, list) else v for name, v in _multi_dict(kept).items()}
+        if self._match_on is not None:
+            return self._chosen_fields(method, parts, merged, body)
         return {
             "method": method.upper(),
             "url": {
@@ -201,6 +217,23 @@ class RequestMatcher:
             },
             "headers": merged,
             "body": self._comparable_body(body, merged.get("content-type", "")),
+        }
+
+    def _chosen_fields(self, method: str, parts: Any, headers: dict[str, Any], body: StoredBody) -> dict[str, Any]:
+        """The fields ``match_on`` names; the others are None on both sides, so they never differ."""
+        chosen = self._match_on or frozenset()
+        url = {
+            "scheme": parts.scheme,
+            "host": parts.hostname or "",
+            "port": parts.port if parts.port is not None else _DEFAULT_PORTS.get(parts.scheme),
+            "path": parts.path or "/",
+            "query": _multi_dict(parse_qsl(parts.query, keep_blank_values=True)),
+        }
+        return {
+            "method": method.upper() if "method" in chosen else None,
+            "url": {key: value if key in chosen else None for key, value in url.items()},
+            "headers": headers if "headers" in chosen else {},
+            "body": self._comparable_body(body, headers.get("content-type", "")) if "body" in chosen else None,
         }
 
     def _comparable_body(self, body: StoredBody, content_type: str) -> Any:
@@ -217,6 +250,9 @@ class RequestMatcher:
         """The first differing field, looking at method, URL, headers and body in that order."""
         if recorded == incoming:
             return None
+        if self._match_on is not None:  # headers the recording does not have were filtered out: not compared
+            kept = recorded["headers"]
+            incoming = {**incoming, "headers": {k: v for k, v in incoming["headers"].items() if k in kept}}
         for section in ("method", "url", "headers", "body"):
             difference = next(iter_differences(recorded[section], incoming[section], section), None)
             if difference is not None:

@@ -14,8 +14,9 @@ import re
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any, Literal
 
+from .._exceptions import CassetteError
 from ._faults import Fault, parse_fault
-from ._matching import RequestMatcher, parse_field_path
+from ._matching import MATCH_ON_NAMES, RequestMatcher, parse_field_path
 from ._modes import PASSTHROUGH_ANSWERS, parse_passthrough_rule
 from ._redaction import Redactor
 
@@ -67,6 +68,14 @@ class Options:
         "'stall:after=2,seconds=30', 'corrupt:chunk=1'; call=N, path=GLOB, probability=P, seed=S aim them) "
         "or vcr_transport.Fault objects",
         kind="faults",
+    )
+    match_on: tuple[str, ...] | None = _option(
+        None,
+        "what matching compares, in vcrpy's names (method, scheme, host, port, path, query, headers, body; "
+        "uri for the whole URL); None compares everything. With a list, headers compares only the headers the "
+        "recording kept. A cassette imported from vcrpy carries vcrpy's default in its header; this overrides it",
+        kind="match_on",
+        settings=True,
     )
     ignore_headers: tuple[str, ...] = _option(
         (), "more header names (globs allowed) that matching ignores", kind="names", settings=True
@@ -150,7 +159,8 @@ class Options:
         for field in dataclasses.fields(self):
             if field.metadata["settings"] and field.name in settings:
                 extra = _checked(field.name, field.metadata["kind"], settings[field.name], where)
-                if not isinstance(extra, tuple):  # a single value: the code's own wins when it set one
+                if field.metadata["kind"] == "match_on" or not isinstance(extra, tuple):
+                    # a single value: the code's own wins when it set one
                     if getattr(self, field.name) == field.default:
                         added[field.name] = extra
                     continue
@@ -168,8 +178,29 @@ class Options:
     def matcher(self) -> RequestMatcher:
         """What matching compares: the defaults adjusted by these options."""
         return RequestMatcher(
-            ignore_headers=self.ignore_headers, compare_headers=self.compare_headers, ignore_fields=self.ignore_fields
+            ignore_headers=self.ignore_headers,
+            compare_headers=self.compare_headers,
+            ignore_fields=self.ignore_fields,
+            match_on=self.match_on,
         )
+
+    def with_cassette_header(self, header: Mapping[str, Any], explicit: Iterable[str], *, path: str) -> Options:
+        """These options with the cassette header's ``match_on`` and ``ordered`` (written by ``import``) for
+        those not in ``explicit``. A malformed value is a CassetteError naming line 1 and the field."""
+        given = set(explicit)
+        taken: dict[str, Any] = {}
+        for name, kind in (("match_on", "match_on"), ("ordered", "bool")):
+            if name in header and name not in given:
+                try:
+                    taken[name] = _checked(name, kind, header[name], "header")
+                except (TypeError, ValueError) as error:
+                    raise CassetteError(
+                        path,
+                        1,
+                        f"header field {name}: {str(error).removeprefix('header: ')}",
+                        f"correct {name} in line 1, or delete it to compare everything",
+                    ) from None
+        return dataclasses.replace(self, **taken) if taken else self
 
     def as_arguments(self) -> dict[str, Any]:
         """The options that differ from their defaults, as keyword arguments."""
@@ -202,6 +233,19 @@ def _checked(name: str, kind: str, value: Any, where: str) -> Any:
                 f"{where}: option {name} must be one of {', '.join(map(repr, PASSTHROUGH_ANSWERS))}, not {value!r}"
             )
         return value
+    if kind == "match_on":
+        if value is None:
+            return None
+        if isinstance(value, str | bytes) or not isinstance(value, Iterable):
+            raise wrong(f"None or a list of {', '.join(MATCH_ON_NAMES)}")
+        items = tuple(value)
+        unknown = [item for item in items if item not in MATCH_ON_NAMES]
+        if unknown:
+            raise ValueError(
+                f"{where}: option {name}: unknown name(s) {', '.join(map(repr, unknown))}; "
+                f"valid: {', '.join(MATCH_ON_NAMES)}"
+            )
+        return items
     if kind == "mismatch":
         if value not in MISMATCH_ACTIONS:
             raise ValueError(

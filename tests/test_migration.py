@@ -1,0 +1,210 @@
+"""Migrating from vcrpy: import of the bodies custom serializers write, per-file refusal with a summary,
+vcrpy's matching kept by imported cassettes (and tightened by an option), the plugin's leniencies, the
+recorded requests of a test, and the pytest-recording compatibility mode (through pytester)."""
+
+from __future__ import annotations
+
+import gzip
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from vcr_transport._cli import main
+from vcr_transport._core._format import problems
+from vcr_transport._storage import read_cassette
+
+URL = "https://api.example.test/v1/chat"
+
+
+def exchange(request: dict[str, Any], response: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "request": {"method": "POST", "uri": URL, "headers": {"content-type": ["application/json"]}, **request},
+        "response": {
+            "status": {"code": 200, "message": "OK"},
+            "headers": {"content-type": ["application/json"]},
+            **response,
+        },
+    }
+
+
+def write_yaml(path: Path, interactions: list[dict[str, Any]]) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(yaml.safe_dump({"interactions": interactions, "version": 1}))
+    return path
+
+
+def run_import(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
+    code = main(["import", *args])
+    captured = capsys.readouterr()
+    return code, captured.out, captured.err
+
+
+def test_parsed_json_bodies_come_back_as_the_bytes_the_client_got(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    answer = {"id": "chatcmpl-1", "choices": [{"message": {"content": "héllo"}}]}
+    source = write_yaml(
+        tmp_path / "parsed.yaml",
+        [
+            exchange(
+                {"parsed_body": {"model": "m", "messages": [{"role": "user", "content": "hi"}]}},
+                {
+                    "parsed_body": answer,
+                    "headers": {
+                        "content-type": ["application/json"],
+                        "content-encoding": ["gzip"],  # stale: the serializer kept the header, not the encoding
+                        "content-length": ["9"],
+                    },
+                },
+            )
+        ],
+    )
+    code, out, err = run_import(capsys, str(source), "--out", str(tmp_path / "out"))
+    assert code == 0, err
+    assert "summary: 1 file converted (1 call), 0 refused" in out
+    target = tmp_path / "out" / "parsed.jsonl"
+    call = read_cassette(target).calls[0]
+    assert call.body == {"json": {"model": "m", "messages": [{"role": "user", "content": "hi"}]}}
+    sent = json.dumps(yaml.safe_load(source.read_text())["interactions"][0]["response"]["parsed_body"]).encode()
+    assert b"".join(call.events) == sent
+    headers = dict(call.response_headers)
+    assert "content-encoding" not in headers and headers["content-length"] == str(len(sent))
+    header = json.loads(target.read_text().splitlines()[0])
+    assert header["match_on"] == ["method", "scheme", "host", "port", "path", "query"] and header["ordered"] is False
+
+
+def test_a_binary_gzip_body_keeps_its_encoding(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    packed = gzip.compress(b'{"ok": true}')
+    source = write_yaml(
+        tmp_path / "gz.yaml",
+        [
+            exchange(
+                {"body": '{"model": "m"}'},
+                {
+                    "body": {"string": packed},
+                    "headers": {"content-type": ["application/json"], "content-encoding": ["gzip"]},
+                },
+            )
+        ],
+    )
+    assert "!!binary" in source.read_text()
+    code, _, err = run_import(capsys, str(source))
+    assert code == 0, err
+    call = read_cassette(source.with_suffix(".jsonl")).calls[0]
+    assert b"".join(call.events) == packed and dict(call.response_headers)["content-encoding"] == "gzip"
+
+
+def test_a_lost_body_and_a_foreign_file_are_refused_and_the_others_converted(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    tree = tmp_path / "cassettes"
+    write_yaml(tree / "good.yaml", [exchange({"body": "{}"}, {"body": {"string": "{}"}})])
+    write_yaml(tree / "deep" / "lost.yaml", [exchange({"body": "{}"}, {"headers": {"content-length": ["20"]}})])
+    (tree / "grpc.yaml").write_text(yaml.safe_dump({"messages": [{"method": "/svc.Chat/Send"}]}))
+    write_yaml(tree / "nobody.yaml", [exchange({}, {"body": {"string": "{}"}})])
+    code, out, err = run_import(capsys, str(tree), "--out", str(tmp_path / "out"))
+    assert code == 1
+    refused = [line for line in err.splitlines() if line.startswith("refused: ")]
+    assert len(refused) == 3 and len(err.splitlines()) == 3, err
+    assert any("lost.yaml" in line and "response (200) has no body and no parsed body" in line for line in refused)
+    assert any("grpc.yaml" in line and "'interactions' is NoneType" in line for line in refused)
+    assert any("nobody.yaml" in line and "a POST with a JSON content-type has no body" in line for line in refused)
+    assert "summary: 1 file converted (1 call), 3 refused: " in out
+    assert sorted(p.name for p in (tmp_path / "out").rglob("*.jsonl")) == ["good.jsonl"]
+
+
+def test_verify_notes_bodies_no_real_exchange_lacks(tmp_path: Path) -> None:
+    lines = [
+        {"type": "header", "format_version": 1},
+        {
+            "type": "request",
+            "call_index": 0,
+            "method": "POST",
+            "url": URL,
+            "headers": [["content-type", "application/json"]],
+            "body": None,
+        },
+        {
+            "type": "response",
+            "call_index": 0,
+            "status": 200,
+            "headers": [["content-type", "application/json"], ["content-length", "20"]],
+            "http_version": "HTTP/1.1",
+        },
+        {"type": "call_end", "call_index": 0, "event_count": 0, "outcome": "complete"},
+    ]
+    data = "".join(json.dumps(line) + "\n" for line in lines).encode()
+    found = [str(finding) for finding in problems("c.jsonl", [data])]
+    assert any("call 0 (POST" in f and "JSON content-type and no body" in f for f in found), found
+    assert any("call 0" in f and "content-length 20 and no body" in f for f in found), found
+
+
+def test_match_on_compares_only_what_it_names_and_only_kept_headers() -> None:
+    from vcr_transport import Options
+
+    loose = Options.from_arguments({"match_on": ["method", "path", "headers"]}).matcher()
+    recorded = loose.comparable("POST", URL + "?a=1", [("x-kept", "1")], {"json": {"prompt": "old"}})
+    same = loose.comparable("POST", URL + "?a=2", [("x-kept", "1"), ("authorization", "x")], {"json": {"p": 1}})
+    assert loose.difference(recorded, same) is None  # query and body not compared; authorization was filtered
+    changed = loose.comparable("POST", URL, [("x-kept", "2")], None)
+    assert loose.difference(recorded, changed) == ("headers.x-kept", "1", "2")
+    with pytest.raises(ValueError, match="unknown name.*'bodies'"):
+        Options.from_arguments({"match_on": ["bodies"]})
+    header = {"type": "header", "format_version": 1, "match_on": ["method"], "ordered": False}
+    taken = Options().with_cassette_header(header, (), path="c.jsonl")
+    assert taken.match_on == ("method",) and taken.ordered is False
+    assert Options(match_on=None).with_cassette_header(header, ("match_on",), path="c.jsonl").match_on is None
+    from vcr_transport import CassetteError
+
+    with pytest.raises(CassetteError, match="c.jsonl:1: header field match_on"):
+        Options().with_cassette_header({"match_on": "method"}, (), path="c.jsonl")
+
+
+COMPAT_TESTS = """
+import httpx2
+import pytest
+
+def answer(request):
+    return httpx2.Response(200, json={"echo": request.read().decode()})
+
+def send(*prompts):
+    with httpx2.Client(transport=httpx2.MockTransport(answer)) as client:
+        return [client.post("https://api.example.test/v1/chat", json={"prompt": p}).json() for p in prompts]
+
+pytestmark = pytest.mark.vcr
+
+@pytest.fixture
+def vcr_config():
+    return {"filter_headers": ["x-team"], "match_on": ["method", "host", "path"]}
+
+@pytest.mark.parametrize("who", ["a-b"])
+def test_param(who, vcr):
+    send(PROMPT)
+    assert [(r.method, r.play_count) for r in vcr.requests] == [("POST", PLAYS)]
+
+def test_no_request_and_no_cassette():
+    pass
+
+@pytest.fixture
+def skipping():
+    pytest.skip("not today")
+
+def test_skipped_in_setup(skipping):
+    send("never")
+"""
+
+
+def test_pytest_recording_compat_mode(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("VCR_TRANSPORT_MODE", raising=False)
+    pytester.makeini("[pytest]\nvcr_transport_compat = pytest-recording\nvcr_unplayed = partial\n")
+    pytester.makepyfile(test_llm=COMPAT_TESTS.replace("PROMPT", "'hi'").replace("PLAYS", "0"))
+    pytester.runpytest_inprocess("--vcr-mode=record", "-p", "no:cassetter").assert_outcomes(passed=2, skipped=1)
+    cassette = pytester.path / "cassettes" / "test_llm" / "test_param[a-b].jsonl"
+    assert cassette.exists() and "api.example.test" in cassette.read_text()
+    assert not (pytester.path / "cassettes" / "test_llm" / "test_no_request_and_no_cassette.jsonl").exists()
+    # Replay by default (pytest-recording's none); a changed body still matches, since match_on leaves it out.
+    pytester.makepyfile(test_llm=COMPAT_TESTS.replace("PROMPT", "'changed'").replace("PLAYS", "1"))
+    pytester.runpytest_inprocess("-p", "no:cassetter").assert_outcomes(passed=2, skipped=1)
