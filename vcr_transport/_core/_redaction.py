@@ -203,9 +203,6 @@ _AUTH_SCHEME = re.compile(r"(?P<scheme>[A-Za-z][A-Za-z0-9-]*)\s+(?P<credential>\
 # What may follow the last word of a secret name up to the closing quote of its JSON key, in lower-cased
 # text: separators (any character but a letter or digit, which would make another word) and escapes.
 _KEY_END = r'(?:[^a-z0-9"]|%[0-9a-f]{2}|\\u[0-9a-f]{4})*"'
-# The only characters whose lower case holds an ASCII letter (U+0130 gives "i" and a combining dot, the
-# Kelvin sign "k"): with one of them in a text, the lower-cased text can't be searched for key endings.
-_CASE_FOLDS_TO_ASCII = re.compile("[\u0130\u212a]")
 
 
 def _name_probe(word: str, words: frozenset[str]) -> re.Pattern[str]:
@@ -408,7 +405,7 @@ class Redactor:
         words = {words[-1] for words in (*self._names, *self._suffixes) if words}
         # "key" already finds "apikey": search only for words no other word is part of.
         self._name_words = tuple(sorted(w for w in words if not any(o != w and o in w for o in words)))
-        self._name_probes = tuple((word, _name_probe(word, frozenset(words))) for word in self._name_words)
+        self._name_probes = {word: _name_probe(word, frozenset(words)) for word in self._name_words}
         self._patterns = tuple(re.compile(p) if isinstance(p, str) else p for p in patterns)
         self._callables = tuple(callables)
         self._name_cache: dict[tuple[str, bool], bool] = {}
@@ -531,17 +528,24 @@ class Redactor:
     def _may_hold_secret_key(self, text: str, lowered: str) -> bool:
         """Whether a JSON key in ``text`` (``lowered`` is ``text.lower()``) may end with a secret name's
         last word: the word, then only separators or escapes, then the key's closing quote. Prose that
-        merely mentions a token or a key is not walked as JSON."""
-        for word, probe in self._name_probes:
-            if word in lowered:
-                if _CASE_FOLDS_TO_ASCII.search(text) is not None or probe.search(lowered) is not None:
+        merely mentions a token or a key is not walked as JSON. (U+0130 and the Kelvin sign are the only
+        characters whose lower case holds an ASCII letter: with one of them, the answer is yes.)"""
+        for word in filter(lowered.__contains__, self._name_words):
+            if not text.isascii() and ("\u0130" in text or "\u212a" in text):
+                return True
+            probe = self._name_probes[word]
+            position = lowered.find(word)
+            while position >= 0:  # str.find skips ahead far faster than a regular expression's search
+                if probe.match(lowered, position) is not None:
                     return True
+                position = lowered.find(word, position + 1)
         return False
 
     def _redact_shapes(self, text: str, lowered: str | None, found: list[str]) -> str:
-        spans = sorted((start, end) for start, end, _ in catalogue_matches(text, lowered))
-        if not spans:
+        matches = catalogue_matches(text, lowered)
+        if not matches:
             return text
+        spans = sorted((start, end) for start, end, _ in matches)
         pieces, position = [], 0
         for start, end in spans:
             if end <= position:
