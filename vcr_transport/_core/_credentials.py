@@ -142,7 +142,6 @@ CATALOGUE: tuple[CredentialFormat, ...] = (
         "slack webhook",
         ("hooks.slack.com/",),
         re.compile(r"hooks\.slack\.com/(?:services|workflows|triggers)/(?P<secret>[A-Za-z0-9_/+-]{20,})"),
-
         anchored=True,
     ),
     CredentialFormat(
@@ -191,7 +190,6 @@ CATALOGUE: tuple[CredentialFormat, ...] = (
             re.IGNORECASE,
         ),
         lowercase_keywords=True,
-
         anchored=True,
     ),
     CredentialFormat(
@@ -203,7 +201,6 @@ CATALOGUE: tuple[CredentialFormat, ...] = (
             re.IGNORECASE,
         ),
         lowercase_keywords=True,
-
         anchored=True,
     ),
     # Generic, structural shapes

@@ -514,6 +514,7 @@ class Redactor:
     def _redact_builtin(self, text: str, response: bool, found: list[str], escaped_names: bool = False) -> str:
         """The default rules over ``text``; every value removed is appended to ``found``. ``escaped_names``:
         the text holds a secret name only once its escapes are decoded."""
+        original = text
         lowered = text.lower()
         if '"' in text and (escaped_names or self._may_hold_secret_key(text, lowered)):
             text = self._redact_json_names(text, response, found)
@@ -523,7 +524,8 @@ class Redactor:
             if "@" in text:
                 text = _USERINFO.sub(lambda match: self._replace_userinfo(match, found), text)
             text = _URL.sub(lambda match: self._redact_url_path(match.group(), found), text)
-        return self._redact_shapes(text, lowered, found)
+        # The catalogue finds keywords by their positions in the lower-cased text: of the text as it is now.
+        return self._redact_shapes(text, lowered if text is original else text.lower(), found)
 
     def _may_hold_secret_key(self, text: str, lowered: str) -> bool:
         """Whether a JSON key in ``text`` (``lowered`` is ``text.lower()``) may end with a secret name's
