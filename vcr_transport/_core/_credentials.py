@@ -13,7 +13,7 @@ from __future__ import annotations
 import base64
 import binascii
 import re
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 
 __all__ = ["CATALOGUE", "CredentialFormat", "catalogue_matches", "looks_like_credential"]
@@ -60,14 +60,53 @@ class CredentialFormat:
     lowercase_keywords: bool = False  # keywords are tested against the lower-cased text
     validate: Callable[[re.Match[str]], bool] | None = None
     prefixed: bool = False  # the keywords are prefixes the credential starts with, at a token start
+    anchored: bool = False  # every match starts with one of the keywords (always so when prefixed)
+    # Searched in the lower-cased text before ``pattern``: it matches wherever ``pattern`` would (a cheap
+    # literal-led search in place of a case-insensitive one).
+    prefilter: re.Pattern[str] | None = None
 
-    def matches(self, text: str) -> Iterator[re.Match[str]]:
-        for match in self.pattern.finditer(text):
+    def matches(self, text: str, lowered: str | None = None) -> Iterator[re.Match[str]]:
+        """The matches ``pattern.finditer`` gives that pass ``validate``. In ASCII text, when every match
+        starts with a keyword, only the keywords' positions are tried (found by ``str.find``, which skips
+        ahead far faster than a regular expression's search). ``lowered`` is ``text.lower()``."""
+        candidates: Iterable[re.Match[str]]
+        if not (self.anchored or self.prefixed):
+            candidates = self.pattern.finditer(text)
+        elif not self.lowercase_keywords:
+            candidates = self._anchored_matches(text, text)
+        else:
+            lowered = text.lower() if lowered is None else lowered
+            # Ignoring case, U+017F matches "s", U+0130 and U+0131 match "i", and none of them lower-cases
+            # to it: a keyword with those letters is found in the lower case of ASCII text only. (No other
+            # letter has such a match.) U+0130 alone changes length when lower-cased.
+            if text.isascii() or (len(lowered) == len(text) and not any(c in "si" for k in self.keywords for c in k)):
+                candidates = self._anchored_matches(text, lowered)
+            else:
+                candidates = self.pattern.finditer(text)
+        for match in candidates:
             if self.validate is None or self.validate(match):
+                yield match
+
+    def _anchored_matches(self, text: str, haystack: str) -> Iterator[re.Match[str]]:
+        """What ``pattern.finditer(text)`` gives, trying only where a keyword occurs in ``haystack``
+        (``text``, or its lower case, at the same positions in ASCII text)."""
+        starts = sorted({start for keyword in self.keywords for start in _occurrences(keyword, haystack)})
+        end = 0
+        for start in starts:
+            if start >= end and (match := self.pattern.match(text, start)) is not None:
+                end = match.end()
                 yield match
 
     def span(self, match: re.Match[str]) -> tuple[int, int]:
         return match.span("secret") if "secret" in self.pattern.groupindex else match.span()
+
+
+def _occurrences(part: str, text: str) -> Iterator[int]:
+    """Where ``part`` starts in ``text``, in order (overlapping occurrences included)."""
+    start = text.find(part)
+    while start >= 0:
+        yield start
+        start = text.find(part, start + 1)
 
 
 def _prefixed(name: str, keywords: tuple[str, ...], body: str, flags: int = 0) -> CredentialFormat:
@@ -103,6 +142,7 @@ CATALOGUE: tuple[CredentialFormat, ...] = (
         "slack webhook",
         ("hooks.slack.com/",),
         re.compile(r"hooks\.slack\.com/(?:services|workflows|triggers)/(?P<secret>[A-Za-z0-9_/+-]{20,})"),
+        anchored=True,
     ),
     CredentialFormat(
         "discord webhook",
@@ -150,6 +190,7 @@ CATALOGUE: tuple[CredentialFormat, ...] = (
             re.IGNORECASE,
         ),
         lowercase_keywords=True,
+        anchored=True,
     ),
     CredentialFormat(
         "azure connection string key",
@@ -160,6 +201,7 @@ CATALOGUE: tuple[CredentialFormat, ...] = (
             re.IGNORECASE,
         ),
         lowercase_keywords=True,
+        anchored=True,
     ),
     # Generic, structural shapes
     _prefixed(
@@ -182,6 +224,10 @@ CATALOGUE: tuple[CredentialFormat, ...] = (
         re.compile(r"\bbasic\s+(?P<secret>[A-Za-z0-9+/]{6,}={0,2})(?![A-Za-z0-9+/=])", re.IGNORECASE),
         lowercase_keywords=True,
         validate=_basic_credentials,
+        anchored=True,
+        # Case-insensitively, "s" also matches U+017F and "i" U+0130 (lower-cased with a combining dot)
+        # and U+0131.
+        prefilter=re.compile("ba[s\u017f](?:i\u0307?|\u0131)c\\s+\\S{6}"),
     ),
     CredentialFormat(
         "bearer credential",
@@ -189,6 +235,8 @@ CATALOGUE: tuple[CredentialFormat, ...] = (
         re.compile(r"\bbearer\s+(?P<secret>[A-Za-z0-9._~+/=-]{8,})", re.IGNORECASE),
         lowercase_keywords=True,
         validate=_bearer_credential,
+        anchored=True,
+        prefilter=re.compile(r"bearer\s+\S{8}"),  # no other character matches b, e, a or r ignoring case
     ),
     CredentialFormat(
         "h11 illegal header value",
@@ -226,7 +274,11 @@ _FORMATS_BY_PREFIX: dict[bytes, tuple[int, ...]] = {
     )
     for prefix in _PREFIXES
 }
-_PREFIXED_TOKEN = re.compile(rb" (?=[^ ]{%d})(%s)" % (_SHORTEST, b"|".join(map(re.escape, _PREFIXES))))
+# The lookahead first rejects, in one step, the tokens too short or whose first character starts no prefix.
+_FIRST_BYTES = b"".join(sorted({re.escape(prefix[:1]) for prefix in _PREFIXES}))
+_PREFIXED_TOKEN = re.compile(
+    rb" (?=[%s][^ ]{%d})(%s)" % (_FIRST_BYTES, _SHORTEST - 1, b"|".join(map(re.escape, _PREFIXES)))
+)
 
 
 def _formats_by_keyword(lowered: bool) -> dict[str, tuple[int, ...]]:
@@ -240,6 +292,9 @@ def _formats_by_keyword(lowered: bool) -> dict[str, tuple[int, ...]]:
 
 _KEYWORDS = _formats_by_keyword(lowered=False)
 _LOWERCASE_KEYWORDS = _formats_by_keyword(lowered=True)
+# Keywords ending in "=" are searched only in text that holds one.
+_ASSIGNMENT_KEYWORDS = {k: v for k, v in _LOWERCASE_KEYWORDS.items() if "=" in k}
+_WORD_KEYWORDS = {k: v for k, v in _LOWERCASE_KEYWORDS.items() if "=" not in k}
 
 
 def _candidates(text: str, lowered: str) -> set[int]:
@@ -248,8 +303,11 @@ def _candidates(text: str, lowered: str) -> set[int]:
     found: set[int] = set()
     for keyword in filter(text.__contains__, _KEYWORDS):
         found.update(_KEYWORDS[keyword])
-    for keyword in filter(lowered.__contains__, _LOWERCASE_KEYWORDS):
-        found.update(_LOWERCASE_KEYWORDS[keyword])
+    for keyword in filter(lowered.__contains__, _WORD_KEYWORDS):
+        found.update(_WORD_KEYWORDS[keyword])
+    if "=" in text:
+        for keyword in filter(lowered.__contains__, _ASSIGNMENT_KEYWORDS):
+            found.update(_ASSIGNMENT_KEYWORDS[keyword])
     if len(text) < _SHORTEST:
         return found
     tokens = b" " + text.encode("utf-8", "surrogatepass").translate(_TO_TOKENS)
@@ -262,9 +320,12 @@ def catalogue_matches(text: str, lowered: str | None = None) -> list[tuple[int, 
     """(start, end, format name) of every catalogued credential in ``text``, in no particular order.
     ``lowered`` is ``text.lower()`` when the caller has it already."""
     found = []
-    for index in _candidates(text, text.lower() if lowered is None else lowered):
+    lowered = text.lower() if lowered is None else lowered
+    for index in _candidates(text, lowered):
         credential = CATALOGUE[index]
-        for match in credential.matches(text):
+        if credential.prefilter is not None and credential.prefilter.search(lowered) is None:
+            continue
+        for match in credential.matches(text, lowered):
             start, end = credential.span(match)
             found.append((start, end, credential.name))
     return found

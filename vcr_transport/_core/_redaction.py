@@ -200,6 +200,26 @@ _PATH_SEGMENT = re.compile(r"(?<=/)[^/?#]{8,}")
 _AUTH_SCHEME = re.compile(r"(?P<scheme>[A-Za-z][A-Za-z0-9-]*)\s+(?P<credential>\S{8,})")
 
 
+# What may follow the last word of a secret name up to the closing quote of its JSON key, in lower-cased
+# text: separators (any character but a letter or digit, which would make another word) and escapes.
+_KEY_END = r'(?:[^a-z0-9"]|%[0-9a-f]{2}|\\u[0-9a-f]{4})*"'
+
+
+def _name_probe(word: str, words: frozenset[str]) -> re.Pattern[str]:
+    """An expression finding, in lower-cased text, ``word`` completed to any of ``words`` that holds it,
+    at the end of a JSON key (plain, nested in a JSON string, or escaped)."""
+    tails = {other[start + len(word) :] for other in words for start in _occurrences(word, other)}
+    completions = "|".join(map(re.escape, sorted(tails, key=lambda tail: (-len(tail), tail))))
+    return re.compile(re.escape(word) + (f"(?:{completions})" if tails != {""} else "") + _KEY_END)
+
+
+def _occurrences(part: str, text: str) -> Iterable[int]:
+    start = text.find(part)
+    while start >= 0:
+        yield start
+        start = text.find(part, start + 1)
+
+
 def _has_ascii_escapes(text: str) -> bool:
     return ("%" in text and _PERCENT_ASCII.search(text) is not None) or (
         "\\u00" in text and _UNICODE_ASCII.search(text) is not None
@@ -385,6 +405,7 @@ class Redactor:
         words = {words[-1] for words in (*self._names, *self._suffixes) if words}
         # "key" already finds "apikey": search only for words no other word is part of.
         self._name_words = tuple(sorted(w for w in words if not any(o != w and o in w for o in words)))
+        self._name_probes = {word: _name_probe(word, frozenset(words)) for word in self._name_words}
         self._patterns = tuple(re.compile(p) if isinstance(p, str) else p for p in patterns)
         self._callables = tuple(callables)
         self._name_cache: dict[tuple[str, bool], bool] = {}
@@ -493,8 +514,9 @@ class Redactor:
     def _redact_builtin(self, text: str, response: bool, found: list[str], escaped_names: bool = False) -> str:
         """The default rules over ``text``; every value removed is appended to ``found``. ``escaped_names``:
         the text holds a secret name only once its escapes are decoded."""
+        original = text
         lowered = text.lower()
-        if '"' in text and (escaped_names or any(map(lowered.__contains__, self._name_words))):
+        if '"' in text and (escaped_names or self._may_hold_secret_key(text, lowered)):
             text = self._redact_json_names(text, response, found)
         if "=" in text:
             text = _QUERY.sub(lambda match: self._replace_query(match, found), text)
@@ -502,12 +524,30 @@ class Redactor:
             if "@" in text:
                 text = _USERINFO.sub(lambda match: self._replace_userinfo(match, found), text)
             text = _URL.sub(lambda match: self._redact_url_path(match.group(), found), text)
-        return self._redact_shapes(text, lowered, found)
+        # The catalogue finds keywords by their positions in the lower-cased text: of the text as it is now.
+        return self._redact_shapes(text, lowered if text is original else text.lower(), found)
+
+    def _may_hold_secret_key(self, text: str, lowered: str) -> bool:
+        """Whether a JSON key in ``text`` (``lowered`` is ``text.lower()``) may end with a secret name's
+        last word: the word, then only separators or escapes, then the key's closing quote. Prose that
+        merely mentions a token or a key is not walked as JSON. (U+0130 and the Kelvin sign are the only
+        characters whose lower case holds an ASCII letter: with one of them, the answer is yes.)"""
+        for word in filter(lowered.__contains__, self._name_words):
+            if not text.isascii() and ("\u0130" in text or "\u212a" in text):
+                return True
+            probe = self._name_probes[word]
+            position = lowered.find(word)
+            while position >= 0:  # str.find skips ahead far faster than a regular expression's search
+                if probe.match(lowered, position) is not None:
+                    return True
+                position = lowered.find(word, position + 1)
+        return False
 
     def _redact_shapes(self, text: str, lowered: str | None, found: list[str]) -> str:
-        spans = sorted((start, end) for start, end, _ in catalogue_matches(text, lowered))
-        if not spans:
+        matches = catalogue_matches(text, lowered)
+        if not matches:
             return text
+        spans = sorted((start, end) for start, end, _ in matches)
         pieces, position = [], 0
         for start, end in spans:
             if end <= position:

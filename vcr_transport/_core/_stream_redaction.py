@@ -314,13 +314,31 @@ def _delta_events(body: bytes) -> Iterator[Any]:
         loads: Any = importlib.import_module("orjson").loads
     except ImportError:
         loads = json.loads
-    for line in _DATA_LINE.finditer(body):
-        raw = line.group(1)
-        if b'"delta"' in raw or b'"candidates"' in raw:
-            try:
-                yield loads(raw)
-            except ValueError:  # orjson.JSONDecodeError is a ValueError too
-                continue
+    lines = [raw for raw in _data_lines(body) if b'"delta"' in raw or b'"candidates"' in raw]
+    try:  # one parse of them all as a JSON array: far cheaper than one call per line
+        events = loads(b"[" + b",".join(lines) + b"]")
+    except ValueError:  # orjson.JSONDecodeError is a ValueError too
+        events = None
+    if isinstance(events, list) and len(events) == len(lines):
+        yield from events
+        return
+    for raw in lines:  # a line that isn't JSON (or holds more than one value) is skipped on its own
+        try:
+            yield loads(raw)
+        except ValueError:
+            continue
+
+
+def _data_lines(body: bytes) -> list[bytes]:
+    """What ``_DATA_LINE.findall(body)`` gives (the JSON object of every data line), found with
+    ``bytes.split`` and ``startswith``: a regular expression anchored at each line start is far slower."""
+    found = []
+    for line in body.split(b"\n"):
+        if line.startswith(b"data:"):
+            rest = line[6:] if line[5:6] in (b" ", b"\t") else line[5:]
+            if rest.startswith(b"{"):
+                found.append(rest.partition(b"\r")[0])
+    return found
 
 
 def _find_string(body: bytes, limit: int, position: int, key: str, value: str) -> tuple[int, int] | None:
@@ -348,6 +366,16 @@ def delta_edits(body: bytes, redactor: Redactor) -> list[Edit]:
     # Reassemble cheaply first; find the pieces' raw spans only when a channel holds a secret.
     texts: dict[Hashable, list[str]] = {}
     for event in _delta_events(body):
+        choices = event.get("choices") if isinstance(event, dict) else None
+        # The usual openai chat chunk (one choice, text only) taken directly: what _delta_values yields.
+        if isinstance(choices, list) and len(choices) == 1 and "candidates" not in event and "type" not in event:
+            choice = choices[0]
+            delta = choice.get("delta") if isinstance(choice, dict) else None
+            if isinstance(delta, dict) and not delta.get("tool_calls"):
+                content = delta.get("content")
+                if isinstance(content, str):
+                    texts.setdefault(("chat", choice.get("index", 0)), []).append(content)
+                continue
         for channel, _, value in _delta_values(event):
             texts.setdefault(channel, []).append(value)
     if not any(
