@@ -194,15 +194,24 @@ def test_an_old_call_holding_what_the_new_rules_redact_is_recorded_anew(upstream
     assert all(b"[secret removed]" in lines[1] for lines in lines_by_call(cassette).values())
 
 
-def test_an_old_cassette_that_cant_be_read_is_replaced_whole(upstream: Upstream, cassette: Path) -> None:
+@pytest.mark.parametrize(
+    "damage",
+    [
+        (b'"type":"response","call_index":0', b'"type":"nonsense","call_index":0'),  # an unknown line
+        (b'"call_index":1,"event_index":1,', b'"call_index":1,"event_index":5,'),  # events out of order
+    ],
+    ids=["unreadable-line", "events-out-of-order"],
+)
+def test_an_old_cassette_that_cant_be_read_is_replaced_whole(
+    upstream: Upstream, cassette: Path, damage: tuple[bytes, bytes]
+) -> None:
     record(OPENAI, upstream, cassette, STEPS)
-    good = cassette.read_bytes()
-    lines = good.split(b"\n")
-    cassette.write_bytes(b"\n".join([*lines[:3], b'{"type": "nonsense"}', *lines[4:]]))
+    damaged = cassette.read_bytes().replace(*damage)
+    assert damaged != cassette.read_bytes()
+    cassette.write_bytes(damaged)
     session = record(OPENAI, upstream, cassette, STEPS)
     assert not session._recorder.unchanged
-    assert read_cassette(cassette).calls[2].complete
-    assert b"nonsense" not in cassette.read_bytes()
+    assert [call.complete for call in read_cassette(cassette).calls] == [True] * 3, "a valid cassette again"
 
 
 # --- the core, on hand-built files ------------------------------------------------------------------------

@@ -254,21 +254,19 @@ class CassetteWriter:
             return self.temporary
         old_file = _CassetteFile(descriptor)
         try:
-            load_streaming(name, _blocks(descriptor), None)  # the old cassette must be valid to keep any of it
-            os.lseek(descriptor, 0, os.SEEK_SET)
             old = quiet.prints(name, _blocks(descriptor), old=True)
-        except (CassetteError, OSError):
+            new = quiet.prints(str(self.temporary), _file_blocks(self.temporary), old=False) if old else None
+            if old is None or new is None:
+                return self.temporary
+            plan = quiet.plan(old, new)
+            if not plan.kept:
+                return self.temporary
+            os.lseek(descriptor, 0, os.SEEK_SET)
+            load_streaming(name, _blocks(descriptor), None)  # to keep any of the old cassette, all of it is valid
+        except (CassetteError, OSError):  # the old cassette can't be read: the recording replaces it
             return self.temporary
-        if old is None:
-            return self.temporary
-        new = quiet.prints(str(self.temporary), _file_blocks(self.temporary), old=False)
-        if new is None:  # pragma: no cover - the recorder wrote every line of it
-            return self.temporary
-        plan = quiet.plan(old, new)
         if plan.unchanged:
             return None
-        if not plan.kept:
-            return self.temporary
         descriptor, merged = tempfile.mkstemp(
             prefix=f".{self.target.name}.{os.getpid()}.", suffix=".partial", dir=self.target.parent
         )

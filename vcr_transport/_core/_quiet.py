@@ -93,6 +93,7 @@ class _Place(msgspec.Struct):
 
 _place_decoder = msgspec.json.Decoder(_Place)
 Span = tuple[int, int]
+_CACHED = 4096  # distinct URLs and header lists whose redaction check is remembered
 
 
 def _volatile(lower_name: str) -> bool:
@@ -148,6 +149,8 @@ class QuietComparison:
     def __init__(self, matcher: RequestMatcher | None = None, redactor: Redactor | None = None) -> None:
         self.matcher = matcher or RequestMatcher()
         self.redactor = redactor or Redactor()
+        # Calls mostly repeat their URL and headers: each distinct one is checked once.
+        self._clean: dict[Any, bool] = {}
 
     def prints(self, path: str, blocks: Iterable[bytes], *, old: bool) -> FilePrints | None:
         """The calls of a cassette given as blocks of bytes, or None when a line can't be read as one
@@ -205,7 +208,7 @@ class QuietComparison:
             kept = [(name.lower(), value) for name, value in obj.headers if not _volatile(name.lower())]
             call.response = _digest(obj.status, obj.http_version, kept)
             if old and call.clean:
-                call.clean = self.redactor.redact_headers(obj.headers) == obj.headers
+                call.clean = self._clean_headers(obj.headers)
         elif isinstance(obj, CallEndLine):
             error = None if obj.error is None else (obj.error.class_, obj.error.message)
             call.digest = _digest(call.request, call.response, call.body.digest(), obj.outcome, error)
@@ -224,11 +227,29 @@ class QuietComparison:
     def _clean_request(self, obj: RequestLine, body: dict[str, Any] | None, compared: Any) -> bool:
         """Whether the current rules leave the uncompared parts of an old request as they are."""
         redactor = self.redactor
-        if redactor.redact_headers(obj.headers) != obj.headers or redact_url(obj.url, redactor) != obj.url:
+        if not self._clean_headers(obj.headers):
+            return False
+        url_clean = self._clean.get(obj.url)
+        if url_clean is None:
+            url_clean = self._remember(obj.url, redact_url(obj.url, redactor) == obj.url)
+        if not url_clean:
             return False
         if body is not None and "json" in body and compared != body["json"]:  # fields were left out
             return bool(redactor.redact_value(body["json"]) == body["json"])
         return True
+
+    def _clean_headers(self, headers: list[tuple[str, str]]) -> bool:
+        key = tuple(headers)
+        clean = self._clean.get(key)
+        if clean is None:
+            clean = self._remember(key, self.redactor.redact_headers(headers) == headers)
+        return clean
+
+    def _remember(self, key: Any, clean: bool) -> bool:
+        if len(self._clean) >= _CACHED:
+            self._clean.clear()
+        self._clean[key] = clean
+        return clean
 
     @staticmethod
     def plan(old: FilePrints, new: FilePrints) -> QuietPlan:
