@@ -314,7 +314,8 @@ class CassetteRecorder:
 
     @property
     def saved(self) -> bool:
-        """Whether closing replaced the cassette with this recording."""
+        """Whether closing saved this recording: it replaced the cassette, or the cassette already held the
+        same calls and was left as it was (``unchanged``)."""
         return self._recording.saved
 
     @property

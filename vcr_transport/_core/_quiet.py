@@ -126,9 +126,8 @@ class CallPrint:
 
 @dataclass
 class FilePrints:
-    """Every call of a cassette file, by call index; ``header`` is its first line."""
+    """Every call of a cassette file, by call index."""
 
-    header: bytes
     calls: dict[int, CallPrint]
 
 
@@ -182,7 +181,7 @@ class QuietComparison:
             return None
         if not header or any(not call.digest for call in calls.values()):
             return None
-        return FilePrints(header, calls)
+        return FilePrints(calls)
 
     @staticmethod
     def _is_header(line: bytes) -> bool:
