@@ -18,7 +18,9 @@ from typing import Any, NoReturn
 
 from ._core._bodies import binary_body, content_encoding, content_type_of, redact_url, stored_body
 from ._core._format import call_end_line, event_line, header_line, request_line, response_line
+from ._core._matching import RequestMatcher
 from ._core._options import Options
+from ._core._quiet import QuietComparison
 from ._core._recorder import CallBook, CallRecord, ProtocolEnd
 from ._core._redaction import Redactor
 from ._core._stream_redaction import EncodedBodyRedactor, StreamRedactor
@@ -146,9 +148,11 @@ class _Recording:
         first_index: int,
         keep_failures: bool,
         plain_bodies: bool,
+        matcher: RequestMatcher,
     ) -> None:
         self.path = path
         self.redactor = redactor
+        self.matcher = matcher
         self.keep_failures = keep_failures
         self.plain_bodies = plain_bodies
         self.book = CallBook(first_index, kept_calls=first_index if kept_lines else 0)
@@ -158,6 +162,7 @@ class _Recording:
         self._calls: list[_CallRecording] = []
         self.finished = False
         self.saved = False
+        self.unchanged = False
 
     def _open_writer(self) -> CassetteWriter:
         if self._writer is None:
@@ -224,7 +229,7 @@ class _Recording:
         reason = self.book.why_not_saved(keep_failures=self.keep_failures)
         if not reason:
             assert writer is not None, "a recording worth saving wrote its lines"
-            writer.commit()
+            self.unchanged = not writer.commit(QuietComparison(self.matcher, self.redactor))
             self.saved = True
             return
         if writer is not None:
@@ -273,15 +278,24 @@ class CassetteRecorder:
         first_index: int = 0,
         keep_failures: bool = False,
         plain_bodies: bool = True,
+        matcher: RequestMatcher | None = None,
     ) -> None:
         """``kept_lines`` (calls replayed before a miss) are copied byte for byte; new calls then start at
         ``first_index``. ``keep_failures`` keeps calls that got no response or a 401/403, and recordings
         whose block ended with an exception (never one cut by Ctrl-C or an exit). ``plain_bodies`` asks the
-        upstream for uncompressed responses."""
+        upstream for uncompressed responses. ``matcher`` says which requests are the same as the older
+        cassette's (default: matching's defaults): a call recorded again with the same request and response
+        keeps its old lines byte for byte (see ``close``)."""
         global _exit_hook_installed
         self.path = os.fspath(path)
         self._recording = _Recording(
-            self.path, redactor or Redactor(), kept_lines, first_index, keep_failures, plain_bodies
+            self.path,
+            redactor or Redactor(),
+            kept_lines,
+            first_index,
+            keep_failures,
+            plain_bodies,
+            matcher or RequestMatcher(),
         )
         self._finalizer = weakref.finalize(self, self._recording.finish, None)
         self._finalizer.atexit = False
@@ -300,8 +314,14 @@ class CassetteRecorder:
 
     @property
     def saved(self) -> bool:
-        """Whether closing replaced the cassette with this recording."""
+        """Whether closing saved this recording: it replaced the cassette, or the cassette already held the
+        same calls and was left as it was (``unchanged``)."""
         return self._recording.saved
+
+    @property
+    def unchanged(self) -> bool:
+        """Whether closing left the cassette as it was because the recording held the same calls."""
+        return self._recording.unchanged
 
     @property
     def closed(self) -> bool:
@@ -315,7 +335,11 @@ class CassetteRecorder:
         end). The cassette is then replaced, unless: ``failure`` (the exception that ended the block) is
         given, the recording was interrupted (Ctrl-C), no call went through it, or its last calls failed
         (no response, 401/403) without ``keep_failures``. Then the cassette is left as it was and a
-        RecordingNotSavedWarning says why. A failed write raises CassetteError naming the OS error."""
+        RecordingNotSavedWarning says why. A failed write raises CassetteError naming the OS error.
+
+        Re-recording is quiet: a call whose request, response (status, headers but the volatile ones, body
+        bytes) and outcome are the same as the older cassette's call at the same index keeps its old lines
+        byte for byte, and when every call is the same the file is not rewritten at all (``unchanged``)."""
         self._finalizer.detach()
         _live_recorders.discard(self)
         self._recording.finish(failure)
@@ -405,7 +429,11 @@ class _RecordingBase(TransportLifecycle):
         if recorder is None:
             chosen = Options.from_arguments(options, where=type(self).__name__, recording=True)
             recorder = CassetteRecorder(
-                path or "", chosen.redactor(), keep_failures=chosen.keep_failures, plain_bodies=chosen.plain_bodies
+                path or "",
+                chosen.redactor(),
+                keep_failures=chosen.keep_failures,
+                plain_bodies=chosen.plain_bodies,
+                matcher=chosen.matcher(),
             )
         self.recorder = recorder
         self.path = self.recorder.path

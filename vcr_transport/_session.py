@@ -112,6 +112,7 @@ class CassetteSession:
             first_index=first_index,
             keep_failures=self.options.keep_failures,
             plain_bodies=self.options.plain_bodies,
+            matcher=self.options.matcher(),
         )
 
     def _record_from(self, call_index: int) -> None:

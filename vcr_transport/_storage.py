@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from ._core._format import Cassette, Finding, dumps_line, header_problem, load_streaming, problems
+from ._core._quiet import QuietComparison, merged_lines
 from ._exceptions import CassetteError
 
 __all__ = [
@@ -212,17 +213,30 @@ class CassetteWriter:
             if not self.closed:
                 self._discard()
 
-    def commit(self) -> None:
-        """Sync the new cassette to disk, move it over the old one, sync the folder (once)."""
+    def commit(self, quiet: QuietComparison | None = None) -> bool:
+        """Sync the new cassette to disk, move it over the old one, sync the folder (once). With ``quiet``,
+        the calls that are the same as the old cassette's keep their old lines byte for byte, and when every
+        call is the same the old file is left as it was (see ``_core._quiet``). Returns whether the
+        cassette was replaced."""
+        replaced = False
         with self._lock:
             if not self.closed:
                 try:
                     self._file.flush()
-                    os.fsync(self._file.fileno())
-                    self._file.close()
-                    self.closed = True
-                    os.replace(self.temporary, self.target)
-                    _sync_folder(self.target.parent)
+                    final = self._quieted(quiet) if quiet is not None else self.temporary
+                    if final is None:
+                        self._discard()  # the cassette already holds these calls
+                    else:
+                        if final == self.temporary:
+                            os.fsync(self._file.fileno())
+                        self._file.close()
+                        self.closed = True
+                        if final != self.temporary:
+                            self.temporary.unlink(missing_ok=True)
+                            self.temporary = final
+                        os.replace(self.temporary, self.target)
+                        replaced = True
+                        _sync_folder(self.target.parent)
                 except OSError as error:
                     self._fail(error)
             failure = self.failure
@@ -234,6 +248,51 @@ class CassetteWriter:
                 "the older cassette, if any, is unchanged",
                 "free disk space or fix the folder's permissions, then record again",
             )
+        return replaced
+
+    def _quieted(self, quiet: QuietComparison) -> Path | None:
+        """The file to move over the cassette: the recording as written, or a copy of it holding the old
+        lines of the calls that are the same; None when every call is the same. An old cassette that is
+        missing or can't be read whole is simply replaced."""
+        name = str(self.target)
+        try:
+            descriptor, _ = _open_regular(name)
+        except CassetteError:
+            return self.temporary
+        old_file = _CassetteFile(descriptor)
+        try:
+            old = quiet.prints(name, _blocks(descriptor), old=True)
+            new = quiet.prints(str(self.temporary), _file_blocks(self.temporary), old=False) if old else None
+            if old is None or new is None:
+                return self.temporary
+            plan = quiet.plan(old, new)
+            if not plan.kept:
+                return self.temporary
+            os.lseek(descriptor, 0, os.SEEK_SET)
+            load_streaming(name, _blocks(descriptor), None)  # to keep any of the old cassette, all of it is valid
+        except (CassetteError, OSError):  # the old cassette can't be read: the recording replaces it
+            return self.temporary
+        if plan.unchanged:
+            return None
+        descriptor, merged = tempfile.mkstemp(
+            prefix=f".{self.target.name}.{os.getpid()}.", suffix=".partial", dir=self.target.parent
+        )
+        try:
+            with os.fdopen(descriptor, "wb", buffering=1 << 16) as out:
+                os.fchmod(out.fileno(), 0o600)
+                out.writelines(merged_lines(str(self.temporary), _file_blocks(self.temporary), plan, old_file))
+                out.flush()
+                os.fsync(out.fileno())
+        except BaseException:
+            Path(merged).unlink(missing_ok=True)
+            raise
+        return Path(merged)
+
+
+def _file_blocks(path: Path) -> Iterator[bytes]:
+    with path.open("rb") as file:
+        while block := file.read(BLOCK_BYTES):
+            yield block
 
 
 def _sync_folder(folder: Path) -> None:
