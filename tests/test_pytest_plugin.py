@@ -331,6 +331,9 @@ def test_end_of_run_summary_counts_what_became_of_the_cassettes(project: pytest.
     (project.path / "cassettes" / "test_llm" / "forgotten.jsonl").write_bytes(
         (project.path / "cassettes" / "test_llm" / "test_chat.jsonl").read_bytes()
     )
+    project.runpytest("--vcr-mode=record", "-k", "test_chat").stdout.fnmatch_lines(
+        ["cassettes: 1 recorded unchanged, never used: not counted in a partial run"]
+    )
     write_tests(project, ["hi"])
     result = project.runpytest("--vcr-mode=replay", "-p", "no:randomly")
     result.stdout.fnmatch_lines(

@@ -213,7 +213,11 @@ def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pyte
     counts = Counter(outcome for outcome in run.outcomes.values() if outcome != "off")
     if not counts and not run.used:
         return
-    parts = [f"{counts[name]} {name}" for name in ("replayed", "recorded", "re-recorded") if counts[name]]
+    parts = [
+        f"{counts[name]} {name}"
+        for name in ("replayed", "recorded", "re-recorded", "recorded unchanged", "not saved")
+        if counts[name]
+    ]
     if counts["mismatched"]:
         parts.append(f"{counts['mismatched']} with a replay mismatch")
     if counts["unplayed"]:

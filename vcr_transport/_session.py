@@ -227,12 +227,15 @@ class CassetteSession:
 
     def outcome(self) -> str:
         """What became of the cassette, for the end-of-run summary: off, unreadable, recorded, re-recorded,
-        mismatched, unplayed (recorded calls nobody asked for) or replayed."""
+        recorded unchanged (a re-record that left the file as it was), not saved, mismatched, unplayed
+        (recorded calls nobody asked for) or replayed."""
         if self.mode == "off":
             return "off"
         if self.broken is not None:
             return "unreadable"
         if self._recorder is not None:
+            if self._recorder.unchanged:
+                return "recorded unchanged"
             if not self._recorder.saved:
                 return "not saved"
             return "re-recorded" if self.existed else "recorded"
