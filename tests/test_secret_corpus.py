@@ -507,6 +507,7 @@ def test_no_planted_secret_reaches_the_cassette(sdk: Sdk, catalogue: str, tmp_pa
     sent = {p.location for p in planted if any(fragment in received for fragment in p.fragments())}
     assert on_the_wire <= sent, "the request-side secrets really were sent"
     leaked = [f"{p.location}/{p.format}" for p in _leaked(planted, haystack)]
+    print(f"{sdk.id} {catalogue}: {len(leaked)} of {len(planted)} planted secrets leaked")
     assert leaked == [], f"{len(leaked)} of {len(planted)} planted secrets leaked: {leaked}"
 
 
@@ -577,4 +578,5 @@ def test_scan_catches_the_planted_corpus_in_files_of_every_kind(catalogue: str, 
     planted = _in_catalogue(planted, catalogue)
     caught = _caught(planted, files)
     missed = [f"{p.location}/{p.format}" for p in planted if p not in caught]
+    print(f"scan caught {len(caught)} of {len(planted)} planted ({catalogue})")
     assert len(caught) >= 0.99 * len(planted), f"scan caught {len(caught)} of {len(planted)}; missed {missed}"
