@@ -80,7 +80,7 @@ def test_recording_the_same_again_leaves_the_file_untouched(sdk: Sdk, upstream: 
     served = len(upstream.received)
     session = record(sdk, upstream, cassette, STEPS)
     assert len(upstream.received) == served + len(STEPS), "the re-record went to the upstream"
-    assert session.outcome() == "re-recorded" and session._recorder.unchanged
+    assert session.outcome() == "recorded unchanged" and session._recorder.unchanged
     assert cassette.read_bytes() == before
     assert not list(cassette.parent.glob(".*.partial")), "no temporary file is left behind"
 
