@@ -208,3 +208,32 @@ def test_pytest_recording_compat_mode(pytester: pytest.Pytester, monkeypatch: py
     # Replay by default (pytest-recording's none); a changed body still matches, since match_on leaves it out.
     pytester.makepyfile(test_llm=COMPAT_TESTS.replace("PROMPT", "'changed'").replace("PLAYS", "1"))
     pytester.runpytest_inprocess("-p", "no:cassetter").assert_outcomes(passed=2, skipped=1)
+
+
+def test_an_explicit_ordered_true_overrides_an_imported_header_through_use_cassette(tmp_path: Path) -> None:
+    """ordered=True is the default, yet given explicitly it still wins over the header's ordered: false."""
+    import httpx2
+
+    import vcr_transport
+
+    def answer(request: httpx2.Request) -> httpx2.Response:
+        return httpx2.Response(200, json={"echo": request.read().decode()})
+
+    cassette = tmp_path / "imported.jsonl"
+    with vcr_transport.use_cassette(cassette, mode="record"):
+        with httpx2.Client(transport=httpx2.MockTransport(answer)) as client:
+            for prompt in ("one", "two"):
+                client.post("https://api.example.test/v1/chat", json={"prompt": prompt})
+    lines = cassette.read_text().splitlines()
+    header = json.loads(lines[0])
+    cassette.write_text("\n".join([json.dumps({**header, "ordered": False}), *lines[1:]]) + "\n")
+
+    def replay_out_of_order(**options: Any) -> None:
+        with vcr_transport.use_cassette(cassette, mode="replay", unplayed="ignore", **options):
+            with httpx2.Client() as client:
+                for prompt in ("two", "one"):
+                    client.post("https://api.example.test/v1/chat", json={"prompt": prompt})
+
+    replay_out_of_order()  # the header's ordered: false pairs them by content
+    with pytest.raises(vcr_transport.ReplayMismatch, match="field body.prompt: recorded 'one', incoming 'two'"):
+        replay_out_of_order(ordered=True)

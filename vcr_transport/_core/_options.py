@@ -127,13 +127,17 @@ class Options:
         record=True,
     )
 
+    # The names the caller gave (from_arguments): as_arguments passes them on even at their default value, so
+    # an explicit ordered=True still overrides an imported cassette's header.
+    given: frozenset[str] = dataclasses.field(default=frozenset(), compare=False, repr=False, metadata={"kind": ""})
+
     @classmethod
     def names(cls) -> tuple[str, ...]:
-        return tuple(field.name for field in dataclasses.fields(cls))
+        return tuple(field.name for field in _option_fields(cls))
 
     @classmethod
     def recording_names(cls) -> tuple[str, ...]:
-        return tuple(field.name for field in dataclasses.fields(cls) if field.metadata["record"])
+        return tuple(field.name for field in _option_fields(cls) if field.metadata["record"])
 
     @classmethod
     def from_arguments(
@@ -148,15 +152,16 @@ class Options:
             raise TypeError(
                 f"{where}: unknown option(s) {', '.join(sorted(unknown))}; valid: {', '.join(sorted(valid))}"
             )
-        fields = {field.name: field for field in dataclasses.fields(cls)}
-        return cls(
-            **{name: _checked(name, fields[name].metadata["kind"], value, where) for name, value in arguments.items()}
-        )
+        fields = {field.name: field for field in _option_fields(cls)}
+        checked = {
+            name: _checked(name, fields[name].metadata["kind"], value, where) for name, value in arguments.items()
+        }
+        return cls(**checked, given=frozenset(arguments))
 
     def with_settings(self, settings: Mapping[str, Any], *, where: str) -> Options:
         """These options with the lists of ``[tool.vcr_transport]`` added in front of the code's own."""
         added: dict[str, Any] = {}
-        for field in dataclasses.fields(self):
+        for field in _option_fields(self):
             if field.metadata["settings"] and field.name in settings:
                 extra = _checked(field.name, field.metadata["kind"], settings[field.name], where)
                 if field.metadata["kind"] == "match_on" or not isinstance(extra, tuple):
@@ -166,10 +171,6 @@ class Options:
                     continue
                 added[field.name] = (*extra, *getattr(self, field.name))
         return dataclasses.replace(self, **added) if added else self
-
-    def recording_only(self) -> Options:
-        """The options that act while recording (redaction, plain bodies); the rest at their defaults."""
-        return Options(**{f.name: getattr(self, f.name) for f in dataclasses.fields(self) if f.metadata["record"]})
 
     def redactor(self) -> Redactor:
         """The redaction rules: the defaults plus these options' additions."""
@@ -203,12 +204,17 @@ class Options:
         return dataclasses.replace(self, **taken) if taken else self
 
     def as_arguments(self) -> dict[str, Any]:
-        """The options that differ from their defaults, as keyword arguments."""
+        """The options given or different from their defaults, as keyword arguments."""
         return {
             field.name: getattr(self, field.name)
-            for field in dataclasses.fields(self)
-            if getattr(self, field.name) != field.default
+            for field in _option_fields(self)
+            if field.name in self.given or getattr(self, field.name) != field.default
         }
+
+
+def _option_fields(options: Options | type[Options]) -> tuple[dataclasses.Field[Any], ...]:
+    """The option fields (not the bookkeeping of which were given)."""
+    return tuple(field for field in dataclasses.fields(options) if field.metadata["kind"])
 
 
 def _checked(name: str, kind: str, value: Any, where: str) -> Any:
@@ -289,6 +295,6 @@ Options.__doc__ = (
     + "\n\n"
     + "\n".join(
         f"- ``{field.name}`` (default ``{field.default!r}``): {field.metadata['help']}"
-        for field in dataclasses.fields(Options)
+        for field in _option_fields(Options)
     )
 )
