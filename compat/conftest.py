@@ -52,6 +52,19 @@ class Row:
                 out.write(json.dumps({"row": self.row, "library": self.library, **self.figures}) + "\n")
 
 
+@pytest.fixture(autouse=True, scope="session")
+def _loopback_only() -> Iterator[None]:
+    """The whole compatibility run may reach loopback only: any framework or client that tries anything else
+    (a telemetry ping, a price list, a DNS lookup) fails the run with NetworkBlockedError naming it."""
+    from vcr_transport._guard import NetworkGuard
+
+    guard = NetworkGuard().start()
+    try:
+        yield
+    finally:
+        guard.stop()
+
+
 @pytest.fixture
 def vendor() -> Iterator[Upstream]:
     server = fake_vendor()

@@ -84,7 +84,14 @@ def run_group(group: str, pytest_args: list[str]) -> dict[str, object]:
     installed = time.perf_counter()
     figures = RESULTS / f"{group}.rows.jsonl"
     figures.unlink(missing_ok=True)
-    env = {**os.environ, "VCR_COMPAT_FIGURES": str(figures), "PYTHONDONTWRITEBYTECODE": "1"}
+    env = {
+        **os.environ,
+        "VCR_COMPAT_FIGURES": str(figures),
+        "PYTHONDONTWRITEBYTECODE": "1",
+        # Never the internet: litellm fetches its model cost map at import unless told to use its own copy.
+        "LITELLM_LOCAL_MODEL_COST_MAP": "True",
+        "LITELLM_TELEMETRY": "False",
+    }
     env.pop("VCR_TRANSPORT_MODE", None)
     # Frameworks leave their own cached clients' sockets open (pydantic-ai's providers, openai-agents' exporter):
     # ResourceWarnings are reported, not turned into errors as in the main suite.
