@@ -1,10 +1,11 @@
 """The parse cache: cassettes the strict parser accepted, kept in a binary form that loads several times faster.
 
 An entry is found by the cassette's real path and used only for the exact bytes it was made from (their
-SHA-256, computed on every open), so an edited file (whatever its mtime says) is parsed again. Only what the parser accepted is ever written. An entry is used only when everything it carries
-matches: the cache layout, the cassette format version, the vcr_transport version, the content hash and size,
-and a CRC-32 of its own payload (a damaged entry is ignored, then overwritten). Anything else is a miss, and a
-miss is never an error: the cassette is parsed as if there were no cache.
+SHA-256, computed on every open), so an edited file (whatever its mtime says) is parsed again. Only what the
+parser accepted is ever written. An entry is used only when everything it carries matches: the cache layout,
+the cassette format version, the vcr_transport version, the content hash and size, and a CRC-32 of its own
+payload (a damaged entry is ignored, then overwritten). Anything else is a miss, and a miss is never an
+error: the cassette is parsed as if there were no cache.
 
 Where: ``$VCR_TRANSPORT_CACHE_DIR`` when set, else ``$XDG_CACHE_HOME/vcr_transport/parse``, else
 ``~/.cache/vcr_transport/parse``. The environment is read when a cassette is opened, never at import.
