@@ -1,15 +1,11 @@
 """vcr_transport: record what an LLM SDK sends and streams back at the httpx transport, replay it offline.
 
-Importing this package patches nothing, reads no environment variable and opens no file.
+Importing this package patches nothing, reads no environment variable and opens no file; it imports the
+modules behind each name when the name is first used.
 """
 
-from ._context import use_cassette
-from ._core._faults import Fault
-from ._core._format import FORMAT_VERSION
-from ._core._matching import NON_DETERMINISTIC_FIELD_NAMES, VOLATILE_HEADERS, find_first_difference
-from ._core._modes import MODES
-from ._core._options import Options
-from ._core._redaction import PLACEHOLDER, SECRET_FIELD_NAMES, Redactor, remove_secret_values
+import typing as _typing
+
 from ._exceptions import (
     CassetteError,
     CassetteOwnerError,
@@ -22,9 +18,60 @@ from ._exceptions import (
     UnplayedCallsWarning,
     VcrTransportError,
 )
-from ._recording import AsyncRecordingTransport, CassetteRecorder, RecordingTransport
-from ._replay import ReplayTransport
-from ._session import CassetteSession, ModeTransport, async_transport, transport
+
+if _typing.TYPE_CHECKING:
+    from ._context import use_cassette
+    from ._core._faults import Fault
+    from ._core._format import FORMAT_VERSION
+    from ._core._matching import NON_DETERMINISTIC_FIELD_NAMES, VOLATILE_HEADERS, find_first_difference
+    from ._core._modes import MODES
+    from ._core._options import Options
+    from ._core._redaction import PLACEHOLDER, SECRET_FIELD_NAMES, Redactor, remove_secret_values
+    from ._recording import AsyncRecordingTransport, CassetteRecorder, RecordingTransport
+    from ._replay import ReplayTransport
+    from ._session import CassetteSession, ModeTransport, async_transport, transport
+
+# The rest is imported when first used (PEP 562), so that importing the package stays cheap: name -> module.
+_LAZY = {
+    "use_cassette": "._context",
+    "Fault": "._core._faults",
+    "FORMAT_VERSION": "._core._format",
+    "NON_DETERMINISTIC_FIELD_NAMES": "._core._matching",
+    "VOLATILE_HEADERS": "._core._matching",
+    "find_first_difference": "._core._matching",
+    "MODES": "._core._modes",
+    "Options": "._core._options",
+    "PLACEHOLDER": "._core._redaction",
+    "SECRET_FIELD_NAMES": "._core._redaction",
+    "Redactor": "._core._redaction",
+    "remove_secret_values": "._core._redaction",
+    "AsyncRecordingTransport": "._recording",
+    "CassetteRecorder": "._recording",
+    "RecordingTransport": "._recording",
+    "ReplayTransport": "._replay",
+    "CassetteSession": "._session",
+    "ModeTransport": "._session",
+    "async_transport": "._session",
+    "transport": "._session",
+}
+
+
+def __getattr__(name: str) -> _typing.Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'vcr_transport' has no attribute {name!r}")
+    import importlib
+
+    value = getattr(importlib.import_module(module, __name__), name)
+    if isinstance(value, type):
+        value.__module__ = "vcr_transport"
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *__all__})
+
 
 __version__ = "0.1.0"
 
@@ -62,7 +109,7 @@ __all__ = [
 ]
 
 for _name in __all__:
-    _obj = globals()[_name]
+    _obj = globals().get(_name)
     if isinstance(_obj, type):
         _obj.__module__ = "vcr_transport"
 del _name, _obj

@@ -144,11 +144,10 @@ class ReplayTransport:
 
     def __init__(self, path: str | os.PathLike[str], **options: Any) -> None:
         self.path = os.fspath(path)
-        cassette = read_cassette(path)
+        given = Options.from_arguments(options, where="ReplayTransport")
+        cassette = read_cassette(path, cache=given.parse_cache)
         # An imported cassette's header says how vcrpy matched it; an option given here overrides that.
-        self.options = Options.from_arguments(options, where="ReplayTransport").with_cassette_header(
-            cassette.header, options, path=self.path
-        )
+        self.options = given.with_cassette_header(cassette.header, options, path=self.path)
         self.engine = ReplayEngine(
             cassette, self.options.matcher(), self.options.redactor(), ordered=self.options.ordered
         )

@@ -16,6 +16,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from . import _parse_cache
 from ._core._format import Cassette, Finding, dumps_line, header_problem, load_streaming, problems
 from ._core._quiet import QuietComparison, merged_lines
 from ._exceptions import CassetteError
@@ -71,21 +72,32 @@ def _blocks(descriptor: int) -> Iterator[bytes]:
         yield block
 
 
-def read_cassette(path: str | os.PathLike[str], *, lazy: bool | None = None) -> Cassette:
+def _read_all(descriptor: int, size: int) -> bytes:
+    """The whole file, in one read when its size is what fstat said (joining blocks copies it all again)."""
+    first = os.read(descriptor, size + 1)
+    if not first:
+        return first
+    rest = list(_blocks(descriptor))
+    return b"".join([first, *rest]) if rest else first
+
+
+def read_cassette(path: str | os.PathLike[str], *, lazy: bool | None = None, cache: bool = False) -> Cassette:
     """The cassette at ``path``, every line validated. Its chunks are held in memory, or (``lazy``, by
-    default for files over LAZY_LOAD_BYTES) read from the file when they are replayed."""
+    default for files over LAZY_LOAD_BYTES) read from the file when they are replayed. ``cache``: a cassette
+    held in memory is taken from the parse cache when an entry for its exact bytes is there, and put there
+    after it is parsed (see ``_parse_cache``)."""
     # Parsing allocates many small containers and nothing cyclic: the cycle collector would only rescan
     # the growing heap again and again (it tripled the load time of a 10,000-call cassette).
     collecting = gc.isenabled()
     gc.disable()
     try:
-        return _read(os.fspath(path), lazy)
+        return _read(os.fspath(path), lazy, cache)
     finally:
         if collecting:
             gc.enable()
 
 
-def _read(name: str, lazy: bool | None) -> Cassette:
+def _read(name: str, lazy: bool | None, cache: bool = False) -> Cassette:
     descriptor, size = _open_regular(name)
     if lazy or (lazy is None and size > LAZY_LOAD_BYTES):
         try:
@@ -93,12 +105,14 @@ def _read(name: str, lazy: bool | None) -> Cassette:
         except OSError as exc:
             raise CassetteError(name, None, f"can't be read: {exc.strerror}") from None
     try:
-        data = b"".join(_blocks(descriptor))
+        data = _read_all(descriptor, size)
     except OSError as exc:
         raise CassetteError(name, None, f"can't be read: {exc.strerror}") from None
     finally:
         os.close(descriptor)
-    return Cassette.parse(data, name)
+    if not cache or len(data) < _parse_cache.MIN_BYTES or not _parse_cache.enabled():
+        return Cassette.parse(data, name)
+    return _parse_cache.load_or_parse(data, name)
 
 
 def open_lazily(path: str) -> Cassette:

@@ -199,15 +199,23 @@ class RequestMatcher:
 
     def comparable(self, method: str, url: str, headers: Iterable[tuple[str, str]], body: StoredBody) -> dict[str, Any]:
         """The request as the dict that paths like ``body.messages[0].content`` point into."""
+        return self.with_body(*self.comparable_request(method, url, headers), body)
+
+    def comparable_request(
+        self, method: str, url: str, headers: Iterable[tuple[str, str]]
+    ) -> tuple[dict[str, Any], str]:
+        """What ``comparable`` gives without the body (``body`` None), and the content type it reads the body
+        with: for requests that share method, URL and headers, ``with_body`` then adds each one's body."""
         parts = urlsplit(url)
+        kept = [(name.lower(), value) for name, value in headers if not self.is_volatile(name.lower())]
+        merged = {name: ", ".join(v) if isinstance(v, list) else v for name, v in _multi_dict(kept).items()}
+        content_type = merged.get("content-type", "")
+        if self._match_on is not None:
+            return self._chosen_fields(method, parts, merged), content_type
         host = parts.hostname or ""
         if parts.port is not None:
             host = f"{host}:{parts.port}"
-        kept = [(name.lower(), value) for name, value in headers if not self.is_volatile(name.lower())]
-        merged = {name: ", ".join(v) if isinstance(v, list) else v for name, v in _multi_dict(kept).items()}
-        if self._match_on is not None:
-            return self._chosen_fields(method, parts, merged, body)
-        return {
+        fields = {
             "method": method.upper(),
             "url": {
                 "scheme": parts.scheme,
@@ -216,11 +224,20 @@ class RequestMatcher:
                 "query": _multi_dict(parse_qsl(parts.query, keep_blank_values=True)),
             },
             "headers": merged,
-            "body": self._comparable_body(body, merged.get("content-type", "")),
+            "body": None,
         }
+        return fields, content_type
 
-    def _chosen_fields(self, method: str, parts: Any, headers: dict[str, Any], body: StoredBody) -> dict[str, Any]:
-        """The fields ``match_on`` names; the others are None on both sides, so they never differ."""
+    def with_body(self, fields: dict[str, Any], content_type: str, body: StoredBody) -> dict[str, Any]:
+        """``fields`` and ``content_type`` from ``comparable_request`` with ``body`` in place (``fields`` is
+        not changed: it may be shared)."""
+        if self._match_on is not None and "body" not in self._match_on:
+            return dict(fields)
+        return {**fields, "body": self._comparable_body(body, content_type)}
+
+    def _chosen_fields(self, method: str, parts: Any, headers: dict[str, Any]) -> dict[str, Any]:
+        """The fields ``match_on`` names; the others are None on both sides, so they never differ (the body
+        is added by ``with_body``)."""
         chosen = self._match_on or frozenset()
         url = {
             "scheme": parts.scheme,
@@ -233,7 +250,7 @@ class RequestMatcher:
             "method": method.upper() if "method" in chosen else None,
             "url": {key: value if key in chosen else None for key, value in url.items()},
             "headers": headers if "headers" in chosen else {},
-            "body": self._comparable_body(body, headers.get("content-type", "")) if "body" in chosen else None,
+            "body": None,
         }
 
     def _comparable_body(self, body: StoredBody, content_type: str) -> Any:

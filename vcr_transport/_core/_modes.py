@@ -145,6 +145,7 @@ class Decision:
         self.recording = mode == "record" or (mode == "record-on-miss" and readable and not exists)
         self.diverged_at: int | None = None
         self._lock = threading.Lock()
+        self._passes: dict[str, bool] = {}  # URL -> whether a passthrough rule covers it
 
     @property
     def reads_cassette(self) -> bool:
@@ -152,7 +153,12 @@ class Decision:
 
     def step_for(self, url: str) -> Step:
         """The step a request to ``url`` meets: the passthrough rules first, then ``next_step()``."""
-        if passthrough_rule_for(url, self.passthrough) is not None:
+        passes = self._passes.get(url)
+        if passes is None:
+            passes = passthrough_rule_for(url, self.passthrough) is not None
+            if len(self._passes) < 1024:  # a client's URLs repeat: remembered, up to a bound
+                self._passes[url] = passes
+        if passes:
             if self.mode == "off" or self.recording:
                 return Step.PASS_THROUGH
             return Step.EMPTY if self.passthrough_replay == "empty" else Step.BLOCK

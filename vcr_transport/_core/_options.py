@@ -126,6 +126,14 @@ class Options:
         kind="bool",
         record=True,
     )
+    parse_cache: bool = _option(
+        True,
+        "keep what the parser accepted of a cassette over 256 KB in a cache keyed by the SHA-256 of its bytes "
+        "($VCR_TRANSPORT_CACHE_DIR, else $XDG_CACHE_HOME/vcr_transport/parse, else ~/.cache/vcr_transport/parse), "
+        "so the next replay of the same bytes skips parsing; False neither reads nor writes it",
+        kind="bool",
+        settings=True,
+    )
 
     # The names the caller gave (from_arguments): as_arguments passes them on even at their default value, so
     # an explicit ordered=True still overrides an imported cassette's header.

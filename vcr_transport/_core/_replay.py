@@ -23,6 +23,7 @@ RETRYABLE_STATUSES = frozenset({408, 409, 429}) | frozenset(range(500, 600))
 # anthropic never stops for a delay, it sleeps it (capped at 4,294,967 s); google-genai ignores the header.
 SDK_MAX_RETRY_AFTER = 120.0
 _RETRY_HEADERS = ("retry-after-ms", "retry-after")
+_SHARED_ENTRIES = 1024  # distinct (method, URL, headers) remembered; then forgotten all at once
 
 
 def _header(headers: list[tuple[str, str]], name: str) -> str | None:
@@ -143,6 +144,8 @@ class ReplayEngine:
         self.record_hint = ""
         self._recorded: list[dict[str, Any] | None] = [None] * len(cassette.calls)
         self._lock = threading.Lock()
+        # (method, URL, headers) -> (the redactor's learned forms then, their comparable fields): see incoming_fields
+        self._shared: dict[tuple[Any, ...], tuple[object, tuple[dict[str, Any], str]]] = {}
 
     def _recorded_fields(self, index: int) -> dict[str, Any]:
         fields = self._recorded[index]
@@ -153,14 +156,24 @@ class ReplayEngine:
         return fields
 
     def incoming_fields(self, method: str, url: str, headers: list[tuple[str, str]], body: bytes) -> dict[str, Any]:
+        """A request as ``comparable`` gives it, redacted as the recorder redacted it. What a client's
+        repeated requests share (method, URL, headers but content-length) is redacted once and reused for as
+        long as the redactor has learned no new secret (a new one could change how they redact)."""
         redactor = self.redactor
-        redacted_headers = redactor.redact_headers(headers)  # first, as the recorder does
-        return self.matcher.comparable(
-            method,
-            redact_url(url, redactor),
-            redacted_headers,
-            stored_body(body, content_type_of(headers), redactor, encoding=content_encoding(headers)),
-        )
+        generation = getattr(redactor, "_forms", object())  # replaced by Redactor.learn; anything else: no reuse
+        key = (method, url, tuple(pair for pair in headers if pair[0].lower() != "content-length"))
+        cached = self._shared.get(key)
+        if cached is None or cached[0] is not generation:
+            redacted_headers = redactor.redact_headers(headers)  # first, as the recorder does
+            shared = self.matcher.comparable_request(method, redact_url(url, redactor), redacted_headers)
+            if len(self._shared) >= _SHARED_ENTRIES:
+                self._shared.clear()
+            # What was learned from these headers counts: the generation after redacting them.
+            self._shared[key] = (getattr(redactor, "_forms", object()), shared)
+        else:
+            shared = cached[1]
+        stored = stored_body(body, content_type_of(headers), redactor, encoding=content_encoding(headers))
+        return self.matcher.with_body(*shared, stored)
 
     def select(self, incoming: dict[str, Any]) -> RecordedCall:
         with self._lock:

@@ -1,0 +1,149 @@
+"""The parse cache is only ever a shortcut: an entry is used for the exact bytes it was made from, by the same
+vcr_transport, undamaged; otherwise the cassette is parsed (and refused) as if there were no cache."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from pathlib import Path
+
+import httpx2
+import pytest
+
+import vcr_transport
+from vcr_transport import _parse_cache
+from vcr_transport._core import _format
+
+CHUNKS = [b'data: {"n": %d, "text": "%s"}\n\n' % (n, b"x" * 4000) for n in range(80)]  # over MIN_BYTES
+
+
+@pytest.fixture
+def cache_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    folder = tmp_path / "cache"
+    monkeypatch.setenv("VCR_TRANSPORT_CACHE_DIR", str(folder))
+    monkeypatch.delenv("VCR_TRANSPORT_PARSE_CACHE", raising=False)
+    return folder
+
+
+@pytest.fixture
+def parses(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """Each path the strict parser read."""
+    seen: list[str] = []
+    original = _format.Cassette.parse.__func__  # type: ignore[attr-defined]
+
+    def counting(cls: type[_format.Cassette], data: bytes, path: str) -> _format.Cassette:
+        seen.append(path)
+        return original(cls, data, path)  # type: ignore[no-any-return]
+
+    monkeypatch.setattr(_format.Cassette, "parse", classmethod(counting))
+    return seen
+
+
+class _Chunks(httpx2.SyncByteStream):
+    def __init__(self, chunks: list[bytes]) -> None:
+        self.chunks = chunks
+
+    def __iter__(self) -> Iterator[bytes]:
+        yield from self.chunks
+
+
+def _record(path: Path, chunks: list[bytes]) -> None:
+    upstream = httpx2.MockTransport(
+        lambda request: httpx2.Response(200, headers={"content-type": "text/event-stream"}, stream=_Chunks(chunks))
+    )
+    with httpx2.Client(transport=vcr_transport.RecordingTransport(upstream, path)) as client:
+        with client.stream("POST", "https://api.test/v1/stream", json={"q": 1}) as response:
+            assert list(response.iter_bytes()) == chunks
+
+
+def _replay(path: Path, **options: object) -> list[bytes]:
+    with httpx2.Client(transport=vcr_transport.ReplayTransport(path, **options)) as client:
+        with client.stream("POST", "https://api.test/v1/stream", json={"q": 1}) as response:
+            return list(response.iter_raw())
+
+
+def _entries(folder: Path) -> list[Path]:
+    return sorted(folder.glob("*.marshal")) if folder.exists() else []
+
+
+def test_a_second_replay_of_the_same_bytes_skips_the_parser(cassette: Path, cache_dir: Path, parses: list[str]) -> None:
+    _record(cassette, CHUNKS)
+    assert _replay(cassette) == CHUNKS
+    assert parses == [str(cassette)]
+    assert len(_entries(cache_dir)) == 1
+    assert _replay(cassette) == CHUNKS
+    assert parses == [str(cassette)]  # the entry answered
+
+
+def test_an_edited_file_with_the_same_size_and_mtime_is_parsed_again(
+    cassette: Path, cache_dir: Path, parses: list[str]
+) -> None:
+    _record(cassette, CHUNKS)
+    _replay(cassette)
+    status = cassette.stat()
+    changed = [chunk.replace(b'"n": 1,', b'"n": 7,') for chunk in CHUNKS]
+    data = cassette.read_bytes()
+    edited = data.replace(b'\\"n\\": 1,', b'\\"n\\": 7,')
+    assert edited != data and len(edited) == len(data)
+    cassette.write_bytes(edited)
+    os.utime(cassette, ns=(status.st_atime_ns, status.st_mtime_ns))
+    assert _replay(cassette) == changed
+    assert len(parses) == 2
+
+
+def test_a_file_the_parser_refuses_is_refused_although_an_entry_was_made_for_its_path(
+    cassette: Path, cache_dir: Path
+) -> None:
+    _record(cassette, CHUNKS)
+    _replay(cassette)
+    cassette.write_bytes(cassette.read_bytes().replace(b'"event_count":80', b'"event_count":81'))
+    with pytest.raises(vcr_transport.CassetteError, match="event_count 81"):
+        vcr_transport.ReplayTransport(cassette)
+
+
+def test_a_damaged_entry_is_not_trusted_and_is_rewritten(cassette: Path, cache_dir: Path, parses: list[str]) -> None:
+    _record(cassette, CHUNKS)
+    _replay(cassette)
+    (entry,) = _entries(cache_dir)
+    blob = bytearray(entry.read_bytes())
+    position = blob.rindex(b"xxxx")
+    blob[position] = ord("y")  # still loadable by marshal: only the checksum tells
+    entry.write_bytes(bytes(blob))
+    assert _replay(cassette) == CHUNKS
+    assert len(parses) == 2
+    entry.write_bytes(b"\x00\x00\x00\x05garbage")
+    assert _replay(cassette) == CHUNKS
+    assert len(parses) == 3
+    assert _replay(cassette) == CHUNKS
+    assert len(parses) == 3  # the rewritten entry answers
+
+
+def test_an_entry_written_by_another_version_is_not_trusted(
+    cassette: Path, cache_dir: Path, parses: list[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _record(cassette, CHUNKS)
+    _replay(cassette)
+    monkeypatch.setattr(vcr_transport, "__version__", "999.0")
+    assert _replay(cassette) == CHUNKS
+    assert len(parses) == 2
+
+
+def test_turned_off_it_is_neither_written_nor_read(
+    cassette: Path, cache_dir: Path, parses: list[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _record(cassette, CHUNKS)
+    assert _replay(cassette, parse_cache=False) == CHUNKS
+    assert _entries(cache_dir) == []
+    _replay(cassette)  # written
+    assert _replay(cassette, parse_cache=False) == CHUNKS
+    assert len(parses) == 3  # ... but not read
+    monkeypatch.setenv("VCR_TRANSPORT_PARSE_CACHE", "0")
+    assert _replay(cassette) == CHUNKS
+    assert len(parses) == 4
+
+
+def test_small_cassettes_are_not_cached(cassette: Path, cache_dir: Path) -> None:
+    _record(cassette, CHUNKS[:2])
+    assert cassette.stat().st_size < _parse_cache.MIN_BYTES
+    assert _replay(cassette) == CHUNKS[:2]
+    assert _entries(cache_dir) == []

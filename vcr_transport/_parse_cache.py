@@ -1,0 +1,186 @@
+"""The parse cache: cassettes the strict parser accepted, kept in a binary form that loads several times faster.
+
+An entry is found by the cassette's real path and used only for the exact bytes it was made from (their
+SHA-256, computed on every open), so an edited file (whatever its mtime says) is parsed again. Only what the
+parser accepted is ever written. An entry is used only when everything it carries matches: the cache layout,
+the cassette format version, the vcr_transport version, the content hash and size, and a CRC-32 of its own
+payload (a damaged entry is ignored, then overwritten). Anything else is a miss, and a miss is never an
+error: the cassette is parsed as if there were no cache.
+
+Where: ``$VCR_TRANSPORT_CACHE_DIR`` when set, else ``$XDG_CACHE_HOME/vcr_transport/parse``, else
+``~/.cache/vcr_transport/parse``. The environment is read when a cassette is opened, never at import.
+Turn it off with the option ``parse_cache=False`` (also ``parse_cache = false`` in ``[tool.vcr_transport]``),
+or ``VCR_TRANSPORT_PARSE_CACHE=0``. Entries are written to a temporary file and renamed into place (safe under
+parallel workers); entries unused for ``STALE_DAYS`` are removed when a new one is written.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import marshal
+import os
+import threading
+import time
+import zlib
+from pathlib import Path
+from typing import Any
+
+from ._core._format import FORMAT_VERSION, Cassette, RecordedCall
+
+__all__ = ["MIN_BYTES", "STALE_DAYS", "cache_folder", "enabled", "entry_path", "load_or_parse", "store"]
+
+# Smaller cassettes parse in well under a millisecond: caching them would only fill the folder.
+MIN_BYTES = 256 * 1024
+STALE_DAYS = 30
+_MAGIC = "vcr_transport parse cache"
+_LAYOUT = 1  # of an entry; bump when the tuple below changes
+
+
+def enabled() -> bool:
+    """False when ``VCR_TRANSPORT_PARSE_CACHE`` is 0, false, no or off."""
+    return os.environ.get("VCR_TRANSPORT_PARSE_CACHE", "1").strip().lower() not in ("0", "false", "no", "off")
+
+
+def cache_folder() -> Path:
+    """Where entries live (see the module docstring)."""
+    explicit = os.environ.get("VCR_TRANSPORT_CACHE_DIR")
+    if explicit:
+        return Path(explicit)
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return Path(base) / "vcr_transport" / "parse"
+
+
+class _Hashing:
+    """The SHA-256 of the bytes, computed on another thread (hashlib releases the GIL) while the entry is read
+    and decoded on this one."""
+
+    def __init__(self, data: bytes) -> None:
+        self._data = data
+        self._digest = ""
+        self._thread = threading.Thread(target=self._run, name="vcr_transport-hash", daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        self._digest = hashlib.sha256(self._data).hexdigest()
+
+    def result(self) -> str:
+        self._thread.join()
+        return self._digest
+
+
+def _version() -> str:
+    from . import __version__
+
+    return __version__
+
+
+def _stamp(key: str, size: int, checksum: int) -> tuple[Any, ...]:
+    return (_MAGIC, _LAYOUT, FORMAT_VERSION, _version(), key, size, checksum)
+
+
+def entry_path(path: str) -> Path:
+    """Where the entry for the cassette at ``path`` is looked for. The name only locates it: what makes an
+    entry usable is the content hash inside it."""
+    where = hashlib.sha256(os.path.realpath(path).encode("utf-8", "surrogateescape")).hexdigest()[:32]
+    return cache_folder() / f"{where}.marshal"
+
+
+def load_or_parse(data: bytes, path: str) -> Cassette:
+    """The cassette ``data`` (the bytes of the file at ``path``): from its cache entry when one matches these
+    exact bytes, else parsed (raising what the parser raises) and then cached."""
+    hashing = _Hashing(data)
+    entry = entry_path(path)
+    found = _load(entry, len(data), path)
+    key = hashing.result()
+    if found is not None and found[0] == key:
+        with contextlib.suppress(OSError):
+            os.utime(entry)  # used: not stale
+        return found[1]
+    cassette = Cassette.parse(data, path)  # a cassette the parser refuses raises here: nothing is cached
+    store(entry, key, len(data), cassette)
+    return cassette
+
+
+def _load(entry: Path, size: int, path: str) -> tuple[str, Cassette] | None:
+    """(the content hash the entry was made from, its cassette), or None when there is no usable entry."""
+    try:
+        blob = entry.read_bytes()
+    except OSError:
+        return None
+    try:
+        length = int.from_bytes(blob[:4], "big")
+        stamp = marshal.loads(blob[4 : 4 + length])
+        payload = memoryview(blob)[4 + length :]
+        if stamp != _stamp(stamp[4], size, zlib.crc32(payload)):
+            return None
+        header, rows = marshal.loads(payload)
+        calls = [_call(row) for row in rows]
+        if not isinstance(header, dict):
+            return None
+        return stamp[4], Cassette(path, header, calls)
+    except Exception:  # a damaged entry of any shape is a miss, never an error
+        return None
+
+
+def _call(row: tuple[Any, ...]) -> RecordedCall:
+    (index, method, url, request_headers, body, status, response_headers, http_version, chunks, offsets, size,
+     outcome, error_class, error_message, line, event_total) = row  # fmt: skip
+    return RecordedCall(
+        index=index,
+        method=method,
+        url=url,
+        request_headers=request_headers,
+        body=body,
+        status=status,
+        response_headers=response_headers,
+        http_version=http_version,
+        chunks=chunks,
+        offsets=offsets,
+        size=size,
+        outcome=outcome,
+        error_class=error_class,
+        error_message=error_message,
+        line=line,
+        event_total=event_total,
+    )
+
+
+def _row(call: RecordedCall) -> tuple[Any, ...]:
+    return (call.index, call.method, call.url, call.request_headers, call.body, call.status, call.response_headers,
+            call.http_version, call.chunks, call.offsets, call.size, call.outcome, call.error_class,
+            call.error_message, call.line, call.event_total)  # fmt: skip
+
+
+def store(entry: Path, key: str, size: int, cassette: Cassette) -> bool:
+    """Write the entry for a cassette the parser accepted (held in memory, not lazily) from bytes whose
+    SHA-256 is ``key``. False when it couldn't be written (a read-only folder, a value marshal can't hold):
+    the cache is only ever a shortcut."""
+    try:
+        payload = marshal.dumps((cassette.header, [_row(call) for call in cassette.calls]))
+    except ValueError:
+        return False
+    stamp = marshal.dumps(_stamp(key, size, zlib.crc32(payload)))
+    temporary = entry.with_name(f".{entry.stem}.{os.getpid()}.{threading.get_ident()}.tmp")
+    try:
+        entry.parent.mkdir(parents=True, exist_ok=True)
+        with open(temporary, "wb") as file:
+            file.write(len(stamp).to_bytes(4, "big"))
+            file.write(stamp)
+            file.write(payload)
+        os.replace(temporary, entry)
+    except OSError:
+        with contextlib.suppress(OSError):
+            temporary.unlink()
+        return False
+    _remove_stale(entry.parent)
+    return True
+
+
+def _remove_stale(folder: Path) -> None:
+    oldest = time.time() - STALE_DAYS * 86400
+    with contextlib.suppress(OSError), os.scandir(folder) as entries:
+        for entry in entries:
+            with contextlib.suppress(OSError):
+                if entry.name.endswith((".marshal", ".tmp")) and entry.stat().st_mtime < oldest:
+                    os.unlink(entry.path)
