@@ -15,6 +15,15 @@ from upstream import Upstream  # noqa: E402
 from vendors import SDKS, VENDOR_ROUTES, Sdk  # noqa: E402
 
 
+@pytest.fixture(autouse=True, scope="session")
+def _parse_cache_in_the_session_tmp(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
+    """The replay parse cache goes to the test session's temporary folder, not the user's ~/.cache."""
+    folder = tmp_path_factory.mktemp("parse-cache")
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("VCR_TRANSPORT_CACHE_DIR", str(folder))
+        yield
+
+
 @pytest.fixture
 def upstream() -> Iterator[Upstream]:
     server = Upstream()
