@@ -10,8 +10,10 @@ pytest-recording is not installed and cassetter's plugin is not loaded (each cla
 - ``--record-mode`` none/once/new_episodes/all/rewrite maps to replay/auto/record-on-miss/record/record; without
   it the mode is replay (pytest-recording's ``none``) unless ``--vcr-mode`` or ``VCR_TRANSPORT_MODE`` says.
 - The ``vcr_config`` fixture's (and the marker's) ``match_on`` becomes ours (an explicit one beats a cassette's
-  header), ``filter_headers`` and ``filter_query_parameters`` names become redacted names; the rest of
-  vcrpy's configuration (serializers, hooks, decode_compressed_response...) has no meaning here and is ignored.
+  header); ``ignore_hosts`` and ``ignore_localhost`` become ``ignore_hosts`` (those requests go on to the
+  client's own transport, unrecorded); ``filter_headers`` and ``filter_query_parameters`` names become
+  redacted names. The rest of vcrpy's configuration (serializers, hooks, decode_compressed_response...) has
+  no meaning here and is ignored.
 - The ``vcr`` fixture is the open cassette seen as vcrpy's ``Cassette``: ``requests`` (each with
   ``play_count``), ``play_count``, ``play_counts``, ``all_played``, ``len()`` and ``record_mode``.
 - A conftest's ``pytest_recording_configure(config, vcr)`` hook is accepted and not called: it configures
@@ -52,6 +54,8 @@ RECORD_MODES = {
     "rewrite": "record",
 }
 _ACTIVE = pytest.StashKey[bool]()
+# The hosts vcrpy's ignore_localhost names.
+VCRPY_LOCALHOST = ["localhost", "0.0.0.0", "127.0.0.1"]
 
 
 class _RecordingHookspec:
@@ -119,7 +123,8 @@ def cassette_stem(node: pytest.Item) -> str:
 
 
 def options_from_vcr_config(config: dict[str, Any], where: str) -> dict[str, Any]:
-    """Our options from a vcr_config: match_on kept (``raw_body`` is ``body``), filtered names redacted."""
+    """Our options from a vcr_config: match_on kept (``raw_body`` is ``body``), ignored hosts (and
+    ``ignore_localhost``) kept out of the cassette, filtered names redacted."""
     options: dict[str, Any] = {}
     if "match_on" in config:
         names = ["body" if name == "raw_body" else name for name in config["match_on"]]
@@ -130,6 +135,11 @@ def options_from_vcr_config(config: dict[str, Any], where: str) -> dict[str, Any
                 f"valid: {', '.join(MATCH_ON_NAMES)}"
             )
         options["match_on"] = tuple(dict.fromkeys(names))
+    hosts = [str(host) for host in config.get("ignore_hosts", ())]
+    if config.get("ignore_localhost"):
+        hosts += VCRPY_LOCALHOST
+    if hosts:
+        options["ignore_hosts"] = tuple(dict.fromkeys(hosts))
     redacted = [
         entry[0] if isinstance(entry, tuple | list) else entry
         for key in ("filter_headers", "filter_query_parameters", "filter_post_data_parameters")

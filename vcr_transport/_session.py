@@ -93,6 +93,7 @@ class CassetteSession:
             exists=exists,
             passthrough=options.passthrough,
             passthrough_replay=options.passthrough_replay,
+            ignore_hosts=options.ignore_hosts,
         )
         if self.decision.recording:
             self._recorder = self._new_recorder()
