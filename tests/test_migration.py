@@ -237,3 +237,77 @@ def test_an_explicit_ordered_true_overrides_an_imported_header_through_use_casse
     replay_out_of_order()  # the header's ordered: false pairs them by content
     with pytest.raises(vcr_transport.ReplayMismatch, match="field body.prompt: recorded 'one', incoming 'two'"):
         replay_out_of_order(ordered=True)
+
+
+VCRPY_SHAPED_TESTS = """
+import httpx2
+import pytest
+
+def pytest_recording_configure(config, vcr):
+    raise AssertionError("vcrpy's hook is never called")
+
+@pytest.fixture
+def vcr_config():
+    return {"ignore_localhost": True, "ignore_hosts": ["*.internal.test"]}
+
+def echo(request):
+    return httpx2.Response(200, json={"host": request.url.host})
+
+@pytest.mark.vcr
+@pytest.mark.parametrize("url", ["http://localhost/v1", "http://127.0.0.1:8000/v1", "https://db.internal.test/x"])
+def test_ignored_hosts_go_to_the_clients_transport(url, vcr):
+    with httpx2.Client(transport=httpx2.MockTransport(echo)) as client:
+        assert client.get(url).json() == {"host": httpx2.URL(url).host}
+    assert (len(vcr), vcr.play_count, vcr.record_mode) == (0, 0, "none")
+
+@pytest.mark.vcr
+def test_vcrpy_cassette_view(vcr):
+    with httpx2.Client(transport=httpx2.MockTransport(echo)) as client:
+        client.get("https://api.example.test/one")
+    assert (len(vcr), vcr.play_count, dict(vcr.play_counts), vcr.all_played) == (2, 1, {0: 1}, False)
+    assert vcr.record_mode == "none" and getattr(vcr, "_path", None) is None
+"""
+
+
+def test_pytest_recording_compat_vcrpy_shapes(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A conftest's pytest_recording_configure loads (never called); ignore_localhost and ignore_hosts send
+    those requests to the client's own transport with no cassette; ``vcr`` answers as vcrpy's Cassette."""
+    import httpx2
+
+    import vcr_transport
+
+    monkeypatch.delenv("VCR_TRANSPORT_MODE", raising=False)
+    pytester.makeini("[pytest]\nvcr_transport_compat = pytest-recording\n")
+    cassette = pytester.path / "cassettes" / "test_shapes" / "test_vcrpy_cassette_view.jsonl"
+    cassette.parent.mkdir(parents=True)
+    with vcr_transport.use_cassette(cassette, mode="record"):
+        answer = httpx2.MockTransport(lambda request: httpx2.Response(200, json={"path": request.url.path}))
+        with httpx2.Client(transport=answer) as client:
+            for path in ("/one", "/two"):
+                client.get(f"https://api.example.test{path}")
+    conftest, tests = VCRPY_SHAPED_TESTS.split("@pytest.fixture", 1)
+    pytester.makeconftest(conftest)
+    pytester.makepyfile(test_shapes="import httpx2\nimport pytest\n@pytest.fixture" + tests)
+    result = pytester.runpytest_inprocess("-p", "no:cassetter")
+    result.assert_outcomes(passed=4)
+    # The three tests that needed no cassette are not counted as unreadable ones.
+    assert "cassettes: 1 left with unplayed calls" in result.stdout.str().replace("\n", " ")
+    assert "unreadable" not in result.stdout.str()
+    assert sorted(path.name for path in cassette.parent.iterdir()) == ["test_vcrpy_cassette_view.jsonl"]
+
+
+def test_a_replay_transport_refuses_an_ignored_host_it_cannot_send_on(tmp_path: Path) -> None:
+    import httpx2
+
+    import vcr_transport
+    from vcr_transport import NetworkBlockedError
+
+    cassette = tmp_path / "c.jsonl"
+    with vcr_transport.use_cassette(cassette, mode="record"):
+        with httpx2.Client(transport=httpx2.MockTransport(lambda request: httpx2.Response(200))) as client:
+            client.get("https://api.example.test/one")
+    replay = vcr_transport.ReplayTransport(cassette, ignore_hosts=["localhost"])
+    with httpx2.Client(transport=replay) as client:
+        with pytest.raises(NetworkBlockedError, match="ignore_hosts names its host"):
+            client.get("http://localhost/x")
+        assert client.get("https://api.example.test/one").status_code == 200

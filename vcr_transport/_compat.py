@@ -10,13 +10,19 @@ pytest-recording is not installed and cassetter's plugin is not loaded (each cla
 - ``--record-mode`` none/once/new_episodes/all/rewrite maps to replay/auto/record-on-miss/record/record; without
   it the mode is replay (pytest-recording's ``none``) unless ``--vcr-mode`` or ``VCR_TRANSPORT_MODE`` says.
 - The ``vcr_config`` fixture's (and the marker's) ``match_on`` becomes ours (an explicit one beats a cassette's
-  header), ``filter_headers`` and ``filter_query_parameters`` names become redacted names; the rest of
-  vcrpy's configuration (serializers, hooks, decode_compressed_response...) has no meaning here and is ignored.
-- The ``vcr`` fixture is the open cassette: ``vcr.requests`` (each with ``play_count``) and ``vcr.play_count``.
+  header); ``ignore_hosts`` and ``ignore_localhost`` become ``ignore_hosts`` (those requests go on to the
+  client's own transport, unrecorded); ``filter_headers`` and ``filter_query_parameters`` names become
+  redacted names. The rest of vcrpy's configuration (serializers, hooks, decode_compressed_response...) has
+  no meaning here and is ignored.
+- The ``vcr`` fixture is the open cassette seen as vcrpy's ``Cassette``: ``requests`` (each with
+  ``play_count``), ``play_count``, ``play_counts``, ``all_played``, ``len()`` and ``record_mode``.
+- A conftest's ``pytest_recording_configure(config, vcr)`` hook is accepted and not called: it configures
+  vcrpy (serializers, matchers, hooks), which doesn't serve the suite here.
 """
 
 from __future__ import annotations
 
+import collections
 import importlib.util
 import os
 from collections.abc import Iterator
@@ -26,8 +32,16 @@ from typing import Any
 import pytest
 
 from ._core._matching import MATCH_ON_NAMES
+from ._session import CassetteRequest
 
-__all__ = ["COMPAT_VALUE", "RECORD_MODES", "add_compat_options", "compat_active", "configure_compat"]
+__all__ = [
+    "COMPAT_VALUE",
+    "RECORD_MODES",
+    "VcrpyCassette",
+    "add_compat_options",
+    "compat_active",
+    "configure_compat",
+]
 
 COMPAT_INI = "vcr_transport_compat"
 COMPAT_VALUE = "pytest-recording"
@@ -40,6 +54,17 @@ RECORD_MODES = {
     "rewrite": "record",
 }
 _ACTIVE = pytest.StashKey[bool]()
+# The hosts vcrpy's ignore_localhost names.
+VCRPY_LOCALHOST = ["localhost", "0.0.0.0", "127.0.0.1"]
+
+
+class _RecordingHookspec:
+    """pytest-recording's hook, declared so that a conftest implementing it loads (pytest refuses a
+    conftest with an unknown ``pytest_`` hook); it is never called."""
+
+    @pytest.hookspec
+    def pytest_recording_configure(self, config: pytest.Config, vcr: Any) -> None:
+        """pytest-recording's: configure the vcrpy ``VCR`` object."""
 
 
 def _pytest_recording_installed() -> bool:
@@ -83,6 +108,7 @@ def configure_compat(config: pytest.Config) -> None:
         )
         return
     config.stash[_ACTIVE] = True
+    config.pluginmanager.add_hookspecs(_RecordingHookspec)
     config.addinivalue_line("markers", "vcr(*cassettes, **config): run the test inside its cassette (compat mode)")
     config.pluginmanager.register(RecordingCompat(), "vcr_transport_pytest_recording")
 
@@ -97,7 +123,8 @@ def cassette_stem(node: pytest.Item) -> str:
 
 
 def options_from_vcr_config(config: dict[str, Any], where: str) -> dict[str, Any]:
-    """Our options from a vcr_config: match_on kept (``raw_body`` is ``body``), filtered names redacted."""
+    """Our options from a vcr_config: match_on kept (``raw_body`` is ``body``), ignored hosts (and
+    ``ignore_localhost``) kept out of the cassette, filtered names redacted."""
     options: dict[str, Any] = {}
     if "match_on" in config:
         names = ["body" if name == "raw_body" else name for name in config["match_on"]]
@@ -108,6 +135,11 @@ def options_from_vcr_config(config: dict[str, Any], where: str) -> dict[str, Any
                 f"valid: {', '.join(MATCH_ON_NAMES)}"
             )
         options["match_on"] = tuple(dict.fromkeys(names))
+    hosts = [str(host) for host in config.get("ignore_hosts", ())]
+    if config.get("ignore_localhost"):
+        hosts += VCRPY_LOCALHOST
+    if hosts:
+        options["ignore_hosts"] = tuple(dict.fromkeys(hosts))
     redacted = [
         entry[0] if isinstance(entry, tuple | list) else entry
         for key in ("filter_headers", "filter_query_parameters", "filter_post_data_parameters")
@@ -118,15 +150,67 @@ def options_from_vcr_config(config: dict[str, Any], where: str) -> dict[str, Any
     return options
 
 
-def compat_mode(config: pytest.Config, vcr_config: dict[str, Any]) -> str | None:
+def given_record_mode(config: pytest.Config, vcr_config: dict[str, Any]) -> str | None:
+    """pytest-recording's record mode, from ``--record-mode`` or the vcr_config, when one is given."""
     given = config.getoption("record_mode", None) or vcr_config.get("record_mode")
+    if given is None:
+        return None
+    if str(given) not in RECORD_MODES:
+        raise pytest.UsageError(f"record_mode {given!r} is not one of {', '.join(sorted(RECORD_MODES))}")
+    return str(given)
+
+
+def compat_mode(config: pytest.Config, vcr_config: dict[str, Any]) -> str | None:
+    given = given_record_mode(config, vcr_config)
     if given is not None:
-        if given not in RECORD_MODES:
-            raise pytest.UsageError(f"record_mode {given!r} is not one of {', '.join(sorted(RECORD_MODES))}")
-        return RECORD_MODES[str(given)]
+        return RECORD_MODES[given]
     if config.getoption("vcr_mode", None) or os.environ.get("VCR_TRANSPORT_MODE"):
         return None  # our own resolution decides
     return "replay"  # pytest-recording's default, none
+
+
+# Our concrete modes as vcrpy record modes, for ``vcr.record_mode`` when no record mode was given.
+_VCRPY_RECORD_MODES = {"replay": "none", "record": "all", "record-on-miss": "new_episodes"}
+
+
+class VcrpyCassette:
+    """The open cassette as vcrpy's ``Cassette`` shows itself to a test (the ``vcr`` fixture): the recorded
+    requests with their play counts, and the record mode as vcrpy names it. Every other public attribute is
+    the ``use_cassette`` block's."""
+
+    def __init__(self, cassette: Any, record_mode: str | None) -> None:
+        self._cassette = cassette
+        self._record_mode = record_mode
+
+    @property
+    def requests(self) -> list[CassetteRequest]:
+        return list(self._cassette.requests)
+
+    @property
+    def play_count(self) -> int:
+        return int(self._cassette.play_count)
+
+    @property
+    def play_counts(self) -> collections.Counter[int]:
+        """How often each request was played, by its index in ``requests`` (vcrpy's Counter)."""
+        return collections.Counter({index: r.play_count for index, r in enumerate(self.requests) if r.play_count})
+
+    @property
+    def all_played(self) -> bool:
+        return bool(self._cassette.all_played)
+
+    @property
+    def record_mode(self) -> str:
+        """vcrpy's record mode: the one given, else the mode in force as vcrpy names it (``none`` for replay)."""
+        return self._record_mode or _VCRPY_RECORD_MODES.get(self._cassette.mode, "once")
+
+    def __len__(self) -> int:
+        return len(self.requests)
+
+    def __getattr__(self, name: str) -> Any:
+        if name.startswith("_"):
+            raise AttributeError(name)
+        return getattr(self._cassette, name)
 
 
 class RecordingCompat:
@@ -148,8 +232,8 @@ class RecordingCompat:
         return cassette_stem(request.node)
 
     @pytest.fixture
-    def vcr(self, request: pytest.FixtureRequest) -> Iterator[Any]:
-        """The test's cassette, open for the test: ``vcr.requests`` and ``vcr.play_count`` as vcrpy has them."""
+    def vcr(self, request: pytest.FixtureRequest) -> Iterator[VcrpyCassette]:
+        """The test's cassette, open for the test, as vcrpy's ``Cassette`` shows itself."""
         from ._pytest_plugin import open_test_cassette, unplayed_action
 
         marker = request.node.get_closest_marker("vcr")
@@ -166,7 +250,7 @@ class RecordingCompat:
             unplayed=unplayed_action(request.config),
             **options,
         ) as cassette:
-            yield cassette
+            yield VcrpyCassette(cassette, given_record_mode(request.config, config))
 
     @pytest.fixture(autouse=True)
     def _vcr_transport_vcr_marker(self, request: pytest.FixtureRequest) -> None:

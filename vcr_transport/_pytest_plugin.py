@@ -210,7 +210,7 @@ def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pyte
     if _is_worker(config):
         return
     run = config.stash[_RUN]
-    counts = Counter(outcome for outcome in run.outcomes.values() if outcome != "off")
+    counts = Counter(outcome for outcome in run.outcomes.values() if outcome not in ("off", "not needed"))
     if not counts and not run.used:
         return
     parts = [
@@ -222,6 +222,8 @@ def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pyte
         parts.append(f"{counts['mismatched']} with a replay mismatch")
     if counts["unplayed"]:
         parts.append(f"{counts['unplayed']} left with unplayed calls")
+    if counts["missing"]:
+        parts.append(f"{counts['missing']} missing")
     if counts["unreadable"]:
         parts.append(f"{counts['unreadable']} unreadable")
     incomplete = config.stash[_INCOMPLETE]

@@ -158,6 +158,7 @@ class ReplayTransport:
             exists=True,
             passthrough=self.options.passthrough,
             passthrough_replay=self.options.passthrough_replay,
+            ignore_hosts=self.options.ignore_hosts,
         )
         created = self.engine.cassette.header.get("created")
         self._headers = [
@@ -282,9 +283,15 @@ def _sending_sdk_lets_exceptions_through() -> bool:
 
 
 def kept_out(library: ModuleType, request: Any, step: Step) -> Any:
-    """A passthrough request in replay: an empty 204 (``Step.EMPTY``), or NetworkBlockedError (``Step.BLOCK``)."""
+    """A passthrough request in replay: an empty 204 (``Step.EMPTY``), or NetworkBlockedError (``Step.BLOCK``,
+    and ``Step.PASS_THROUGH``: a ReplayTransport has no transport to send an ignored host's request on)."""
     if step is Step.EMPTY:
         return library.Response(204, headers=[("x-vcr-transport", "passthrough")])
+    if step is Step.PASS_THROUGH:
+        raise NetworkBlockedError(
+            f"{request.method} {request.url}: ignore_hosts names its host, but a ReplayTransport has no transport "
+            "to send it on; use use_cassette() or transport(), which send it on with the client's own transport"
+        )
     raise NetworkBlockedError(
         f"{request.method} {request.url} matches a passthrough rule, so it is never recorded, and replay does not "
         "forward it (passthrough_replay='block'); use passthrough_replay='empty' to answer it with an empty 204"

@@ -93,6 +93,7 @@ class CassetteSession:
             exists=exists,
             passthrough=options.passthrough,
             passthrough_replay=options.passthrough_replay,
+            ignore_hosts=options.ignore_hosts,
         )
         if self.decision.recording:
             self._recorder = self._new_recorder()
@@ -226,12 +227,15 @@ class CassetteSession:
             self.run.cassette_closed(self.path, self.outcome())
 
     def outcome(self) -> str:
-        """What became of the cassette, for the end-of-run summary: off, unreadable, recorded, re-recorded,
-        recorded unchanged (a re-record that left the file as it was), not saved, mismatched, unplayed
-        (recorded calls nobody asked for) or replayed."""
+        """What became of the cassette, for the end-of-run summary: off, not needed (no cassette, and no request
+        asked for one), missing (a request asked for it), unreadable, recorded, re-recorded, recorded unchanged
+        (a re-record that left the file as it was), not saved, mismatched, unplayed (recorded calls nobody
+        asked for) or replayed."""
         if self.mode == "off":
             return "off"
         if self.broken is not None:
+            if self.broken.problem == "no such cassette":
+                return "missing" if self.refused else "not needed"
             return "unreadable"
         if self._recorder is not None:
             if self._recorder.unchanged:

@@ -14,7 +14,9 @@ A cassette that can't be read refuses every request (fails closed) in every mode
 Passthrough rules (``host/path`` globs: the telemetry endpoints in ``TELEMETRY_PASSTHROUGH`` plus the
 ``passthrough`` option) keep a request out of the cassette, whatever the mode: it is forwarded while the
 cassette records (or in ``off``), and while it replays it meets ``passthrough_replay``: ``empty`` (an empty
-204) or ``block`` (NetworkBlockedError).
+204) or ``block`` (NetworkBlockedError). Ignored hosts (the ``ignore_hosts`` option, vcrpy's ``ignore_hosts``
+and ``ignore_localhost``) never meet the cassette: in every mode their requests go on to the client's own
+transport, unrecorded.
 To add a mode: add it to ``MODES``, to ``concrete_mode`` if it resolves to another, and to ``Decision``.
 """
 
@@ -37,6 +39,7 @@ __all__ = [
     "Step",
     "check_mode",
     "concrete_mode",
+    "is_ignored_host",
     "parse_passthrough_rule",
     "passthrough_rule_for",
 ]
@@ -68,6 +71,12 @@ def parse_passthrough_rule(rule: str) -> tuple[str, str]:
             f"passthrough rule {rule!r} has no host: write host/path with globs, e.g. api.example.com/v1/traces/*"
         )
     return host.lower(), (slash + path) if slash else "/*"
+
+
+def is_ignored_host(url: str, hosts: Iterable[str]) -> bool:
+    """Whether the URL's host (lower case, without port) matches one of the host globs."""
+    host = (urlsplit(url).hostname or "").lower()
+    return any(fnmatch.fnmatchcase(host, glob) for glob in hosts)
 
 
 def passthrough_rule_for(url: str, rules: Iterable[tuple[str, str]]) -> tuple[str, str] | None:
@@ -132,6 +141,7 @@ class Decision:
         exists: bool,
         passthrough: Iterable[str] = (),
         passthrough_replay: str = "empty",
+        ignore_hosts: Iterable[str] = (),
     ) -> None:
         if mode not in MODES or mode == "auto":
             raise ValueError(f"a decision needs a concrete mode, not {mode!r}")
@@ -140,6 +150,7 @@ class Decision:
         self.mode = mode
         self.passthrough = tuple(parse_passthrough_rule(rule) for rule in (*TELEMETRY_PASSTHROUGH, *passthrough))
         self.passthrough_replay = passthrough_replay
+        self.ignore_hosts = tuple(host.lower() for host in ignore_hosts)
         self.readable = readable
         # record-on-miss with no cassette yet records from the first call.
         self.recording = mode == "record" or (mode == "record-on-miss" and readable and not exists)
@@ -152,7 +163,10 @@ class Decision:
         return self.mode == "replay" or (self.mode == "record-on-miss" and not self.recording)
 
     def step_for(self, url: str) -> Step:
-        """The step a request to ``url`` meets: the passthrough rules first, then ``next_step()``."""
+        """The step a request to ``url`` meets: an ignored host passes through, then the passthrough rules,
+        then ``next_step()``."""
+        if self.ignore_hosts and is_ignored_host(url, self.ignore_hosts):
+            return Step.PASS_THROUGH
         passes = self._passes.get(url)
         if passes is None:
             passes = passthrough_rule_for(url, self.passthrough) is not None

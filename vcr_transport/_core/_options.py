@@ -97,6 +97,13 @@ class Options:
         kind="passthrough",
         settings=True,
     )
+    ignore_hosts: tuple[str, ...] = _option(
+        (),
+        "hosts (globs allowed, no port) whose requests never meet the cassette: in every mode they go on to the "
+        "client's own transport, unrecorded (vcrpy's ignore_hosts and ignore_localhost)",
+        kind="names",
+        settings=True,
+    )
     passthrough_replay: PassthroughAnswer = _option(
         "empty",
         "what a passthrough request meets in replay: 'empty' an empty 204 response, 'block' a NetworkBlockedError",
