@@ -213,6 +213,31 @@ def _name_probe(word: str, words: frozenset[str]) -> re.Pattern[str]:
     return re.compile(re.escape(word) + (f"(?:{completions})" if tails != {""} else "") + _KEY_END)
 
 
+# Text with fewer than one quote per this many characters has its name probes tried at its quotes.
+_QUOTE_SPARSE = 32
+_KEY_CHARS = frozenset("abcdefghijklmnopqrstuvwxyz0123456789")
+_HEX = frozenset("0123456789abcdef")
+
+
+def _ends_with_key_end(part: str, ends: tuple[str, ...]) -> bool:
+    """Whether lower-cased ``part`` ends with one of ``ends`` followed only by what ``_KEY_END`` allows
+    before its quote: what ``_name_probe`` finds, for text followed by a quote. Trailing separators and
+    escapes are taken off one at a time from the end (an escape ends with a hex digit, a separator
+    with no letter or digit, so only one reading of the tail exists), trying ``ends`` at each step."""
+    while part:
+        if part.endswith(ends):
+            return True
+        if part[-1] not in _KEY_CHARS:
+            part = part[:-1]
+        elif part[-3:-2] == "%" and part[-2] in _HEX and part[-1] in _HEX:
+            part = part[:-3]
+        elif part[-6:-4] == "\\u" and all(char in _HEX for char in part[-4:]):
+            part = part[:-6]
+        else:
+            return False
+    return False
+
+
 def _occurrences(part: str, text: str) -> Iterable[int]:
     start = text.find(part)
     while start >= 0:
@@ -406,6 +431,12 @@ class Redactor:
         # "key" already finds "apikey": search only for words no other word is part of.
         self._name_words = tuple(sorted(w for w in words if not any(o != w and o in w for o in words)))
         self._name_probes = {word: _name_probe(word, frozenset(words)) for word in self._name_words}
+        # What the probes match before the key end: each name word completed to a word that holds it.
+        self._name_ends = tuple(
+            sorted(
+                {other[start:] for word in self._name_words for other in words for start in _occurrences(word, other)}
+            )
+        )
         self._patterns = tuple(re.compile(p) if isinstance(p, str) else p for p in patterns)
         self._callables = tuple(callables)
         self._name_cache: dict[tuple[str, bool], bool] = {}
@@ -532,6 +563,13 @@ class Redactor:
         last word: the word, then only separators or escapes, then the key's closing quote. Prose that
         merely mentions a token or a key is not walked as JSON. (U+0130 and the Kelvin sign are the only
         characters whose lower case holds an ASCII letter: with one of them, the answer is yes.)"""
+        if lowered.count('"') * _QUOTE_SPARSE < len(lowered):
+            # Few quotes (prose in a JSON string): the text before each quote is tried instead, far
+            # cheaper than a search of the whole text for each word.
+            if not text.isascii() and ("\u0130" in text or "\u212a" in text):
+                return any(map(lowered.__contains__, self._name_words))
+            parts = lowered.split('"')
+            return any(_ends_with_key_end(part, self._name_ends) for part in parts[:-1])
         for word in filter(lowered.__contains__, self._name_words):
             if not text.isascii() and ("\u0130" in text or "\u212a" in text):
                 return True
