@@ -213,8 +213,14 @@ def _name_probe(word: str, words: frozenset[str]) -> re.Pattern[str]:
     return re.compile(re.escape(word) + (f"(?:{completions})" if tails != {""} else "") + _KEY_END)
 
 
-# Text with fewer than one quote per this many characters has its name probes tried at its quotes.
+# Text longer than this with more than one quote in this many characters is searched word by word for
+# secret names; other text is tried at its quotes.
+_PROBED_BY_WORD = 512
 _QUOTE_SPARSE = 32
+# Pieces of text between quotes that end no secret name are remembered when at most this long, up to
+# this many per redactor.
+_REMEMBERED_PART = 256
+_REMEMBERED_PARTS = 4096
 _KEY_CHARS = frozenset("abcdefghijklmnopqrstuvwxyz0123456789")
 _HEX = frozenset("0123456789abcdef")
 
@@ -440,6 +446,7 @@ class Redactor:
         self._patterns = tuple(re.compile(p) if isinstance(p, str) else p for p in patterns)
         self._callables = tuple(callables)
         self._name_cache: dict[tuple[str, bool], bool] = {}
+        self._keyless_parts: set[str] = set()
         self._lock = threading.Lock()
         self._known: set[str] = set()
         self._forms: tuple[str, ...] = ()  # every form of every known value, longest first
@@ -563,16 +570,27 @@ class Redactor:
         last word: the word, then only separators or escapes, then the key's closing quote. Prose that
         merely mentions a token or a key is not walked as JSON. (U+0130 and the Kelvin sign are the only
         characters whose lower case holds an ASCII letter: with one of them, the answer is yes.)"""
-        if lowered.count('"') * _QUOTE_SPARSE < len(lowered):
-            # Few quotes (prose in a JSON string): the text before each quote is tried instead, far
-            # cheaper than a search of the whole text for each word.
-            if not text.isascii() and ("\u0130" in text or "\u212a" in text):
-                return any(map(lowered.__contains__, self._name_words))
-            parts = lowered.split('"')
-            return any(_ends_with_key_end(part, self._name_ends) for part in parts[:-1])
-        for word in filter(lowered.__contains__, self._name_words):
-            if not text.isascii() and ("\u0130" in text or "\u212a" in text):
+        if not text.isascii() and ("\u0130" in text or "\u212a" in text):
+            return any(map(lowered.__contains__, self._name_words))
+        if len(lowered) > _PROBED_BY_WORD and lowered.count('"') * _QUOTE_SPARSE > len(lowered):
+            return self._probe_words(lowered)
+        # A probe match ends at a quote: the text before each quote is tried, each distinct short piece
+        # once per redactor (JSON keys and framing repeat from one event or body to the next).
+        parts = set(lowered.split('"')[:-1])
+        parts.difference_update(self._keyless_parts)
+        for part in parts:
+            if _ends_with_key_end(part, self._name_ends):
                 return True
+            if len(part) <= _REMEMBERED_PART:
+                if len(self._keyless_parts) >= _REMEMBERED_PARTS:
+                    self._keyless_parts.clear()
+                self._keyless_parts.add(part)
+        return False
+
+    def _probe_words(self, lowered: str) -> bool:
+        """``_may_hold_secret_key`` for long text dense with quotes: each name word found by ``in`` and
+        ``str.find``, then its probe tried there (cheaper than splitting the text at its quotes)."""
+        for word in filter(lowered.__contains__, self._name_words):
             probe = self._name_probes[word]
             position = lowered.find(word)
             while position >= 0:  # str.find skips ahead far faster than a regular expression's search
