@@ -43,10 +43,17 @@ class StreamRedactor:
     ``max_hold`` bytes are held, when they are released). ``feed`` returns the chunks (with the tag given
     for each) ready for the cassette, in order; ``finish`` returns the rest. Every chunk fed comes out
     exactly once. Where a replacement spans a boundary, the earlier chunk carries the whole placeholder.
+    With ``deltas`` false (a body that isn't an event stream), the delta search is left out.
     """
 
     def __init__(
-        self, redactor: Redactor, max_line: int = 65536, overlap: int = OVERLAP, max_hold: int = MAX_HOLD
+        self,
+        redactor: Redactor,
+        max_line: int = 65536,
+        overlap: int = OVERLAP,
+        max_hold: int = MAX_HOLD,
+        *,
+        deltas: bool = True,
     ) -> None:
         if overlap + _CONTEXT >= max_line:
             raise ValueError(f"overlap ({overlap}) must be well under max_line ({max_line})")
@@ -54,6 +61,7 @@ class StreamRedactor:
         self._max_line = max_line
         self._overlap = overlap
         self._max_hold = max_hold
+        self._deltas = deltas
         self._outputs: list[tuple[bytearray, Any, bool]] = []  # (redacted bytes, tag, sealed)
         self._line = bytearray()
         self._segments: list[tuple[int, int]] = []  # (output slot, byte count) of the bytes in _line
@@ -94,8 +102,8 @@ class StreamRedactor:
 
     def _release_held(self) -> list[tuple[bytes, Any]]:
         held, self._held, self._held_size = self._held, [], 0
-        if not held:
-            return []
+        if not held or not self._deltas:
+            return held
         edits = delta_edits(b"".join(chunk for chunk, _ in held), self._redactor)
         if not edits:
             return held
