@@ -274,11 +274,26 @@ _FORMATS_BY_PREFIX: dict[bytes, tuple[int, ...]] = {
     )
     for prefix in _PREFIXES
 }
+
+
+def _trie(words: list[bytes]) -> bytes:
+    """A regular expression matching the longest of ``words`` that fits, written as a tree of their
+    common prefixes: a failing branch is left after one character, not tried once per word."""
+    branches: dict[bytes, list[bytes]] = {}
+    for word in words:
+        branches.setdefault(word[:1], []).append(word[1:])
+    alternatives = [
+        re.escape(first) + (_trie(rests) if rests != [b""] else b"")
+        for first, rests in sorted(branches.items())
+        if first
+    ]
+    expression = b"(?:" + b"|".join(alternatives) + b")"
+    return expression + b"?" if b"" in words else expression
+
+
 # The lookahead first rejects, in one step, the tokens too short or whose first character starts no prefix.
 _FIRST_BYTES = b"".join(sorted({re.escape(prefix[:1]) for prefix in _PREFIXES}))
-_PREFIXED_TOKEN = re.compile(
-    rb" (?=[%s][^ ]{%d})(%s)" % (_FIRST_BYTES, _SHORTEST - 1, b"|".join(map(re.escape, _PREFIXES)))
-)
+_PREFIXED_TOKEN = re.compile(rb" (?=[%s][^ ]{%d})(%s)" % (_FIRST_BYTES, _SHORTEST - 1, _trie(_PREFIXES)))
 
 
 def _formats_by_keyword(lowered: bool) -> dict[str, tuple[int, ...]]:
