@@ -16,6 +16,8 @@ import re
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 
+import ahocorasick_rs
+
 __all__ = ["CATALOGUE", "CredentialFormat", "catalogue_matches", "looks_like_credential"]
 
 # A prefixed shape must stand alone: not inside a longer run of base64 or URL-safe base64 characters, so
@@ -276,58 +278,44 @@ _FORMATS_BY_PREFIX: dict[bytes, tuple[int, ...]] = {
 }
 
 
-def _trie(words: list[bytes]) -> bytes:
-    """A regular expression matching the longest of ``words`` that fits, written as a tree of their
-    common prefixes: a failing branch is left after one character, not tried once per word."""
-    branches: dict[bytes, list[bytes]] = {}
-    for word in words:
-        branches.setdefault(word[:1], []).append(word[1:])
-    alternatives = [
-        re.escape(first) + (_trie(rests) if rests != [b""] else b"")
-        for first, rests in sorted(branches.items())
-        if first
-    ]
-    expression = b"(?:" + b"|".join(alternatives) + b")"
-    return expression + b"?" if b"" in words else expression
-
-
-# The lookahead first rejects, in one step, the tokens too short or whose first character starts no prefix.
-_FIRST_BYTES = b"".join(sorted({re.escape(prefix[:1]) for prefix in _PREFIXES}))
-_PREFIXED_TOKEN = re.compile(rb" (?=[%s][^ ]{%d})(%s)" % (_FIRST_BYTES, _SHORTEST - 1, _trie(_PREFIXES)))
-
-
-def _formats_by_keyword(lowered: bool) -> dict[str, tuple[int, ...]]:
-    keywords: dict[str, tuple[int, ...]] = {}
+def _formats_by_keyword() -> dict[tuple[str, str | None], tuple[int, ...]]:
+    """The formats of each keyword of a format that isn't prefixed, by (its lower case, the keyword as
+    it must occur in the text itself when it is searched with its case)."""
+    keywords: dict[tuple[str, str | None], tuple[int, ...]] = {}
     for index, credential in enumerate(CATALOGUE):
-        if not credential.prefixed and credential.lowercase_keywords == lowered:
+        if not credential.prefixed:
             for keyword in credential.keywords:
-                keywords[keyword] = (*keywords.get(keyword, ()), index)
+                key = (keyword.lower(), None if credential.lowercase_keywords else keyword)
+                keywords[key] = (*keywords.get(key, ()), index)
     return keywords
 
 
-_KEYWORDS = _formats_by_keyword(lowered=False)
-_LOWERCASE_KEYWORDS = _formats_by_keyword(lowered=True)
-# Keywords ending in "=" are searched only in text that holds one.
-_ASSIGNMENT_KEYWORDS = {k: v for k, v in _LOWERCASE_KEYWORDS.items() if "=" in k}
-_WORD_KEYWORDS = {k: v for k, v in _LOWERCASE_KEYWORDS.items() if "=" not in k}
+# The keywords, all found in one pass over the UTF-8 lower case of the text (Aho-Corasick, in Rust). A
+# keyword searched with its case occurs in the lower case of any text holding it, so it is tested in the
+# text itself only once its lower case is found.
+_KEYWORDS = list(_formats_by_keyword().items())
+_KEYWORD_FINDER = ahocorasick_rs.BytesAhoCorasick([lowered.encode() for (lowered, _), _ in _KEYWORDS])
+# The prefixes, each after a space: found in the tokens only where a token starts.
+_PREFIX_FINDER = ahocorasick_rs.BytesAhoCorasick([b" " + prefix for prefix in _PREFIXES])
 
 
 def _candidates(text: str, lowered: str) -> set[int]:
     """The formats that could match ``text``: those whose prefix starts a long token, or whose keyword
     occurs in it."""
     found: set[int] = set()
-    for keyword in filter(text.__contains__, _KEYWORDS):
-        found.update(_KEYWORDS[keyword])
-    for keyword in filter(lowered.__contains__, _WORD_KEYWORDS):
-        found.update(_WORD_KEYWORDS[keyword])
-    if "=" in text:
-        for keyword in filter(lowered.__contains__, _ASSIGNMENT_KEYWORDS):
-            found.update(_ASSIGNMENT_KEYWORDS[keyword])
+    lowered_bytes = lowered.encode("utf-8", "surrogatepass")
+    for index, _, _ in _KEYWORD_FINDER.find_matches_as_indexes(lowered_bytes, overlapping=True):
+        (_, cased), formats = _KEYWORDS[index]
+        if cased is None or cased in text:
+            found.update(formats)
     if len(text) < _SHORTEST:
         return found
     tokens = b" " + text.encode("utf-8", "surrogatepass").translate(_TO_TOKENS)
-    for match in _PREFIXED_TOKEN.finditer(tokens):
-        found.update(_FORMATS_BY_PREFIX[match.group(1)])
+    # Every prefix that starts a token long enough; a longer prefix's formats hold a shorter one's.
+    for index, start, _ in _PREFIX_FINDER.find_matches_as_indexes(tokens, overlapping=True):
+        token_start = tokens[start + 1 : start + 1 + _SHORTEST]
+        if len(token_start) == _SHORTEST and b" " not in token_start:
+            found.update(_FORMATS_BY_PREFIX[_PREFIXES[index]])
     return found
 
 

@@ -26,6 +26,8 @@ from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 from urllib.parse import quote, quote_plus, unquote, unquote_plus
 
+import ahocorasick_rs
+
 from ._credentials import catalogue_matches, looks_like_credential
 
 __all__ = [
@@ -205,17 +207,17 @@ _AUTH_SCHEME = re.compile(r"(?P<scheme>[A-Za-z][A-Za-z0-9-]*)\s+(?P<credential>\
 _KEY_END = r'(?:[^a-z0-9"]|%[0-9a-f]{2}|\\u[0-9a-f]{4})*"'
 
 
-def _name_probe(word: str, words: frozenset[str]) -> re.Pattern[str]:
-    """An expression finding, in lower-cased text, ``word`` completed to any of ``words`` that holds it,
-    at the end of a JSON key (plain, nested in a JSON string, or escaped)."""
+def _name_probe(word: str, words: frozenset[str]) -> re.Pattern[bytes]:
+    """An expression finding, in the UTF-8 of lower-cased text, ``word`` completed to any of ``words``
+    that holds it, at the end of a JSON key (plain, nested in a JSON string, or escaped). (A character
+    that isn't ASCII is a separator, as each of its bytes is.)"""
     tails = {other[start + len(word) :] for other in words for start in _occurrences(word, other)}
     completions = "|".join(map(re.escape, sorted(tails, key=lambda tail: (-len(tail), tail))))
-    return re.compile(re.escape(word) + (f"(?:{completions})" if tails != {""} else "") + _KEY_END)
+    return re.compile((re.escape(word) + (f"(?:{completions})" if tails != {""} else "") + _KEY_END).encode())
 
 
-# Text longer than this with more than one quote in this many characters is searched word by word for
-# secret names; other text is tried at its quotes.
-_PROBED_BY_WORD = 512
+# Text with more than one quote in this many characters has its secret-name words found in one pass;
+# other text is tried at its quotes.
 _QUOTE_SPARSE = 32
 # Pieces of text between quotes that end no secret name are remembered when at most this long, up to
 # this many per redactor.
@@ -436,7 +438,9 @@ class Redactor:
         words = {words[-1] for words in (*self._names, *self._suffixes) if words}
         # "key" already finds "apikey": search only for words no other word is part of.
         self._name_words = tuple(sorted(w for w in words if not any(o != w and o in w for o in words)))
-        self._name_probes = {word: _name_probe(word, frozenset(words)) for word in self._name_words}
+        self._name_probes = tuple(_name_probe(word, frozenset(words)) for word in self._name_words)
+        # Every occurrence of every name word, found in one pass (Aho-Corasick, in Rust).
+        self._name_finder = ahocorasick_rs.BytesAhoCorasick([word.encode() for word in self._name_words])
         # What the probes match before the key end: each name word completed to a word that holds it.
         self._name_ends = tuple(
             sorted(
@@ -572,10 +576,10 @@ class Redactor:
         characters whose lower case holds an ASCII letter: with one of them, the answer is yes.)"""
         if not text.isascii() and ("\u0130" in text or "\u212a" in text):
             return any(map(lowered.__contains__, self._name_words))
-        if len(lowered) > _PROBED_BY_WORD and lowered.count('"') * _QUOTE_SPARSE > len(lowered):
+        if lowered.count('"') * _QUOTE_SPARSE > len(lowered):
             return self._probe_words(lowered)
-        # A probe match ends at a quote: the text before each quote is tried, each distinct short piece
-        # once per redactor (JSON keys and framing repeat from one event or body to the next).
+        # Few quotes (prose in a JSON string): a probe match ends at a quote, so the text before each quote
+        # is tried, each distinct short piece once per redactor (keys and framing repeat).
         parts = set(lowered.split('"')[:-1])
         parts.difference_update(self._keyless_parts)
         for part in parts:
@@ -588,15 +592,13 @@ class Redactor:
         return False
 
     def _probe_words(self, lowered: str) -> bool:
-        """``_may_hold_secret_key`` for long text dense with quotes: each name word found by ``in`` and
-        ``str.find``, then its probe tried there (cheaper than splitting the text at its quotes)."""
-        for word in filter(lowered.__contains__, self._name_words):
-            probe = self._name_probes[word]
-            position = lowered.find(word)
-            while position >= 0:  # str.find skips ahead far faster than a regular expression's search
-                if probe.match(lowered, position) is not None:
-                    return True
-                position = lowered.find(word, position + 1)
+        """``_may_hold_secret_key`` for text dense with quotes: the probe of each name word tried where
+        the word occurs."""
+        data = lowered.encode("utf-8", "surrogatepass")
+        probes = self._name_probes
+        for index, start, _ in self._name_finder.find_matches_as_indexes(data, overlapping=True):
+            if probes[index].match(data, start) is not None:
+                return True
         return False
 
     def _redact_shapes(self, text: str, lowered: str | None, found: list[str]) -> str:
