@@ -216,6 +216,8 @@ def _name_probe(word: str, words: frozenset[str]) -> re.Pattern[bytes]:
     return re.compile((re.escape(word) + (f"(?:{completions})" if tails != {""} else "") + _KEY_END).encode())
 
 
+# Up to this many known forms are searched for one by one; more, in one pass first.
+_FORMS_SEARCHED_ONE_BY_ONE = 4
 # Text with more than one quote in this many characters has its secret-name words found in one pass;
 # other text is tried at its quotes.
 _QUOTE_SPARSE = 32
@@ -454,6 +456,9 @@ class Redactor:
         self._lock = threading.Lock()
         self._known: set[str] = set()
         self._forms: tuple[str, ...] = ()  # every form of every known value, longest first
+        # The same forms in UTF-8, all found in one pass: whether the text holds any (set with _forms, as
+        # one value, so that a thread never sees one without the other).
+        self._known_forms: tuple[tuple[str, ...], ahocorasick_rs.BytesAhoCorasick | None] = ((), None)
         self._patterns_by_value: dict[str, re.Pattern[str]] = {}
 
     # --- names -----------------------------------------------------------------------------------------
@@ -502,7 +507,12 @@ class Redactor:
             self._known.update(fresh)
             forms = {form for known in self._known for form in _encoded_forms(known)}
             forms = {form for form in forms if form not in PLACEHOLDER}
-            self._forms = tuple(sorted(forms, key=lambda form: (-len(form), form)))
+            ordered = tuple(sorted(forms, key=lambda form: (-len(form), form)))
+            finder = None
+            if len(ordered) > _FORMS_SEARCHED_ONE_BY_ONE:
+                finder = ahocorasick_rs.BytesAhoCorasick([form.encode("utf-8", "surrogatepass") for form in ordered])
+            self._known_forms = (ordered, finder)
+            self._forms = ordered
 
     def _learn_all(self, values: Iterable[str]) -> None:
         for value in values:
@@ -510,7 +520,11 @@ class Redactor:
                 self.learn(value)
 
     def _remove_known(self, text: str) -> str:
-        for form in self._forms:
+        forms, finder = self._known_forms
+        # The UTF-8 of a form is in the UTF-8 of any text holding it: with none found, nothing changes.
+        if finder is not None and not finder.find_matches_as_indexes(text.encode("utf-8", "surrogatepass")):
+            return text
+        for form in forms:
             if form in text:
                 text = text.replace(form, PLACEHOLDER)
         return text
