@@ -18,7 +18,7 @@ from dataclasses import dataclass
 
 import ahocorasick_rs
 
-__all__ = ["CATALOGUE", "CredentialFormat", "catalogue_matches", "looks_like_credential"]
+__all__ = ["CATALOGUE", "KEYWORD_PATTERNS", "CredentialFormat", "catalogue_matches", "looks_like_credential"]
 
 # A prefixed shape must stand alone: not inside a longer run of base64 or URL-safe base64 characters, so
 # media that holds "sk-..." or "ghp_..." by chance is left alone.
@@ -294,17 +294,20 @@ def _formats_by_keyword() -> dict[tuple[str, str | None], tuple[int, ...]]:
 # keyword searched with its case occurs in the lower case of any text holding it, so it is tested in the
 # text itself only once its lower case is found.
 _KEYWORDS = list(_formats_by_keyword().items())
-_KEYWORD_FINDER = ahocorasick_rs.BytesAhoCorasick([lowered.encode() for (lowered, _), _ in _KEYWORDS])
+KEYWORD_PATTERNS = [lowered.encode() for (lowered, _), _ in _KEYWORDS]
+_KEYWORD_FINDER = ahocorasick_rs.BytesAhoCorasick(KEYWORD_PATTERNS)
 # The prefixes, each after a space: found in the tokens only where a token starts.
 _PREFIX_FINDER = ahocorasick_rs.BytesAhoCorasick([b" " + prefix for prefix in _PREFIXES])
 
 
-def _candidates(text: str, lowered: str) -> set[int]:
+def _candidates(text: str, lowered: str, keywords: Iterable[int] | None = None) -> set[int]:
     """The formats that could match ``text``: those whose prefix starts a long token, or whose keyword
-    occurs in it."""
+    occurs in it (``keywords``: see ``catalogue_matches``)."""
     found: set[int] = set()
-    lowered_bytes = lowered.encode("utf-8", "surrogatepass")
-    for index, _, _ in _KEYWORD_FINDER.find_matches_as_indexes(lowered_bytes, overlapping=True):
+    if keywords is None:
+        data = lowered.encode("utf-8", "surrogatepass")
+        keywords = [index for index, _, _ in _KEYWORD_FINDER.find_matches_as_indexes(data, overlapping=True)]
+    for index in keywords:
         (_, cased), formats = _KEYWORDS[index]
         if cased is None or cased in text:
             found.update(formats)
@@ -319,12 +322,16 @@ def _candidates(text: str, lowered: str) -> set[int]:
     return found
 
 
-def catalogue_matches(text: str, lowered: str | None = None) -> list[tuple[int, int, str]]:
+def catalogue_matches(
+    text: str, lowered: str | None = None, keywords: Iterable[int] | None = None
+) -> list[tuple[int, int, str]]:
     """(start, end, format name) of every catalogued credential in ``text``, in no particular order.
-    ``lowered`` is ``text.lower()`` when the caller has it already."""
+    ``lowered`` is ``text.lower()`` when the caller has it already; ``keywords``, the index in
+    ``KEYWORD_PATTERNS`` of each pattern found in the UTF-8 of ``lowered`` (with repeats, or not), when
+    the caller has searched for them already."""
     found = []
     lowered = text.lower() if lowered is None else lowered
-    for index in _candidates(text, lowered):
+    for index in _candidates(text, lowered, keywords):
         credential = CATALOGUE[index]
         if credential.prefilter is not None and credential.prefilter.search(lowered) is None:
             continue

@@ -28,7 +28,7 @@ from urllib.parse import quote, quote_plus, unquote, unquote_plus
 
 import ahocorasick_rs
 
-from ._credentials import catalogue_matches, looks_like_credential
+from ._credentials import KEYWORD_PATTERNS, catalogue_matches, looks_like_credential
 
 __all__ = [
     "MIN_PROPAGATED_LENGTH",
@@ -441,8 +441,9 @@ class Redactor:
         # "key" already finds "apikey": search only for words no other word is part of.
         self._name_words = tuple(sorted(w for w in words if not any(o != w and o in w for o in words)))
         self._name_probes = tuple(_name_probe(word, frozenset(words)) for word in self._name_words)
-        # Every occurrence of every name word, found in one pass (Aho-Corasick, in Rust).
-        self._name_finder = ahocorasick_rs.BytesAhoCorasick([word.encode() for word in self._name_words])
+        # Every occurrence of every name word, and the catalogue's keywords after them, found in one pass
+        # over the UTF-8 of the lower-cased text (Aho-Corasick, in Rust).
+        self._finder = ahocorasick_rs.BytesAhoCorasick([word.encode() for word in self._name_words] + KEYWORD_PATTERNS)
         # What the probes match before the key end: each name word completed to a word that holds it.
         self._name_ends = tuple(
             sorted(
@@ -572,7 +573,9 @@ class Redactor:
         the text holds a secret name only once its escapes are decoded."""
         original = text
         lowered = text.lower()
-        if '"' in text and (escaped_names or self._may_hold_secret_key(text, lowered)):
+        data = lowered.encode("utf-8", "surrogatepass")
+        hits = self._finder.find_matches_as_indexes(data, overlapping=True)
+        if '"' in text and (escaped_names or self._may_hold_secret_key(text, lowered, data, hits)):
             text = self._redact_json_names(text, response, found)
         if "=" in text:
             text = _QUERY.sub(lambda match: self._replace_query(match, found), text)
@@ -581,17 +584,23 @@ class Redactor:
                 text = _USERINFO.sub(lambda match: self._replace_userinfo(match, found), text)
             text = _URL.sub(lambda match: self._redact_url_path(match.group(), found), text)
         # The catalogue finds keywords by their positions in the lower-cased text: of the text as it is now.
-        return self._redact_shapes(text, lowered if text is original else text.lower(), found)
+        if text is not original:
+            return self._redact_shapes(text, text.lower(), found)
+        names = len(self._name_words)
+        return self._redact_shapes(text, lowered, found, [index - names for index, _, _ in hits if index >= names])
 
-    def _may_hold_secret_key(self, text: str, lowered: str) -> bool:
-        """Whether a JSON key in ``text`` (``lowered`` is ``text.lower()``) may end with a secret name's
+    def _may_hold_secret_key(self, text: str, lowered: str, data: bytes, hits: list[tuple[int, int, int]]) -> bool:
+        """Whether a JSON key in ``text`` (``lowered`` is ``text.lower()``, ``data`` its UTF-8 and ``hits``
+        what ``_finder`` finds there) may end with a secret name's
         last word: the word, then only separators or escapes, then the key's closing quote. Prose that
         merely mentions a token or a key is not walked as JSON. (U+0130 and the Kelvin sign are the only
         characters whose lower case holds an ASCII letter: with one of them, the answer is yes.)"""
         if not text.isascii() and ("\u0130" in text or "\u212a" in text):
             return any(map(lowered.__contains__, self._name_words))
         if lowered.count('"') * _QUOTE_SPARSE > len(lowered):
-            return self._probe_words(lowered)
+            # The probe of each name word tried where the word occurs.
+            probes, names = self._name_probes, len(self._name_words)
+            return any(index < names and probes[index].match(data, start) for index, start, _ in hits)
         # Few quotes (prose in a JSON string): a probe match ends at a quote, so the text before each quote
         # is tried, each distinct short piece once per redactor (keys and framing repeat).
         parts = set(lowered.split('"')[:-1])
@@ -605,18 +614,10 @@ class Redactor:
                 self._keyless_parts.add(part)
         return False
 
-    def _probe_words(self, lowered: str) -> bool:
-        """``_may_hold_secret_key`` for text dense with quotes: the probe of each name word tried where
-        the word occurs."""
-        data = lowered.encode("utf-8", "surrogatepass")
-        probes = self._name_probes
-        for index, start, _ in self._name_finder.find_matches_as_indexes(data, overlapping=True):
-            if probes[index].match(data, start) is not None:
-                return True
-        return False
-
-    def _redact_shapes(self, text: str, lowered: str | None, found: list[str]) -> str:
-        matches = catalogue_matches(text, lowered)
+    def _redact_shapes(
+        self, text: str, lowered: str | None, found: list[str], keywords: list[int] | None = None
+    ) -> str:
+        matches = catalogue_matches(text, lowered, keywords)
         if not matches:
             return text
         spans = sorted((start, end) for start, end, _ in matches)
