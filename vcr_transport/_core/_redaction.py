@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import functools
 import json
 import re
 import threading
@@ -216,7 +217,8 @@ def _name_probe(word: str, words: frozenset[str]) -> re.Pattern[bytes]:
     return re.compile((re.escape(word) + (f"(?:{completions})" if tails != {""} else "") + _KEY_END).encode())
 
 
-# Up to this many known forms are searched for one by one; more, in one pass first.
+# Up to this many known forms are searched for one by one; more, in one pass first (once the same forms
+# have been searched for in this many texts).
 _FORMS_SEARCHED_ONE_BY_ONE = 4
 # Text with more than one quote in this many characters has its secret-name words found in one pass;
 # other text is tried at its quotes.
@@ -246,6 +248,22 @@ def _ends_with_key_end(part: str, ends: tuple[str, ...]) -> bool:
         else:
             return False
     return False
+
+
+@functools.lru_cache(maxsize=16)
+def _name_search(
+    words: frozenset[str],
+) -> tuple[tuple[str, ...], tuple[re.Pattern[bytes], ...], tuple[str, ...], ahocorasick_rs.BytesAhoCorasick]:
+    """For the last words of the secret names: the words searched for ("key" already finds "apikey":
+    only words no other word is part of), the probe of each, what the probes match before the key end
+    (each word completed to a word that holds it), and a finder of every occurrence of every searched
+    word, then of the catalogue's keywords, in one pass over the UTF-8 of lower-cased text (Aho-Corasick,
+    in Rust). Shared by the redactors with the same names."""
+    searched = tuple(sorted(w for w in words if not any(o != w and o in w for o in words)))
+    probes = tuple(_name_probe(word, words) for word in searched)
+    ends = tuple(sorted({other[start:] for word in searched for other in words for start in _occurrences(word, other)}))
+    finder = ahocorasick_rs.BytesAhoCorasick([word.encode() for word in searched] + KEYWORD_PATTERNS)
+    return searched, probes, ends, finder
 
 
 def _occurrences(part: str, text: str) -> Iterable[int]:
@@ -438,18 +456,7 @@ class Redactor:
         self._suffixes = _SECRET_SUFFIXES + tuple(extra)
         # A JSON key can only be secret if the lower-cased text holds the last word of some secret name.
         words = {words[-1] for words in (*self._names, *self._suffixes) if words}
-        # "key" already finds "apikey": search only for words no other word is part of.
-        self._name_words = tuple(sorted(w for w in words if not any(o != w and o in w for o in words)))
-        self._name_probes = tuple(_name_probe(word, frozenset(words)) for word in self._name_words)
-        # Every occurrence of every name word, and the catalogue's keywords after them, found in one pass
-        # over the UTF-8 of the lower-cased text (Aho-Corasick, in Rust).
-        self._finder = ahocorasick_rs.BytesAhoCorasick([word.encode() for word in self._name_words] + KEYWORD_PATTERNS)
-        # What the probes match before the key end: each name word completed to a word that holds it.
-        self._name_ends = tuple(
-            sorted(
-                {other[start:] for word in self._name_words for other in words for start in _occurrences(word, other)}
-            )
-        )
+        self._name_words, self._name_probes, self._name_ends, self._finder = _name_search(frozenset(words))
         self._patterns = tuple(re.compile(p) if isinstance(p, str) else p for p in patterns)
         self._callables = tuple(callables)
         self._name_cache: dict[tuple[str, bool], bool] = {}
@@ -457,9 +464,10 @@ class Redactor:
         self._lock = threading.Lock()
         self._known: set[str] = set()
         self._forms: tuple[str, ...] = ()  # every form of every known value, longest first
-        # The same forms in UTF-8, all found in one pass: whether the text holds any (set with _forms, as
-        # one value, so that a thread never sees one without the other).
+        # The same forms and, once built, a finder of their UTF-8 in one pass: whether the text holds any
+        # (one value, so that a thread never sees forms with another set's finder).
         self._known_forms: tuple[tuple[str, ...], ahocorasick_rs.BytesAhoCorasick | None] = ((), None)
+        self._forms_searched = 0  # texts searched for these forms one by one
         self._patterns_by_value: dict[str, re.Pattern[str]] = {}
 
     # --- names -----------------------------------------------------------------------------------------
@@ -509,10 +517,8 @@ class Redactor:
             forms = {form for known in self._known for form in _encoded_forms(known)}
             forms = {form for form in forms if form not in PLACEHOLDER}
             ordered = tuple(sorted(forms, key=lambda form: (-len(form), form)))
-            finder = None
-            if len(ordered) > _FORMS_SEARCHED_ONE_BY_ONE:
-                finder = ahocorasick_rs.BytesAhoCorasick([form.encode("utf-8", "surrogatepass") for form in ordered])
-            self._known_forms = (ordered, finder)
+            self._known_forms = (ordered, None)
+            self._forms_searched = 0
             self._forms = ordered
 
     def _learn_all(self, values: Iterable[str]) -> None:
@@ -522,9 +528,21 @@ class Redactor:
 
     def _remove_known(self, text: str) -> str:
         forms, finder = self._known_forms
+        if finder is None and len(forms) > _FORMS_SEARCHED_ONE_BY_ONE:
+            # Built once the forms have stayed the same for a few texts: not again after each value learned.
+            self._forms_searched += 1
+            if self._forms_searched <= _FORMS_SEARCHED_ONE_BY_ONE:
+                return self._remove_forms(forms, text)
+            finder = ahocorasick_rs.BytesAhoCorasick([form.encode("utf-8", "surrogatepass") for form in forms])
+            with self._lock:
+                if self._known_forms[0] is forms:
+                    self._known_forms = (forms, finder)
         # The UTF-8 of a form is in the UTF-8 of any text holding it: with none found, nothing changes.
         if finder is not None and not finder.find_matches_as_indexes(text.encode("utf-8", "surrogatepass")):
             return text
+        return self._remove_forms(forms, text)
+
+    def _remove_forms(self, forms: tuple[str, ...], text: str) -> str:
         for form in forms:
             if form in text:
                 text = text.replace(form, PLACEHOLDER)
