@@ -80,8 +80,10 @@ class _CallRecording:
         if encoding:
             self._redacting = EncodedBodyRedactor(redactor, encoding)
         elif not binary_body(headers):
-            self._redacting = StreamRedactor(redactor)
-            if "event-stream" in (content_type_of(headers) or ""):
+            event_stream = "event-stream" in (content_type_of(headers) or "")
+            # Text spread over SSE deltas is reassembled only in an event stream.
+            self._redacting = StreamRedactor(redactor, deltas=event_stream)
+            if event_stream:
                 self._protocol = ProtocolEnd()
 
     def chunk(self, data: bytes) -> None:

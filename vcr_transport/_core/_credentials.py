@@ -1,8 +1,9 @@
 """The credential catalogue: the shapes of secrets that can be recognised without a name beside them.
 
 Each format is a regular expression plus keywords: the expression runs on a text only when one of the
-keywords occurs in it (a substring test, far cheaper than the expression), so text with no credential
-costs a few ``in`` tests per format. The formats are the high-confidence, prefixed ones of public
+keywords occurs in it. All the keywords are found in one pass over the text (Aho-Corasick, far cheaper
+than the expressions), so text with no credential costs two passes whatever the number of formats. The
+formats are the high-confidence, prefixed ones of public
 secret-scanning rule sets (gitleaks' ``config/gitleaks.toml``, trufflehog, GitHub secret scanning) and the
 key shapes of LLM vendors. Vendors whose keys have no recognisable shape (Cohere, Mistral: bare
 alphanumeric strings) are found by name only. No I/O.
@@ -16,7 +17,9 @@ import re
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 
-__all__ = ["CATALOGUE", "CredentialFormat", "catalogue_matches", "looks_like_credential"]
+import ahocorasick_rs
+
+__all__ = ["CATALOGUE", "KEYWORD_PATTERNS", "CredentialFormat", "catalogue_matches", "looks_like_credential"]
 
 # A prefixed shape must stand alone: not inside a longer run of base64 or URL-safe base64 characters, so
 # media that holds "sk-..." or "ghp_..." by chance is left alone.
@@ -247,9 +250,8 @@ CATALOGUE: tuple[CredentialFormat, ...] = (
 
 
 # Every prefixed credential starts a token, a run of the characters its lookbehind excludes, at least
-# _SHORTEST characters long. The text is turned into tokens in C (bytes.translate), and one regular
-# expression that stops only at spaces finds the long tokens that start with a prefix: far cheaper than
-# one pass over the text per prefix.
+# _SHORTEST characters long. The text is turned into tokens in C (bytes.translate), and one Aho-Corasick
+# pass finds every prefix that follows a space: far cheaper than one pass over the text per prefix.
 _TOKEN_BYTES = frozenset(b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_+/-.")
 _TO_TOKENS = bytes(byte if byte in _TOKEN_BYTES else 32 for byte in range(256))
 _SHORTEST = 11  # eyJ and eight characters: the first part of a JWT
@@ -274,54 +276,62 @@ _FORMATS_BY_PREFIX: dict[bytes, tuple[int, ...]] = {
     )
     for prefix in _PREFIXES
 }
-# The lookahead first rejects, in one step, the tokens too short or whose first character starts no prefix.
-_FIRST_BYTES = b"".join(sorted({re.escape(prefix[:1]) for prefix in _PREFIXES}))
-_PREFIXED_TOKEN = re.compile(
-    rb" (?=[%s][^ ]{%d})(%s)" % (_FIRST_BYTES, _SHORTEST - 1, b"|".join(map(re.escape, _PREFIXES)))
-)
 
 
-def _formats_by_keyword(lowered: bool) -> dict[str, tuple[int, ...]]:
-    keywords: dict[str, tuple[int, ...]] = {}
+def _formats_by_keyword() -> dict[tuple[str, str | None], tuple[int, ...]]:
+    """The formats of each keyword of a format that isn't prefixed, by (its lower case, the keyword as
+    it must occur in the text itself when it is searched with its case)."""
+    keywords: dict[tuple[str, str | None], tuple[int, ...]] = {}
     for index, credential in enumerate(CATALOGUE):
-        if not credential.prefixed and credential.lowercase_keywords == lowered:
+        if not credential.prefixed:
             for keyword in credential.keywords:
-                keywords[keyword] = (*keywords.get(keyword, ()), index)
+                key = (keyword.lower(), None if credential.lowercase_keywords else keyword)
+                keywords[key] = (*keywords.get(key, ()), index)
     return keywords
 
 
-_KEYWORDS = _formats_by_keyword(lowered=False)
-_LOWERCASE_KEYWORDS = _formats_by_keyword(lowered=True)
-# Keywords ending in "=" are searched only in text that holds one.
-_ASSIGNMENT_KEYWORDS = {k: v for k, v in _LOWERCASE_KEYWORDS.items() if "=" in k}
-_WORD_KEYWORDS = {k: v for k, v in _LOWERCASE_KEYWORDS.items() if "=" not in k}
+# The keywords, all found in one pass over the UTF-8 lower case of the text (Aho-Corasick, in Rust). A
+# keyword searched with its case occurs in the lower case of any text holding it, so it is tested in the
+# text itself only once its lower case is found.
+_KEYWORDS = list(_formats_by_keyword().items())
+KEYWORD_PATTERNS = [lowered.encode() for (lowered, _), _ in _KEYWORDS]
+_KEYWORD_FINDER = ahocorasick_rs.BytesAhoCorasick(KEYWORD_PATTERNS)
+# The prefixes, each after a space: found in the tokens only where a token starts.
+_PREFIX_FINDER = ahocorasick_rs.BytesAhoCorasick([b" " + prefix for prefix in _PREFIXES])
 
 
-def _candidates(text: str, lowered: str) -> set[int]:
+def _candidates(text: str, lowered: str, keywords: Iterable[int] | None = None) -> set[int]:
     """The formats that could match ``text``: those whose prefix starts a long token, or whose keyword
-    occurs in it."""
+    occurs in it (``keywords``: see ``catalogue_matches``)."""
     found: set[int] = set()
-    for keyword in filter(text.__contains__, _KEYWORDS):
-        found.update(_KEYWORDS[keyword])
-    for keyword in filter(lowered.__contains__, _WORD_KEYWORDS):
-        found.update(_WORD_KEYWORDS[keyword])
-    if "=" in text:
-        for keyword in filter(lowered.__contains__, _ASSIGNMENT_KEYWORDS):
-            found.update(_ASSIGNMENT_KEYWORDS[keyword])
+    if keywords is None:
+        data = lowered.encode("utf-8", "surrogatepass")
+        keywords = [index for index, _, _ in _KEYWORD_FINDER.find_matches_as_indexes(data, overlapping=True)]
+    for index in keywords:
+        (_, cased), formats = _KEYWORDS[index]
+        if cased is None or cased in text:
+            found.update(formats)
     if len(text) < _SHORTEST:
         return found
     tokens = b" " + text.encode("utf-8", "surrogatepass").translate(_TO_TOKENS)
-    for match in _PREFIXED_TOKEN.finditer(tokens):
-        found.update(_FORMATS_BY_PREFIX[match.group(1)])
+    # Every prefix that starts a token long enough; a longer prefix's formats hold a shorter one's.
+    for index, start, _ in _PREFIX_FINDER.find_matches_as_indexes(tokens, overlapping=True):
+        token_start = tokens[start + 1 : start + 1 + _SHORTEST]
+        if len(token_start) == _SHORTEST and b" " not in token_start:
+            found.update(_FORMATS_BY_PREFIX[_PREFIXES[index]])
     return found
 
 
-def catalogue_matches(text: str, lowered: str | None = None) -> list[tuple[int, int, str]]:
+def catalogue_matches(
+    text: str, lowered: str | None = None, keywords: Iterable[int] | None = None
+) -> list[tuple[int, int, str]]:
     """(start, end, format name) of every catalogued credential in ``text``, in no particular order.
-    ``lowered`` is ``text.lower()`` when the caller has it already."""
+    ``lowered`` is ``text.lower()`` when the caller has it already; ``keywords``, the index in
+    ``KEYWORD_PATTERNS`` of each pattern found in the UTF-8 of ``lowered`` (with repeats, or not), when
+    the caller has searched for them already."""
     found = []
     lowered = text.lower() if lowered is None else lowered
-    for index in _candidates(text, lowered):
+    for index in _candidates(text, lowered, keywords):
         credential = CATALOGUE[index]
         if credential.prefilter is not None and credential.prefilter.search(lowered) is None:
             continue

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import functools
 import json
 import re
 import threading
@@ -26,7 +27,9 @@ from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 from urllib.parse import quote, quote_plus, unquote, unquote_plus
 
-from ._credentials import catalogue_matches, looks_like_credential
+import ahocorasick_rs
+
+from ._credentials import KEYWORD_PATTERNS, catalogue_matches, looks_like_credential
 
 __all__ = [
     "MIN_PROPAGATED_LENGTH",
@@ -205,12 +208,62 @@ _AUTH_SCHEME = re.compile(r"(?P<scheme>[A-Za-z][A-Za-z0-9-]*)\s+(?P<credential>\
 _KEY_END = r'(?:[^a-z0-9"]|%[0-9a-f]{2}|\\u[0-9a-f]{4})*"'
 
 
-def _name_probe(word: str, words: frozenset[str]) -> re.Pattern[str]:
-    """An expression finding, in lower-cased text, ``word`` completed to any of ``words`` that holds it,
-    at the end of a JSON key (plain, nested in a JSON string, or escaped)."""
+def _name_probe(word: str, words: frozenset[str]) -> re.Pattern[bytes]:
+    """An expression finding, in the UTF-8 of lower-cased text, ``word`` completed to any of ``words``
+    that holds it, at the end of a JSON key (plain, nested in a JSON string, or escaped). (A character
+    that isn't ASCII is a separator, as each of its bytes is.)"""
     tails = {other[start + len(word) :] for other in words for start in _occurrences(word, other)}
     completions = "|".join(map(re.escape, sorted(tails, key=lambda tail: (-len(tail), tail))))
-    return re.compile(re.escape(word) + (f"(?:{completions})" if tails != {""} else "") + _KEY_END)
+    return re.compile((re.escape(word) + (f"(?:{completions})" if tails != {""} else "") + _KEY_END).encode())
+
+
+# Up to this many known forms are searched for one by one; more, in one pass first (once the same forms
+# have been searched for in this many texts).
+_FORMS_SEARCHED_ONE_BY_ONE = 4
+# Text with more than one quote in this many characters has its secret-name words found in one pass;
+# other text is tried at its quotes.
+_QUOTE_SPARSE = 32
+# Pieces of text between quotes that end no secret name are remembered when at most this long, up to
+# this many per redactor.
+_REMEMBERED_PART = 256
+_REMEMBERED_PARTS = 4096
+_KEY_CHARS = frozenset("abcdefghijklmnopqrstuvwxyz0123456789")
+_HEX = frozenset("0123456789abcdef")
+
+
+def _ends_with_key_end(part: str, ends: tuple[str, ...]) -> bool:
+    """Whether lower-cased ``part`` ends with one of ``ends`` followed only by what ``_KEY_END`` allows
+    before its quote: what ``_name_probe`` finds, for text followed by a quote. Trailing separators and
+    escapes are taken off one at a time from the end (an escape ends with a hex digit, a separator
+    with no letter or digit, so only one reading of the tail exists), trying ``ends`` at each step."""
+    while part:
+        if part.endswith(ends):
+            return True
+        if part[-1] not in _KEY_CHARS:
+            part = part[:-1]
+        elif part[-3:-2] == "%" and part[-2] in _HEX and part[-1] in _HEX:
+            part = part[:-3]
+        elif part[-6:-4] == "\\u" and all(char in _HEX for char in part[-4:]):
+            part = part[:-6]
+        else:
+            return False
+    return False
+
+
+@functools.lru_cache(maxsize=16)
+def _name_search(
+    words: frozenset[str],
+) -> tuple[tuple[str, ...], tuple[re.Pattern[bytes], ...], tuple[str, ...], ahocorasick_rs.BytesAhoCorasick]:
+    """For the last words of the secret names: the words searched for ("key" already finds "apikey":
+    only words no other word is part of), the probe of each, what the probes match before the key end
+    (each word completed to a word that holds it), and a finder of every occurrence of every searched
+    word, then of the catalogue's keywords, in one pass over the UTF-8 of lower-cased text (Aho-Corasick,
+    in Rust). Shared by the redactors with the same names."""
+    searched = tuple(sorted(w for w in words if not any(o != w and o in w for o in words)))
+    probes = tuple(_name_probe(word, words) for word in searched)
+    ends = tuple(sorted({other[start:] for word in searched for other in words for start in _occurrences(word, other)}))
+    finder = ahocorasick_rs.BytesAhoCorasick([word.encode() for word in searched] + KEYWORD_PATTERNS)
+    return searched, probes, ends, finder
 
 
 def _occurrences(part: str, text: str) -> Iterable[int]:
@@ -403,15 +456,18 @@ class Redactor:
         self._suffixes = _SECRET_SUFFIXES + tuple(extra)
         # A JSON key can only be secret if the lower-cased text holds the last word of some secret name.
         words = {words[-1] for words in (*self._names, *self._suffixes) if words}
-        # "key" already finds "apikey": search only for words no other word is part of.
-        self._name_words = tuple(sorted(w for w in words if not any(o != w and o in w for o in words)))
-        self._name_probes = {word: _name_probe(word, frozenset(words)) for word in self._name_words}
+        self._name_words, self._name_probes, self._name_ends, self._finder = _name_search(frozenset(words))
         self._patterns = tuple(re.compile(p) if isinstance(p, str) else p for p in patterns)
         self._callables = tuple(callables)
         self._name_cache: dict[tuple[str, bool], bool] = {}
+        self._keyless_parts: set[str] = set()
         self._lock = threading.Lock()
         self._known: set[str] = set()
         self._forms: tuple[str, ...] = ()  # every form of every known value, longest first
+        # The same forms and, once built, a finder of their UTF-8 in one pass: whether the text holds any
+        # (one value, so that a thread never sees forms with another set's finder).
+        self._known_forms: tuple[tuple[str, ...], ahocorasick_rs.BytesAhoCorasick | None] = ((), None)
+        self._forms_searched = 0  # texts searched for these forms one by one
         self._patterns_by_value: dict[str, re.Pattern[str]] = {}
 
     # --- names -----------------------------------------------------------------------------------------
@@ -460,7 +516,10 @@ class Redactor:
             self._known.update(fresh)
             forms = {form for known in self._known for form in _encoded_forms(known)}
             forms = {form for form in forms if form not in PLACEHOLDER}
-            self._forms = tuple(sorted(forms, key=lambda form: (-len(form), form)))
+            ordered = tuple(sorted(forms, key=lambda form: (-len(form), form)))
+            self._known_forms = (ordered, None)
+            self._forms_searched = 0
+            self._forms = ordered
 
     def _learn_all(self, values: Iterable[str]) -> None:
         for value in values:
@@ -468,7 +527,23 @@ class Redactor:
                 self.learn(value)
 
     def _remove_known(self, text: str) -> str:
-        for form in self._forms:
+        forms, finder = self._known_forms
+        if finder is None and len(forms) > _FORMS_SEARCHED_ONE_BY_ONE:
+            # Built once the forms have stayed the same for a few texts: not again after each value learned.
+            self._forms_searched += 1
+            if self._forms_searched <= _FORMS_SEARCHED_ONE_BY_ONE:
+                return self._remove_forms(forms, text)
+            finder = ahocorasick_rs.BytesAhoCorasick([form.encode("utf-8", "surrogatepass") for form in forms])
+            with self._lock:
+                if self._known_forms[0] is forms:
+                    self._known_forms = (forms, finder)
+        # The UTF-8 of a form is in the UTF-8 of any text holding it: with none found, nothing changes.
+        if finder is not None and not finder.find_matches_as_indexes(text.encode("utf-8", "surrogatepass")):
+            return text
+        return self._remove_forms(forms, text)
+
+    def _remove_forms(self, forms: tuple[str, ...], text: str) -> str:
+        for form in forms:
             if form in text:
                 text = text.replace(form, PLACEHOLDER)
         return text
@@ -516,7 +591,9 @@ class Redactor:
         the text holds a secret name only once its escapes are decoded."""
         original = text
         lowered = text.lower()
-        if '"' in text and (escaped_names or self._may_hold_secret_key(text, lowered)):
+        data = lowered.encode("utf-8", "surrogatepass")
+        hits = self._finder.find_matches_as_indexes(data, overlapping=True)
+        if '"' in text and (escaped_names or self._may_hold_secret_key(text, lowered, data, hits)):
             text = self._redact_json_names(text, response, found)
         if "=" in text:
             text = _QUERY.sub(lambda match: self._replace_query(match, found), text)
@@ -525,26 +602,40 @@ class Redactor:
                 text = _USERINFO.sub(lambda match: self._replace_userinfo(match, found), text)
             text = _URL.sub(lambda match: self._redact_url_path(match.group(), found), text)
         # The catalogue finds keywords by their positions in the lower-cased text: of the text as it is now.
-        return self._redact_shapes(text, lowered if text is original else text.lower(), found)
+        if text is not original:
+            return self._redact_shapes(text, text.lower(), found)
+        names = len(self._name_words)
+        return self._redact_shapes(text, lowered, found, [index - names for index, _, _ in hits if index >= names])
 
-    def _may_hold_secret_key(self, text: str, lowered: str) -> bool:
-        """Whether a JSON key in ``text`` (``lowered`` is ``text.lower()``) may end with a secret name's
+    def _may_hold_secret_key(self, text: str, lowered: str, data: bytes, hits: list[tuple[int, int, int]]) -> bool:
+        """Whether a JSON key in ``text`` (``lowered`` is ``text.lower()``, ``data`` its UTF-8 and ``hits``
+        what ``_finder`` finds there) may end with a secret name's
         last word: the word, then only separators or escapes, then the key's closing quote. Prose that
         merely mentions a token or a key is not walked as JSON. (U+0130 and the Kelvin sign are the only
         characters whose lower case holds an ASCII letter: with one of them, the answer is yes.)"""
-        for word in filter(lowered.__contains__, self._name_words):
-            if not text.isascii() and ("\u0130" in text or "\u212a" in text):
+        if not text.isascii() and ("\u0130" in text or "\u212a" in text):
+            return any(map(lowered.__contains__, self._name_words))
+        if lowered.count('"') * _QUOTE_SPARSE > len(lowered):
+            # The probe of each name word tried where the word occurs.
+            probes, names = self._name_probes, len(self._name_words)
+            return any(index < names and probes[index].match(data, start) for index, start, _ in hits)
+        # Few quotes (prose in a JSON string): a probe match ends at a quote, so the text before each quote
+        # is tried, each distinct short piece once per redactor (keys and framing repeat).
+        parts = set(lowered.split('"')[:-1])
+        parts.difference_update(self._keyless_parts)
+        for part in parts:
+            if _ends_with_key_end(part, self._name_ends):
                 return True
-            probe = self._name_probes[word]
-            position = lowered.find(word)
-            while position >= 0:  # str.find skips ahead far faster than a regular expression's search
-                if probe.match(lowered, position) is not None:
-                    return True
-                position = lowered.find(word, position + 1)
+            if len(part) <= _REMEMBERED_PART:
+                if len(self._keyless_parts) >= _REMEMBERED_PARTS:
+                    self._keyless_parts.clear()
+                self._keyless_parts.add(part)
         return False
 
-    def _redact_shapes(self, text: str, lowered: str | None, found: list[str]) -> str:
-        matches = catalogue_matches(text, lowered)
+    def _redact_shapes(
+        self, text: str, lowered: str | None, found: list[str], keywords: list[int] | None = None
+    ) -> str:
+        matches = catalogue_matches(text, lowered, keywords)
         if not matches:
             return text
         spans = sorted((start, end) for start, end, _ in matches)

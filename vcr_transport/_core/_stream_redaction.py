@@ -10,6 +10,8 @@ import re
 from collections.abc import Hashable, Iterator, Sequence
 from typing import Any
 
+import msgspec
+
 from ._bodies import content_codec, content_encodings, decode_stacked, encode_stacked
 from ._redaction import Redactor
 
@@ -43,10 +45,17 @@ class StreamRedactor:
     ``max_hold`` bytes are held, when they are released). ``feed`` returns the chunks (with the tag given
     for each) ready for the cassette, in order; ``finish`` returns the rest. Every chunk fed comes out
     exactly once. Where a replacement spans a boundary, the earlier chunk carries the whole placeholder.
+    With ``deltas`` false (a body that isn't an event stream), the delta search is left out.
     """
 
     def __init__(
-        self, redactor: Redactor, max_line: int = 65536, overlap: int = OVERLAP, max_hold: int = MAX_HOLD
+        self,
+        redactor: Redactor,
+        max_line: int = 65536,
+        overlap: int = OVERLAP,
+        max_hold: int = MAX_HOLD,
+        *,
+        deltas: bool = True,
     ) -> None:
         if overlap + _CONTEXT >= max_line:
             raise ValueError(f"overlap ({overlap}) must be well under max_line ({max_line})")
@@ -54,6 +63,7 @@ class StreamRedactor:
         self._max_line = max_line
         self._overlap = overlap
         self._max_hold = max_hold
+        self._deltas = deltas
         self._outputs: list[tuple[bytearray, Any, bool]] = []  # (redacted bytes, tag, sealed)
         self._line = bytearray()
         self._segments: list[tuple[int, int]] = []  # (output slot, byte count) of the bytes in _line
@@ -94,8 +104,8 @@ class StreamRedactor:
 
     def _release_held(self) -> list[tuple[bytes, Any]]:
         held, self._held, self._held_size = self._held, [], 0
-        if not held:
-            return []
+        if not held or not self._deltas:
+            return held
         edits = delta_edits(b"".join(chunk for chunk, _ in held), self._redactor)
         if not edits:
             return held
@@ -308,13 +318,71 @@ def delta_channels(body: bytes) -> dict[Hashable, list[Piece]]:
     return channels
 
 
-def _delta_events(body: bytes) -> Iterator[Any]:
-    """The parsed JSON of every SSE data line that may carry a delta (orjson when it is installed)."""
+class _ChatDelta(msgspec.Struct):
+    content: Any = msgspec.UNSET
+    tool_calls: Any = msgspec.UNSET
+
+
+class _ChatChoice(msgspec.Struct):
+    index: Any = msgspec.UNSET
+    delta: _ChatDelta | msgspec.UnsetType = msgspec.UNSET
+
+
+class _ChatChunk(msgspec.Struct):
+    """The fields of an openai chat chunk that say what text it carries; the others are skipped."""
+
+    choices: list[_ChatChoice] | msgspec.UnsetType = msgspec.UNSET
+    type: Any = msgspec.UNSET
+    candidates: Any = msgspec.UNSET
+
+
+_CHAT_CHUNKS = msgspec.json.Decoder(list[_ChatChunk])
+_LONE_SURROGATE = re.compile(rb"\\u[dD][89abAB]")
+
+
+def _chat_texts(lines: list[bytes]) -> dict[Hashable, list[str]] | None:
+    """The text pieces per channel when every line is the usual openai chat chunk (one choice whose delta
+    holds text, no tool call), decoded with msgspec into the few fields that matter: what the loop in
+    ``delta_edits`` gives for them. None for any other stream (or JSON this fast path could read
+    differently: more values than lines, escaped surrogates, integers beyond 64 bits)."""
+    data = b"[" + b",".join(lines) + b"]"
+    if b"\\u" in data and _LONE_SURROGATE.search(data) is not None:
+        return None
+    try:
+        chunks = _CHAT_CHUNKS.decode(data)
+    except (msgspec.DecodeError, msgspec.ValidationError):
+        return None
+    if len(chunks) != len(lines):
+        return None
+    texts: dict[tuple[str, Any], list[str]] = {}
+    unset = msgspec.UNSET
+    for chunk in chunks:
+        choices = chunk.choices
+        if choices is unset or len(choices) != 1 or chunk.type is not unset or chunk.candidates is not unset:
+            return None
+        choice = choices[0]
+        delta = choice.delta
+        if not isinstance(delta, _ChatDelta) or delta.tool_calls:
+            return None
+        if isinstance(delta.content, str):
+            texts.setdefault(("chat", 0 if choice.index is unset else choice.index), []).append(delta.content)
+    # orjson reads an integer beyond 64 bits as a float: channels so numbered are left to it.
+    if any(isinstance(index, int) and not -(2**63) <= index < 2**64 for _, index in texts):
+        return None
+    return dict(texts)
+
+
+def _delta_lines(body: bytes) -> list[bytes]:
+    """The JSON of every SSE data line that may carry a delta."""
+    return [raw for raw in _data_lines(body) if b'"delta"' in raw or b'"candidates"' in raw]
+
+
+def _delta_events(lines: list[bytes]) -> Iterator[Any]:
+    """The parsed JSON of SSE data lines (orjson when it is installed)."""
     try:
         loads: Any = importlib.import_module("orjson").loads
     except ImportError:
         loads = json.loads
-    lines = [raw for raw in _data_lines(body) if b'"delta"' in raw or b'"candidates"' in raw]
     try:  # one parse of them all as a JSON array: far cheaper than one call per line
         events = loads(b"[" + b",".join(lines) + b"]")
     except ValueError:  # orjson.JSONDecodeError is a ValueError too
@@ -364,8 +432,22 @@ def delta_edits(body: bytes, redactor: Redactor) -> list[Edit]:
     if b'"delta"' not in body and b'"candidates"' not in body:
         return []
     # Reassemble cheaply first; find the pieces' raw spans only when a channel holds a secret.
+    lines = _delta_lines(body)
+    texts = _chat_texts(lines)
+    if texts is None:
+        texts = _reassembled(lines)
+    if not any(
+        len(values) > 1 and redactor.redact_text("".join(values), response=True) != "".join(values)
+        for values in texts.values()
+    ):
+        return []
+    return _channel_edits(body, redactor)
+
+
+def _reassembled(lines: list[bytes]) -> dict[Hashable, list[str]]:
+    """The text pieces per channel of these SSE data lines."""
     texts: dict[Hashable, list[str]] = {}
-    for event in _delta_events(body):
+    for event in _delta_events(lines):
         choices = event.get("choices") if isinstance(event, dict) else None
         # The usual openai chat chunk (one choice, text only) taken directly: what _delta_values yields.
         if isinstance(choices, list) and len(choices) == 1 and "candidates" not in event and "type" not in event:
@@ -378,11 +460,11 @@ def delta_edits(body: bytes, redactor: Redactor) -> list[Edit]:
                 continue
         for channel, _, value in _delta_values(event):
             texts.setdefault(channel, []).append(value)
-    if not any(
-        len(values) > 1 and redactor.redact_text("".join(values), response=True) != "".join(values)
-        for values in texts.values()
-    ):
-        return []
+    return texts
+
+
+def _channel_edits(body: bytes, redactor: Redactor) -> list[Edit]:
+    """``delta_edits`` for a body whose reassembled text holds a secret: the pieces' raw spans found."""
     edits: list[Edit] = []
     for pieces in delta_channels(body).values():
         if len(pieces) < 2:
