@@ -492,3 +492,13 @@ def test_vendor_traffic_comes_through_byte_identical_but_for_its_credentials() -
     ]
     assert unexpected == []
     assert {field.split(".")[-1] for _, field, _ in changed} == VENDOR_CREDENTIAL_FIELDS | {"client_id"}
+
+
+def test_a_learned_value_with_a_lone_surrogate_is_still_removed() -> None:
+    """Bytes decoded with surrogateescape reach the redactor as lone surrogates: learning them must not fail."""
+    from vcr_transport._core._redaction import Redactor
+
+    redactor = Redactor()
+    value = "k3y-\udcff-0123456789abcdef"
+    redactor.learn(value)
+    assert value not in redactor.redact_text(f"echo {value} end")

@@ -373,15 +373,16 @@ def _json_string(literal_body: str) -> str | None:
 def _encoded_forms(value: str) -> set[str]:
     """The ways ``value`` is written in other parts of a call: raw, percent-encoded, JSON-escaped, and
     base64 (standard and URL-safe) at each of the three alignments a base64 window can have."""
+    # A lone surrogate (from bytes decoded with surrogateescape) has no UTF-8: its bytes are percent-encoded.
+    data = value.encode("utf-8", "surrogateescape")
     forms = {
         value,
-        quote(value, safe=""),
-        quote(value, safe="-_.~"),
-        quote_plus(value),
+        quote(data, safe=""),
+        quote(data, safe="-_.~"),
+        quote_plus(data),
         json.dumps(value)[1:-1],
         json.dumps(value, ensure_ascii=False)[1:-1],
     }
-    data = value.encode("utf-8", "surrogateescape")
     for encode in (base64.b64encode, base64.urlsafe_b64encode):
         whole = encode(data).decode("ascii")
         forms |= {whole, whole.rstrip("=")}
