@@ -318,58 +318,78 @@ def delta_channels(body: bytes) -> dict[Hashable, list[Piece]]:
     return channels
 
 
-class _ChatDelta(msgspec.Struct):
-    content: Any = msgspec.UNSET
-    tool_calls: Any = msgspec.UNSET
+class _ChatDelta(msgspec.Struct, gc=False):
+    content: str | None = None
+    tool_calls: None = None  # a chunk with tool calls is left to the general reading
 
 
-class _ChatChoice(msgspec.Struct):
-    index: Any = msgspec.UNSET
-    delta: _ChatDelta | msgspec.UnsetType = msgspec.UNSET
+class _ChatChoice(msgspec.Struct, gc=False):
+    delta: _ChatDelta | None = None
+    index: int = 0
 
 
-class _ChatChunk(msgspec.Struct):
-    """The fields of an openai chat chunk that say what text it carries; the others are skipped."""
+class _ChatChunk(msgspec.Struct, gc=False):
+    """The fields of an openai chat chunk that say what text it carries; the others are skipped. A chunk
+    of another protocol (a ``type`` or ``candidates`` that isn't null) doesn't decode."""
 
-    choices: list[_ChatChoice] | msgspec.UnsetType = msgspec.UNSET
-    type: Any = msgspec.UNSET
-    candidates: Any = msgspec.UNSET
+    choices: list[_ChatChoice] = []  # noqa: RUF012 (msgspec copies a default list)
+    type: None = None
+    candidates: None = None
 
 
 _CHAT_CHUNKS = msgspec.json.Decoder(list[_ChatChunk])
 _LONE_SURROGATE = re.compile(rb"\\u[dD][89abAB]")
+_EVENT_BREAK = b"\n\ndata: "
+_DONE_EVENT = b"[DONE]\n\n"
 
 
-def _chat_texts(lines: list[bytes]) -> dict[Hashable, list[str]] | None:
-    """The text pieces per channel when every line is the usual openai chat chunk (one choice whose delta
-    holds text, no tool call), decoded with msgspec into the few fields that matter: what the loop in
-    ``delta_edits`` gives for them. None for any other stream (or JSON this fast path could read
-    differently: more values than lines, escaped surrogates, integers beyond 64 bits)."""
-    data = b"[" + b",".join(lines) + b"]"
-    if b"\\u" in data and _LONE_SURROGATE.search(data) is not None:
+def _plain_chat_texts(body: bytes) -> dict[Hashable, list[str]] | None:
+    """``_chat_texts`` of a body made only of ``data: {...}`` events each followed by a blank line (and
+    perhaps ``data: [DONE]``), with no ``\\u`` escape: its events cut apart at the event breaks alone,
+    with no line split. None for any other body. (A JSON string holds no raw line break, so every event
+    break found is one; anything else between the events is not JSON and fails to decode.)"""
+    if not body.startswith(b"data: {") or not body.endswith(b"\n\n") or (b"\\" in body and b"\\u" in body):
         return None
+    events = body.split(_EVENT_BREAK)
+    if events[-1] == _DONE_EVENT:  # the break before it took the last event's blank line
+        events.pop()
+    else:
+        events[-1] = events[-1][:-2]
+    events[0] = b"[" + events[0][6:]
+    events[-1] += b"]"
+    return _chat_texts(b",".join(events), len(events))
+
+
+def _chat_texts(data: bytes, count: int) -> dict[Hashable, list[str]] | None:
+    """The text pieces per channel when ``data`` is a JSON array of ``count`` openai chat chunks, each with
+    at most one choice and no tool call, decoded with msgspec into the few fields that matter: what the
+    loop in ``delta_edits`` gives for them. None for any other stream (or JSON this fast path could read
+    differently: more values than lines, integers beyond 64 bits)."""
     try:
         chunks = _CHAT_CHUNKS.decode(data)
     except (msgspec.DecodeError, msgspec.ValidationError):
         return None
-    if len(chunks) != len(lines):
+    if len(chunks) != count:
         return None
-    texts: dict[tuple[str, Any], list[str]] = {}
-    unset = msgspec.UNSET
+    texts: dict[int, list[str]] = {}
     for chunk in chunks:
         choices = chunk.choices
-        if choices is unset or len(choices) != 1 or chunk.type is not unset or chunk.candidates is not unset:
-            return None
+        if len(choices) != 1:
+            if choices:
+                return None
+            continue
         choice = choices[0]
         delta = choice.delta
-        if not isinstance(delta, _ChatDelta) or delta.tool_calls:
-            return None
-        if isinstance(delta.content, str):
-            texts.setdefault(("chat", 0 if choice.index is unset else choice.index), []).append(delta.content)
+        if delta is not None and delta.content is not None:
+            pieces = texts.get(choice.index)
+            if pieces is None:
+                texts[choice.index] = [delta.content]
+            else:
+                pieces.append(delta.content)
     # orjson reads an integer beyond 64 bits as a float: channels so numbered are left to it.
-    if any(isinstance(index, int) and not -(2**63) <= index < 2**64 for _, index in texts):
+    if any(not -(2**63) <= index < 2**64 for index in texts):
         return None
-    return dict(texts)
+    return {("chat", index): pieces for index, pieces in texts.items()}
 
 
 def _delta_lines(body: bytes) -> list[bytes]:
@@ -432,10 +452,14 @@ def delta_edits(body: bytes, redactor: Redactor) -> list[Edit]:
     if b'"delta"' not in body and b'"candidates"' not in body:
         return []
     # Reassemble cheaply first; find the pieces' raw spans only when a channel holds a secret.
-    lines = _delta_lines(body)
-    texts = _chat_texts(lines)
+    texts = _plain_chat_texts(body)
     if texts is None:
-        texts = _reassembled(lines)
+        lines = _delta_lines(body)
+        data = b"[" + b",".join(lines) + b"]"
+        # msgspec and orjson read an escaped lone surrogate differently: such text is left to orjson.
+        texts = None if b"\\u" in data and _LONE_SURROGATE.search(data) else _chat_texts(data, len(lines))
+        if texts is None:
+            texts = _reassembled(lines)
     if not any(
         len(values) > 1 and redactor.redact_text("".join(values), response=True) != "".join(values)
         for values in texts.values()
