@@ -266,6 +266,9 @@ def _name_search(
     return searched, probes, ends, finder
 
 
+_Finder = ahocorasick_rs.BytesAhoCorasick
+
+
 def _occurrences(part: str, text: str) -> Iterable[int]:
     start = text.find(part)
     while start >= 0:
@@ -465,9 +468,11 @@ class Redactor:
         self._lock = threading.Lock()
         self._known: set[str] = set()
         self._forms: tuple[str, ...] = ()  # every form of every known value, longest first
-        # The same forms and, once built, a finder of their UTF-8 in one pass: whether the text holds any
-        # (one value, so that a thread never sees forms with another set's finder).
-        self._known_forms: tuple[tuple[str, ...], ahocorasick_rs.BytesAhoCorasick | None] = ((), None)
+        # The same forms and, once built, a finder of their UTF-8 in one pass: whether the text holds any;
+        # and (when every form is ASCII) the name and keyword finder that also finds their lower case, so
+        # that the one pass over the lower-cased text tells whether any form may occur (one value, so
+        # that a thread never sees forms with another set's finders).
+        self._known_forms: tuple[tuple[str, ...], _Finder | None, _Finder | None] = ((), None, None)
         self._forms_searched = 0  # texts searched for these forms one by one
         self._patterns_by_value: dict[str, re.Pattern[str]] = {}
 
@@ -518,7 +523,7 @@ class Redactor:
             forms = {form for known in self._known for form in _encoded_forms(known)}
             forms = {form for form in forms if form not in PLACEHOLDER}
             ordered = tuple(sorted(forms, key=lambda form: (-len(form), form)))
-            self._known_forms = (ordered, None)
+            self._known_forms = (ordered, None, None)
             self._forms_searched = 0
             self._forms = ordered
 
@@ -528,16 +533,24 @@ class Redactor:
                 self.learn(value)
 
     def _remove_known(self, text: str) -> str:
-        forms, finder = self._known_forms
+        forms, finder, _ = self._known_forms
         if finder is None and len(forms) > _FORMS_SEARCHED_ONE_BY_ONE:
             # Built once the forms have stayed the same for a few texts: not again after each value learned.
             self._forms_searched += 1
             if self._forms_searched <= _FORMS_SEARCHED_ONE_BY_ONE:
                 return self._remove_forms(forms, text)
             finder = ahocorasick_rs.BytesAhoCorasick([form.encode("utf-8", "surrogatepass") for form in forms])
+            # An ASCII form occurs in a text only where its lower case occurs in the text's lower case (an
+            # ASCII letter lower-cases alone, whatever surrounds it).
+            combined = None
+            if all(form.isascii() for form in forms):
+                lowered_forms = sorted({form.lower().encode() for form in forms})
+                combined = ahocorasick_rs.BytesAhoCorasick(
+                    [word.encode() for word in self._name_words] + KEYWORD_PATTERNS + lowered_forms
+                )
             with self._lock:
                 if self._known_forms[0] is forms:
-                    self._known_forms = (forms, finder)
+                    self._known_forms = (forms, finder, combined)
         # The UTF-8 of a form is in the UTF-8 of any text holding it: with none found, nothing changes.
         if finder is not None and not finder.find_matches_as_indexes(text.encode("utf-8", "surrogatepass")):
             return text
@@ -577,9 +590,9 @@ class Redactor:
                         text = self._remove_escaped(text, value)
                 self._learn_all(hidden)
         found: list[str] = []
-        text = self._redact_builtin(text, response, found, escaped_names)
+        text, clear_of = self._redact_builtin(text, response, found, escaped_names)
         self._learn_all(found)
-        if self._forms:
+        if self._forms and clear_of is not self._forms:
             text = self._remove_known(text)
         for pattern in self._patterns:
             text = pattern.sub(PLACEHOLDER, text)
@@ -587,13 +600,19 @@ class Redactor:
             text = function(text)
         return text
 
-    def _redact_builtin(self, text: str, response: bool, found: list[str], escaped_names: bool = False) -> str:
+    def _redact_builtin(
+        self, text: str, response: bool, found: list[str], escaped_names: bool = False
+    ) -> tuple[str, tuple[str, ...] | None]:
         """The default rules over ``text``; every value removed is appended to ``found``. ``escaped_names``:
-        the text holds a secret name only once its escapes are decoded."""
+        the text holds a secret name only once its escapes are decoded. Returns the text redacted, and the
+        known forms none of which it holds, when that was learned on the way (or None)."""
         original = text
         lowered = text.lower()
         data = lowered.encode("utf-8", "surrogatepass")
-        hits = self._finder.find_matches_as_indexes(data, overlapping=True)
+        forms, _, combined = self._known_forms
+        hits = (combined or self._finder).find_matches_as_indexes(data, overlapping=True)
+        names = len(self._name_words)
+        keywords_end = names + len(KEYWORD_PATTERNS)
         if '"' in text and (escaped_names or self._may_hold_secret_key(text, lowered, data, hits)):
             text = self._redact_json_names(text, response, found)
         if "=" in text:
@@ -604,9 +623,15 @@ class Redactor:
             text = _URL.sub(lambda match: self._redact_url_path(match.group(), found), text)
         # The catalogue finds keywords by their positions in the lower-cased text: of the text as it is now.
         if text is not original:
-            return self._redact_shapes(text, text.lower(), found)
-        names = len(self._name_words)
-        return self._redact_shapes(text, lowered, found, [index - names for index, _, _ in hits if index >= names])
+            return self._redact_shapes(text, text.lower(), found), None
+        keywords = [index - names for index, _, _ in hits if names <= index < keywords_end]
+        text = self._redact_shapes(text, lowered, found, keywords)
+        clear = (
+            text is original
+            and combined is not None
+            and (not hits or all(index < keywords_end for index, _, _ in hits))
+        )
+        return text, forms if clear else None
 
     def _may_hold_secret_key(self, text: str, lowered: str, data: bytes, hits: list[tuple[int, int, int]]) -> bool:
         """Whether a JSON key in ``text`` (``lowered`` is ``text.lower()``, ``data`` its UTF-8 and ``hits``
