@@ -206,6 +206,12 @@ _AUTH_SCHEME = re.compile(r"(?P<scheme>[A-Za-z][A-Za-z0-9-]*)\s+(?P<credential>\
 # What may follow the last word of a secret name up to the closing quote of its JSON key, in lower-cased
 # text: separators (any character but a letter or digit, which would make another word) and escapes.
 _KEY_END = r'(?:[^a-z0-9"]|%[0-9a-f]{2}|\\u[0-9a-f]{4})*"'
+# What may follow that quote up to the key's colon, in the UTF-8 of lower-cased text: whitespace (any that
+# ``\s`` in text matches: a byte of a character that isn't ASCII stands for it) and, in JSON nested in a
+# JSON string, whitespace escaped (``\n``, ``\\u0020``, and so on at any depth). A key is always followed
+# by a colon: text with a secret name's word followed by a quote and no colon (prose ending with
+# "password") has no key to walk.
+_AFTER_KEY = rb"[\s\x1c-\x1f\x80-\xff\\ntru0-9a-f]*:"
 
 
 def _name_probe(word: str, words: frozenset[str]) -> re.Pattern[bytes]:
@@ -214,7 +220,9 @@ def _name_probe(word: str, words: frozenset[str]) -> re.Pattern[bytes]:
     that isn't ASCII is a separator, as each of its bytes is.)"""
     tails = {other[start + len(word) :] for other in words for start in _occurrences(word, other)}
     completions = "|".join(map(re.escape, sorted(tails, key=lambda tail: (-len(tail), tail))))
-    return re.compile((re.escape(word) + (f"(?:{completions})" if tails != {""} else "") + _KEY_END).encode())
+    return re.compile(
+        (re.escape(word) + (f"(?:{completions})" if tails != {""} else "") + _KEY_END).encode() + _AFTER_KEY
+    )
 
 
 # Up to this many known forms are searched for one by one; more, in one pass first (once the same forms
@@ -636,7 +644,8 @@ class Redactor:
     def _may_hold_secret_key(self, text: str, lowered: str, data: bytes, hits: list[tuple[int, int, int]]) -> bool:
         """Whether a JSON key in ``text`` (``lowered`` is ``text.lower()``, ``data`` its UTF-8 and ``hits``
         what ``_finder`` finds there) may end with a secret name's
-        last word: the word, then only separators or escapes, then the key's closing quote. Prose that
+        last word: the word, then only separators or escapes, then the key's closing quote (where quotes
+        are dense, also followed by its colon: see ``_AFTER_KEY``). Prose that
         merely mentions a token or a key is not walked as JSON. (U+0130 and the Kelvin sign are the only
         characters whose lower case holds an ASCII letter: with one of them, the answer is yes.)"""
         if not text.isascii() and ("\u0130" in text or "\u212a" in text):
