@@ -650,9 +650,12 @@ class Redactor:
         characters whose lower case holds an ASCII letter: with one of them, the answer is yes.)"""
         if not text.isascii() and ("\u0130" in text or "\u212a" in text):
             return any(map(lowered.__contains__, self._name_words))
+        names = len(self._name_words)
+        if not hits or not any(index < names for index, _, _ in hits):
+            return False  # both ways below look for a name word that occurs: none does
         if lowered.count('"') * _QUOTE_SPARSE > len(lowered):
             # The probe of each name word tried where the word occurs.
-            probes, names = self._name_probes, len(self._name_words)
+            probes = self._name_probes
             return any(index < names and probes[index].match(data, start) for index, start, _ in hits)
         # Few quotes (prose in a JSON string): a probe match ends at a quote, so the text before each quote
         # is tried, each distinct short piece once per redactor (keys and framing repeat).
