@@ -475,6 +475,7 @@ class Redactor:
         self._keyless_parts: set[str] = set()
         self._lock = threading.Lock()
         self._known: set[str] = set()
+        self._learned: set[str] = set()  # values whose parts have been added to the known values
         self._forms: tuple[str, ...] = ()  # every form of every known value, longest first
         # The same forms and, once built, a finder of their UTF-8 in one pass: whether the text holds any;
         # and (when every form is ASCII) the name and keyword finder that also finds their lower case, so
@@ -518,6 +519,8 @@ class Redactor:
     def learn(self, value: str) -> None:
         """Remove ``value`` (a secret seen elsewhere in this cassette), and its credential parts, from
         everything redacted from now on, in every encoding. Values shorter than 8 characters are ignored."""
+        if value in self._learned:  # its parts are known already: nothing is ever forgotten
+            return
         fresh = [
             part
             for part in _credential_parts(value)
@@ -525,8 +528,10 @@ class Redactor:
             and PLACEHOLDER not in part
         ]  # fmt: skip
         if not fresh:
+            self._learned.add(value)
             return
         with self._lock:
+            self._learned.add(value)
             self._known.update(fresh)
             forms = {form for known in self._known for form in _encoded_forms(known)}
             forms = {form for form in forms if form not in PLACEHOLDER}
