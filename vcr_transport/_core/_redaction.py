@@ -590,7 +590,7 @@ class Redactor:
         if text == PLACEHOLDER:
             return text
         escaped_names = False
-        if _has_ascii_escapes(text):
+        if ("%" in text or "\\u00" in text) and _has_ascii_escapes(text):
             decoded = _decode_escapes(text)
             if decoded != text:
                 hidden: list[str] = []
@@ -637,7 +637,7 @@ class Redactor:
         # The catalogue finds keywords by their positions in the lower-cased text: of the text as it is now.
         if text is not original:
             return self._redact_shapes(text, text.lower(), found), None
-        keywords = [index - names for index, _, _ in hits if names <= index < keywords_end]
+        keywords = [index - names for index, _, _ in hits if names <= index < keywords_end] if hits else []
         text = self._redact_shapes(text, lowered, found, keywords)
         clear = (
             text is original
