@@ -46,8 +46,10 @@ def transport_library(transport: object) -> ModuleType | None:
 
 
 @functools.cache
+@functools.cache
 def stream_class(library: ModuleType, base: type) -> type:
-    """``base`` made an instance of ``library``'s SyncByteStream and AsyncByteStream, as clients assert."""
+    """``base`` made an instance of ``library``'s SyncByteStream and AsyncByteStream, as clients assert.
+    Made once per library and base (a class per response would cost more than the response)."""
     return type(base.__name__, (base, library.SyncByteStream, library.AsyncByteStream), {"__module__": base.__module__})
 
 

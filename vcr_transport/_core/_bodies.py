@@ -55,9 +55,11 @@ def stored_body(content: bytes, content_type: str, redactor: Redactor, *, encodi
         return {"base64": base64.b64encode(content).decode("ascii")}
     if "json" in content_type:
         try:
-            return {"json": _redact_json(json.loads(content), redactor)}
+            parsed = json.loads(content)
         except ValueError:
             pass
+        else:
+            return {"json": parsed if _unredactable(content, redactor) else _redact_json(parsed, redactor)}
     if content_type.startswith("multipart/"):
         content = redact_multipart(content, content_type, redactor)
     try:
@@ -74,8 +76,20 @@ def stored_body(content: bytes, content_type: str, redactor: Redactor, *, encodi
 def redact_url(url: str, redactor: Redactor) -> str:
     """A URL redacted whole (userinfo, secret query parameters) and path segment by path segment, so
     that a key standing alone as a segment (``/v1/keys/sk-...``) is found although a ``/`` precedes it."""
+    if not redactor.could_redact(url):  # nor any segment of it
+        return url
     redacted = redactor.redact_text(url)
     return "/".join(redactor.redact_text(segment) for segment in redacted.split("/"))
+
+
+def _unredactable(content: bytes, redactor: Redactor) -> bool:
+    """Whether JSON ``content`` surely comes out of redaction as it went in: UTF-8 text in which the
+    redactor could change nothing (nor in its keys and strings once parsed)."""
+    try:
+        text = content.decode("utf-8")
+    except UnicodeDecodeError:
+        return False
+    return not redactor.could_redact(text)
 
 
 def _stored_encoded(content: bytes, content_type: str, redactor: Redactor, encoding: str) -> StoredBody:
@@ -100,6 +114,9 @@ class _NoRedaction:
 
     def redact_value(self, obj: Any, *, response: bool = False) -> Any:
         return obj
+
+    def could_redact(self, text: str) -> bool:
+        return False
 
     def redact_form(self, text: str) -> str:
         return text

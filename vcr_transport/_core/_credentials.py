@@ -19,7 +19,14 @@ from dataclasses import dataclass
 
 import ahocorasick_rs
 
-__all__ = ["CATALOGUE", "KEYWORD_PATTERNS", "CredentialFormat", "catalogue_matches", "looks_like_credential"]
+__all__ = [
+    "CATALOGUE",
+    "KEYWORD_PATTERNS",
+    "CredentialFormat",
+    "catalogue_matches",
+    "looks_like_credential",
+    "may_hold_prefixed",
+]
 
 # A prefixed shape must stand alone: not inside a longer run of base64 or URL-safe base64 characters, so
 # media that holds "sk-..." or "ghp_..." by chance is left alone.
@@ -339,3 +346,14 @@ def catalogue_matches(
             start, end = credential.span(match)
             found.append((start, end, credential.name))
     return found
+
+
+# The prefixes found anywhere in the text, not only where a token starts: text holding none has no
+# prefixed credential, nor has any part of it.
+_ANYWHERE_FINDER = ahocorasick_rs.BytesAhoCorasick(_PREFIXES)
+
+
+def may_hold_prefixed(data: bytes) -> bool:
+    """Whether ``data`` (the UTF-8 of a text) holds, anywhere, the prefix a prefixed format starts with.
+    When not, no prefixed format matches the text or any piece of it, whatever its tokens."""
+    return bool(_ANYWHERE_FINDER.find_matches_as_indexes(data))

@@ -643,25 +643,28 @@ class _Parser:
 
     def parse_block(self, first: int, start: int, block: bytes) -> None:
         """Whole lines (newlines included) from line ``first`` at byte ``start``; raises the first problem."""
-        lines = block.split(b"\n")
-        lines.pop()
         if first == 1:
-            self.parse_line(1, lines[0], start)
-            first, start = 2, start + len(lines[0]) + 1
-            block = block[len(lines[0]) + 1 :]
-            del lines[0]
+            end = block.index(b"\n")
+            self.parse_line(1, block[:end], start)
+            first, start = 2, start + end + 1
+            block = block[end + 1 :]
         # One decode of the whole block in C is much faster than a decode per line; when it fails, the
-        # line-by-line decode names the line that is wrong.
+        # line-by-line decode names the line that is wrong. (The lines are split apart only when needed.)
         try:
             objects: list[Line] | None = _decoder.decode_lines(block)
         except (msgspec.MsgspecError, RecursionError):
             objects = None
-        if objects is None or len(objects) != len(lines):
+        if objects is None or len(objects) != block.count(b"\n"):
+            lines = block.split(b"\n")
+            lines.pop()
             for number, line in enumerate(lines, start=first):
                 self.parse_line(number, line, start)
                 start += len(line) + 1
             return
-        starts = list(accumulate(map(_plus_one, map(len, lines)), initial=start)) if self.mode == "lazy" else None
+        starts = None
+        if self.mode == "lazy":
+            lengths = map(len, block.split(b"\n")[:-1])
+            starts = list(accumulate(map(_plus_one, lengths), initial=start))
         self.add_parsed_lines(first, objects, starts)
 
     def add_parsed_lines(self, first: int, objects: list[Line], starts: list[int] | None) -> None:

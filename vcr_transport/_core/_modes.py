@@ -26,7 +26,7 @@ import enum
 import fnmatch
 import threading
 from collections.abc import Callable, Iterable
-from urllib.parse import urlsplit
+from urllib.parse import SplitResult, urlsplit
 
 from .._exceptions import CassetteError, ModeError
 
@@ -82,16 +82,19 @@ def is_ignored_host(url: str, hosts: Iterable[str]) -> bool:
 def passthrough_rule_for(url: str, rules: Iterable[tuple[str, str]]) -> tuple[str, str] | None:
     """The first rule the URL falls under, or None. A rule's host matches with or without the URL's port."""
     parts = urlsplit(url)
-    host = (parts.hostname or "").lower()
-    hosts = (host, f"{host}:{parts.port}") if parts.port is not None else (host,)
     path = parts.path or "/"
-    for rule in rules:
-        host_glob, path_glob = rule
-        if any(fnmatch.fnmatchcase(h, host_glob) for h in hosts) and (
-            fnmatch.fnmatchcase(path, path_glob) or (path_glob.endswith("/*") and path == path_glob[:-2])
-        ):
+    for rule in _rules_for_host(parts, rules):
+        path_glob = rule[1]
+        if fnmatch.fnmatchcase(path, path_glob) or (path_glob.endswith("/*") and path == path_glob[:-2]):
             return rule
     return None
+
+
+def _rules_for_host(parts: SplitResult, rules: Iterable[tuple[str, str]]) -> tuple[tuple[str, str], ...]:
+    """The rules whose host glob matches the host of a split URL, with or without its port."""
+    host = (parts.hostname or "").lower()
+    hosts = (host, f"{host}:{parts.port}") if parts.port is not None else (host,)
+    return tuple(rule for rule in rules if any(fnmatch.fnmatchcase(h, rule[0]) for h in hosts))
 
 
 def check_mode(name: str, source: str) -> str:
@@ -157,6 +160,7 @@ class Decision:
         self.diverged_at: int | None = None
         self._lock = threading.Lock()
         self._passes: dict[str, bool] = {}  # URL -> whether a passthrough rule covers it
+        self._host_rules: dict[str, tuple[tuple[str, str], ...]] = {}  # netloc -> the rules for its host
 
     @property
     def reads_cassette(self) -> bool:
@@ -169,7 +173,14 @@ class Decision:
             return Step.PASS_THROUGH
         passes = self._passes.get(url)
         if passes is None:
-            passes = passthrough_rule_for(url, self.passthrough) is not None
+            # The rules for the URL's host, found once per host: most URLs have none, and no path to match.
+            parts = urlsplit(url)
+            rules = self._host_rules.get(parts.netloc)
+            if rules is None:
+                rules = _rules_for_host(parts, self.passthrough)
+                if len(self._host_rules) < 1024:
+                    self._host_rules[parts.netloc] = rules
+            passes = bool(rules) and passthrough_rule_for(url, rules) is not None
             if len(self._passes) < 1024:  # a client's URLs repeat: remembered, up to a bound
                 self._passes[url] = passes
         if passes:

@@ -29,7 +29,7 @@ from urllib.parse import quote, quote_plus, unquote, unquote_plus
 
 import ahocorasick_rs
 
-from ._credentials import KEYWORD_PATTERNS, catalogue_matches, looks_like_credential
+from ._credentials import KEYWORD_PATTERNS, catalogue_matches, looks_like_credential, may_hold_prefixed
 
 __all__ = [
     "MIN_PROPAGATED_LENGTH",
@@ -825,6 +825,50 @@ class Redactor:
             secret = sep and self.is_secret_name(name, query=True)
             redacted.append(f"{name}={PLACEHOLDER}" if secret else self.redact_text(name + sep + value))
         return "&".join(redacted)
+
+    # --- prefilter -------------------------------------------------------------------------------------
+
+    def could_redact(self, text: str) -> bool:
+        """Whether ``redact_text`` could change ``text`` or a piece of it, or ``redact_value`` the keys and
+        strings of ``text`` read as JSON. False only when none of the redactor's rules can apply: no user
+        pattern or callable, no ``\\u`` escape or JSON's ``\\/``, no ``%XX`` of an ASCII character, no
+        URL userinfo, no catalogue prefix anywhere in the text, no catalogue keyword (nor, with a quote,
+        secret-name word) in its lower case, no secret-named query or fragment parameter after its ``?``,
+        ``&``, ``;`` or ``#``, no form of a learned value. (Not a prefilter for ``redact_form``: a form's
+        first field has no separator before it.) Learns nothing."""
+        if self._patterns or self._callables:
+            return True
+        if "\\u" in text or "\\/" in text or _has_ascii_escapes(text) or ("@" in text and "://" in text):
+            return True
+        if may_hold_prefixed(text.encode("utf-8", "surrogatepass")):
+            return True
+        # Name words first, catalogue keywords after them.
+        lowered = text.lower()
+        data = lowered.encode("utf-8", "surrogatepass")
+        hits = self._finder.find_matches_as_indexes(data, overlapping=True)
+        names = len(self._name_words)
+        if any(index >= names for index, _, _ in hits):
+            return True
+        # A name word matters only at the end of a JSON key: in the text, and in the text read as JSON, whose
+        # \n, \t, \r, \b and \f are separators there (each pair of characters read as two spaces).
+        if hits and '"' in text:
+            if self._may_hold_secret_key(text, lowered, data, hits):
+                return True
+            if "\\" in text:
+                view = re.sub(r"\\[bfnrt]|\\.", lambda match: "  " if match[0][1] in "bfnrt" else match[0], text)
+                viewed = view.lower()
+                data = viewed.encode("utf-8", "surrogatepass")
+                if self._may_hold_secret_key(
+                    view, viewed, data, self._finder.find_matches_as_indexes(data, overlapping=True)
+                ):
+                    return True
+        if "=" in text:
+            # Every parameter, also one inside another's value: a piece of the text may start there.
+            for match in re.finditer(r"(?=[?&;#]([A-Za-z0-9_.%\-]{1,64})=[^&#\s\"'<>\\])", text):
+                if self.is_secret_name(match[1], query=True):
+                    return True
+        forms = self._forms
+        return bool(forms) and any(map(text.__contains__, forms))
 
 
 def remove_secret_values(obj: Any) -> Any:

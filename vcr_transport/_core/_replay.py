@@ -146,6 +146,8 @@ class ReplayEngine:
         self._lock = threading.Lock()
         # (method, URL, headers) -> (the redactor's learned forms then, their comparable fields): see incoming_fields
         self._shared: dict[tuple[Any, ...], tuple[object, tuple[dict[str, Any], str]]] = {}
+        # headers but content-length -> (the learned forms then, the headers redacted): shared by every URL
+        self._headers: dict[tuple[tuple[str, str], ...], tuple[object, list[tuple[str, str]]]] = {}
 
     def _recorded_fields(self, index: int) -> dict[str, Any]:
         fields = self._recorded[index]
@@ -161,10 +163,11 @@ class ReplayEngine:
         long as the redactor has learned no new secret (a new one could change how they redact)."""
         redactor = self.redactor
         generation = getattr(redactor, "_forms", object())  # replaced by Redactor.learn; anything else: no reuse
-        key = (method, url, tuple(pair for pair in headers if pair[0].lower() != "content-length"))
+        header_key = tuple(pair for pair in headers if pair[0].lower() != "content-length")
+        key = (method, url, header_key)
         cached = self._shared.get(key)
         if cached is None or cached[0] is not generation:
-            redacted_headers = redactor.redact_headers(headers)  # first, as the recorder does
+            redacted_headers = self._redacted_headers(header_key, headers, generation)  # first, as the recorder does
             shared = self.matcher.comparable_request(method, redact_url(url, redactor), redacted_headers)
             if len(self._shared) >= _SHARED_ENTRIES:
                 self._shared.clear()
@@ -174,6 +177,20 @@ class ReplayEngine:
             shared = cached[1]
         stored = stored_body(body, content_type_of(headers), redactor, encoding=content_encoding(headers))
         return self.matcher.with_body(*shared, stored)
+
+    def _redacted_headers(
+        self, key: tuple[tuple[str, str], ...], headers: list[tuple[str, str]], generation: object
+    ) -> list[tuple[str, str]]:
+        """``headers`` redacted, reused for the same headers (but content-length, volatile to matching) while
+        the redactor has learned nothing new, whatever the URL."""
+        cached = self._headers.get(key)
+        if cached is not None and cached[0] is generation:
+            return cached[1]
+        redacted = self.redactor.redact_headers(headers)
+        if len(self._headers) >= _SHARED_ENTRIES:
+            self._headers.clear()
+        self._headers[key] = (getattr(self.redactor, "_forms", object()), redacted)
+        return redacted
 
     def select(self, incoming: dict[str, Any]) -> RecordedCall:
         with self._lock:
