@@ -42,7 +42,10 @@ class Browser:
     """One Chromium process with one page; ``close`` ends that process (and only it)."""
 
     def __init__(self, executable: str, width: int = 1200, height: int = 1400) -> None:
-        self._profile = tempfile.TemporaryDirectory(prefix="vcr-browser-")
+        # Chromium's helper processes may still write into the profile while it is removed.
+        self._profile = tempfile.TemporaryDirectory(
+            prefix="vcr-browser-", ignore_cleanup_errors=True
+        )
         self.process = subprocess.Popen(
             [
                 executable,
