@@ -43,9 +43,7 @@ class Browser:
 
     def __init__(self, executable: str, width: int = 1200, height: int = 1400) -> None:
         # Chromium's helper processes may still write into the profile while it is removed.
-        self._profile = tempfile.TemporaryDirectory(
-            prefix="vcr-browser-", ignore_cleanup_errors=True
-        )
+        self._profile = tempfile.TemporaryDirectory(prefix="vcr-browser-", ignore_cleanup_errors=True)
         self.process = subprocess.Popen(
             [
                 executable,
