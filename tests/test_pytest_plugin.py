@@ -393,3 +393,19 @@ def test_a_pinned_replay_with_no_cassette_names_the_fix_that_works(project: pyte
     result.assert_outcomes(failed=1)
     result.stdout.fnmatch_lines(["*no such cassette*", "*fix: record it first: pass mode='record'*"])
     assert "VCR_TRANSPORT_MODE=record" not in result.stdout.str(), "the marker's mode wins over the variable"
+
+
+def test_a_module_that_fails_to_collect_makes_the_run_partial(
+    project: pytest.Pytester, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from vcr_transport._cli import main
+
+    write_tests(project, ["hi"])
+    project.runpytest("--vcr-mode=record").assert_outcomes(passed=3)
+    project.makepyfile(test_broken="def test_broken(:\n    pass\n")
+    project.runpytest("--vcr-mode=replay", "--continue-on-collection-errors").assert_outcomes(passed=3, errors=1)
+    capsys.readouterr()
+    with pytest.MonkeyPatch.context() as patch:
+        patch.chdir(project.path)
+        assert main(["prune"]) == 2
+    assert "test_broken.py failed to collect" in capsys.readouterr().err

@@ -27,7 +27,8 @@ from ._config import (
     resolve_mode,
     set_mode_in_pyproject,
 )
-from ._core._bodies import content_type_of, decoded_body, sse_events
+from ._core._bodies import content_type_of, decoded_body
+from ._core._conversation import parse_sse
 from ._core._diff import cassette_differences, changed_words
 from ._core._format import FORMAT_VERSION, Cassette, RecordedCall
 from ._core._options import Options
@@ -63,10 +64,6 @@ def _project_root() -> Path:
     return pyproject.parent if pyproject else Path.cwd()
 
 
-def _cassette_dirs(root: Path) -> list[Path]:
-    return cassette_folders(root)
-
-
 def _cassettes_in(paths: Sequence[str | Path]) -> list[Path]:
     files: list[Path] = []
     for raw in paths:
@@ -81,7 +78,7 @@ def _cassettes_in(paths: Sequence[str | Path]) -> list[Path]:
 
 
 def _default_cassettes() -> list[Path]:
-    return _cassettes_in([str(d) for d in _cassette_dirs(_project_root())])
+    return _cassettes_in([str(d) for d in cassette_folders(_project_root())])
 
 
 def _shown(path: Path) -> str:
@@ -111,7 +108,7 @@ def _size(path: Path) -> str:
 def command_status(args: argparse.Namespace) -> int:
     resolved = resolve_mode(args.mode)
     root = _project_root()
-    folders = _cassette_dirs(root)
+    folders = cassette_folders(root)
     good = broken = calls = 0
     for path in _cassettes_in([str(f) for f in folders]):
         try:
@@ -225,7 +222,7 @@ def _call_view(call: RecordedCall) -> dict[str, Any]:
         view["error"] = {"class": call.error_class, "message": call.error_message}
     text = body.decode("utf-8", "replace")
     if "event-stream" in content_type:
-        view["sse_events"] = sse_events(text)
+        view["sse_events"] = [event.raw for event in parse_sse(text)]
     else:
         try:
             view["response_json"] = json.loads(text)

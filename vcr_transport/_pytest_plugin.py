@@ -114,8 +114,22 @@ def pytest_configure(config: pytest.Config) -> None:
     config.stash[_RUN] = _PluginRun(config.getoption("vcr_mode"))
     configure_compat(config)
     config.stash[_INCOMPLETE] = []
+    config.pluginmanager.register(_CollectionWatcher(config), "vcr_transport_collection")
     if config.pluginmanager.hasplugin("xdist") and not _is_worker(config):
         config.pluginmanager.register(_XdistController(config), "vcr_transport_xdist")
+
+
+class _CollectionWatcher:
+    """A module that failed to collect makes the run partial: its tests' cassettes went unused. (A collect
+    report carries no config, so the hook lives on an object that holds it; under xdist the workers'
+    reports reach the controller's hook too.)"""
+
+    def __init__(self, config: pytest.Config) -> None:
+        self.config = config
+
+    def pytest_collectreport(self, report: pytest.CollectReport) -> None:
+        if report.failed:
+            self.config.stash[_INCOMPLETE].append(f"{report.nodeid} failed to collect")
 
 
 class _XdistController:
@@ -147,21 +161,12 @@ def pytest_deselected(items: list[pytest.Item]) -> None:
         config.stash[_INCOMPLETE].append(f"{len(items)} test(s) were deselected (-k, -m, --deselect, --lf)")
 
 
-def pytest_collectreport(report: pytest.CollectReport) -> None:
-    if report.failed:
-        report_config = getattr(report, "config", None)
-        if report_config is not None:
-            report_config.stash[_INCOMPLETE].append(f"{report.nodeid} failed to collect")
-
-
 def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config, items: list[pytest.Item]) -> None:
     run = config.stash[_RUN]
     for item in items:  # a marked test claims its cassette even when it is skipped
         marker = item.get_closest_marker(MARKER)
         if marker is not None:
             run.cassette_opened(marker_cassette_path(item, marker.kwargs.get("path")), "claimed")
-    if session.testsfailed:
-        config.stash[_INCOMPLETE].append("some tests failed to collect")
     if config.args_source == pytest.Config.ArgsSource.ARGS and _selects_part(config):
         config.stash[_INCOMPLETE].append(f"the run was given {' '.join(config.args)}")
 

@@ -115,11 +115,6 @@ def _read(name: str, lazy: bool | None, cache: bool = False) -> Cassette:
     return _parse_cache.load_or_parse(data, name)
 
 
-def open_lazily(path: str) -> Cassette:
-    """Validate every line of a cassette now, but read event chunks only when they are replayed."""
-    return read_cassette(path, lazy=True)
-
-
 def read_outline(path: str | os.PathLike[str]) -> Cassette:
     """The cassette validated line by line with bounded memory, keeping calls but no chunks (for listing)."""
     name = os.fspath(path)

@@ -25,7 +25,6 @@ __all__ = [
     "decoded_body",
     "encode_stacked",
     "redact_url",
-    "sse_events",
     "stored_body",
 ]
 
@@ -326,9 +325,3 @@ def decoded_body(chunks: Sequence[bytes], headers: Iterable[tuple[str, str]]) ->
     encodings = content_encodings(headers)
     decoded = decode_stacked(data, encodings) if encodings else data
     return data if decoded is None else decoded
-
-
-def sse_events(text: str) -> list[str]:
-    """SSE text as one string per event, its lines joined by `` | ``."""
-    events = re.split(r"\r\n\r\n|\n\n|\r\r", text)
-    return [" | ".join(line for line in re.split(r"\r\n|\n|\r", event) if line) for event in events if event.strip()]

@@ -162,10 +162,6 @@ class Decision:
         self._passes: dict[str, bool] = {}  # URL -> whether a passthrough rule covers it
         self._host_rules: dict[str, tuple[tuple[str, str], ...]] = {}  # netloc -> the rules for its host
 
-    @property
-    def reads_cassette(self) -> bool:
-        return self.mode == "replay" or (self.mode == "record-on-miss" and not self.recording)
-
     def step_for(self, url: str) -> Step:
         """The step a request to ``url`` meets: an ignored host passes through, then the passthrough rules,
         then ``next_step()``."""

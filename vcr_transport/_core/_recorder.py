@@ -63,9 +63,6 @@ class CallBook:
         self.calls[record.index] = record
         return record
 
-    def open_calls(self) -> list[CallRecord]:
-        return [record for record in self.calls.values() if not record.ended]
-
     @staticmethod
     def end(record: CallRecord, outcome: str, error: str = "") -> bool:
         """Mark ``record`` ended; False when it already was (its call_end must not be written twice)."""

@@ -69,7 +69,6 @@ class StreamRedactor:
         self._segments: list[tuple[int, int]] = []  # (output slot, byte count) of the bytes in _line
         self._held: list[tuple[bytes, Any]] = []
         self._held_size = 0
-        self.released_early = False  # the hold bound was reached: deltas were searched per held part
 
     def feed(self, chunk: bytes, tag: Any) -> list[tuple[bytes, Any]]:
         slot = len(self._outputs)
@@ -87,7 +86,6 @@ class StreamRedactor:
             self._seal(slot)
         self._hold(self._release())
         if self._held_size > self._max_hold:
-            self.released_early = True
             return self._release_held()
         return []
 
