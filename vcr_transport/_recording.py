@@ -457,9 +457,7 @@ class _RecordingBase(TransportLifecycle):
         raw = [identity if name.lower() == b"accept-encoding" else (name, value) for name, value in request.headers.raw]
         if identity not in raw:
             raw.append(identity)
-        return library_of(request).Request(
-            request.method, request.url, headers=raw, content=request.content, extensions=request.extensions
-        )
+        return _with_headers(request, raw)
 
     def _start(self, request: HttpRequest) -> _CallRecording:
         return self.recorder.start(request.method, str(request.url), header_pairs(request.headers), request.content)
@@ -540,6 +538,29 @@ class _RecordingBase(TransportLifecycle):
             call.interrupted(exc)
             raise
         return self._wrap(request, response, call)
+
+
+# Methods whose empty body a Request still announces (``Content-Length: 0``).
+_BODY_METHODS = frozenset({"POST", "PUT", "PATCH", "QUERY"})
+
+
+def _with_headers(request: Any, raw: list[tuple[bytes, bytes]]) -> Any:
+    """A read ``request`` with the headers ``raw``, as ``Request(method, url, headers=raw, content=...,
+    extensions=...)`` of its library builds it, without parsing its URL and headers again: when ``raw``
+    already holds what that build would add (``Host``, and the body's length unless an empty body needs
+    none), a copy of the request's attributes with new headers and extensions; otherwise that build."""
+    names = {name.lower() for name, _ in raw}
+    content = request.content
+    has_length = b"content-length" in names or b"transfer-encoding" in names
+    if b"host" not in names or not (has_length or (not content and request.method not in _BODY_METHODS)):
+        return library_of(request).Request(
+            request.method, request.url, headers=raw, content=content, extensions=request.extensions
+        )
+    copied = object.__new__(type(request))
+    copied.__dict__.update(request.__dict__)  # method, url, the read content and its ByteStream
+    copied.headers = type(request.headers)(raw)
+    copied.extensions = dict(request.extensions)
+    return copied
 
 
 def _reraise(converted: BaseException, original: BaseException) -> NoReturn:

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from . import _parse_cache
-from ._core._format import Cassette, Finding, dumps_line, header_problem, load_streaming, problems
+from ._core._format import Cassette, Finding, encode_line, header_problem, load_streaming, problems
 from ._core._quiet import QuietComparison, merged_lines
 from ._exceptions import CassetteError
 
@@ -175,7 +175,7 @@ class CassetteWriter:
         )
         os.fchmod(descriptor, 0o600)
         self.temporary = Path(temporary)
-        self._file = os.fdopen(descriptor, "w", encoding="utf-8", newline="\n", buffering=1 << 16)
+        self._file = os.fdopen(descriptor, "wb", buffering=1 << 16)
         self._lock = threading.Lock()
         self.closed = False
         self.failure: OSError | None = None
@@ -183,17 +183,17 @@ class CassetteWriter:
 
     def write(self, obj: dict[str, Any], *, flush: bool = False) -> None:
         """One whole line. Lines are buffered and reach the file in order; ``flush`` at a call's end."""
-        self._append(dumps_line(obj), flush)
+        self._append(encode_line(obj), flush)
 
     def write_raw(self, line: bytes) -> None:
         """A line kept from an older cassette, byte for byte."""
-        self._append(line.decode("utf-8") + "\n", False)
+        self._append(line + b"\n", False)
 
-    def write_line(self, line: str) -> None:
-        """A line already serialized, with its newline."""
-        self._append(line, False)
+    def write_line(self, line: str | bytes) -> None:
+        """A line already serialized, with its newline (text is written in UTF-8)."""
+        self._append(line.encode("utf-8") if isinstance(line, str) else line, False)
 
-    def _append(self, line: str, flush: bool) -> None:
+    def _append(self, line: bytes, flush: bool) -> None:
         with self._lock:
             if self.closed:
                 return

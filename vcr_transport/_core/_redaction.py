@@ -484,6 +484,8 @@ class Redactor:
         self._known_forms: tuple[tuple[str, ...], _Finder | None, _Finder | None] = ((), None, None)
         self._forms_searched = 0  # texts searched for these forms one by one
         self._patterns_by_value: dict[str, re.Pattern[str]] = {}
+        # Header values as redact_text left them, while the known forms were these (see redact_headers).
+        self._header_values: tuple[tuple[str, ...], dict[str, str]] = ((), {})
 
     # --- names -----------------------------------------------------------------------------------------
 
@@ -808,10 +810,31 @@ class Redactor:
         """Secret-named headers lose their value (learned, with its credential parts); the others are
         redacted as text."""
         pairs = list(pairs)
-        for name, value in pairs:
-            if self.is_secret_name(name):
+        secret = [self.is_secret_name(name) for name, _ in pairs]
+        for (_, value), is_secret in zip(pairs, secret, strict=True):
+            if is_secret:
                 self.learn(value)
-        return [(name, PLACEHOLDER if self.is_secret_name(name) else self.redact_text(value)) for name, value in pairs]
+        return [
+            (name, PLACEHOLDER if is_secret else self._redact_header_value(value))
+            for (name, value), is_secret in zip(pairs, secret, strict=True)
+        ]
+
+    def _redact_header_value(self, value: str) -> str:
+        """``redact_text(value)``, each distinct value once while the learned values stay the same (headers
+        repeat from call to call): what it found then was learned then. Not with user callables, which
+        may not answer the same twice."""
+        if self._callables:
+            return self.redact_text(value)
+        forms, remembered = self._header_values
+        if forms is not self._forms:
+            forms, remembered = self._forms, {}
+            self._header_values = (forms, remembered)
+        redacted = remembered.get(value)
+        if redacted is None:
+            redacted = self.redact_text(value)
+            if self._forms is forms and len(remembered) < _REMEMBERED_PARTS:  # it learned nothing new
+                remembered[value] = redacted
+        return redacted
 
     def redact_form(self, text: str) -> str:
         """A form-encoded body: each field named like a secret loses its value (learned, decoded); the rest
