@@ -17,7 +17,14 @@ from importlib import metadata
 from typing import Any, NoReturn
 
 from ._core._bodies import binary_body, content_encoding, content_type_of, redact_url, stored_body
-from ._core._format import call_end_line, event_line, header_line, request_line, response_line
+from ._core._format import (
+    call_end_line,
+    event_line,
+    header_line,
+    numbers_are_plain,
+    request_line,
+    response_line,
+)
 from ._core._matching import RequestMatcher
 from ._core._options import Options
 from ._core._quiet import QuietComparison
@@ -73,9 +80,8 @@ class _CallRecording:
     def response(self, status: int, headers: list[tuple[str, str]], http_version: str) -> None:
         self.record.status = status
         redactor = self.recording.redactor
-        self.recording.guarded(
-            self.recording.write, response_line(self.index, status, redactor.redact_headers(headers), http_version)
-        )
+        line = response_line(self.index, status, redactor.redact_headers(headers), http_version)
+        self.recording.guarded(self.recording.write, line, False, True)
         encoding = content_encoding(headers)
         if encoding:
             self._redacting = EncodedBodyRedactor(redactor, encoding)
@@ -135,7 +141,7 @@ class _CallRecording:
         failure = None
         if error is not None:
             failure = (error_name(error), self.recording.redactor.redact_text(str(error)))
-        self.recording.write(call_end_line(self.index, self.written, outcome, failure), flush=True)
+        self.recording.write(call_end_line(self.index, self.written, outcome, failure), True, True)
 
 
 class _Recording:
@@ -184,8 +190,9 @@ class _Recording:
             if self._writer is not None:
                 self._writer.abandon()
 
-    def write(self, line: dict[str, Any], *, flush: bool = False) -> None:
-        self._open_writer().write(line, flush=flush)
+    def write(self, line: dict[str, Any], flush: bool = False, plain_numbers: bool = False) -> None:
+        """One line (``plain_numbers``: see ``_core._format.encode_line``)."""
+        self._open_writer().write(line, flush=flush, plain_numbers=plain_numbers)
 
     def write_line(self, line: str) -> None:
         self._open_writer().write_line(line)
@@ -201,16 +208,13 @@ class _Recording:
             self._calls.append(call)
             redactor = self.redactor
             stored_headers = redactor.redact_headers(headers)  # first: the values it learns leave the URL too
-            self.guarded(
-                self.write,
-                request_line(
-                    call.index,
-                    method,
-                    redact_url(url, redactor),
-                    stored_headers,
-                    stored_body(body, content_type_of(headers), redactor, encoding=content_encoding(headers)),
-                ),
-            )
+            encoding = content_encoding(headers)
+            stored = stored_body(body, content_type_of(headers), redactor, encoding=encoding)
+            # The JSON of a body stored parsed is searched for floats json and msgspec write apart only
+            # when its text may hold one.
+            plain = stored is None or "json" not in stored or (not encoding and numbers_are_plain(body))
+            line = request_line(call.index, method, redact_url(url, redactor), stored_headers, stored)
+            self.guarded(self.write, line, False, plain)
         return call
 
     def finish(self, failure: BaseException | None, *, at_exit: bool = False) -> None:

@@ -181,9 +181,10 @@ class CassetteWriter:
         self.failure: OSError | None = None
         self.write(header)
 
-    def write(self, obj: dict[str, Any], *, flush: bool = False) -> None:
-        """One whole line. Lines are buffered and reach the file in order; ``flush`` at a call's end."""
-        self._append(encode_line(obj), flush)
+    def write(self, obj: dict[str, Any], *, flush: bool = False, plain_numbers: bool = False) -> None:
+        """One whole line. Lines are buffered and reach the file in order; ``flush`` at a call's end.
+        ``plain_numbers``: as ``_core._format.encode_line`` takes it."""
+        self._append(encode_line(obj, plain_numbers=plain_numbers), flush)
 
     def write_raw(self, line: bytes) -> None:
         """A line kept from an older cassette, byte for byte."""

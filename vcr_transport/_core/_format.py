@@ -51,6 +51,7 @@ __all__ = [
     "header_line",
     "lines_before_call",
     "load_streaming",
+    "numbers_are_plain",
     "problems",
     "request_line",
     "response_line",
@@ -229,12 +230,15 @@ def dumps_line(obj: dict[str, Any]) -> str:
     return encode_line(obj).decode("utf-8")
 
 
-def encode_line(obj: dict[str, Any]) -> bytes:
+def encode_line(obj: dict[str, Any], *, plain_numbers: bool = False) -> bytes:
     """A line object as one JSONL line in UTF-8: the text of ``json.dumps(obj, ensure_ascii=False,
     separators=(",", ":"))``, which msgspec writes faster. The two write a float the same way unless its
     ``repr`` has an exponent or it is not finite; a line holding such a float, or anything msgspec refuses
-    (a lone surrogate, which then fails to encode as it always did), is written by ``json``."""
-    if not _odd_floats(obj):
+    (a lone surrogate, which then fails to encode as it always did), is written by ``json``.
+    ``plain_numbers``: the caller knows ``obj`` holds only JSON's own types and no such float (a line
+    built here from strings and integers, a body whose JSON text passed ``numbers_are_plain``): it is not
+    searched for them."""
+    if plain_numbers or not _odd_floats(obj):
         try:
             return _line_encoder.encode(obj) + b"\n"
         except (msgspec.EncodeError, TypeError, ValueError, OverflowError):
@@ -246,22 +250,36 @@ def encode_line(obj: dict[str, Any]) -> bytes:
 _line_encoder = msgspec.json.Encoder()
 
 
-def _odd_floats(obj: Any) -> bool:
-    """Whether ``obj`` holds a float whose text has an exponent (``1e-05``) or that is not finite."""
-    stack = [obj]
+# What may stand in JSON text for a float written with an exponent or not finite: an exponent, NaN or
+# Infinity, 16 digits in a row (1e16 and up, also after rounding), a fraction below 0.0001.
+_ODD_NUMBER = re.compile(rb"[0-9][eE]|NaN|Infinity|[0-9]{16}|0\.0000")
+
+
+def numbers_are_plain(json_text: bytes) -> bool:
+    """Whether every float parsed from ``json_text`` is finite and written without an exponent (by
+    ``repr`` as by msgspec): see ``encode_line``. Letters and digits in its strings may say no for
+    nothing, never yes wrongly."""
+    return _ODD_NUMBER.search(json_text) is None
+
+
+def _odd_floats(obj: dict[str, Any]) -> bool:
+    """Whether ``obj`` holds a float whose text has an exponent (``1e-05``) or that is not finite, or a
+    value of a type other than JSON's own (a subclass has its own text, which json writes)."""
+    stack: list[Any] = [obj]
     while stack:
         item = stack.pop()
-        kind = type(item)
-        if kind is dict:
-            stack.extend(item.values())
-        elif kind is list or kind is tuple:
-            stack.extend(item)
-        elif kind is float:
-            text = repr(item)
-            if "e" in text or "n" in text:
+        for child in item.values() if type(item) is dict else item:
+            kind = type(child)
+            if kind is str or kind is int or kind is bool or child is None:
+                continue
+            if kind is dict or kind is list or kind is tuple:
+                stack.append(child)
+            elif kind is not float:
                 return True
-        elif isinstance(item, float | dict | list | tuple):
-            return True  # a subclass: its own text, which json writes
+            else:
+                text = repr(child)
+                if "e" in text or "n" in text:
+                    return True
     return False
 
 
