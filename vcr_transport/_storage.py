@@ -278,8 +278,6 @@ class CassetteWriter:
             plan = quiet.plan(old, new)
             if not plan.kept:
                 return self.temporary
-            os.lseek(descriptor, 0, os.SEEK_SET)
-            load_streaming(name, _blocks(descriptor), None)  # to keep any of the old cassette, all of it is valid
         except (CassetteError, OSError):  # the old cassette can't be read: the recording replaces it
             return self.temporary
         if plan.unchanged:

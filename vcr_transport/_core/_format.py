@@ -43,6 +43,7 @@ __all__ = [
     "Finding",
     "RecordedCall",
     "StoredBody",
+    "StreamingCheck",
     "call_end_line",
     "dumps_line",
     "encode_chunk",
@@ -512,6 +513,25 @@ def load_streaming(path: str, blocks: Iterable[bytes], source: ChunkSource | Non
     for first, start, block in split_blocks(blocks, path):
         parser.parse_block(first, start, block)
     return parser.finish()
+
+
+class StreamingCheck:
+    """What ``load_streaming`` checks (every line against the schema, the calls' structure), over lines that
+    were decoded elsewhere with the schema's decoder: ``header`` for line 1, ``lines`` for the lines of each
+    block after it, ``finish`` at the end. Each raises the CassetteError that ``load_streaming`` raises."""
+
+    def __init__(self, path: str) -> None:
+        self._parser = _Parser(path, "outline")
+
+    def header(self, line: bytes) -> None:
+        self._parser.parse_line(1, line, 0)
+
+    def lines(self, first: int, objects: list[Line]) -> None:
+        """The decoded lines from line ``first`` on."""
+        self._parser.add_parsed_lines(first, objects, None)
+
+    def finish(self) -> None:
+        self._parser.finish()
 
 
 @dataclass(frozen=True)

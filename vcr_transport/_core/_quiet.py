@@ -22,6 +22,7 @@ from __future__ import annotations
 import fnmatch
 import hashlib
 from collections.abc import Iterable, Iterator
+from itertools import accumulate
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -37,6 +38,7 @@ from ._format import (
     Line,
     RequestLine,
     ResponseLine,
+    StreamingCheck,
     split_blocks,
 )
 from ._matching import RequestMatcher
@@ -92,6 +94,7 @@ class _Place(msgspec.Struct):
 
 
 _place_decoder = msgspec.json.Decoder(_Place)
+_plus_one = (1).__add__
 Span = tuple[int, int]
 _CACHED = 4096  # distinct URLs and header lists whose redaction check is remembered
 
@@ -150,33 +153,56 @@ class QuietComparison:
         self.redactor = redactor or Redactor()
         # Calls mostly repeat their URL and headers: each distinct one is checked once.
         self._clean: dict[Any, bool] = {}
+        self._requests: dict[tuple[str, str, tuple[tuple[str, str], ...]], tuple[dict[str, Any], str]] = {}
 
     def prints(self, path: str, blocks: Iterable[bytes], *, old: bool) -> FilePrints | None:
         """The calls of a cassette given as blocks of bytes, or None when a line can't be read as one
-        (``old``: also check its uncompared parts against the redaction rules, and keep its spans)."""
+        (``old``: also check its uncompared parts against the redaction rules, keep its spans, and check
+        the whole file as ``load_streaming`` does: none of an old file is kept unless all of it is valid)."""
         header = b""
         calls: dict[int, CallPrint] = {}
+        check = StreamingCheck(path) if old else None
+        unset = msgspec.UNSET
         try:
             for first, start, block in split_blocks(blocks, path):
-                lines = block.split(b"\n")
-                lines.pop()
                 if first == 1:
-                    header = lines[0]
+                    header, _, block = block.partition(b"\n")
                     if not self._is_header(header):
                         return None
+                    if check is not None:
+                        check.header(header)
                     start += len(header) + 1
-                    block = block[len(header) + 1 :]
-                    del lines[0]
+                    first = 2
                 objects = _decoder.decode_lines(block)
-                if len(objects) != len(lines):
+                if len(objects) != block.count(b"\n"):
                     return None
-                for line, obj in zip(lines, objects, strict=True):
-                    end = start + len(line) + 1
-                    if not self._take(obj, calls, old):
+                if check is not None:
+                    check.lines(first, objects)
+                ends = None
+                if old:  # where each line ends in the file
+                    ends = accumulate(map(_plus_one, map(len, block.split(b"\n")[:-1])), initial=start)
+                    next(ends)
+                for obj in objects:
+                    if obj.__class__ is EventLine:  # the most lines by far: folded here
+                        call = calls.get(obj.call_index)
+                        if call is None or call.digest:
+                            return None
+                        text = obj.text
+                        call.body.update(text.encode() if text.__class__ is str and obj.base64 is unset else obj.chunk())
+                    elif self._take(obj, calls, old):
+                        call = calls[obj.call_index]  # type: ignore[union-attr]
+                    else:
                         return None
-                    if old:
-                        calls[obj.call_index].add_span(start, end)  # type: ignore[union-attr]
-                    start = end
+                    if ends is not None:
+                        line_start, line_end = start, next(ends)
+                        spans = call.spans
+                        if spans and spans[-1][1] == line_start:
+                            spans[-1] = (spans[-1][0], line_end)
+                        else:
+                            spans.append((line_start, line_end))
+                        start = line_end
+            if check is not None:
+                check.finish()
         except (CassetteError, msgspec.MsgspecError, RecursionError, ValueError):
             return None
         if not header or any(not call.digest for call in calls.values()):
@@ -217,7 +243,16 @@ class QuietComparison:
 
     def _request(self, obj: RequestLine, old: bool) -> CallPrint:
         body = None if obj.body is None else obj.body.stored()
-        comparable = self.matcher.comparable(obj.method, obj.url, obj.headers, body)
+        matcher = self.matcher
+        # Requests mostly repeat their method, URL and compared headers: each distinct set is read once.
+        compared = tuple(pair for pair in obj.headers if not matcher.is_volatile(pair[0].lower()))
+        key = (obj.method, obj.url, compared)
+        request = self._requests.get(key)
+        if request is None:
+            if len(self._requests) >= _CACHED:
+                self._requests.clear()
+            request = self._requests[key] = matcher.comparable_request(obj.method, obj.url, compared)
+        comparable = matcher.with_body(*request, body)
         call = CallPrint(obj.call_index, _digest(comparable))
         if old:
             call.clean = self._clean_request(obj, body, comparable["body"])
