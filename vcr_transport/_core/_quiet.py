@@ -22,8 +22,8 @@ from __future__ import annotations
 import fnmatch
 import hashlib
 from collections.abc import Iterable, Iterator
-from itertools import accumulate
 from dataclasses import dataclass, field
+from itertools import accumulate
 from typing import Any
 
 import msgspec
@@ -188,7 +188,9 @@ class QuietComparison:
                         if call is None or call.digest:
                             return None
                         text = obj.text
-                        call.body.update(text.encode() if text.__class__ is str and obj.base64 is unset else obj.chunk())
+                        call.body.update(
+                            text.encode() if text.__class__ is str and obj.base64 is unset else obj.chunk()
+                        )
                     elif self._take(obj, calls, old):
                         call = calls[obj.call_index]  # type: ignore[union-attr]
                     else:
