@@ -126,14 +126,21 @@ def test_the_forwarded_request_is_what_the_library_would_build(sdk: Sdk, upstrea
 
 
 @pytest.mark.parametrize("library", [httpx, httpx2], ids=lambda library: library.__name__)
-def test_requests_missing_what_the_library_adds_are_built_by_it(library: Any, tmp_path: Path) -> None:
-    """A request without Host, or with a body of unknown length, gets what the library adds to one."""
+def test_requests_the_library_would_build_differently_are_built_by_it(library: Any, tmp_path: Path) -> None:
+    """A request without Host, or with a body of unknown length, gets what the library adds to one; one
+    asking twice for encodings says identity twice."""
     bare = library.Request("POST", "https://api.example.test/v1/x", stream=library.ByteStream(b'{"a":1}'))
     bare.read()
     empty_get = library.Request("GET", "https://api.example.test/v1/x", headers={"accept-encoding": "gzip"})
     empty_post = library.Request("POST", "https://api.example.test/v1/x", content=b"")
     from_client = library.Client().build_request("PUT", "https://api.example.test/v1/y?q=1", content=b"body")
-    for request in (bare, empty_get, empty_post, from_client):
+    twice = library.Client().build_request(
+        "POST",
+        "https://api.example.test/v1/z",
+        content=b"{}",
+        headers=[("Accept-Encoding", "gzip"), ("accept-encoding", "br")],
+    )
+    for request in (bare, empty_get, empty_post, from_client, twice):
         request.read()
         before = request.headers.raw
         mock = library.MockTransport(lambda r: library.Response(204))

@@ -128,11 +128,14 @@ class _CallRecording:
             self.end("closed_early")
 
     def end(self, outcome: str, error: BaseException | None = None) -> None:
+        if self.record.ended:  # a call never starts again: no lock needed to see it ended
+            return
         with self._lock:
             described = "" if error is None else _described(error, self.recording.redactor)
             if not CallBook.end(self.record, outcome, described):
                 return
             self.recording.guarded(self._write_end, outcome, error)
+        self.recording.forget(self.index)
 
     def _write_end(self, outcome: str, error: BaseException | None) -> None:
         if self._redacting is not None:
@@ -167,7 +170,7 @@ class _Recording:
         self._kept_lines = list(kept_lines)
         self._lock = threading.Lock()
         self._writer: CassetteWriter | None = None
-        self._calls: list[_CallRecording] = []
+        self._calls: dict[int, _CallRecording] = {}  # the calls not ended yet
         self.finished = False
         self.saved = False
         self.unchanged = False
@@ -190,6 +193,10 @@ class _Recording:
             if self._writer is not None:
                 self._writer.abandon()
 
+    def forget(self, index: int) -> None:
+        """Call ``index`` ended: closing the recording has nothing left to end there."""
+        self._calls.pop(index, None)
+
     def write(self, line: dict[str, Any], flush: bool = False, plain_numbers: bool = False) -> None:
         """One line (``plain_numbers``: see ``_core._format.encode_line``)."""
         self._open_writer().write(line, flush=flush, plain_numbers=plain_numbers)
@@ -205,7 +212,7 @@ class _Recording:
                     "use a new transport to record more calls"
                 )
             call = _CallRecording(self, self.book.open_call())
-            self._calls.append(call)
+            self._calls[call.index] = call
             redactor = self.redactor
             stored_headers = redactor.redact_headers(headers)  # first: the values it learns leave the URL too
             encoding = content_encoding(headers)
@@ -224,7 +231,7 @@ class _Recording:
             if self.finished:
                 return
             self.finished = True
-            calls, self._calls = self._calls, []
+            calls, self._calls = list(self._calls.values()), {}
         for call in calls:
             call.stop()
         if failure is not None and not (isinstance(failure, Exception) and self.keep_failures):
@@ -365,7 +372,10 @@ class _RecordingStream:
         self._convert = convert
         self._sync_iterator: Iterator[bytes] | None = None
         self._async_iterator: AsyncIterator[bytes] | None = None
-        weakref.finalize(self, call.stop)
+
+    def __del__(self) -> None:
+        # A stream dropped unclosed stops its call (at interpreter exit, the exit hook already has).
+        self._call.stop()
 
     def __iter__(self) -> Iterator[bytes]:
         if self._sync_iterator is None:
@@ -457,11 +467,25 @@ class _RecordingBase(TransportLifecycle):
         response (``accept-encoding: identity``); the caller's request object is left as it is."""
         if not self.recorder.plain_bodies:
             return request
-        identity = (b"accept-encoding", b"identity")
-        raw = [identity if name.lower() == b"accept-encoding" else (name, value) for name, value in request.headers.raw]
-        if identity not in raw:
-            raw.append(identity)
-        return _with_headers(request, raw)
+        names = [name.lower() for name, _ in request.headers.raw]
+        if names.count(b"accept-encoding") > 1 or not _holds_what_a_build_adds(request, names):
+            identity = (b"accept-encoding", b"identity")
+            raw = [
+                identity if name.lower() == b"accept-encoding" else (name, value) for name, value in request.headers.raw
+            ]
+            if identity not in raw:
+                raw.append(identity)
+            return library_of(request).Request(
+                request.method, request.url, headers=raw, content=request.content, extensions=request.extensions
+            )
+        # What that build gives, without parsing the URL and the headers again.
+        headers = request.headers.copy()
+        headers["accept-encoding"] = "identity"  # in the place of the one there, or last
+        forwarded = object.__new__(type(request))
+        forwarded.__dict__.update(request.__dict__)  # method, url, the read content and its ByteStream
+        forwarded.headers = headers
+        forwarded.extensions = dict(request.extensions)
+        return forwarded
 
     def _start(self, request: HttpRequest) -> _CallRecording:
         return self.recorder.start(request.method, str(request.url), header_pairs(request.headers), request.content)
@@ -548,23 +572,11 @@ class _RecordingBase(TransportLifecycle):
 _BODY_METHODS = frozenset({"POST", "PUT", "PATCH", "QUERY"})
 
 
-def _with_headers(request: Any, raw: list[tuple[bytes, bytes]]) -> Any:
-    """A read ``request`` with the headers ``raw``, as ``Request(method, url, headers=raw, content=...,
-    extensions=...)`` of its library builds it, without parsing its URL and headers again: when ``raw``
-    already holds what that build would add (``Host``, and the body's length unless an empty body needs
-    none), a copy of the request's attributes with new headers and extensions; otherwise that build."""
-    names = {name.lower() for name, _ in raw}
-    content = request.content
+def _holds_what_a_build_adds(request: Any, names: list[bytes]) -> bool:
+    """Whether ``Request(method, url, headers=..., content=...)`` of a read ``request`` with header
+    ``names`` (lower-case) would add none: ``Host``, and the body's length unless an empty body needs none."""
     has_length = b"content-length" in names or b"transfer-encoding" in names
-    if b"host" not in names or not (has_length or (not content and request.method not in _BODY_METHODS)):
-        return library_of(request).Request(
-            request.method, request.url, headers=raw, content=content, extensions=request.extensions
-        )
-    copied = object.__new__(type(request))
-    copied.__dict__.update(request.__dict__)  # method, url, the read content and its ByteStream
-    copied.headers = type(request.headers)(raw)
-    copied.extensions = dict(request.extensions)
-    return copied
+    return b"host" in names and (has_length or (not request.content and request.method not in _BODY_METHODS))
 
 
 def _reraise(converted: BaseException, original: BaseException) -> NoReturn:
