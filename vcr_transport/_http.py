@@ -46,10 +46,19 @@ _library_of_class: dict[type, ModuleType] = {}
 
 def transport_library(transport: object) -> ModuleType | None:
     """The library whose transport base class ``transport`` derives from; None for duck-typed transports."""
+    kind = type(transport)
+    if kind in _transport_library_of_class:  # a class's bases never change: found once per class
+        return _transport_library_of_class[kind]
+    found = None
     for library in _loaded_libraries():
         if isinstance(transport, library.BaseTransport | library.AsyncBaseTransport):
-            return library
-    return None
+            found = library
+            break
+    _transport_library_of_class[kind] = found
+    return found
+
+
+_transport_library_of_class: dict[type, ModuleType | None] = {}
 
 
 @functools.cache

@@ -479,7 +479,7 @@ class _RecordingBase(TransportLifecycle):
                 request.method, request.url, headers=raw, content=request.content, extensions=request.extensions
             )
         # What that build gives, without parsing the URL and the headers again.
-        headers = request.headers.copy()
+        headers = type(request.headers)(request.headers)  # not .copy(), which works out their encoding first
         headers["accept-encoding"] = "identity"  # in the place of the one there, or last
         forwarded = object.__new__(type(request))
         forwarded.__dict__.update(request.__dict__)  # method, url, the read content and its ByteStream
