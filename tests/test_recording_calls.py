@@ -22,6 +22,7 @@ import vcr_transport
 from vcr_transport import _storage
 from vcr_transport._core import _quiet
 from vcr_transport._core._format import encode_line, numbers_are_plain
+from vcr_transport._core._matching import RequestMatcher
 from vcr_transport._core._redaction import PLACEHOLDER, Redactor
 
 CALL_SDKS = [
@@ -260,8 +261,17 @@ def test_the_re_record_close_reads_the_older_cassette_once(
         read.append(path)
         return split_blocks(blocks, path)
 
+    compared: list[Any] = []
+    with_body = RequestMatcher.with_body
+
+    def comparing(self: RequestMatcher, *args: Any) -> Any:
+        compared.append(args)
+        return with_body(self, *args)
+
     monkeypatch.setattr(_quiet, "split_blocks", counted)
     monkeypatch.setattr(_storage, "load_streaming", lambda *a: pytest.fail("the old file is parsed a second time"))
+    monkeypatch.setattr(RequestMatcher, "with_body", comparing)
     assert run().unchanged
     assert cassette.read_bytes() == before
     assert read.count(str(cassette.resolve())) == 1, read
+    assert len(compared) == 3, "the old requests are read; the new ones, the same bytes, take their prints"
