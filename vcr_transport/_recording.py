@@ -195,7 +195,8 @@ class _Recording:
 
     def forget(self, index: int) -> None:
         """Call ``index`` ended: closing the recording has nothing left to end there."""
-        self._calls.pop(index, None)
+        with self._lock:
+            self._calls.pop(index, None)
 
     def write(self, line: dict[str, Any], flush: bool = False, plain_numbers: bool = False) -> None:
         """One line (``plain_numbers``: see ``_core._format.encode_line``)."""
