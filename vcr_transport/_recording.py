@@ -128,7 +128,7 @@ class _CallRecording:
             self.end("closed_early")
 
     def end(self, outcome: str, error: BaseException | None = None) -> None:
-        if self.record.ended:  # a call never starts again: no lock needed to see it ended
+        if self.record.ended:  # an ended call stays ended: no lock needed to see it
             return
         with self._lock:
             described = "" if error is None else _described(error, self.recording.redactor)

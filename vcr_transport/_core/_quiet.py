@@ -146,12 +146,6 @@ class CallPrint:
     digest: bytes = b""
     spans: list[Span] = field(default_factory=list)
 
-    def add_span(self, start: int, end: int) -> None:
-        if self.spans and self.spans[-1][1] == start:
-            self.spans[-1] = (self.spans[-1][0], end)
-        else:
-            self.spans.append((start, end))
-
 
 @dataclass
 class FilePrints:
@@ -228,7 +222,7 @@ class QuietComparison:
                         call = calls[obj.call_index]
                     else:
                         return None
-                    if ends is not None:
+                    if ends is not None:  # the line's span, adjacent spans merged into one
                         line_start, line_end = start, next(ends)
                         spans = call.spans
                         if spans and spans[-1][1] == line_start:
