@@ -814,7 +814,10 @@ class Redactor:
         pairs = tuple(pairs)
         # Headers repeat from call to call: while the learned values stay the same, each distinct list and
         # each distinct value is redacted once (what that found was learned then, and nothing is forgotten).
-        known = self._remembered_headers()[1].get(pairs)
+        try:
+            known = self._remembered_headers()[1].get(pairs)
+        except TypeError:  # pairs given as lists: redacted, not remembered
+            known, pairs = None, tuple(map(tuple, pairs))  # type: ignore[arg-type]
         if known is not None:
             return list(known)
         secret = [self.is_secret_name(name) for name, _ in pairs]
