@@ -183,6 +183,7 @@ def test_numbers_are_plain_never_says_yes_wrongly() -> None:
             assert encode_line(parsed, plain_numbers=True) == _json_text(parsed).encode(), text
     assert said_yes > 500, "plain numbers are known to be plain"
     assert not numbers_are_plain(b'{"a": NaN}') and not numbers_are_plain(b'{"a": 1e400}')
+    assert not numbers_are_plain('{"a": 1e-05}'.encode("utf-16")), "digits of other encodings are not read"
 
 
 def test_recorded_lines_match_json_for_bodies_with_any_numbers(upstream: Upstream, cassette: Path) -> None:
@@ -194,6 +195,9 @@ def test_recorded_lines_match_json_for_bodies_with_any_numbers(upstream: Upstrea
     with httpx2.Client(transport=vcr_transport.RecordingTransport(httpx2.HTTPTransport(), cassette)) as client:
         for body in bodies:
             client.post(upstream.url + "/v1/chat/completions", json={"messages": MESSAGES, **body})
+        utf16 = json.dumps({"messages": MESSAGES, "top_p": 1e-05}).encode("utf-16")  # json reads it, msgspec not
+        client.post(upstream.url + "/v1/chat/completions", content=utf16, headers={"content-type": "application/json"})
+        bodies.append({"top_p": 1e-05})
     lines = cassette.read_bytes().split(b"\n")[1:-1]
     stored = [json.loads(line) for line in lines]
     assert [s["body"]["json"] for s in stored if s["type"] == "request"] == [

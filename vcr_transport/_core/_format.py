@@ -252,8 +252,9 @@ _line_encoder = msgspec.json.Encoder()
 
 
 # What may stand in JSON text for a float written with an exponent or not finite: an exponent, NaN or
-# Infinity, 16 digits in a row (1e16 and up, also after rounding), a fraction below 0.0001.
-_ODD_NUMBER = re.compile(rb"[0-9][eE]|NaN|Infinity|[0-9]{16}|0\.0000")
+# Infinity, 16 digits in a row (1e16 and up, also after rounding), a fraction below 0.0001; and a NUL byte,
+# which UTF-8 JSON never holds but UTF-16 and UTF-32 JSON always do (their digits are not searched here).
+_ODD_NUMBER = re.compile(rb"[0-9][eE]|NaN|Infinity|[0-9]{16}|0\.0000|\x00")
 
 
 def numbers_are_plain(json_text: bytes) -> bool:
