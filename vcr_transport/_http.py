@@ -31,18 +31,34 @@ def _loaded_libraries() -> list[ModuleType]:
 # Classes are compared by identity: SDKs re-export httpx2 classes and rewrite their __module__.
 def library_of(obj: object) -> ModuleType:
     """The httpx or httpx2 module whose Request or Response ``obj`` is."""
+    library = _library_of_class.get(type(obj))  # a class's library never changes: found once per class
+    if library is not None:
+        return library
     for library in _loaded_libraries():
         if isinstance(obj, library.Request | library.Response):
+            _library_of_class[type(obj)] = library
             return library
     raise TypeError(f"expected an httpx or httpx2 request or response, got {type(obj).__qualname__}")
 
 
+_library_of_class: dict[type, ModuleType] = {}
+
+
 def transport_library(transport: object) -> ModuleType | None:
     """The library whose transport base class ``transport`` derives from; None for duck-typed transports."""
+    kind = type(transport)
+    if kind in _transport_library_of_class:  # a class's bases never change: found once per class
+        return _transport_library_of_class[kind]
+    found = None
     for library in _loaded_libraries():
         if isinstance(transport, library.BaseTransport | library.AsyncBaseTransport):
-            return library
-    return None
+            found = library
+            break
+    _transport_library_of_class[kind] = found
+    return found
+
+
+_transport_library_of_class: dict[type, ModuleType | None] = {}
 
 
 @functools.cache

@@ -17,7 +17,14 @@ from importlib import metadata
 from typing import Any, NoReturn
 
 from ._core._bodies import binary_body, content_encoding, content_type_of, redact_url, stored_body
-from ._core._format import call_end_line, event_line, header_line, request_line, response_line
+from ._core._format import (
+    call_end_line,
+    event_line,
+    header_line,
+    numbers_are_plain,
+    request_line,
+    response_line,
+)
 from ._core._matching import RequestMatcher
 from ._core._options import Options
 from ._core._quiet import QuietComparison
@@ -73,9 +80,8 @@ class _CallRecording:
     def response(self, status: int, headers: list[tuple[str, str]], http_version: str) -> None:
         self.record.status = status
         redactor = self.recording.redactor
-        self.recording.guarded(
-            self.recording.write, response_line(self.index, status, redactor.redact_headers(headers), http_version)
-        )
+        line = response_line(self.index, status, redactor.redact_headers(headers), http_version)
+        self.recording.guarded(self.recording.write, line, False, True)
         encoding = content_encoding(headers)
         if encoding:
             self._redacting = EncodedBodyRedactor(redactor, encoding)
@@ -122,11 +128,14 @@ class _CallRecording:
             self.end("closed_early")
 
     def end(self, outcome: str, error: BaseException | None = None) -> None:
+        if self.record.ended:  # an ended call stays ended: no lock needed to see it
+            return
         with self._lock:
             described = "" if error is None else _described(error, self.recording.redactor)
             if not CallBook.end(self.record, outcome, described):
                 return
             self.recording.guarded(self._write_end, outcome, error)
+        self.recording.forget(self.index)
 
     def _write_end(self, outcome: str, error: BaseException | None) -> None:
         if self._redacting is not None:
@@ -135,7 +144,7 @@ class _CallRecording:
         failure = None
         if error is not None:
             failure = (error_name(error), self.recording.redactor.redact_text(str(error)))
-        self.recording.write(call_end_line(self.index, self.written, outcome, failure), flush=True)
+        self.recording.write(call_end_line(self.index, self.written, outcome, failure), True, True)
 
 
 class _Recording:
@@ -161,7 +170,7 @@ class _Recording:
         self._kept_lines = list(kept_lines)
         self._lock = threading.Lock()
         self._writer: CassetteWriter | None = None
-        self._calls: list[_CallRecording] = []
+        self._calls: dict[int, _CallRecording] = {}  # the calls not ended yet
         self.finished = False
         self.saved = False
         self.unchanged = False
@@ -184,8 +193,14 @@ class _Recording:
             if self._writer is not None:
                 self._writer.abandon()
 
-    def write(self, line: dict[str, Any], *, flush: bool = False) -> None:
-        self._open_writer().write(line, flush=flush)
+    def forget(self, index: int) -> None:
+        """Call ``index`` ended: closing the recording has nothing left to end there."""
+        with self._lock:
+            self._calls.pop(index, None)
+
+    def write(self, line: dict[str, Any], flush: bool = False, plain_numbers: bool = False) -> None:
+        """One line (``plain_numbers``: see ``_core._format.encode_line``)."""
+        self._open_writer().write(line, flush=flush, plain_numbers=plain_numbers)
 
     def write_line(self, line: str) -> None:
         self._open_writer().write_line(line)
@@ -198,19 +213,16 @@ class _Recording:
                     "use a new transport to record more calls"
                 )
             call = _CallRecording(self, self.book.open_call())
-            self._calls.append(call)
+            self._calls[call.index] = call
             redactor = self.redactor
             stored_headers = redactor.redact_headers(headers)  # first: the values it learns leave the URL too
-            self.guarded(
-                self.write,
-                request_line(
-                    call.index,
-                    method,
-                    redact_url(url, redactor),
-                    stored_headers,
-                    stored_body(body, content_type_of(headers), redactor, encoding=content_encoding(headers)),
-                ),
-            )
+            encoding = content_encoding(headers)
+            stored = stored_body(body, content_type_of(headers), redactor, encoding=encoding)
+            # The JSON of a body stored parsed is searched for floats json and msgspec write apart only
+            # when its text may hold one.
+            plain = stored is None or "json" not in stored or (not encoding and numbers_are_plain(body))
+            line = request_line(call.index, method, redact_url(url, redactor), stored_headers, stored)
+            self.guarded(self.write, line, False, plain)
         return call
 
     def finish(self, failure: BaseException | None, *, at_exit: bool = False) -> None:
@@ -220,7 +232,7 @@ class _Recording:
             if self.finished:
                 return
             self.finished = True
-            calls, self._calls = self._calls, []
+            calls, self._calls = list(self._calls.values()), {}
         for call in calls:
             call.stop()
         if failure is not None and not (isinstance(failure, Exception) and self.keep_failures):
@@ -361,7 +373,10 @@ class _RecordingStream:
         self._convert = convert
         self._sync_iterator: Iterator[bytes] | None = None
         self._async_iterator: AsyncIterator[bytes] | None = None
-        weakref.finalize(self, call.stop)
+
+    def __del__(self) -> None:
+        # A stream dropped unclosed stops its call (at interpreter exit, the exit hook already has).
+        self._call.stop()
 
     def __iter__(self) -> Iterator[bytes]:
         if self._sync_iterator is None:
@@ -453,13 +468,25 @@ class _RecordingBase(TransportLifecycle):
         response (``accept-encoding: identity``); the caller's request object is left as it is."""
         if not self.recorder.plain_bodies:
             return request
-        identity = (b"accept-encoding", b"identity")
-        raw = [identity if name.lower() == b"accept-encoding" else (name, value) for name, value in request.headers.raw]
-        if identity not in raw:
-            raw.append(identity)
-        return library_of(request).Request(
-            request.method, request.url, headers=raw, content=request.content, extensions=request.extensions
-        )
+        names = [name.lower() for name, _ in request.headers.raw]
+        if names.count(b"accept-encoding") > 1 or not _holds_what_a_build_adds(request, names):
+            identity = (b"accept-encoding", b"identity")
+            raw = [
+                identity if name.lower() == b"accept-encoding" else (name, value) for name, value in request.headers.raw
+            ]
+            if identity not in raw:
+                raw.append(identity)
+            return library_of(request).Request(
+                request.method, request.url, headers=raw, content=request.content, extensions=request.extensions
+            )
+        # What that build gives, without parsing the URL and the headers again.
+        headers = type(request.headers)(request.headers)  # not .copy(), which works out their encoding first
+        headers["accept-encoding"] = "identity"  # in the place of the one there, or last
+        forwarded = object.__new__(type(request))
+        forwarded.__dict__.update(request.__dict__)  # method, url, the read content and its ByteStream
+        forwarded.headers = headers
+        forwarded.extensions = dict(request.extensions)
+        return forwarded
 
     def _start(self, request: HttpRequest) -> _CallRecording:
         return self.recorder.start(request.method, str(request.url), header_pairs(request.headers), request.content)
@@ -540,6 +567,17 @@ class _RecordingBase(TransportLifecycle):
             call.interrupted(exc)
             raise
         return self._wrap(request, response, call)
+
+
+# Methods whose empty body a Request still announces (``Content-Length: 0``).
+_BODY_METHODS = frozenset({"POST", "PUT", "PATCH", "QUERY"})
+
+
+def _holds_what_a_build_adds(request: Any, names: list[bytes]) -> bool:
+    """Whether ``Request(method, url, headers=..., content=...)`` of a read ``request`` with header
+    ``names`` (lower-case) would add none: ``Host``, and the body's length unless an empty body needs none."""
+    has_length = b"content-length" in names or b"transfer-encoding" in names
+    return b"host" in names and (has_length or (not request.content and request.method not in _BODY_METHODS))
 
 
 def _reraise(converted: BaseException, original: BaseException) -> NoReturn:

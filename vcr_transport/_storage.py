@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from . import _parse_cache
-from ._core._format import Cassette, Finding, dumps_line, header_problem, load_streaming, problems
+from ._core._format import Cassette, Finding, encode_line, header_problem, load_streaming, problems
 from ._core._quiet import QuietComparison, merged_lines
 from ._exceptions import CassetteError
 
@@ -175,25 +175,26 @@ class CassetteWriter:
         )
         os.fchmod(descriptor, 0o600)
         self.temporary = Path(temporary)
-        self._file = os.fdopen(descriptor, "w", encoding="utf-8", newline="\n", buffering=1 << 16)
+        self._file = os.fdopen(descriptor, "wb", buffering=1 << 16)
         self._lock = threading.Lock()
         self.closed = False
         self.failure: OSError | None = None
         self.write(header)
 
-    def write(self, obj: dict[str, Any], *, flush: bool = False) -> None:
-        """One whole line. Lines are buffered and reach the file in order; ``flush`` at a call's end."""
-        self._append(dumps_line(obj), flush)
+    def write(self, obj: dict[str, Any], *, flush: bool = False, plain_numbers: bool = False) -> None:
+        """One whole line. Lines are buffered and reach the file in order; ``flush`` at a call's end.
+        ``plain_numbers``: as ``_core._format.encode_line`` takes it."""
+        self._append(encode_line(obj, plain_numbers=plain_numbers), flush)
 
     def write_raw(self, line: bytes) -> None:
         """A line kept from an older cassette, byte for byte."""
-        self._append(line.decode("utf-8") + "\n", False)
+        self._append(line + b"\n", False)
 
-    def write_line(self, line: str) -> None:
-        """A line already serialized, with its newline."""
-        self._append(line, False)
+    def write_line(self, line: str | bytes) -> None:
+        """A line already serialized, with its newline (text is written in UTF-8)."""
+        self._append(line.encode("utf-8") if isinstance(line, str) else line, False)
 
-    def _append(self, line: str, flush: bool) -> None:
+    def _append(self, line: bytes, flush: bool) -> None:
         with self._lock:
             if self.closed:
                 return
@@ -277,8 +278,6 @@ class CassetteWriter:
             plan = quiet.plan(old, new)
             if not plan.kept:
                 return self.temporary
-            os.lseek(descriptor, 0, os.SEEK_SET)
-            load_streaming(name, _blocks(descriptor), None)  # to keep any of the old cassette, all of it is valid
         except (CassetteError, OSError):  # the old cassette can't be read: the recording replaces it
             return self.temporary
         if plan.unchanged:

@@ -43,13 +43,16 @@ __all__ = [
     "Finding",
     "RecordedCall",
     "StoredBody",
+    "StreamingCheck",
     "call_end_line",
     "dumps_line",
     "encode_chunk",
+    "encode_line",
     "event_line",
     "header_line",
     "lines_before_call",
     "load_streaming",
+    "numbers_are_plain",
     "problems",
     "request_line",
     "response_line",
@@ -225,7 +228,61 @@ def _too_deep(value: Any) -> bool:
 
 def dumps_line(obj: dict[str, Any]) -> str:
     """A line object as one JSONL line, UTF-8 text kept as is."""
-    return json.dumps(obj, ensure_ascii=False, separators=(",", ":")) + "\n"
+    return encode_line(obj).decode("utf-8")
+
+
+def encode_line(obj: dict[str, Any], *, plain_numbers: bool = False) -> bytes:
+    """A line object as one JSONL line in UTF-8: the text of ``json.dumps(obj, ensure_ascii=False,
+    separators=(",", ":"))``, which msgspec writes faster. The two write a float the same way unless its
+    ``repr`` has an exponent or it is not finite; a line holding such a float, or anything msgspec refuses
+    (a lone surrogate, which then fails to encode as it always did), is written by ``json``.
+    ``plain_numbers``: the caller knows ``obj`` holds only JSON's own types and no such float (a line
+    built here from strings and integers, a body whose JSON text passed ``numbers_are_plain``): it is not
+    searched for them."""
+    if plain_numbers or not _odd_floats(obj):
+        try:
+            return _line_encoder.encode(obj) + b"\n"
+        except (msgspec.EncodeError, TypeError, ValueError, OverflowError):
+            pass
+    text = json.dumps(obj, ensure_ascii=False, separators=(",", ":")) + "\n"
+    return text.encode("utf-8")
+
+
+_line_encoder = msgspec.json.Encoder()
+
+
+# What may stand in JSON text for a float written with an exponent or not finite: an exponent, NaN or
+# Infinity, 16 digits in a row (1e16 and up, also after rounding), a fraction below 0.0001; and a NUL byte,
+# which UTF-8 JSON never holds but UTF-16 and UTF-32 JSON always do (their digits are not searched here).
+_ODD_NUMBER = re.compile(rb"[0-9][eE]|NaN|Infinity|[0-9]{16}|0\.0000|\x00")
+
+
+def numbers_are_plain(json_text: bytes) -> bool:
+    """Whether every float parsed from ``json_text`` is finite and written without an exponent (by
+    ``repr`` as by msgspec): see ``encode_line``. Letters and digits in its strings may say no for
+    nothing, never yes wrongly."""
+    return _ODD_NUMBER.search(json_text) is None
+
+
+def _odd_floats(obj: dict[str, Any]) -> bool:
+    """Whether ``obj`` holds a float whose text has an exponent (``1e-05``) or that is not finite, or a
+    value of a type other than JSON's own (a subclass has its own text, which json writes)."""
+    stack: list[Any] = [obj]
+    while stack:
+        item = stack.pop()
+        for child in item.values() if type(item) is dict else item:
+            kind = type(child)
+            if kind is str or kind is int or kind is bool or child is None:
+                continue
+            if kind is dict or kind is list or kind is tuple:
+                stack.append(child)
+            elif kind is not float:
+                return True
+            else:
+                text = repr(child)
+                if "e" in text or "n" in text:
+                    return True
+    return False
 
 
 def header_line(versions: dict[str, str] | None = None, **metadata: Any) -> dict[str, Any]:
@@ -457,6 +514,25 @@ def load_streaming(path: str, blocks: Iterable[bytes], source: ChunkSource | Non
     for first, start, block in split_blocks(blocks, path):
         parser.parse_block(first, start, block)
     return parser.finish()
+
+
+class StreamingCheck:
+    """What ``load_streaming`` checks (every line against the schema, the calls' structure), over lines that
+    were decoded elsewhere with the schema's decoder: ``header`` for line 1, ``lines`` for the lines of each
+    block after it, ``finish`` at the end. Each raises the CassetteError that ``load_streaming`` raises."""
+
+    def __init__(self, path: str) -> None:
+        self._parser = _Parser(path, "outline")
+
+    def header(self, line: bytes) -> None:
+        self._parser.parse_line(1, line, 0)
+
+    def lines(self, first: int, objects: list[Line]) -> None:
+        """The decoded lines from line ``first`` on."""
+        self._parser.add_parsed_lines(first, objects, None)
+
+    def finish(self) -> None:
+        self._parser.finish()
 
 
 @dataclass(frozen=True)

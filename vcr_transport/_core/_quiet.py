@@ -20,9 +20,11 @@ neither file is held in memory.
 from __future__ import annotations
 
 import fnmatch
+import functools
 import hashlib
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
+from itertools import accumulate
 from typing import Any
 
 import msgspec
@@ -34,9 +36,11 @@ from ._format import (
     CallEndLine,
     ChunkSource,
     EventLine,
+    HeaderLine,
     Line,
     RequestLine,
     ResponseLine,
+    StreamingCheck,
     split_blocks,
 )
 from ._matching import RequestMatcher
@@ -80,6 +84,29 @@ _VOLATILE_EXACT = frozenset(name for name in VOLATILE_RESPONSE_HEADERS if "*" no
 _VOLATILE_GLOBS = tuple(name for name in VOLATILE_RESPONSE_HEADERS if "*" in name)
 
 _decoder = msgspec.json.Decoder(Line)
+
+
+class _WrittenRequest(msgspec.Struct, tag_field="type", tag="request"):
+    """A request line of a file this process just wrote: read without checking it again (the schema's
+    RequestLine checks its URL, headers and body)."""
+
+    call_index: int
+    method: str
+    url: str
+    headers: list[tuple[str, str]]
+    body: dict[str, Any] | None = None
+
+
+class _WrittenResponse(msgspec.Struct, tag_field="type", tag="response"):
+    """A response line of a file this process just wrote (see _WrittenRequest)."""
+
+    call_index: int
+    status: int
+    headers: list[tuple[str, str]]
+    http_version: str = "HTTP/1.1"
+
+
+_written_decoder = msgspec.json.Decoder(HeaderLine | _WrittenRequest | _WrittenResponse | EventLine | CallEndLine)
 _untyped = msgspec.json.Decoder()
 _encoder = msgspec.json.Encoder(order="sorted")
 
@@ -92,10 +119,12 @@ class _Place(msgspec.Struct):
 
 
 _place_decoder = msgspec.json.Decoder(_Place)
+_plus_one = (1).__add__
 Span = tuple[int, int]
-_CACHED = 4096  # distinct URLs and header lists whose redaction check is remembered
+_CACHED = 4096  # distinct URLs, header lists and header names whose check is remembered
 
 
+@functools.lru_cache(maxsize=_CACHED)
 def _volatile(lower_name: str) -> bool:
     return lower_name in _VOLATILE_EXACT or any(fnmatch.fnmatchcase(lower_name, glob) for glob in _VOLATILE_GLOBS)
 
@@ -116,12 +145,6 @@ class CallPrint:
     body: Any = field(default_factory=lambda: hashlib.blake2b(digest_size=16))
     digest: bytes = b""
     spans: list[Span] = field(default_factory=list)
-
-    def add_span(self, start: int, end: int) -> None:
-        if self.spans and self.spans[-1][1] == start:
-            self.spans[-1] = (self.spans[-1][0], end)
-        else:
-            self.spans.append((start, end))
 
 
 @dataclass
@@ -150,33 +173,65 @@ class QuietComparison:
         self.redactor = redactor or Redactor()
         # Calls mostly repeat their URL and headers: each distinct one is checked once.
         self._clean: dict[Any, bool] = {}
+        self._requests: dict[tuple[str, str, tuple[tuple[str, str], ...]], tuple[dict[str, Any], str]] = {}
+        self._request_prints: dict[bytes, bytes] = {}  # the old file's request lines (their hash): their print
 
     def prints(self, path: str, blocks: Iterable[bytes], *, old: bool) -> FilePrints | None:
-        """The calls of a cassette given as blocks of bytes, or None when a line can't be read as one
-        (``old``: also check its uncompared parts against the redaction rules, and keep its spans)."""
+        """The calls of a cassette given as blocks of bytes, or None when a line can't be read as one.
+        ``old``: also check its uncompared parts against the redaction rules, keep its spans, and check the
+        whole file as ``load_streaming`` does (none of an old file is kept unless all of it is valid); else
+        it is the recording this process just wrote, whose lines are not checked against the schema again."""
         header = b""
         calls: dict[int, CallPrint] = {}
+        check = StreamingCheck(path) if old else None
+        unset = msgspec.UNSET
         try:
             for first, start, block in split_blocks(blocks, path):
-                lines = block.split(b"\n")
-                lines.pop()
                 if first == 1:
-                    header = lines[0]
+                    header, _, block = block.partition(b"\n")
                     if not self._is_header(header):
                         return None
+                    if check is not None:
+                        check.header(header)
                     start += len(header) + 1
-                    block = block[len(header) + 1 :]
-                    del lines[0]
-                objects = _decoder.decode_lines(block)
-                if len(objects) != len(lines):
+                    first = 2
+                objects = (_decoder if old else _written_decoder).decode_lines(block)
+                if len(objects) != block.count(b"\n"):
                     return None
-                for line, obj in zip(lines, objects, strict=True):
-                    end = start + len(line) + 1
-                    if not self._take(obj, calls, old):
+                if check is not None:
+                    check.lines(first, objects)
+                lines = block.split(b"\n")
+                ends = None
+                if old:  # where each line ends in the file
+                    ends = accumulate(map(_plus_one, map(len, lines[:-1])), initial=start)
+                    next(ends)
+                for obj, line in zip(objects, lines, strict=False):  # lines ends with the b"" after the last
+                    if obj.__class__ is EventLine:  # the most lines by far: folded here
+                        call = calls.get(obj.call_index)
+                        if call is None or call.digest:
+                            return None
+                        text = obj.text
+                        call.body.update(
+                            text.encode() if text.__class__ is str and obj.base64 is unset else obj.chunk()
+                        )
+                    elif obj.__class__ is RequestLine or obj.__class__ is _WrittenRequest:
+                        if obj.call_index in calls:
+                            return None
+                        call = calls[obj.call_index] = self._request(obj, old, line)
+                    elif self._take(obj, calls, old):
+                        call = calls[obj.call_index]
+                    else:
                         return None
-                    if old:
-                        calls[obj.call_index].add_span(start, end)  # type: ignore[union-attr]
-                    start = end
+                    if ends is not None:  # the line's span, adjacent spans merged into one
+                        line_start, line_end = start, next(ends)
+                        spans = call.spans
+                        if spans and spans[-1][1] == line_start:
+                            spans[-1] = (spans[-1][0], line_end)
+                        else:
+                            spans.append((line_start, line_end))
+                        start = line_end
+            if check is not None:
+                check.finish()
         except (CassetteError, msgspec.MsgspecError, RecursionError, ValueError):
             return None
         if not header or any(not call.digest for call in calls.values()):
@@ -191,19 +246,13 @@ class QuietComparison:
             return False
         return isinstance(obj, dict) and obj.get("type") == "header" and obj.get("format_version") == FORMAT_VERSION
 
-    def _take(self, obj: Line, calls: dict[int, CallPrint], old: bool) -> bool:
-        """Fold one line into its call; False for a line out of place (a header, a repeated request)."""
-        if isinstance(obj, RequestLine):
-            if obj.call_index in calls:
-                return False
-            calls[obj.call_index] = self._request(obj, old)
-            return True
+    def _take(self, obj: Line | _WrittenResponse, calls: dict[int, CallPrint], old: bool) -> bool:
+        """Fold a response or call_end line into its call (``prints`` folds requests and events); False
+        for a line out of place (a header, a line of a call not begun or already ended)."""
         call = calls.get(getattr(obj, "call_index", -1))
         if call is None or call.digest:
             return False
-        if isinstance(obj, EventLine):
-            call.body.update(obj.chunk())
-        elif isinstance(obj, ResponseLine):
+        if isinstance(obj, ResponseLine | _WrittenResponse):
             kept = [(name.lower(), value) for name, value in obj.headers if not _volatile(name.lower())]
             call.response = _digest(obj.status, obj.http_version, kept)
             if old and call.clean:
@@ -215,11 +264,33 @@ class QuietComparison:
             return False
         return True
 
-    def _request(self, obj: RequestLine, old: bool) -> CallPrint:
-        body = None if obj.body is None else obj.body.stored()
-        comparable = self.matcher.comparable(obj.method, obj.url, obj.headers, body)
+    def _request(self, obj: RequestLine | _WrittenRequest, old: bool, line: bytes) -> CallPrint:
+        """The print of a request ``line``. A new file's request line that is byte for byte an old one
+        (the same call, asked the same way) has its print: it is not read again."""
+        line_hash = hashlib.blake2b(line, digest_size=16).digest()
+        if not old:
+            digest = self._request_prints.get(line_hash)
+            if digest is not None:
+                return CallPrint(obj.call_index, digest)
+        body: dict[str, Any] | None
+        if isinstance(obj, _WrittenRequest):
+            body = obj.body
+        else:
+            body = None if obj.body is None else obj.body.stored()
+        matcher = self.matcher
+        # Requests mostly repeat their method, URL and compared headers: each distinct set is read once.
+        compared = tuple(pair for pair in obj.headers if not matcher.is_volatile(pair[0].lower()))
+        key = (obj.method, obj.url, compared)
+        request = self._requests.get(key)
+        if request is None:
+            if len(self._requests) >= _CACHED:
+                self._requests.clear()
+            request = self._requests[key] = matcher.comparable_request(obj.method, obj.url, compared)
+        comparable = matcher.with_body(*request, body)
         call = CallPrint(obj.call_index, _digest(comparable))
         if old:
+            self._request_prints[line_hash] = call.request
+            assert isinstance(obj, RequestLine)
             call.clean = self._clean_request(obj, body, comparable["body"])
         return call
 

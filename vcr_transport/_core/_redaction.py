@@ -484,6 +484,10 @@ class Redactor:
         self._known_forms: tuple[tuple[str, ...], _Finder | None, _Finder | None] = ((), None, None)
         self._forms_searched = 0  # texts searched for these forms one by one
         self._patterns_by_value: dict[str, re.Pattern[str]] = {}
+        # Header lists and values as redaction left them, while the known forms were these (redact_headers).
+        self._header_values: tuple[
+            tuple[str, ...], dict[tuple[tuple[str, str], ...], tuple[tuple[str, str], ...]], dict[str, str]
+        ] = ((), {}, {})
 
     # --- names -----------------------------------------------------------------------------------------
 
@@ -807,11 +811,48 @@ class Redactor:
     def redact_headers(self, pairs: Iterable[tuple[str, str]]) -> list[tuple[str, str]]:
         """Secret-named headers lose their value (learned, with its credential parts); the others are
         redacted as text."""
-        pairs = list(pairs)
-        for name, value in pairs:
-            if self.is_secret_name(name):
+        pairs = tuple(pairs)
+        # Headers repeat from call to call: while the learned values stay the same, each distinct list and
+        # each distinct value is redacted once (what that found was learned then, and nothing is forgotten).
+        try:
+            known = self._remembered_headers()[1].get(pairs)
+        except TypeError:  # pairs given as lists: redacted, not remembered
+            known, pairs = None, tuple(map(tuple, pairs))  # type: ignore[arg-type]
+        if known is not None:
+            return list(known)
+        secret = [self.is_secret_name(name) for name, _ in pairs]
+        for (_, value), is_secret in zip(pairs, secret, strict=True):
+            if is_secret:
                 self.learn(value)
-        return [(name, PLACEHOLDER if self.is_secret_name(name) else self.redact_text(value)) for name, value in pairs]
+        forms, lists, values = self._remembered_headers()  # after what was just learned
+        redacted = [
+            (name, PLACEHOLDER if is_secret else self._redact_header_value(value, forms, values))
+            for (name, value), is_secret in zip(pairs, secret, strict=True)
+        ]
+        if self._forms is forms and not self._callables and len(lists) < _REMEMBERED_PARTS:
+            lists[pairs] = tuple(redacted)
+        return redacted
+
+    def _remembered_headers(
+        self,
+    ) -> tuple[tuple[str, ...], dict[tuple[tuple[str, str], ...], tuple[tuple[str, str], ...]], dict[str, str]]:
+        """The header lists and values redacted while the learned values were what they are now."""
+        remembered = self._header_values
+        if remembered[0] is not self._forms:
+            remembered = self._header_values = (self._forms, {}, {})
+        return remembered
+
+    def _redact_header_value(self, value: str, forms: tuple[str, ...], remembered: dict[str, str]) -> str:
+        """``redact_text(value)``, remembered in ``remembered`` while the learned values are ``forms``. Not
+        with user callables, which may not answer the same twice."""
+        if self._callables or self._forms is not forms:
+            return self.redact_text(value)
+        redacted = remembered.get(value)
+        if redacted is None:
+            redacted = self.redact_text(value)
+            if self._forms is forms and len(remembered) < _REMEMBERED_PARTS:  # it learned nothing new
+                remembered[value] = redacted
+        return redacted
 
     def redact_form(self, text: str) -> str:
         """A form-encoded body: each field named like a secret loses its value (learned, decoded); the rest

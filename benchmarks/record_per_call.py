@@ -1,0 +1,84 @@
+"""What recording costs per call, in CPU time (steadier than wall time on a shared machine): 500 JSON calls
+through ``RecordingTransport`` against the floor transport of ``benchmarks.run``, each repeat into a new
+cassette; then the close of a re-record over an existing cassette (every call the same: the quiet
+comparison, the file left as it was), for those JSON calls and for 50 SSE calls of 400 chunks.
+
+    python -m benchmarks.record_per_call [--repeats N]
+
+To compare two trees, run it with ``PYTHONPATH`` pointing at each in turn (the benchmark code is taken from
+this file's tree, the library from whichever ``vcr_transport`` is imported).
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import httpx2
+
+import vcr_transport
+from benchmarks.run import Call, drive_raw, floor_transport, send_all, workload
+
+BASE = "https://bench.test"
+
+
+def cpu_seconds(function: Callable[[], Any], repeats: int) -> float:
+    times = []
+    for _ in range(repeats):
+        started = time.process_time()
+        function()
+        times.append(time.process_time() - started)
+    return statistics.median(times)
+
+
+def per_call_us(folder: Path, calls: list[Call], repeats: int) -> float:
+    floor = cpu_seconds(lambda: drive_raw(floor_transport(calls), BASE, calls), repeats)
+    fresh = iter(range(1_000_000))
+    recording = cpu_seconds(
+        lambda: drive_raw(
+            vcr_transport.RecordingTransport(floor_transport(calls), folder / f"fresh-{next(fresh)}.jsonl"),
+            BASE,
+            calls,
+        ),
+        repeats,
+    )
+    return (recording - floor) / len(calls) * 1e6
+
+
+def rerecord_close_ms(path: Path, calls: list[Call], repeats: int) -> tuple[float, float]:
+    """(median CPU ms of close(), cassette MB) recording ``calls`` again over ``path``."""
+    times = []
+    for _ in range(repeats + 1):  # the first records the cassette
+        transport = vcr_transport.RecordingTransport(floor_transport(calls), path)
+        client = httpx2.Client(transport=transport)
+        send_all(client, BASE, calls)
+        started = time.process_time()
+        client.close()
+        times.append(time.process_time() - started)
+    return statistics.median(times[1:]) * 1e3, path.stat().st_size / 1e6
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--repeats", type=int, default=7)
+    repeats = parser.parse_args().repeats
+    json_calls = workload(json_calls=500, sse_calls=0)
+    sse_calls = workload(json_calls=0, sse_calls=50, chunks=400)
+    with tempfile.TemporaryDirectory() as name:
+        folder = Path(name)
+        overhead = per_call_us(folder, json_calls, repeats)
+        json_close, json_mb = rerecord_close_ms(folder / "json.jsonl", json_calls, repeats)
+        sse_close, sse_mb = rerecord_close_ms(folder / "sse.jsonl", sse_calls, repeats)
+    print(f"{Path(vcr_transport.__file__).parent.parent}")
+    print(f"  recording overhead, 500 JSON calls into a new cassette: {overhead:.1f} us per call (CPU)")
+    print(f"  re-record close, 500 JSON calls, {json_mb:.2f} MB: {json_close:.1f} ms (CPU)")
+    print(f"  re-record close, 50 SSE calls of 400 chunks, {sse_mb:.2f} MB: {sse_close:.1f} ms (CPU)")
+
+
+if __name__ == "__main__":
+    main()

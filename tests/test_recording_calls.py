@@ -1,0 +1,281 @@
+"""The per-call recording path and the re-record close, made cheap without changing what they do: the
+request forwarded upstream is what the library's own Request would build, lines are the text json writes,
+header redaction remembered per distinct list gives what redacting them again gives, and the close reads
+the older cassette once."""
+
+from __future__ import annotations
+
+import json
+import random
+import struct
+from pathlib import Path
+from typing import Any
+
+import httpx
+import httpx2
+import pytest
+from helpers import cassette_lines
+from upstream import Upstream
+from vendors import SDKS, Sdk
+
+import vcr_transport
+from vcr_transport import _storage
+from vcr_transport._core import _quiet
+from vcr_transport._core._format import encode_line, numbers_are_plain
+from vcr_transport._core._matching import RequestMatcher
+from vcr_transport._core._redaction import PLACEHOLDER, Redactor
+
+CALL_SDKS = [
+    next(s for s in SDKS if s.name == name and s.library is library and s.side == side)
+    for name, library, side in (
+        ("openai", httpx2, "sync"),
+        ("openai", httpx2, "async"),
+        ("anthropic", httpx2, "sync"),
+        ("genai", httpx2, "async"),
+        ("openai", httpx, "sync"),
+    )
+]
+STEPS = [("chat", ["one"]), ("stream", ["two"])]
+MESSAGES = [{"role": "user", "content": "hi"}]
+
+
+def _json_text(obj: Any) -> str:
+    return json.dumps(obj, ensure_ascii=False, separators=(",", ":")) + "\n"
+
+
+class _Seen:
+    """Notes each request that passes, then hands it on."""
+
+    def __init__(self, inner: Any) -> None:
+        self.inner = inner
+        self.requests: list[Any] = []
+
+    def handle_request(self, request: Any) -> Any:
+        self.requests.append(request)
+        return self.inner.handle_request(request)
+
+    async def handle_async_request(self, request: Any) -> Any:
+        self.requests.append(request)
+        return await self.inner.handle_async_request(request)
+
+    def __enter__(self) -> _Seen:
+        self.inner.__enter__()
+        return self
+
+    def __exit__(self, *exc_info: Any) -> None:
+        self.inner.__exit__(*exc_info)
+
+    async def __aenter__(self) -> _Seen:
+        await self.inner.__aenter__()
+        return self
+
+    async def __aexit__(self, *exc_info: Any) -> None:
+        await self.inner.__aexit__(*exc_info)
+
+    def close(self) -> None:
+        self.inner.close()
+
+    async def aclose(self) -> None:
+        await self.inner.aclose()
+
+
+def _as_built(request: Any) -> Any:
+    """What the library's own Request builds from ``request`` asking for plain bodies (the reference)."""
+    identity = (b"accept-encoding", b"identity")
+    raw = [identity if name.lower() == b"accept-encoding" else (name, value) for name, value in request.headers.raw]
+    if identity not in raw:
+        raw.append(identity)
+    library = httpx if isinstance(request, httpx.Request) else httpx2
+    return library.Request(
+        request.method, request.url, headers=raw, content=request.content, extensions=request.extensions
+    )
+
+
+def _same_request(got: Any, built: Any) -> None:
+    assert type(got) is type(built)
+    assert (got.method, str(got.url), got.headers.raw, got.content) == (
+        built.method,
+        str(built.url),
+        built.headers.raw,
+        built.content,
+    )
+    assert got.extensions == built.extensions and got.extensions is not built.extensions
+    assert b"".join(got.stream) == built.content
+
+
+@pytest.mark.parametrize("sdk", CALL_SDKS, ids=lambda sdk: sdk.id)
+def test_the_forwarded_request_is_what_the_library_would_build(sdk: Sdk, upstream: Upstream, cassette: Path) -> None:
+    library = sdk.library
+    inner = _Seen(library.AsyncHTTPTransport() if sdk.is_async else library.HTTPTransport())
+    recording_class = vcr_transport.AsyncRecordingTransport if sdk.is_async else vcr_transport.RecordingTransport
+    outer = _Seen(recording_class(inner, cassette))
+    live = sdk.run(outer, upstream.url, STEPS)
+    assert live[0] == "echo:one"
+    assert len(outer.requests) == len(inner.requests) == len(STEPS)
+    for original, forwarded in zip(outer.requests, inner.requests, strict=True):
+        assert forwarded is not original
+        _same_request(forwarded, _as_built(original))
+        assert forwarded.headers.get("accept-encoding") == "identity"
+        assert original.headers.get("accept-encoding") != "identity", "the caller's request is left as it is"
+    assert [r.headers.get("accept-encoding") for r in upstream.received] == ["identity"] * len(STEPS)
+    requests = [line for line in cassette_lines(cassette) if line["type"] == "request"]
+    redactor = Redactor()
+    assert [[tuple(pair) for pair in r["headers"]] for r in requests] == [
+        redactor.redact_headers((name.decode("latin-1"), value.decode("latin-1")) for name, value in f.headers.raw)
+        for f in inner.requests
+    ]
+
+
+@pytest.mark.parametrize("library", [httpx, httpx2], ids=lambda library: library.__name__)
+def test_requests_the_library_would_build_differently_are_built_by_it(library: Any, tmp_path: Path) -> None:
+    """A request without Host, or with a body of unknown length, gets what the library adds to one; one
+    asking twice for encodings says identity twice."""
+    bare = library.Request("POST", "https://api.example.test/v1/x", stream=library.ByteStream(b'{"a":1}'))
+    bare.read()
+    empty_get = library.Request("GET", "https://api.example.test/v1/x", headers={"accept-encoding": "gzip"})
+    empty_post = library.Request("POST", "https://api.example.test/v1/x", content=b"")
+    from_client = library.Client().build_request("PUT", "https://api.example.test/v1/y?q=1", content=b"body")
+    twice = library.Client().build_request(
+        "POST",
+        "https://api.example.test/v1/z",
+        content=b"{}",
+        headers=[("Accept-Encoding", "gzip"), ("accept-encoding", "br")],
+    )
+    for request in (bare, empty_get, empty_post, from_client, twice):
+        request.read()
+        before = request.headers.raw
+        mock = library.MockTransport(lambda r: library.Response(204))
+        transport = vcr_transport.RecordingTransport(mock, tmp_path / "unused.jsonl")
+        forwarded = transport._asking_plain(request)
+        _same_request(forwarded, _as_built(request))
+        assert request.headers.raw == before
+        transport.recorder._finalizer.detach()  # nothing was recorded: no cassette, no warning
+
+
+def _random_float(rng: random.Random) -> float:
+    return struct.unpack("d", struct.pack("Q", rng.getrandbits(64)))[0]  # type: ignore[no-any-return]
+
+
+def test_lines_are_the_text_json_writes() -> None:
+    rng = random.Random(17)
+    values: list[Any] = [_random_float(rng) for _ in range(2000)]
+    values += [rng.uniform(-1, 1) * 10 ** rng.randint(-8, 20) for _ in range(2000)]
+    values += [float("nan"), float("inf"), -0.0, 2**70, -(2**64), True, None, (1, 2.5), 'é\u2028\x00\x7f"\\/']
+    values += ["".join(chr(rng.randint(0, 0xD7FF)) for _ in range(40)) for _ in range(200)]
+    for value in values:
+        line = {"type": "request", "body": {"json": {"v": value, "nested": [[value], {"k": value}]}}}
+        assert encode_line(line) == _json_text(line).encode(), repr(value)
+    with pytest.raises(UnicodeEncodeError):
+        encode_line({"text": "\ud800"})  # as writing json's text of it always failed
+
+
+def test_numbers_are_plain_never_says_yes_wrongly() -> None:
+    rng = random.Random(5)
+    said_yes = 0
+    for _ in range(5000):
+        number = rng.choice(
+            [_random_float(rng), rng.uniform(0, 1e-3), rng.uniform(1e15, 1e17), round(rng.uniform(-100, 100), 3)]
+        )
+        text = json.dumps({"temperature": number, "id": rng.getrandbits(40)}).encode()
+        if numbers_are_plain(text):
+            said_yes += 1
+            parsed = json.loads(text)
+            assert encode_line(parsed, plain_numbers=True) == _json_text(parsed).encode(), text
+    assert said_yes > 500, "plain numbers are known to be plain"
+    assert not numbers_are_plain(b'{"a": NaN}') and not numbers_are_plain(b'{"a": 1e400}')
+    assert not numbers_are_plain('{"a": 1e-05}'.encode("utf-16")), "digits of other encodings are not read"
+
+
+def test_recorded_lines_match_json_for_bodies_with_any_numbers(upstream: Upstream, cassette: Path) -> None:
+    bodies = [
+        {"temperature": 0.7, "top_p": 1e-05, "seed": 2**70, "big": 1.5e300},
+        {"temperature": 0.00001, "n": 12345678901234567.0, "x": -0.0},
+        {"prompt": "1e5 is a number in a string", "values": [0.1, 0.25]},
+    ]
+    with httpx2.Client(transport=vcr_transport.RecordingTransport(httpx2.HTTPTransport(), cassette)) as client:
+        for body in bodies:
+            client.post(upstream.url + "/v1/chat/completions", json={"messages": MESSAGES, **body})
+        utf16 = json.dumps({"messages": MESSAGES, "top_p": 1e-05}).encode("utf-16")  # json reads it, msgspec not
+        client.post(upstream.url + "/v1/chat/completions", content=utf16, headers={"content-type": "application/json"})
+        bodies.append({"top_p": 1e-05})
+    lines = cassette.read_bytes().split(b"\n")[1:-1]
+    stored = [json.loads(line) for line in lines]
+    assert [s["body"]["json"] for s in stored if s["type"] == "request"] == [
+        {"messages": MESSAGES, **b} for b in bodies
+    ]
+    for line, obj in zip(lines, stored, strict=True):
+        if obj["type"] != "event":  # events are msgspec's own lines, as they always were
+            assert line + b"\n" == _json_text(obj).encode()
+
+
+def test_header_lists_remembered_give_what_redacting_again_gives() -> None:
+    remembering, fresh_each_time = Redactor(), None
+    echo = "zq81plainvalue7342"
+    steps = [
+        [("x-echo", echo), ("accept", "*/*")],
+        [("x-echo", echo), ("accept", "*/*")],  # the same list again
+        [("x-api-key", echo), ("x-echo", echo)],  # learned here: it leaves the echo now
+        [("x-echo", echo), ("accept", "*/*")],
+        [("authorization", "Bearer sk-proj-" + "a1B2c3D4" * 6), ("accept", "*/*")],
+    ]
+    replayed: list[list[tuple[str, str]]] = []
+    for step in steps:
+        got = remembering.redact_headers(step)
+        fresh_each_time = Redactor()
+        for earlier in replayed:
+            fresh_each_time.redact_headers(earlier)
+        assert got == fresh_each_time.redact_headers(step), step
+        replayed.append(step)
+    assert remembering.redact_headers(steps[3]) == [("x-echo", PLACEHOLDER), ("accept", "*/*")]
+    assert remembering.redact_headers(steps[0]) == [("x-echo", PLACEHOLDER), ("accept", "*/*")]
+
+
+def test_user_callables_see_every_header_every_time() -> None:
+    seen: list[str] = []
+
+    def note(text: str) -> str:
+        seen.append(text)
+        return text.replace("internal-7", PLACEHOLDER)
+
+    redactor = Redactor(callables=[note])
+    headers = [("x-team", "internal-7"), ("accept", "*/*")]
+    for _ in range(3):
+        assert redactor.redact_headers(headers) == [("x-team", PLACEHOLDER), ("accept", "*/*")]
+    assert seen.count("internal-7") == 3 and seen.count("*/*") == 3
+
+
+def test_the_re_record_close_reads_the_older_cassette_once(
+    upstream: Upstream, cassette: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def run() -> Any:
+        transport = vcr_transport.RecordingTransport(httpx2.HTTPTransport(), cassette)
+        with httpx2.Client(transport=transport) as client:
+            for prompt in ("a", "b", "c"):
+                client.post(
+                    upstream.url + "/v1/chat/completions", json={"messages": [{"role": "user", "content": prompt}]}
+                )
+        return transport.recorder
+
+    run()
+    before = cassette.read_bytes()
+    read: list[str] = []
+    split_blocks = _quiet.split_blocks
+
+    def counted(blocks: Any, path: str) -> Any:
+        read.append(path)
+        return split_blocks(blocks, path)
+
+    compared: list[Any] = []
+    with_body = RequestMatcher.with_body
+
+    def comparing(self: RequestMatcher, *args: Any) -> Any:
+        compared.append(args)
+        return with_body(self, *args)
+
+    monkeypatch.setattr(_quiet, "split_blocks", counted)
+    monkeypatch.setattr(_storage, "load_streaming", lambda *a: pytest.fail("the old file is parsed a second time"))
+    monkeypatch.setattr(RequestMatcher, "with_body", comparing)
+    assert run().unchanged
+    assert cassette.read_bytes() == before
+    assert read.count(str(cassette.resolve())) == 1, read
+    assert len(compared) == 3, "the old requests are read; the new ones, the same bytes, take their prints"
