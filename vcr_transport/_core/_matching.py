@@ -187,6 +187,7 @@ class RequestMatcher:
         self._fields = NON_DETERMINISTIC_FIELD_NAMES | frozenset(name for name, path in parsed if path is None)
         self._paths = tuple(path for _, path in parsed if path is not None)
         self._volatile_cache: dict[str, bool] = {}
+        self._hosts: dict[str, str] = {}  # netloc -> the host field (host name, and the port when given)
 
     def is_volatile(self, lower_name: str) -> bool:
         cached = self._volatile_cache.get(lower_name)
@@ -206,15 +207,31 @@ class RequestMatcher:
     ) -> tuple[dict[str, Any], str]:
         """What ``comparable`` gives without the body (``body`` None), and the content type it reads the body
         with: for requests that share method, URL and headers, ``with_body`` then adds each one's body."""
-        parts = urlsplit(url)
+        return self.request_fields(method, url, *self.comparable_headers(headers))
+
+    def comparable_headers(self, headers: Iterable[tuple[str, str]]) -> tuple[dict[str, Any], str]:
+        """The headers part of ``comparable_request`` (the ones compared, lower-case names, repeated ones
+        joined with ", "), and the content type: what requests to different URLs with the same headers share.
+        The dict may be shared by the fields of many requests: don't change it."""
         kept = [(name.lower(), value) for name, value in headers if not self.is_volatile(name.lower())]
         merged = {name: ", ".join(v) if isinstance(v, list) else v for name, v in _multi_dict(kept).items()}
-        content_type = merged.get("content-type", "")
+        return merged, merged.get("content-type", "")
+
+    def request_fields(
+        self, method: str, url: str, headers: dict[str, Any], content_type: str
+    ) -> tuple[dict[str, Any], str]:
+        """``comparable_request`` from the URL and the result of ``comparable_headers``."""
+        parts = urlsplit(url)
         if self._match_on is not None:
-            return self._chosen_fields(method, parts, merged), content_type
-        host = parts.hostname or ""
-        if parts.port is not None:
-            host = f"{host}:{parts.port}"
+            return self._chosen_fields(method, parts, headers), content_type
+        host = self._hosts.get(parts.netloc)
+        if host is None:
+            host = parts.hostname or ""
+            port = parts.port
+            if port is not None:
+                host = f"{host}:{port}"
+            if len(self._hosts) < 1024:
+                self._hosts[parts.netloc] = host
         fields = {
             "method": method.upper(),
             "url": {
@@ -223,7 +240,7 @@ class RequestMatcher:
                 "path": parts.path or "/",
                 "query": _multi_dict(parse_qsl(parts.query, keep_blank_values=True)),
             },
-            "headers": merged,
+            "headers": headers,
             "body": None,
         }
         return fields, content_type
