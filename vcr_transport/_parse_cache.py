@@ -5,9 +5,9 @@ XXH3-128 hash, computed on every open: 0.3 ms for 7 MB, where SHA-256 took 4.7 m
 (whatever its mtime says) is parsed again. Only what the parser accepted is ever written. An entry is used
 only when everything it carries matches: the cache layout, the cassette format version, the vcr_transport
 version, the content hash and size, and an XXH3-64 checksum of its own payload (a damaged entry is ignored,
-then overwritten). The hash need not resist a forger: an entry only ever holds what the parser accepted, so
-bytes made to collide with another file's could get no more than that file's own, accepted, content. Anything else is a miss, and a miss is never an
-error: the cassette is parsed as if there were no cache.
+then overwritten). XXH3 is not a cryptographic hash; it need not be one: an entry only ever holds a cassette
+the parser accepted, so bytes forged to collide with an entry could only replay that accepted cassette.
+Anything else is a miss, and a miss is never an error: the cassette is parsed as if there were no cache.
 
 Where: ``$VCR_TRANSPORT_CACHE_DIR`` when set, else ``$XDG_CACHE_HOME/vcr_transport/parse``, else
 ``~/.cache/vcr_transport/parse``. The environment is read when a cassette is opened, never at import.
@@ -148,8 +148,8 @@ def _row(call: RecordedCall) -> tuple[Any, ...]:
 
 def store(entry: Path, key: str, size: int, cassette: Cassette) -> bool:
     """Write the entry for a cassette the parser accepted (held in memory, not lazily) from bytes whose
-    content key (``_content_key``) is ``key``. False when it couldn't be written (a read-only folder, a value marshal can't hold):
-    the cache is only ever a shortcut."""
+    content key (``_content_key``) is ``key``. False when it couldn't be written (a read-only folder, a value
+    marshal can't hold): the cache is only ever a shortcut."""
     try:
         payload = marshal.dumps((cassette.header, [_row(call) for call in cassette.calls]))
     except ValueError:

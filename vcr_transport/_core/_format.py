@@ -390,8 +390,8 @@ class Cassette:
     def parse(cls, data: bytes, path: str) -> Cassette:
         """Read a whole cassette held in memory. Refuses anything it can't replay faithfully, naming the line."""
         parser = _Parser(path, "memory")
-        for first, start, block in split_blocks([data], path):
-            parser.parse_block(first, start, block)
+        for first, start, block, count in _line_runs([data], path):
+            parser.parse_block(first, start, block, count)
         return parser.finish()
 
 
@@ -410,6 +410,12 @@ def split_blocks(blocks: Iterable[bytes], path: str) -> Iterator[tuple[int, int,
 
     Raises ``CassetteError`` for a line longer than ``MAX_LINE_BYTES`` as soon as it gets that long (without
     holding more of it), and for a last line cut off before its newline."""
+    for first, start, block, _ in _line_runs(blocks, path):
+        yield first, start, block
+
+
+def _line_runs(blocks: Iterable[bytes], path: str) -> Iterator[tuple[int, int, bytes, int]]:
+    """``split_blocks`` with the number of lines of each run (counted once: 2.8 ms for 7 MB)."""
     parts: list[bytes] = []  # the start of a line that continues in the next block
     pending = 0
     number = 1
@@ -429,7 +435,7 @@ def split_blocks(blocks: Iterable[bytes], path: str) -> Iterator[tuple[int, int,
                 if len(line) > limit:
                     raise _too_long(path, number + offset)
         count = whole.count(b"\n")
-        yield number, position, whole
+        yield number, position, whole, count
         number += count
         position += len(whole)
         rest = block[cut:]
@@ -454,8 +460,8 @@ def load_streaming(path: str, blocks: Iterable[bytes], source: ChunkSource | Non
     """A cassette read block by block. With a ``source`` the chunks are read from it when replayed; without,
     only the outline is kept (calls, statuses, outcomes, no chunks): every line is validated either way."""
     parser = _Parser(path, "lazy" if source is not None else "outline", source)
-    for first, start, block in split_blocks(blocks, path):
-        parser.parse_block(first, start, block)
+    for first, start, block, count in _line_runs(blocks, path):
+        parser.parse_block(first, start, block, count)
     return parser.finish()
 
 
@@ -641,31 +647,81 @@ class _Parser:
     def parse_line(self, number: int, line: bytes, start: int) -> None:
         self.add_parsed_line(number, self.decode(number, line), start, start + len(line))
 
-    def parse_block(self, first: int, start: int, block: bytes) -> None:
-        """Whole lines (newlines included) from line ``first`` at byte ``start``; raises the first problem."""
+    def parse_block(self, first: int, start: int, block: bytes, count: int | None = None) -> None:
+        """Whole lines (newlines included) from line ``first`` at byte ``start``; raises the first problem.
+        ``count``: the number of lines in ``block``, when the caller has counted them."""
+        lines = block.count(b"\n") if count is None else count
+        rest: bytes | memoryview = block
         if first == 1:
             end = block.index(b"\n")
             self.parse_line(1, block[:end], start)
-            first, start = 2, start + end + 1
-            block = block[end + 1 :]
+            first, start, lines = 2, start + end + 1, lines - 1
+            rest = memoryview(block)[end + 1 :]  # not a copy of the whole file
         # One decode of the whole block in C is much faster than a decode per line; when it fails, the
         # line-by-line decode names the line that is wrong. (The lines are split apart only when needed.)
         try:
-            objects: list[Line] | None = _decoder.decode_lines(block)
+            objects: list[Line] | None = _decoder.decode_lines(rest)
         except (msgspec.MsgspecError, RecursionError):
             objects = None
-        if objects is None or len(objects) != block.count(b"\n"):
-            lines = block.split(b"\n")
-            lines.pop()
-            for number, line in enumerate(lines, start=first):
+        if objects is None or len(objects) != lines:
+            split = bytes(rest).split(b"\n")
+            split.pop()
+            for number, line in enumerate(split, start=first):
                 self.parse_line(number, line, start)
                 start += len(line) + 1
             return
+        if self.mode == "memory":
+            self._add_chunks(first, objects)
+            return
         starts = None
         if self.mode == "lazy":
-            lengths = map(len, block.split(b"\n")[:-1])
+            lengths = map(len, bytes(rest).split(b"\n")[:-1])
             starts = list(accumulate(map(_plus_one, lengths), initial=start))
         self.add_parsed_lines(first, objects, starts)
+
+    def _add_chunks(self, first: int, objects: list[Line]) -> None:
+        """``add_parsed_lines`` for a cassette held in memory, the one loop over every event of a load: the
+        call of the last event and its counts are kept in locals while its events follow one another."""
+        get = self.streaming.get
+        unset = msgspec.UNSET
+        number = first - 1
+        call: RecordedCall | None = None
+        index = -1  # no call's: the first event sets call, its counts and its appends
+        total = size = 0
+        unused: list[Any] = []
+        add_chunk = add_offset = unused.append
+        for obj in objects:
+            number += 1
+            if not isinstance(obj, EventLine):
+                if call is not None:
+                    call.event_total, call.size, call, index = total, size, None, -1
+                self.add_parsed_line(number, obj, 0, 0)
+                continue
+            if obj.call_index != index:
+                if call is not None:
+                    call.event_total, call.size = total, size
+                call = get(obj.call_index)
+                if call is None:
+                    self._line_event(number, obj, 0, 0)  # raises the problem
+                    return  # pragma: no cover
+                index, total, size = obj.call_index, call.event_total, call.size
+                add_chunk, add_offset = call.chunks.append, call.offsets.append
+            if obj.event_index != total:
+                assert call is not None
+                call.event_total, call.size = total, size
+                self._line_event(number, obj, 0, 0)  # raises the problem
+                return  # pragma: no cover
+            text = obj.text
+            if text.__class__ is str and obj.base64 is unset:
+                chunk = text.encode()
+            else:
+                chunk = self._chunk(number, obj)
+            total += 1
+            size += len(chunk)
+            add_chunk(chunk)
+            add_offset(obj.t)
+        if call is not None:
+            call.event_total, call.size = total, size
 
     def add_parsed_lines(self, first: int, objects: list[Line], starts: list[int] | None) -> None:
         """Decoded lines from line ``first``; ``starts`` are their byte offsets (with one more, the end)."""
