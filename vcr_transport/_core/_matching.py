@@ -6,7 +6,7 @@ import fnmatch
 import re
 from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
-from urllib.parse import parse_qsl, urlsplit
+from urllib.parse import SplitResult, parse_qsl, urlsplit
 
 from .._exceptions import MISSING
 from ._format import StoredBody
@@ -19,6 +19,7 @@ __all__ = [
     "RequestMatcher",
     "find_first_difference",
     "parse_field_path",
+    "split_url",
 ]
 
 NON_DETERMINISTIC_FIELD_NAMES: frozenset[str] = frozenset({"timestamp"})
@@ -52,6 +53,22 @@ VOLATILE_HEADERS: frozenset[str] = frozenset(
 )
 
 Difference = tuple[str, Any, Any]
+
+_SPLIT_URLS: dict[str, SplitResult] = {}  # URL -> urlsplit(URL): a request's URL is split by several steps
+_REMEMBERED_URLS = 1024  # then forgotten all at once
+
+
+def split_url(url: str) -> SplitResult:
+    """``urlsplit(url)``, remembered for the last URLs (the steps a request goes through each split its URL,
+    and a replayed request's URL is its recorded call's)."""
+    parts = _SPLIT_URLS.get(url)
+    if parts is None:
+        parts = urlsplit(url)
+        if len(_SPLIT_URLS) >= _REMEMBERED_URLS:
+            _SPLIT_URLS.clear()
+        _SPLIT_URLS[url] = parts
+    return parts
+
 
 # vcrpy's matcher names that ``match_on`` takes (``uri`` is scheme, host, port, path and query together).
 MATCH_ON_NAMES = ("method", "scheme", "host", "port", "path", "query", "headers", "body", "uri")
@@ -187,7 +204,8 @@ class RequestMatcher:
         self._fields = NON_DETERMINISTIC_FIELD_NAMES | frozenset(name for name, path in parsed if path is None)
         self._paths = tuple(path for _, path in parsed if path is not None)
         self._volatile_cache: dict[str, bool] = {}
-        self._hosts: dict[str, str] = {}  # netloc -> the host field (host name, and the port when given)
+        # URL -> its "url" field: shared by the fields of every request to it (don't change it)
+        self._url_fields: dict[str, dict[str, Any]] = {}
 
     def is_volatile(self, lower_name: str) -> bool:
         cached = self._volatile_cache.get(lower_name)
@@ -220,29 +238,27 @@ class RequestMatcher:
     def request_fields(
         self, method: str, url: str, headers: dict[str, Any], content_type: str
     ) -> tuple[dict[str, Any], str]:
-        """``comparable_request`` from the URL and the result of ``comparable_headers``."""
-        parts = urlsplit(url)
+        """``comparable_request`` from the URL and the result of ``comparable_headers``. The dicts in the
+        result may be shared with other requests' fields: don't change them."""
         if self._match_on is not None:
-            return self._chosen_fields(method, parts, headers), content_type
-        host = self._hosts.get(parts.netloc)
-        if host is None:
+            return self._chosen_fields(method, split_url(url), headers), content_type
+        url_fields = self._url_fields.get(url)
+        if url_fields is None:
+            parts = split_url(url)
             host = parts.hostname or ""
             port = parts.port
             if port is not None:
                 host = f"{host}:{port}"
-            if len(self._hosts) < 1024:
-                self._hosts[parts.netloc] = host
-        fields = {
-            "method": method.upper(),
-            "url": {
+            url_fields = {
                 "scheme": parts.scheme,
                 "host": host,
                 "path": parts.path or "/",
                 "query": _multi_dict(parse_qsl(parts.query, keep_blank_values=True)),
-            },
-            "headers": headers,
-            "body": None,
-        }
+            }
+            if len(self._url_fields) >= _REMEMBERED_URLS:
+                self._url_fields.clear()
+            self._url_fields[url] = url_fields
+        fields = {"method": method.upper(), "url": url_fields, "headers": headers, "body": None}
         return fields, content_type
 
     def with_body(self, fields: dict[str, Any], content_type: str, body: StoredBody) -> dict[str, Any]:
