@@ -670,32 +670,34 @@ class _Parser:
                 self.parse_line(number, line, start)
                 start += len(line) + 1
             return
-        if self.mode == "memory":
-            self._add_chunks(first, objects)
-            return
         starts = None
         if self.mode == "lazy":
             lengths = map(len, bytes(rest).split(b"\n")[:-1])
             starts = list(accumulate(map(_plus_one, lengths), initial=start))
         self.add_parsed_lines(first, objects, starts)
 
-    def _add_chunks(self, first: int, objects: list[Line]) -> None:
-        """``add_parsed_lines`` for a cassette held in memory, the one loop over every event of a load: the
-        call of the last event and its counts are kept in locals while its events follow one another."""
+    def add_parsed_lines(self, first: int, objects: list[Line], starts: list[int] | None) -> None:
+        """Decoded lines from line ``first``; ``starts`` are their byte offsets (with one more, the end), given
+        in lazy mode. The one loop over every event of a load: the call of the last event, its counts and
+        its lists' appends are kept in locals while its events follow one another."""
         get = self.streaming.get
         unset = msgspec.UNSET
+        keep = self.mode != "outline"
         number = first - 1
         call: RecordedCall | None = None
         index = -1  # no call's: the first event sets call, its counts and its appends
         total = size = 0
         unused: list[Any] = []
-        add_chunk = add_offset = unused.append
-        for obj in objects:
+        add_chunk = add_span = add_offset = unused.append
+        for position, obj in enumerate(objects):
             number += 1
             if not isinstance(obj, EventLine):
                 if call is not None:
                     call.event_total, call.size, call, index = total, size, None, -1
-                self.add_parsed_line(number, obj, 0, 0)
+                if starts is None:
+                    self.add_parsed_line(number, obj, 0, 0)
+                else:
+                    self.add_parsed_line(number, obj, starts[position], starts[position + 1] - 1)
                 continue
             if obj.call_index != index:
                 if call is not None:
@@ -706,61 +708,36 @@ class _Parser:
                     return  # pragma: no cover
                 index, total, size = obj.call_index, call.event_total, call.size
                 add_chunk, add_offset = call.chunks.append, call.offsets.append
+                if call.lazy is not None:
+                    add_span = call.lazy.spans.append
             if obj.event_index != total:
-                assert call is not None
-                call.event_total, call.size = total, size
+                call.event_total, call.size = total, size  # type: ignore[union-attr]
                 self._line_event(number, obj, 0, 0)  # raises the problem
                 return  # pragma: no cover
-            text = obj.text
-            if text.__class__ is str and obj.base64 is unset:
-                chunk = text.encode()
-            else:
-                chunk = self._chunk(number, obj)
             total += 1
-            size += len(chunk)
-            add_chunk(chunk)
-            add_offset(obj.t)
-        if call is not None:
-            call.event_total, call.size = total, size
-
-    def add_parsed_lines(self, first: int, objects: list[Line], starts: list[int] | None) -> None:
-        """Decoded lines from line ``first``; ``starts`` are their byte offsets (with one more, the end)."""
-        get = self.streaming.get
-        mode = self.mode
-        unset = msgspec.UNSET
-        number = first - 1
-        for position, obj in enumerate(objects):
-            number += 1
-            if not isinstance(obj, EventLine):
-                begin = starts[position] if starts is not None else 0
-                self.add_parsed_line(number, obj, begin, starts[position + 1] - 1 if starts is not None else 0)
-                continue
-            call = get(obj.call_index)
-            if call is None or obj.event_index != call.event_total:
-                self._line_event(number, obj, 0, 0)  # raises the problem
-                return
             text = obj.text
             if text.__class__ is not str or obj.base64 is not unset:
                 chunk = self._chunk(number, obj)
-                size = len(chunk)
-            elif mode == "outline":
-                call.event_total += 1
+                size += len(chunk)
+                if not keep:
+                    continue
+            elif not keep:
                 continue
-            elif starts is not None:  # lazy: only the size is needed now (len of ASCII text is its byte count)
-                chunk = b""
-                size = len(text) if text.isascii() else len(text.encode())
-            else:
+            elif starts is None:
                 chunk = text.encode()
-                size = len(chunk)
-            call.event_total += 1
-            call.size += size
-            if mode == "outline":
+                size += len(chunk)
+                add_chunk(chunk)
+                add_offset(obj.t)
                 continue
-            if starts is not None and call.lazy is not None:
-                call.lazy.spans.append((starts[position], starts[position + 1] - 1))
+            else:  # lazy: only the size is needed now (len of ASCII text is its byte count)
+                size += len(text) if text.isascii() else len(text.encode())
+            if starts is not None:
+                add_span((starts[position], starts[position + 1] - 1))
             else:
-                call.chunks.append(chunk)
-            call.offsets.append(obj.t)
+                add_chunk(chunk)
+            add_offset(obj.t)
+        if call is not None:
+            call.event_total, call.size = total, size
 
     def _chunk(self, number: int, obj: EventLine) -> bytes:
         try:
