@@ -82,7 +82,7 @@ HttpVersion = Literal["HTTP/0.9", "HTTP/1.0", "HTTP/1.1", "HTTP/2", "HTTP/3"]
 Outcome = Literal["complete", "closed_early", "error"]
 
 
-class _Line(msgspec.Struct, tag_field="type"):
+class _Line(msgspec.Struct, tag_field="type", gc=False):
     """What every line has: its type (the tag). Only the header may carry keys of its own (metadata)."""
 
 
