@@ -142,6 +142,8 @@ def _step_matches(step: str | int, key: str | int) -> bool:
 def _drop_fields(value: Any, names: frozenset[str], paths: tuple[FieldPath, ...] = ()) -> Any:
     """``value`` without the keys in ``names`` (at any depth) and the fields ``paths`` point to: a dict loses
     the key, a list keeps the position with ``<ignored>`` in it, so later positions keep their numbers."""
+    if not paths:
+        return _drop_names(value, names)
     if isinstance(value, dict):
         kept: dict[str, Any] = {}
         for key, child in value.items():
@@ -158,6 +160,15 @@ def _drop_fields(value: Any, names: frozenset[str], paths: tuple[FieldPath, ...]
             below = tuple(path[1:] for path in paths if _step_matches(path[0], position))
             items.append(_IGNORED if () in below else _drop_fields(child, names, below))
         return items
+    return value
+
+
+def _drop_names(value: Any, names: frozenset[str]) -> Any:
+    """``_drop_fields`` with no paths (the usual case), without working out which paths go below each key."""
+    if isinstance(value, dict):
+        return {key: _drop_names(child, names) for key, child in value.items() if key not in names}
+    if isinstance(value, list):
+        return [_drop_names(child, names) for child in value]
     return value
 
 
