@@ -8,7 +8,10 @@
 
 It uses only what every version of vcr_transport has (``RecordingTransport``, ``_storage.read_cassette``,
 ``_cli.main``), so the same script measures a checkout before and after a change (put it first on
-PYTHONPATH). Peak memory of ``verify`` is measured in a child process (``ru_maxrss``), beyond what the
+PYTHONPATH). For the 1,000,000-line cassette it also reports how often the process was preempted while runnable
+(involuntary context switches), waited (voluntary ones: I/O, locks) and read blocks from disk: wall time well
+beyond CPU time with many preemptions and no waits is a machine short of cores, not the reader waiting for
+anything. Peak memory of ``verify`` is measured in a child process (``ru_maxrss``), beyond what the
 interpreter held after importing vcr_transport (VmHWM).
 """
 
@@ -16,6 +19,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import resource
 import statistics
 import subprocess
 import sys
@@ -85,14 +89,25 @@ def write_million_line_cassette(path: Path) -> int:
 
 def open_seconds(path: Path, repeats: int) -> tuple[float, float]:
     """Median (wall, CPU) seconds of ``read_cassette``: on a shared machine the CPU time is the steadier one."""
-    walls, cpus = [], []
+    return open_measures(path, repeats)[:2]
+
+
+def open_measures(path: Path, repeats: int) -> tuple[float, float, float, float, float]:
+    """Medians of (wall s, CPU s, involuntary context switches, voluntary ones, blocks read) of
+    ``read_cassette``. Where wall time goes beyond CPU time: waiting for a core (involuntary switches: the
+    process was runnable and preempted) or waiting for I/O (voluntary switches, blocks read)."""
+    rows = []
     for _ in range(repeats):
+        before = resource.getrusage(resource.RUSAGE_SELF)
         started, started_cpu = time.perf_counter(), time.process_time()
         cassette = read_cassette(path)
-        walls.append(time.perf_counter() - started)
-        cpus.append(time.process_time() - started_cpu)
+        wall, cpu = time.perf_counter() - started, time.process_time() - started_cpu
+        after = resource.getrusage(resource.RUSAGE_SELF)
+        rows.append((wall, cpu, after.ru_nivcsw - before.ru_nivcsw, after.ru_nvcsw - before.ru_nvcsw,
+                     after.ru_inblock - before.ru_inblock))  # fmt: skip
         del cassette
-    return statistics.median(walls), statistics.median(cpus)
+    wall_s, cpu_s, involuntary, voluntary, blocks = (statistics.median(column) for column in zip(*rows, strict=True))
+    return wall_s, cpu_s, involuntary, voluntary, blocks
 
 
 VERIFY_CHILD = r"""
@@ -135,13 +150,13 @@ def main() -> None:
             "acceptance_open_s (wall, cpu)": open_seconds(acceptance, args.repeats),
             "million_lines": lines,
             "million_mb": million.stat().st_size / 1e6,
-            "million_open_s (wall, cpu)": open_seconds(million, args.repeats),
+            "million_open (wall s, cpu s, preempted, waits, blocks)": open_measures(million, args.repeats),
         }
         code, imported_mb, growth_mb = verify_memory_mb(million)
         results.update(verify_exit=code, verify_import_rss_mb=imported_mb, verify_peak_growth_mb=growth_mb)
     for name, value in results.items():
         shown = ", ".join(f"{v:.3f}" for v in value) if isinstance(value, tuple) else value
-        print(f"{name:30} {value:.3f}" if isinstance(value, float) else f"{name:30} {shown}")
+        print(f"{name:55} {value:.3f}" if isinstance(value, float) else f"{name:55} {shown}")
 
 
 if __name__ == "__main__":

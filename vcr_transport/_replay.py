@@ -173,10 +173,8 @@ class ReplayTransport:
             passthrough_replay=self.options.passthrough_replay,
             ignore_hosts=self.options.ignore_hosts,
         )
-        created = self.engine.cassette.header.get("created")
-        self._headers = [
-            replay_headers(call, self.options.max_retry_after, created) for call in self.engine.cassette.calls
-        ]
+        # Each call's replayed headers as latin-1 bytes, made when the call is first replayed.
+        self._headers: list[list[tuple[bytes, bytes]] | None] = [None] * len(self.engine.cassette.calls)
         self._fault_answers: dict[tuple[int, int], int] = {}  # (fault, call): status answers given
         self._answers = [0] * len(self.engine.cassette.calls)  # how often each call was replayed
         self.sleep: Callable[[float], None] = time.sleep
@@ -203,19 +201,21 @@ class ReplayTransport:
     def respond(self, request: Any, body: bytes) -> Any:
         """The recorded response to a request whose body was read (the sync and async sides share this)."""
         library = library_of(request)
-        step = self.decision.step_for(str(request.url))
+        url = str(request.url)
+        step = self.decision.step_for(url)
         if step is not Step.REPLAY:
             return kept_out(library, request, step)
         headers = header_pairs(request.headers)
-        incoming = self.engine.incoming_fields(request.method, str(request.url), headers, body)
+        incoming = self.engine.incoming_fields(request.method, url, headers, body)
         try:
             call = self.engine.select(incoming)
         except ReplayMismatch as mismatch:
             if answers_with_error_response(self.on_mismatch, headers):
                 return error_response(library, "replay_mismatch", mismatch)
             raise
-        path = request.url.path
-        for number, fault in enumerate(self.options.faults):
+        all_faults = self.options.faults
+        path = request.url.path if all_faults else ""
+        for number, fault in enumerate(all_faults):
             if fault.kind == "status":
                 given = self._fault_answers.get((number, call.index), 0)
                 if given < fault.times and fault.hits(call.index, path, given):
@@ -224,7 +224,7 @@ class ReplayTransport:
                     return fault_response(library, fault, call.index)
         attempt = self._answers[call.index]
         self._answers[call.index] += 1
-        faults = tuple(f for f in self.options.faults if f.kind != "status" and f.hits(call.index, path, attempt))
+        faults = tuple(f for f in all_faults if f.kind != "status" and f.hits(call.index, path, attempt))
         if call.status is None:
             raise rebuild_error(library, call.error_class, call.error_message, request)
         stream = stream_class(library, _ReplayStream)(
@@ -232,10 +232,19 @@ class ReplayTransport:
         )
         return library.Response(
             call.status,
-            headers=[(k.encode("latin-1"), v.encode("latin-1")) for k, v in self._headers[call.index]],
+            headers=self._replayed_headers(call),
             stream=stream,
             extensions={"http_version": call.http_version.encode("ascii")},
         )
+
+    def _replayed_headers(self, call: RecordedCall) -> list[tuple[bytes, bytes]]:
+        encoded = self._headers[call.index]
+        if encoded is None:
+            created = self.engine.cassette.header.get("created")
+            replayed = replay_headers(call, self.options.max_retry_after, created)
+            encoded = [(k.encode("latin-1"), v.encode("latin-1")) for k, v in replayed]
+            self._headers[call.index] = encoded
+        return list(encoded)  # the response's own list
 
     def handle_request(self, request: Any) -> Any:
         return self.respond(request, request.read())

@@ -85,7 +85,7 @@ HttpVersion = Literal["HTTP/0.9", "HTTP/1.0", "HTTP/1.1", "HTTP/2", "HTTP/3"]
 Outcome = Literal["complete", "closed_early", "error"]
 
 
-class _Line(msgspec.Struct, tag_field="type"):
+class _Line(msgspec.Struct, tag_field="type", gc=False):
     """What every line has: its type (the tag). Only the header may carry keys of its own (metadata)."""
 
 
@@ -447,8 +447,8 @@ class Cassette:
     def parse(cls, data: bytes, path: str) -> Cassette:
         """Read a whole cassette held in memory. Refuses anything it can't replay faithfully, naming the line."""
         parser = _Parser(path, "memory")
-        for first, start, block in split_blocks([data], path):
-            parser.parse_block(first, start, block)
+        for first, start, block, count in _line_runs([data], path):
+            parser.parse_block(first, start, block, count)
         return parser.finish()
 
 
@@ -467,6 +467,12 @@ def split_blocks(blocks: Iterable[bytes], path: str) -> Iterator[tuple[int, int,
 
     Raises ``CassetteError`` for a line longer than ``MAX_LINE_BYTES`` as soon as it gets that long (without
     holding more of it), and for a last line cut off before its newline."""
+    for first, start, block, _ in _line_runs(blocks, path):
+        yield first, start, block
+
+
+def _line_runs(blocks: Iterable[bytes], path: str) -> Iterator[tuple[int, int, bytes, int]]:
+    """``split_blocks`` with the number of lines of each run (counted once: 2.8 ms for 7 MB)."""
     parts: list[bytes] = []  # the start of a line that continues in the next block
     pending = 0
     number = 1
@@ -486,7 +492,7 @@ def split_blocks(blocks: Iterable[bytes], path: str) -> Iterator[tuple[int, int,
                 if len(line) > limit:
                     raise _too_long(path, number + offset)
         count = whole.count(b"\n")
-        yield number, position, whole
+        yield number, position, whole, count
         number += count
         position += len(whole)
         rest = block[cut:]
@@ -511,8 +517,8 @@ def load_streaming(path: str, blocks: Iterable[bytes], source: ChunkSource | Non
     """A cassette read block by block. With a ``source`` the chunks are read from it when replayed; without,
     only the outline is kept (calls, statuses, outcomes, no chunks): every line is validated either way."""
     parser = _Parser(path, "lazy" if source is not None else "outline", source)
-    for first, start, block in split_blocks(blocks, path):
-        parser.parse_block(first, start, block)
+    for first, start, block, count in _line_runs(blocks, path):
+        parser.parse_block(first, start, block, count)
     return parser.finish()
 
 
@@ -717,70 +723,97 @@ class _Parser:
     def parse_line(self, number: int, line: bytes, start: int) -> None:
         self.add_parsed_line(number, self.decode(number, line), start, start + len(line))
 
-    def parse_block(self, first: int, start: int, block: bytes) -> None:
-        """Whole lines (newlines included) from line ``first`` at byte ``start``; raises the first problem."""
+    def parse_block(self, first: int, start: int, block: bytes, count: int | None = None) -> None:
+        """Whole lines (newlines included) from line ``first`` at byte ``start``; raises the first problem.
+        ``count``: the number of lines in ``block``, when the caller has counted them."""
+        lines = block.count(b"\n") if count is None else count
+        rest: bytes | memoryview = block
         if first == 1:
             end = block.index(b"\n")
             self.parse_line(1, block[:end], start)
-            first, start = 2, start + end + 1
-            block = block[end + 1 :]
+            first, start, lines = 2, start + end + 1, lines - 1
+            rest = memoryview(block)[end + 1 :]  # not a copy of the whole file
         # One decode of the whole block in C is much faster than a decode per line; when it fails, the
         # line-by-line decode names the line that is wrong. (The lines are split apart only when needed.)
         try:
-            objects: list[Line] | None = _decoder.decode_lines(block)
+            objects: list[Line] | None = _decoder.decode_lines(rest)
         except (msgspec.MsgspecError, RecursionError):
             objects = None
-        if objects is None or len(objects) != block.count(b"\n"):
-            lines = block.split(b"\n")
-            lines.pop()
-            for number, line in enumerate(lines, start=first):
+        if objects is None or len(objects) != lines:
+            split = bytes(rest).split(b"\n")
+            split.pop()
+            for number, line in enumerate(split, start=first):
                 self.parse_line(number, line, start)
                 start += len(line) + 1
             return
         starts = None
         if self.mode == "lazy":
-            lengths = map(len, block.split(b"\n")[:-1])
+            lengths = map(len, bytes(rest).split(b"\n")[:-1])
             starts = list(accumulate(map(_plus_one, lengths), initial=start))
         self.add_parsed_lines(first, objects, starts)
 
     def add_parsed_lines(self, first: int, objects: list[Line], starts: list[int] | None) -> None:
-        """Decoded lines from line ``first``; ``starts`` are their byte offsets (with one more, the end)."""
+        """Decoded lines from line ``first``; ``starts`` are their byte offsets (with one more, the end), given
+        in lazy mode. The one loop over every event of a load: the call of the last event, its counts and
+        its lists' appends are kept in locals while its events follow one another."""
         get = self.streaming.get
-        mode = self.mode
         unset = msgspec.UNSET
+        keep = self.mode != "outline"
         number = first - 1
+        call: RecordedCall | None = None
+        index = -1  # no call's: the first event sets call, its counts and its appends
+        total = size = 0
+        unused: list[Any] = []
+        add_chunk = add_span = add_offset = unused.append
         for position, obj in enumerate(objects):
             number += 1
             if not isinstance(obj, EventLine):
-                begin = starts[position] if starts is not None else 0
-                self.add_parsed_line(number, obj, begin, starts[position + 1] - 1 if starts is not None else 0)
+                if call is not None:
+                    call.event_total, call.size, call, index = total, size, None, -1
+                if starts is None:
+                    self.add_parsed_line(number, obj, 0, 0)
+                else:
+                    self.add_parsed_line(number, obj, starts[position], starts[position + 1] - 1)
                 continue
-            call = get(obj.call_index)
-            if call is None or obj.event_index != call.event_total:
+            if obj.call_index != index:
+                if call is not None:
+                    call.event_total, call.size = total, size
+                call = get(obj.call_index)
+                if call is None:
+                    self._line_event(number, obj, 0, 0)  # raises the problem
+                    return  # pragma: no cover
+                index, total, size = obj.call_index, call.event_total, call.size
+                add_chunk, add_offset = call.chunks.append, call.offsets.append
+                if call.lazy is not None:
+                    add_span = call.lazy.spans.append
+            if obj.event_index != total:
+                call.event_total, call.size = total, size  # type: ignore[union-attr]
                 self._line_event(number, obj, 0, 0)  # raises the problem
-                return
+                return  # pragma: no cover
+            total += 1
             text = obj.text
             if text.__class__ is not str or obj.base64 is not unset:
                 chunk = self._chunk(number, obj)
-                size = len(chunk)
-            elif mode == "outline":
-                call.event_total += 1
+                size += len(chunk)
+                if not keep:
+                    continue
+            elif not keep:
                 continue
-            elif starts is not None:  # lazy: only the size is needed now (len of ASCII text is its byte count)
-                chunk = b""
-                size = len(text) if text.isascii() else len(text.encode())
-            else:
+            elif starts is None:
                 chunk = text.encode()
-                size = len(chunk)
-            call.event_total += 1
-            call.size += size
-            if mode == "outline":
+                size += len(chunk)
+                add_chunk(chunk)
+                add_offset(obj.t)
                 continue
-            if starts is not None and call.lazy is not None:
-                call.lazy.spans.append((starts[position], starts[position + 1] - 1))
+            else:  # lazy: only the size is needed now (len of ASCII text is its byte count)
+                size += len(text) if text.isascii() else len(text.encode())
+            if starts is not None:
+                add_span((starts[position], starts[position + 1] - 1))
             else:
-                call.chunks.append(chunk)
-            call.offsets.append(obj.t)
+                add_chunk(chunk)
+            add_offset(obj.t)
+        if call is not None:
+            call.event_total, call.size = total, size
 
     def _chunk(self, number: int, obj: EventLine) -> bytes:
         try:

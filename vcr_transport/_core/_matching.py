@@ -6,7 +6,7 @@ import fnmatch
 import re
 from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
-from urllib.parse import parse_qsl, urlsplit
+from urllib.parse import SplitResult, parse_qsl, urlsplit
 
 from .._exceptions import MISSING
 from ._format import StoredBody
@@ -19,6 +19,7 @@ __all__ = [
     "RequestMatcher",
     "find_first_difference",
     "parse_field_path",
+    "split_url",
 ]
 
 NON_DETERMINISTIC_FIELD_NAMES: frozenset[str] = frozenset({"timestamp"})
@@ -52,6 +53,22 @@ VOLATILE_HEADERS: frozenset[str] = frozenset(
 )
 
 Difference = tuple[str, Any, Any]
+
+_SPLIT_URLS: dict[str, SplitResult] = {}  # URL -> urlsplit(URL): a request's URL is split by several steps
+_REMEMBERED_URLS = 1024  # then forgotten all at once
+
+
+def split_url(url: str) -> SplitResult:
+    """``urlsplit(url)``, remembered for the last URLs (the steps a request goes through each split its URL,
+    and a replayed request's URL is its recorded call's)."""
+    parts = _SPLIT_URLS.get(url)
+    if parts is None:
+        parts = urlsplit(url)
+        if len(_SPLIT_URLS) >= _REMEMBERED_URLS:
+            _SPLIT_URLS.clear()
+        _SPLIT_URLS[url] = parts
+    return parts
+
 
 # vcrpy's matcher names that ``match_on`` takes (``uri`` is scheme, host, port, path and query together).
 MATCH_ON_NAMES = ("method", "scheme", "host", "port", "path", "query", "headers", "body", "uri")
@@ -125,6 +142,8 @@ def _step_matches(step: str | int, key: str | int) -> bool:
 def _drop_fields(value: Any, names: frozenset[str], paths: tuple[FieldPath, ...] = ()) -> Any:
     """``value`` without the keys in ``names`` (at any depth) and the fields ``paths`` point to: a dict loses
     the key, a list keeps the position with ``<ignored>`` in it, so later positions keep their numbers."""
+    if not paths:
+        return _drop_names(value, names)
     if isinstance(value, dict):
         kept: dict[str, Any] = {}
         for key, child in value.items():
@@ -141,6 +160,15 @@ def _drop_fields(value: Any, names: frozenset[str], paths: tuple[FieldPath, ...]
             below = tuple(path[1:] for path in paths if _step_matches(path[0], position))
             items.append(_IGNORED if () in below else _drop_fields(child, names, below))
         return items
+    return value
+
+
+def _drop_names(value: Any, names: frozenset[str]) -> Any:
+    """``_drop_fields`` with no paths (the usual case), without working out which paths go below each key."""
+    if isinstance(value, dict):
+        return {key: _drop_names(child, names) for key, child in value.items() if key not in names}
+    if isinstance(value, list):
+        return [_drop_names(child, names) for child in value]
     return value
 
 
@@ -187,6 +215,8 @@ class RequestMatcher:
         self._fields = NON_DETERMINISTIC_FIELD_NAMES | frozenset(name for name, path in parsed if path is None)
         self._paths = tuple(path for _, path in parsed if path is not None)
         self._volatile_cache: dict[str, bool] = {}
+        # URL -> its "url" field: shared by the fields of every request to it (don't change it)
+        self._url_fields: dict[str, dict[str, Any]] = {}
 
     def is_volatile(self, lower_name: str) -> bool:
         cached = self._volatile_cache.get(lower_name)
@@ -206,26 +236,40 @@ class RequestMatcher:
     ) -> tuple[dict[str, Any], str]:
         """What ``comparable`` gives without the body (``body`` None), and the content type it reads the body
         with: for requests that share method, URL and headers, ``with_body`` then adds each one's body."""
-        parts = urlsplit(url)
+        return self.request_fields(method, url, *self.comparable_headers(headers))
+
+    def comparable_headers(self, headers: Iterable[tuple[str, str]]) -> tuple[dict[str, Any], str]:
+        """The headers part of ``comparable_request`` (the ones compared, lower-case names, repeated ones
+        joined with ", "), and the content type: what requests to different URLs with the same headers share.
+        The dict may be shared by the fields of many requests: don't change it."""
         kept = [(name.lower(), value) for name, value in headers if not self.is_volatile(name.lower())]
         merged = {name: ", ".join(v) if isinstance(v, list) else v for name, v in _multi_dict(kept).items()}
-        content_type = merged.get("content-type", "")
+        return merged, merged.get("content-type", "")
+
+    def request_fields(
+        self, method: str, url: str, headers: dict[str, Any], content_type: str
+    ) -> tuple[dict[str, Any], str]:
+        """``comparable_request`` from the URL and the result of ``comparable_headers``. The dicts in the
+        result may be shared with other requests' fields: don't change them."""
         if self._match_on is not None:
-            return self._chosen_fields(method, parts, merged), content_type
-        host = parts.hostname or ""
-        if parts.port is not None:
-            host = f"{host}:{parts.port}"
-        fields = {
-            "method": method.upper(),
-            "url": {
+            return self._chosen_fields(method, split_url(url), headers), content_type
+        url_fields = self._url_fields.get(url)
+        if url_fields is None:
+            parts = split_url(url)
+            host = parts.hostname or ""
+            port = parts.port
+            if port is not None:
+                host = f"{host}:{port}"
+            url_fields = {
                 "scheme": parts.scheme,
                 "host": host,
                 "path": parts.path or "/",
                 "query": _multi_dict(parse_qsl(parts.query, keep_blank_values=True)),
-            },
-            "headers": merged,
-            "body": None,
-        }
+            }
+            if len(self._url_fields) >= _REMEMBERED_URLS:
+                self._url_fields.clear()
+            self._url_fields[url] = url_fields
+        fields = {"method": method.upper(), "url": url_fields, "headers": headers, "body": None}
         return fields, content_type
 
     def with_body(self, fields: dict[str, Any], content_type: str, body: StoredBody) -> dict[str, Any]:

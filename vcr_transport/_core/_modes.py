@@ -29,6 +29,7 @@ from collections.abc import Callable, Iterable
 from urllib.parse import SplitResult, urlsplit
 
 from .._exceptions import CassetteError, ModeError
+from ._matching import split_url
 
 __all__ = [
     "ENVIRONMENT_VARIABLE",
@@ -170,7 +171,7 @@ class Decision:
         passes = self._passes.get(url)
         if passes is None:
             # The rules for the URL's host, found once per host: most URLs have none, and no path to match.
-            parts = urlsplit(url)
+            parts = split_url(url)
             rules = self._host_rules.get(parts.netloc)
             if rules is None:
                 rules = _rules_for_host(parts, self.passthrough)

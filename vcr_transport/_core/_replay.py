@@ -23,7 +23,7 @@ RETRYABLE_STATUSES = frozenset({408, 409, 429}) | frozenset(range(500, 600))
 # anthropic never stops for a delay, it sleeps it (capped at 4,294,967 s); google-genai ignores the header.
 SDK_MAX_RETRY_AFTER = 120.0
 _RETRY_HEADERS = ("retry-after-ms", "retry-after")
-_SHARED_ENTRIES = 1024  # distinct (method, URL, headers) remembered; then forgotten all at once
+_SHARED_ENTRIES = 1024  # distinct header lists remembered; then forgotten all at once
 
 
 def _header(headers: list[tuple[str, str]], name: str) -> str | None:
@@ -144,53 +144,47 @@ class ReplayEngine:
         self.record_hint = ""
         self._recorded: list[dict[str, Any] | None] = [None] * len(cassette.calls)
         self._lock = threading.Lock()
-        # (method, URL, headers) -> (the redactor's learned forms then, their comparable fields): see incoming_fields
-        self._shared: dict[tuple[Any, ...], tuple[object, tuple[dict[str, Any], str]]] = {}
-        # headers but content-length -> (the learned forms then, the headers redacted): shared by every URL
-        self._headers: dict[tuple[tuple[str, str], ...], tuple[object, list[tuple[str, str]]]] = {}
+        # incoming headers (but content-length, when volatile) -> (the redactor's learned forms then, the
+        # headers redacted and made comparable): shared by every URL, see incoming_fields
+        self._incoming_headers: dict[tuple[tuple[str, str], ...], tuple[object, tuple[dict[str, Any], str]]] = {}
+        # recorded headers -> the same, for recorded calls (already redacted)
+        self._recorded_headers: dict[tuple[tuple[str, str], ...], tuple[dict[str, Any], str]] = {}
+        self._length_volatile = matcher.is_volatile("content-length")
 
     def _recorded_fields(self, index: int) -> dict[str, Any]:
         fields = self._recorded[index]
         if fields is None:
             call = self.cassette.calls[index]
-            fields = self.matcher.comparable(call.method, call.url, call.request_headers, call.body)
+            matcher = self.matcher
+            key = tuple(call.request_headers)
+            headers = self._recorded_headers.get(key)
+            if headers is None:
+                headers = matcher.comparable_headers(call.request_headers)
+                _remember(self._recorded_headers, key, headers)
+            fields = matcher.with_body(*matcher.request_fields(call.method, call.url, *headers), call.body)
             self._recorded[index] = fields
         return fields
 
     def incoming_fields(self, method: str, url: str, headers: list[tuple[str, str]], body: bytes) -> dict[str, Any]:
         """A request as ``comparable`` gives it, redacted as the recorder redacted it. What a client's
-        repeated requests share (method, URL, headers but content-length) is redacted once and reused for as
-        long as the redactor has learned no new secret (a new one could change how they redact)."""
+        repeated requests share (their headers but content-length) is redacted once and reused, whatever the
+        URL, for as long as the redactor has learned no new secret (a new one could change how they redact)."""
         redactor = self.redactor
         generation = getattr(redactor, "_forms", object())  # replaced by Redactor.learn; anything else: no reuse
-        header_key = tuple(pair for pair in headers if pair[0].lower() != "content-length")
-        key = (method, url, header_key)
-        cached = self._shared.get(key)
-        if cached is None or cached[0] is not generation:
-            redacted_headers = self._redacted_headers(header_key, headers, generation)  # first, as the recorder does
-            shared = self.matcher.comparable_request(method, redact_url(url, redactor), redacted_headers)
-            if len(self._shared) >= _SHARED_ENTRIES:
-                self._shared.clear()
-            # What was learned from these headers counts: the generation after redacting them.
-            self._shared[key] = (getattr(redactor, "_forms", object()), shared)
+        if self._length_volatile:
+            key = tuple(pair for pair in headers if pair[0].lower() != "content-length")
         else:
-            shared = cached[1]
+            key = tuple(headers)
+        cached = self._incoming_headers.get(key)
+        if cached is None or cached[0] is not generation:
+            # The headers first, as the recorder does: what they teach the redactor counts for the URL.
+            comparable = self.matcher.comparable_headers(redactor.redact_headers(headers))
+            _remember(self._incoming_headers, key, (getattr(redactor, "_forms", object()), comparable))
+        else:
+            comparable = cached[1]
+        shared = self.matcher.request_fields(method, redact_url(url, redactor), *comparable)
         stored = stored_body(body, content_type_of(headers), redactor, encoding=content_encoding(headers))
         return self.matcher.with_body(*shared, stored)
-
-    def _redacted_headers(
-        self, key: tuple[tuple[str, str], ...], headers: list[tuple[str, str]], generation: object
-    ) -> list[tuple[str, str]]:
-        """``headers`` redacted, reused for the same headers (but content-length, volatile to matching) while
-        the redactor has learned nothing new, whatever the URL."""
-        cached = self._headers.get(key)
-        if cached is not None and cached[0] is generation:
-            return cached[1]
-        redacted = self.redactor.redact_headers(headers)
-        if len(self._headers) >= _SHARED_ENTRIES:
-            self._headers.clear()
-        self._headers[key] = (getattr(self.redactor, "_forms", object()), redacted)
-        return redacted
 
     def select(self, incoming: dict[str, Any]) -> RecordedCall:
         with self._lock:
@@ -259,6 +253,13 @@ class ReplayEngine:
 
     def unplayed(self) -> list[tuple[int, str, str]]:
         return [(c.index, c.method, c.url) for c in self.cassette.calls if not self.played[c.index]]
+
+
+def _remember(cache: dict[Any, Any], key: Any, value: Any) -> None:
+    """``cache[key] = value``, the cache emptied first when it holds _SHARED_ENTRIES entries."""
+    if len(cache) >= _SHARED_ENTRIES:
+        cache.clear()
+    cache[key] = value
 
 
 _COMPARED_CHARACTERS = 4000  # enough to tell requests apart; SequenceMatcher is quadratic in the worst case
