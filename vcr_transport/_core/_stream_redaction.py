@@ -621,6 +621,10 @@ class EncodedBodyRedactor:
             return held
         return []
 
+    def feed_many(self, chunks: Sequence[tuple[bytes, Any]]) -> list[tuple[bytes, Any]]:
+        """``feed`` of each of ``chunks`` in turn, their pieces ready for the cassette returned together."""
+        return [ready for chunk, tag in chunks for ready in self.feed(chunk, tag)]
+
     def finish(self) -> list[tuple[bytes, Any]]:
         held, self._held = self._held, None
         if not held:
