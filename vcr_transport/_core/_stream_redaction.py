@@ -112,7 +112,7 @@ class StreamRedactor:
         """Whether taking ``batch`` in one by one would redact nothing, cut no over-long line and release
         nothing held: no piece of the text of the pending line and the batch could be redacted, no line in
         it is longer than ``max_line``, and the held bytes stay within ``max_hold``."""
-        text = b"".join([self._line, *(chunk for chunk, _ in batch)])
+        text = b"".join([self._line, *[chunk for chunk, _ in batch]])
         if self._held_size + len(text) > self._max_hold:
             return False
         if len(text) > self._max_line and max(map(len, text.split(b"\n"))) > self._max_line:
@@ -167,16 +167,17 @@ class StreamRedactor:
 
     def _hold(self, ready: list[tuple[bytes, Any]]) -> None:
         self._held += ready
-        self._held_size += sum(len(chunk) for chunk, _ in ready)
+        self._held_size += sum([len(chunk) for chunk, _ in ready])
 
     def _release_held(self) -> list[tuple[bytes, Any]]:
         held, self._held, self._held_size = self._held, [], 0
         if not held or not self._deltas:
             return held
-        edits = delta_edits(b"".join(chunk for chunk, _ in held), self._redactor)
+        body = b"".join([chunk for chunk, _ in held])
+        edits = delta_edits(body, self._redactor)
         if not edits:
             return held
-        pieces = _split_edited(b"".join(chunk for chunk, _ in held), edits, [len(chunk) for chunk, _ in held])
+        pieces = _split_edited(body, edits, [len(chunk) for chunk, _ in held])
         return [(piece, tag) for piece, (_, tag) in zip(pieces, held, strict=True)]
 
     def _take(self, slot: int, data: bytes) -> None:
@@ -527,12 +528,20 @@ def delta_edits(body: bytes, redactor: Redactor) -> list[Edit]:
         texts = None if b"\\u" in data and _LONE_SURROGATE.search(data) else _chat_texts(data, len(lines))
         if texts is None:
             texts = _reassembled(lines)
-    if not any(
-        len(values) > 1 and redactor.redact_text("".join(values), response=True) != "".join(values)
-        for values in texts.values()
-    ):
+    if not any(len(values) > 1 and _redacts(redactor, "".join(values)) for values in texts.values()):
         return []
     return _channel_edits(body, redactor)
+
+
+def _redacts(redactor: Redactor, text: str) -> bool:
+    """Whether ``redactor`` changes this text of a response (asked of its UTF-8 first: far cheaper)."""
+    try:
+        data = text.encode()
+    except UnicodeEncodeError:  # a lone surrogate, from an escape
+        data = None
+    if data is not None and not redactor.could_redact_data(data):
+        return False
+    return redactor.redact_text(text, response=True) != text
 
 
 def _reassembled(lines: list[bytes]) -> dict[Hashable, list[str]]:
