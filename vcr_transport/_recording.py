@@ -1,5 +1,5 @@
 """Recording: transports that pass every chunk straight through to the caller and append it to the
-cassette as it passes."""
+cassette on the way (by batches: see ``_CallRecording``)."""
 
 from __future__ import annotations
 

@@ -48,6 +48,10 @@ class StreamRedactor:
     for each) ready for the cassette, in order; ``finish`` returns the rest. Every chunk fed comes out
     exactly once. Where a replacement spans a boundary, the earlier chunk carries the whole placeholder.
     With ``deltas`` false (a body that isn't an event stream), the delta search is left out.
+
+    Chunks are taken in by batches of about ``BATCH`` bytes (``feed_many`` takes its chunks as one): a
+    batch no piece of whose text any rule could change passes through in one step, any other is taken in
+    a chunk at a time; the result is the same.
     """
 
     def __init__(
