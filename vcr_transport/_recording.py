@@ -113,9 +113,16 @@ class _CallRecording:
         self._write_events(batch if self._redacting is None else self._redacting.feed_many(batch))
 
     def _write_events(self, ready: list[tuple[bytes, float]]) -> None:
-        if ready:
-            self.recording.write_line(event_lines(self.index, self.written, ready))
-            self.written += len(ready)
+        """Write event lines, encoded about ``BATCH`` bytes at a time (a held stream comes out whole)."""
+        start = 0
+        while start < len(ready):
+            end, size = start, 0
+            while end < len(ready) and (size < BATCH or end == start):
+                size += len(ready[end][0])
+                end += 1
+            self.recording.write_line(event_lines(self.index, self.written, ready[start:end]))
+            self.written += end - start
+            start = end
 
     def stop(self) -> None:
         """The caller closed the stream, dropped it, or the cassette closed under it: ``complete`` when the
