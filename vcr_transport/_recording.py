@@ -109,7 +109,7 @@ class _CallRecording:
         if not batch:
             return
         if self._protocol is not None:
-            self._protocol.feed(b"".join(data for data, _ in batch))
+            self._protocol.feed(b"".join([data for data, _ in batch]))
         self._write_events(batch if self._redacting is None else self._redacting.feed_many(batch))
 
     def _write_events(self, ready: list[tuple[bytes, float]]) -> None:

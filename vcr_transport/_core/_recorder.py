@@ -132,9 +132,10 @@ class ProtocolEnd:
         if self._unread:
             chunk, self._unread = self._unread + chunk, b""
         if not (self._line or self._data or self._name):
-            # Nothing pending: the events up to the last blank line (the second line break of "\n\n" or
-            # "\n\r\n", whatever came before) before anything that could end the protocol end with
-            # nothing to say, and are passed over unread; the rest waits, or is read now.
+            # Nothing pending: every event that ends at a blank line (the second line break of "\n\n" or
+            # "\n\r\n", whatever came before it) before the first marker of a protocol end is passed
+            # over unread, since it can't be one. What follows the last such blank line is read now when
+            # a marker is there, else kept unread until more comes.
             found = _ANY_END.find_matches_as_indexes(chunk)
             limit = found[0][1] if found else len(chunk)
             lf, crlf = chunk.rfind(b"\n\n", 0, limit), chunk.rfind(b"\n\r\n", 0, limit)
