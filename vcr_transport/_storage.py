@@ -190,7 +190,7 @@ class CassetteWriter:
         self._append(line.decode("utf-8") + "\n", False)
 
     def write_line(self, line: str) -> None:
-        """A line already serialized, with its newline."""
+        """Lines already serialized, each with its newline."""
         self._append(line, False)
 
     def _append(self, line: str, flush: bool) -> None:
