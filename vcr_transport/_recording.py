@@ -1,5 +1,5 @@
 """Recording: transports that pass every chunk straight through to the caller and append it to the
-cassette as it passes."""
+cassette on the way (by batches: see ``_CallRecording``)."""
 
 from __future__ import annotations
 
@@ -19,7 +19,7 @@ from typing import Any, NoReturn
 from ._core._bodies import binary_body, content_encoding, content_type_of, redact_url, stored_body
 from ._core._format import (
     call_end_line,
-    event_line,
+    event_lines,
     header_line,
     numbers_are_plain,
     request_line,
@@ -30,7 +30,7 @@ from ._core._options import Options
 from ._core._quiet import QuietComparison
 from ._core._recorder import CallBook, CallRecord, ProtocolEnd
 from ._core._redaction import Redactor
-from ._core._stream_redaction import EncodedBodyRedactor, StreamRedactor
+from ._core._stream_redaction import BATCH, EncodedBodyRedactor, StreamRedactor
 from ._exceptions import CassetteError, RecordingNotSavedWarning, VcrTransportError
 from ._http import convert_error, error_name, header_pairs, library_of, stream_class, transport_library
 from ._lifecycle import AsyncTransport, ByteStream, ClosingSides, HttpRequest, SyncTransport, TransportLifecycle
@@ -61,7 +61,8 @@ def _interruption(error: BaseException) -> bool:
 
 class _CallRecording:
     """One call's lines. ``end`` writes call_end once, under a lock: the stream, a close and a GC
-    finalizer may race to end the same call."""
+    finalizer may race to end the same call. Chunks are recorded by batches of about ``BATCH`` bytes (the
+    caller has each at once): the batch is redacted and written when it is full, and when the call ends."""
 
     def __init__(self, recording: _Recording, record: CallRecord) -> None:
         self.recording = recording
@@ -72,6 +73,8 @@ class _CallRecording:
         self._lock = threading.Lock()
         self._redacting: StreamRedactor | EncodedBodyRedactor | None = None
         self._protocol: ProtocolEnd | None = None
+        self._batch: list[tuple[bytes, float]] = []  # (chunk, time.perf_counter() on arrival) not yet recorded
+        self._batch_size = 0
 
     @property
     def ended(self) -> bool:
@@ -94,29 +97,48 @@ class _CallRecording:
 
     def chunk(self, data: bytes) -> None:
         with self._lock:
-            if self.record.ended:
+            if self.record.outcome is not None:
                 return
-            self.recording.guarded(self._record_chunk, data)
+            self._batch.append((data, time.perf_counter()))
+            self._batch_size += len(data)
+            if self._batch_size >= BATCH:
+                self.recording.guarded(self._record_batch, self._take_batch())
 
-    def _record_chunk(self, data: bytes) -> None:
-        offset = round(time.perf_counter() - self.started, 6)
+    def _take_batch(self) -> list[tuple[bytes, float]]:
+        """The chunks not yet recorded, each with its offset from the start of the call."""
+        batch, self._batch, self._batch_size = self._batch, [], 0
+        started = self.started
+        return [(data, round(arrived - started, 6)) for data, arrived in batch]
+
+    def _record_batch(self, batch: list[tuple[bytes, float]]) -> None:
+        """Record a batch of chunks: watched for the protocol's end, redacted, written."""
+        if not batch:
+            return
         if self._protocol is not None:
-            self._protocol.feed(data)
-        if self._redacting is None:
-            self._write_event(data, offset)
-        else:
-            for redacted, ready_offset in self._redacting.feed(data, offset):
-                self._write_event(redacted, ready_offset)
+            self._protocol.feed(b"".join([data for data, _ in batch]))
+        self._write_events(batch if self._redacting is None else self._redacting.feed_many(batch))
 
-    def _write_event(self, data: bytes, offset: float) -> None:
-        self.recording.write_line(event_line(self.index, self.written, offset, data))
-        self.written += 1
+    def _write_events(self, ready: list[tuple[bytes, float]]) -> None:
+        """Write event lines, encoded about ``BATCH`` bytes at a time (a held stream comes out whole)."""
+        start = 0
+        while start < len(ready):
+            end, size = start, 0
+            while end < len(ready) and (size < BATCH or end == start):
+                size += len(ready[end][0])
+                end += 1
+            self.recording.write_line(event_lines(self.index, self.written, ready[start:end]))
+            self.written += end - start
+            start = end
 
     def stop(self) -> None:
         """The caller closed the stream, dropped it, or the cassette closed under it: ``complete`` when the
         vendor's protocol had already ended (openai's sync client closes right after ``[DONE]``), else
         ``closed_early``."""
-        self.end("complete" if self._protocol is not None and self._protocol.ended else "closed_early")
+        with self._lock:
+            if not self.record.ended:
+                self.recording.guarded(self._record_batch, self._take_batch())  # it may hold the protocol's end
+            ended = self._protocol is not None and self._protocol.ended
+        self.end("complete" if ended else "closed_early")
 
     def interrupted(self, error: BaseException) -> None:
         """A BaseException (Ctrl-C, a cancellation) stopped the call where the caller was waiting on it."""
@@ -138,9 +160,9 @@ class _CallRecording:
         self.recording.forget(self.index)
 
     def _write_end(self, outcome: str, error: BaseException | None) -> None:
+        self._record_batch(self._take_batch())
         if self._redacting is not None:
-            for redacted, offset in self._redacting.finish():
-                self._write_event(redacted, offset)
+            self._write_events(self._redacting.finish())
         failure = None
         if error is not None:
             failure = (error_name(error), self.recording.redactor.redact_text(str(error)))
@@ -202,7 +224,7 @@ class _Recording:
         """One line (``plain_numbers``: see ``_core._format.encode_line``)."""
         self._open_writer().write(line, flush=flush, plain_numbers=plain_numbers)
 
-    def write_line(self, line: str) -> None:
+    def write_line(self, line: str | bytes) -> None:
         self._open_writer().write_line(line)
 
     def start(self, method: str, url: str, headers: list[tuple[str, str]], body: bytes) -> _CallRecording:

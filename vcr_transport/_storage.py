@@ -191,7 +191,7 @@ class CassetteWriter:
         self._append(line + b"\n", False)
 
     def write_line(self, line: str | bytes) -> None:
-        """A line already serialized, with its newline (text is written in UTF-8)."""
+        """Lines already serialized, each with its newline (text is written in UTF-8)."""
         self._append(line.encode("utf-8") if isinstance(line, str) else line, False)
 
     def _append(self, line: bytes, flush: bool) -> None:

@@ -22,6 +22,7 @@ import ahocorasick_rs
 __all__ = [
     "CATALOGUE",
     "KEYWORD_PATTERNS",
+    "PREFIX_PATTERNS",
     "CredentialFormat",
     "catalogue_matches",
     "looks_like_credential",
@@ -350,6 +351,7 @@ def catalogue_matches(
 
 # The prefixes found anywhere in the text, not only where a token starts: text holding none has no
 # prefixed credential, nor has any part of it.
+PREFIX_PATTERNS: tuple[bytes, ...] = tuple(_PREFIXES)
 _ANYWHERE_FINDER = ahocorasick_rs.BytesAhoCorasick(_PREFIXES)
 
 

@@ -49,6 +49,7 @@ __all__ = [
     "encode_chunk",
     "encode_line",
     "event_line",
+    "event_lines",
     "header_line",
     "lines_before_call",
     "load_streaming",
@@ -341,16 +342,26 @@ def call_end_line(
 _encoder = msgspec.json.Encoder()
 
 
+def _event(call_index: int, event_index: int, offset: float, chunk: bytes) -> EventLine:
+    try:
+        return EventLine(call_index=call_index, event_index=event_index, t=offset, text=chunk.decode("utf-8"))
+    except UnicodeDecodeError:
+        return EventLine(
+            call_index=call_index, event_index=event_index, t=offset, base64=base64.b64encode(chunk).decode("ascii")
+        )
+
+
 def event_line(call_index: int, event_index: int, offset: float, chunk: bytes) -> str:
     """An event line, encoded from the schema's own Struct: on the hot path of recording, msgspec is faster
     than the f-string this replaced (2.2 against 3.4 µs a chunk, measured)."""
-    try:
-        line = EventLine(call_index=call_index, event_index=event_index, t=offset, text=chunk.decode("utf-8"))
-    except UnicodeDecodeError:
-        line = EventLine(
-            call_index=call_index, event_index=event_index, t=offset, base64=base64.b64encode(chunk).decode("ascii")
-        )
-    return _encoder.encode(line).decode() + "\n"
+    return _encoder.encode(_event(call_index, event_index, offset, chunk)).decode() + "\n"
+
+
+def event_lines(call_index: int, first_index: int, chunks: Iterable[tuple[bytes, float]]) -> bytes:
+    """The ``event_line`` of each (chunk, offset) of ``chunks``, numbered from ``first_index``, joined and
+    encoded in UTF-8: one encoding for them all."""
+    events = [_event(call_index, index, offset, chunk) for index, (chunk, offset) in enumerate(chunks, first_index)]
+    return _encoder.encode_lines(events)
 
 
 def encode_chunk(chunk: bytes) -> tuple[str, str]:

@@ -9,6 +9,8 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, field
 
+import ahocorasick_rs
+
 __all__ = ["CREDENTIAL_REFUSALS", "CallBook", "CallRecord", "ProtocolEnd"]
 
 # Statuses that say the request's credentials were refused: recording them captures a setup mistake.
@@ -103,6 +105,9 @@ class CallBook:
 # Markers whose presence in an event's data is worth a JSON parse.
 _END_MARKERS = (b"message_stop", b"response.completed", b"response.failed", b"response.incomplete", b"finishReason")
 _END_TYPES = frozenset({"message_stop", "response.completed", "response.failed", "response.incomplete"})
+# What an event that ends the protocol holds in its name or data, and so in the stream's bytes: the first
+# found in one pass (leftmost-first lets the finder skip ahead on the patterns' first bytes).
+_ANY_END = ahocorasick_rs.BytesAhoCorasick([b"[DONE]", *_END_MARKERS], matchkind=ahocorasick_rs.MatchKind.LeftmostFirst)
 
 
 class ProtocolEnd:
@@ -111,7 +116,7 @@ class ProtocolEnd:
     ``response.completed`` / ``response.failed`` / ``response.incomplete``, a Gemini event whose every
     candidate carries a ``finishReason``. An event counts once its blank line has arrived."""
 
-    __slots__ = ("_data", "_after_cr", "_line", "_name", "ended")
+    __slots__ = ("_after_cr", "_data", "_line", "_name", "_unread", "ended")
 
     def __init__(self) -> None:
         self.ended = False
@@ -119,10 +124,27 @@ class ProtocolEnd:
         self._name = b""
         self._data: list[bytes] = []
         self._after_cr = False
+        self._unread = b""  # bytes after the last blank line, when nothing before it was left unfinished
 
     def feed(self, chunk: bytes) -> None:
         if self.ended or not chunk:
             return
+        if self._unread:
+            chunk, self._unread = self._unread + chunk, b""
+        if not (self._line or self._data or self._name):
+            # Nothing pending: every event that ends at a blank line (the second line break of "\n\n" or
+            # "\n\r\n", whatever came before it) before the first marker of a protocol end is passed
+            # over unread, since it can't be one. What follows the last such blank line is read now when
+            # a marker is there, else kept unread until more comes.
+            found = _ANY_END.find_matches_as_indexes(chunk)
+            limit = found[0][1] if found else len(chunk)
+            lf, crlf = chunk.rfind(b"\n\n", 0, limit), chunk.rfind(b"\n\r\n", 0, limit)
+            blank = max(lf + 2 if lf >= 0 else 0, crlf + 3 if crlf >= 0 else 0)
+            if blank:
+                chunk, self._after_cr = chunk[blank:], False
+                if limit == len(chunk) + blank:
+                    self._unread = chunk
+                    return
         if self._after_cr and chunk[:1] == b"\n":
             chunk = chunk[1:]  # the rest of a CRLF split across two chunks
         self._after_cr = chunk[-1:] == b"\r"

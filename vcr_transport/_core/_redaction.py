@@ -29,7 +29,13 @@ from urllib.parse import quote, quote_plus, unquote, unquote_plus
 
 import ahocorasick_rs
 
-from ._credentials import KEYWORD_PATTERNS, catalogue_matches, looks_like_credential, may_hold_prefixed
+from ._credentials import (
+    KEYWORD_PATTERNS,
+    PREFIX_PATTERNS,
+    catalogue_matches,
+    looks_like_credential,
+    may_hold_prefixed,
+)
 
 __all__ = [
     "MIN_PROPAGATED_LENGTH",
@@ -186,6 +192,9 @@ _WORD_SPLIT = re.compile(r"[^A-Za-z0-9]+|(?<=[a-z0-9])(?=[A-Z])")
 # Escapes that can hide a credential or a name: those of printable ASCII characters. (Escaped accents,
 # \u00e9 or %C3%A9, are never part of one, and text full of them is not decoded.)
 _PERCENT_ASCII = re.compile(r"%[2-7][0-9A-Fa-f]")
+_PERCENT_ASCII_BYTES = re.compile(rb"%[2-7][0-9A-Fa-f]")
+# The UTF-8 of the only characters whose lower case holds an ASCII letter (U+0130, the Kelvin sign).
+_LOWERING_TO_ASCII = (b"\xc4\xb0", b"\xe2\x84\xaa")
 _UNICODE_ASCII = re.compile(r"\\u00[2-7][0-9A-Fa-f]")
 _PERCENT_RUN = re.compile(r"(?:%[0-9A-Fa-f]{2})+")
 _UNICODE_RUN = re.compile(r"(?:\\u[0-9A-Fa-f]{4})+")
@@ -488,6 +497,9 @@ class Redactor:
         self._header_values: tuple[
             tuple[str, ...], dict[tuple[tuple[str, str], ...], tuple[tuple[str, str], ...]], dict[str, str]
         ] = ((), {}, {})
+        # For could_redact_data: the forms it was built for, and one finder of the catalogue's prefixes,
+        # the name words, the catalogue's keywords and those forms, all lower-cased.
+        self._data_finder: tuple[tuple[str, ...], _Finder] | None = None
 
     # --- names -----------------------------------------------------------------------------------------
 
@@ -868,6 +880,43 @@ class Redactor:
         return "&".join(redacted)
 
     # --- prefilter -------------------------------------------------------------------------------------
+
+    def could_redact_data(self, data: bytes) -> bool:
+        """``could_redact`` of the text of ``data`` (UTF-8; a byte that isn't is the surrogate
+        ``surrogateescape`` gives it), mostly answered from the bytes: one pass finds, in their lower case,
+        every catalogue prefix, name word, keyword and learned form at once, and only what it finds is
+        looked at further (the text itself is read only for a name word, a ``=``, or bytes that aren't
+        plain UTF-8). Learns nothing."""
+        if self._patterns or self._callables:
+            return True
+        if not data.isascii():
+            try:
+                text = data.decode("utf-8")
+            except UnicodeDecodeError:
+                return self.could_redact(data.decode("utf-8", "surrogateescape"))
+            if any(special in data for special in _LOWERING_TO_ASCII):
+                return self.could_redact(text)
+        # The text's ASCII characters are its UTF-8's ASCII bytes, and no other character lower-cases
+        # to an ASCII one (but the two tested above): an ASCII pattern occurring in the UTF-8 of the
+        # text's lower case occurs in the lower case of the bytes, and so does a learned form's UTF-8.
+        if b"\\" in data and (b"\\u" in data or b"\\/" in data):
+            return True
+        if (b"%" in data and _PERCENT_ASCII_BYTES.search(data) is not None) or (b"@" in data and b"://" in data):
+            return True
+        forms = self._forms
+        built = self._data_finder
+        if built is None or built[0] is not forms:
+            patterns = [prefix.lower() for prefix in PREFIX_PATTERNS] + [word.encode() for word in self._name_words]
+            patterns += KEYWORD_PATTERNS + [form.encode("utf-8", "surrogatepass").lower() for form in forms]
+            built = self._data_finder = (forms, ahocorasick_rs.BytesAhoCorasick(patterns))
+        hits = built[1].find_matches_as_indexes(data.lower(), overlapping=True)
+        prefixes = len(PREFIX_PATTERNS)
+        words_end = prefixes + len(self._name_words)
+        if any(index >= words_end for index, _, _ in hits):
+            return True  # a keyword, or perhaps a learned form
+        if any(index >= prefixes for index, _, _ in hits) or b"=" in data:
+            return self.could_redact(data.decode("utf-8", "surrogateescape"))  # a name word, a parameter
+        return bool(hits) and may_hold_prefixed(data)
 
     def could_redact(self, text: str) -> bool:
         """Whether ``redact_text`` could change ``text`` or a piece of it, or ``redact_value`` the keys and

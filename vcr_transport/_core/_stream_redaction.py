@@ -32,6 +32,8 @@ _STEP = 2048  # how far back a cut moves when a secret crosses it
 # The cassette's copy of a stream waits for its end so that secrets spread over SSE deltas are found;
 # past this many bytes it is written anyway (deltas are then searched per held part).
 MAX_HOLD = 8 * 1024 * 1024
+# Chunks are taken in by batches of about this many bytes (see StreamRedactor._feed_batch).
+BATCH = 32 * 1024
 
 
 class StreamRedactor:
@@ -46,6 +48,10 @@ class StreamRedactor:
     for each) ready for the cassette, in order; ``finish`` returns the rest. Every chunk fed comes out
     exactly once. Where a replacement spans a boundary, the earlier chunk carries the whole placeholder.
     With ``deltas`` false (a body that isn't an event stream), the delta search is left out.
+
+    Chunks are taken in by batches of about ``BATCH`` bytes (``feed_many`` takes its chunks as one): a
+    batch no piece of whose text any rule could change passes through in one step, any other is taken in
+    a chunk at a time; the result is the same.
     """
 
     def __init__(
@@ -69,8 +75,82 @@ class StreamRedactor:
         self._segments: list[tuple[int, int]] = []  # (output slot, byte count) of the bytes in _line
         self._held: list[tuple[bytes, Any]] = []
         self._held_size = 0
+        self._batch: list[tuple[bytes, Any]] = []  # fed, not yet taken in
+        self._batch_size = 0
 
     def feed(self, chunk: bytes, tag: Any) -> list[tuple[bytes, Any]]:
+        self._batch.append((chunk, tag))
+        self._batch_size += len(chunk)
+        if self._batch_size < BATCH:
+            return []
+        return self._feed_batch()
+
+    def feed_many(self, chunks: Sequence[tuple[bytes, Any]]) -> list[tuple[bytes, Any]]:
+        """``feed`` of each of ``chunks`` in turn, their pieces ready for the cassette returned together."""
+        self._batch += chunks
+        return self._feed_batch()
+
+    def finish(self) -> list[tuple[bytes, Any]]:
+        ready = self._feed_batch()
+        self._redact_line()
+        for slot in range(len(self._outputs)):
+            self._seal(slot)
+        self._hold(self._release())
+        return ready + self._release_held()
+
+    def _feed_batch(self) -> list[tuple[bytes, Any]]:
+        """Take in the chunks fed since the last batch: all at once when no secret can be in their text
+        (nor in the line pending before them), else one by one. Either way the cassette gets the same."""
+        batch, self._batch, self._batch_size = self._batch, [], 0
+        if not batch:
+            return []
+        if self._clear(batch):
+            self._pass_through(batch)
+            return []
+        ready = []
+        for chunk, tag in batch:
+            ready += self._feed_one(chunk, tag)
+        return ready
+
+    def _clear(self, batch: list[tuple[bytes, Any]]) -> bool:
+        """Whether taking ``batch`` in one by one would redact nothing, cut no over-long line and release
+        nothing held: no piece of the text of the pending line and the batch could be redacted, no line in
+        it is longer than ``max_line``, and the held bytes stay within ``max_hold``."""
+        text = b"".join([self._line, *[chunk for chunk, _ in batch]])
+        if self._held_size + len(text) > self._max_hold:
+            return False
+        if len(text) > self._max_line and max(map(len, text.split(b"\n"))) > self._max_line:
+            return False
+        return not self._redactor.could_redact_data(text)
+
+    def _pass_through(self, batch: list[tuple[bytes, Any]]) -> None:
+        """Take ``batch`` in as it is: what ``_feed_one`` of each chunk gives when nothing is redacted."""
+        last = len(batch) - 1
+        while last >= 0 and b"\n" not in batch[last][0]:
+            last -= 1
+        ready: list[tuple[bytes, Any]] = []
+        if last >= 0:  # the pending line ends in the batch: it goes to its chunks, all of them then sealed
+            line = bytes(self._line)
+            self._emit(line, line, self._segments)
+            for slot, _ in self._segments:
+                self._seal(slot)
+            self._line, self._segments = bytearray(), []
+            ready = self._release()
+            ready += batch[:last]
+            chunk, tag = batch[last]
+            cut = chunk.rfind(b"\n") + 1
+            if cut == len(chunk):
+                ready.append((chunk, tag))
+            else:
+                self._outputs.append((bytearray(chunk[:cut]), tag, False))
+                self._take(len(self._outputs) - 1, chunk[cut:])
+        for chunk, tag in batch[last + 1 :]:  # chunks with no line break: pending, or sealed when empty
+            self._outputs.append((bytearray(), tag, not chunk))
+            if chunk:
+                self._take(len(self._outputs) - 1, chunk)
+        self._hold(ready + self._release())
+
+    def _feed_one(self, chunk: bytes, tag: Any) -> list[tuple[bytes, Any]]:
         slot = len(self._outputs)
         self._outputs.append((bytearray(), tag, False))
         cut = chunk.rfind(b"\n") + 1
@@ -89,25 +169,19 @@ class StreamRedactor:
             return self._release_held()
         return []
 
-    def finish(self) -> list[tuple[bytes, Any]]:
-        self._redact_line()
-        for slot in range(len(self._outputs)):
-            self._seal(slot)
-        self._hold(self._release())
-        return self._release_held()
-
     def _hold(self, ready: list[tuple[bytes, Any]]) -> None:
         self._held += ready
-        self._held_size += sum(len(chunk) for chunk, _ in ready)
+        self._held_size += sum([len(chunk) for chunk, _ in ready])
 
     def _release_held(self) -> list[tuple[bytes, Any]]:
         held, self._held, self._held_size = self._held, [], 0
         if not held or not self._deltas:
             return held
-        edits = delta_edits(b"".join(chunk for chunk, _ in held), self._redactor)
+        body = b"".join([chunk for chunk, _ in held])
+        edits = delta_edits(body, self._redactor)
         if not edits:
             return held
-        pieces = _split_edited(b"".join(chunk for chunk, _ in held), edits, [len(chunk) for chunk, _ in held])
+        pieces = _split_edited(body, edits, [len(chunk) for chunk, _ in held])
         return [(piece, tag) for piece, (_, tag) in zip(pieces, held, strict=True)]
 
     def _take(self, slot: int, data: bytes) -> None:
@@ -458,12 +532,20 @@ def delta_edits(body: bytes, redactor: Redactor) -> list[Edit]:
         texts = None if b"\\u" in data and _LONE_SURROGATE.search(data) else _chat_texts(data, len(lines))
         if texts is None:
             texts = _reassembled(lines)
-    if not any(
-        len(values) > 1 and redactor.redact_text("".join(values), response=True) != "".join(values)
-        for values in texts.values()
-    ):
+    if not any(len(values) > 1 and _redacts(redactor, "".join(values)) for values in texts.values()):
         return []
     return _channel_edits(body, redactor)
+
+
+def _redacts(redactor: Redactor, text: str) -> bool:
+    """Whether ``redactor`` changes this text of a response (asked of its UTF-8 first: far cheaper)."""
+    try:
+        data = text.encode()
+    except UnicodeEncodeError:  # a lone surrogate, from an escape
+        data = None
+    if data is not None and not redactor.could_redact_data(data):
+        return False
+    return redactor.redact_text(text, response=True) != text
 
 
 def _reassembled(lines: list[bytes]) -> dict[Hashable, list[str]]:
@@ -551,6 +633,10 @@ class EncodedBodyRedactor:
             held, self._held = self._held, None
             return held
         return []
+
+    def feed_many(self, chunks: Sequence[tuple[bytes, Any]]) -> list[tuple[bytes, Any]]:
+        """``feed`` of each of ``chunks`` in turn, their pieces ready for the cassette returned together."""
+        return [ready for chunk, tag in chunks for ready in self.feed(chunk, tag)]
 
     def finish(self) -> list[tuple[bytes, Any]]:
         held, self._held = self._held, None

@@ -1,0 +1,202 @@
+"""Recording per chunk in batches: the caller gets every chunk at once, the cassette's copy is redacted and
+written a batch at a time, and what the cassette gets is what taking the chunks in one by one gives."""
+
+from __future__ import annotations
+
+import json
+import random
+from pathlib import Path
+from typing import Any
+
+import httpx2
+import pytest
+from upstream import Received, Reply, Upstream, split_events
+from vendors import MODEL, SDKS, sse
+
+import vcr_transport
+from vcr_transport._core._recorder import ProtocolEnd
+from vcr_transport._core._redaction import PLACEHOLDER, Redactor
+from vcr_transport._core._stream_redaction import BATCH, StreamRedactor
+from vcr_transport._storage import read_cassette
+
+SECRET = "sk-proj-BATCHEDabcdefghijklmnopqrstuvwxyz0123"
+LEARNED = "opaque-LEARNED-value-0123456789"
+
+# Plain pieces of text, and pieces that set off (or nearly set off) each rule of the redactor.
+PLAIN = [" word", " tok", " and", "\n", "\n\n", "\r\n", "data: ", '{"a": "', '"}', ", ", "é", "日本", "✓"]
+TRIGGERS = [
+    *("sk-", "sk", "SK", "AC", "ac", "ghp_", "AKIA", "eyJ", "xox", "hf_", "Bearer ", "basic ", "bearer x1y2z3w4v5"),
+    *("token", '"token": "', '"api_key": "', '"Authorization": "', "key", "secret", "password", "pass word"),
+    *("%41", "%2", "\\u0041", "\\u00", "\\/", "\\n", "https://", "u:p@", "?", "&", "=", "?api_key=", "#token="),
+    *("\u212a", "\u0130", "İ", LEARNED, LEARNED[:9], SECRET, SECRET[:12], "PRIVATE KEY-", "AccountKey="),
+]
+BAD_UTF8 = [b"\xff", b"\xc3", b"\xed\xa0\x80", b"\xe2\x84"]
+
+
+def _redactor(learned: bool) -> Redactor:
+    redactor = Redactor()
+    if learned:
+        redactor.learn(LEARNED)
+    return redactor
+
+
+def _data(rng: random.Random) -> bytes:
+    parts = [rng.choice(PLAIN if rng.random() < 0.85 else TRIGGERS).encode() for _ in range(rng.randint(1, 12))]
+    if rng.random() < 0.1:
+        parts.insert(rng.randrange(len(parts) + 1), rng.choice(BAD_UTF8))
+    return b"".join(parts)
+
+
+def test_could_redact_data_says_yes_wherever_could_redact_does_and_a_no_changes_nothing() -> None:
+    rng = random.Random(20261130)
+    agreed = cleared = 0
+    for _ in range(3000):
+        learned = rng.random() < 0.5
+        data = _data(rng)
+        text = data.decode("utf-8", "surrogateescape")
+        answer = _redactor(learned).could_redact_data(data)
+        exact = _redactor(learned).could_redact(text)
+        assert answer or not exact, data
+        agreed += answer == exact
+        if not answer:
+            cleared += 1
+            start = rng.randrange(len(text) + 1)
+            piece = text[start : rng.randint(start, len(text))]
+            for sample in (text, piece):
+                assert _redactor(learned).redact_text(sample, response=True) == sample, (data, sample)
+    # The cheap answer is the exact one nearly always, and enough texts are cleared for the claim to be tested.
+    assert agreed > 2850
+    assert cleared > 1000
+
+
+class _OneByOne(StreamRedactor):
+    """Every chunk taken in on its own, with the full rules: the reference for the batches."""
+
+    def _clear(self, batch: list[tuple[bytes, Any]]) -> bool:
+        return False
+
+
+def _run(redactor: StreamRedactor, chunks: list[bytes]) -> list[tuple[bytes, Any]]:
+    out: list[tuple[bytes, Any]] = []
+    for index, chunk in enumerate(chunks):
+        out += redactor.feed(chunk, index)
+    return out + redactor.finish()
+
+
+def _stream(rng: random.Random) -> bytes:
+    """SSE events of openai text deltas, some carrying a piece of a secret, with a long line now and then."""
+    events = []
+    count = rng.randint(400, 1500)
+    secret_at, long_at = rng.randrange(count), rng.randrange(2 * count)  # a long line in half the streams
+    for number in range(count):
+        text = _data(rng).decode("utf-8", "replace") if rng.random() < 0.05 else f" word{number}"
+        if number == secret_at:
+            text = SECRET[: rng.randint(1, 20)]
+        elif number == secret_at + 1:
+            text = SECRET[len(SECRET) - rng.randint(1, 20) :]
+        event = {"choices": [{"index": 0, "delta": {"content": text}}]}
+        events.append(b"data: " + json.dumps(event, ensure_ascii=rng.random() < 0.5).encode() + b"\n\n")
+        if number == long_at:
+            events.append(b"x" * rng.randint(60_000, 140_000) + b"\n")
+    return b"".join(events)
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_batches_give_the_cassette_what_one_chunk_at_a_time_gives(seed: int) -> None:
+    rng = random.Random(seed)
+    body = _stream(rng)
+    cuts = sorted(rng.sample(range(1, len(body)), rng.randint(len(body) // 4000, len(body) // 90)))
+    chunks = [body[a:b] for a, b in zip([0, *cuts], [*cuts, len(body)], strict=True)]
+    chunks.insert(rng.randrange(len(chunks)), b"")
+    for options in ({}, {"deltas": False}, {"max_hold": rng.randint(50_000, 300_000)}):
+        learned = rng.random() < 0.5
+        batched = _run(StreamRedactor(_redactor(learned), **options), chunks)
+        assert batched == _run(_OneByOne(_redactor(learned), **options), chunks), options
+        assert [tag for _, tag in batched] == list(range(len(chunks)))
+
+
+def _protocol_streams(rng: random.Random) -> bytes:
+    newline = rng.choice(["\n", "\r\n", "\r"])
+    kinds = [
+        (None, {"choices": [{"delta": {"content": "a [DONE] message_stop finishReason"}}]}),
+        (None, {"candidates": [{"content": {}}]}),
+        ("content_block_delta", {"type": "content_block_delta"}),
+        ("message_stop", {"type": "message_stop"}),
+        (None, {"type": "response.completed"}),
+        (None, {"candidates": [{"finishReason": "STOP"}]}),
+        (None, "[DONE]"),
+    ]
+    weights = [40, 10, 10, 1, 1, 1, 1]
+    return sse(rng.choices(kinds, weights, k=rng.randint(1, 300)), newline).replace(b"\n\n\n", b"\n\n")
+
+
+def test_protocol_end_passing_over_events_says_what_reading_every_line_says() -> None:
+    rng = random.Random(17)
+    for _ in range(300):
+        stream = _protocol_streams(rng)
+        watcher, reference = ProtocolEnd(), ProtocolEnd()
+        position = 0
+        while position < len(stream):
+            step = stream[position : position + rng.choice([1, 7, 300, 5000, 40_000])]
+            watcher.feed(step)
+            for byte in range(len(step)):  # one byte at a time: no event is ever passed over
+                reference.feed(step[byte : byte + 1])
+            position += len(step)
+            assert watcher.ended is reference.ended, (stream, position)
+
+
+def _long_openai_reply(received: Received) -> Reply:
+    """A stream of many small events, over several batches, with a secret spread over three deltas."""
+    base = {"id": "chatcmpl-1", "object": "chat.completion.chunk", "created": 1, "model": MODEL}
+    texts = [f" word{n}" for n in range(1500)]
+    texts[900:900] = [" " + SECRET[:10], SECRET[10:25], SECRET[25:]]
+    events: list[tuple[str | None, Any]] = [
+        (None, {**base, "choices": [{"index": 0, "delta": {"content": text}, "finish_reason": None}]}) for text in texts
+    ]
+    events += [(None, {**base, "choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]}), (None, "[DONE]")]
+    return Reply(200, [("content-type", "text/event-stream")], split_events(sse(events)))
+
+
+@pytest.mark.parametrize("sdk", [s for s in SDKS if s.name == "openai" and s.library is httpx2], ids=lambda s: s.id)
+def test_a_long_stream_is_recorded_by_batches_and_its_secret_removed_from_every_piece(
+    sdk: Any, upstream: Upstream, cassette: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    upstream.routes["/v1/chat/completions"] = _long_openai_reply
+    batches: list[list[tuple[bytes, Any]]] = []
+    feed_many = StreamRedactor.feed_many
+
+    def counted(self: StreamRedactor, chunks: list[tuple[bytes, Any]]) -> list[tuple[bytes, Any]]:
+        batches.append(list(chunks))
+        return feed_many(self, chunks)
+
+    monkeypatch.setattr(StreamRedactor, "feed_many", counted)
+    transport = vcr_transport.RecordingTransport(
+        httpx2.HTTPTransport(), cassette, async_inner=httpx2.AsyncHTTPTransport()
+    )
+    [live] = sdk.run(transport, upstream.url, [("stream", ["go"])])
+    assert SECRET in "".join(live)  # the caller gets the stream as it came
+    chunks = sum(len(batch) for batch in batches)
+    assert len(batches) < chunks / 20, "the cassette's copy is taken in by batches, not chunk by chunk"
+    biggest = max(len(data) for batch in batches for data, _ in batch)
+    assert all(sum(len(data) for data, _ in batch) < BATCH + biggest for batch in batches), "memory stays bounded"
+    [call] = read_cassette(cassette).calls
+    recorded = b"".join(call.chunks).decode()
+    assert call.outcome == "complete"
+    assert len(call.chunks) == chunks, "every chunk keeps its boundary"
+    for piece in (SECRET[:10], SECRET[10:25], SECRET[25:]):
+        assert piece not in recorded
+    assert PLACEHOLDER in recorded
+
+
+def test_the_held_part_is_released_where_one_chunk_at_a_time_releases_it() -> None:
+    """A stream longer than ``max_hold`` is searched for deltas per held part: the parts must be the same."""
+    texts = [f" word{n}" for n in range(400)]
+    texts[200:200] = [" s", SECRET[1:]]  # neither piece is anything the line pass could remove
+    chunks = [b"data: " + json.dumps({"choices": [{"delta": {"content": t}}]}).encode() + b"\n\n" for t in texts]
+    boundary = sum(map(len, chunks[:201]))  # the secret's first piece is in chunk 200, the rest in chunk 201
+    results = set()
+    for max_hold in (boundary - 1, boundary - len(chunks[200]) - 1, boundary + len(chunks[201])):
+        batched = _run(StreamRedactor(Redactor(), max_hold=max_hold), chunks)
+        assert batched == _run(_OneByOne(Redactor(), max_hold=max_hold), chunks), max_hold
+        results.add(PLACEHOLDER.encode() in b"".join(piece for piece, _ in batched))
+    assert results == {True, False}, "a part cut between the pieces leaves them; one holding both removes them"
