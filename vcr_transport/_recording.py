@@ -214,6 +214,9 @@ class _Recording:
             self.book.break_down(f"the recorder failed: {error_name(error)}: {error}")
             if self._writer is not None:
                 self._writer.abandon()
+        except BaseException as error:  # Ctrl-C (or an exit) in the step: a batch it took may be lost
+            self.book.interrupt(f"{error_name(error)} while the recorder wrote a call")
+            raise
 
     def forget(self, index: int) -> None:
         """Call ``index`` ended: closing the recording has nothing left to end there."""

@@ -1,0 +1,214 @@
+"""Attacks on the first round's fast paths: chunk batches at exit, under a signal and at garbage
+collection; the bytes prefilter; msgspec lines against json's; the forwarded request copy; the parse cache
+and the replay caches. Real child processes where a signal or an exit is involved, a real loopback upstream."""
+
+from __future__ import annotations
+
+import gc
+import json
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+from typing import Any
+
+import httpx2
+import openai
+from upstream import Reply, Upstream, split_bytes
+from vendors import MODEL, OPENAI_KEY, sse
+
+import vcr_transport
+from vcr_transport._core._format import encode_line
+from vcr_transport._core._redaction import PLACEHOLDER, Redactor
+from vcr_transport._storage import read_cassette
+
+SECRET = "sk-proj-EXITBATCHabcdefghijklmnopqrstuvwxyz0123"
+PIECES = (" " + SECRET[:10], SECRET[10:25], SECRET[25:])
+
+
+def _openai_events(texts: list[str], *, done: bool = True) -> bytes:
+    base = {"id": "chatcmpl-1", "object": "chat.completion.chunk", "created": 1, "model": MODEL}
+    events: list[tuple[str | None, Any]] = [
+        (None, {**base, "choices": [{"index": 0, "delta": {"content": text}, "finish_reason": None}]}) for text in texts
+    ]
+    if done:
+        events += [(None, {**base, "choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]}), (None, "[DONE]")]
+    return sse(events)
+
+
+def _child(code: str, *args: str) -> subprocess.CompletedProcess[str]:
+    environment = {**os.environ, "PYTHONPATH": str(Path(vcr_transport.__file__).parent.parent)}
+    return subprocess.run(
+        [sys.executable, "-c", textwrap.dedent(code), *args],
+        capture_output=True,
+        text=True,
+        env=environment,
+        timeout=60,
+    )
+
+
+# A child that records a stream through a client it never closes, reads CHUNKS chunks, and exits normally:
+# the exit hook finishes the recording, whose last batch is far from full.
+_EXITS_MID_STREAM = """
+    import json, sys
+    import httpx2
+    import vcr_transport
+
+    cassette, url, wanted = sys.argv[1], sys.argv[2], int(sys.argv[3])
+    client = httpx2.Client(transport=vcr_transport.RecordingTransport(httpx2.HTTPTransport(), cassette))
+    response = client.send(client.build_request("GET", url), stream=True)
+    received = []
+    for chunk in response.iter_raw():
+        received.append(chunk.decode("latin-1"))
+        if len(received) == wanted:
+            break
+    print(json.dumps(received), flush=True)
+    # no close: the interpreter exits with the stream and the client open
+"""
+
+
+def test_a_process_exiting_mid_batch_saves_what_the_caller_got_with_split_secrets_removed(
+    upstream: Upstream, tmp_path: Path
+) -> None:
+    texts = [f" word{n}" for n in range(40)]
+    texts[20:20] = list(PIECES)  # the secret spread over three deltas
+    body = _openai_events(texts)
+    chunks = split_bytes(body, 97)  # events cut mid-line, the secret's pieces across chunk boundaries
+    secret_end = body.index(PIECES[2].encode()) + len(PIECES[2])
+    wanted = secret_end // 97 + 3  # past the secret, well before the protocol's end, far under one batch
+    assert sum(map(len, chunks[:wanted])) < 32 * 1024 and wanted < len(chunks) - 5
+    upstream.routes["/slow"] = lambda r: Reply(200, [("content-type", "text/event-stream")], chunks, pause=0.002)
+    cassette = tmp_path / "exit.jsonl"
+    done = _child(_EXITS_MID_STREAM, str(cassette), upstream.url + "/slow", str(wanted))
+    assert done.returncode == 0, done.stderr
+    received = [chunk.encode("latin-1") for chunk in json.loads(done.stdout)]
+    assert len(received) == wanted and all(piece.encode() in b"".join(received) for piece in PIECES)
+    [call] = read_cassette(cassette).calls
+    assert call.outcome == "closed_early"
+    assert len(call.chunks) == len(received), "every chunk the caller got is in the cassette, boundaries kept"
+    recorded = b"".join(call.chunks).decode()
+    for piece in PIECES:
+        assert piece.strip() not in recorded
+    assert PLACEHOLDER in recorded
+    for stored, got in zip(call.chunks, received, strict=True):  # only the chunks holding the secret differ
+        assert stored == got or any(p.encode()[:4] in got or p.encode()[-4:] in got for p in PIECES), (stored, got)
+
+
+# A child whose recorder is hit by a real SIGINT while it records a batch (sent from inside the batch's
+# redaction, so that it lands there). The program catches Ctrl-C, as an interactive tool does to stop a
+# stream, and closes its client normally.
+_SIGINT_IN_A_BATCH = """
+    import os, signal, sys, warnings
+    import httpx2
+    import vcr_transport
+    from vcr_transport._core._stream_redaction import StreamRedactor
+
+    cassette, url = sys.argv[1], sys.argv[2]
+    feed_many = StreamRedactor.feed_many
+    def interrupted_once(self, chunks):
+        if not getattr(StreamRedactor, "signalled", False):
+            StreamRedactor.signalled = True
+            os.kill(os.getpid(), signal.SIGINT)
+        return feed_many(self, chunks)
+    StreamRedactor.feed_many = interrupted_once
+    received = 0
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        with httpx2.Client(transport=vcr_transport.RecordingTransport(httpx2.HTTPTransport(), cassette)) as client:
+            with client.stream("GET", url) as response:
+                try:
+                    for chunk in response.iter_raw():
+                        received += 1
+                except KeyboardInterrupt:
+                    print("ctrl-c after", received, flush=True)
+    print("warnings", [str(w.message) for w in caught], flush=True)
+"""
+
+
+def test_ctrl_c_inside_the_recorders_batch_work_never_saves_a_cassette_missing_chunks(
+    upstream: Upstream, tmp_path: Path
+) -> None:
+    body = _openai_events([f" word{n} {'x' * 200}" for n in range(400)])
+    chunks = split_bytes(body, 1000)
+    upstream.routes["/long"] = lambda r: Reply(200, [("content-type", "text/event-stream")], chunks)
+    upstream.routes["/short"] = lambda r: Reply(200, [("content-type", "text/event-stream")], chunks[:2])
+    cassette = tmp_path / "interrupted.jsonl"
+    with httpx2.Client(transport=vcr_transport.RecordingTransport(httpx2.HTTPTransport(), cassette)) as client:
+        client.get(upstream.url + "/short")
+    before = cassette.read_bytes()
+    done = _child(_SIGINT_IN_A_BATCH, str(cassette), upstream.url + "/long")
+    assert done.returncode == 0, done.stderr
+    assert "ctrl-c after" in done.stdout, done.stdout
+    got = int(done.stdout.split("ctrl-c after ")[1].split()[0])
+    assert got > 0, "the signal came in mid-stream"
+    after = cassette.read_bytes()
+    if after != before:  # what was saved lost the batch the signal cut
+        [call] = read_cassette(cassette).calls
+        raise AssertionError(f"Ctrl-C replaced the cassette: the caller got {got} chunks, it holds {len(call.chunks)}")
+    assert "was not saved" in done.stdout and "KeyboardInterrupt" in done.stdout, done.stdout
+
+
+def test_a_stream_dropped_unclosed_records_its_last_batch_when_collected(upstream: Upstream, cassette: Path) -> None:
+    texts = [f" w{n}" for n in range(60)]
+    texts[30:30] = list(PIECES)
+    body = _openai_events(texts)
+    upstream.routes["/v1/chat/completions"] = lambda r: Reply(
+        200, [("content-type", "text/event-stream")], split_bytes(body, 61)
+    )
+    transport = vcr_transport.RecordingTransport(httpx2.HTTPTransport(), cassette)
+    client = openai.OpenAI(
+        api_key=OPENAI_KEY, base_url=upstream.url + "/v1", http_client=httpx2.Client(transport=transport)
+    )
+    stream = client.chat.completions.create(model=MODEL, messages=[{"role": "user", "content": "go"}], stream=True)
+    seen = ""
+    for event in stream:
+        seen += event.choices[0].delta.content or ""
+        if SECRET in seen:
+            break
+    del stream, event
+    gc.collect()
+    partial = [p for p in cassette.parent.iterdir() if p.name.endswith(".partial")]
+    [written] = partial
+    lines = [json.loads(line) for line in written.read_bytes().splitlines()]
+    ends = [line for line in lines if line["type"] == "call_end"]
+    assert [end["outcome"] for end in ends] == ["closed_early"], "collecting the stream ended its call"
+    events = [line for line in lines if line["type"] == "event"]
+    assert ends[0]["event_count"] == len(events) > 0
+    transport.close()
+    [call] = read_cassette(cassette).calls
+    recorded = b"".join(call.chunks).decode()
+    assert SECRET[10:25] not in recorded and PLACEHOLDER in recorded
+    assert body.startswith(b"".join(call.chunks).replace(PLACEHOLDER.encode(), b"")[:100])
+
+
+def test_encode_line_writes_what_json_dumps_writes() -> None:
+    odd = [0.0, -0.0, 1e16, 1e15 + 0.5, 1e-05, 0.0001, 5e-324, 1.7976931348623157e308, 2**63, 2**64, -(10**30)]
+    odd += ["\u2028\u2029", "\x00\x1f\x7f\x85", "\U0001f600", "\ufeff", '"\\/</script>', True, None, {}, []]
+    for value in odd:
+        line = {"type": "event", "v": value, "l": [value, {"n": value}]}
+        expected = (json.dumps(line, ensure_ascii=False, separators=(",", ":")) + "\n").encode()
+        assert encode_line(line) == expected, value
+    for value in (float("nan"), float("inf"), -float("inf")):
+        line = {"v": value}
+        assert encode_line(line) == (json.dumps(line, ensure_ascii=False, separators=(",", ":")) + "\n").encode()
+
+
+def test_the_bytes_prefilter_says_yes_to_case_folded_and_escaped_secret_names() -> None:
+    redactor = Redactor()
+    learned = Redactor()
+    learned.redact_headers([("authorization", "Bearer Zq9xLmN0pR7sT2uVwX")])
+    texts = [
+        '{"api_\u212aey": "hunter2hunter2"}',  # Kelvin sign
+        '{"p\u0130n": "x"} "\u0130"',
+        '{"\\u0061pi_key": "hunter2hunter2"}',
+        '{"api%5Fkey": "hunter2hunter2"}',
+        "ba\u017fic dXNlcjpwYXNzd29yZA==",
+        "https://user:pa55word@example.com/",
+    ]
+    for text in texts:
+        data = text.encode()
+        if Redactor().redact_text(text) != text:
+            assert redactor.could_redact_data(data), text
+    for form in ("Zq9xLmN0pR7sT2uVwX", "Zq9xLmN0pR7sT2uVwX".upper(), "%5A%71%39xLmN0pR7sT2uVwX"):
+        assert learned.could_redact_data(f"say {form} now \u00e9".encode()), form
