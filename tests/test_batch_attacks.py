@@ -4,6 +4,7 @@ and the replay caches. Real child processes where a signal or an exit is involve
 
 from __future__ import annotations
 
+import asyncio
 import gc
 import json
 import os
@@ -13,8 +14,10 @@ import textwrap
 from pathlib import Path
 from typing import Any
 
+import httpx
 import httpx2
 import openai
+import pytest
 from upstream import Reply, Upstream, split_bytes
 from vendors import MODEL, OPENAI_KEY, sse
 
@@ -212,3 +215,104 @@ def test_the_bytes_prefilter_says_yes_to_case_folded_and_escaped_secret_names() 
             assert redactor.could_redact_data(data), text
     for form in ("Zq9xLmN0pR7sT2uVwX", "Zq9xLmN0pR7sT2uVwX".upper(), "%5A%71%39xLmN0pR7sT2uVwX"):
         assert learned.could_redact_data(f"say {form} now \u00e9".encode()), form
+
+
+def _upload_requests(tmp_path: Path, opened: list[Any]) -> list[tuple[str, dict[str, Any]]]:
+    upload = tmp_path / "upload.bin"
+    upload.write_bytes(b"file body \x00\xff" * 50)
+    opened += [upload.open("rb"), upload.open("rb")]
+
+    def pieces() -> Any:
+        yield b"first "
+        yield b"second"
+
+    return [
+        ("POST", {"headers": [("x-dup", "1"), ("X-Dup", "2"), ("accept-encoding", "gzip")], "content": b"{}"}),
+        ("POST", {"headers": {"host": "override.example"}, "content": b"body"}),
+        ("POST", {"content": pieces()}),
+        ("PUT", {"content": opened[-2]}),
+        (
+            "POST",
+            {
+                "headers": {"content-type": "multipart/form-data; boundary=fixedboundary"},
+                "data": {"purpose": "fine-tune", "api_key": "sk-proj-FORMFIELDabcdefghijklmnopqrstuvw"},
+                "files": {"file": ("a.jsonl", opened[-1], "application/jsonl")},
+            },
+        ),
+        ("GET", {"headers": {"accept-encoding": "br", "Accept-Encoding": "gzip"}}),
+        ("DELETE", {}),
+    ]
+
+
+def _capturing(library: Any, seen: list[tuple[str, str, list[tuple[bytes, bytes]], bytes]]) -> tuple[Any, Any]:
+    def capture(request: Any, content: bytes) -> None:
+        raw = [(name, value) for name, value in request.headers.raw if name.lower() != b"accept-encoding"]
+        seen.append((request.method, str(request.url), raw, content))
+
+    class Sync(library.HTTPTransport):  # type: ignore[misc, name-defined]
+        def handle_request(self, request: Any) -> Any:
+            capture(request, request.read())
+            return super().handle_request(request)
+
+    class Async(library.AsyncHTTPTransport):  # type: ignore[misc, name-defined]
+        async def handle_async_request(self, request: Any) -> Any:
+            capture(request, await request.aread())
+            return await super().handle_async_request(request)
+
+    return Sync(), Async()
+
+
+@pytest.mark.parametrize("library", [httpx, httpx2], ids=lambda m: m.__name__)
+@pytest.mark.parametrize("is_async", [False, True], ids=["sync", "async"])
+def test_the_forwarded_request_is_what_the_library_sends_and_the_cassette_holds_it_redacted(
+    library: Any, is_async: bool, upstream: Upstream, tmp_path: Path
+) -> None:
+    upstream.routes["/echo"] = lambda r: Reply.json({"ok": True})
+    url = upstream.url + "/echo"
+    direct: list[Any] = []
+    recorded: list[Any] = []
+    cassette = tmp_path / "forwarded.jsonl"
+    for seen, record in ((direct, False), (recorded, True)):
+        sync_inner, async_inner = _capturing(library, seen)
+        transport: Any = async_inner if is_async else sync_inner
+        if record:
+            recording = vcr_transport.AsyncRecordingTransport if is_async else vcr_transport.RecordingTransport
+            transport = recording(transport, cassette)
+        opened: list[Any] = []
+        requests = _upload_requests(tmp_path, opened)
+        if is_async:
+
+            async def run(transport: Any = transport, requests: Any = requests) -> None:
+                async with library.AsyncClient(transport=transport) as client:
+                    for method, kwargs in requests:
+                        if isinstance(kwargs.get("content"), type((lambda: (yield))())):
+                            chunks = list(kwargs["content"])
+
+                            async def agen(chunks: list[bytes] = chunks) -> Any:
+                                for chunk in chunks:
+                                    yield chunk
+
+                            kwargs = {**kwargs, "content": agen()}
+                        elif hasattr(kwargs.get("content"), "read"):
+                            kwargs = {**kwargs, "content": kwargs["content"].read()}
+                        assert (await client.request(method, url, **kwargs)).json() == {"ok": True}
+
+            asyncio.run(run())
+            for file in opened:
+                file.close()
+        else:
+            with library.Client(transport=transport) as client:
+                for method, kwargs in requests:
+                    assert client.request(method, url, **kwargs).json() == {"ok": True}
+        for file in opened:
+            file.close()
+    assert len(recorded) == len(direct) == 7
+    for ours, theirs in zip(recorded, direct, strict=True):
+        assert ours == theirs
+    calls = read_cassette(cassette).calls
+    assert [call.method for call in calls] == ["POST", "POST", "POST", "PUT", "POST", "GET", "DELETE"]
+    stored = cassette.read_text()
+    assert "FORMFIELD" not in stored and "override.example" in stored
+    assert all(
+        dict((k.lower(), v) for k, v in call.request_headers).get("accept-encoding") == "identity" for call in calls
+    )

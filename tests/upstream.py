@@ -81,6 +81,8 @@ class Upstream:
             def _handle(self) -> None:
                 length = int(self.headers.get("content-length") or 0)
                 body = self.rfile.read(length) if length else b""
+                if "chunked" in (self.headers.get("transfer-encoding") or "").lower():
+                    body = self._read_chunked()
                 received = Received(self.command, self.path, {k.lower(): v for k, v in self.headers.items()}, body)
                 upstream.received.append(received)
                 reply = upstream.reply_for(received)
@@ -88,6 +90,15 @@ class Upstream:
                     accepted = "gzip" in received.headers.get("accept-encoding", "").lower()
                     reply = dataclasses.replace(reply, gzip=accepted)
                 self._send(reply)
+
+            def _read_chunked(self) -> bytes:
+                body = b""
+                while size := int(self.rfile.readline().split(b";")[0], 16):
+                    body += self.rfile.read(size)
+                    self.rfile.readline()
+                while self.rfile.readline() not in (b"\r\n", b"\n", b""):  # trailers
+                    pass
+                return body
 
             do_GET = do_POST = do_DELETE = do_PUT = do_PATCH = _handle
 
