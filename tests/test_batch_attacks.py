@@ -316,3 +316,30 @@ def test_the_forwarded_request_is_what_the_library_sends_and_the_cassette_holds_
     assert all(
         dict((k.lower(), v) for k, v in call.request_headers).get("accept-encoding") == "identity" for call in calls
     )
+
+
+def test_a_value_learned_mid_replay_reaches_headers_the_replay_already_made_comparable(
+    upstream: Upstream, cassette: Path
+) -> None:
+    value = "Zq9xLmN0pR7sT2uVwXy8"
+    upstream.routes["/echo"] = lambda r: Reply.json({"ok": True})
+    url = upstream.url + "/echo"
+    headers = {"x-trace": value, "content-type": "application/json"}
+    requests = [
+        {"headers": headers, "json": {"q": 1}},
+        {"json": {"api_key": value}},  # teaches the redactor the value
+        {"headers": headers, "json": {"q": 1}},  # the same headers: now redacted
+    ]
+    with httpx2.Client(transport=vcr_transport.RecordingTransport(httpx2.HTTPTransport(), cassette)) as client:
+        for kwargs in requests:
+            client.post(url, **kwargs)
+    stored = [dict(call.request_headers).get("x-trace") for call in read_cassette(cassette).calls]
+    assert stored == [value, None, PLACEHOLDER]
+    for match in ({}, {"compare_headers": ["content-length"]}, {"match_on": ["method", "path", "headers", "body"]}):
+        with httpx2.Client(transport=vcr_transport.ReplayTransport(cassette, **match)) as client:
+            for kwargs in requests:
+                assert client.post(url, **kwargs).json() == {"ok": True}, match
+    with httpx2.Client(transport=vcr_transport.ReplayTransport(cassette, compare_headers=["content-length"])) as client:
+        client.post(url, **requests[0])
+        with pytest.raises(vcr_transport.ReplayMismatch, match="content-length"):
+            client.post(url, json={"api_key": value + "longer"})
