@@ -24,6 +24,7 @@ from vendors import MODEL, OPENAI_KEY, sse
 import vcr_transport
 from vcr_transport._core._format import encode_line
 from vcr_transport._core._redaction import PLACEHOLDER, Redactor
+from vcr_transport._core._stream_redaction import StreamRedactor
 from vcr_transport._storage import read_cassette
 
 SECRET = "sk-proj-EXITBATCHabcdefghijklmnopqrstuvwxyz0123"
@@ -400,3 +401,66 @@ def test_the_parse_cache_survives_parallel_writers_a_swapped_entry_and_a_folder_
     assert _replay(first) == CHUNKS and _replay(first) == CHUNKS
     assert parses == [str(second), str(first), str(first)]
     assert folder.read_bytes() == b"not a folder"
+
+
+def _straddling_body() -> tuple[list[bytes], int]:
+    """An openai stream whose chunks reach the recorder's batch size (32 KiB) exactly 12 bytes into a key
+    written whole in one delta, then carry a key spread over two deltas; the number of chunks up to the
+    second key's end."""
+    batch = 32 * 1024
+
+    def body(padding: int) -> bytes:
+        filler = [f" filler{n:05d}" for n in range(150)] + [" " + "p" * padding]
+        return _openai_events(filler, done=False) + _openai_events([" " + SECRET], done=False) + spread
+
+    spread = _openai_events([" " + SECRET[:20], SECRET[20:]])
+    padding = batch - (body(0).index(SECRET.encode()) + 12)
+    assert padding > 0
+    data = body(padding)
+    boundary = data.index(SECRET.encode()) + 12
+    assert boundary == batch
+    head = data[:boundary]
+    first = [head[max(0, end - 1024) : end] for end in range(boundary, 0, -1024)][::-1]  # the last ends there
+    rest = split_bytes(data[boundary:], 500)
+    second_key_end = data.rindex(SECRET[20:].encode()) + len(SECRET) - 20
+    upto = len(first) + 1 + (second_key_end - boundary) // 500
+    return first + rest, upto
+
+
+@pytest.mark.parametrize("ending", ["read_to_the_end", "caller_raises"])
+def test_a_key_cut_at_the_batch_boundary_is_removed_whole(
+    ending: str, upstream: Upstream, cassette: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    chunks, upto = _straddling_body()
+    batches: list[int] = []
+    feed_many = StreamRedactor.feed_many
+
+    def counted(self: StreamRedactor, batch: list[tuple[bytes, Any]]) -> list[tuple[bytes, Any]]:
+        batches.append(sum(len(data) for data, _ in batch))
+        return feed_many(self, batch)
+
+    monkeypatch.setattr(StreamRedactor, "feed_many", counted)
+    upstream.routes["/v1/chat/completions"] = lambda r: Reply(200, [("content-type", "text/event-stream")], chunks)
+    transport = vcr_transport.RecordingTransport(httpx2.HTTPTransport(), cassette, keep_failures=True)
+    seen = ""
+    try:
+        with httpx2.Client(transport=transport) as http:
+            client = openai.OpenAI(api_key=OPENAI_KEY, base_url=upstream.url + "/v1", http_client=http)
+            stream = client.chat.completions.create(
+                model=MODEL, messages=[{"role": "user", "content": "go"}], stream=True
+            )
+            for event in stream:
+                seen += event.choices[0].delta.content or "" if event.choices else ""
+                if ending == "caller_raises" and seen.count(SECRET) == 2:
+                    raise RuntimeError("the caller's own bug")
+    except RuntimeError:
+        assert ending == "caller_raises"
+    assert seen.count(SECRET) == 2
+    assert batches[0] == 32 * 1024, "the first batch ends inside the first key"
+    [call] = read_cassette(cassette).calls
+    recorded = b"".join(call.chunks)
+    assert call.outcome == ("complete" if ending == "read_to_the_end" else "closed_early")
+    assert len(call.chunks) >= upto, "every chunk up to the second key is in the cassette"
+    for piece in (SECRET, SECRET[:12], SECRET[12:], SECRET[:20], SECRET[20:]):
+        assert piece.encode() not in recorded, piece
+    assert recorded.count(PLACEHOLDER.encode()) >= 2
