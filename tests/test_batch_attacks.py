@@ -464,3 +464,29 @@ def test_a_key_cut_at_the_batch_boundary_is_removed_whole(
     for piece in (SECRET, SECRET[:12], SECRET[12:], SECRET[:20], SECRET[20:]):
         assert piece.encode() not in recorded, piece
     assert recorded.count(PLACEHOLDER.encode()) >= 2
+
+
+def test_closing_the_cassette_under_an_open_async_stream_keeps_its_partial_batch(
+    upstream: Upstream, cassette: Path
+) -> None:
+    body = _openai_events([f" w{n}" for n in range(30)])
+    chunks = split_bytes(body, 150)
+    upstream.routes["/v1/chat/completions"] = lambda r: Reply(200, [("content-type", "text/event-stream")], chunks)
+    transport = vcr_transport.AsyncRecordingTransport(httpx2.AsyncHTTPTransport(), cassette)
+
+    async def main() -> tuple[int, bytes]:
+        async with httpx2.AsyncClient(transport=transport) as client:
+            request = client.build_request("POST", upstream.url + "/v1/chat/completions", json={"stream": True})
+            response = await client.send(request, stream=True)
+            raw = response.aiter_raw()
+            got = [await raw.__anext__() for _ in range(3)]
+            transport.recorder.close()  # the cassette closes with the stream open
+            got += [chunk async for chunk in raw]  # the caller reads on, unharmed
+            await response.aclose()
+            return 3, b"".join(got)
+
+    before_close, everything = asyncio.run(main())
+    assert everything == body
+    [call] = read_cassette(cassette).calls
+    assert call.outcome == "closed_early"
+    assert b"".join(call.chunks) == body[: len(b"".join(call.chunks))] and len(call.chunks) >= before_close
