@@ -208,6 +208,22 @@ def test_recorded_lines_match_json_for_bodies_with_any_numbers(upstream: Upstrea
             assert line + b"\n" == _json_text(obj).encode()
 
 
+def test_a_json_body_with_a_lone_surrogate_is_recorded_as_its_text_and_replays(
+    upstream: Upstream, cassette: Path
+) -> None:
+    """No UTF-8 line can hold the parsed value of ``"\\ud800"``: the body is stored as the text it came as
+    (it used to break the recording at close), and the same request matches it on replay."""
+    body = b'{"messages":[{"role":"user","content":"a\\ud800b"}]}'
+    headers = {"content-type": "application/json"}
+    with httpx2.Client(transport=vcr_transport.RecordingTransport(httpx2.HTTPTransport(), cassette)) as client:
+        recorded = client.post(upstream.url + "/v1/chat/completions", content=body, headers=headers)
+    [request] = [line for line in cassette_lines(cassette) if line["type"] == "request"]
+    assert request["body"] == {"text": body.decode()}
+    with httpx2.Client(transport=vcr_transport.ReplayTransport(cassette)) as client:
+        replayed = client.post(upstream.url + "/v1/chat/completions", content=body, headers=headers)
+    assert replayed.content == recorded.content
+
+
 def test_header_lists_remembered_give_what_redacting_again_gives() -> None:
     remembering, fresh_each_time = Redactor(), None
     echo = "zq81plainvalue7342"
