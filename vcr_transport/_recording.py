@@ -160,9 +160,13 @@ class _CallRecording:
         self.recording.forget(self.index)
 
     def _write_end(self, outcome: str, error: BaseException | None) -> None:
-        self._record_batch(self._take_batch())
-        if self._redacting is not None:
-            self._write_events(self._redacting.finish())
+        batch = self._take_batch()
+        if self._redacting is None:
+            self._record_batch(batch)
+        else:  # the last batch goes with the finish: a body that came at once is taken in at once
+            if self._protocol is not None and batch:
+                self._protocol.feed(b"".join([data for data, _ in batch]))
+            self._write_events(self._redacting.finish(batch))
         failure = None
         if error is not None:
             failure = (error_name(error), self.recording.redactor.redact_text(str(error)))
