@@ -19,6 +19,7 @@ from typing import Any, NoReturn
 from ._core._bodies import binary_body, content_encoding, content_type_of, redact_url, stored_body
 from ._core._format import (
     call_end_line,
+    encode_line,
     event_lines,
     header_line,
     numbers_are_plain,
@@ -118,17 +119,25 @@ class _CallRecording:
             self._protocol.feed(b"".join([data for data, _ in batch]))
         self._write_events(batch if self._redacting is None else self._redacting.feed_many(batch))
 
-    def _write_events(self, ready: list[tuple[bytes, float]]) -> None:
-        """Write event lines, encoded about ``BATCH`` bytes at a time (a held stream comes out whole)."""
+    def _write_events(self, ready: list[tuple[bytes, float]], last: bytes = b"") -> None:
+        """Write event lines, encoded about ``BATCH`` bytes at a time (a held stream comes out whole);
+        ``last`` (lines already encoded) goes with the last of them, flushed."""
         start = 0
         while start < len(ready):
             end, size = start, 0
             while end < len(ready) and (size < BATCH or end == start):
                 size += len(ready[end][0])
                 end += 1
-            self.recording.write_line(event_lines(self.index, self.written, ready[start:end]))
+            lines = event_lines(self.index, self.written, ready[start:end])
             self.written += end - start
             start = end
+            if start == len(ready) and last:
+                lines, last = lines + last, b""
+                self.recording.write_line(lines, True)
+            else:
+                self.recording.write_line(lines)
+        if last:
+            self.recording.write_line(last, True)
 
     def stop(self) -> None:
         """The caller closed the stream, dropped it, or the cassette closed under it: ``complete`` when the
@@ -161,16 +170,16 @@ class _CallRecording:
 
     def _write_end(self, outcome: str, error: BaseException | None) -> None:
         batch = self._take_batch()
-        if self._redacting is None:
-            self._record_batch(batch)
-        else:  # the last batch goes with the finish: a body that came at once is taken in at once
-            if self._protocol is not None and batch:
-                self._protocol.feed(b"".join([data for data, _ in batch]))
-            self._write_events(self._redacting.finish(batch))
+        if self._protocol is not None and batch:
+            self._protocol.feed(b"".join([data for data, _ in batch]))
+        if self._redacting is not None:  # the last batch goes with the finish: a body that came at once
+            batch = self._redacting.finish(batch)  # is taken in at once
         failure = None
         if error is not None:
             failure = (error_name(error), self.recording.redactor.redact_text(str(error)))
-        self.recording.write(call_end_line(self.index, self.written, outcome, failure), True, True)
+        # The call's last events and its end in one write (their count is known before they are encoded).
+        end = call_end_line(self.index, self.written + len(batch), outcome, failure)
+        self._write_events(batch, encode_line(end, plain_numbers=True))
 
 
 class _Recording:
@@ -228,8 +237,8 @@ class _Recording:
         """One line (``plain_numbers``: see ``_core._format.encode_line``)."""
         self._open_writer().write(line, flush=flush, plain_numbers=plain_numbers)
 
-    def write_line(self, line: str | bytes) -> None:
-        self._open_writer().write_line(line)
+    def write_line(self, line: str | bytes, flush: bool = False) -> None:
+        self._open_writer().write_line(line, flush)
 
     def start(self, method: str, url: str, headers: list[tuple[str, str]], body: bytes) -> _CallRecording:
         with self._lock:
