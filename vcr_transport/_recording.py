@@ -51,6 +51,9 @@ def _versions() -> dict[str, str]:
     return found
 
 
+_clock = time.perf_counter  # a chunk's arrival
+
+
 def _described(error: BaseException, redactor: Redactor) -> str:
     return f"{error_name(error)}: {redactor.redact_text(str(error))}"
 
@@ -100,7 +103,7 @@ class _CallRecording:
         with self._lock:
             if self.record.outcome is not None:
                 return
-            self._batch.append((data, time.perf_counter()))
+            self._batch.append((data, _clock()))
             self._batch_size += len(data)
             if self._batch_size >= BATCH:
                 self.recording.guarded(self._record_batch, self._take_batch())
@@ -417,6 +420,7 @@ class _RecordingStream:
         if self._sync_iterator is None:
             self._sync_iterator = iter(self._inner)
         iterator = self._sync_iterator
+        record = self._call.chunk
         while True:
             try:
                 chunk = next(iterator)
@@ -429,13 +433,14 @@ class _RecordingStream:
             except BaseException as exc:
                 self._call.interrupted(exc)
                 raise
-            self._call.chunk(chunk)
+            record(chunk)
             yield chunk
 
     async def __aiter__(self) -> AsyncIterator[bytes]:
         if self._async_iterator is None:
             self._async_iterator = self._inner.__aiter__()
         iterator = self._async_iterator
+        record = self._call.chunk
         while True:
             try:
                 chunk = await iterator.__anext__()
@@ -448,7 +453,7 @@ class _RecordingStream:
             except BaseException as exc:
                 self._call.interrupted(exc)
                 raise
-            self._call.chunk(chunk)
+            record(chunk)
             yield chunk
 
     def close(self) -> None:
