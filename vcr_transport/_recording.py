@@ -146,6 +146,8 @@ class _CallRecording:
         """The caller closed the stream, dropped it, or the cassette closed under it: ``complete`` when the
         vendor's protocol had already ended (openai's sync client closes right after ``[DONE]``), else
         ``closed_early``."""
+        if self.record.ended:  # the usual case: a stream closed (and dropped) after its end
+            return
         with self._lock:
             if not self.record.ended:
                 self.recording.guarded(self._record_batch, self._take_batch())  # it may hold the protocol's end
