@@ -169,7 +169,14 @@ def test_a_long_stream_is_recorded_by_batches_and_its_secret_removed_from_every_
         batches.append(list(chunks))
         return feed_many(self, chunks)
 
+    finish = StreamRedactor.finish
+
+    def counted_finish(self: StreamRedactor, last: list[tuple[bytes, Any]]) -> list[tuple[bytes, Any]]:
+        batches.append(list(last))  # the last batch goes with the finish
+        return finish(self, last)
+
     monkeypatch.setattr(StreamRedactor, "feed_many", counted)
+    monkeypatch.setattr(StreamRedactor, "finish", counted_finish)
     transport = vcr_transport.RecordingTransport(
         httpx2.HTTPTransport(), cassette, async_inner=httpx2.AsyncHTTPTransport()
     )

@@ -19,6 +19,7 @@ from typing import Any, NoReturn
 from ._core._bodies import binary_body, content_encoding, content_type_of, redact_url, stored_body
 from ._core._format import (
     call_end_line,
+    encode_line,
     event_lines,
     header_line,
     numbers_are_plain,
@@ -48,6 +49,9 @@ def _versions() -> dict[str, str]:
         except metadata.PackageNotFoundError:
             pass
     return found
+
+
+_clock = time.perf_counter  # a chunk's arrival
 
 
 def _described(error: BaseException, redactor: Redactor) -> str:
@@ -99,7 +103,7 @@ class _CallRecording:
         with self._lock:
             if self.record.outcome is not None:
                 return
-            self._batch.append((data, time.perf_counter()))
+            self._batch.append((data, _clock()))
             self._batch_size += len(data)
             if self._batch_size >= BATCH:
                 self.recording.guarded(self._record_batch, self._take_batch())
@@ -118,22 +122,32 @@ class _CallRecording:
             self._protocol.feed(b"".join([data for data, _ in batch]))
         self._write_events(batch if self._redacting is None else self._redacting.feed_many(batch))
 
-    def _write_events(self, ready: list[tuple[bytes, float]]) -> None:
-        """Write event lines, encoded about ``BATCH`` bytes at a time (a held stream comes out whole)."""
+    def _write_events(self, ready: list[tuple[bytes, float]], last: bytes = b"") -> None:
+        """Write event lines, encoded about ``BATCH`` bytes at a time (a held stream comes out whole);
+        ``last`` (lines already encoded) goes with the last of them, flushed."""
         start = 0
         while start < len(ready):
             end, size = start, 0
             while end < len(ready) and (size < BATCH or end == start):
                 size += len(ready[end][0])
                 end += 1
-            self.recording.write_line(event_lines(self.index, self.written, ready[start:end]))
+            lines = event_lines(self.index, self.written, ready[start:end])
             self.written += end - start
             start = end
+            if start == len(ready) and last:
+                lines, last = lines + last, b""
+                self.recording.write_line(lines, True)
+            else:
+                self.recording.write_line(lines)
+        if last:
+            self.recording.write_line(last, True)
 
     def stop(self) -> None:
         """The caller closed the stream, dropped it, or the cassette closed under it: ``complete`` when the
         vendor's protocol had already ended (openai's sync client closes right after ``[DONE]``), else
         ``closed_early``."""
+        if self.record.ended:  # the usual case: a stream closed (and dropped) after its end
+            return
         with self._lock:
             if not self.record.ended:
                 self.recording.guarded(self._record_batch, self._take_batch())  # it may hold the protocol's end
@@ -160,13 +174,17 @@ class _CallRecording:
         self.recording.forget(self.index)
 
     def _write_end(self, outcome: str, error: BaseException | None) -> None:
-        self._record_batch(self._take_batch())
-        if self._redacting is not None:
-            self._write_events(self._redacting.finish())
+        batch = self._take_batch()
+        if self._protocol is not None and batch:
+            self._protocol.feed(b"".join([data for data, _ in batch]))
+        if self._redacting is not None:  # the last batch goes with the finish: a body that came at once
+            batch = self._redacting.finish(batch)  # is taken in at once
         failure = None
         if error is not None:
             failure = (error_name(error), self.recording.redactor.redact_text(str(error)))
-        self.recording.write(call_end_line(self.index, self.written, outcome, failure), True, True)
+        # The call's last events and its end in one write (their count is known before they are encoded).
+        end = call_end_line(self.index, self.written + len(batch), outcome, failure)
+        self._write_events(batch, encode_line(end, plain_numbers=True))
 
 
 class _Recording:
@@ -227,8 +245,8 @@ class _Recording:
         """One line (``plain_numbers``: see ``_core._format.encode_line``)."""
         self._open_writer().write(line, flush=flush, plain_numbers=plain_numbers)
 
-    def write_line(self, line: str | bytes) -> None:
-        self._open_writer().write_line(line)
+    def write_line(self, line: str | bytes, flush: bool = False) -> None:
+        self._open_writer().write_line(line, flush)
 
     def start(self, method: str, url: str, headers: list[tuple[str, str]], body: bytes) -> _CallRecording:
         with self._lock:
@@ -407,6 +425,7 @@ class _RecordingStream:
         if self._sync_iterator is None:
             self._sync_iterator = iter(self._inner)
         iterator = self._sync_iterator
+        record = self._call.chunk
         while True:
             try:
                 chunk = next(iterator)
@@ -419,13 +438,14 @@ class _RecordingStream:
             except BaseException as exc:
                 self._call.interrupted(exc)
                 raise
-            self._call.chunk(chunk)
+            record(chunk)
             yield chunk
 
     async def __aiter__(self) -> AsyncIterator[bytes]:
         if self._async_iterator is None:
             self._async_iterator = self._inner.__aiter__()
         iterator = self._async_iterator
+        record = self._call.chunk
         while True:
             try:
                 chunk = await iterator.__anext__()
@@ -438,7 +458,7 @@ class _RecordingStream:
             except BaseException as exc:
                 self._call.interrupted(exc)
                 raise
-            self._call.chunk(chunk)
+            record(chunk)
             yield chunk
 
     def close(self) -> None:

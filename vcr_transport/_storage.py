@@ -190,9 +190,9 @@ class CassetteWriter:
         """A line kept from an older cassette, byte for byte."""
         self._append(line + b"\n", False)
 
-    def write_line(self, line: str | bytes) -> None:
+    def write_line(self, line: str | bytes, flush: bool = False) -> None:
         """Lines already serialized, each with its newline (text is written in UTF-8)."""
-        self._append(line.encode("utf-8") if isinstance(line, str) else line, False)
+        self._append(line.encode("utf-8") if isinstance(line, str) else line, flush)
 
     def _append(self, line: bytes, flush: bool) -> None:
         with self._lock:

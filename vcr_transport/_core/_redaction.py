@@ -881,6 +881,12 @@ class Redactor:
 
     # --- prefilter -------------------------------------------------------------------------------------
 
+    @property
+    def learned_forms(self) -> tuple[str, ...]:
+        """Every form of every value learned so far: a new tuple whenever one is learned, so that a caller
+        holding it can tell by identity that nothing was learned since."""
+        return self._forms
+
     def could_redact_data(self, data: bytes) -> bool:
         """``could_redact`` of the text of ``data`` (UTF-8; a byte that isn't is the surrogate
         ``surrogateescape`` gives it), mostly answered from the bytes: one pass finds, in their lower case,

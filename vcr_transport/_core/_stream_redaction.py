@@ -77,6 +77,10 @@ class StreamRedactor:
         self._held_size = 0
         self._batch: list[tuple[bytes, Any]] = []  # fed, not yet taken in
         self._batch_size = 0
+        # The learned forms when the pending line was last found clear of anything to redact (None: not
+        # found so): while the redactor has learned nothing since, redacting it would change nothing.
+        self._line_clear_of: tuple[str, ...] | None = None
+        self._checked_forms: tuple[str, ...] = ()  # the learned forms of the last ``_clear`` check
 
     def feed(self, chunk: bytes, tag: Any) -> list[tuple[bytes, Any]]:
         self._batch.append((chunk, tag))
@@ -90,7 +94,16 @@ class StreamRedactor:
         self._batch += chunks
         return self._feed_batch()
 
-    def finish(self) -> list[tuple[bytes, Any]]:
+    def finish(self, last: Sequence[tuple[bytes, Any]] = ()) -> list[tuple[bytes, Any]]:
+        """What is left for the cassette, after ``feed_many(last)``."""
+        self._batch += last
+        batch = self._batch
+        if batch and not self._outputs and not self._line and not self._held and self._clear(batch):
+            # Nothing taken in yet (a body that came at once) and nothing to redact: the chunks as they
+            # came, what taking them in and releasing them all would give.
+            self._batch, self._batch_size = [], 0
+            self._hold(batch)
+            return self._release_held()
         ready = self._feed_batch()
         self._redact_line()
         for slot in range(len(self._outputs)):
@@ -121,6 +134,7 @@ class StreamRedactor:
             return False
         if len(text) > self._max_line and max(map(len, text.split(b"\n"))) > self._max_line:
             return False
+        self._checked_forms = self._redactor.learned_forms  # before the check: a value learned during it counts
         return not self._redactor.could_redact_data(text)
 
     def _pass_through(self, batch: list[tuple[bytes, Any]]) -> None:
@@ -148,9 +162,12 @@ class StreamRedactor:
             self._outputs.append((bytearray(), tag, not chunk))
             if chunk:
                 self._take(len(self._outputs) - 1, chunk)
+        # The pending line is a piece of the text ``_clear`` found clear (could_redact covers every piece).
+        self._line_clear_of = self._checked_forms
         self._hold(ready + self._release())
 
     def _feed_one(self, chunk: bytes, tag: Any) -> list[tuple[bytes, Any]]:
+        self._line_clear_of = None  # the pending line grows unchecked
         slot = len(self._outputs)
         self._outputs.append((bytearray(), tag, False))
         cut = chunk.rfind(b"\n") + 1
@@ -200,9 +217,13 @@ class StreamRedactor:
         if not self._segments:
             return
         original = bytes(self._line)
-        text = original.decode("utf-8", "surrogateescape")
-        redacted_text = self._redactor.redact_text(text, response=True)
-        redacted = original if redacted_text == text else redacted_text.encode("utf-8", "surrogateescape")
+        if self._line_clear_of is not None and self._line_clear_of is self._redactor.learned_forms:
+            redacted = original  # found clear, and nothing learned since
+        else:
+            text = original.decode("utf-8", "surrogateescape")
+            redacted_text = self._redactor.redact_text(text, response=True)
+            redacted = original if redacted_text == text else redacted_text.encode("utf-8", "surrogateescape")
+        self._line_clear_of = None
         self._emit(original, redacted, self._segments)
         for slot, _ in self._segments[:-1]:
             self._seal(slot)
@@ -638,15 +659,17 @@ class EncodedBodyRedactor:
         """``feed`` of each of ``chunks`` in turn, their pieces ready for the cassette returned together."""
         return [ready for chunk, tag in chunks for ready in self.feed(chunk, tag)]
 
-    def finish(self) -> list[tuple[bytes, Any]]:
+    def finish(self, last: Sequence[tuple[bytes, Any]] = ()) -> list[tuple[bytes, Any]]:
+        """What is left for the cassette, after ``feed_many(last)``."""
+        ready = self.feed_many(last)
         held, self._held = self._held, None
         if not held:
-            return held or []
+            return ready
         body = decode_stacked(b"".join(chunk for chunk, _ in held), self._encodings)
         if body is None:  # a body that doesn't decode is kept as it came; replay fails the same way
-            return held
+            return ready + held
         redacted = redact_body(body, self._redactor)
         if redacted == body:
-            return held
+            return ready + held
         encoded = encode_stacked(redacted, self._encodings)
-        return held if encoded is None else [(encoded, held[0][1])]
+        return ready + (held if encoded is None else [(encoded, held[0][1])])
