@@ -113,9 +113,11 @@ def render(results: dict[str, Any]) -> str:
         f"({overhead['pass-through, 500 JSON calls']['calls']} JSON calls) "
         f"| {overhead['recording']['overhead_us_per_chunk']:.1f} µs / "
         f"{overhead['recording them']['overhead_us_per_call']:.0f} µs |",
-        f"| closing a re-record of those JSON calls, every call the same "
-        f"({overhead['re-record close, same calls']['cassette_mb']:.1f} MB cassette) "
-        f"| {overhead['re-record close, same calls']['close_ms']:.0f} ms |",
+        f"| closing a re-record that changed nothing, of those JSON calls "
+        f"({overhead['re-record close, same calls']['cassette_mb']:.1f} MB) / of those SSE calls "
+        f"({overhead['re-record close, same chunks']['cassette_mb']:.1f} MB) "
+        f"| {overhead['re-record close, same calls']['close_ms']:.0f} ms / "
+        f"{overhead['re-record close, same chunks']['close_ms']:.0f} ms |",
         f"| {million[0]['name'].replace('open a', 'opening a', 1)}, wall / CPU; "
         f"the memory `verify` adds on it | {million[0]['seconds']:.2f} s / {million[0]['cpu_seconds']:.2f} s; "
         f"{million[1]['growth_mb']:.0f} MB |",
