@@ -251,8 +251,10 @@ class ReplayEngine:
         exactly the request: then nothing is parsed or compared field by field (see ``_is_exactly``)."""
         shared = self._headers_of(headers)
         with self._lock:
-            unplayed = self.position if self.ordered else next(
-                (i for i, played in enumerate(self.played) if not played), len(self.played)
+            unplayed = (
+                self.position
+                if self.ordered
+                else next((i for i, played in enumerate(self.played) if not played), len(self.played))
             )
             if unplayed < len(self.played) and self._is_exactly(unplayed, method, url, shared, body):
                 if self.ordered:
