@@ -26,6 +26,7 @@ RETRYABLE_STATUSES = frozenset({408, 409, 429}) | frozenset(range(500, 600))
 SDK_MAX_RETRY_AFTER = 120.0
 _RETRY_HEADERS = ("retry-after-ms", "retry-after")
 _SHARED_ENTRIES = 1024  # distinct header lists remembered; then forgotten all at once
+_LENGTH_SPELLINGS = frozenset({"content-length", "Content-Length", "CONTENT-LENGTH"})  # as clients send it
 
 
 def _header(headers: list[tuple[str, str]], name: str) -> str | None:
@@ -217,7 +218,8 @@ class ReplayEngine:
         redactor = self.redactor
         generation = getattr(redactor, "_forms", object())  # replaced by Redactor.learn; anything else: no reuse
         if self._length_volatile:
-            key = tuple(pair for pair in headers if pair[0].lower() != "content-length")
+            # Another spelling of the name stays in the key: only a miss more, never a wrong entry.
+            key = tuple([pair for pair in headers if pair[0] not in _LENGTH_SPELLINGS])
         else:
             key = tuple(headers)
         cached = self._incoming_headers.get(key)
