@@ -206,9 +206,8 @@ class ReplayTransport:
         if step is not Step.REPLAY:
             return kept_out(library, request, step)
         headers = header_pairs(request.headers)
-        incoming = self.engine.incoming_fields(request.method, url, headers, body)
         try:
-            call = self.engine.select(incoming)
+            call = self.engine.choose(request.method, url, headers, body)
         except ReplayMismatch as mismatch:
             if answers_with_error_response(self.on_mismatch, headers):
                 return error_response(library, "replay_mismatch", mismatch)
