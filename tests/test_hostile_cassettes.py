@@ -300,6 +300,24 @@ def test_a_wrong_response_value_is_refused_never_coerced(
     cli_refuses(path, capsys)
 
 
+@pytest.mark.parametrize("blank", [b"", b" ", b"\t", b"\r", b" \t "])
+@pytest.mark.parametrize("joiner", [b"", b" ", b"\t"])
+def test_two_lines_written_on_one_are_refused_even_with_a_blank_line_to_balance_the_count(
+    tmp_path: Path, blank: bytes, joiner: bytes, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The bulk decode reads two values on one line and skips blank lines: counting alone would accept this
+    file with every later line paired with the wrong object."""
+    lines = CASSETTES[0].read_bytes().split(b"\n")[:-1]
+    lines[1:3] = [lines[1] + joiner + lines[2]]  # the request and its response on line 2
+    lines.append(blank)
+    path = tmp_path / "bad.jsonl"
+    path.write_bytes(b"".join(line + b"\n" for line in lines))
+    with pytest.raises(vcr_transport.CassetteError) as caught:
+        vcr_transport.ReplayTransport(path, parse_cache=False)
+    assert caught.value.line == 2
+    cli_refuses(path, capsys)
+
+
 @pytest.mark.parametrize(
     ("url", "words"),
     [("http://127.0.0.1:3w753/v1", "port"), ("ftp://h/x", "http or https"), ("/relative", "http or https")],

@@ -52,6 +52,7 @@ __all__ = [
     "event_lines",
     "header_line",
     "lines_before_call",
+    "one_value_per_line",
     "load_streaming",
     "numbers_are_plain",
     "problems",
@@ -191,6 +192,19 @@ class CallEndLine(_Line, tag="call_end", forbid_unknown_fields=True):
 Line = HeaderLine | RequestLine | ResponseLine | EventLine | CallEndLine
 _KINDS = "header, request, response, event, call_end"
 _decoder = msgspec.json.Decoder(Line)
+_LINE_STARTING_BLANK = re.compile(rb"\n[\t\n\r ]")
+
+
+def one_value_per_line(block: bytes | memoryview, lines: int, objects: list[Any]) -> bool:
+    """Whether ``objects``, what ``decode_lines`` read from ``block`` (``lines`` whole lines), are its lines one
+    for one. Equal counts alone don't say so: ``decode_lines`` skips blank lines and reads two values written
+    on one line, so a line holding two objects and a blank line elsewhere would pair every later object with
+    the wrong line. No line of a cassette starts with whitespace; a block with one is read line by line."""
+    if len(objects) != lines:
+        return False
+    return not block or (bytes(block[:1]) not in b"\t\n\r " and _LINE_STARTING_BLANK.search(block) is None)
+
+
 _untyped = msgspec.json.Decoder()
 
 
@@ -585,7 +599,7 @@ def problems(path: str, blocks: Iterable[bytes]) -> Iterator[Finding]:
                 objects: list[Line] = _decoder.decode_lines(block) if first > 1 else []
             except (msgspec.MsgspecError, RecursionError):
                 objects = []
-            if len(objects) != block.count(b"\n"):  # a line is unreadable, or line 1 is in this block
+            if not one_value_per_line(block, block.count(b"\n"), objects):  # a line is unreadable, or line 1
                 objects = []
                 for number, line in enumerate(block.split(b"\n")[:-1], start=first):
                     try:
@@ -750,7 +764,7 @@ class _Parser:
             objects: list[Line] | None = _decoder.decode_lines(rest)
         except (msgspec.MsgspecError, RecursionError):
             objects = None
-        if objects is None or len(objects) != lines:
+        if objects is None or not one_value_per_line(rest, lines, objects):
             split = bytes(rest).split(b"\n")
             split.pop()
             for number, line in enumerate(split, start=first):

@@ -41,6 +41,7 @@ from ._format import (
     RequestLine,
     ResponseLine,
     StreamingCheck,
+    one_value_per_line,
     split_blocks,
 )
 from ._matching import RequestMatcher
@@ -196,7 +197,7 @@ class QuietComparison:
                     start += len(header) + 1
                     first = 2
                 objects = (_decoder if old else _written_decoder).decode_lines(block)
-                if len(objects) != block.count(b"\n"):
+                if not one_value_per_line(block, block.count(b"\n"), objects):
                     return None
                 if check is not None:
                     check.lines(first, objects)
