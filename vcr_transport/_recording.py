@@ -12,8 +12,11 @@ import threading
 import time
 import warnings
 import weakref
+from bisect import bisect_left
 from collections.abc import AsyncIterator, Callable, Iterator, Sequence
 from importlib import metadata
+from itertools import accumulate
+from operator import itemgetter
 from typing import Any, NoReturn
 
 from ._core._bodies import binary_body, content_encoding, content_type_of, redact_url, stored_body
@@ -51,7 +54,7 @@ def _versions() -> dict[str, str]:
     return found
 
 
-_clock = time.perf_counter  # a chunk's arrival
+_clock = time.perf_counter_ns  # a chunk's arrival (``event_lines`` gives its offset from the call's start)
 
 
 def _described(error: BaseException, redactor: Redactor) -> str:
@@ -72,13 +75,15 @@ class _CallRecording:
         self.recording = recording
         self.record = record
         self.index = record.index
-        self.started = time.perf_counter()
+        self.started = _clock()
         self.written = 0
         self._lock = threading.Lock()
         self._redacting: StreamRedactor | EncodedBodyRedactor | None = None
         self._protocol: ProtocolEnd | None = None
-        self._batch: list[tuple[bytes, float]] = []  # (chunk, time.perf_counter() on arrival) not yet recorded
-        self._batch_size = 0
+        # (chunk, _clock() on arrival) not yet recorded. The list is never replaced: the stream wrapper
+        # appends to it directly (see _RecordingStream.__iter__).
+        self.pending: list[tuple[bytes, int]] = []
+        self._pending_size = 0  # bytes appended by ``chunk`` since the last batch was recorded
 
     @property
     def ended(self) -> bool:
@@ -100,21 +105,30 @@ class _CallRecording:
                 self._protocol = ProtocolEnd()
 
     def chunk(self, data: bytes) -> None:
+        """Take a chunk that has just arrived; a batch of about ``BATCH`` bytes is recorded at once."""
+        self.pending.append((data, _clock()))
+        self._pending_size += len(data)
+        if self._pending_size >= BATCH:
+            self._pending_size = 0
+            self.record_pending()
+
+    def record_pending(self) -> None:
+        """Record the chunks taken so far (nothing once the call has ended: they came after its end)."""
         with self._lock:
             if self.record.outcome is not None:
+                del self.pending[:]
                 return
-            self._batch.append((data, _clock()))
-            self._batch_size += len(data)
-            if self._batch_size >= BATCH:
-                self.recording.guarded(self._record_batch, self._take_batch())
+            self.recording.guarded(self._record_batch, self._take_batch())
 
-    def _take_batch(self) -> list[tuple[bytes, float]]:
-        """The chunks not yet recorded, each with its offset from the start of the call."""
-        batch, self._batch, self._batch_size = self._batch, [], 0
-        started = self.started
-        return [(data, round(arrived - started, 6)) for data, arrived in batch]
+    def _take_batch(self) -> list[tuple[bytes, int]]:
+        """The chunks not yet recorded, each with its arrival (``_clock``). Only those copied are removed
+        from ``pending``: a chunk appended meanwhile stays for the next batch."""
+        pending = self.pending
+        batch = pending[:]
+        del pending[: len(batch)]
+        return batch
 
-    def _record_batch(self, batch: list[tuple[bytes, float]]) -> None:
+    def _record_batch(self, batch: list[tuple[bytes, int]]) -> None:
         """Record a batch of chunks: watched for the protocol's end, redacted, written."""
         if not batch:
             return
@@ -122,16 +136,15 @@ class _CallRecording:
             self._protocol.feed(b"".join([data for data, _ in batch]))
         self._write_events(batch if self._redacting is None else self._redacting.feed_many(batch))
 
-    def _write_events(self, ready: list[tuple[bytes, float]], last: bytes = b"") -> None:
+    def _write_events(self, ready: list[tuple[bytes, int]], last: bytes = b"") -> None:
         """Write event lines, encoded about ``BATCH`` bytes at a time (a held stream comes out whole);
         ``last`` (lines already encoded) goes with the last of them, flushed."""
+        # Each group ends with the chunk that brings it to BATCH bytes (found on the running byte count).
+        ends = list(accumulate(map(len, map(itemgetter(0), ready))))
         start = 0
         while start < len(ready):
-            end, size = start, 0
-            while end < len(ready) and (size < BATCH or end == start):
-                size += len(ready[end][0])
-                end += 1
-            lines = event_lines(self.index, self.written, ready[start:end])
+            end = min(bisect_left(ends, (ends[start - 1] if start else 0) + BATCH, start) + 1, len(ready))
+            lines = event_lines(self.index, self.written, ready[start:end], self.started)
             self.written += end - start
             start = end
             if start == len(ready) and last:
@@ -421,44 +434,63 @@ class _RecordingStream:
         # A stream dropped unclosed stops its call (at interpreter exit, the exit hook already has).
         self._call.stop()
 
+    # Each chunk is appended to the call's ``pending`` list right here, with no method call and no lock: a
+    # stream has one producer (this iteration), ``list.append`` is atomic, and the lock is taken once a
+    # batch (``record_pending``). Another thread only takes ``pending`` (under the lock) to end the call; a
+    # chunk racing with that end is either taken with it or left unrecorded, as if it came after the end.
+
     def __iter__(self) -> Iterator[bytes]:
         if self._sync_iterator is None:
             self._sync_iterator = iter(self._inner)
         iterator = self._sync_iterator
-        record = self._call.chunk
+        call = self._call
+        append = call.pending.append
+        clock = _clock
+        size = 0
         while True:
             try:
                 chunk = next(iterator)
             except StopIteration:
-                self._call.end("complete")
+                call.end("complete")
                 return
             except Exception as exc:
-                self._call.end("error", exc)
+                call.end("error", exc)
                 _reraise(self._convert(exc), exc)
             except BaseException as exc:
-                self._call.interrupted(exc)
+                call.interrupted(exc)
                 raise
-            record(chunk)
+            append((chunk, clock()))
+            size += len(chunk)
+            if size >= BATCH:
+                size = 0
+                call.record_pending()
             yield chunk
 
     async def __aiter__(self) -> AsyncIterator[bytes]:
         if self._async_iterator is None:
             self._async_iterator = self._inner.__aiter__()
-        iterator = self._async_iterator
-        record = self._call.chunk
+        anext = self._async_iterator.__anext__
+        call = self._call
+        append = call.pending.append
+        clock = _clock
+        size = 0
         while True:
             try:
-                chunk = await iterator.__anext__()
+                chunk = await anext()
             except StopAsyncIteration:
-                self._call.end("complete")
+                call.end("complete")
                 return
             except Exception as exc:
-                self._call.end("error", exc)
+                call.end("error", exc)
                 _reraise(self._convert(exc), exc)
             except BaseException as exc:
-                self._call.interrupted(exc)
+                call.interrupted(exc)
                 raise
-            record(chunk)
+            append((chunk, clock()))
+            size += len(chunk)
+            if size >= BATCH:
+                size = 0
+                call.record_pending()
             yield chunk
 
     def close(self) -> None:
