@@ -8,12 +8,15 @@ import importlib
 import json
 import re
 from collections.abc import Hashable, Iterator, Sequence
+from operator import itemgetter
 from typing import Any
 
 import msgspec
 
 from ._bodies import content_codec, content_encodings, decode_stacked, encode_stacked
 from ._redaction import Redactor
+
+_first = itemgetter(0)  # a (chunk, tag) pair's chunk
 
 __all__ = [
     "EncodedBodyRedactor",
@@ -129,7 +132,7 @@ class StreamRedactor:
         """Whether taking ``batch`` in one by one would redact nothing, cut no over-long line and release
         nothing held: no piece of the text of the pending line and the batch could be redacted, no line in
         it is longer than ``max_line``, and the held bytes stay within ``max_hold``."""
-        text = b"".join([self._line, *[chunk for chunk, _ in batch]])
+        text = b"".join([self._line, *map(_first, batch)])
         if self._held_size + len(text) > self._max_hold:
             return False
         if len(text) > self._max_line and max(map(len, text.split(b"\n"))) > self._max_line:
@@ -188,13 +191,13 @@ class StreamRedactor:
 
     def _hold(self, ready: list[tuple[bytes, Any]]) -> None:
         self._held += ready
-        self._held_size += sum([len(chunk) for chunk, _ in ready])
+        self._held_size += sum(map(len, map(_first, ready)))
 
     def _release_held(self) -> list[tuple[bytes, Any]]:
         held, self._held, self._held_size = self._held, [], 0
         if not held or not self._deltas:
             return held
-        body = b"".join([chunk for chunk, _ in held])
+        body = b"".join(map(_first, held))
         edits = delta_edits(body, self._redactor)
         if not edits:
             return held
