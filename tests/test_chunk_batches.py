@@ -14,6 +14,7 @@ from upstream import Received, Reply, Upstream, split_events
 from vendors import MODEL, SDKS, sse
 
 import vcr_transport
+from vcr_transport._core._format import event_lines
 from vcr_transport._core._recorder import ProtocolEnd
 from vcr_transport._core._redaction import PLACEHOLDER, Redactor
 from vcr_transport._core._stream_redaction import BATCH, StreamRedactor
@@ -207,3 +208,66 @@ def test_the_held_part_is_released_where_one_chunk_at_a_time_releases_it() -> No
         assert batched == _run(_OneByOne(Redactor(), max_hold=max_hold), chunks), max_hold
         results.add(PLACEHOLDER.encode() in b"".join(piece for piece, _ in batched))
     assert results == {True, False}, "a part cut between the pieces leaves them; one holding both removes them"
+
+
+def test_event_offsets_are_the_arrivals_from_the_start_rounded_half_up_to_the_microsecond() -> None:
+    """Arrivals are integer nanoseconds; ``t`` is the offset in seconds, rounded to the microsecond (exact
+    ties upward), whatever the chunk (text, or base64 when it isn't UTF-8)."""
+    from decimal import ROUND_HALF_UP, Decimal
+
+    started = 987_654_321_000_123
+    gaps = [0, 1, 499, 500, 501, 1_499, 1_500, 999_999_999, 3_600_000_000_500, 7_000_000_000_499]
+    gaps += [random.Random(5).randrange(10**13) for _ in range(200)]
+    chunks = [(b"\xff\xfe" if n % 3 == 0 else b"text %d" % n, started + gap) for n, gap in enumerate(gaps)]
+    lines = event_lines(4, 10, chunks, started).splitlines()
+    assert len(lines) == len(chunks)
+    for n, (line, (chunk, arrived)) in enumerate(zip(lines, chunks, strict=True)):
+        event = json.loads(line)
+        micro = (Decimal(arrived - started) / 1000).quantize(Decimal(1), rounding=ROUND_HALF_UP)
+        assert event["t"] == float(micro / 1_000_000), (n, event["t"])
+        assert (event["call_index"], event["event_index"]) == (4, 10 + n)
+        assert ("base64" in event) == (chunk == b"\xff\xfe")
+
+
+def test_event_lines_are_written_in_groups_that_each_reach_the_batch_size(tmp_path: Path) -> None:
+    """A held stream comes out whole: its events are encoded and written a group at a time, each group
+    closed by the chunk that brings it to ``BATCH`` bytes, and the file holds every chunk once, in order."""
+    sizes = [random.Random(7).choice([1, 10, 700, 5_000, BATCH - 1, BATCH, 3 * BATCH]) for _ in range(300)]
+    body = [b"x" * size for size in sizes]
+    recorder = vcr_transport.CassetteRecorder(tmp_path / "groups.jsonl")
+    call = recorder.start("GET", "https://api.test/stream", [], b"")
+    call.response(200, [("content-type", "text/event-stream")], "HTTP/1.1")
+    groups: list[list[int]] = []
+    write_line = call.recording.write_line
+
+    def counting(lines: str | bytes, flush: bool = False) -> None:
+        assert isinstance(lines, bytes)
+        groups.append([len(json.loads(line)["text"]) for line in lines.splitlines() if b'"event"' in line])
+        write_line(lines, flush)
+
+    call.recording.write_line = counting  # type: ignore[method-assign]
+    for chunk in body:
+        call.chunk(chunk)
+    call.end("complete")
+    recorder.close()
+    assert [size for group in groups for size in group] == sizes
+    for group in groups[:-1]:
+        assert sum(group) >= BATCH and sum(group[:-1]) < BATCH, group
+    (recorded,) = read_cassette(tmp_path / "groups.jsonl").calls
+    assert recorded.chunks == body
+
+
+def test_chunks_taken_after_the_call_ended_are_not_recorded(tmp_path: Path) -> None:
+    """A chunk that comes after the call's end (a stream closed from another thread while it is read)
+    writes nothing after call_end, however many come: they are dropped a batch at a time."""
+    recorder = vcr_transport.CassetteRecorder(tmp_path / "late.jsonl")
+    call = recorder.start("GET", "https://api.test/stream", [], b"")
+    call.response(200, [("content-type", "text/plain")], "HTTP/1.1")
+    call.chunk(b"before\n")
+    call.end("closed_early")
+    for _ in range(3 * BATCH // 1000):
+        call.chunk(b"y" * 1000)
+    assert len(call.pending) <= BATCH // 1000 + 1  # bounded: each batch of them is dropped
+    recorder.close()
+    (recorded,) = read_cassette(tmp_path / "late.jsonl").calls
+    assert (recorded.chunks, recorded.outcome) == ([b"before\n"], "closed_early")
