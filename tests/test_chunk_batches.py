@@ -271,3 +271,25 @@ def test_chunks_taken_after_the_call_ended_are_not_recorded(tmp_path: Path) -> N
     recorder.close()
     (recorded,) = read_cassette(tmp_path / "late.jsonl").calls
     assert (recorded.chunks, recorded.outcome) == ([b"before\n"], "closed_early")
+
+
+@pytest.mark.parametrize("events", [10, 9_000])  # a few KB; past the bytes after which chunks are watched
+@pytest.mark.parametrize("done", [True, False])
+def test_a_stream_stopped_after_its_protocol_ended_is_complete_however_long(
+    tmp_path: Path, events: int, done: bool
+) -> None:
+    """The protocol's end is looked for only when a stream stops before its own end, over every chunk
+    recorded (those already shown to the watcher, past a MiB, and the rest)."""
+    recorder = vcr_transport.CassetteRecorder(tmp_path / "stop.jsonl")
+    call = recorder.start("POST", "https://api.test/v1/chat/completions", [], b"{}")
+    call.response(200, [("content-type", "text/event-stream")], "HTTP/1.1")
+    deltas = [(None, {"choices": [{"index": 0, "delta": {"content": f" word{n}" * 20}}]}) for n in range(events)]
+    body = sse([*deltas, (None, "[DONE]" if done else "[NOT DONE]")])
+    assert done == body.endswith(b"data: [DONE]\n\n")
+    for chunk in split_events(body):
+        call.chunk(chunk)
+    call.stop()
+    recorder.close()
+    (recorded,) = read_cassette(tmp_path / "stop.jsonl").calls
+    assert recorded.outcome == ("complete" if done else "closed_early")
+    assert b"".join(recorded.chunks) == body

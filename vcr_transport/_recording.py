@@ -54,6 +54,10 @@ def _versions() -> dict[str, str]:
     return found
 
 
+_first = itemgetter(0)  # a (chunk, arrival) pair's chunk
+# Recorded chunks of an event stream are shown to its ProtocolEnd once they pass this many bytes (see
+# ``_CallRecording._unwatched``): they are kept, by reference, until then.
+_WATCH_AFTER = 32 * BATCH
 _clock = time.perf_counter_ns  # a chunk's arrival (``event_lines`` gives its offset from the call's start)
 
 
@@ -80,6 +84,10 @@ class _CallRecording:
         self._lock = threading.Lock()
         self._redacting: StreamRedactor | EncodedBodyRedactor | None = None
         self._protocol: ProtocolEnd | None = None
+        # Chunks recorded but not yet shown to ``_protocol``: it is asked only when the stream stops before
+        # its end (``stop``), so they are fed to it when they pass ``_WATCH_AFTER`` bytes, or then.
+        self._unwatched: list[bytes] = []
+        self._unwatched_size = 0
         # (chunk, _clock() on arrival) not yet recorded. The list is never replaced: the stream wrapper
         # appends to it directly (see _RecordingStream.__iter__).
         self.pending: list[tuple[bytes, int]] = []
@@ -133,14 +141,24 @@ class _CallRecording:
         if not batch:
             return
         if self._protocol is not None:
-            self._protocol.feed(b"".join([data for data, _ in batch]))
+            chunks = list(map(_first, batch))
+            self._unwatched += chunks
+            self._unwatched_size += sum(map(len, chunks))
+            if self._unwatched_size > _WATCH_AFTER:
+                self._watch()
         self._write_events(batch if self._redacting is None else self._redacting.feed_many(batch))
+
+    def _watch(self) -> None:
+        """Show ``_protocol`` the chunks recorded since it last looked, as one piece."""
+        if self._protocol is not None and self._unwatched:
+            self._protocol.feed(b"".join(self._unwatched))
+        self._unwatched, self._unwatched_size = [], 0
 
     def _write_events(self, ready: list[tuple[bytes, int]], last: bytes = b"") -> None:
         """Write event lines, encoded about ``BATCH`` bytes at a time (a held stream comes out whole);
         ``last`` (lines already encoded) goes with the last of them, flushed."""
         # Each group ends with the chunk that brings it to BATCH bytes (found on the running byte count).
-        ends = list(accumulate(map(len, map(itemgetter(0), ready))))
+        ends = list(accumulate(map(len, map(_first, ready))))
         start = 0
         while start < len(ready):
             end = min(bisect_left(ends, (ends[start - 1] if start else 0) + BATCH, start) + 1, len(ready))
@@ -164,6 +182,7 @@ class _CallRecording:
         with self._lock:
             if not self.record.ended:
                 self.recording.guarded(self._record_batch, self._take_batch())  # it may hold the protocol's end
+            self.recording.guarded(self._watch)
             ended = self._protocol is not None and self._protocol.ended
         self.end("complete" if ended else "closed_early")
 
@@ -188,8 +207,7 @@ class _CallRecording:
 
     def _write_end(self, outcome: str, error: BaseException | None) -> None:
         batch = self._take_batch()
-        if self._protocol is not None and batch:
-            self._protocol.feed(b"".join([data for data, _ in batch]))
+        self._unwatched = []  # the call has ended: whether its protocol had is no longer asked
         if self._redacting is not None:  # the last batch goes with the finish: a body that came at once
             batch = self._redacting.finish(batch)  # is taken in at once
         failure = None
