@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import random
+import re
 import struct
 from pathlib import Path
 from typing import Any
@@ -184,6 +185,19 @@ def test_numbers_are_plain_never_says_yes_wrongly() -> None:
     assert said_yes > 500, "plain numbers are known to be plain"
     assert not numbers_are_plain(b'{"a": NaN}') and not numbers_are_plain(b'{"a": 1e400}')
     assert not numbers_are_plain('{"a": 1e-05}'.encode("utf-16")), "digits of other encodings are not read"
+
+
+def test_numbers_are_plain_answers_as_the_plain_alternation_of_what_it_looks_for() -> None:
+    alternation = re.compile(rb"[0-9][eE]|NaN|Infinity|[0-9]{16}|0\.0000|\x00")
+    pieces = [b"0", b"1", b"9", b"e", b"E", b".", b"N", b"a", b"I", b"nfinity", b"\x00", b"x", b"0000", b"1234567"]
+    rng = random.Random(7)
+    answers = set()
+    for _ in range(20000):
+        text = b"".join(rng.choice(pieces) for _ in range(rng.randint(0, 12)))
+        plain = alternation.search(text) is None
+        assert numbers_are_plain(text) == plain, text
+        answers.add(plain)
+    assert answers == {True, False}
 
 
 def test_recorded_lines_match_json_for_bodies_with_any_numbers(upstream: Upstream, cassette: Path) -> None:

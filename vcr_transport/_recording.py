@@ -16,7 +16,7 @@ from collections.abc import AsyncIterator, Callable, Iterator, Sequence
 from importlib import metadata
 from typing import Any, NoReturn
 
-from ._core._bodies import binary_body, content_encoding, content_type_of, redact_url, stored_body
+from ._core._bodies import binary_body, body_headers, redact_url, stored_body
 from ._core._format import (
     call_end_line,
     encode_line,
@@ -89,11 +89,11 @@ class _CallRecording:
         redactor = self.recording.redactor
         line = response_line(self.index, status, redactor.redact_headers(headers), http_version)
         self.recording.guarded(self.recording.write, line, False, True)
-        encoding = content_encoding(headers)
+        content_type, encoding = body_headers(headers)
         if encoding:
             self._redacting = EncodedBodyRedactor(redactor, encoding)
         elif not binary_body(headers):
-            event_stream = "event-stream" in (content_type_of(headers) or "")
+            event_stream = "event-stream" in content_type
             # Text spread over SSE deltas is reassembled only in an event stream.
             self._redacting = StreamRedactor(redactor, deltas=event_stream)
             if event_stream:
@@ -259,8 +259,8 @@ class _Recording:
             self._calls[call.index] = call
             redactor = self.redactor
             stored_headers = redactor.redact_headers(headers)  # first: the values it learns leave the URL too
-            encoding = content_encoding(headers)
-            stored = stored_body(body, content_type_of(headers), redactor, encoding=encoding)
+            content_type, encoding = body_headers(headers)
+            stored = stored_body(body, content_type, redactor, encoding=encoding)
             # The JSON of a body stored parsed is searched for floats json and msgspec write apart only
             # when its text may hold one.
             plain = stored is None or "json" not in stored or (not encoding and numbers_are_plain(body))
@@ -513,7 +513,11 @@ class _RecordingBase(TransportLifecycle):
         response (``accept-encoding: identity``); the caller's request object is left as it is."""
         if not self.recorder.plain_bodies:
             return request
-        names = [name.lower() for name, _ in request.headers.raw]
+        triples = getattr(request.headers, "_list", None)  # httpx's and httpx2's (name, lower name, value)
+        if type(triples) is list:
+            names = [lower for _, lower, _ in triples]
+        else:
+            names = [name.lower() for name, _ in request.headers.raw]
         if names.count(b"accept-encoding") > 1 or not _holds_what_a_build_adds(request, names):
             identity = (b"accept-encoding", b"identity")
             raw = [
@@ -524,9 +528,19 @@ class _RecordingBase(TransportLifecycle):
             return library_of(request).Request(
                 request.method, request.url, headers=raw, content=request.content, extensions=request.extensions
             )
-        # What that build gives, without parsing the URL and the headers again.
-        headers = type(request.headers)(request.headers)  # not .copy(), which works out their encoding first
-        headers["accept-encoding"] = "identity"  # in the place of the one there, or last
+        # What that build gives, without parsing the URL and the headers again: the headers copied with
+        # ``accept-encoding: identity`` in the place of the one there, or last (as ``headers[...] = ...``,
+        # which works out their encoding first).
+        if type(triples) is list:
+            identity_triple = (b"accept-encoding", b"accept-encoding", b"identity")
+            copied = [identity_triple if lower == b"accept-encoding" else t for t, lower in zip(triples, names)]
+            if b"accept-encoding" not in names:
+                copied.append(identity_triple)
+            headers = type(request.headers)()
+            headers._list = copied
+        else:
+            headers = type(request.headers)(request.headers)
+            headers["accept-encoding"] = "identity"
         forwarded = object.__new__(type(request))
         forwarded.__dict__.update(request.__dict__)  # method, url, the read content and its ByteStream
         forwarded.headers = headers

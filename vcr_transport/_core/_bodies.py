@@ -19,6 +19,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "binary_body",
+    "body_headers",
     "content_codec",
     "content_encoding",
     "content_encodings",
@@ -38,6 +39,20 @@ def content_type_of(headers: Iterable[tuple[str, str]]) -> str:
         if name.lower() == "content-type":
             return value.lower()
     return ""
+
+
+def body_headers(headers: Iterable[tuple[str, str]]) -> tuple[str, str]:
+    """(``content_type_of(headers)``, ``content_encoding(headers)``) in one pass over them."""
+    content_type = None
+    encodings = []
+    for name, value in headers:
+        lower = name.lower()
+        if lower == "content-type":
+            if content_type is None:
+                content_type = value.lower()
+        elif lower == "content-encoding":
+            encodings.append(("content-encoding", value))
+    return content_type or "", content_encoding(encodings) if encodings else ""
 
 
 def stored_body(content: bytes, content_type: str, redactor: Redactor, *, encoding: str = "") -> StoredBody:
