@@ -533,7 +533,7 @@ class _RecordingBase(TransportLifecycle):
         # which works out their encoding first).
         if type(triples) is list:
             identity_triple = (b"accept-encoding", b"accept-encoding", b"identity")
-            copied = [identity_triple if lower == b"accept-encoding" else t for t, lower in zip(triples, names)]
+            copied = [identity_triple if t[1] == b"accept-encoding" else t for t in triples]
             if b"accept-encoding" not in names:
                 copied.append(identity_triple)
             headers = type(request.headers)()
