@@ -16,7 +16,7 @@ from collections.abc import AsyncIterator, Callable, Iterator, Sequence
 from importlib import metadata
 from typing import Any, NoReturn
 
-from ._core._bodies import binary_body, body_headers, redact_url, stored_body
+from ._core._bodies import body_headers, redact_url, stored_body
 from ._core._format import (
     call_end_line,
     encode_line,
@@ -89,10 +89,10 @@ class _CallRecording:
         redactor = self.recording.redactor
         line = response_line(self.index, status, redactor.redact_headers(headers), http_version)
         self.recording.guarded(self.recording.write, line, False, True)
-        content_type, encoding = body_headers(headers)
+        content_type, encoding, binary = body_headers(headers)
         if encoding:
             self._redacting = EncodedBodyRedactor(redactor, encoding)
-        elif not binary_body(headers):
+        elif not binary:
             event_stream = "event-stream" in content_type
             # Text spread over SSE deltas is reassembled only in an event stream.
             self._redacting = StreamRedactor(redactor, deltas=event_stream)
@@ -259,7 +259,7 @@ class _Recording:
             self._calls[call.index] = call
             redactor = self.redactor
             stored_headers = redactor.redact_headers(headers)  # first: the values it learns leave the URL too
-            content_type, encoding = body_headers(headers)
+            content_type, encoding, _ = body_headers(headers)
             stored = stored_body(body, content_type, redactor, encoding=encoding)
             # The JSON of a body stored parsed is searched for floats json and msgspec write apart only
             # when its text may hold one.
