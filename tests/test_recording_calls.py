@@ -205,7 +205,10 @@ def test_recorded_lines_match_json_for_bodies_with_any_numbers(upstream: Upstrea
         {"temperature": 0.7, "top_p": 1e-05, "seed": 2**70, "big": 1.5e300},
         {"temperature": 0.00001, "n": 12345678901234567.0, "x": -0.0},
         {"prompt": "1e5 is a number in a string", "values": [0.1, 0.25]},
+        {"prompt": "long " * 200, "top_p": 1e-05, "values": [0.5, float("1e22")]},  # searched value by value
+        {"prompt": "long " * 200, "temperature": 0.7},
     ]
+    assert all(len(json.dumps(body)) > 512 for body in bodies[-2:]), "longer than the bodies searched as text"
     with httpx2.Client(transport=vcr_transport.RecordingTransport(httpx2.HTTPTransport(), cassette)) as client:
         for body in bodies:
             client.post(upstream.url + "/v1/chat/completions", json={"messages": MESSAGES, **body})

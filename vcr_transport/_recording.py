@@ -262,8 +262,11 @@ class _Recording:
             content_type, encoding, _ = body_headers(headers)
             stored = stored_body(body, content_type, redactor, encoding=encoding)
             # The JSON of a body stored parsed is searched for floats json and msgspec write apart only
-            # when its text may hold one.
-            plain = stored is None or "json" not in stored or (not encoding and numbers_are_plain(body))
+            # when its text may hold one; the line of a longer body is searched by encode_line, value by
+            # value, which is faster than reading its text byte by byte when its strings are long.
+            plain = stored is None or "json" not in stored
+            if not plain and not encoding and len(body) <= _FLOATS_SEARCHED_IN_TEXT:
+                plain = numbers_are_plain(body)
             line = request_line(call.index, method, redact_url(url, redactor), stored_headers, stored)
             self.guarded(self.write, line, False, plain)
         return call
@@ -300,6 +303,9 @@ class _Recording:
             failure.add_note(f"vcr_transport: {message}")
         else:
             warnings.warn(message, RecordingNotSavedWarning, stacklevel=2)
+
+
+_FLOATS_SEARCHED_IN_TEXT = 512  # the longest JSON request body whose text numbers_are_plain searches
 
 
 _live_recorders: weakref.WeakSet[CassetteRecorder] = weakref.WeakSet()
