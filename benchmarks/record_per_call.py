@@ -1,7 +1,8 @@
 """What recording costs per call, in CPU time (steadier than wall time on a shared machine): 500 JSON calls
 through ``RecordingTransport`` against the floor transport of ``benchmarks.run``, each repeat into a new
-cassette; then the close of a re-record over an existing cassette (every call the same: the quiet
-comparison, the file left as it was), for those JSON calls and for 50 SSE calls of 400 chunks.
+cassette, with the small request bodies of ``benchmarks.run`` and with SDK-sized ones (2.5 KB); then the
+close of a re-record over an existing cassette (every call the same: the quiet comparison, the file left as
+it was), for those JSON calls and for 50 SSE calls of 400 chunks.
 
     python -m benchmarks.record_per_call [--repeats N]
 
@@ -12,6 +13,7 @@ this file's tree, the library from whichever ``vcr_transport`` is imported).
 from __future__ import annotations
 
 import argparse
+import itertools
 import statistics
 import tempfile
 import time
@@ -36,18 +38,44 @@ def cpu_seconds(function: Callable[[], Any], repeats: int) -> float:
     return statistics.median(times)
 
 
-def per_call_us(folder: Path, calls: list[Call], repeats: int) -> float:
-    floor = cpu_seconds(lambda: drive_raw(floor_transport(calls), BASE, calls), repeats)
-    fresh = iter(range(1_000_000))
+_FRESH = itertools.count()  # every recording into a new cassette, also across rows (else a re-record)
+
+
+def per_call_us(
+    folder: Path, calls: list[Call], repeats: int, drive: Callable[[Any, str, list[Call]], int] = drive_raw
+) -> float:
+    floor = cpu_seconds(lambda: drive(floor_transport(calls), BASE, calls), repeats)
     recording = cpu_seconds(
-        lambda: drive_raw(
-            vcr_transport.RecordingTransport(floor_transport(calls), folder / f"fresh-{next(fresh)}.jsonl"),
+        lambda: drive(
+            vcr_transport.RecordingTransport(floor_transport(calls), folder / f"fresh-{next(_FRESH)}.jsonl"),
             BASE,
             calls,
         ),
         repeats,
     )
     return (recording - floor) / len(calls) * 1e6
+
+
+PROMPT = "hello world " * 200  # with the rest of the request, an openai-shaped body of about 2.5 KB
+
+
+def drive_long_requests(transport: Any, base_url: str, calls: list[Call]) -> int:
+    """``drive_raw`` with request bodies shaped like an SDK's chat request: a model, a temperature, a
+    message of 2.4 KB."""
+    received = 0
+    with httpx2.Client(transport=transport) as client:
+        for call in calls:
+            body = {
+                "kind": call.kind,
+                "n": call.number,
+                "model": "gpt-4o",
+                "temperature": 0.7,
+                "messages": [{"role": "user", "content": PROMPT}],
+            }
+            with client.stream("POST", base_url + call.path, json=body) as response:
+                for _ in response.iter_bytes():
+                    received += 1
+    return received
 
 
 def rerecord_close_ms(path: Path, calls: list[Call], repeats: int) -> tuple[float, float]:
@@ -72,10 +100,12 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as name:
         folder = Path(name)
         overhead = per_call_us(folder, json_calls, repeats)
+        long_requests = per_call_us(folder, json_calls, repeats, drive_long_requests)
         json_close, json_mb = rerecord_close_ms(folder / "json.jsonl", json_calls, repeats)
         sse_close, sse_mb = rerecord_close_ms(folder / "sse.jsonl", sse_calls, repeats)
     print(f"{Path(vcr_transport.__file__).parent.parent}")
     print(f"  recording overhead, 500 JSON calls into a new cassette: {overhead:.1f} us per call (CPU)")
+    print(f"  the same with 2.5 KB request bodies (an SDK's chat request): {long_requests:.1f} us per call (CPU)")
     print(f"  re-record close, 500 JSON calls, {json_mb:.2f} MB: {json_close:.1f} ms (CPU)")
     print(f"  re-record close, 50 SSE calls of 400 chunks, {sse_mb:.2f} MB: {sse_close:.1f} ms (CPU)")
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import random
+import re
 import struct
 from pathlib import Path
 from typing import Any
@@ -186,12 +187,28 @@ def test_numbers_are_plain_never_says_yes_wrongly() -> None:
     assert not numbers_are_plain('{"a": 1e-05}'.encode("utf-16")), "digits of other encodings are not read"
 
 
+def test_numbers_are_plain_answers_as_the_plain_alternation_of_what_it_looks_for() -> None:
+    alternation = re.compile(rb"[0-9][eE]|NaN|Infinity|[0-9]{16}|0\.0000|\x00")
+    pieces = [b"0", b"1", b"9", b"e", b"E", b".", b"N", b"a", b"I", b"nfinity", b"\x00", b"x", b"0000", b"1234567"]
+    rng = random.Random(7)
+    answers = set()
+    for _ in range(20000):
+        text = b"".join(rng.choice(pieces) for _ in range(rng.randint(0, 12)))
+        plain = alternation.search(text) is None
+        assert numbers_are_plain(text) == plain, text
+        answers.add(plain)
+    assert answers == {True, False}
+
+
 def test_recorded_lines_match_json_for_bodies_with_any_numbers(upstream: Upstream, cassette: Path) -> None:
     bodies = [
         {"temperature": 0.7, "top_p": 1e-05, "seed": 2**70, "big": 1.5e300},
         {"temperature": 0.00001, "n": 12345678901234567.0, "x": -0.0},
         {"prompt": "1e5 is a number in a string", "values": [0.1, 0.25]},
+        {"prompt": "long " * 200, "top_p": 1e-05, "values": [0.5, float("1e22")]},  # searched value by value
+        {"prompt": "long " * 200, "temperature": 0.7},
     ]
+    assert all(len(json.dumps(body)) > 512 for body in bodies[-2:]), "longer than the bodies searched as text"
     with httpx2.Client(transport=vcr_transport.RecordingTransport(httpx2.HTTPTransport(), cassette)) as client:
         for body in bodies:
             client.post(upstream.url + "/v1/chat/completions", json={"messages": MESSAGES, **body})

@@ -62,7 +62,6 @@ _transport_library_of_class: dict[type, ModuleType | None] = {}
 
 
 @functools.cache
-@functools.cache
 def stream_class(library: ModuleType, base: type) -> type:
     """``base`` made an instance of ``library``'s SyncByteStream and AsyncByteStream, as clients assert.
     Made once per library and base (a class per response would cost more than the response)."""
@@ -112,5 +111,10 @@ def convert_error(exc: BaseException, library: ModuleType, request: Any) -> Base
 
 
 def header_pairs(headers: Any) -> list[tuple[str, str]]:
-    """Raw header pairs, original case and order kept."""
-    return [(name.decode("latin-1"), value.decode("latin-1")) for name, value in headers.raw]
+    """Raw header pairs, original case and order kept, decoded as latin-1. Read from the (raw name, lower
+    name, value) list that httpx and httpx2 ``Headers`` keep, rather than through ``.raw``, which builds a
+    list first; any other headers object through ``.raw``."""
+    triples = getattr(headers, "_list", None)
+    if type(triples) is not list:
+        return [(name.decode("latin-1"), value.decode("latin-1")) for name, value in headers.raw]
+    return [(name.decode("latin-1"), value.decode("latin-1")) for name, _, value in triples]

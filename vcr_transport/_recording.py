@@ -19,7 +19,7 @@ from itertools import accumulate
 from operator import itemgetter
 from typing import Any, NoReturn
 
-from ._core._bodies import binary_body, content_encoding, content_type_of, redact_url, stored_body
+from ._core._bodies import body_headers, redact_url, stored_body
 from ._core._format import (
     call_end_line,
     encode_line,
@@ -102,11 +102,11 @@ class _CallRecording:
         redactor = self.recording.redactor
         line = response_line(self.index, status, redactor.redact_headers(headers), http_version)
         self.recording.guarded(self.recording.write, line, False, True)
-        encoding = content_encoding(headers)
+        content_type, encoding, binary = body_headers(headers)
         if encoding:
             self._redacting = EncodedBodyRedactor(redactor, encoding)
-        elif not binary_body(headers):
-            event_stream = "event-stream" in (content_type_of(headers) or "")
+        elif not binary:
+            event_stream = "event-stream" in content_type
             # Text spread over SSE deltas is reassembled only in an event stream.
             self._redacting = StreamRedactor(redactor, deltas=event_stream)
             if event_stream:
@@ -290,11 +290,14 @@ class _Recording:
             self._calls[call.index] = call
             redactor = self.redactor
             stored_headers = redactor.redact_headers(headers)  # first: the values it learns leave the URL too
-            encoding = content_encoding(headers)
-            stored = stored_body(body, content_type_of(headers), redactor, encoding=encoding)
+            content_type, encoding, _ = body_headers(headers)
+            stored = stored_body(body, content_type, redactor, encoding=encoding)
             # The JSON of a body stored parsed is searched for floats json and msgspec write apart only
-            # when its text may hold one.
-            plain = stored is None or "json" not in stored or (not encoding and numbers_are_plain(body))
+            # when its text may hold one; the line of a longer body is searched by encode_line, value by
+            # value, which is faster than reading its text byte by byte when its strings are long.
+            plain = stored is None or "json" not in stored
+            if not plain and not encoding and len(body) <= _FLOATS_SEARCHED_IN_TEXT:
+                plain = numbers_are_plain(body)
             line = request_line(call.index, method, redact_url(url, redactor), stored_headers, stored)
             self.guarded(self.write, line, False, plain)
         return call
@@ -331,6 +334,9 @@ class _Recording:
             failure.add_note(f"vcr_transport: {message}")
         else:
             warnings.warn(message, RecordingNotSavedWarning, stacklevel=2)
+
+
+_FLOATS_SEARCHED_IN_TEXT = 512  # the longest JSON request body whose text numbers_are_plain searches
 
 
 _live_recorders: weakref.WeakSet[CassetteRecorder] = weakref.WeakSet()
@@ -563,7 +569,11 @@ class _RecordingBase(TransportLifecycle):
         response (``accept-encoding: identity``); the caller's request object is left as it is."""
         if not self.recorder.plain_bodies:
             return request
-        names = [name.lower() for name, _ in request.headers.raw]
+        triples = getattr(request.headers, "_list", None)  # httpx's and httpx2's (name, lower name, value)
+        if type(triples) is list:
+            names = [lower for _, lower, _ in triples]
+        else:
+            names = [name.lower() for name, _ in request.headers.raw]
         if names.count(b"accept-encoding") > 1 or not _holds_what_a_build_adds(request, names):
             identity = (b"accept-encoding", b"identity")
             raw = [
@@ -574,9 +584,19 @@ class _RecordingBase(TransportLifecycle):
             return library_of(request).Request(
                 request.method, request.url, headers=raw, content=request.content, extensions=request.extensions
             )
-        # What that build gives, without parsing the URL and the headers again.
-        headers = type(request.headers)(request.headers)  # not .copy(), which works out their encoding first
-        headers["accept-encoding"] = "identity"  # in the place of the one there, or last
+        # What that build gives, without parsing the URL and the headers again: the headers copied with
+        # ``accept-encoding: identity`` in the place of the one there, or last (as ``headers[...] = ...``,
+        # which works out their encoding first).
+        if type(triples) is list:
+            identity_triple = (b"accept-encoding", b"accept-encoding", b"identity")
+            copied = [identity_triple if t[1] == b"accept-encoding" else t for t in triples]
+            if b"accept-encoding" not in names:
+                copied.append(identity_triple)
+            headers = type(request.headers)()
+            headers._list = copied
+        else:
+            headers = type(request.headers)(request.headers)
+            headers["accept-encoding"] = "identity"
         forwarded = object.__new__(type(request))
         forwarded.__dict__.update(request.__dict__)  # method, url, the read content and its ByteStream
         forwarded.headers = headers
@@ -607,11 +627,10 @@ class _RecordingBase(TransportLifecycle):
             http_version = http_version.decode("ascii", "replace")
         headers = header_pairs(response.headers)
         call.response(response.status_code, headers, str(http_version))
-        try:
-            content = response.content  # a transport may hand back a body it already read (MockTransport)
-        except (library.ResponseNotRead, library_of(response).ResponseNotRead):
-            pass
-        else:
+        # A transport may hand back a body it already read (MockTransport): what ``response.content`` holds
+        # then, read without the ResponseNotRead it raises otherwise (httpx and httpx2 alike).
+        content = getattr(response, "_content", None)
+        if content is not None:
             call.chunk(content)
             call.end("complete")
             if library_of(response) is library:

@@ -4,6 +4,7 @@ content-encodings decoded and encoded again, and SSE text split into events. No 
 from __future__ import annotations
 
 import base64
+import functools
 import importlib
 import json
 import re
@@ -19,6 +20,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "binary_body",
+    "body_headers",
     "content_codec",
     "content_encoding",
     "content_encodings",
@@ -38,6 +40,23 @@ def content_type_of(headers: Iterable[tuple[str, str]]) -> str:
         if name.lower() == "content-type":
             return value.lower()
     return ""
+
+
+def body_headers(headers: Iterable[tuple[str, str]]) -> tuple[str, str, bool]:
+    """(``content_type_of(headers)``, ``content_encoding(headers)``, ``binary_body(headers)``) in one pass
+    over them."""
+    content_type = None
+    encodings = []
+    binary = False
+    for name, value in headers:
+        lower = name.lower()
+        if lower == "content-type":
+            if content_type is None:
+                content_type = value.lower()
+            binary = binary or _binary_type(value)
+        elif lower == "content-encoding":
+            encodings.append(("content-encoding", value))
+    return content_type or "", content_encoding(encodings) if encodings else "", binary
 
 
 def stored_body(content: bytes, content_type: str, redactor: Redactor, *, encoding: str = "") -> StoredBody:
@@ -105,12 +124,16 @@ def redact_url(url: str, redactor: Redactor) -> str:
 
 def _unredactable(content: bytes, redactor: Redactor) -> bool:
     """Whether JSON ``content`` surely comes out of redaction as it went in: UTF-8 text in which the
-    redactor could change nothing (nor in its keys and strings once parsed)."""
+    redactor could change nothing (nor in its keys and strings once parsed). Asked of the text, or of the
+    bytes (``could_redact_data``, the same question, faster from about 200 bytes on) when longer."""
     try:
-        text = content.decode("utf-8")
+        text = content.decode("utf-8") if len(content) < _SEARCHED_AS_BYTES or not content.isascii() else None
     except UnicodeDecodeError:
         return False
-    return not redactor.could_redact(text)
+    return not (redactor.could_redact(text) if text is not None else redactor.could_redact_data(content))
+
+
+_SEARCHED_AS_BYTES = 256  # the length from which _unredactable searches a body's bytes rather than its text
 
 
 def _stored_encoded(content: bytes, content_type: str, redactor: Redactor, encoding: str) -> StoredBody:
@@ -137,6 +160,9 @@ class _NoRedaction:
         return obj
 
     def could_redact(self, text: str) -> bool:
+        return False
+
+    def could_redact_data(self, data: bytes) -> bool:
         return False
 
     def redact_form(self, text: str) -> str:
@@ -230,7 +256,7 @@ def redact_multipart(content: bytes, content_type: str, redactor: Redactor) -> b
 
 
 def _binary_media(content_type: str) -> bool:
-    return binary_body([("content-type", content_type)]) if content_type else False
+    return _binary_type(content_type) if content_type else False
 
 
 def content_encodings(headers: Iterable[tuple[str, str]]) -> list[str]:
@@ -273,17 +299,19 @@ def encode_stacked(data: bytes, encodings: Sequence[str]) -> bytes | None:
 
 def binary_body(headers: Iterable[tuple[str, str]]) -> bool:
     """Bodies of a binary media type (images, audio, PDFs...), which redaction leaves alone."""
-    for name, value in headers:
-        if name.lower() == "content-type":
-            media = value.split(";")[0].strip().lower()
-            if media.startswith(("image/", "audio/", "video/", "font/")) or media in (
-                "application/octet-stream",
-                "application/pdf",
-                "application/zip",
-                "application/gzip",
-            ):
-                return True
-    return False
+    return any(name.lower() == "content-type" and _binary_type(value) for name, value in headers)
+
+
+@functools.lru_cache(maxsize=256)  # a program sees few content types, each on many calls
+def _binary_type(content_type: str) -> bool:
+    """Whether a Content-Type header value names a binary media type."""
+    media = content_type.split(";")[0].strip().lower()
+    return media.startswith(("image/", "audio/", "video/", "font/")) or media in (
+        "application/octet-stream",
+        "application/pdf",
+        "application/zip",
+        "application/gzip",
+    )
 
 
 Codec = tuple[Callable[[bytes], bytes], Callable[[bytes], bytes]]

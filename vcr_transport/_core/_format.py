@@ -269,7 +269,9 @@ _line_encoder = msgspec.json.Encoder()
 # What may stand in JSON text for a float written with an exponent or not finite: an exponent, NaN or
 # Infinity, 16 digits in a row (1e16 and up, also after rounding), a fraction below 0.0001; and a NUL byte,
 # which UTF-8 JSON never holds but UTF-16 and UTF-32 JSON always do (their digits are not searched here).
-_ODD_NUMBER = re.compile(rb"[0-9][eE]|NaN|Infinity|[0-9]{16}|0\.0000|\x00")
+# The same as ``[0-9][eE]|NaN|Infinity|[0-9]{16}|0\.0000|\x00``, written to start with one character class
+# that the engine skips to (the alternation alone tries each branch at every byte: 3 to 6 times slower).
+_ODD_NUMBER = re.compile(rb"[0-9IN\x00](?:(?<=[0-9])(?:[eE]|[0-9]{15})|(?<=0)\.0000|(?<=N)aN|(?<=I)nfinity|(?<=\x00))")
 
 
 def numbers_are_plain(json_text: bytes) -> bool:
@@ -321,7 +323,7 @@ def request_line(
         "call_index": call_index,
         "method": method,
         "url": url,
-        "headers": [list(pair) for pair in headers],
+        "headers": list(headers),
         "body": body,
     }
 
@@ -333,7 +335,7 @@ def response_line(
         "type": "response",
         "call_index": call_index,
         "status": status,
-        "headers": [list(pair) for pair in headers],
+        "headers": list(headers),
         "http_version": http_version,
     }
 
