@@ -45,6 +45,7 @@ def render(results: dict[str, Any]) -> str:
     sdk = _by_name(results["replay_openai"])
     first = _by_name(results["first_byte"])
     memory = _by_name(results["memory"])
+    held = _by_name(results["memory_held"])
     scaling = results["scaling"]
     overhead = _by_name(results["record_overhead"])
     imports = _by_name(results["imports"])
@@ -101,6 +102,8 @@ def render(results: dict[str, Any]) -> str:
         f"| peak RSS growth recording / replaying a {memory['live']['mb_streamed']:.0f} MB stream "
         f"(cassette {memory['cassette size']['cassette_mb']:.0f} MB) "
         f"| {memory['record']['growth_mb']:.1f} MB / {memory['replay']['growth_mb']:.1f} MB |",
+        f"| peak RSS growth replaying a {held['cassette size']['cassette_mb']:.0f} MB cassette held in memory "
+        f"| {held['replay']['growth_mb']:.1f} MB |",
         "| replay cost per call at "
         + ", ".join(row["name"].removesuffix(" calls") for row in per_call)
         + f" calls (floor {min(r['floor_per_call_us'] for r in per_call):.0f}"

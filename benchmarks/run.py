@@ -643,6 +643,7 @@ def goals(results: dict[str, Any], big_stream_mb: int) -> list[dict[str, Any]]:
     floor_chunks = results["replay_raw"][0]["count"]
     first = {r["name"]: r for r in results["first_byte"]}
     memory = {r["name"]: r for r in results["memory"]}
+    held = {r["name"]: r for r in results["memory_held"]}
     per_call = [r["per_call_us"] for r in results["scaling"] if "per_call_us" in r]
     million = results["million_lines"][0]
     overhead = {r["name"]: r for r in results["record_overhead"]}
@@ -699,10 +700,12 @@ def goals(results: dict[str, Any], big_stream_mb: int) -> list[dict[str, Any]]:
             f"({imports['... and use its transports']['ms']:.1f} ms with its transports loaded)",
         },
         {
-            "goal": f"memory while replaying a {big_stream_mb} MB stream at most 2x the cassette size",
-            "met": memory["replay"]["growth_mb"] <= 2 * memory["cassette size"]["cassette_mb"],
+            "goal": "memory while replaying at most 2x the cassette size, streamed from the file and held in memory",
+            "met": memory["replay"]["growth_mb"] <= 2 * memory["cassette size"]["cassette_mb"]
+            and held["replay"]["growth_mb"] <= 2 * held["cassette size"]["cassette_mb"],
             "measured": f"{memory['replay']['growth_mb']:.1f} MB for a {memory['cassette size']['cassette_mb']:.0f} MB"
-            f" cassette (recording {memory['record']['growth_mb']:.1f} MB)",
+            f" cassette, {held['replay']['growth_mb']:.1f} MB for one of {held['cassette size']['cassette_mb']:.0f} MB"
+            f" held in memory (recording {memory['record']['growth_mb']:.1f} MB)",
         },
         {
             "goal": "a 1,000,000-line cassette opens in under 2 s",
@@ -727,6 +730,9 @@ TABLES: list[tuple[str, str, list[tuple[str, str, int]]]] = [
      [("", "name", 22), ("first byte ms", "first_ms", 15), ("over live ms", "over_live_ms", 14),
       ("total s", "total_s", 9), ("chunks", "chunks", 8), ("replayed chunks", "replayed_chunks", 17)]),
     ("memory", "4. memory for one long stream (peak RSS growth, child process)",
+     [("", "name", 16), ("MB streamed", "mb_streamed", 14), ("seconds", "seconds", 9),
+      ("RSS growth MB", "growth_mb", 15), ("cassette MB", "cassette_mb", 13)]),
+    ("memory_held", "4b. the same for a stream whose cassette is held in memory (under the lazy threshold)",
      [("", "name", 16), ("MB streamed", "mb_streamed", 14), ("seconds", "seconds", 9),
       ("RSS growth MB", "growth_mb", 15), ("cassette MB", "cassette_mb", 13)]),
     ("scaling", "5. scaling",
@@ -784,12 +790,13 @@ def main() -> None:
         results["replay_openai"] = bench_replay(folder, calls, max(3, repeats // 2), drive_openai, "openai")
         results["first_byte"] = bench_first_byte(folder, 3)
         results["memory"] = bench_memory(folder, (100 if args.quick else 1024) * 1024 * 1024)
+        results["memory_held"] = bench_memory(folder, 24 * 1024 * 1024)  # under the lazy threshold: held
         results["scaling"] = bench_scaling(folder, 3, args.quick)
         results["record_overhead"] = bench_record_overhead(folder, repeats)
         results["imports"] = bench_import(5 if args.quick else 11)
         results["million_lines"] = bench_million_lines(folder, 3)
 
-    for row in results["memory"]:
+    for row in results["memory"] + results["memory_held"]:
         if "bytes" in row:
             row["mb_streamed"] = row["bytes"] / 1e6
     for key, title, columns in TABLES:

@@ -36,6 +36,7 @@ def test_goals_are_judged_from_the_results() -> None:
             {"name": "replay", "growth_mb": 1.0},
             {"name": "cassette size", "cassette_mb": 100.0},
         ],
+        "memory_held": [{"name": "replay", "growth_mb": 30.0}, {"name": "cassette size", "cassette_mb": 25.0}],
         "scaling": [{"per_call_us": 100.0}, {"per_call_us": 120.0}, {"name": "big", "open_s": 0.7}],
         "million_lines": [{"name": "open", "seconds": 2.5, "cpu_seconds": 1.5}, {"name": "verify", "growth_mb": 9.0}],
         "record_overhead": [

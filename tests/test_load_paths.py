@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 
 from vcr_transport import CassetteError
+from vcr_transport._core import _format
 from vcr_transport._core._format import (
     Cassette,
     call_end_line,
@@ -121,3 +122,25 @@ def test_the_engine_gives_the_fields_the_matcher_gives_for_every_url_and_content
         if "compare_headers" in options:
             assert fields["headers"]["content-length"] == length
         assert "sk-abcdefghijklmnopqrstuvwxyz0123" not in json.dumps(fields)
+
+
+@pytest.mark.parametrize("run_bytes", [1, 40, 97, 250])
+def test_a_cassette_parsed_in_runs_of_lines_loads_as_it_does_whole(
+    cassette: Path, monkeypatch: pytest.MonkeyPatch, run_bytes: int
+) -> None:
+    """A cassette held in memory is decoded a run of lines at a time (so only one run's decoded lines live
+    beside the chunks): cut anywhere, it loads the same calls, and a bad line still names its number."""
+    lines = _interleaved_lines()
+    data = "".join(lines).encode()
+    whole = Cassette.parse(data, "c.jsonl")
+    monkeypatch.setattr(_format, "_PARSE_RUN_BYTES", run_bytes)
+    assert b"".join(_format._runs_of_lines(data)) == data
+    assert _summary(Cassette.parse(data, "c.jsonl")) == _summary(whole)
+    bad = lines[:]
+    bad[9] = bad[9].replace('"event_index":', '"event_index":"x","_":')
+    with pytest.raises(CassetteError) as caught:
+        Cassette.parse("".join(bad).encode(), "c.jsonl")
+    assert caught.value.line == 10
+    with pytest.raises(CassetteError, match="cut off") as cut:
+        Cassette.parse(data[:-1], "c.jsonl")
+    assert cut.value.line == len(lines)
