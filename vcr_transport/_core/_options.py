@@ -135,7 +135,7 @@ class Options:
     )
     parse_cache: bool = _option(
         True,
-        "keep what the parser accepted of a cassette over 256 KB in a cache keyed by the SHA-256 of its bytes "
+        "keep what the parser accepted of a cassette over 256 KB in a cache keyed by the XXH3-128 hash of its bytes "
         "($VCR_TRANSPORT_CACHE_DIR, else $XDG_CACHE_HOME/vcr_transport/parse, else ~/.cache/vcr_transport/parse), "
         "so the next replay of the same bytes skips parsing; False neither reads nor writes it",
         kind="bool",
