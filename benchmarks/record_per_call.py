@@ -41,9 +41,10 @@ def cpu_seconds(function: Callable[[], Any], repeats: int) -> float:
 _FRESH = itertools.count()  # every recording into a new cassette, also across rows (else a re-record)
 
 
-def per_call_us(
+def overhead_seconds(
     folder: Path, calls: list[Call], repeats: int, drive: Callable[[Any, str, list[Call]], int] = drive_raw
 ) -> float:
+    """CPU seconds that recording ``calls`` (into a new cassette) takes beyond the floor transport alone."""
     floor = cpu_seconds(lambda: drive(floor_transport(calls), BASE, calls), repeats)
     recording = cpu_seconds(
         lambda: drive(
@@ -53,7 +54,13 @@ def per_call_us(
         ),
         repeats,
     )
-    return (recording - floor) / len(calls) * 1e6
+    return recording - floor
+
+
+def per_call_us(
+    folder: Path, calls: list[Call], repeats: int, drive: Callable[[Any, str, list[Call]], int] = drive_raw
+) -> float:
+    return overhead_seconds(folder, calls, repeats, drive) / len(calls) * 1e6
 
 
 PROMPT = "hello world " * 200  # with the rest of the request, an openai-shaped body of about 2.5 KB

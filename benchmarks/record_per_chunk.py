@@ -15,24 +15,13 @@ import tempfile
 from pathlib import Path
 
 import vcr_transport
-from benchmarks.record_per_call import BASE, cpu_seconds
-from benchmarks.run import drive_raw, floor_transport, workload
+from benchmarks.record_per_call import overhead_seconds
+from benchmarks.run import workload
 
 
 def per_chunk_us(folder: Path, repeats: int) -> float:
     calls = workload(json_calls=0, sse_calls=50, chunks=400)
-    chunks = sum(len(call.chunks) for call in calls)
-    floor = cpu_seconds(lambda: drive_raw(floor_transport(calls), BASE, calls), repeats)
-    fresh = iter(range(1_000_000))
-    recording = cpu_seconds(
-        lambda: drive_raw(
-            vcr_transport.RecordingTransport(floor_transport(calls), folder / f"fresh-{next(fresh)}.jsonl"),
-            BASE,
-            calls,
-        ),
-        repeats,
-    )
-    return (recording - floor) / chunks * 1e6
+    return overhead_seconds(folder, calls, repeats) / sum(len(call.chunks) for call in calls) * 1e6
 
 
 def main() -> None:
