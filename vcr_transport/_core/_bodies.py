@@ -30,6 +30,7 @@ __all__ = [
     "encode_stacked",
     "redact_url",
     "stored_body",
+    "unredactable",
 ]
 
 StoredBody = dict[str, Any] | None
@@ -79,7 +80,7 @@ def stored_body(content: bytes, content_type: str, redactor: Redactor, *, encodi
         except ValueError:
             pass
         else:
-            return {"json": parsed if _unredactable(content, redactor) else _redact_json(parsed, redactor)}
+            return {"json": parsed if unredactable(content, redactor) else _redact_json(parsed, redactor)}
     if content_type.startswith("multipart/"):
         content = redact_multipart(content, content_type, redactor)
     try:
@@ -122,7 +123,7 @@ def redact_url(url: str, redactor: Redactor) -> str:
     return "/".join(redactor.redact_text(segment) for segment in redacted.split("/"))
 
 
-def _unredactable(content: bytes, redactor: Redactor) -> bool:
+def unredactable(content: bytes, redactor: Redactor) -> bool:
     """Whether JSON ``content`` surely comes out of redaction as it went in: UTF-8 text in which the
     redactor could change nothing (nor in its keys and strings once parsed). Asked of the text, or of the
     bytes (``could_redact_data``, the same question, faster from about 200 bytes on) when longer."""
@@ -133,7 +134,7 @@ def _unredactable(content: bytes, redactor: Redactor) -> bool:
     return not (redactor.could_redact(text) if text is not None else redactor.could_redact_data(content))
 
 
-_SEARCHED_AS_BYTES = 256  # the length from which _unredactable searches a body's bytes rather than its text
+_SEARCHED_AS_BYTES = 256  # the length from which unredactable searches a body's bytes rather than its text
 
 
 def _stored_encoded(content: bytes, content_type: str, redactor: Redactor, encoding: str) -> StoredBody:

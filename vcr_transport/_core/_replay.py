@@ -13,7 +13,7 @@ from typing import Any, NamedTuple
 import msgspec
 
 from .._exceptions import ReplayMismatch
-from ._bodies import binary_body, content_encoding, content_type_of, redact_url, stored_body
+from ._bodies import binary_body, content_encoding, content_type_of, redact_url, stored_body, unredactable
 from ._format import Cassette, RecordedCall, StoredBody
 from ._matching import RequestMatcher
 from ._redaction import Redactor
@@ -216,7 +216,7 @@ class ReplayEngine:
         """What ``headers`` give (redacted, comparable), made once and reused for as long as the redactor has
         learned no new secret (a new one could change how they redact)."""
         redactor = self.redactor
-        generation = getattr(redactor, "_forms", object())  # replaced by Redactor.learn; anything else: no reuse
+        generation = redactor.learned_forms
         if self._length_volatile:
             # Another spelling of the name stays in the key: only a miss more, never a wrong entry.
             key = tuple([pair for pair in headers if pair[0] not in _LENGTH_SPELLINGS])
@@ -229,9 +229,8 @@ class ReplayEngine:
             content_type = content_type_of(headers)
             encoding = content_encoding(headers)
             json_body = not encoding and "json" in content_type and not binary_body([("content-type", content_type)])
-            cached = _IncomingHeaders(
-                getattr(redactor, "_forms", object()), comparable, content_type, encoding, json_body
-            )
+            # What was learned from these headers counts: the generation after redacting them.
+            cached = _IncomingHeaders(redactor.learned_forms, comparable, content_type, encoding, json_body)
             _remember(self._incoming_headers, key, cached)
         return cached
 
@@ -281,13 +280,13 @@ class ReplayEngine:
             return False
         if exact.headers is not shared.comparable[0] and exact.headers != shared.comparable[0]:
             return False
-        if body and not (shared.json_body and _utf8_unredactable(body, self.redactor)):
+        if body and not (shared.json_body and unredactable(body, self.redactor)):
             return False
         return not self._url_may_redact(url)
 
     def _url_may_redact(self, url: str) -> bool:
         """``redactor.could_redact(url)``, remembered per URL while the redactor learns nothing new."""
-        generation = getattr(self.redactor, "_forms", object())
+        generation = self.redactor.learned_forms
         cached = self._url_redactable.get(url)
         if cached is None or cached[0] is not generation:
             cached = (generation, self.redactor.could_redact(url))
@@ -361,16 +360,6 @@ class ReplayEngine:
 
     def unplayed(self) -> list[tuple[int, str, str]]:
         return [(c.index, c.method, c.url) for c in self.cassette.calls if not self.played[c.index]]
-
-
-def _utf8_unredactable(body: bytes, redactor: Redactor) -> bool:
-    """Whether ``body`` is UTF-8 in which the redactor could change nothing (``stored_body`` then stores
-    its JSON unredacted)."""
-    try:
-        text = body.decode("utf-8")
-    except UnicodeDecodeError:
-        return False
-    return not redactor.could_redact(text)
 
 
 def _remember(cache: dict[Any, Any], key: Any, value: Any) -> None:
