@@ -13,6 +13,7 @@ import httpx
 import httpx2
 import pytest
 from helpers import call_ends, cassette_lines, recording
+from real_wire import vendor_of, with_real_headers
 from upstream import Received, Reply, Upstream
 
 import vcr_transport
@@ -104,9 +105,11 @@ def test_first_chunk_reaches_the_caller_before_the_stream_ends(side: Side, upstr
 
     # The server sends the first chunk, then waits for the caller to say it got it.
     class GatedHandler(original):  # type: ignore[misc, valid-type]
-        def _send(self, reply: Reply) -> None:
+        def _send(self, reply: Reply, path: str, key: bytes) -> None:
             first, rest = reply.chunks[:1], reply.chunks[1:]
-            self.send_response(200)
+            self.send_response_only(200)
+            for name, value in with_real_headers(reply.headers, vendor_of(path), key):
+                self.send_header(name, value)
             self.send_header("transfer-encoding", "chunked")
             self.end_headers()
             self.wfile.write(b"%x\r\n%s\r\n" % (len(first[0]), first[0]))

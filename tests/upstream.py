@@ -1,7 +1,8 @@
 """A vendor-shaped HTTP server on 127.0.0.1 for the tests: real sockets, real chunked transfer.
 
 A route answers a request with a Reply: status, headers and the body as a list of chunks, each written and
-flushed separately, optionally with a pause between them, cut off midway, or gzip-encoded (always, or
+flushed separately, after the response headers the vendor really sends (``real_wire``: Cloudflare cookies,
+HSTS, rate limits), optionally with a pause between them, cut off midway, or gzip-encoded (always, or
 only when the request's accept-encoding allows gzip, as real vendors do).
 """
 
@@ -18,6 +19,8 @@ from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Literal
 
+from real_wire import vendor_of, with_real_headers
+
 
 @dataclass
 class Reply:
@@ -28,6 +31,8 @@ class Reply:
     cut_after: int | None = None  # drop the connection after this many chunks
     gzip: bool | Literal["if-accepted"] = False
     content_length: bool = False
+    # The vendor's real response headers (cookies, HSTS...) go before the reply's own: see real_wire.
+    real_headers: bool = True
 
     @classmethod
     def json(cls, obj: Any, status: int = 200, **kwargs: Any) -> Reply:
@@ -89,7 +94,7 @@ class Upstream:
                 if reply.gzip == "if-accepted":
                     accepted = "gzip" in received.headers.get("accept-encoding", "").lower()
                     reply = dataclasses.replace(reply, gzip=accepted)
-                self._send(reply)
+                self._send(reply, received.path, received.path.encode() + received.body)
 
             def _read_chunked(self) -> bytes:
                 body = b""
@@ -102,12 +107,17 @@ class Upstream:
 
             do_GET = do_POST = do_DELETE = do_PUT = do_PATCH = _handle
 
-            def _send(self, reply: Reply) -> None:
+            def _send(self, reply: Reply, path: str, key: bytes) -> None:
                 chunks = reply.chunks
                 if reply.gzip:
                     chunks = split_bytes(gzip.compress(b"".join(chunks)), max(1, len(b"".join(chunks)) // 3))
-                self.send_response(reply.status)
-                for name, value in reply.headers:
+                headers = reply.headers
+                if reply.real_headers:  # the vendor's own Date and Server, not http.server's
+                    self.send_response_only(reply.status)
+                    headers = with_real_headers(headers, vendor_of(path), key)
+                else:
+                    self.send_response(reply.status)
+                for name, value in headers:
                     self.send_header(name, value)
                 if reply.gzip:
                     self.send_header("content-encoding", "gzip")

@@ -1,0 +1,121 @@
+"""The response headers real vendors send (../shared/vendor-headers), for every test upstream.
+
+api.openai.com and api.anthropic.com answer with Cloudflare cookies (``__cf_bm``, ``_cfuvid``) carrying
+``Domain``, ``Path``, ``Expires`` and ``HttpOnly; Secure; SameSite=None``, plus HSTS with ``max-age``,
+``alt-svc``, rate-limit and processing-time headers. A fixture without them proves nothing about the real
+wire, so ``Upstream`` serves one of these sets with every reply (chosen by the request, so that the sets are all
+met), and
+``vendor_mock`` answers at the vendor's own host with them.
+
+The sets are read from ``../shared/vendor-headers`` beside the checkout; without it, a small set of the
+same shape (the two Cloudflare cookies, HSTS) stands in, so that the tests still meet cookies.
+"""
+
+from __future__ import annotations
+
+import json
+import zlib
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+HEADERS_FOLDER = Path(__file__).resolve().parents[2] / "shared" / "vendor-headers"
+# What a server sets itself for the body it sends: taken from the reply, never from a recorded set.
+_FRAMING = {"content-length", "transfer-encoding", "content-encoding", "connection", "content-type"}
+
+_STAND_IN = {
+    "openai": [
+        ("CF-RAY", "93f1b2c3d4e5f607-IAD"),
+        (
+            "Set-Cookie",
+            "__cf_bm=Xq7kP2mN9vL4tR8wZ1yB6cD3fH5jK0sA.uE-1700000000-1.0.1.1-"
+            "aB3cD4eF5gH6iJ7kL8mN9oP0qR1sT2uV3wX4yZ5; path=/; expires=Tue, 01-Dec-26 20:30:00 GMT; "
+            "domain=.api.openai.com; HttpOnly; Secure; SameSite=None",
+        ),
+        (
+            "Set-Cookie",
+            "_cfuvid=Zy9xW8vU7tS6rQ5pO4nM3lK2jI1hG0fE.dC-1700000000000-0.0.1.1-604800000; path=/; "
+            "domain=.api.openai.com; HttpOnly; Secure; SameSite=None",
+        ),
+        ("strict-transport-security", "max-age=31536000; includeSubDomains; preload"),
+        ("openai-processing-ms", "170"),
+        ("x-request-id", "req_8xNbe3nNyjOq9wMxEhh2FDEE"),
+    ],
+    "anthropic": [
+        ("CF-RAY", "93f1b2c3d4e5f608-IAD"),
+        (
+            "set-cookie",
+            "_cfuvid=iANTSBS4dlrRkFu6PB7dYwhSmLGbZKcI2HM28FvqmHH-1700000000000-0.0.1.1-604800000; "
+            "HttpOnly; SameSite=None; Secure; Path=/; Domain=api.anthropic.com",
+        ),
+        ("strict-transport-security", "max-age=31536000; includeSubDomains; preload"),
+        ("request-id", "req_011CQ2mn9vL4tR8wZ1yB6cD3"),
+    ],
+}
+
+
+def _load() -> dict[str, list[list[tuple[str, str]]]]:
+    sets: dict[str, list[list[tuple[str, str]]]] = {}
+    for vendor in ("openai", "anthropic"):
+        path = HEADERS_FOLDER / f"{vendor}.json"
+        if path.is_file():
+            entries = json.loads(path.read_text())
+            sets[vendor] = [[(name, value) for name, value in entry["headers"]] for entry in entries]
+        else:
+            sets[vendor] = [_STAND_IN[vendor]]
+    return sets
+
+
+HEADER_SETS = _load()
+# Sets whose cookies carry a real value with attributes (not the "SET-COOKIE-XXX=" of filtered cassettes).
+COOKIE_SETS = {
+    vendor: [
+        number for number, headers in enumerate(sets) if any(";" in v for n, v in headers if n.lower() == "set-cookie")
+    ]
+    for vendor, sets in HEADER_SETS.items()
+}
+
+
+def vendor_of(path_or_host: str) -> str:
+    """Whose headers answer a request: anthropic's for its messages API and host, openai's otherwise (the
+    Gemini API's answers are not in the corpus; openai's Cloudflare set stands in, cookies included)."""
+    return "anthropic" if "anthropic" in path_or_host or "/v1/messages" in path_or_host else "openai"
+
+
+def real_headers(vendor: str, number: int | None = None) -> list[tuple[str, str]]:
+    """Header set ``number`` of ``vendor`` (by default its first with real cookies), without the framing
+    headers a reply sets for its own body."""
+    sets = HEADER_SETS[vendor]
+    chosen = sets[COOKIE_SETS[vendor][0] if number is None and COOKIE_SETS[vendor] else (number or 0) % len(sets)]
+    return [(name, value) for name, value in chosen if name.lower() not in _FRAMING]
+
+
+def headers_for(vendor: str, request_key: bytes) -> list[tuple[str, str]]:
+    """One of ``vendor``'s sets, chosen by the request (its path and body): successive different requests
+    meet different sets, and the same request always meets the same one (a re-record of an unchanged call
+    gets the answer it got before)."""
+    return real_headers(vendor, zlib.crc32(request_key))
+
+
+def with_real_headers(
+    headers: list[tuple[str, str]], vendor: str, request_key: bytes | None = None
+) -> list[tuple[str, str]]:
+    """``headers`` (a reply's own: content type and the like) after a vendor's real set (``headers_for``;
+    without ``request_key``, the first set with real cookies); a name the reply sets itself is not taken
+    from the set."""
+    own = {name.lower() for name, _ in headers}
+    extra = real_headers(vendor) if request_key is None else headers_for(vendor, request_key)
+    return [(name, value) for name, value in extra if name.lower() not in own] + list(headers)
+
+
+def vendor_mock(library: Any, answer: Callable[[Any], tuple[int, list[tuple[str, str]], bytes]]) -> Any:
+    """A ``library.MockTransport`` that answers at the vendor's own host: ``answer(request)`` gives status,
+    the reply's own headers and body; the vendor's real headers (cookies with their Domain) are added."""
+
+    def handler(request: Any) -> Any:
+        status, headers, body = answer(request)
+        vendor = vendor_of(request.url.host + request.url.path)
+        key = request.url.path.encode() + request.read()
+        return library.Response(status, headers=with_real_headers(headers, vendor, key), content=body)
+
+    return library.MockTransport(handler)
