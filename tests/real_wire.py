@@ -13,7 +13,10 @@ same shape (the two Cloudflare cookies, HSTS) stands in, so that the tests still
 
 from __future__ import annotations
 
+import email.utils
 import json
+import random
+import string
 import zlib
 from collections.abc import Callable
 from pathlib import Path
@@ -97,15 +100,42 @@ def headers_for(vendor: str, request_key: bytes) -> list[tuple[str, str]]:
     return real_headers(vendor, zlib.crc32(request_key))
 
 
+# What changes with every answer of a real vendor: its date, its ids and timings.
+_PER_ANSWER = {"cf-ray", "x-request-id", "request-id", "openai-processing-ms", "x-envoy-upstream-service-time"}
+
+
+def _same_shape(value: str) -> str:
+    """Random text of ``value``'s shape: each letter another letter of its case, each digit another digit."""
+    return "".join(
+        random.choice(string.digits)
+        if c.isdigit()
+        else random.choice(string.ascii_lowercase if c.islower() else string.ascii_uppercase)
+        if c.isascii() and c.isalpha()
+        else c
+        for c in value
+    )
+
+
 def with_real_headers(
-    headers: list[tuple[str, str]], vendor: str, request_key: bytes | None = None
+    headers: list[tuple[str, str]], vendor: str, request_key: bytes | None = None, date: str | None = None
 ) -> list[tuple[str, str]]:
     """``headers`` (a reply's own: content type and the like) after a vendor's real set (``headers_for``;
     without ``request_key``, the first set with real cookies); a name the reply sets itself is not taken
-    from the set."""
+    from the set. As on the real wire, each answer has its own ``Date`` (``date``, by default now), request
+    ids and timings."""
     own = {name.lower() for name, _ in headers}
     extra = real_headers(vendor) if request_key is None else headers_for(vendor, request_key)
-    return [(name, value) for name, value in extra if name.lower() not in own] + list(headers)
+    answer = []
+    for name, value in extra:
+        lower = name.lower()
+        if lower in own:
+            continue
+        if lower == "date":
+            value = date or email.utils.formatdate(usegmt=True)
+        elif lower in _PER_ANSWER:
+            value = _same_shape(value)
+        answer.append((name, value))
+    return answer + list(headers)
 
 
 def vendor_mock(library: Any, answer: Callable[[Any], tuple[int, list[tuple[str, str]], bytes]]) -> Any:

@@ -156,11 +156,44 @@ def test_writer_creates_a_private_file_and_keeps_the_old_one_until_commit(casset
     partial = writer.temporary.read_text().splitlines()
     assert [json.loads(line)["type"] for line in partial] == ["header", "request"]
     assert stat.S_IMODE(os.stat(writer.temporary).st_mode) == 0o600
+    for line in GOOD[2:]:
+        writer.write(line)
     writer.commit()
     writer.commit()
     assert stat.S_IMODE(os.stat(cassette).st_mode) == 0o600
-    assert [json.loads(line)["type"] for line in cassette.read_text().splitlines()] == ["header", "request"]
+    assert [json.loads(line)["type"] for line in cassette.read_text().splitlines()] == [
+        "header",
+        "request",
+        "response",
+        "event",
+        "call_end",
+    ]
     assert not writer.temporary.exists()
+
+
+@pytest.mark.parametrize(
+    ("lines", "line", "problem"),
+    [
+        ([REQUEST], 2, "call 0 has no call_end line"),
+        ([REQUEST, {**RESPONSE, "status": "200"}], 3, "malformed response line"),
+        ([{**REQUEST, "url": "https://[secret removed]/v1/x"}, RESPONSE, EVENT, END], 2, "malformed request line"),
+    ],
+    ids=["cut-off", "wrong-type", "unparsable-url"],
+)
+def test_a_writer_never_puts_in_place_a_file_it_cannot_read_back(
+    cassette: Path, lines: list[dict[str, object]], line: int, problem: str
+) -> None:
+    write(cassette, GOOD)
+    before = cassette.read_bytes()
+    writer = CassetteWriter(cassette, HEADER)
+    for each in lines:
+        writer.write(each)
+    with pytest.raises(vcr_transport.CassetteError) as caught:
+        writer.commit()
+    assert caught.value.line == line and problem in caught.value.problem, caught.value
+    assert "was not saved" in str(caught.value) and "the older cassette, if any, is unchanged" in str(caught.value)
+    assert cassette.read_bytes() == before
+    assert list(cassette.parent.glob("*.partial")) == []
 
 
 def test_recording_over_a_cassette_replaces_it_only_at_close(cassette: Path) -> None:

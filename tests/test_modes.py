@@ -330,15 +330,19 @@ def test_pyproject_settings_add_redaction_names(upstream: Upstream, tmp_path: Pa
     assert "CUST-12345" not in text and '"customer_ref":"[secret removed]"' in text
 
 
-def test_a_broken_cassette_in_replay_fails_every_request_closed(sdk: Sdk, upstream: Upstream, cassette: Path) -> None:
+@pytest.mark.parametrize("mode", ["replay", "record-on-miss", "auto"])
+def test_a_broken_cassette_fails_as_itself_before_any_request(
+    sdk: Sdk, upstream: Upstream, cassette: Path, mode: str
+) -> None:
+    """Never as an answer the SDK reads as the vendor's (a 400 'cassette_error'), nor after retries."""
     cassette.write_text('{"type": "header", "format_version": 1}\n{"type": "request", "call_in')
     served = len(upstream.received)
     options = {} if sdk.name == "genai" else {"max_retries": 0}
-    with pytest.raises(Exception) as caught:
-        with vcr_transport.use_cassette(cassette, mode="replay"):
+    with pytest.raises(vcr_transport.CassetteError) as caught:
+        with vcr_transport.use_cassette(cassette, mode=mode):
             sdk.run(None, upstream.url, [("chat", ["hi"])], **options)
-    assert f"cassette {cassette}:2: the last line is cut off" in str(caught.value)
+    assert str(caught.value).startswith(f"cassette {cassette}:2: the last line is cut off")
     assert len(upstream.received) == served, "no request reached the network"
-    transport = vcr_transport.transport(cassette, mode="replay")
     with pytest.raises(vcr_transport.CassetteError, match=":2: the last line is cut off"):
-        OPENAI.run(transport, upstream.url, [("chat", ["hi"])], max_retries=0)
+        vcr_transport.transport(cassette, mode=mode)
+    assert len(upstream.received) == served

@@ -108,7 +108,7 @@ def test_first_chunk_reaches_the_caller_before_the_stream_ends(side: Side, upstr
         def _send(self, reply: Reply, path: str, key: bytes) -> None:
             first, rest = reply.chunks[:1], reply.chunks[1:]
             self.send_response_only(200)
-            for name, value in with_real_headers(reply.headers, vendor_of(path), key):
+            for name, value in with_real_headers(reply.headers, vendor_of(path), key, self.date_time_string()):
                 self.send_header(name, value)
             self.send_header("transfer-encoding", "chunked")
             self.end_headers()

@@ -114,7 +114,7 @@ class Upstream:
                 headers = reply.headers
                 if reply.real_headers:  # the vendor's own Date and Server, not http.server's
                     self.send_response_only(reply.status)
-                    headers = with_real_headers(headers, vendor_of(path), key)
+                    headers = with_real_headers(headers, vendor_of(path), key, self.date_time_string())
                 else:
                     self.send_response(reply.status)
                 for name, value in headers:

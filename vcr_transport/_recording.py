@@ -32,8 +32,8 @@ from ._core._format import (
 from ._core._matching import RequestMatcher
 from ._core._options import Options
 from ._core._quiet import QuietComparison
-from ._core._recorder import CallBook, CallRecord, ProtocolEnd
-from ._core._redaction import Redactor
+from ._core._recorder import CallBook, CallRecord, ProtocolEnd, garbled_structure
+from ._core._redaction import PLACEHOLDER, Redactor
 from ._core._stream_redaction import BATCH, EncodedBodyRedactor, StreamRedactor
 from ._exceptions import CassetteError, RecordingNotSavedWarning, VcrTransportError
 from ._http import convert_error, error_name, header_pairs, library_of, stream_class, transport_library
@@ -298,7 +298,17 @@ class _Recording:
             plain = stored is None or "json" not in stored
             if not plain and not encoding and len(body) <= _FLOATS_SEARCHED_IN_TEXT:
                 plain = numbers_are_plain(body)
-            line = request_line(call.index, method, redact_url(url, redactor), stored_headers, stored)
+            stored_url = redact_url(url, redactor)
+            garbled = garbled_structure(stored_url, stored_headers, PLACEHOLDER)
+            if garbled:
+                self.book.break_down(
+                    f"call {call.index}: redaction would have written {garbled} with a learned value removed "
+                    "from it; only credentials are learned, so this is a bug in vcr_transport (please report it "
+                    "with the call's URL and headers, secrets left out)"
+                )
+                if self._writer is not None:
+                    self._writer.abandon()
+            line = request_line(call.index, method, stored_url, stored_headers, stored)
             self.guarded(self.write, line, False, plain)
         return call
 

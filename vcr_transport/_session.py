@@ -78,11 +78,17 @@ class CassetteSession:
             try:
                 self._replay = ReplayTransport(self.path, **{**options.as_arguments(), "on_mismatch": on_mismatch})
             except CassetteError as error:
+                if error.problem != "no such cassette":
+                    # A cassette that can't be read fails here, as itself: never as an answer an SDK reads
+                    # as the vendor's (a 400), nor after a request's retries.
+                    if self.run is not None:
+                        self.run.cassette_opened(self.path, mode)
+                        self.run.cassette_closed(self.path, "unreadable")
+                    raise
                 # A missing cassette: say what records it here (the marker's mode=, the option, the variable).
-                missing = error.problem == "no such cassette" and record_hint
                 self.broken = (
                     CassetteError(error.path, None, error.problem, f"record it first: {record_hint}")
-                    if missing
+                    if record_hint
                     else error
                 )
             else:

@@ -224,7 +224,9 @@ class CassetteWriter:
                 self._discard()
 
     def commit(self, quiet: QuietComparison | None = None) -> bool:
-        """Sync the new cassette to disk, move it over the old one, sync the folder (once). With ``quiet``,
+        """Sync the new cassette to disk, check that it reads back (the strict parser, line by line, with
+        bounded memory: a file that doesn't is removed and raises a CassetteError naming its line, and the
+        old cassette stays), move it over the old one, sync the folder (once). With ``quiet``,
         the calls that are the same as the old cassette's keep their old lines byte for byte, and when every
         call is the same the old file is left as it was (see ``_core._quiet``). Returns whether the
         cassette was replaced."""
@@ -244,6 +246,16 @@ class CassetteWriter:
                         if final != self.temporary:
                             self.temporary.unlink(missing_ok=True)
                             self.temporary = final
+                        unreadable = _unreadable(self.temporary)
+                        if unreadable is not None:
+                            self._discard()
+                            raise CassetteError(
+                                str(self.path),
+                                unreadable.line,
+                                f"was not saved: the file it would have become can't be read back "
+                                f"({unreadable.problem}); the older cassette, if any, is unchanged",
+                                "this is a bug in vcr_transport: please report it with the line named here",
+                            )
                         os.replace(self.temporary, self.target)
                         replaced = True
                         _sync_folder(self.target.parent)
@@ -295,6 +307,15 @@ class CassetteWriter:
             Path(merged).unlink(missing_ok=True)
             raise
         return Path(merged)
+
+
+def _unreadable(path: Path) -> CassetteError | None:
+    """Why the file at ``path`` is not a cassette the strict parser reads, or None when it is one."""
+    try:
+        load_streaming(str(path), _file_blocks(path), None)
+    except CassetteError as error:
+        return error
+    return None
 
 
 def _file_blocks(path: Path) -> Iterator[bytes]:

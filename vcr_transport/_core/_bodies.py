@@ -9,7 +9,8 @@ import importlib
 import json
 import re
 from collections.abc import Callable, Iterable, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
+from urllib.parse import quote
 
 import msgspec
 
@@ -19,6 +20,7 @@ if TYPE_CHECKING:
     from ._redaction import Redactor
 
 __all__ = [
+    "MultipartPart",
     "binary_body",
     "body_headers",
     "content_codec",
@@ -28,6 +30,9 @@ __all__ = [
     "decode_stacked",
     "decoded_body",
     "encode_stacked",
+    "multipart_boundary",
+    "multipart_pieces",
+    "part_text",
     "redact_url",
     "stored_body",
     "unredactable",
@@ -116,11 +121,20 @@ def _parsed_json(content: bytes) -> Any:
 
 def redact_url(url: str, redactor: Redactor) -> str:
     """A URL redacted whole (userinfo, secret query parameters) and path segment by path segment, so
-    that a key standing alone as a segment (``/v1/keys/sk-...``) is found although a ``/`` precedes it."""
+    that a key standing alone as a segment (``/v1/keys/sk-...``) is found although a ``/`` precedes it.
+    Removed userinfo is written percent-encoded (``https://%5Bsecret%20removed%5D@host/``): brackets in a
+    URL's authority mean an IPv6 address, and the URL must stay one that parses."""
     if not redactor.could_redact(url):  # nor any segment of it
         return url
     redacted = redactor.redact_text(url)
-    return "/".join(redactor.redact_text(segment) for segment in redacted.split("/"))
+    redacted = "/".join(redactor.redact_text(segment) for segment in redacted.split("/"))
+    scheme, separator, rest = redacted.partition("://")
+    if separator and rest.startswith(PLACEHOLDER + "@"):
+        redacted = scheme + separator + _URL_PLACEHOLDER + rest[len(PLACEHOLDER) :]
+    return redacted
+
+
+_URL_PLACEHOLDER = quote(PLACEHOLDER, safe="")
 
 
 def unredactable(content: bytes, redactor: Redactor) -> bool:
@@ -212,25 +226,41 @@ def _redact_bytes(content: bytes, redactor: Redactor) -> bytes:
 
 _BOUNDARY = re.compile(r'boundary="?([^";]+)"?', re.IGNORECASE)
 _PART_NAME = re.compile(rb'\bname="([^"]*)"', re.IGNORECASE)
+_PART_FILENAME = re.compile(rb'\bfilename="([^"]*)"', re.IGNORECASE)
 
 
-def redact_multipart(content: bytes, content_type: str, redactor: Redactor) -> bytes:
-    """A multipart body with each text part redacted (a part named like a secret loses its value) and each
-    binary part (a binary media type, or bytes that aren't UTF-8) kept byte-identical."""
+class MultipartPart(NamedTuple):
+    """One part of a multipart body: its header block (with the blank line after it), the value, and what
+    ends it (``\r\n`` before the next delimiter, or nothing); the name, filename and content type read from
+    the header block."""
+
+    head: bytes
+    value: bytes
+    trailer: bytes
+    name: str | None
+    filename: str | None
+    content_type: str
+
+
+def multipart_boundary(content_type: str) -> str | None:
+    """The ``boundary`` parameter of a multipart content type, or None."""
     match = _BOUNDARY.search(content_type)
-    if not match:
-        return _redact_bytes(content, redactor)
-    delimiter = b"--" + match.group(1).strip().encode("latin-1")
-    pieces = content.split(delimiter)
-    out = [pieces[0]]
-    for piece in pieces[1:]:
+    return match.group(1).strip() if match and content_type.lower().startswith("multipart/") else None
+
+
+def multipart_pieces(content: bytes, boundary: str) -> list[bytes | MultipartPart]:
+    """A multipart body (RFC 2046) split at its delimiters: the preamble, then each part (a MultipartPart, or
+    the bytes of a piece that isn't one: the closing ``--`` and epilogue). Joined with ``--boundary`` again
+    (``MultipartPart`` as ``head + value + trailer``) they give the body back byte for byte."""
+    delimiter = b"--" + boundary.encode("latin-1")
+    pieces: list[bytes | MultipartPart] = []
+    for number, piece in enumerate(content.split(delimiter)):
         head_end = piece.find(b"\r\n\r\n")
-        if head_end < 0 or piece.startswith(b"--"):
-            out.append(piece)
+        if number == 0 or head_end < 0 or piece.startswith(b"--"):
+            pieces.append(piece)
             continue
         head, body = piece[: head_end + 4], piece[head_end + 4 :]
         trailer = b"\r\n" if body.endswith(b"\r\n") else b""
-        value = body[: len(body) - len(trailer)]
         head_text = head.decode("latin-1")
         part_type = next(
             (
@@ -240,20 +270,50 @@ def redact_multipart(content: bytes, content_type: str, redactor: Redactor) -> b
             ),
             "",
         )
-        name = _PART_NAME.search(head)
-        try:
-            value_text = value.decode("utf-8")
-        except UnicodeDecodeError:
-            value_text = None
-        if value_text is None or _binary_media(part_type):
+        name, filename = _PART_NAME.search(head), _PART_FILENAME.search(head)
+        pieces.append(
+            MultipartPart(
+                head,
+                body[: len(body) - len(trailer)],
+                trailer,
+                name.group(1).decode("utf-8", "replace") if name else None,
+                filename.group(1).decode("utf-8", "replace") if filename else None,
+                part_type,
+            )
+        )
+    return pieces
+
+
+def part_text(part: MultipartPart) -> str | None:
+    """A part's value as text: None for a binary part (a binary media type, or bytes that aren't UTF-8)."""
+    if _binary_media(part.content_type):
+        return None
+    try:
+        return part.value.decode("utf-8")
+    except UnicodeDecodeError:
+        return None
+
+
+def redact_multipart(content: bytes, content_type: str, redactor: Redactor) -> bytes:
+    """A multipart body with each text part redacted (a part named like a secret loses its value) and each
+    binary part (a binary media type, or bytes that aren't UTF-8) kept byte-identical."""
+    boundary = multipart_boundary(content_type)
+    if boundary is None:
+        return _redact_bytes(content, redactor)
+    out = []
+    for piece in multipart_pieces(content, boundary):
+        if not isinstance(piece, MultipartPart):
             out.append(piece)
             continue
-        if name and redactor.is_secret_name(name.group(1).decode("latin-1"), query=True):
+        if part_text(piece) is None:
+            out.append(piece.head + piece.value + piece.trailer)
+            continue
+        if piece.name is not None and redactor.is_secret_name(piece.name, query=True):
             redacted = PLACEHOLDER.encode()
         else:
-            redacted = _redact_bytes(value, redactor)
-        out.append(head + redacted + trailer)
-    return delimiter.join(out)
+            redacted = _redact_bytes(piece.value, redactor)
+        out.append(piece.head + redacted + piece.trailer)
+    return (b"--" + boundary.encode("latin-1")).join(out)
 
 
 def _binary_media(content_type: str) -> bool:

@@ -1,9 +1,10 @@
 """Two cassettes compared call by call, and a changed text shown as its changed words. No I/O.
 
-A response is compared as a reader sees it: status, outcome, headers (not ``date`` and ``content-length``,
-which change on every recording), and the body with its content-encoding undone: JSON parsed; a stream as
-its reassembled text (the vendor's deltas joined) plus its event boundaries (one entry per event), so a
-changed word shows once, in the text, and a changed chunking shows in the events.
+A response is compared as a reader sees it: status, outcome, headers (not those that change on every
+answer: ``VOLATILE_RESPONSE_HEADERS``, the date, the length, request ids, timings, rate-limit counters),
+and the body with its content-encoding undone: JSON parsed; a stream as its reassembled text (the vendor's
+deltas joined) plus its event boundaries (one entry per event), so a changed word shows once, in the text,
+and a changed chunking shows in the events.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from typing import Any
 from ._bodies import content_type_of, decoded_body
 from ._conversation import reply_of
 from ._format import Cassette, RecordedCall
-from ._matching import RequestMatcher, iter_differences
+from ._matching import RequestMatcher, is_volatile_response_header, iter_differences
 
 __all__ = ["cassette_differences", "changed_words"]
 
@@ -28,7 +29,7 @@ def _response_fields(call: RecordedCall) -> dict[str, Any]:
     fields: dict[str, Any] = {
         "status": call.status,
         "outcome": call.outcome,
-        "headers": {k.lower(): v for k, v in call.response_headers if k.lower() not in ("date", "content-length")},
+        "headers": {k.lower(): v for k, v in call.response_headers if not is_volatile_response_header(k.lower())},
     }
     if "event-stream" in content_type_of(call.response_headers):
         reply = reply_of(call)

@@ -2,22 +2,30 @@
 
 from __future__ import annotations
 
+import base64
+import copy
 import fnmatch
+import functools
+import hashlib
 import re
 from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 from urllib.parse import SplitResult, parse_qsl, urlsplit
 
 from .._exceptions import MISSING
+from ._bodies import MultipartPart, multipart_boundary, multipart_pieces, part_text
 from ._format import StoredBody
 
 __all__ = [
     "MATCH_ON_NAMES",
     "NON_DETERMINISTIC_FIELD_NAMES",
     "VOLATILE_HEADERS",
+    "VOLATILE_RESPONSE_HEADERS",
     "FieldPath",
     "RequestMatcher",
+    "comparable_parts",
     "find_first_difference",
+    "is_volatile_response_header",
     "parse_field_path",
     "split_url",
 ]
@@ -51,6 +59,50 @@ VOLATILE_HEADERS: frozenset[str] = frozenset(
         "x-ms-client-request-id",
     }
 )
+
+# Response headers whose value changes from one request to the next while the answer stays the same
+# (lower-case; globs allowed): when, how long, how many are left, and the ids of this one request.
+VOLATILE_RESPONSE_HEADERS: frozenset[str] = frozenset(
+    {
+        "date",
+        "age",
+        "expires",
+        "content-length",  # the body bytes are compared instead
+        "set-cookie",  # load-balancer cookies (__cf_bm) carry their own expiry
+        "server-timing",
+        "traceresponse",
+        "x-request-id",
+        "request-id",  # anthropic
+        "x-amzn-requestid",
+        "x-amzn-trace-id",
+        "x-amz-request-id",
+        "x-amz-cf-id",
+        "x-ms-request-id",
+        "x-ms-client-request-id",
+        "apim-request-id",
+        "inference-id",
+        "x-cloud-trace-context",
+        "cf-ray",
+        "x-envoy-upstream-service-time",
+        "openai-processing-ms",
+        "x-ratelimit-*",
+        "anthropic-ratelimit-*",
+        "x-served-by",
+        "x-timer",
+        "x-cache-hits",
+    }
+)
+_VOLATILE_RESPONSE_EXACT = frozenset(name for name in VOLATILE_RESPONSE_HEADERS if "*" not in name)
+_VOLATILE_RESPONSE_GLOBS = tuple(name for name in VOLATILE_RESPONSE_HEADERS if "*" in name)
+
+
+@functools.lru_cache(maxsize=4096)
+def is_volatile_response_header(lower_name: str) -> bool:
+    """Whether a response header (lower-case name) is one of ``VOLATILE_RESPONSE_HEADERS``."""
+    return lower_name in _VOLATILE_RESPONSE_EXACT or any(
+        fnmatch.fnmatchcase(lower_name, glob) for glob in _VOLATILE_RESPONSE_GLOBS
+    )
+
 
 Difference = tuple[str, Any, Any]
 
@@ -172,7 +224,36 @@ def _drop_names(value: Any, names: frozenset[str]) -> Any:
     return value
 
 
-def _multi_dict(pairs: Iterable[tuple[str, str]]) -> dict[str, Any]:
+_BOUNDARY_PARAMETER = re.compile(r';\s*boundary="?[^";]*"?', re.IGNORECASE)
+# The name tempfile gives a file by default: "tmp" and eight random characters (then a suffix).
+_TEMPFILE_NAME = re.compile(r"(?<![A-Za-z0-9])tmp[a-z0-9_]{8}(?=\.|$)")
+
+
+def comparable_parts(data: bytes, boundary: str) -> dict[str, Any]:
+    """A multipart body as matching compares it, part by part and without its boundary: each part under
+    ``parts[<name>]`` (a list when several parts share the name) with its filename, content type and
+    content, text by value and binary by length and SHA-256. A filename that ``tempfile`` made up
+    (``tmpk3j2_8xz.wav``) is compared without its random characters. Bytes that are no multipart body under
+    ``boundary`` are compared whole."""
+    parts = [piece for piece in multipart_pieces(data, boundary) if isinstance(piece, MultipartPart)]
+    if not parts:
+        return {"base64": base64.b64encode(data).decode("ascii")}
+    fields: list[tuple[str, Any]] = []
+    for part in parts:
+        text = part_text(part)
+        if text is None:
+            content: str = f"<{len(part.value)} bytes, sha256 {hashlib.sha256(part.value).hexdigest()}>"
+        else:
+            content = text
+        filename = part.filename
+        if filename is not None:
+            filename = _TEMPFILE_NAME.sub("tmp********", filename)
+        described = {"filename": filename, "content_type": part.content_type, "content": content}
+        fields.append((f"parts[{part.name if part.name is not None else ''}]", described))
+    return _multi_dict(fields)
+
+
+def _multi_dict(pairs: Iterable[tuple[str, Any]]) -> dict[str, Any]:
     result: dict[str, Any] = {}
     for name, value in pairs:
         if name in result:
@@ -192,6 +273,11 @@ class RequestMatcher:
     ``match_on`` (vcrpy's names, see MATCH_ON_NAMES) compares only the parts it names, and then compares
     only the headers the recording kept (a header filtered at record time is not compared); None compares
     everything.
+
+    ``server_cookies``: the names of the cookies the recorded responses set (``set-cookie``). A request's
+    ``cookie`` header is compared without them: whether a client sends back a server's cookie depends on
+    timing (requests started together leave before any answer set it) and on which test ran first on a
+    shared client. The cookies the application sets itself are compared.
     """
 
     def __init__(
@@ -201,7 +287,9 @@ class RequestMatcher:
         compare_headers: Iterable[str] = (),
         ignore_fields: Iterable[str] = (),
         match_on: Iterable[str] | None = None,
+        server_cookies: Iterable[str] = (),
     ) -> None:
+        self.server_cookies = frozenset(server_cookies)
         chosen = None if match_on is None else frozenset(match_on)
         if chosen is not None and "uri" in chosen:
             chosen |= frozenset(_URL_PARTS)
@@ -217,6 +305,16 @@ class RequestMatcher:
         self._volatile_cache: dict[str, bool] = {}
         # URL -> its "url" field: shared by the fields of every request to it (don't change it)
         self._url_fields: dict[str, dict[str, Any]] = {}
+
+    def with_server_cookies(self, names: Iterable[str]) -> RequestMatcher:
+        """This matcher, comparing requests' ``cookie`` headers without the cookies ``names`` too."""
+        names = frozenset(names) - self.server_cookies
+        if not names:
+            return self
+        twin = copy.copy(self)
+        twin.server_cookies = self.server_cookies | names
+        twin._volatile_cache, twin._url_fields = {}, {}
+        return twin
 
     def is_volatile(self, lower_name: str) -> bool:
         cached = self._volatile_cache.get(lower_name)
@@ -244,7 +342,20 @@ class RequestMatcher:
         The dict may be shared by the fields of many requests: don't change it."""
         kept = [(name.lower(), value) for name, value in headers if not self.is_volatile(name.lower())]
         merged = {name: ", ".join(v) if isinstance(v, list) else v for name, v in _multi_dict(kept).items()}
-        return merged, merged.get("content-type", "")
+        content_type = merged.get("content-type", "")
+        if "boundary" in content_type and multipart_boundary(content_type) is not None:
+            # A random value per request (httpx2 draws it): the parts are compared instead.
+            merged["content-type"] = _BOUNDARY_PARAMETER.sub("", content_type)
+        if self.server_cookies and "cookie" in merged:
+            own = [
+                pair
+                for pair in merged["cookie"].replace(",", ";").split(";")
+                if pair.partition("=")[0].strip() not in self.server_cookies and pair.strip()
+            ]
+            merged["cookie"] = "; ".join(pair.strip() for pair in own)
+            if not own:
+                del merged["cookie"]
+        return merged, content_type
 
     def request_fields(
         self, method: str, url: str, headers: dict[str, Any], content_type: str
@@ -305,6 +416,10 @@ class RequestMatcher:
         text = body.get("text")
         if text is not None and "application/x-www-form-urlencoded" in content_type:
             return _drop_fields(_multi_dict(parse_qsl(text, keep_blank_values=True)), self._fields, self._paths)
+        boundary = multipart_boundary(content_type) if content_type.startswith("multipart/") else None
+        if boundary is not None:
+            data = text.encode("utf-8", "surrogateescape") if text is not None else base64.b64decode(body["base64"])
+            return comparable_parts(data, boundary)
         return text if text is not None else {"base64": body["base64"]}
 
     def difference(self, recorded: Mapping[str, Any], incoming: Mapping[str, Any]) -> Difference | None:

@@ -19,8 +19,6 @@ neither file is held in memory.
 
 from __future__ import annotations
 
-import fnmatch
-import functools
 import hashlib
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
@@ -44,45 +42,10 @@ from ._format import (
     one_value_per_line,
     split_blocks,
 )
-from ._matching import RequestMatcher
+from ._matching import VOLATILE_RESPONSE_HEADERS, RequestMatcher, is_volatile_response_header
 from ._redaction import Redactor
 
 __all__ = ["VOLATILE_RESPONSE_HEADERS", "CallPrint", "FilePrints", "QuietComparison", "QuietPlan", "merged_lines"]
-
-# Response headers whose value changes from one request to the next while the answer stays the same
-# (lower-case; globs allowed): when, how long, how many are left, and the ids of this one request.
-VOLATILE_RESPONSE_HEADERS: frozenset[str] = frozenset(
-    {
-        "date",
-        "age",
-        "expires",
-        "content-length",  # the body bytes are compared instead
-        "set-cookie",  # load-balancer cookies (__cf_bm) carry their own expiry
-        "server-timing",
-        "traceresponse",
-        "x-request-id",
-        "request-id",  # anthropic
-        "x-amzn-requestid",
-        "x-amzn-trace-id",
-        "x-amz-request-id",
-        "x-amz-cf-id",
-        "x-ms-request-id",
-        "x-ms-client-request-id",
-        "apim-request-id",
-        "inference-id",
-        "x-cloud-trace-context",
-        "cf-ray",
-        "x-envoy-upstream-service-time",
-        "openai-processing-ms",
-        "x-ratelimit-*",
-        "anthropic-ratelimit-*",
-        "x-served-by",
-        "x-timer",
-        "x-cache-hits",
-    }
-)
-_VOLATILE_EXACT = frozenset(name for name in VOLATILE_RESPONSE_HEADERS if "*" not in name)
-_VOLATILE_GLOBS = tuple(name for name in VOLATILE_RESPONSE_HEADERS if "*" in name)
 
 _decoder = msgspec.json.Decoder(Line)
 
@@ -125,9 +88,7 @@ Span = tuple[int, int]
 _CACHED = 4096  # distinct URLs, header lists and header names whose check is remembered
 
 
-@functools.lru_cache(maxsize=_CACHED)
-def _volatile(lower_name: str) -> bool:
-    return lower_name in _VOLATILE_EXACT or any(fnmatch.fnmatchcase(lower_name, glob) for glob in _VOLATILE_GLOBS)
+_volatile = is_volatile_response_header
 
 
 def _digest(*parts: Any) -> bytes:

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 
 import ahocorasick_rs
 
-__all__ = ["CREDENTIAL_REFUSALS", "CallBook", "CallRecord", "ProtocolEnd"]
+__all__ = ["CREDENTIAL_REFUSALS", "CallBook", "CallRecord", "ProtocolEnd", "garbled_structure"]
 
 # Statuses that say the request's credentials were refused: recording them captures a setup mistake.
 CREDENTIAL_REFUSALS = frozenset({401, 403})
@@ -100,6 +100,23 @@ class CallBook:
             if record.failure and record.index > last_answered:
                 return f"{record.failure}; {FAILURES_FIX}"
         return ""
+
+
+def garbled_structure(url: str, headers: list[tuple[str, str]], placeholder: str) -> str:
+    """Why a redacted request line must not be written, or "": redaction put ``placeholder`` where only
+    structure stands (the URL's host, the ``Host`` header, a header's name). Only credentials are learned
+    (see ``_redaction.is_structure``), so this means a bug: the cassette would not be readable, or would
+    not replay."""
+    if placeholder in url:
+        authority = url.partition("://")[2].split("/", 1)[0].split("?", 1)[0].split("#", 1)[0]
+        if placeholder in authority.rpartition("@")[2]:  # userinfo may hold a removed password
+            return f"the URL's host ({url})"
+    for name, value in headers:
+        if placeholder in name:
+            return f"a header's name ({name!r})"
+        if placeholder in value and name.lower() == "host":
+            return f"the Host header ({value!r})"
+    return ""
 
 
 # Markers whose presence in an event's data is worth a JSON parse.

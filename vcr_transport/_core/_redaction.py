@@ -10,7 +10,14 @@ Three mechanisms, each searching every representation of a value (raw, percent-e
   ``Basic``/``Bearer`` credentials, AWS keys, webhook URLs...
 - **Known values**: a value removed by name or shape is learned by the redactor (one per cassette) and
   removed from everything it redacts afterwards, in its raw, percent-encoded, JSON-escaped and base64
-  forms.
+  forms. Only credentials are learned, never structure: a cookie's value but none of its attributes
+  (``Domain``, ``Path``, ``Expires``, ``Max-Age``...), and never a hostname, a path, a date or a plain
+  number (``is_structure``), which would otherwise be removed from every URL, ``Host`` header and
+  ``max-age`` after it.
+
+Cookies keep their shape: ``set-cookie: __cf_bm=[secret removed]; path=/; domain=.api.openai.com; ...`` and
+``cookie: __cf_bm=[secret removed]; _cfuvid=[secret removed]``, so that a client's cookie jar behaves on
+replay as it did live.
 
 The defaults can't be removed; users add names, patterns or callables.
 """
@@ -43,7 +50,9 @@ __all__ = [
     "QUERY_SECRET_NAMES",
     "SECRET_FIELD_NAMES",
     "Redactor",
+    "cookie_names",
     "has_credential_shape",
+    "is_structure",
     "remove_secret_values",
 ]
 
@@ -210,6 +219,61 @@ _USERINFO = re.compile(
 _URL = re.compile(r"\b[A-Za-z][A-Za-z0-9+.-]*://[^\s\"'<>\\]+")
 _PATH_SEGMENT = re.compile(r"(?<=/)[^/?#]{8,}")
 _AUTH_SCHEME = re.compile(r"(?P<scheme>[A-Za-z][A-Za-z0-9-]*)\s+(?P<credential>\S{8,})")
+
+# What a value that is structure, not a credential, looks like (``is_structure``).
+_PLAIN_NUMBER = re.compile(r"[+-]?[0-9]+(?:\.[0-9]+)?")
+_HOSTNAME = re.compile(
+    r"(?:[A-Za-z][A-Za-z0-9+.-]*:(?://)?)?\.?(?:[A-Za-z0-9_](?:[A-Za-z0-9_-]{0,61}[A-Za-z0-9])?\.)+[A-Za-z]{2,24}\.?"
+    r"(?::[0-9]{1,5})?(?:[/?#]\S*)?"
+)
+_DATE = re.compile(
+    r"(?:[A-Za-z]{3,9},?\s+)?[0-9]{1,2}[ -][A-Za-z]{3}[ -][0-9]{2,4}(?:\s+[0-9]{2}:[0-9]{2}(?::[0-9]{2})?)?(?:\s+GMT)?"
+    r"|[0-9]{4}-[0-9]{2}-[0-9]{2}(?:[T ][0-9]{2}:[0-9]{2}(?::[0-9]{2}(?:\.[0-9]+)?)?(?:Z|[+-][0-9]{2}:?[0-9]{2})?)?"
+)
+_PATH = re.compile(r"/[^\s]*")
+# Cookie attributes (RFC 6265 section 4.1.1, with SameSite, Priority and Partitioned): kept, never learned.
+_COOKIE_HEADERS = frozenset({"cookie", "set-cookie"})
+
+
+def is_structure(value: str) -> bool:
+    """Whether ``value`` is structure rather than a credential: a hostname (or a URL or ``scheme:host``
+    with one), a path, a date or a plain number, unless the credential catalogue knows its shape (a JWT
+    has dots too). Such a value is removed where its name says it is secret, but never learned: learned,
+    it would be removed from every URL, ``Host`` header and ``max-age`` that holds it."""
+    text = value.strip()
+    if _PLAIN_NUMBER.fullmatch(text) or _DATE.fullmatch(text) or _PATH.fullmatch(text):
+        return True
+    if _HOSTNAME.fullmatch(text) is None or catalogue_matches(text):
+        return False
+    # A label as long as a key, mixing letters and digits, is a credential with dots in it.
+    return not any(looks_like_credential(label) for label in re.split(r"[.:/?#]", text))
+
+
+def cookie_names(value: str, *, response: bool) -> list[str]:
+    """The names of the cookies a ``set-cookie`` (``response``) or ``cookie`` header value carries."""
+    pairs = value.split(";", 1)[:1] if response else value.split(";")
+    return [pair.partition("=")[0].strip() for pair in pairs if "=" in pair and pair.partition("=")[0].strip()]
+
+
+def _cookie_pairs(value: str, response: bool) -> tuple[list[tuple[str, str, str]], str]:
+    """The (name with its ``=``, value, what follows the value) of each cookie in a ``cookie`` header, or of
+    the one a ``set-cookie`` sets (then with the attributes after it, as sent). A cookie with no ``=`` is
+    a value with no name."""
+    if response:
+        pair, semicolon, attributes = value.partition(";")
+        pieces, rest = [pair], semicolon + attributes
+    else:
+        pieces, rest = value.split(";"), ""
+    found = []
+    for piece in pieces:
+        name, equals, item = piece.partition("=")
+        if not equals:
+            name, item = "", name
+        stripped = item.strip()
+        lead = item[: len(item) - len(item.lstrip())]
+        trail = item[len(item.rstrip()) :]
+        found.append((name + equals + lead, stripped, trail))
+    return found, rest
 
 
 # What may follow the last word of a secret name up to the closing quote of its JSON key, in lower-cased
@@ -534,14 +598,15 @@ class Redactor:
 
     def learn(self, value: str) -> None:
         """Remove ``value`` (a secret seen elsewhere in this cassette), and its credential parts, from
-        everything redacted from now on, in every encoding. Values shorter than 8 characters are ignored."""
+        everything redacted from now on, in every encoding. Values shorter than 8 characters, and structure
+        (``is_structure``: hostnames, paths, dates, plain numbers), are not learned."""
         if value in self._learned:  # its parts are known already: nothing is ever forgotten
             return
         fresh = [
             part
             for part in _credential_parts(value)
             if len(part) >= MIN_PROPAGATED_LENGTH and part not in self._known and part not in PLACEHOLDER
-            and PLACEHOLDER not in part
+            and PLACEHOLDER not in part and not is_structure(part)
         ]  # fmt: skip
         if not fresh:
             self._learned.add(value)
@@ -821,8 +886,10 @@ class Redactor:
         return obj
 
     def redact_headers(self, pairs: Iterable[tuple[str, str]]) -> list[tuple[str, str]]:
-        """Secret-named headers lose their value (learned, with its credential parts); the others are
-        redacted as text."""
+        """Secret-named headers lose their value (learned, with its credential parts), but for cookies: a
+        ``cookie`` header loses each cookie's value, a ``set-cookie`` header the value of the cookie it sets,
+        and both keep the cookies' names and a ``set-cookie``'s attributes (only the values are learned).
+        The other headers are redacted as text."""
         pairs = tuple(pairs)
         # Headers repeat from call to call: while the learned values stay the same, each distinct list and
         # each distinct value is redacted once (what that found was learned then, and nothing is forgotten).
@@ -833,17 +900,37 @@ class Redactor:
         if known is not None:
             return list(known)
         secret = [self.is_secret_name(name) for name, _ in pairs]
-        for (_, value), is_secret in zip(pairs, secret, strict=True):
-            if is_secret:
+        for (name, value), is_secret in zip(pairs, secret, strict=True):
+            if not is_secret:
+                continue
+            lower = name.lower()
+            if lower in _COOKIE_HEADERS:
+                for _, item, _ in _cookie_pairs(value, lower == "set-cookie")[0]:
+                    self.learn(item)
+            else:
                 self.learn(value)
         forms, lists, values = self._remembered_headers()  # after what was just learned
         redacted = [
-            (name, PLACEHOLDER if is_secret else self._redact_header_value(value, forms, values))
+            (
+                name,
+                self._secret_header_value(name, value)
+                if is_secret
+                else self._redact_header_value(value, forms, values),
+            )
             for (name, value), is_secret in zip(pairs, secret, strict=True)
         ]
         if self._forms is forms and not self._callables and len(lists) < _REMEMBERED_PARTS:
             lists[pairs] = tuple(redacted)
         return redacted
+
+    def _secret_header_value(self, name: str, value: str) -> str:
+        """What a secret-named header keeps: nothing, or the shape of its cookies (see ``redact_headers``)."""
+        lower = name.lower()
+        if lower not in _COOKIE_HEADERS:
+            return PLACEHOLDER
+        pairs, rest = _cookie_pairs(value, lower == "set-cookie")
+        kept = [head + (PLACEHOLDER if item else "") + tail for head, item, tail in pairs]
+        return ";".join(kept) + (self.redact_text(rest) if rest else "")
 
     def _remembered_headers(
         self,

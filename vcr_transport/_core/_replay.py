@@ -16,7 +16,7 @@ from .._exceptions import ReplayMismatch
 from ._bodies import binary_body, content_encoding, content_type_of, redact_url, stored_body, unredactable
 from ._format import Cassette, RecordedCall, StoredBody
 from ._matching import RequestMatcher
-from ._redaction import Redactor
+from ._redaction import Redactor, cookie_names
 
 __all__ = ["RETRYABLE_STATUSES", "ReplayEngine", "replay_headers"]
 
@@ -173,7 +173,13 @@ class ReplayEngine:
         one again (a server answers the same request as often as it comes)."""
         self.cassette = cassette
         self.reuse = reuse
-        self.matcher = matcher
+        self.matcher = matcher.with_server_cookies(
+            name
+            for call in cassette.calls
+            for key, value in call.response_headers
+            if key.lower() == "set-cookie"
+            for name in cookie_names(value, response=True)
+        )
         self.redactor = redactor
         self.ordered = ordered
         self.played = [False] * len(cassette.calls)
