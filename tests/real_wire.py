@@ -149,3 +149,30 @@ def vendor_mock(library: Any, answer: Callable[[Any], tuple[int, list[tuple[str,
         return library.Response(status, headers=with_real_headers(headers, vendor, key), content=body)
 
     return library.MockTransport(handler)
+
+
+def at_vendor_host(library: Any, base_url: str, *, is_async: bool) -> Any:
+    """An inner transport of ``library`` that sends each request, whatever its host, to the loopback server
+    at ``base_url`` over a real socket (its chunks as the server writes them): the client, its cookie jar
+    and the recording see the vendor's own host."""
+    target = library.URL(base_url)
+
+    def to_loopback(request: Any) -> Any:
+        url = request.url.copy_with(scheme=target.scheme, host=target.host, port=target.port)
+        return library.Request(request.method, url, headers=request.headers, content=request.content)
+
+    if is_async:
+
+        class AsyncAtVendorHost(library.AsyncHTTPTransport):  # type: ignore[misc, name-defined]
+            async def handle_async_request(self, request: Any) -> Any:
+                await request.aread()
+                return await super().handle_async_request(to_loopback(request))
+
+        return AsyncAtVendorHost()
+
+    class AtVendorHost(library.HTTPTransport):  # type: ignore[misc, name-defined]
+        def handle_request(self, request: Any) -> Any:
+            request.read()
+            return super().handle_request(to_loopback(request))
+
+    return AtVendorHost()

@@ -136,14 +136,18 @@ def test_marker_arguments_are_checked(project: pytest.Pytester) -> None:
     result.stdout.fnmatch_lines(["*@pytest.mark.vcr_transport got unknown argument(s) mdoe; valid:*"])
 
 
+# Plugins a subprocess run doesn't need: each xdist worker would import them (seconds a run).
+LEAN = ("-p", "no:hypothesispytest", "-p", "no:cassetter")
+
+
 def test_xdist_workers_write_their_own_cassettes(project: pytest.Pytester) -> None:
     pytest.importorskip("xdist")
     write_tests(project, ["a", "b", "c"])
-    project.runpytest_subprocess("-n", "2", "--vcr-mode=record").assert_outcomes(passed=3)
+    project.runpytest_subprocess(*LEAN, "-n", "2", "--vcr-mode=record").assert_outcomes(passed=3)
     for cassette in (project.path / "cassettes" / "test_llm").iterdir():
         lines = [json.loads(line) for line in cassette.read_text().splitlines()]
         assert lines[0]["type"] == "header" and lines[-1]["type"] == "call_end"
-    project.runpytest_subprocess("-n", "2", "--vcr-mode=replay").assert_outcomes(passed=3)
+    project.runpytest_subprocess(*LEAN, "-n", "2", "--vcr-mode=replay").assert_outcomes(passed=3)
     ledger = json.loads((project.path / ".vcr_transport" / "ledger.json").read_text())
     assert ledger["complete"] is True, ledger
     assert len(ledger["cassettes"]) == 3, "the workers' cassettes reach the one ledger"
@@ -409,3 +413,67 @@ def test_a_module_that_fails_to_collect_makes_the_run_partial(
         patch.chdir(project.path)
         assert main(["prune"]) == 2
     assert "test_broken.py failed to collect" in capsys.readouterr().err
+
+
+SESSION_CLIENT_CONFTEST = """
+import json
+import httpx2
+import pytest
+
+HEADERS = {headers}
+
+def answer(request):
+    if request.url.path.endswith("/embeddings"):
+        body = {{"object": "list", "model": "e", "data": [{{"object": "embedding", "index": 0, "embedding": [0.5]}}],
+                "usage": {{"prompt_tokens": 1, "total_tokens": 1}}}}
+    else:
+        prompt = json.loads(request.content)["messages"][-1]["content"]
+        body = {{"id": "c", "object": "chat.completion", "created": 1, "model": "m", "choices": [
+            {{"index": 0, "message": {{"role": "assistant", "content": "echo:" + prompt}}, "finish_reason": "stop"}}]}}
+    return httpx2.Response(200, headers=HEADERS + [("content-type", "application/json")], json=body)
+
+@pytest.fixture(scope="session")
+def http_client():
+    with httpx2.Client(transport=httpx2.MockTransport(answer)) as client:  # one client for the whole run
+        yield client
+"""
+
+SESSION_CLIENT_TESTS = """
+import openai
+import pytest
+
+def client(http_client):
+    return openai.OpenAI(api_key="sk-proj-" + "d4" * 20, http_client=http_client, max_retries=0)
+
+@pytest.mark.vcr_transport
+def test_chat(http_client):
+    reply = client(http_client).chat.completions.create(model="m", messages=[{"role": "user", "content": "hi"}])
+    assert reply.choices[0].message.content == "echo:hi"
+
+@pytest.mark.vcr_transport
+def test_embed(http_client):
+    assert client(http_client).embeddings.create(model="e", input="hi").data[0].embedding == [0.5]
+
+@pytest.mark.vcr_transport
+def test_chat_again(http_client):
+    reply = client(http_client).chat.completions.create(model="m", messages=[{"role": "user", "content": "again"}])
+    assert reply.choices[0].message.content == "echo:again"
+"""
+
+
+def test_a_session_scoped_client_replays_in_any_order_and_under_xdist(project: pytest.Pytester) -> None:
+    """The README's tip (one client for the run) with the cookies api.openai.com sets: whether a test's
+    request carries the server's cookie depends on which test ran before it on that client."""
+    from real_wire import real_headers
+
+    project.makeconftest(SESSION_CLIENT_CONFTEST.format(headers=repr(real_headers("openai", 0))))
+    project.makepyfile(test_session=SESSION_CLIENT_TESTS)
+    project.runpytest("-p", "no:randomly", "--vcr-mode=record").assert_outcomes(passed=3)
+    later = (project.path / "cassettes" / "test_session" / "test_chat_again.jsonl").read_text().splitlines()
+    sent = [(name.lower(), value) for name, value in json.loads(later[1])["headers"]]
+    assert ("cookie", "_cfuvid=[secret removed]") in sent, "recorded after another test set the cookie"
+    backwards = ["test_session.py::test_chat_again", "test_session.py::test_embed", "test_session.py::test_chat"]
+    project.runpytest("-p", "no:randomly", "--vcr-mode=replay", *backwards).assert_outcomes(passed=3)
+    project.runpytest("--vcr-mode=replay", backwards[0]).assert_outcomes(passed=1)
+    pytest.importorskip("xdist")
+    project.runpytest_subprocess(*LEAN, "-n", "2", "--vcr-mode=replay").assert_outcomes(passed=3)

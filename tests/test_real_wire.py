@@ -15,7 +15,7 @@ from typing import Any
 import httpx
 import httpx2
 import pytest
-from real_wire import HEADER_SETS, real_headers, vendor_of
+from real_wire import HEADER_SETS, at_vendor_host, real_headers, vendor_of
 from upstream import Received
 from vendors import SDKS, VENDOR_ROUTES, Sdk
 
@@ -134,3 +134,128 @@ def test_async_session_sets_cookies_before_concurrent_calls(library: Any, tmp_pa
     live = asyncio.run(gathered(AsyncRecordingTransport(answering(sdk, ("openai", 0)), cassette), [0, 1, 2]))
     assert verify_strict(cassette)[0] == 0
     assert asyncio.run(gathered(ReplayTransport(cassette), [0, 1, 2])) == live
+
+
+def _openai_answer(request: Any) -> tuple[int, list[tuple[str, str]], bytes]:
+    """Chat completions and embeddings, as api.openai.com answers them."""
+    if request.url.path.endswith("/embeddings"):
+        body: dict[str, Any] = {
+            "object": "list",
+            "data": [{"object": "embedding", "index": 0, "embedding": [0.25, -0.5]}],
+            "model": "text-embedding-3-small",
+            "usage": {"prompt_tokens": 1, "total_tokens": 1},
+        }
+    else:
+        prompt = json.loads(request.content)["messages"][-1]["content"]
+        body = {
+            "id": "chatcmpl-1",
+            "object": "chat.completion",
+            "created": 1,
+            "model": "m",
+            "choices": [
+                {"index": 0, "message": {"role": "assistant", "content": f"echo:{prompt}"}, "finish_reason": "stop"}
+            ],
+        }
+    return 200, [("content-type", "application/json")], json.dumps(body).encode()
+
+
+def _cookie_mock(library: Any) -> Any:
+    """api.openai.com's header set 0: ``__cf_bm`` (expired by now: the jar drops it) and ``_cfuvid`` (a
+    session cookie for ``Path=/``, sent back on every later request)."""
+    headers = real_headers("openai", 0)
+
+    def handler(request: Any) -> Any:
+        status, own, body = _openai_answer(request)
+        return library.Response(status, headers=headers + own, content=body)
+
+    return library.MockTransport(handler)
+
+
+@pytest.mark.parametrize("library", [httpx, httpx2], ids=lambda library: library.__name__)
+def test_chat_then_embeddings_on_one_client_replays(library: Any, tmp_path: Path) -> None:
+    """The chat answer sets a cookie for ``Path=/``: the embeddings request carries it. Replayed, the
+    cookie keeps its attributes, so the jar sends it to the other endpoint family as it did live."""
+    import openai
+
+    cassette = tmp_path / "chat-embeddings.jsonl"
+
+    def run(transport: Any) -> list[Any]:
+        with library.Client(transport=transport) as http:
+            client = openai.OpenAI(api_key="sk-proj-" + "b2" * 20, http_client=http, max_retries=0)
+            chat = client.chat.completions.create(model="m", messages=[{"role": "user", "content": "hi"}])
+            vector = client.embeddings.create(model="text-embedding-3-small", input="hi")
+            return [chat.choices[0].message.content, vector.data[0].embedding, dict(http.cookies)]
+
+    live = run(RecordingTransport(_cookie_mock(library), cassette))
+    assert "_cfuvid" in live[2]
+    requests = [json.loads(line) for line in cassette.read_text().splitlines() if '"type":"request"' in line]
+    assert [name.lower() for name, _ in requests[1]["headers"]].count("cookie") == 1
+    assert ["cookie", "_cfuvid=[secret removed]"] in [[n.lower(), v] for n, v in requests[1]["headers"]]
+    replayed = run(ReplayTransport(cassette))
+    assert replayed[:2] == live[:2]
+    assert replayed[2] == {"_cfuvid": PLACEHOLDER}, "the replayed cookie keeps its name and Path=/"
+
+
+@pytest.mark.parametrize("library", [httpx, httpx2], ids=lambda library: library.__name__)
+def test_concurrent_calls_over_real_sockets_replay_whatever_the_cookies(library: Any, tmp_path: Path) -> None:
+    """Calls started together over a slow upstream all leave before any answer set a cookie; on replay
+    the first answer comes at once and its cookie goes with the next requests. The server's cookies are
+    not compared, so the replay matches."""
+    import openai
+    from upstream import Upstream
+
+    from vcr_transport import AsyncRecordingTransport
+
+    server = Upstream()
+    server.routes["/v1/chat/completions"] = lambda received: _slow_chat(received)
+    server.start()
+    cassette = tmp_path / "gathered.jsonl"
+
+    async def gathered(transport: Any) -> list[str]:
+        async with library.AsyncClient(transport=transport) as http:
+            client = openai.AsyncOpenAI(
+                api_key="sk-proj-" + "c3" * 20, base_url="https://api.openai.com/v1", http_client=http, max_retries=0
+            )
+
+            async def ask(number: int) -> str:
+                reply = await client.chat.completions.create(
+                    model="m", messages=[{"role": "user", "content": f"q{number}"}]
+                )
+                return str(reply.choices[0].message.content)
+
+            answers = list(await asyncio.gather(*(ask(n) for n in range(3))))
+            answers.append(await ask(9))  # after the gathered ones: it carries the cookie, live and replayed
+            return answers
+
+    try:
+        inner = at_vendor_host(library, server.url, is_async=True)
+        live = asyncio.run(gathered(AsyncRecordingTransport(inner, cassette)))
+    finally:
+        server.stop()
+    lines = [json.loads(line) for line in cassette.read_text().splitlines()]
+    carried = [any(n.lower() == "cookie" for n, _ in line["headers"]) for line in lines if line["type"] == "request"]
+    assert carried == [False, False, False, True], "the gathered requests left before any cookie was set"
+    assert verify_strict(cassette)[0] == 0
+    assert asyncio.run(gathered(ReplayTransport(cassette))) == live
+
+
+def _slow_chat(received: Received) -> Any:
+    """An answer that takes a moment (so that requests started together overlap), with cookies for any
+    host: ``Domain`` as api.openai.com sends it."""
+    import time
+
+    from upstream import Reply
+
+    time.sleep(0.05)
+    prompt = received.json()["messages"][-1]["content"]
+    body = {
+        "id": "chatcmpl-1",
+        "object": "chat.completion",
+        "created": 1,
+        "model": "m",
+        "choices": [
+            {"index": 0, "message": {"role": "assistant", "content": f"echo:{prompt}"}, "finish_reason": "stop"}
+        ],
+    }
+    headers = [*real_headers("openai", 0), ("content-type", "application/json")]
+    return Reply(200, headers, [json.dumps(body).encode()], content_length=True, real_headers=False)

@@ -9,7 +9,8 @@ whether ``CI`` is set; the shells only carry out the step decided here.
 | ``record-on-miss`` | replayed while requests match; from the first miss on, forwarded and recorded   |
 | ``auto``         | ``replay`` when the cassette exists, else ``record`` (never under ``CI``)         |
 
-A cassette that can't be read refuses every request (fails closed) in every mode that would read it.
+A missing cassette refuses every request (fails closed) in every mode that would read it (one that exists
+but can't be read fails where it is opened, before any request: see ``_session``).
 
 Passthrough rules (``host/path`` globs: the telemetry endpoints in ``TELEMETRY_PASSTHROUGH`` plus the
 ``passthrough`` option) keep a request out of the cassette, whatever the mode: it is forwarded while the
