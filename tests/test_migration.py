@@ -417,6 +417,10 @@ def test_vcr(vcr):
 
 def test_unmarked():
     print("unmarked guarded:", socket.socket.__name__ == "_GuardedSocket")
+
+@pytest.mark.vcr_transport
+def test_native_marker():
+    print("native answer:", ask(), "guarded:", socket.socket.__name__ == "_GuardedSocket")
 """
 
 
@@ -428,19 +432,27 @@ def test_a_recording_cassette_is_never_guarded_and_disable_recording_turns_casse
     _compat_project(pytester, monkeypatch)
     pytester.makepyfile(test_rec=RECORDING_TESTS)
     cassette = pytester.path / "cassettes" / "test_rec" / "test_vcr.jsonl"
-    result = pytester.runpytest_inprocess("-p", "no:cassetter", "-s", "--block-network", "--record-mode=all")
-    result.assert_outcomes(passed=2)
-    result.stdout.fnmatch_lines(["*answer: live guarded: False mode: record", "*unmarked guarded: True"])
+    result = pytester.runpytest_inprocess(
+        "-p", "no:cassetter", "-s", "--block-network", "--record-mode=all", "--vcr-mode=record"
+    )
+    result.assert_outcomes(passed=3)
+    result.stdout.fnmatch_lines(
+        ["*answer: live guarded: False mode: record", "*unmarked guarded: True", "*native answer: live guarded: False"]
+    )
     assert '{\\"answer\\":\\"live\\"}' in cassette.read_text()
     recorded = cassette.read_bytes()
     pytester.makepyfile(test_rec=RECORDING_TESTS.replace('"live"', '"real network"'))
-    result = pytester.runpytest_inprocess("-p", "no:cassetter", "-s", "--block-network", "--disable-recording")
+    result = pytester.runpytest_inprocess(
+        "-p", "no:cassetter", "-s", "--block-network", "--disable-recording", "-k", "not native"
+    )
     result.assert_outcomes(passed=2)
     result.stdout.fnmatch_lines(["*answer: real network guarded: False mode: off", "*unmarked guarded: True"])
     assert cassette.read_bytes() == recorded
-    result = pytester.runpytest_inprocess("-p", "no:cassetter", "-s")  # replay, pytest-recording's default
-    result.assert_outcomes(passed=2)
-    result.stdout.fnmatch_lines(["*answer: live guarded: True mode: replay", "*unmarked guarded: False"])
+    result = pytester.runpytest_inprocess("-p", "no:cassetter", "-s", "--vcr-mode=replay")
+    result.assert_outcomes(passed=3)
+    result.stdout.fnmatch_lines(
+        ["*answer: live guarded: True mode: replay", "*unmarked guarded: False", "*native answer: live guarded: True"]
+    )
 
 
 def test_pytest_recordings_options_are_refused_outside_the_compat_mode(

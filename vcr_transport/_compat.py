@@ -12,9 +12,10 @@ each claims ``@pytest.mark.vcr`` and ``--record-mode``. Then:
   ``--record-mode`` none/once/new_episodes/all/rewrite maps to replay/auto/record-on-miss/record/record; without
   it the mode is replay (pytest-recording's ``none``) unless ``--vcr-mode`` or ``VCR_TRANSPORT_MODE`` says.
   ``--block-network`` (and ``@pytest.mark.block_network``) turns the network guard (``_guard.py``) on for every
-  test that has no ``vcr`` marker; a ``vcr`` test is guarded by its cassette, while it replays (never while it
-  records). ``--allowed-hosts=host1,host2`` (or the marker's ``allowed_hosts=[...]``, or the ``vcr_config``'s
-  ``allowed_hosts``, in that order) are regular expressions of hosts every guard lets through.
+  test that has no cassette marker; a ``vcr`` (or ``vcr_transport``) test is guarded by its cassette, while it
+  replays (never while it records). ``--allowed-hosts=host1,host2`` (or the marker's ``allowed_hosts=[...]``,
+  or the ``vcr_config``'s ``allowed_hosts``, in that order) are regular expressions of hosts every guard lets
+  through.
   ``--disable-recording`` opens each ``vcr`` test's cassette in the mode ``off``: no cassette is read or
   written and the test reaches the real network. Given without the compatibility mode, they are refused.
 - Unplayed recorded calls are not checked (vcrpy never checks them; ini ``vcr_unplayed`` turns that on), and a
@@ -90,6 +91,8 @@ COMPAT_OPTIONS = {
     "disable_recording": "--disable-recording",
 }
 BLOCK_NETWORK_ARGUMENTS = ("allowed_hosts",)
+# The markers that give a test a cassette: its cassette guards it while it replays, and never while it records.
+CASSETTE_MARKERS = ("vcr", "vcr_transport")
 
 
 def _owner(pluginmanager: pytest.PytestPluginManager) -> str | None:
@@ -338,7 +341,7 @@ class RecordingCompat:
         records)."""
         marker = _check_block_network_marker(request)
         wanted = marker is not None or bool(request.config.getoption("block_network", False))
-        if not wanted or request.node.get_closest_marker("vcr") is not None:
+        if not wanted or any(request.node.get_closest_marker(name) is not None for name in CASSETTE_MARKERS):
             yield
             return
         reason = "@pytest.mark.block_network" if marker is not None else "--block-network"

@@ -384,6 +384,8 @@ def vcr_cassette(request: pytest.FixtureRequest) -> Iterator[use_cassette]:
     path = marker_cassette_path(request.node, kwargs.pop("path", None))
     unplayed = unplayed_action(request.config, kwargs.pop("unplayed", None))
     kwargs.update(caught_mismatch_action(request.config, kwargs.pop("caught_mismatch", None)))
+    if compat_active(request.config):  # pytest-recording's allowed hosts pass every guard, a cassette's too
+        kwargs["allowed_hosts"] = request.getfixturevalue("allowed_hosts")
     with open_test_cassette(request, path, mode=kwargs.pop("mode", None), unplayed=unplayed, **kwargs) as cassette:
         yield cassette
 
