@@ -249,11 +249,15 @@ def test_an_unknown_caught_mismatch_is_refused(project: pytest.Pytester) -> None
     project.makepyfile(test_caught=CAUGHT_FILE.replace("MARKER", ""))
     result = project.runpytest("--vcr-mode=record", "-o", "vcr_caught_mismatch=swallow")
     result.assert_outcomes(errors=1)
-    result.stdout.fnmatch_lines(["E   *UsageError: vcr_caught_mismatch must be one of raise, ignore, not 'swallow'"])
+    result.stdout.fnmatch_lines(
+        ["E   *UsageError: the ini vcr_caught_mismatch must be one of raise, ignore, not 'swallow'"]
+    )
     project.makepyfile(test_caught=CAUGHT_FILE.replace("MARKER", ", caught_mismatch='never'"))
     result = project.runpytest("--vcr-mode=record")
     result.assert_outcomes(errors=1)
-    result.stdout.fnmatch_lines(["E   *UsageError: vcr_caught_mismatch must be one of raise, ignore, not 'never'"])
+    result.stdout.fnmatch_lines(
+        ["E   *UsageError: @pytest.mark.vcr_transport?caught_mismatch=...? must be one of raise, ignore, not 'never'"]
+    )
 
 
 ENTRY_POINTS_FILE = """

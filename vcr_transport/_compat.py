@@ -337,8 +337,8 @@ class RecordingCompat:
     @pytest.fixture(autouse=True)
     def block_network(self, request: pytest.FixtureRequest) -> Iterator[None]:
         """pytest-recording's ``--block-network`` and ``@pytest.mark.block_network``: the network guard for a test
-        with no ``vcr`` marker (a ``vcr`` test's cassette guards it while it replays, and never while it
-        records)."""
+        with no cassette marker (a ``vcr`` or ``vcr_transport`` test's cassette guards it while it replays, and
+        never while it records)."""
         marker = _check_block_network_marker(request)
         wanted = marker is not None or bool(request.config.getoption("block_network", False))
         if not wanted or any(request.node.get_closest_marker(name) is not None for name in CASSETTE_MARKERS):

@@ -345,9 +345,8 @@ def caught_mismatch_action(config: pytest.Config, given: object = None) -> dict[
     value = given or config.getini("vcr_caught_mismatch")
     if value:
         if value not in CAUGHT_MISMATCH_ACTIONS:
-            raise pytest.UsageError(
-                f"vcr_caught_mismatch must be one of {', '.join(CAUGHT_MISMATCH_ACTIONS)}, not {value!r}"
-            )
+            where = f"@pytest.mark.{MARKER}(caught_mismatch=...)" if given else "the ini vcr_caught_mismatch"
+            raise pytest.UsageError(f"{where} must be one of {', '.join(CAUGHT_MISMATCH_ACTIONS)}, not {value!r}")
         return {"caught_mismatch": str(value)}
     if compat_active(config) and "caught_mismatch" not in read_settings(find_pyproject()):
         return {"caught_mismatch": "ignore"}
