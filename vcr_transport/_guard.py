@@ -72,7 +72,7 @@ class _Start:
     resolved: set[str] = dataclasses.field(default_factory=set)  # addresses an allowed name resolved to
 
     def allows(self, host: str) -> bool:
-        return host in self.resolved or any(pattern.match(host) for pattern in self.allowed)
+        return host.split("%", 1)[0] in self.resolved or any(pattern.match(host) for pattern in self.allowed)
 
 
 _starts: list[_Start] = []  # every start in force, innermost last
