@@ -307,6 +307,60 @@ def test_exit_reraises_a_mismatch_the_sdk_swallowed(upstream: Upstream, cassette
     )
 
 
+def _swallowing_client() -> httpx2.Client:
+    return httpx2.Client(transport=httpx2.MockTransport(lambda request: httpx2.Response(200, json={"ok": True})))
+
+
+def _ask(prompt: str) -> str:
+    """An app that turns every error into an empty answer, as crewAI's trace exporter and litellm's price-list
+    fetch do."""
+    with _swallowing_client() as client:
+        try:
+            return client.post("https://api.example.test/v1/chat", json={"prompt": prompt}).text
+        except Exception:
+            return ""
+
+
+def test_caught_mismatch_raise_or_ignore(tmp_path: Path) -> None:
+    cassette = tmp_path / "caught.jsonl"
+    with vcr_transport.use_cassette(cassette, mode="record"):
+        assert _ask("hi") == '{"ok":true}'
+    with pytest.raises(vcr_transport.ReplayMismatch, match="field body.prompt: recorded 'hi', incoming 'bye'"):
+        with vcr_transport.use_cassette(cassette, mode="replay"):  # the default: raise
+            assert _ask("bye") == ""
+    with pytest.raises(vcr_transport.ReplayMismatch, match="field body.prompt"):
+        with vcr_transport.use_cassette(cassette, mode="replay", caught_mismatch="raise"):
+            _ask("bye")
+    with vcr_transport.use_cassette(cassette, mode="replay", unplayed="ignore", caught_mismatch="ignore") as block:
+        assert _ask("bye") == ""  # the app handled it: the block ends quietly
+    assert block.session is not None and block.session.first_mismatch is not None  # still there to look at
+    # Left alone, the mismatched call is an unplayed one: the unplayed check still reports it.
+    with pytest.raises(vcr_transport.UnplayedCallsError, match="call 0: POST"):
+        with vcr_transport.use_cassette(cassette, mode="replay", unplayed="error", caught_mismatch="ignore"):
+            _ask("bye")
+
+
+def test_caught_mismatch_from_pyproject_and_refused_values(tmp_path: Path) -> None:
+    cassette = tmp_path / "caught.jsonl"
+    with vcr_transport.use_cassette(cassette, mode="record"):
+        _ask("hi")
+    (tmp_path / "pyproject.toml").write_text('[tool.vcr_transport]\ncaught_mismatch = "ignore"\n')
+    with vcr_transport.use_cassette(cassette, mode="replay", unplayed="ignore"):
+        assert _ask("bye") == ""
+    with pytest.raises(
+        ValueError, match="use_cassette\\(\\): option caught_mismatch must be one of 'raise', 'ignore', not 'swallow'"
+    ):
+        vcr_transport.use_cassette(cassette, caught_mismatch="swallow")
+    (tmp_path / "pyproject.toml").write_text('[tool.vcr_transport]\ncaught_mismatch = "never"\n')
+    with pytest.raises(
+        ValueError,
+        match="pyproject.toml \\[tool.vcr_transport\\]: option caught_mismatch must be "
+        "one of 'raise', 'ignore', not 'never'",
+    ):
+        with vcr_transport.use_cassette(cassette, mode="replay"):
+            pass
+
+
 def test_unplayed_calls_warn_error_or_are_ignored(upstream: Upstream, cassette: Path) -> None:
     with vcr_transport.use_cassette(cassette, mode="record"):
         OPENAI.run(None, upstream.url, [("chat", ["a"]), ("chat", ["b"])])

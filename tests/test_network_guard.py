@@ -265,6 +265,110 @@ def test_asyncio_loopback_works(loopback_server: int, guarded: NetworkGuard) -> 
     assert _run(talk()) in ("127.0.0.1", "::1")
 
 
+@pytest.fixture
+def fake_wire(monkeypatch: pytest.MonkeyPatch) -> list[tuple[str, tuple[Any, ...]]]:
+    """The real functions behind the guard, replaced by answers that send nothing: a connect that records its
+    address, a resolver that answers api.allowed.test with 192.0.2.7 and every other name with a gaierror."""
+    reached: list[tuple[str, tuple[Any, ...]]] = []
+
+    def fake(name: str) -> Callable[..., Any]:
+        def answer(*args: Any) -> Any:
+            reached.append((name, args))
+            if name in ("connect", "connect_ex", "sendto"):
+                return 0
+            host = args[0]
+            if host != "api.allowed.test":
+                raise socket.gaierror(socket.EAI_NONAME, "Name or service not known")
+            if name == "getaddrinfo":
+                return [(socket.AF_INET, socket.SOCK_STREAM, 6, "", ("192.0.2.7", args[1]))]
+            if name == "gethostbyname":
+                return "192.0.2.8"
+            return (host, [], ["192.0.2.9"])
+
+        return answer
+
+    for name in list(_guard._REAL):
+        monkeypatch.setitem(_guard._REAL, name, fake(name))
+    return reached
+
+
+def _connect(address: tuple[str, int]) -> None:
+    with _tcp() as sock:
+        sock.connect(address)
+
+
+def test_allowed_hosts_are_regular_expressions_matched_from_the_start(fake_wire: list[Any]) -> None:
+    """pytest-recording's --allowed-hosts: re.match, so a pattern allows every host it begins."""
+    with NetworkGuard([r"192\.0\.2\.", "api\\.allowed"]):
+        _connect(("192.0.2.55", 443))
+        _connect(("api.allowed.test", 443))  # a name that matches may be connected to by name
+        with pytest.raises(NetworkBlockedError, match=r"'198\.51\.100\.1':443 was blocked"):
+            _connect(("198.51.100.1", 443))
+        with pytest.raises(NetworkBlockedError):
+            _connect(("x.api.allowed.test", 443))  # matched from the start, as pytest-recording does
+    assert [args[1][0] for name, args in fake_wire if name == "connect"] == ["192.0.2.55", "api.allowed.test"]
+
+
+def test_an_allowed_name_is_resolved_and_its_addresses_become_reachable(fake_wire: list[Any]) -> None:
+    with NetworkGuard(["api.allowed.test"]):
+        with pytest.raises(NetworkBlockedError, match="a connection \\(connect\\) to '192.0.2.7'"):
+            _connect(("192.0.2.7", 443))  # not yet: nothing resolved to it
+        assert socket.getaddrinfo("api.allowed.test", 443)[0][4] == ("192.0.2.7", 443)
+        assert socket.gethostbyname("api.allowed.test") == "192.0.2.8"
+        assert socket.gethostbyname_ex("api.allowed.test")[2] == ["192.0.2.9"]
+        for address in ("192.0.2.7", "192.0.2.8", "192.0.2.9"):
+            _connect((address, 443))
+        with pytest.raises(NetworkBlockedError, match="getaddrinfo\\) of 'other.test'"):
+            socket.getaddrinfo("other.test", 443)
+    with NetworkGuard(["api.allowed.test"]), pytest.raises(NetworkBlockedError):
+        _connect(("192.0.2.7", 443))  # what a guard learned ends with it
+    names = [name for name, _ in fake_wire]
+    assert names.count("connect") == 3 and "getaddrinfo" in names
+
+
+def test_nested_guards_pass_only_what_every_guard_allows(fake_wire: list[Any]) -> None:
+    outer = NetworkGuard(["192.0.2.1"], reason="--block-network")
+    with outer:
+        _connect(("192.0.2.1", 80))
+        with NetworkGuard(), pytest.raises(NetworkBlockedError) as blocked:
+            _connect(("192.0.2.1", 80))
+        assert "network guard (replay mode): nothing beyond loopback (127.0.0.1, ::1, localhost) is" in str(
+            blocked.value
+        )
+        with pytest.raises(NetworkBlockedError) as blocked:
+            _connect(("192.0.2.2", 80))
+        assert (
+            "network guard (--block-network): nothing beyond loopback (127.0.0.1, ::1, localhost) and the "
+            "allowed hosts (192.0.2.1) is reachable" in str(blocked.value)
+        )
+        _connect(("192.0.2.1", 80))  # the inner guard is gone: the outer one's rules again
+    assert len([name for name, _ in fake_wire if name == "connect"]) == 2
+
+
+def test_a_blocked_route_is_a_runtime_error_as_pytest_recordings_is(tripwires: list[Any]) -> None:
+    with NetworkGuard(), pytest.raises(RuntimeError) as blocked:
+        _connect(V4)
+    assert isinstance(blocked.value, NetworkBlockedError) and tripwires == []
+
+
+@pytest.mark.parametrize("hosts", [["api.(x"], "api.example.test"])
+def test_allowed_hosts_that_are_not_a_list_of_regular_expressions_are_refused(hosts: Any) -> None:
+    with pytest.raises((ValueError, TypeError), match=r"allowed_hosts.*(not a regular expression|a list)"):
+        NetworkGuard(hosts)
+    with pytest.raises((ValueError, TypeError), match=r"use_cassette\(\): allowed_hosts"):
+        vcr_transport.use_cassette("c.jsonl", block_network=True, allowed_hosts=hosts)
+
+
+def test_use_cassette_lets_its_allowed_hosts_through(tmp_path: Path, fake_wire: list[Any]) -> None:
+    cassette = tmp_path / "empty.jsonl"
+    cassette.write_text(json.dumps({"type": "header", "format_version": 1}) + "\n")
+    with vcr_transport.use_cassette(cassette, mode="replay", block_network=True, allowed_hosts=[r"192\.0\.2\.1$"]):
+        _connect(("192.0.2.1", 80))
+        with pytest.raises(NetworkBlockedError):
+            _connect(("192.0.2.10", 80))
+    assert [args[1] for name, args in fake_wire if name == "connect"] == [("192.0.2.1", 80)]
+
+
 def _patched_state() -> dict[str, Any]:
     state = {f"socket.{n}": getattr(socket, n) for n in (*_guard._DNS_FUNCTIONS, "socket", "SocketType")}
     state.update({f"_socket.{n}": getattr(_socket, n) for n in (*_guard._DNS_FUNCTIONS, "socket", "SocketType")})

@@ -199,6 +199,71 @@ def test_a_test_failing_after_an_sdk_swallowed_the_mismatch_shows_it(project: py
     )
 
 
+CAUGHT_FILE = """
+import httpx2, pytest
+
+def post(path, body):
+    client = httpx2.Client(transport=httpx2.MockTransport(lambda r: httpx2.Response(200, text="ok")))
+    return client.post("https://api.example.test" + path, json=body).text
+
+def export_traces():
+    try:  # a tracing exporter that swallows every error, as crewAI's does
+        post("/v1/traces", {"spans": 1})
+    except Exception:
+        pass
+
+@pytest.mark.vcr_transport(path="caught.jsonl"MARKER)
+def test_answer(request):
+    assert post("/v1/chat", {"p": "hi"}) == "ok"
+    if request.config.getoption("--vcr-mode") == "replay":
+        export_traces()  # a call the recording never had
+"""
+
+
+@pytest.mark.parametrize(
+    ("marker", "ini", "outcome"),
+    [
+        ("", None, "error"),  # the native default: raised again at teardown
+        ("", "ignore", "passed"),
+        (", caught_mismatch='ignore'", None, "passed"),
+        (", caught_mismatch='raise'", "ignore", "error"),  # the marker's wins over the ini
+    ],
+)
+def test_a_mismatch_the_code_caught_is_raised_at_teardown_unless_ignored(
+    project: pytest.Pytester, marker: str, ini: str | None, outcome: str
+) -> None:
+    project.makepyfile(test_caught=CAUGHT_FILE.replace("MARKER", marker))
+    project.runpytest("--vcr-mode=record").assert_outcomes(passed=1)
+    result = project.runpytest("--vcr-mode=replay", *(["-o", f"vcr_caught_mismatch={ini}"] if ini else []))
+    if outcome == "passed":
+        result.assert_outcomes(passed=1)
+        result.stdout.fnmatch_lines(["cassettes: 1 with a replay mismatch"])
+    else:
+        result.assert_outcomes(passed=1, errors=1)
+        result.stdout.fnmatch_lines(
+            [
+                "*ERROR at teardown of test_answer*",
+                "E   *ReplayMismatch: replay mismatch at call 1, field call_index: recorded '1 call(s) (0..0)', "
+                "incoming 'POST https://api.example.test/v1/traces'",
+            ]
+        )
+
+
+def test_an_unknown_caught_mismatch_is_refused(project: pytest.Pytester) -> None:
+    project.makepyfile(test_caught=CAUGHT_FILE.replace("MARKER", ""))
+    result = project.runpytest("--vcr-mode=record", "-o", "vcr_caught_mismatch=swallow")
+    result.assert_outcomes(errors=1)
+    result.stdout.fnmatch_lines(
+        ["E   *UsageError: the ini vcr_caught_mismatch must be one of raise, ignore, not 'swallow'"]
+    )
+    project.makepyfile(test_caught=CAUGHT_FILE.replace("MARKER", ", caught_mismatch='never'"))
+    result = project.runpytest("--vcr-mode=record")
+    result.assert_outcomes(errors=1)
+    result.stdout.fnmatch_lines(
+        ["E   *UsageError: @pytest.mark.vcr_transport?caught_mismatch=...? must be one of raise, ignore, not 'never'"]
+    )
+
+
 ENTRY_POINTS_FILE = """
 import httpx2
 import vcr_transport

@@ -1,17 +1,23 @@
 """``vcr-transport import`` against hostile and malformed vcrpy YAML: a clear error for each (file, line,
 what, fix), never a traceback; alias bombs refused under a bound; two inputs for one output refused;
 folders converted into a mirrored tree; a symlink planted at the old predictable temp name not written
-through. The command runs in-process."""
+through; YAML that is no cassette skipped in one line; bytes header values imported; every file read back
+before it is put in place; vcrpy cassettes that kept the vendors' real Set-Cookie headers imported, checked
+with ``verify --strict`` and replayed through the real SDKs. The command runs in-process."""
 
 from __future__ import annotations
 
 import os
+import re
 import stat
 from pathlib import Path
 from typing import Any
 
 import pytest
 import yaml
+from real_wire import COOKIE_SETS, real_headers
+from upstream import Received
+from vendors import SDKS, VENDOR_ROUTES, Sdk
 
 from vcr_transport._cli import main
 from vcr_transport._storage import read_cassette
@@ -106,9 +112,8 @@ def test_an_alias_that_contains_itself_is_refused(tmp_path: Path, capsys: pytest
 
 
 MALFORMED: dict[str, tuple[Any, str]] = {
-    "not a mapping": (["a", "list"], "the document is list, not a mapping"),
     "interactions not a list": ({"interactions": {"a": 1}}, "'interactions' is dict, not a list"),
-    "no interactions": ({"version": 1}, "'interactions' is NoneType, not a list"),
+    "interactions null": ({"interactions": None, "version": 1}, "'interactions' is NoneType, not a list"),
     "interaction not a mapping": ({"interactions": ["text"]}, "interaction 0: is a str"),
     "no request": ({"interactions": [interaction(request=None)]}, "interaction 0: has no request mapping"),
     "no response": ({"interactions": [interaction(response="x")]}, "interaction 0: has no response mapping"),
@@ -208,3 +213,239 @@ def test_a_planted_symlink_is_never_written_through(
     target = out / "chat.jsonl"
     assert not target.is_symlink() and len(read_cassette(target).calls) == 1
     assert not [p for p in out.iterdir() if p.name.endswith(".partial") and not p.is_symlink()]
+
+
+# --- YAML that is no cassette, bytes headers, read-back ---------------------------------------------------
+
+AGENTS_YAML = """researcher:
+  role: Senior researcher
+  goal: Find what is new in {topic}
+  backstory: >
+    A curious mind.
+writer:
+  role: Writer
+  goal: Write it up
+"""
+
+
+def test_yaml_that_is_no_vcrpy_cassette_is_skipped_in_one_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """crewAI keeps its agents' YAML configuration under tests/: each such file gets one line, and the run
+    exits 0 when every cassette converted."""
+    tree = tmp_path / "tests"
+    vcrpy_file(tree / "cassettes" / "test_chat.yaml", [interaction()])
+    (tree / "config").mkdir(parents=True)
+    (tree / "config" / "agents.yaml").write_text(AGENTS_YAML)
+    (tree / "config" / "list.yml").write_text("- one\n- two\n")
+    (tree / "config" / "empty.yaml").write_text("")
+    (tree / "config" / "two_documents.yaml").write_text("a: 1\n---\nb: 2\n")
+    (tree / "config" / "template.yaml").write_text("name: {{ name }\n")
+    code, out, err = run(capsys, str(tree), "--out", str(tmp_path / "out"))
+    assert code == 0 and err == "", err
+    config = tree / "config"
+    converted = tmp_path / "out" / "cassettes" / "test_chat.jsonl"
+    # What PyYAML says of a file it can't load depends on its build (libyaml or not): shown as (…) here.
+    lines = [re.sub(r"one document \(.*\), with", "one document (…), with", line) for line in out.splitlines()]
+    assert lines == [
+        f"imported 1 call: {tree / 'cassettes' / 'test_chat.yaml'} -> {converted}",
+        f"skipped: {config / 'agents.yaml'}: not a vcrpy cassette (a mapping without 'interactions', keys: "
+        "researcher, writer)",
+        f"skipped: {config / 'empty.yaml'}: not a vcrpy cassette (an empty YAML document)",
+        f"skipped: {config / 'list.yml'}: not a vcrpy cassette (the document is a list, not a mapping with "
+        "'interactions')",
+        f"skipped: {config / 'template.yaml'}: not a vcrpy cassette (YAML that doesn't load as one document (…), "
+        "with no 'interactions')",
+        f"skipped: {config / 'two_documents.yaml'}: not a vcrpy cassette (YAML that doesn't load as one document "
+        "(…), with no 'interactions')",
+        "note: vcrpy keeps no chunk boundaries, so each body came in whole, as one chunk; re-record to get them",
+        "note: these cassettes match as vcrpy did (match_on in their header); see the README to tighten it",
+        "summary: 1 file converted (1 call), 0 refused; 5 skipped (not vcrpy cassettes)",
+    ]
+    assert sorted(p.name for p in (tmp_path / "out").rglob("*.jsonl")) == ["test_chat.jsonl"]
+
+
+def test_a_run_that_finds_no_cassette_at_all_exits_1(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    (tmp_path / "agents.yaml").write_text(AGENTS_YAML)
+    code, out, err = run(capsys, str(tmp_path))
+    assert code == 1 and err == ""
+    assert out.splitlines()[-1] == (
+        "summary: 0 files converted (0 calls), 0 refused; 1 skipped (not vcrpy cassettes): none of the YAML files "
+        "is a vcrpy cassette, nothing was imported"
+    )
+
+
+def test_header_values_vcrpy_stored_as_bytes_are_imported(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """botocore's header values are bytes, which vcrpy writes as YAML !!binary (Bedrock cassettes); they are the
+    bytes they were, and the call replays with them."""
+    import httpx2
+
+    from vcr_transport import ReplayTransport
+
+    url = "https://bedrock-runtime.us-east-1.amazonaws.com/model/anthropic.claude-v2/invoke"
+    source = vcrpy_file(
+        tmp_path / "bedrock.yaml",
+        [
+            interaction(
+                request__uri=url,
+                request__headers={
+                    "Content-Type": [b"application/json"],
+                    "X-Amz-Date": [b"20250101T000000Z"],
+                    "amz-sdk-invocation-id": [b"4b0d1ca2-5d3e-4c1a-9a0e-3f1f2b6c7d8e"],
+                    "Authorization": [b"AWS4-HMAC-SHA256 Credential=AKIAIOSFODNN7EXAMPLE/20250101/us-east-1/bedrock"],
+                },
+                response__headers={
+                    "Content-Type": ["application/json"],
+                    "x-amzn-RequestId": [b"0f1e2d3c-4b5a-6978-8796-a5b4c3d2e1f0"],
+                    "x-note": [b"caf\xe9"],
+                },
+            )
+        ],
+    )
+    assert source.read_text().count("!!binary") == 7  # the six header values, and the body
+    code, out, err = run(capsys, str(source))
+    assert code == 0, err
+    target = source.with_suffix(".jsonl")
+    call = read_cassette(target).calls[0]
+    assert ("X-Amz-Date", "20250101T000000Z") in call.request_headers
+    assert dict(call.response_headers)["x-note"] == "caf\xe9"
+    assert "AKIAIOSFODNN7EXAMPLE" not in target.read_text()
+    with httpx2.Client(transport=ReplayTransport(target)) as client:
+        response = client.post(url, json={"model": "m"})
+    assert response.json() == {"ok": True}
+    assert response.headers.raw[-1] == (b"x-note", b"caf\xe9")
+    assert response.headers["x-amzn-requestid"] == "0f1e2d3c-4b5a-6978-8796-a5b4c3d2e1f0"
+
+
+def test_a_header_of_no_header_shape_is_refused_with_a_fix_about_headers(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    source = vcrpy_file(tmp_path / "bad.yaml", [interaction(request__headers={"X-Flag": [True]})])
+    code, _, err = run(capsys, str(source))
+    line = next(n for n, text in enumerate(source.read_text().splitlines(), 1) if text.startswith("- "))
+    assert code == 1
+    assert err.splitlines() == [
+        f"refused: cassette {source}:{line}: interaction 0: request.headers['X-Flag'] holds True; a header is a "
+        "name with a text (or bytes) value or a list of them; fix: vcrpy stores headers as a mapping of each name "
+        "to a list of text (or !!binary) values: correct that header in the YAML, or re-record the test"
+    ]
+
+
+def test_a_conversion_that_would_not_read_back_is_refused_and_replaces_nothing(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Each file is read back by the strict parser before it is moved into place: one that would not read is a
+    refusal naming the interaction, and the cassette already at the target stays byte for byte."""
+    out = tmp_path / "out"
+    good = vcrpy_file(tmp_path / "first" / "chat.yaml", [interaction()])
+    assert run(capsys, str(good), "--out", str(out))[0] == 0
+    target = out / "chat.jsonl"
+    before = target.read_bytes()
+    source = vcrpy_file(
+        tmp_path / "chat.yaml", [interaction(), interaction(request__uri="ftp://files.example.test/data")]
+    )
+    code, out_text, err = run(capsys, str(source), "--out", str(out))
+    second = [n for n, text in enumerate(source.read_text().splitlines(), 1) if text.startswith("- ")][1]
+    assert code == 1
+    assert err.splitlines() == [
+        f"refused: cassette {source}:{second}: interaction 1: converted, it would not read back (line 6 of the "
+        "converted cassette: malformed request line: url 'ftp://files.example.test/data' is not an absolute http "
+        f"or https URL); {target} was left as it was; fix: correct that interaction in the YAML, or re-record the "
+        "test; if the YAML is what vcrpy wrote, this is a bug in vcr-transport import: please report it with the "
+        "interaction (credentials removed)"
+    ]
+    assert out_text.splitlines()[-1].startswith("summary: 0 files converted (0 calls), 1 refused: 1 x converted,")
+    assert target.read_bytes() == before
+    assert sorted(p.name for p in out.iterdir()) == ["chat.jsonl"], "no temporary file is left"
+
+
+# --- vcrpy cassettes that kept the vendors' real Set-Cookie headers ---------------------------------------
+
+DEFAULT_HOSTS = {"openai": "https://api.openai.com", "anthropic": "https://api.anthropic.com"}
+COOKIE_STEPS = [("chat", ["hi"]), ("stream", ["hi", "echo:hi", "more"]), ("chat", ["again"])]
+# Each SDK (httpx2, sync and async) with each of its vendor's header sets whose cookies carry attributes.
+COOKIE_CASES = [
+    (sdk, number)
+    for sdk in SDKS
+    if sdk.name in DEFAULT_HOSTS and sdk.library.__name__ == "httpx2"
+    for number in COOKIE_SETS[sdk.name] or [0]
+]
+
+
+def _grouped(pairs: list[tuple[str, str]]) -> dict[str, list[str]]:
+    """Headers as vcrpy writes them: each name with the list of its values (two Set-Cookie, one entry)."""
+    grouped: dict[str, list[str]] = {}
+    for name, value in pairs:
+        grouped.setdefault(name, []).append(value)
+    return grouped
+
+
+def vcrpy_recorded(sdk: Sdk, header_set: int) -> tuple[list[dict[str, Any]], list[Any]]:
+    """What vcrpy writes while ``sdk`` talks to its vendor at the default host, answered with the vendor's real
+    header set ``header_set`` (``__cf_bm``/``_cfuvid`` with Domain, Path, Expires; the SDK's cookie jar sends
+    them back from the second call on), and what the SDK returned."""
+    import httpx2
+
+    route = VENDOR_ROUTES[sdk.name][1]
+    extra = real_headers(sdk.name, header_set)
+    interactions: list[dict[str, Any]] = []
+
+    def handler(request: httpx2.Request) -> httpx2.Response:
+        body = request.read()
+        reply = route(Received(request.method, request.url.raw_path.decode(), dict(request.headers), body))
+        own = {name.lower() for name, _ in reply.headers}
+        headers = [(n, v) for n, v in extra if n.lower() not in own] + reply.headers
+        content = b"".join(reply.chunks)
+        interactions.append(
+            {
+                "request": {
+                    "body": body.decode(),
+                    "headers": _grouped(list(request.headers.multi_items())),
+                    "method": request.method,
+                    "uri": str(request.url),
+                },
+                "response": {
+                    "body": {"string": content.decode()},
+                    "headers": _grouped(headers),
+                    "status": {"code": reply.status, "message": "OK"},
+                },
+            }
+        )
+        return httpx2.Response(reply.status, headers=headers, content=content)
+
+    live = sdk.run(httpx2.MockTransport(handler), DEFAULT_HOSTS[sdk.name], COOKIE_STEPS, max_retries=0)
+    return interactions, live
+
+
+@pytest.mark.parametrize(("sdk", "header_set"), COOKIE_CASES, ids=[f"{s.id}-set{n}" for s, n in COOKIE_CASES])
+def test_a_vcrpy_cassette_with_real_set_cookie_headers_imports_verifies_and_replays(
+    sdk: Sdk, header_set: int, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from vcr_transport import ReplayTransport
+
+    interactions, live = vcrpy_recorded(sdk, header_set)
+    cookies = [
+        value
+        for entry in interactions
+        for name, values in entry["response"]["headers"].items()
+        if name.lower() == "set-cookie"
+        for value in values
+    ]
+    assert len(cookies) >= len(COOKIE_STEPS) and all("; path=/" in c.lower() for c in cookies), cookies
+    assert any(name.lower() == "cookie" for entry in interactions[1:] for name in entry["request"]["headers"]), (
+        "the SDK's cookie jar sends the cookies back"
+    )
+    source = vcrpy_file(tmp_path / "tests" / "cassettes" / "session.yaml", interactions)
+
+    code, out, err = run(capsys, str(source))
+    assert (code, err) == (0, ""), err
+    assert f"summary: 1 file converted ({len(COOKIE_STEPS)} calls), 0 refused" in out.splitlines()
+    target = source.with_suffix(".jsonl")
+    assert main(["verify", "--strict", str(target)]) == 0, capsys.readouterr()
+    capsys.readouterr()
+    text = target.read_text()
+    values = [cookie.partition("=")[2].partition(";")[0] for cookie in cookies]
+    assert all(len(value) >= 8 for value in values) and not [v for v in values if v in text], "values redacted"
+    assert all(call.url.startswith(DEFAULT_HOSTS[sdk.name] + "/v1/") for call in read_cassette(target).calls)
+
+    assert sdk.run(ReplayTransport(target), DEFAULT_HOSTS[sdk.name], COOKIE_STEPS, max_retries=0) == live

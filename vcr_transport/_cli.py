@@ -39,7 +39,7 @@ from ._html import html_page
 from ._ledger import LedgerProblem, read_ledger
 from ._render import textconv_lines
 from ._storage import check_cassette, not_a_cassette, read_cassette, read_outline
-from ._vcrpy import ImportProblem, import_vcrpy, plan_imports
+from ._vcrpy import ImportProblem, NotACassette, import_vcrpy, plan_imports
 
 __all__ = ["main"]
 
@@ -473,19 +473,26 @@ def command_prune(args: argparse.Namespace) -> int:
 
 
 def command_import(args: argparse.Namespace) -> int:
-    """Convert every file; a file that is not a vcrpy cassette (or has a body that can't be recovered) is
-    refused in one line and the run goes on. Ends with a summary; exits 1 when any file was refused."""
+    """Convert every file. YAML that is no vcrpy cassette (a project's configuration) is skipped in one line; a
+    cassette that can't be converted (a body that can't be recovered, a file that would not read back) is
+    refused in one line; the run goes on. Ends with a summary; exits 1 when a cassette was refused or none of
+    the files was one."""
     try:
         plan = plan_imports(args.files, args.out)
     except ImportProblem as problem:
         raise UsageProblem(str(problem)) from None
     converted, calls = 0, 0
     refused: list[CassetteError] = []
+    skipped: list[NotACassette] = []
     for source, target in plan:
         try:
             count = import_vcrpy(source, target)
         except ImportProblem as problem:
             raise UsageProblem(str(problem)) from None
+        except NotACassette as other:
+            skipped.append(other)
+            _out(f"skipped: {other}")
+            continue
         except CassetteError as error:
             refused.append(error)
             one_line = str(error).replace("\n  fix: ", "; fix: ")
@@ -505,8 +512,12 @@ def command_import(args: argparse.Namespace) -> int:
         summary += ": " + "; ".join(f"{n} x {reason}" for reason, n in why.most_common(5))
         if len(why) > 5:
             summary += f"; and {len(why) - 5} other reason(s)"
+    if skipped:
+        summary += f"; {len(skipped)} skipped (not vcrpy cassettes)"
+    if not converted and not refused:
+        summary += ": none of the YAML files is a vcrpy cassette, nothing was imported"
     _out(summary)
-    return 1 if refused else 0
+    return 1 if refused or not converted else 0
 
 
 # --- entry point ----------------------------------------------------------------------------------------

@@ -1,14 +1,25 @@
 """The pytest-recording compatibility mode: a pytest-recording suite served by vcr_transport unchanged.
 
-Opt in with the ini setting ``vcr_transport_compat = pytest-recording``; it is active only when
-pytest-recording is not installed and cassetter's plugin is not loaded (each claims ``@pytest.mark.vcr``). Then:
+Opt in with the ini setting ``vcr_transport_compat = pytest-recording``; it is active only when neither
+pytest-recording nor cassetter will load (uninstalled, or blocked with ``-p no:recording`` / ``-p no:cassetter``):
+each claims ``@pytest.mark.vcr`` and ``--record-mode``. Then:
 
 - ``@pytest.mark.vcr`` opens the test's cassette, named as pytest-recording names it,
   ``<vcr_cassette_dir>/<default_cassette_name>.jsonl`` (``cassettes/<module>/<test name>.jsonl``, the
   parametrize id kept with its brackets, a class as ``Class.test``); a marker argument names another file in
   that folder (its ``.yaml`` read as ``.jsonl``).
-- ``--record-mode`` none/once/new_episodes/all/rewrite maps to replay/auto/record-on-miss/record/record; without
+- pytest-recording's options, registered here when no plugin that owns them will load:
+  ``--record-mode`` none/once/new_episodes/all/rewrite maps to replay/auto/record-on-miss/record/record; without
   it the mode is replay (pytest-recording's ``none``) unless ``--vcr-mode`` or ``VCR_TRANSPORT_MODE`` says.
+  ``--block-network`` (and ``@pytest.mark.block_network``) turns the network guard (``_guard.py``) on for every
+  test that has no cassette marker; a ``vcr`` (or ``vcr_transport``) test is guarded by its cassette, while it
+  replays (never while it records). ``--allowed-hosts=host1,host2`` (or the marker's ``allowed_hosts=[...]``,
+  or the ``vcr_config``'s ``allowed_hosts``, in that order) are regular expressions of hosts every guard lets
+  through.
+  ``--disable-recording`` opens each ``vcr`` test's cassette in the mode ``off``: no cassette is read or
+  written and the test reaches the real network. Given without the compatibility mode, they are refused.
+- Unplayed recorded calls are not checked (vcrpy never checks them; ini ``vcr_unplayed`` turns that on), and a
+  replay mismatch the code under test caught is not raised again at teardown (ini ``vcr_caught_mismatch``).
 - The ``vcr_config`` fixture's (and the marker's) ``match_on`` becomes ours (an explicit one beats a cassette's
   header); ``ignore_hosts`` and ``ignore_localhost`` become ``ignore_hosts`` (those requests go on to the
   client's own transport, unrecorded); ``filter_headers`` and ``filter_query_parameters`` names become
@@ -16,6 +27,7 @@ pytest-recording is not installed and cassetter's plugin is not loaded (each cla
   no meaning here and is ignored.
 - The ``vcr`` fixture is the open cassette seen as vcrpy's ``Cassette``: ``requests`` (each with
   ``play_count``), ``play_count``, ``play_counts``, ``all_played``, ``len()`` and ``record_mode``.
+  pytest-recording's ``record_mode``, ``disable_recording`` and ``allowed_hosts`` fixtures are there too.
 - A conftest's ``pytest_recording_configure(config, vcr)`` hook is accepted and not called: it configures
   vcrpy (serializers, matchers, hooks), which doesn't serve the suite here.
 """
@@ -32,6 +44,7 @@ from typing import Any
 import pytest
 
 from ._core._matching import MATCH_ON_NAMES
+from ._guard import NetworkGuard, compile_allowed_hosts
 from ._session import CassetteRequest
 
 __all__ = [
@@ -39,6 +52,7 @@ __all__ = [
     "RECORD_MODES",
     "VcrpyCassette",
     "add_compat_options",
+    "allowed_hosts_of",
     "compat_active",
     "configure_compat",
 ]
@@ -67,21 +81,60 @@ class _RecordingHookspec:
         """pytest-recording's: configure the vcrpy ``VCR`` object."""
 
 
-def _pytest_recording_installed() -> bool:
-    return importlib.util.find_spec("pytest_recording") is not None
+# The plugins that own pytest-recording's options and marker: (the package, the name pytest loads it by).
+OWNERS = {"pytest-recording": ("pytest_recording", "recording"), "cassetter": ("cassetter", "cassetter")}
+# pytest-recording's options that this mode serves, by their ``dest``, as the command line spells them.
+COMPAT_OPTIONS = {
+    "record_mode": "--record-mode",
+    "block_network": "--block-network",
+    "allowed_hosts": "--allowed-hosts",
+    "disable_recording": "--disable-recording",
+}
+BLOCK_NETWORK_ARGUMENTS = ("allowed_hosts",)
+# The markers that give a test a cassette: its cassette guards it while it replays, and never while it records.
+CASSETTE_MARKERS = ("vcr", "vcr_transport")
 
 
-def add_compat_options(parser: pytest.Parser) -> None:
-    """The ini switch, and ``--record-mode`` unless a plugin that owns that option is installed
-    (pytest-recording, cassetter); then theirs is read."""
+def _owner(pluginmanager: pytest.PytestPluginManager) -> str | None:
+    """The installed plugin that will serve pytest-recording's options and marker (one not blocked with
+    ``-p no:NAME``), if any."""
+    for owner, (package, plugin) in OWNERS.items():
+        if importlib.util.find_spec(package) is not None and not pluginmanager.is_blocked(plugin):
+            return owner
+    return None
+
+
+def add_compat_options(parser: pytest.Parser, pluginmanager: pytest.PytestPluginManager) -> None:
+    """The ini switch, and pytest-recording's options unless a plugin that owns them will load
+    (pytest-recording, cassetter); then theirs are read."""
     parser.addini(COMPAT_INI, f"'{COMPAT_VALUE}' serves a pytest-recording suite with vcr_transport", default="")
-    if not any(importlib.util.find_spec(name) is not None for name in ("pytest_recording", "cassetter")):
-        parser.getgroup("vcr_transport").addoption(
-            "--record-mode",
-            choices=sorted(RECORD_MODES),
-            default=None,
-            help=f"with {COMPAT_INI} = {COMPAT_VALUE}: pytest-recording's record mode, mapped to a vcr_transport mode",
-        )
+    if _owner(pluginmanager) is not None:
+        return
+    group = parser.getgroup("vcr_transport")
+    prefix = f"with {COMPAT_INI} = {COMPAT_VALUE}: pytest-recording's"
+    group.addoption(
+        "--record-mode",
+        choices=sorted(RECORD_MODES),
+        default=None,
+        help=f"{prefix} record mode, mapped to a vcr_transport mode",
+    )
+    group.addoption(
+        "--block-network",
+        action="store_true",
+        default=False,
+        help=f"{prefix}: block network access beyond loopback for tests, except a vcr test's cassette while it records",
+    )
+    group.addoption(
+        "--allowed-hosts",
+        default=None,
+        help=f"{prefix}: regular expressions of hosts the network guard lets through, separated by commas",
+    )
+    group.addoption(
+        "--disable-recording",
+        action="store_true",
+        default=False,
+        help=f"{prefix}: vcr tests run with no cassette (mode off) and reach the real network",
+    )
 
 
 def compat_active(config: pytest.Config) -> bool:
@@ -91,18 +144,22 @@ def compat_active(config: pytest.Config) -> bool:
 def configure_compat(config: pytest.Config) -> None:
     """Turn the mode on when the ini asks for it and pytest-recording is absent; a wrong value is refused."""
     wanted = str(config.getini(COMPAT_INI)).strip()
+    owner = _owner(config.pluginmanager)
     if not wanted:
+        given = [flag for dest, flag in COMPAT_OPTIONS.items() if owner is None and config.getoption(dest, None)]
+        if given:
+            raise pytest.UsageError(
+                f"{', '.join(given)}: pytest-recording's option(s), which vcr_transport serves in its compatibility "
+                f"mode only; add '{COMPAT_INI} = {COMPAT_VALUE}' to the pytest configuration, or use --vcr-mode"
+            )
         return
     if wanted != COMPAT_VALUE:
         raise pytest.UsageError(f"{COMPAT_INI} must be {COMPAT_VALUE!r} (or unset), not {wanted!r}")
-    owner = "pytest-recording" if _pytest_recording_installed() else None
-    if owner is None and config.pluginmanager.hasplugin("cassetter"):
-        owner = "cassetter"
     if owner is not None:
         config.issue_config_time_warning(
             pytest.PytestConfigWarning(
                 f"{COMPAT_INI} = {COMPAT_VALUE} is off: {owner} is installed and serves @pytest.mark.vcr; "
-                f"uninstall it (or run with -p no:{owner.replace('pytest-', '')}) to let vcr_transport serve the suite"
+                f"uninstall it (or run with -p no:{OWNERS[owner][1]}) to let vcr_transport serve the suite"
             ),
             stacklevel=2,
         )
@@ -110,6 +167,9 @@ def configure_compat(config: pytest.Config) -> None:
     config.stash[_ACTIVE] = True
     config.pluginmanager.add_hookspecs(_RecordingHookspec)
     config.addinivalue_line("markers", "vcr(*cassettes, **config): run the test inside its cassette (compat mode)")
+    config.addinivalue_line(
+        "markers", "block_network(allowed_hosts=None): block network access beyond loopback for the test (compat mode)"
+    )
     config.pluginmanager.register(RecordingCompat(), "vcr_transport_pytest_recording")
 
 
@@ -160,7 +220,45 @@ def given_record_mode(config: pytest.Config, vcr_config: dict[str, Any]) -> str 
     return str(given)
 
 
+def allowed_hosts_of(request: pytest.FixtureRequest) -> list[str]:
+    """pytest-recording's allowed hosts for a test, first found of: the ``block_network`` marker's
+    ``allowed_hosts``, ``--allowed-hosts``, the ``vcr_config``'s ``allowed_hosts``; a text is split on commas.
+    Each is a regular expression; one that does not compile is refused, naming where it came from."""
+    marker = request.node.get_closest_marker("block_network")
+    vcr_config = request.getfixturevalue("vcr_config")
+    from_marker = marker.kwargs.get("allowed_hosts") if marker is not None else None
+    for where, given in (
+        (f"@pytest.mark.block_network(allowed_hosts=...) of {request.node.nodeid}", from_marker),
+        ("--allowed-hosts", request.config.getoption("allowed_hosts", None)),
+        (f"vcr_config['allowed_hosts'] of {request.node.nodeid}", vcr_config.get("allowed_hosts")),
+    ):
+        if not given:
+            continue
+        items = given.split(",") if isinstance(given, str) else list(given)
+        if not all(isinstance(item, str) for item in items):
+            raise pytest.UsageError(f"{where}: allowed hosts are regular expressions (text), not {given!r}")
+        hosts = [item.strip() for item in items if item.strip()]
+        try:
+            compile_allowed_hosts(hosts, where)
+        except ValueError as error:
+            raise pytest.UsageError(str(error)) from None
+        return hosts
+    return []
+
+
+def _check_block_network_marker(request: pytest.FixtureRequest) -> pytest.Mark | None:
+    marker: pytest.Mark | None = request.node.get_closest_marker("block_network")
+    if marker is not None and (marker.args or set(marker.kwargs) - set(BLOCK_NETWORK_ARGUMENTS)):
+        raise pytest.UsageError(
+            f"@pytest.mark.block_network of {request.node.nodeid} takes only the keyword argument "
+            f"{', '.join(BLOCK_NETWORK_ARGUMENTS)}; got args {marker.args!r}, kwargs {marker.kwargs!r}"
+        )
+    return marker
+
+
 def compat_mode(config: pytest.Config, vcr_config: dict[str, Any]) -> str | None:
+    if config.getoption("disable_recording", False):
+        return "off"  # pytest-recording's --disable-recording: no VCR at all, whatever the record mode
     given = given_record_mode(config, vcr_config)
     if given is not None:
         return RECORD_MODES[given]
@@ -221,6 +319,35 @@ class RecordingCompat:
         """The project's vcrpy configuration (a conftest overrides this empty one)."""
         return {}
 
+    @pytest.fixture(scope="session")
+    def record_mode(self, request: pytest.FixtureRequest) -> str:
+        """pytest-recording's: ``--record-mode``, else ``none``."""
+        return str(request.config.getoption("record_mode", None) or "none")
+
+    @pytest.fixture(scope="session")
+    def disable_recording(self, request: pytest.FixtureRequest) -> bool:
+        """pytest-recording's: whether ``--disable-recording`` was given."""
+        return bool(request.config.getoption("disable_recording", False))
+
+    @pytest.fixture
+    def allowed_hosts(self, request: pytest.FixtureRequest) -> list[str]:
+        """The regular expressions of hosts the network guard lets through for this test."""
+        return allowed_hosts_of(request)
+
+    @pytest.fixture(autouse=True)
+    def block_network(self, request: pytest.FixtureRequest) -> Iterator[None]:
+        """pytest-recording's ``--block-network`` and ``@pytest.mark.block_network``: the network guard for a test
+        with no cassette marker (a ``vcr`` or ``vcr_transport`` test's cassette guards it while it replays, and
+        never while it records)."""
+        marker = _check_block_network_marker(request)
+        wanted = marker is not None or bool(request.config.getoption("block_network", False))
+        if not wanted or any(request.node.get_closest_marker(name) is not None for name in CASSETTE_MARKERS):
+            yield
+            return
+        reason = "@pytest.mark.block_network" if marker is not None else "--block-network"
+        with NetworkGuard(request.getfixturevalue("allowed_hosts"), reason=reason):
+            yield
+
     @pytest.fixture
     def vcr_cassette_dir(self, request: pytest.FixtureRequest) -> str:
         """``cassettes/<module>`` beside the test module, as pytest-recording has it."""
@@ -234,7 +361,7 @@ class RecordingCompat:
     @pytest.fixture
     def vcr(self, request: pytest.FixtureRequest) -> Iterator[VcrpyCassette]:
         """The test's cassette, open for the test, as vcrpy's ``Cassette`` shows itself."""
-        from ._pytest_plugin import open_test_cassette, unplayed_action
+        from ._pytest_plugin import caught_mismatch_action, open_test_cassette, unplayed_action
 
         marker = request.node.get_closest_marker("vcr")
         config = {**request.getfixturevalue("vcr_config"), **(marker.kwargs if marker else {})}
@@ -248,6 +375,8 @@ class RecordingCompat:
             folder / f"{stem}.jsonl",
             mode=compat_mode(request.config, config),
             unplayed=unplayed_action(request.config),
+            allowed_hosts=request.getfixturevalue("allowed_hosts"),
+            **caught_mismatch_action(request.config),
             **options,
         ) as cassette:
             yield VcrpyCassette(cassette, given_record_mode(request.config, config))

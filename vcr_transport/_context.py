@@ -220,8 +220,9 @@ class use_cassette:  # noqa: N801 - reads as a function, like contextlib's
     ``missing_ok_unused``: a missing cassette no request asked for is not an error at exit (the first
     request still raises it). ``requests`` and ``play_count`` show what was replayed or recorded.
     ``block_network=True`` turns the network guard (``_guard.NetworkGuard``) on
-    for the block when the mode is replay. Other options are ReplayTransport's. On exit a replay mismatch that an SDK
-    swallowed is raised again.
+    for the block when the mode is replay; ``allowed_hosts`` (regular expressions, as pytest-recording's
+    ``--allowed-hosts``) stay reachable through it. Other options are ReplayTransport's. On exit the first replay
+    mismatch that the code inside swallowed is raised again, unless ``caught_mismatch="ignore"``.
     """
 
     def __init__(
@@ -231,17 +232,27 @@ class use_cassette:  # noqa: N801 - reads as a function, like contextlib's
         mode: str | None = None,
         unplayed: str = "warn",
         block_network: bool = False,
+        allowed_hosts: Sequence[str] = (),
         missing_ok_unused: bool = False,
         **options: Any,
     ) -> None:
         if unplayed not in UNPLAYED_ACTIONS:
             raise ValueError(f"unplayed must be one of {', '.join(UNPLAYED_ACTIONS)}, not {unplayed!r}")
+        if isinstance(allowed_hosts, str | bytes):
+            raise TypeError(
+                f"use_cassette(): allowed_hosts must be a list of regular expressions, not {allowed_hosts!r}"
+            )
         self.path = path
         self.requested_mode = mode
         self.unplayed = unplayed
         self.options = Options.from_arguments(options, where="use_cassette()")
         self.missing_ok_unused = missing_ok_unused
         self.block_network = block_network  # in replay: vcr_transport._guard.NetworkGuard for the block
+        self.allowed_hosts = tuple(allowed_hosts)
+        if self.allowed_hosts:
+            from ._guard import compile_allowed_hosts
+
+            compile_allowed_hosts(self.allowed_hosts, "use_cassette(): allowed_hosts")
         self._guard: Any = None
         self.session: CassetteSession | None = None
         self._token: contextvars.Token[CassetteSession | None] | None = None
@@ -257,7 +268,7 @@ class use_cassette:  # noqa: N801 - reads as a function, like contextlib's
         if self.block_network and self.session.mode == "replay":
             from ._guard import NetworkGuard
 
-            self._guard = NetworkGuard().start()
+            self._guard = NetworkGuard(self.allowed_hosts).start()
         return self
 
     def __exit__(self, exc_type: object, exc: object, traceback: object) -> None:
@@ -285,12 +296,13 @@ class use_cassette:  # noqa: N801 - reads as a function, like contextlib's
         self.__exit__(exc_type, exc, traceback)
 
     def check(self) -> None:
-        """Raise the first mismatch an SDK swallowed; then report unplayed calls as configured."""
+        """Raise the first mismatch the code inside swallowed (unless ``caught_mismatch="ignore"``); then report
+        unplayed calls as configured."""
         session = self.session
         if session is None:
             return
         session.raise_if_broken(unless_missing_and_unused=self.missing_ok_unused)
-        if session.first_mismatch is not None:
+        if session.first_mismatch is not None and session.options.caught_mismatch == "raise":
             raise session.first_mismatch
         unplayed = session.unplayed_calls()
         if self.unplayed == "partial" and not any(request.play_count for request in session.requests):
@@ -323,6 +335,7 @@ class use_cassette:  # noqa: N801 - reads as a function, like contextlib's
             mode=self.requested_mode,
             unplayed=self.unplayed,
             block_network=self.block_network,
+            allowed_hosts=self.allowed_hosts,
             missing_ok_unused=self.missing_ok_unused,
             **self.options.as_arguments(),
         )

@@ -7,7 +7,8 @@
      ├── RecordedError             replays a recorded failure whose class is neither httpx's nor a builtin
      ├── ModeError                 an unknown mode name (also a ValueError)
      ├── CassetteOwnerError        a request whose cassette can't be told (use_cassette, several open)
-     └── NetworkBlockedError       a route beyond loopback stopped by the network guard (replay)
+     └── NetworkBlockedError       a route beyond loopback stopped by the network guard (replay); also a
+                                   RuntimeError, as pytest-recording's "Network is disabled" is
 
     UnplayedCallsWarning           unplayed calls, when use_cassette(unplayed="warn")
     RecordingNotSavedWarning       a recording that did not replace the cassette, and why
@@ -140,9 +141,11 @@ class CassetteOwnerError(VcrTransportError):
     """A request came from a thread or task that holds no cassette while several cassettes are open."""
 
 
-class NetworkBlockedError(VcrTransportError):
+class NetworkBlockedError(VcrTransportError, RuntimeError):
     """A connection, datagram or DNS lookup beyond loopback, stopped by the network guard (the pytest plugin
-    in replay, or ``use_cassette(block_network=True)``)."""
+    in replay, ``--block-network``, or ``use_cassette(block_network=True)``). It is a RuntimeError too, as
+    pytest-recording's ``RuntimeError("Network is disabled")`` is, so code and tests that catch that catch
+    this."""
 
 
 class UnplayedCallsWarning(UserWarning):

@@ -22,19 +22,28 @@ created from the original classes before the guard started and is then driven th
 
 Loopback (127.0.0.0/8, ::1, the unspecified address, which means this host) and AF_UNIX / AF_NETLINK
 sockets stay open. Guards nest: the first ``start()`` installs, the last ``stop()`` restores everything.
+
+**Allowed hosts** (``NetworkGuard(allowed_hosts=[...])``, pytest-recording's ``--allowed-hosts``): regular
+expressions matched, as pytest-recording matches them (``re.match``: from the start of the text), against the
+host a route names, a name or a numeric address. A name that matches is looked up by the real resolver, and
+the addresses it resolved to are reachable too (a client connects to the address, not the name). While several
+guards are on, a route passes only when every one of them allows it: a guard never opens what another blocks.
 """
 
 from __future__ import annotations
 
 import _socket
+import dataclasses
 import ipaddress
+import re
 import socket
 import threading
+from collections.abc import Iterable
 from typing import Any
 
 from ._exceptions import NetworkBlockedError
 
-__all__ = ["NetworkGuard", "network_blocked_message"]
+__all__ = ["NetworkGuard", "compile_allowed_hosts", "network_blocked_message"]
 
 _C_SOCKET: type = _socket.socket
 _PY_SOCKET: type = socket.socket
@@ -53,23 +62,71 @@ _lock = threading.RLock()
 _depth = 0
 _saved: list[tuple[Any, str, bool, Any]] = []  # (owner, attribute, had its own, value)
 
+
+@dataclasses.dataclass(eq=False)
+class _Start:
+    """One start of a guard in force: what it allows beyond loopback, and why it blocks the rest."""
+
+    allowed: tuple[re.Pattern[str], ...]
+    reason: str
+    resolved: set[str] = dataclasses.field(default_factory=set)  # addresses an allowed name resolved to
+
+    def allows(self, host: str) -> bool:
+        return host.split("%", 1)[0] in self.resolved or any(pattern.match(host) for pattern in self.allowed)
+
+
+_starts: list[_Start] = []  # every start in force, innermost last
+
 _LOCALHOST_V4 = "127.0.0.1"
 _LOCALHOST_V6 = "::1"
 
 
-def network_blocked_message(what: str) -> str:
+def compile_allowed_hosts(patterns: Iterable[str], where: str) -> tuple[re.Pattern[str], ...]:
+    """The allowed hosts as regular expressions; one that does not compile is a ValueError naming it."""
+    compiled = []
+    for pattern in patterns:
+        try:
+            compiled.append(re.compile(pattern))
+        except re.error as error:
+            raise ValueError(f"{where}: {pattern!r} is not a regular expression: {error}") from None
+    return tuple(compiled)
+
+
+def network_blocked_message(what: str, reason: str = "replay mode", allowed: Iterable[str] = ()) -> str:
     """The message of a blocked route: what was blocked, why it can't be recorded, what to do instead."""
+    hosts = ", ".join(allowed)
+    reachable = "loopback (127.0.0.1, ::1, localhost)" + (f" and the allowed hosts ({hosts})" if hosts else "")
     return (
-        f"{what} was blocked by vcr_transport's network guard (replay mode): nothing beyond loopback "
-        "(127.0.0.1, ::1, localhost) is reachable, and no packet was sent. Requests through httpx or httpx2 are "
+        f"{what} was blocked by vcr_transport's network guard ({reason}): nothing beyond {reachable} is "
+        "reachable, and no packet was sent. Requests through httpx or httpx2 are "
         "answered from the cassette and never open a socket, so this traffic comes from something a cassette "
         "can't hold (urllib, requests, a raw socket, DNS, another client): mock it in the test, or point it to "
         "a server on 127.0.0.1"
     )
 
 
-def _blocked(what: str) -> NetworkBlockedError:
-    return NetworkBlockedError(network_blocked_message(what))
+def _blocked(what: str, host: str | None = None) -> NetworkBlockedError:
+    """The error for a blocked route, naming the guard that refused it (the first whose rules don't allow
+    ``host``)."""
+    refusing = next((start for start in list(_starts) if host is None or not start.allows(host)), None)
+    if refusing is None:
+        return NetworkBlockedError(network_blocked_message(what))
+    allowed = [pattern.pattern for pattern in refusing.allowed]
+    return NetworkBlockedError(network_blocked_message(what, refusing.reason, allowed))
+
+
+def _allowed(host: str | None) -> bool:
+    """Whether every guard in force allows ``host`` beyond loopback."""
+    starts = list(_starts)
+    return host is not None and bool(starts) and all(start.allows(host) for start in starts)
+
+
+def _note_resolved(addresses: Iterable[str]) -> None:
+    """An allowed name resolved to these addresses: connecting to them is allowed by every guard in force."""
+    found = {address.split("%", 1)[0] for address in addresses}
+    with _lock:
+        for start in _starts:
+            start.resolved |= found
 
 
 def _host_text(host: object) -> str | None:
@@ -127,7 +184,10 @@ def _checked_address(sock: Any, address: Any, route: str) -> Any:
     host = address[0]
     kind = _local_host(host)
     if kind is None:
-        raise _blocked(f"a connection ({route}) to {host!r}:{address[1]}")
+        text = _host_text(host)
+        if _allowed(text):
+            return address
+        raise _blocked(f"a connection ({route}) to {host!r}:{address[1]}", text)
     if kind == "name":
         numeric = _LOCALHOST_V6 if family == socket.AF_INET6 else _LOCALHOST_V4
         return (numeric, *address[1:])
@@ -213,7 +273,12 @@ def _resolve(real: Any, host: Any, port: Any, family: int, type: int, proto: int
         return real(host, port, family, type, proto, flags)
     kind = _local_host(host)
     if kind is None:
-        raise _blocked(f"a DNS lookup (getaddrinfo) of {host!r} for port {port!r}")
+        text = _host_text(host)
+        if not _allowed(text):
+            raise _blocked(f"a DNS lookup (getaddrinfo) of {host!r} for port {port!r}", text)
+        answers = real(host, port, family, type, proto, flags)
+        _note_resolved(str(entry[4][0]) for entry in answers if isinstance(entry[4], tuple))
+        return answers
     if kind == "address":
         return real(host, port, family, type, proto, flags)
     found: list[Any] = []
@@ -249,7 +314,12 @@ def _gethostbyname(host: Any) -> Any:
         return _REAL["gethostbyname"](host)
     kind = _local_host(host)
     if kind is None:
-        raise _blocked(f"a DNS lookup (gethostbyname) of {host!r}")
+        text = _host_text(host)
+        if not _allowed(text):
+            raise _blocked(f"a DNS lookup (gethostbyname) of {host!r}", text)
+        address = _REAL["gethostbyname"](host)
+        _note_resolved([address])
+        return address
     return _LOCALHOST_V4 if kind == "name" else _REAL["gethostbyname"](host)
 
 
@@ -258,7 +328,12 @@ def _gethostbyname_ex(host: Any) -> Any:
         return _REAL["gethostbyname_ex"](host)
     kind = _local_host(host)
     if kind is None:
-        raise _blocked(f"a DNS lookup (gethostbyname_ex) of {host!r}")
+        name = _host_text(host)
+        if not _allowed(name):
+            raise _blocked(f"a DNS lookup (gethostbyname_ex) of {host!r}", name)
+        found = _REAL["gethostbyname_ex"](host)
+        _note_resolved(found[2])
+        return found
     text = _host_text(host) or ""
     return (text, [], [_LOCALHOST_V4 if kind == "name" else text])
 
@@ -268,7 +343,10 @@ def _gethostbyaddr(host: Any) -> Any:
         return _REAL["gethostbyaddr"](host)
     kind = _local_host(host)
     if kind is None:
-        raise _blocked(f"a reverse DNS lookup (gethostbyaddr) of {host!r}")
+        text = _host_text(host)
+        if _allowed(text):
+            return _REAL["gethostbyaddr"](host)
+        raise _blocked(f"a reverse DNS lookup (gethostbyaddr) of {host!r}", text)
     text = _host_text(host) or ""
     return ("localhost", [], [_LOCALHOST_V4 if kind == "name" else text])
 
@@ -281,7 +359,10 @@ def _getnameinfo(sockaddr: Any, flags: int) -> Any:
         raise _blocked(f"a reverse DNS lookup (getnameinfo) of {sockaddr!r}")
     kind = _local_host(sockaddr[0])
     if kind is None:
-        raise _blocked(f"a reverse DNS lookup (getnameinfo) of {sockaddr[0]!r}")
+        text = _host_text(sockaddr[0])
+        if _allowed(text):
+            return real(sockaddr, flags)
+        raise _blocked(f"a reverse DNS lookup (getnameinfo) of {sockaddr[0]!r}", text)
     numeric = sockaddr if kind == "address" else (_LOCALHOST_V4, *sockaddr[1:])
     host, service = real(numeric, flags | socket.NI_NUMERICHOST)
     return (host if flags & socket.NI_NUMERICHOST else "localhost"), service
@@ -333,17 +414,27 @@ def _restore() -> None:
 class NetworkGuard:
     """Blocks every in-process route beyond loopback between ``start()`` and ``stop()`` (or in a ``with``).
 
+    ``allowed_hosts``: regular expressions of hosts (names or addresses) that stay reachable, matched from the
+    start of the text as pytest-recording's ``--allowed-hosts`` are; an address an allowed name resolved to is
+    reachable too. ``reason`` is what a blocked route's message says the guard is on for.
+
     Guards nest, across objects and threads: the patches go in at the first start and come out at the
-    last stop. The guard is process-wide: while it is on, every thread of the process is guarded.
+    last stop, and a route passes only when every guard in force allows it. The guard is process-wide:
+    while it is on, every thread of the process is guarded.
     """
 
-    def __init__(self) -> None:
-        self._starts = 0
+    def __init__(self, allowed_hosts: Iterable[str] = (), *, reason: str = "replay mode") -> None:
+        if isinstance(allowed_hosts, str | bytes):
+            raise TypeError(f"allowed_hosts must be a list of regular expressions, not {allowed_hosts!r}")
+        self.allowed_hosts = tuple(allowed_hosts)
+        self._allowed = compile_allowed_hosts(self.allowed_hosts, "NetworkGuard(allowed_hosts)")
+        self.reason = reason
+        self._mine: list[_Start] = []
 
     @property
     def active(self) -> bool:
         """Whether this guard object has been started more times than stopped."""
-        return self._starts > 0
+        return bool(self._mine)
 
     def start(self) -> NetworkGuard:
         global _depth
@@ -351,15 +442,17 @@ class NetworkGuard:
             if _depth == 0:
                 _install()
             _depth += 1
-            self._starts += 1
+            start = _Start(self._allowed, self.reason)
+            _starts.append(start)
+            self._mine.append(start)
         return self
 
     def stop(self) -> None:
         global _depth
         with _lock:
-            if self._starts == 0:
+            if not self._mine:
                 raise RuntimeError("NetworkGuard.stop() without a start() of the same guard")
-            self._starts -= 1
+            _starts.remove(self._mine.pop())
             _depth -= 1
             if _depth == 0:
                 _restore()

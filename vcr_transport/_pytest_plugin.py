@@ -8,10 +8,13 @@ differ from pytest-recording's and cassetter's ``vcr`` so that both can be insta
   beside the test file unless the marker names a path (a relative one is relative to the test file's folder).
 - ``@pytest.mark.vcr_transport(path=None, mode=None, unplayed=None, **options)``: options as ``use_cassette``.
 - ``--vcr-mode``: the mode for the run (below an explicit ``mode=``, above ``VCR_TRANSPORT_MODE``).
-- ini ``vcr_unplayed``: ``error`` (default), ``warn``, ``ignore`` or ``partial`` (an error only when the test
-  played some of the calls) for recorded calls no request asked for. Only a test whose body ran and passed is
-  checked (not one skipped or failed in setup). In replay, a missing cassette fails a test at its first
-  request; a test that makes none passes.
+- ini ``vcr_unplayed``: ``error`` (default; ``ignore`` in the compatibility mode), ``warn``, ``ignore`` or
+  ``partial`` (an error only when the test played some of the calls) for recorded calls no request asked for.
+  Only a test whose body ran and passed is checked (not one skipped or failed in setup). In replay, a missing
+  cassette fails a test at its first request; a test that makes none passes.
+- ini ``vcr_caught_mismatch``: ``raise`` (default; ``ignore`` in the compatibility mode) or ``ignore``, for a
+  replay mismatch the code under test caught: raised again at teardown, or left to the test (the option
+  ``caught_mismatch``; the marker's argument wins, ``[tool.vcr_transport]`` comes below the ini).
 - ``vcr_cassette.requests``: the recorded requests with their ``play_count`` (like vcrpy's ``vcr.requests``).
 - ini ``vcr_transport_compat = pytest-recording``: serve a pytest-recording suite unchanged (``_compat.py``).
 - The run publishes ``--vcr-mode`` to every entry point, keeps the usage ledger (``_ledger.py``) and ends
@@ -37,9 +40,9 @@ import pytest
 from _pytest._code.code import ExceptionInfo, ReprEntry, ReprExceptionInfo, ReprFileLocation, ReprTraceback
 
 from ._compat import add_compat_options, compat_active, configure_compat
-from ._config import MODES, PytestRun, cassette_folders, published_run
+from ._config import MODES, PytestRun, cassette_folders, find_pyproject, published_run, read_settings
 from ._context import UNPLAYED_ACTIONS, use_cassette
-from ._core._options import Options
+from ._core._options import CAUGHT_MISMATCH_ACTIONS, Options
 from ._exceptions import ReplayMismatch, shorten
 from ._ledger import Ledger, ledger_path, new_ledger, write_ledger
 
@@ -48,7 +51,7 @@ MARKER_KWARGS = frozenset({"path", "mode", "unplayed", *Options.names()})
 MAX_NAME = 100
 
 
-def pytest_addoption(parser: pytest.Parser) -> None:
+def pytest_addoption(parser: pytest.Parser, pluginmanager: pytest.PytestPluginManager) -> None:
     group = parser.getgroup("vcr_transport", "record and replay HTTP traffic with vcr_transport")
     group.addoption(
         "--vcr-mode",
@@ -62,7 +65,13 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         "pytest-recording compatibility mode)",
         default="",
     )
-    add_compat_options(parser)
+    parser.addini(
+        "vcr_caught_mismatch",
+        "what a replay mismatch the code under test caught does at teardown: raise (raised again; the default) or "
+        "ignore (left to the test; the default in the pytest-recording compatibility mode)",
+        default="",
+    )
+    add_compat_options(parser, pluginmanager)
 
 
 class _PluginRun(PytestRun):
@@ -330,6 +339,20 @@ def unplayed_action(config: pytest.Config, given: object = None) -> str:
     return str(unplayed)
 
 
+def caught_mismatch_action(config: pytest.Config, given: object = None) -> dict[str, str]:
+    """The ``caught_mismatch`` option for a test's cassette: the marker's, else the ini's, else (compatibility mode)
+    ``ignore`` unless ``[tool.vcr_transport]`` sets one; empty to leave it to ``use_cassette``'s own resolution."""
+    value = given or config.getini("vcr_caught_mismatch")
+    if value:
+        if value not in CAUGHT_MISMATCH_ACTIONS:
+            where = f"@pytest.mark.{MARKER}(caught_mismatch=...)" if given else "the ini vcr_caught_mismatch"
+            raise pytest.UsageError(f"{where} must be one of {', '.join(CAUGHT_MISMATCH_ACTIONS)}, not {value!r}")
+        return {"caught_mismatch": str(value)}
+    if compat_active(config) and "caught_mismatch" not in read_settings(find_pyproject()):
+        return {"caught_mismatch": "ignore"}
+    return {}
+
+
 @contextlib.contextmanager
 def open_test_cassette(request: pytest.FixtureRequest, path: Path, **kwargs: Any) -> Iterator[use_cassette]:
     """The test's cassette, open while the test runs. At teardown, unplayed calls are checked only when the
@@ -359,6 +382,9 @@ def vcr_cassette(request: pytest.FixtureRequest) -> Iterator[use_cassette]:
         )
     path = marker_cassette_path(request.node, kwargs.pop("path", None))
     unplayed = unplayed_action(request.config, kwargs.pop("unplayed", None))
+    kwargs.update(caught_mismatch_action(request.config, kwargs.pop("caught_mismatch", None)))
+    if compat_active(request.config):  # pytest-recording's allowed hosts pass every guard, a cassette's too
+        kwargs["allowed_hosts"] = request.getfixturevalue("allowed_hosts")
     with open_test_cassette(request, path, mode=kwargs.pop("mode", None), unplayed=unplayed, **kwargs) as cassette:
         yield cassette
 

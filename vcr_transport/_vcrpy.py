@@ -1,19 +1,22 @@
 """Converting vcrpy YAML cassettes into v1 cassettes, redacting on the way (``vcr-transport import``).
 
-Hostile input is refused, never half-converted: a YAML whose aliases would expand beyond a small budget
-(an "alias bomb") or refer to themselves, and any document that is not a vcrpy cassette, each with an
-error naming the file, the line of the interaction, what is wrong and the fix. Two inputs that would
-write the same output are refused before anything is written. Each output is written to a fresh
-``tempfile.mkstemp`` file (0600, created exclusively, so a planted symlink is never followed) in the
-target folder and moved into place.
+YAML that is no vcrpy cassette at all (a project's own configuration: no mapping with ``interactions``) is
+skipped (``NotACassette``, with why). Hostile input is refused, never half-converted: a YAML whose aliases would
+expand beyond a small budget (an "alias bomb") or refer to themselves, and a cassette whose interactions are
+not what vcrpy writes, each with an error naming the file, the line of the interaction, what is wrong and the
+fix. Two inputs that would write the same output are refused before anything is written. Each output is
+written to a fresh ``tempfile.mkstemp`` file (0600, created exclusively, so a planted symlink is never
+followed) in the target folder, read back by the strict parser, and only then moved into place: a conversion
+that would not read is refused and the target is left as it was.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import re
 import tempfile
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -22,8 +25,17 @@ from ._core._format import dumps_line, encode_chunk, header_line
 from ._core._redaction import Redactor
 from ._core._stream_redaction import StreamRedactor
 from ._exceptions import CassetteError
+from ._storage import read_cassette
 
-__all__ = ["ALIAS_BUDGET", "PARSED_BODY_KEYS", "VCRPY_MATCH_ON", "ImportProblem", "import_vcrpy", "plan_imports"]
+__all__ = [
+    "ALIAS_BUDGET",
+    "PARSED_BODY_KEYS",
+    "VCRPY_MATCH_ON",
+    "ImportProblem",
+    "NotACassette",
+    "import_vcrpy",
+    "plan_imports",
+]
 
 # How many nodes aliases may add to a document once expanded. vcrpy writes no aliases at all.
 ALIAS_BUDGET = 10_000
@@ -33,6 +45,21 @@ FIX = "re-record it with vcrpy, or correct the file by hand; a vcrpy cassette is
 
 class ImportProblem(Exception):
     """A command-line mistake of ``import`` (a missing input, two inputs for one output, no PyYAML)."""
+
+
+class NotACassette(Exception):
+    """A YAML file that is no vcrpy cassette at all (a project's own configuration): skipped, not refused. The
+    message says why."""
+
+    def __init__(self, source: Path, why: str) -> None:
+        self.source = source
+        self.why = why
+        super().__init__(f"{source}: not a vcrpy cassette ({why})")
+
+
+# A top-level ``interactions`` key: a file that has one and can't be read is a broken cassette, not another
+# kind of YAML.
+_INTERACTIONS_KEY = re.compile(rb"^interactions\s*:", re.MULTILINE)
 
 
 def plan_imports(
@@ -163,6 +190,10 @@ def _load(source: Path) -> tuple[Any, list[int]]:
         mark = getattr(error, "problem_mark", None)
         line = mark.line + 1 if mark is not None else None
         problem = getattr(error, "problem", None) or str(error).splitlines()[0]
+        if not _INTERACTIONS_KEY.search(data):
+            raise NotACassette(
+                source, f"YAML that doesn't load as one document ({problem}), with no 'interactions'"
+            ) from None
         raise CassetteError(str(source), line, f"not a YAML file vcr_transport can read: {problem}", FIX) from None
     finally:
         loader.dispose()
@@ -191,20 +222,26 @@ class _Checker:
         return CassetteError(str(self.source), line, where + problem, fix)
 
     def headers(self, index: int, side: str, headers: Any) -> list[tuple[str, str]]:
+        """The header pairs. A name or value vcrpy stored as bytes (``!!binary``: botocore's headers, Bedrock's)
+        is taken as the bytes it is, one character per byte (latin-1, as HTTP carries them)."""
         if headers is None:
             return []
         if not isinstance(headers, dict):
-            raise self.fail(index, f"{side}.headers is a {type(headers).__name__}, not a mapping of name to values")
+            raise self.fail(
+                index, f"{side}.headers is a {type(headers).__name__}, not a mapping of name to values", HEADER_FIX
+            )
         pairs = []
         for name, values in headers.items():
             for value in values if isinstance(values, list) else [values]:
-                if not isinstance(name, str) or isinstance(value, bool) or not isinstance(value, str | int):
+                text_name, text_value = _header_text(name), _header_text(value)
+                if text_name is None or text_value is None:
                     raise self.fail(
                         index,
-                        f"{side}.headers[{name!r}] holds {value!r}; a header is a name with a text value or a "
-                        "list of text values",
+                        f"{side}.headers[{name!r}] holds {value!r}; a header is a name with a text (or bytes) value "
+                        "or a list of them",
+                        HEADER_FIX,
                     )
-                pairs.append((name, str(value)))
+                pairs.append((text_name, text_value))
         return pairs
 
     def body(self, index: int, side: str, data: dict[str, Any], headers: list[tuple[str, str]]) -> bytes | None:
@@ -263,6 +300,24 @@ class _Checker:
         return request, response
 
 
+HEADER_FIX = (
+    "vcrpy stores headers as a mapping of each name to a list of text (or !!binary) values: correct that header "
+    "in the YAML, or re-record the test"
+)
+
+
+def _header_text(value: Any) -> str | None:
+    """A header name or value as text: text as it is, a number as its digits, bytes one character per byte;
+    None for anything else."""
+    if isinstance(value, str):
+        return value
+    if isinstance(value, bytes | bytearray):
+        return bytes(value).decode("latin-1")
+    if isinstance(value, int) and not isinstance(value, bool):
+        return str(value)
+    return None
+
+
 def _header(headers: list[tuple[str, str]], name: str) -> str | None:
     return next((value for key, value in headers if key.lower() == name), None)
 
@@ -287,8 +342,14 @@ def import_vcrpy(source: Path, target: Path) -> int:
     ``ordered: false`` (vcrpy plays the first unplayed match), which replay keeps unless told otherwise."""
     document, lines = _load(source)
     check = _Checker(source, lines)
+    if document is None:
+        raise NotACassette(source, "an empty YAML document")
     if not isinstance(document, dict):
-        raise check.fail(None, f"not a vcrpy cassette: the document is {type(document).__name__}, not a mapping")
+        raise NotACassette(source, f"the document is a {type(document).__name__}, not a mapping with 'interactions'")
+    if "interactions" not in document:
+        keys = [str(key) for key in document]
+        shown = ", ".join(keys[:5]) + (f" and {len(keys) - 5} more" if len(keys) > 5 else "")
+        raise NotACassette(source, f"a mapping without 'interactions', keys: {shown or 'none'}")
     interactions = document.get("interactions")
     if not isinstance(interactions, list):
         raise check.fail(None, f"not a vcrpy cassette: 'interactions' is {type(interactions).__name__}, not a list")
@@ -355,18 +416,23 @@ def import_vcrpy(source: Path, target: Path) -> int:
         out.append(
             dumps_line({"type": "call_end", "call_index": index, "event_count": len(chunks), "outcome": "complete"})
         )
-    _write_privately(target, out)
+    _write_privately(target, out, check)
     return len(interactions)
 
 
-def _write_privately(target: Path, lines: Iterable[str]) -> None:
-    """Write through a fresh, exclusively created temporary file (0600) in the target folder, then move it
-    into place: a symlink planted anywhere near the target is never written through."""
+def _write_privately(target: Path, lines: list[str], check: _Checker) -> None:
+    """Write through a fresh, exclusively created temporary file (0600) in the target folder, read it back with
+    the strict parser, then move it into place: a symlink planted anywhere near the target is never written
+    through, and a file that would not read never replaces anything (a CassetteError naming the interaction)."""
     target.parent.mkdir(parents=True, exist_ok=True)
     descriptor, temporary = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".partial")
     try:
         with os.fdopen(descriptor, "w", encoding="utf-8") as file:
             file.writelines(lines)
+        try:
+            read_cassette(temporary, lazy=False)
+        except CassetteError as error:
+            raise _unreadable(target, lines, check, error) from None
         os.replace(temporary, target)
     except BaseException:
         try:
@@ -374,3 +440,19 @@ def _write_privately(target: Path, lines: Iterable[str]) -> None:
         except FileNotFoundError:
             pass
         raise
+
+
+def _unreadable(target: Path, lines: list[str], check: _Checker, error: CassetteError) -> CassetteError:
+    """Why the converted file would not read, named at the interaction it came from."""
+    index: int | None = None
+    if error.line is not None and 0 < error.line <= len(lines):
+        found = json.loads(lines[error.line - 1]).get("call_index")
+        index = found if isinstance(found, int) else None
+    kept = "left as it was" if target.exists() else "not written"
+    where = f"line {error.line} of the converted cassette" if error.line is not None else "the converted cassette"
+    return check.fail(
+        index,
+        f"converted, it would not read back ({where}: {error.problem}); {target} was {kept}",
+        "correct that interaction in the YAML, or re-record the test; if the YAML is what vcrpy wrote, this is a "
+        "bug in vcr-transport import: please report it with the interaction (credentials removed)",
+    )

@@ -20,12 +20,15 @@ from ._matching import MATCH_ON_NAMES, RequestMatcher, parse_field_path
 from ._modes import PASSTHROUGH_ANSWERS, parse_passthrough_rule
 from ._redaction import Redactor
 
-__all__ = ["MISMATCH_ACTIONS", "Options"]
+__all__ = ["CAUGHT_MISMATCH_ACTIONS", "MISMATCH_ACTIONS", "Options"]
 
 PassthroughAnswer = Literal["empty", "block"]
 
 MISMATCH_ACTIONS = ("auto", "raise", "respond")
 MismatchAction = Literal["auto", "raise", "respond"]
+# What a replay mismatch that the code under test caught does when the block or the test ends.
+CAUGHT_MISMATCH_ACTIONS = ("raise", "ignore")
+CaughtMismatchAction = Literal["raise", "ignore"]
 
 
 def _option(default: Any, help: str, *, kind: str, settings: bool = False, record: bool = False) -> Any:
@@ -61,6 +64,15 @@ class Options:
         "'raise' raises ReplayMismatch; 'respond' answers with a non-retryable 400 carrying the mismatch line; "
         "'auto' responds to clients that retry transport exceptions, raises for the rest",
         kind="mismatch",
+    )
+    caught_mismatch: CaughtMismatchAction = _option(
+        "raise",
+        "a replay mismatch that the code under test caught (an SDK or the app swallowed it and went on): 'raise' "
+        "raises the first one again when use_cassette's block ends or the test is torn down; 'ignore' leaves it, "
+        "and the test passes or fails on what the code did with it (the pytest-recording compatibility mode's "
+        "default, as vcrpy)",
+        kind="caught_mismatch",
+        settings=True,
     )
     faults: tuple[Fault, ...] = _option(
         (),
@@ -267,11 +279,10 @@ def _checked(name: str, kind: str, value: Any, where: str) -> Any:
                 f"valid: {', '.join(MATCH_ON_NAMES)}"
             )
         return items
-    if kind == "mismatch":
-        if value not in MISMATCH_ACTIONS:
-            raise ValueError(
-                f"{where}: option {name} must be one of {', '.join(map(repr, MISMATCH_ACTIONS))}, not {value!r}"
-            )
+    if kind in ("mismatch", "caught_mismatch"):
+        valid = MISMATCH_ACTIONS if kind == "mismatch" else CAUGHT_MISMATCH_ACTIONS
+        if value not in valid:
+            raise ValueError(f"{where}: option {name} must be one of {', '.join(map(repr, valid))}, not {value!r}")
         return value
     # Lists: a bare string would be taken apart letter by letter, so it is refused.
     if isinstance(value, str | bytes) or not isinstance(value, Iterable):
