@@ -20,8 +20,9 @@ from test_cli import cli
 from upstream import Upstream
 from vendors import SDKS, Sdk
 
-from vcr_transport._core._conversation import reply_of, request_messages, request_tools
+from vcr_transport._core._conversation import request_messages, request_tools
 from vcr_transport._core._format import Cassette, RecordedCall, dumps_line
+from vcr_transport._core._view import call_view
 from vcr_transport._storage import read_cassette
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -40,9 +41,9 @@ def test_a_recorded_call_reads_as_the_conversation_the_sdk_had(sdk: Sdk, upstrea
     steps = [("chat", ["what is up"]), ("stream", ["hi", "echo:hi", "tell me more"])]
     live = sdk.run(recording(sdk.library, sdk.is_async, cassette), upstream.url, steps)
     calls = read_cassette(cassette).calls
-    assert reply_of(calls[0]).text == live[0]
-    streamed = reply_of(calls[1])
-    assert streamed.text == "".join(live[1]) and streamed.stream, "the stream's text, reassembled from its events"
+    assert call_view(calls[0]).reply.text == live[0]
+    streamed = call_view(calls[1])
+    assert streamed.reply.text == "".join(live[1]) and streamed.stream, "the stream's text, reassembled from its events"
     messages = request_messages(calls[1].body["json"] if calls[1].body else None)
     assert [m.text for m in messages if m.role != "system"] == ["hi", "echo:hi", "tell me more"]
     assert messages[1].role in ("assistant", "model")
@@ -70,15 +71,16 @@ def _corpus_calls(prefix: str) -> list[tuple[str, RecordedCall]]:
 def test_responses_api_streams_reassemble_to_the_completed_response() -> None:
     checked = 0
     for name, call in _corpus_calls("test_openai_responses"):
-        reply = reply_of(call)
-        if reply.stream is None:
+        view = call_view(call)
+        reply = view.reply
+        if view.stream is None:
             continue
-        completed = [json.loads(e.data) for e in reply.stream if e.name == "response.completed"]
+        completed = [json.loads(e.data) for e in view.stream if e.name == "response.completed"]
         if not completed:
             continue
         whole = RecordedCall(0, "POST", call.url, [], None, 200, [("content-type", "application/json")])
         whole.chunks, whole.outcome = [json.dumps(completed[0]["response"]).encode()], "complete"
-        expected = reply_of(whole)
+        expected = call_view(whole).reply
         assert reply.text == expected.text, name
         assert [t.name for t in reply.tool_calls] == [t.name for t in expected.tool_calls], name
         assert [json.loads(t.arguments) for t in reply.tool_calls] == [
@@ -94,7 +96,7 @@ def test_anthropic_and_gemini_tool_calls_and_tools_are_read() -> None:
         body = call.body["json"] if call.body and "json" in call.body else None
         offered = request_tools(body)
         seen["tools"] += bool(offered)
-        for tool_call in reply_of(call).tool_calls:
+        for tool_call in call_view(call).reply.tool_calls:
             assert tool_call.name, name
             json.loads(tool_call.arguments or "{}")  # whole JSON once the stream's pieces are joined
             if tool_call.name in offered:
