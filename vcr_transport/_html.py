@@ -17,7 +17,7 @@ from ._core._redaction import PLACEHOLDER
 from ._core._view import CallView, call_view
 from ._exceptions import shorten
 
-__all__ = ["call_data", "html_page"]
+__all__ = ["html_page"]
 
 MAX_TEXT = 20_000  # characters of one body or text shown; the rest is counted, not embedded
 MAX_STREAM_EVENTS = 500  # events of one stream listed; the timeline shows every chunk

@@ -29,11 +29,9 @@ __all__ = [
     "cassettes_in",
     "check_deletable",
     "default_cassettes",
-    "masked",
     "project_status",
     "prune_reasons",
     "scan",
-    "scan_file",
     "split_cassettes",
     "verify",
 ]
@@ -201,13 +199,13 @@ def verify(named: Sequence[str], *, strict: bool) -> Verification:
 # --- scan -----------------------------------------------------------------------------------------------
 
 
-def masked(secret: str) -> str:
+def _masked(secret: str) -> str:
     """A secret as ``scan`` reports it: its first four characters and its length."""
     secret = secret.strip().strip('"')
     return (secret[:4] + "…" + f"({len(secret)} chars)") if len(secret) > 4 else "…"
 
 
-def scan_file(path: Path, redactor: Redactor) -> Iterator[tuple[int, str]]:
+def _scan_file(path: Path, redactor: Redactor) -> Iterator[tuple[int, str]]:
     """(line, masked secret) for every secret in a file, by the redaction engine (``_core._scan``); nothing
     for a file that can't be read."""
     try:
@@ -215,7 +213,7 @@ def scan_file(path: Path, redactor: Redactor) -> Iterator[tuple[int, str]]:
     except OSError:
         return
     for number, secret in scan_document(redactor, text):
-        yield number, masked(secret)
+        yield number, _masked(secret)
 
 
 @dataclass
@@ -237,7 +235,8 @@ def scan(named: Sequence[str], names: Sequence[str], patterns: Sequence[str]) ->
             files.append(path)
         else:
             raise UsageProblem(f"{path}: no such file or folder")
-    return ScanReport(files, [(path, number, secret) for path in files for number, secret in scan_file(path, redactor)])
+    hits = [(path, number, secret) for path in files for number, secret in _scan_file(path, redactor)]
+    return ScanReport(files, hits)
 
 
 # --- delete and prune -----------------------------------------------------------------------------------

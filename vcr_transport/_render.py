@@ -21,7 +21,6 @@ from ._manage import CassetteSummary, ProjectStatus, ScanReport, Verification
 
 __all__ = [
     "call_json",
-    "call_lines",
     "diff_json",
     "diff_lines",
     "import_summary",

@@ -2,12 +2,14 @@
 textconv driver, the HTML page and ``diff`` render. No I/O.
 
 ``call_view`` reads a call once: the response body with its content-encodings undone, decoded as text,
-parsed as JSON or split into server-sent events, and read as a conversation (``_conversation``): the
-request's messages and tools, the reply's text and tool calls. Each rendering picks what it shows from it.
+parsed as JSON or split into server-sent events. The conversation (``_conversation``: the request's
+messages and tools, the reply's text and tool calls) is read from these the first time a rendering asks for
+it. Each rendering picks what it shows.
 """
 
 from __future__ import annotations
 
+import functools
 import json
 from dataclasses import dataclass
 from typing import Any, Final
@@ -38,15 +40,13 @@ NOT_JSON: Final[Any] = _NotJson()  # ``CallView.json`` of a body that is no JSON
 
 @dataclass
 class CallView:
-    """One recorded call, read once (see ``call_view``)."""
+    """One recorded call, read once (``call_view``)."""
 
     index: int
     method: str
     url: str
     request_headers: list[tuple[str, str]]
     request_body: StoredBody  # as stored: {"json": value}, {"text": str}, {"base64": str}; None for none
-    messages: list[Message]  # what the request sends, read as a conversation
-    tools: list[str]  # the names of the tools the request offers
     status: int | None  # None: no response came (error_class says why)
     http_version: str
     response_headers: list[tuple[str, str]]
@@ -61,7 +61,34 @@ class CallView:
     binary: bool  # the body is not UTF-8 (``text`` is then not the body)
     stream: list[SseEvent] | None  # the events of a ``text/event-stream`` response; None for other bodies
     json: Any  # the body (``text``) parsed as JSON; NOT_JSON when it is no JSON document, and for a stream
-    reply: Reply  # what the response says: its text and tool calls, a stream's joined from its events
+
+    # The conversation is read when a rendering first asks for it (``show`` never does).
+
+    @functools.cached_property
+    def messages(self) -> list[Message]:
+        """What the request sends, read as a conversation (system instructions first)."""
+        return request_messages(self.request_json)
+
+    @functools.cached_property
+    def tools(self) -> list[str]:
+        """The names of the tools the request offers."""
+        return request_tools(self.request_json)
+
+    @functools.cached_property
+    def reply(self) -> Reply:
+        """What the response says: its text and tool calls, a stream's joined from its events. Nothing
+        without a response or for a binary body."""
+        if self.status is None or self.binary:
+            return Reply()
+        if self.stream is not None:
+            return stream_reply(self.stream)
+        return body_reply(self.json) if self.json is not NOT_JSON else Reply()
+
+    @property
+    def request_json(self) -> Any:
+        """The request's JSON body; None when it has none (or another kind of body)."""
+        body = self.request_body
+        return body["json"] if body is not None and "json" in body else None
 
     @property
     def error(self) -> str:
@@ -97,19 +124,8 @@ def _parsed(text: str) -> Any:
         return NOT_JSON
 
 
-def _reply(readable: bool, stream: list[SseEvent] | None, parsed: Any) -> Reply:
-    """What a response says: nothing without a response or for a binary body; else a stream's events
-    joined, or the parsed JSON body read."""
-    if not readable:
-        return Reply()
-    if stream is not None:
-        return stream_reply(stream)
-    return body_reply(parsed) if parsed is not NOT_JSON else Reply()
-
-
 def call_view(call: RecordedCall) -> CallView:
     """``call`` as a reader sees it: its body decoded and read once, for every rendering."""
-    request_json = call.body["json"] if call.body is not None and "json" in call.body else None
     content_type = content_type_of(call.response_headers)
     body = decoded_body(call.events, call.response_headers)
     try:
@@ -124,8 +140,6 @@ def call_view(call: RecordedCall) -> CallView:
         url=call.url,
         request_headers=call.request_headers,
         request_body=call.body,
-        messages=request_messages(request_json),
-        tools=request_tools(request_json),
         status=call.status,
         http_version=call.http_version,
         response_headers=call.response_headers,
@@ -140,5 +154,4 @@ def call_view(call: RecordedCall) -> CallView:
         binary=binary,
         stream=stream,
         json=parsed,
-        reply=_reply(call.status is not None and not binary, stream, parsed),
     )
