@@ -16,6 +16,7 @@ from typing import Any
 
 from ._config import ENVIRONMENT_VARIABLE, MODES, find_pyproject, set_mode_in_pyproject
 from ._core._diff import cassette_differences
+from ._core._format import Cassette, RecordedCall
 from ._core._options import Options
 from ._core._view import call_view
 from ._exceptions import CassetteError, VcrTransportError
@@ -23,9 +24,8 @@ from ._html import html_page
 from ._manage import (
     UsageProblem,
     cassette_summary,
-    cassettes_in,
     check_deletable,
-    default_cassettes,
+    find_cassettes,
     project_status,
     prune_reasons,
     scan,
@@ -33,7 +33,6 @@ from ._manage import (
     verify,
 )
 from ._render import (
-    call_json,
     diff_json,
     diff_lines,
     import_summary,
@@ -41,6 +40,7 @@ from ._render import (
     plural,
     scan_json,
     scan_lines,
+    show_json,
     show_lines,
     status_lines,
     textconv_lines,
@@ -50,10 +50,6 @@ from ._storage import read_cassette
 from ._vcrpy import ImportProblem, import_vcrpy, plan_imports
 
 __all__ = ["main"]
-
-
-def _out(text: str = "") -> None:
-    print(text)
 
 
 def _print_lines(lines: Iterable[str]) -> None:
@@ -81,9 +77,9 @@ def command_set_mode(args: argparse.Namespace) -> int:
     pyproject = find_pyproject() or Path.cwd() / "pyproject.toml"
     text = pyproject.read_text(encoding="utf-8") if pyproject.exists() else ""
     pyproject.write_text(set_mode_in_pyproject(text, args.command), encoding="utf-8")
-    _out(f"mode {args.command} saved in {pyproject} [tool.vcr_transport]")
+    print(f"mode {args.command} saved in {pyproject} [tool.vcr_transport]")
     if os.environ.get(ENVIRONMENT_VARIABLE):
-        _out(f"note: {ENVIRONMENT_VARIABLE}={os.environ[ENVIRONMENT_VARIABLE]} is set and takes precedence")
+        print(f"note: {ENVIRONMENT_VARIABLE}={os.environ[ENVIRONMENT_VARIABLE]} is set and takes precedence")
     return 0
 
 
@@ -91,7 +87,7 @@ def command_set_mode(args: argparse.Namespace) -> int:
 
 
 def command_list(args: argparse.Namespace) -> int:
-    summaries = [cassette_summary(path) for path in (cassettes_in(args.paths) if args.paths else default_cassettes())]
+    summaries = [cassette_summary(path) for path in find_cassettes(args.paths)]
     if args.json:
         _print_json([summary.as_json() for summary in summaries])
     else:
@@ -105,7 +101,7 @@ def _textconv(path: str) -> int:
     try:
         cassette = read_cassette(path)
     except CassetteError as error:
-        _out(f"(not a readable cassette: {str(error).splitlines()[0]})")
+        print(f"(not a readable cassette: {str(error).splitlines()[0]})")
         sys.stdout.write(Path(path).read_text(encoding="utf-8", errors="replace"))
         return 0
     _print_lines(textconv_lines(cassette))
@@ -116,7 +112,7 @@ def _html(args: argparse.Namespace) -> int:
     page = html_page(read_cassette(args.cassette), read_cassette(args.other) if args.other else None)
     if args.output:
         Path(args.output).write_text(page, encoding="utf-8")
-        _out(f"wrote {args.output} ({len(page.encode('utf-8'))} bytes): open it in a browser")
+        print(f"wrote {args.output} ({len(page.encode('utf-8'))} bytes): open it in a browser")
     else:
         sys.stdout.write(page)
     return 0
@@ -135,6 +131,15 @@ def _show_problem(args: argparse.Namespace) -> str | None:
     return None
 
 
+def _chosen_calls(cassette: Cassette, number: int | None) -> list[RecordedCall]:
+    """``show --call N``'s call, or every call without it."""
+    if number is None:
+        return cassette.calls
+    if not 0 <= number < len(cassette.calls):
+        raise UsageProblem(f"{cassette.path} has calls 0..{len(cassette.calls) - 1}; there is no call {number}")
+    return [cassette.calls[number]]
+
+
 def command_show(args: argparse.Namespace) -> int:
     problem = _show_problem(args)
     if problem:
@@ -144,13 +149,9 @@ def command_show(args: argparse.Namespace) -> int:
     if args.html:
         return _html(args)
     cassette = read_cassette(args.cassette, lazy=True)  # chunks are read call by call as they are shown
-    if args.call is not None and not 0 <= args.call < len(cassette.calls):
-        raise UsageProblem(f"{args.cassette} has calls 0..{len(cassette.calls) - 1}; there is no call {args.call}")
-    calls = cassette.calls if args.call is None else [cassette.calls[args.call]]
-    views = (call_view(call) for call in calls)  # one at a time: a view holds its call's whole body
+    views = (call_view(call) for call in _chosen_calls(cassette, args.call))  # one at a time: each holds a body
     if args.json:
-        shown = {"path": cassette.path, "header": cassette.header, "calls": [call_json(view) for view in views]}
-        _print_json(shown, ensure_ascii=False)
+        _print_json(show_json(cassette, views), ensure_ascii=False)
     else:
         _print_lines(show_lines(cassette, views))
     return 0
@@ -197,13 +198,13 @@ def _remove(paths: list[Path], yes: bool, why: dict[Path, str]) -> int:
     """Delete (``yes``) or list what would be deleted, each path with why; refused unless all are cassettes."""
     check_deletable(paths)
     for path in paths:
-        _out(f"{'deleted' if yes else 'would delete'} {path}  ({why[path]})")
+        print(f"{'deleted' if yes else 'would delete'} {path}  ({why[path]})")
         if yes:
             path.unlink()
     if not yes and paths:
-        _out("dry run: nothing was deleted; add --yes to delete")
+        print("dry run: nothing was deleted; add --yes to delete")
     if not paths:
-        _out("nothing to delete")
+        print("nothing to delete")
     return 0
 
 
@@ -213,9 +214,9 @@ def command_delete(args: argparse.Namespace) -> int:
 
 
 def command_prune(args: argparse.Namespace) -> int:
-    cassettes, others = split_cassettes(cassettes_in([args.dir]) if args.dir else default_cassettes())
+    cassettes, others = split_cassettes(find_cassettes([args.dir] if args.dir else []))
     for path, problem in others:
-        _out(f"skipped {path}: not a cassette ({problem}); prune only deletes cassettes")
+        print(f"skipped {path}: not a cassette ({problem}); prune only deletes cassettes")
     why = prune_reasons(cassettes, older_than=args.older_than, force=args.force)
     return _remove(sorted(why), args.yes, why)
 
@@ -237,11 +238,11 @@ def command_import(args: argparse.Namespace) -> int:
             print(f"refused: {one_line}", file=sys.stderr)
             continue
         converted, calls = converted + 1, calls + count
-        _out(f"imported {plural(count, 'call')}: {source} -> {target}")
+        print(f"imported {plural(count, 'call')}: {source} -> {target}")
     if converted:
-        _out("note: vcrpy keeps no chunk boundaries, so each body came in whole, as one chunk; re-record to get them")
-        _out("note: these cassettes match as vcrpy did (match_on in their header); see the README to tighten it")
-    _out(import_summary(converted, calls, refused))
+        print("note: vcrpy keeps no chunk boundaries, so each body came in whole, as one chunk; re-record to get them")
+        print("note: these cassettes match as vcrpy did (match_on in their header); see the README to tighten it")
+    print(import_summary(converted, calls, refused))
     return 1 if refused else 0
 
 

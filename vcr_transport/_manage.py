@@ -26,9 +26,8 @@ __all__ = [
     "UsageProblem",
     "Verification",
     "cassette_summary",
-    "cassettes_in",
     "check_deletable",
-    "default_cassettes",
+    "find_cassettes",
     "project_status",
     "prune_reasons",
     "scan",
@@ -42,12 +41,12 @@ class UsageProblem(Exception):
     partial test run to prune by...); the message says what to do."""
 
 
-def project_root() -> Path:
+def _project_root() -> Path:
     pyproject = find_pyproject()
     return pyproject.parent if pyproject else Path.cwd()
 
 
-def cassettes_in(paths: Sequence[str | Path]) -> list[Path]:
+def _cassettes_in(paths: Sequence[str | Path]) -> list[Path]:
     """The ``*.jsonl`` files named, and those under the folders named (not in virtualenvs, caches, .git)."""
     files: list[Path] = []
     for raw in paths:
@@ -61,9 +60,10 @@ def cassettes_in(paths: Sequence[str | Path]) -> list[Path]:
     return files
 
 
-def default_cassettes() -> list[Path]:
-    """The cassettes of the project the working folder is in (see ``_config.cassette_folders``)."""
-    return cassettes_in(cassette_folders(project_root()))
+def find_cassettes(named: Sequence[str | Path]) -> list[Path]:
+    """The cassettes ``named`` (files, and those in folders: ``_cassettes_in``), or without a name those of
+    the project the working folder is in (its ``cassette_dir``, else its folders named ``cassettes``)."""
+    return _cassettes_in(named) if named else _cassettes_in(cassette_folders(_project_root()))
 
 
 # --- status and list ------------------------------------------------------------------------------------
@@ -97,9 +97,9 @@ class ProjectStatus:
 def project_status(mode: str | None) -> ProjectStatus:
     """``status``: the mode ``mode`` (an explicit one, or None) resolves to, and the project's cassettes."""
     resolved = resolve_mode(mode)
-    root = project_root()
+    root = _project_root()
     folders = cassette_folders(root)
-    paths = cassettes_in(folders)
+    paths = _cassettes_in(folders)
     broken = calls = 0
     for path in paths:
         try:
@@ -182,7 +182,7 @@ def _findings(path: Path, strict: bool) -> tuple[list[str], list[str]]:
 def verify(named: Sequence[str], *, strict: bool) -> Verification:
     """``verify`` of the cassettes ``named`` (files and folders), or of the project's when none is named. A
     named folder without a cassette is a problem."""
-    paths = cassettes_in(named) if named else default_cassettes()
+    paths = find_cassettes(named)
     problems: list[str] = []
     notes: list[str] = []
     with_problems = 0
@@ -191,7 +191,7 @@ def verify(named: Sequence[str], *, strict: bool) -> Verification:
         problems += found
         notes += incomplete
         with_problems += bool(found)
-    empty = [str(p) for p in named if Path(p).is_dir() and not cassettes_in([p])]
+    empty = [str(p) for p in named if Path(p).is_dir() and not _cassettes_in([p])]
     problems += [f"{folder}: no cassette (*.jsonl) in this folder" for folder in empty]
     return Verification(len(paths), problems, notes, with_problems)
 
@@ -274,7 +274,7 @@ def prune_reasons(cassettes: Sequence[Path], *, older_than: float | None, force:
         cutoff = time.time() - older_than * 86400
         return {path: f"older than {older_than:g} days" for path in cassettes if path.stat().st_mtime < cutoff}
     try:
-        ledger = read_ledger(project_root())
+        ledger = read_ledger(_project_root())
     except LedgerProblem as problem:
         raise UsageProblem(str(problem)) from None
     if not ledger.complete and not force:

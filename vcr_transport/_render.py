@@ -20,7 +20,6 @@ from ._exceptions import CassetteError, shorten
 from ._manage import CassetteSummary, ProjectStatus, ScanReport, Verification
 
 __all__ = [
-    "call_json",
     "diff_json",
     "diff_lines",
     "import_summary",
@@ -28,6 +27,7 @@ __all__ = [
     "plural",
     "scan_json",
     "scan_lines",
+    "show_json",
     "show_lines",
     "status_lines",
     "textconv_lines",
@@ -119,6 +119,11 @@ def _shown_call(view: CallView) -> Iterator[str]:
     yield from _shown_response(view)
     if view.outcome == "error":
         yield f"  then failed: {view.error}"
+
+
+def show_json(cassette: Cassette, views: Iterable[CallView]) -> dict[str, Any]:
+    """``show --json``: the cassette's path and header, and each of ``views`` (``call_json``)."""
+    return {"path": cassette.path, "header": cassette.header, "calls": [call_json(view) for view in views]}
 
 
 def show_lines(cassette: Cassette, views: Iterable[CallView]) -> Iterator[str]:

@@ -38,22 +38,24 @@ class ComparedCall:
     differences: list[FieldDifference]
 
 
+def _stream_fields(view: CallView) -> dict[str, Any]:
+    """A stream as its reassembled text and its events: by name and length where the text says what they
+    do (the boundaries, not the words: those are in the text), whole where there is no text."""
+    events = view.readable_stream or []
+    if not view.reply.text:  # not a vendor stream we reassemble: compare the events themselves
+        return {"text": "", "events": [event.raw for event in events]}
+    return {"text": view.reply.text, "events": [f"{event.name or 'data'} ({len(event.raw)} chars)" for event in events]}
+
+
 def _response_fields(view: CallView) -> dict[str, Any]:
     fields: dict[str, Any] = {
         "status": view.status,
         "outcome": view.outcome,
         "headers": {k.lower(): v for k, v in view.response_headers if not is_volatile_response_header(k.lower())},
     }
-    if view.stream is None:
-        return fields | {"body": view.text if view.json is NOT_JSON else view.json}
-    events = view.readable_stream or []
-    if not view.reply.text:  # not a vendor stream we reassemble: compare the events themselves
-        return fields | {"text": "", "events": [event.raw for event in events]}
-    # Each event by its name and length: the boundaries, not the words (those are in the text).
-    return fields | {
-        "text": view.reply.text,
-        "events": [f"{event.name or 'data'} ({len(event.raw)} chars)" for event in events],
-    }
+    if view.stream is not None:
+        return fields | _stream_fields(view)
+    return fields | {"body": view.text if view.json is NOT_JSON else view.json}
 
 
 def _differences(matcher: RequestMatcher, a: CallView, b: CallView) -> Iterator[FieldDifference]:
