@@ -138,9 +138,7 @@ def test_a_body_that_is_not_utf8_is_shown_by_its_size_beside_the_reply_and_parse
     assert view.reply.text == "" and view.reply_body == "[10 bytes of binary data]"
     stream = call_view(_call([("content-type", "text/event-stream")], b"data: \xff\n\n"))
     assert (
-        stream.stream is not None
-        and stream.readable_stream is None
-        and stream.reply_body == "[9 bytes of binary data]"
+        stream.stream is not None and stream.readable_stream is None and stream.reply_body == "[9 bytes of binary data]"
     )
     blank = call_view(_call([("content-type", "application/json")], b"  "))
     assert blank.json is NOT_JSON and blank.reply_body is None and blank.text == "  "

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from ._core._conversation import Message, ToolCall
-from ._core._diff import changed_words
+from ._core._diff import CallDifference, changed_words
 from ._core._format import FORMAT_VERSION, Cassette
 from ._core._view import NOT_JSON, CallView, call_view
 from ._exceptions import CassetteError, shorten
@@ -33,8 +33,6 @@ __all__ = [
     "textconv_lines",
     "verify_lines",
 ]
-
-Difference = tuple[int, str, Any, Any]  # (call index, field path, value in a, value in b)
 
 
 def plural(count: int, noun: str) -> str:
@@ -219,7 +217,7 @@ def _change(left: Any, right: Any) -> str:
     return f"{shorten(left)} -> {shorten(right)}"
 
 
-def diff_lines(a: Cassette, b: Cassette, found: Sequence[Difference]) -> Iterator[str]:
+def diff_lines(a: Cassette, b: Cassette, found: Sequence[CallDifference]) -> Iterator[str]:
     """``diff``: one line per difference, then how many there are between the two cassettes."""
     for index, path, left, right in found:
         yield f"call {index}, field {path}: {_change(left, right)}"
@@ -229,7 +227,7 @@ def diff_lines(a: Cassette, b: Cassette, found: Sequence[Difference]) -> Iterato
     )
 
 
-def diff_json(found: Sequence[Difference]) -> list[dict[str, Any]]:
+def diff_json(found: Sequence[CallDifference]) -> list[dict[str, Any]]:
     return [{"call_index": i, "field_path": p, "a": x, "b": y} for i, p, x, y in found]
 
 

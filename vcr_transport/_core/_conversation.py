@@ -4,8 +4,9 @@ view, ``_view``); matching and replay never use it. Works on parsed JSON and par
 
 Protocols understood: openai Chat Completions (``messages``, ``choices[].delta``), the openai Responses API
 (``input``, ``response.output_text.delta``), anthropic Messages (``messages``, ``text_delta``,
-``input_json_delta``) and Gemini (``contents``, ``candidates[].content.parts``). Anything else gives no
-messages and no reply text; the views still show the raw body.
+``input_json_delta``) and Gemini (``contents``, ``candidates[].content.parts``); any vendor's ``error``
+object gives its message. Anything else gives no messages and no reply text; the views still show the raw
+body.
 """
 
 from __future__ import annotations

@@ -19,9 +19,17 @@ from ._format import Cassette
 from ._matching import RequestMatcher, is_volatile_response_header, iter_differences
 from ._view import NOT_JSON, CallView, call_view
 
-__all__ = ["ComparedCall", "FieldDifference", "cassette_differences", "changed_words", "compared_calls"]
+__all__ = [
+    "CallDifference",
+    "ComparedCall",
+    "FieldDifference",
+    "cassette_differences",
+    "changed_words",
+    "compared_calls",
+]
 
 FieldDifference = tuple[str, Any, Any]  # (field path, value in a, value in b)
+CallDifference = tuple[int, str, Any, Any]  # (call index, field path, value in a, value in b)
 
 _WORDS = re.compile(r"\s+|\w+|[^\w\s]")
 
@@ -81,7 +89,7 @@ def compared_calls(a: Cassette, b: Cassette) -> Iterator[ComparedCall]:
             yield ComparedCall(index, va, vb, list(_differences(matcher, va, vb)))
 
 
-def cassette_differences(a: Cassette, b: Cassette) -> Iterator[tuple[int, str, Any, Any]]:
+def cassette_differences(a: Cassette, b: Cassette) -> Iterator[CallDifference]:
     """Every difference between two cassettes as (call index, field path, value in a, value in b), call by
     call (see ``compared_calls``)."""
     for compared in compared_calls(a, b):
