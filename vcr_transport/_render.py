@@ -46,8 +46,8 @@ def _pretty(value: Any) -> str:
     return json.dumps(value, indent=2, ensure_ascii=False)
 
 
-def _indented(text: str, indent: str = "    ") -> Iterator[str]:
-    return (f"{indent}{line}" for line in text.splitlines())
+def _indented(text: str, indent: str = "    ") -> list[str]:
+    return [f"{indent}{line}" for line in text.splitlines()]
 
 
 # --- show: a cassette call by call ----------------------------------------------------------------------
@@ -89,13 +89,13 @@ def call_json(view: CallView) -> dict[str, Any]:
 
 def _shown_response(view: CallView) -> Iterator[str]:
     yield f"  response: {view.status} {view.http_version}"
-    yield from (f"    {name}: {value}" for name, value in view.response_headers)
+    yield from [f"    {name}: {value}" for name, value in view.response_headers]
     if view.chunk_times:
         first, last = view.chunk_times[0], view.chunk_times[-1]
         yield f"  timing: {view.chunk_count} chunks, first at +{first:.3f}s, last at +{last:.3f}s"
     if view.stream is not None:
         yield f"  stream: {len(view.stream)} events"
-        yield from (f"    {event.raw}" for event in view.stream)
+        yield from [f"    {event.raw}" for event in view.stream]
     elif view.json is not NOT_JSON:
         yield "  body:"
         yield from _indented(_pretty(view.json))
@@ -284,8 +284,8 @@ def list_lines(summaries: Sequence[CassetteSummary]) -> Iterator[str]:
 
 
 def verify_lines(verification: Verification) -> Iterator[str]:
-    yield from (f"PROBLEM {problem}" for problem in verification.problems)
-    yield from (f"note    {note} (recorded incomplete; replays as recorded)" for note in verification.notes)
+    yield from [f"PROBLEM {problem}" for problem in verification.problems]
+    yield from [f"note    {note} (recorded incomplete; replays as recorded)" for note in verification.notes]
     yield (
         f"{plural(verification.cassettes, 'cassette')} checked, {verification.with_problems} with problems, "
         f"format version {FORMAT_VERSION}"
@@ -293,7 +293,7 @@ def verify_lines(verification: Verification) -> Iterator[str]:
 
 
 def scan_lines(report: ScanReport) -> Iterator[str]:
-    yield from (f"{path}:{number}: secret-shaped value {secret}" for path, number, secret in report.hits)
+    yield from [f"{path}:{number}: secret-shaped value {secret}" for path, number, secret in report.hits]
     yield f"{plural(len(report.files), 'file')} scanned, {plural(len(report.hits), 'secret')} found"
 
 
