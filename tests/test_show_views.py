@@ -20,8 +20,9 @@ from test_cli import cli
 from upstream import Upstream
 from vendors import SDKS, Sdk
 
-from vcr_transport._core._conversation import reply_of, request_messages, request_tools
+from vcr_transport._core._conversation import request_messages, request_tools
 from vcr_transport._core._format import Cassette, RecordedCall, dumps_line
+from vcr_transport._core._view import NOT_JSON, call_view
 from vcr_transport._storage import read_cassette
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -40,9 +41,9 @@ def test_a_recorded_call_reads_as_the_conversation_the_sdk_had(sdk: Sdk, upstrea
     steps = [("chat", ["what is up"]), ("stream", ["hi", "echo:hi", "tell me more"])]
     live = sdk.run(recording(sdk.library, sdk.is_async, cassette), upstream.url, steps)
     calls = read_cassette(cassette).calls
-    assert reply_of(calls[0]).text == live[0]
-    streamed = reply_of(calls[1])
-    assert streamed.text == "".join(live[1]) and streamed.stream, "the stream's text, reassembled from its events"
+    assert call_view(calls[0]).reply.text == live[0]
+    streamed = call_view(calls[1])
+    assert streamed.reply.text == "".join(live[1]) and streamed.stream, "the stream's text, reassembled from its events"
     messages = request_messages(calls[1].body["json"] if calls[1].body else None)
     assert [m.text for m in messages if m.role != "system"] == ["hi", "echo:hi", "tell me more"]
     assert messages[1].role in ("assistant", "model")
@@ -70,15 +71,16 @@ def _corpus_calls(prefix: str) -> list[tuple[str, RecordedCall]]:
 def test_responses_api_streams_reassemble_to_the_completed_response() -> None:
     checked = 0
     for name, call in _corpus_calls("test_openai_responses"):
-        reply = reply_of(call)
-        if reply.stream is None:
+        view = call_view(call)
+        reply = view.reply
+        if view.stream is None:
             continue
-        completed = [json.loads(e.data) for e in reply.stream if e.name == "response.completed"]
+        completed = [json.loads(e.data) for e in view.stream if e.name == "response.completed"]
         if not completed:
             continue
         whole = RecordedCall(0, "POST", call.url, [], None, 200, [("content-type", "application/json")])
         whole.chunks, whole.outcome = [json.dumps(completed[0]["response"]).encode()], "complete"
-        expected = reply_of(whole)
+        expected = call_view(whole).reply
         assert reply.text == expected.text, name
         assert [t.name for t in reply.tool_calls] == [t.name for t in expected.tool_calls], name
         assert [json.loads(t.arguments) for t in reply.tool_calls] == [
@@ -94,12 +96,66 @@ def test_anthropic_and_gemini_tool_calls_and_tools_are_read() -> None:
         body = call.body["json"] if call.body and "json" in call.body else None
         offered = request_tools(body)
         seen["tools"] += bool(offered)
-        for tool_call in reply_of(call).tool_calls:
+        for tool_call in call_view(call).reply.tool_calls:
             assert tool_call.name, name
             json.loads(tool_call.arguments or "{}")  # whole JSON once the stream's pieces are joined
             if tool_call.name in offered:
                 seen["anthropic tool call" if "anthropic" in name else "gemini tool call"] += 1
     assert all(seen.values()), seen
+
+
+def _call(headers: list[tuple[str, str]], *chunks: bytes, status: int | None = 200) -> RecordedCall:
+    call = RecordedCall(0, "POST", "https://x.invalid/v1/x", [], None, status, headers)
+    call.chunks, call.offsets, call.outcome = list(chunks), [0.01 * n for n in range(len(chunks))], "complete"
+    return call
+
+
+def test_one_stream_joins_whatever_protocol_each_event_speaks() -> None:
+    events = [
+        {"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": "Hel"}},
+        {"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": "lo"}},
+        {"type": "content_block_start", "index": 1, "content_block": {"type": "tool_use", "name": "look"}},
+        {"type": "content_block_delta", "index": 1, "delta": {"type": "input_json_delta", "partial_json": '{"a":'}},
+        {"type": "content_block_delta", "index": 1, "delta": {"type": "input_json_delta", "partial_json": "2}"}},
+        {"type": "content_block_delta", "index": 5, "delta": {"type": "input_json_delta", "partial_json": "lost"}},
+        {"type": "response.output_item.added", "item": {"type": "function_call", "id": "fc", "name": "find"}},
+        {"type": "response.function_call_arguments.delta", "item_id": "fc", "delta": "{}"},
+        {"type": "response.output_text.delta", "delta": " world"},
+        {"choices": [{"delta": {"content": "!", "tool_calls": [{"function": {"name": "f", "arguments": "1"}}]}}]},
+        {"candidates": [{"content": {"parts": [{"text": "hidden", "thought": True}, {"text": "?"}]}}]},
+        {"type": "message", "error": {"message": "not anthropic's whole message: no content list"}},
+    ]
+    data = "".join(f"data: {json.dumps(event)}\n\n" for event in events) + "data: [DONE]\n\n"
+    view = call_view(_call([("content-type", "text/event-stream")], data.encode()))
+    assert view.reply.text == "Hello world!?error: not anthropic's whole message: no content list"
+    assert [(t.name, t.arguments) for t in view.reply.tool_calls] == [("look", '{"a":2}'), ("find", "{}"), ("f", "1")]
+    assert view.stream is not None and len(view.stream) == len(events) + 1 and view.json is NOT_JSON
+
+
+def test_a_body_that_is_not_utf8_is_shown_by_its_size_beside_the_reply_and_parsed_for_json() -> None:
+    view = call_view(_call([("content-type", "application/json")], b'{"a": "\xff"}'))
+    assert view.binary and view.json == {"a": "\ufffd"}, "show --json parses the text with the byte replaced"
+    assert view.reply.text == "" and view.reply_body == "[10 bytes of binary data]"
+    stream = call_view(_call([("content-type", "text/event-stream")], b"data: \xff\n\n"))
+    assert (
+        stream.stream is not None and stream.readable_stream is None and stream.reply_body == "[9 bytes of binary data]"
+    )
+    blank = call_view(_call([("content-type", "application/json")], b"  "))
+    assert blank.json is NOT_JSON and blank.reply_body is None and blank.text == "  "
+
+
+def test_each_call_is_read_once_for_the_page_with_its_differences(monkeypatch: pytest.MonkeyPatch) -> None:
+    from vcr_transport._core import _view
+    from vcr_transport._html import html_page
+
+    readings: list[int] = []
+    real = _view.decoded_body
+    monkeypatch.setattr(_view, "decoded_body", lambda chunks, headers: readings.append(1) or real(chunks, headers))
+    reply = json.dumps({"choices": [{"message": {"content": "hi"}}]}).encode()
+    before = Cassette("a.jsonl", {"format_version": 1}, [_call([("content-type", "application/json")], reply)] * 2)
+    after = Cassette("b.jsonl", {"format_version": 1}, [_call([("content-type", "application/json")], reply)] * 3)
+    html_page(before, after)
+    assert len(readings) == 5, "two calls of A, three of B: each viewed once, for the differences and the page"
 
 
 # --- git diff through the textconv driver --------------------------------------------------------------

@@ -6,143 +6,70 @@ Only ``serve`` opens connections: it replays cassettes over HTTP and, asked to, 
 from __future__ import annotations
 
 import argparse
-import base64
 import functools
 import json
 import os
 import sys
-import time
-from collections import Counter
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
-from urllib.parse import urlsplit
 
-from ._config import (
-    ENVIRONMENT_VARIABLE,
-    MODES,
-    SKIPPED_FOLDERS,
-    cassette_folders,
-    find_pyproject,
-    resolve_mode,
-    set_mode_in_pyproject,
-)
-from ._core._bodies import content_type_of, decoded_body
-from ._core._conversation import parse_sse
-from ._core._diff import cassette_differences, changed_words
-from ._core._format import FORMAT_VERSION, Cassette, RecordedCall
+from ._config import ENVIRONMENT_VARIABLE, MODES, find_pyproject, set_mode_in_pyproject
+from ._core._diff import cassette_differences
+from ._core._format import Cassette, RecordedCall
 from ._core._options import Options
-from ._core._redaction import Redactor
-from ._core._scan import scan_document
-from ._exceptions import CassetteError, VcrTransportError, shorten
+from ._core._view import call_view
+from ._exceptions import CassetteError, VcrTransportError
 from ._html import html_page
-from ._ledger import LedgerProblem, read_ledger
-from ._render import textconv_lines
-from ._storage import check_cassette, not_a_cassette, read_cassette, read_outline
+from ._manage import (
+    UsageProblem,
+    cassette_summary,
+    check_deletable,
+    find_cassettes,
+    project_status,
+    prune_reasons,
+    scan,
+    split_cassettes,
+    verify,
+)
+from ._render import (
+    diff_json,
+    diff_lines,
+    import_summary,
+    list_lines,
+    plural,
+    scan_json,
+    scan_lines,
+    show_json,
+    show_lines,
+    status_lines,
+    textconv_lines,
+    verify_lines,
+)
+from ._storage import read_cassette
 from ._vcrpy import ImportProblem, NotACassette, import_vcrpy, plan_imports
 
 __all__ = ["main"]
 
 
-class UsageProblem(Exception):
-    """A command-line mistake; the message says what to do."""
+def _print_lines(lines: Iterable[str]) -> None:
+    for line in lines:
+        print(line)
 
 
-def plural(count: int, noun: str) -> str:
-    """``1 call``, ``2 calls``, ``0 differences``: a count with its noun."""
-    if count == 1:
-        return f"{count} {noun}"
-    return f"{count} {noun}es" if noun.endswith(("s", "x", "ch", "sh")) else f"{count} {noun}s"
-
-
-def _out(text: str = "") -> None:
-    print(text)
-
-
-def _project_root() -> Path:
-    pyproject = find_pyproject()
-    return pyproject.parent if pyproject else Path.cwd()
-
-
-def _cassettes_in(paths: Sequence[str | Path]) -> list[Path]:
-    files: list[Path] = []
-    for raw in paths:
-        path = Path(raw)
-        if path.is_dir():
-            files += sorted(p for p in path.rglob("*.jsonl") if not SKIPPED_FOLDERS & set(p.parts))
-        elif path.exists():
-            files.append(path)
-        else:
-            raise UsageProblem(f"{path}: no such file or folder")
-    return files
-
-
-def _default_cassettes() -> list[Path]:
-    return _cassettes_in([str(d) for d in cassette_folders(_project_root())])
-
-
-def _shown(path: Path) -> str:
-    """A path as the user would type it: relative to the working folder when inside it."""
-    try:
-        return str(path.resolve().relative_to(Path.cwd().resolve()))
-    except ValueError:
-        return str(path)
-
-
-def _hosts(cassette: Cassette) -> list[str]:
-    return sorted({urlsplit(call.url).netloc for call in cassette.calls})
-
-
-def _size(path: Path) -> str:
-    size = float(path.stat().st_size)
-    for unit in ("B", "KB", "MB", "GB"):
-        if size < 1024 or unit == "GB":
-            return f"{size:.0f} {unit}" if unit == "B" else f"{size:.1f} {unit}"
-        size /= 1024
-    return ""  # pragma: no cover
+def _print_json(value: Any, **options: Any) -> None:
+    print(json.dumps(value, indent=2, **options))
 
 
 # --- status and mode ------------------------------------------------------------------------------------
 
 
 def command_status(args: argparse.Namespace) -> int:
-    resolved = resolve_mode(args.mode)
-    root = _project_root()
-    folders = cassette_folders(root)
-    good = broken = calls = 0
-    for path in _cassettes_in([str(f) for f in folders]):
-        try:
-            calls += len(read_cassette(path).calls)
-            good += 1
-        except CassetteError:
-            broken += 1
-    report = {
-        "mode": resolved.mode,
-        "source": resolved.source,
-        "ci": bool(os.environ.get("CI")),
-        "cassette_dirs": [str(f) for f in folders],
-        "cassettes": good + broken,
-        "broken": broken,
-        "calls": calls,
-    }
+    status = project_status(args.mode)
     if args.json:
-        _out(json.dumps(report, indent=2))
-        return 0
-    _out(f"mode: {resolved.mode}  (from {resolved.source})")
-    if resolved.mode == "auto":
-        _out(
-            "  auto: "
-            + (
-                "CI is set, so missing cassettes are errors"
-                if report["ci"]
-                else "replays existing cassettes, records missing ones"
-            )
-        )
-    _out("cassette folders: " + (", ".join(str(f) for f in folders) or f"none found under {root}"))
-    _out(
-        f"cassettes: {good + broken} ({calls} calls)"
-        + (f", {broken} unreadable: run 'vcr-transport verify'" if broken else "")
-    )
+        _print_json(status.as_json())
+    else:
+        _print_lines(status_lines(status))
     return 0
 
 
@@ -150,87 +77,22 @@ def command_set_mode(args: argparse.Namespace) -> int:
     pyproject = find_pyproject() or Path.cwd() / "pyproject.toml"
     text = pyproject.read_text(encoding="utf-8") if pyproject.exists() else ""
     pyproject.write_text(set_mode_in_pyproject(text, args.command), encoding="utf-8")
-    _out(f"mode {args.command} saved in {pyproject} [tool.vcr_transport]")
+    print(f"mode {args.command} saved in {pyproject} [tool.vcr_transport]")
     if os.environ.get(ENVIRONMENT_VARIABLE):
-        _out(f"note: {ENVIRONMENT_VARIABLE}={os.environ[ENVIRONMENT_VARIABLE]} is set and takes precedence")
+        print(f"note: {ENVIRONMENT_VARIABLE}={os.environ[ENVIRONMENT_VARIABLE]} is set and takes precedence")
     return 0
 
 
 # --- list, show, verify ---------------------------------------------------------------------------------
 
 
-def _summary(path: Path) -> dict[str, Any]:
-    try:
-        cassette = read_outline(path)
-    except CassetteError as error:
-        return {"path": str(path), "size": path.stat().st_size, "readable": False, "problem": str(error)}
-    incomplete = [c.index for c in cassette.calls if not c.complete]
-    return {
-        "path": str(path),
-        "size": path.stat().st_size,
-        "readable": True,
-        "format_version": cassette.header.get("format_version"),
-        "calls": len(cassette.calls),
-        "hosts": _hosts(cassette),
-        "complete": not incomplete,
-        "incomplete_calls": incomplete,
-    }
-
-
 def command_list(args: argparse.Namespace) -> int:
-    paths = _cassettes_in(args.paths) if args.paths else _default_cassettes()
-    rows = [_summary(path) for path in paths]
+    summaries = [cassette_summary(path) for path in find_cassettes(args.paths)]
     if args.json:
-        _out(json.dumps(rows, indent=2))
-        return 0
-    table = []
-    for row, path in zip(rows, paths, strict=True):
-        if not row["readable"]:
-            table.append([_shown(path), "", "", _size(path), f"UNREADABLE: {row['problem'].splitlines()[0]}"])
-            continue
-        state = "all complete" if row["complete"] else f"incomplete calls {row['incomplete_calls']}"
-        hosts = ", ".join(row["hosts"])
-        table.append(
-            [_shown(path), f"v{row['format_version']}", plural(row["calls"], "call"), _size(path), state, hosts]
-        )
-    widths = [max((len(cells[i]) for cells in table if i < len(cells) - 1), default=0) for i in range(5)]
-    for cells in table:
-        _out("  ".join([*(cell.ljust(widths[i]) for i, cell in enumerate(cells[:-1])), cells[-1]]).rstrip())
-    if not rows:
-        _out("no cassettes found")
-    return 0
-
-
-def _call_view(call: RecordedCall) -> dict[str, Any]:
-    body = decoded_body(call.events, call.response_headers)
-    content_type = content_type_of(call.response_headers)
-    view: dict[str, Any] = {
-        "call_index": call.index,
-        "method": call.method,
-        "url": call.url,
-        "request_headers": call.request_headers,
-        "request_body": call.body,
-        "status": call.status,
-        "http_version": call.http_version,
-        "response_headers": call.response_headers,
-        "outcome": call.outcome,
-        "events": len(call.events),
-        "first_chunk_s": call.offsets[0] if call.offsets else None,
-        "last_chunk_s": call.offsets[-1] if call.offsets else None,
-    }
-    if call.outcome == "error":
-        view["error"] = {"class": call.error_class, "message": call.error_message}
-    text = body.decode("utf-8", "replace")
-    if "event-stream" in content_type:
-        view["sse_events"] = [event.raw for event in parse_sse(text)]
+        _print_json([summary.as_json() for summary in summaries])
     else:
-        try:
-            view["response_json"] = json.loads(text)
-        except ValueError:
-            view["response_text"] = (
-                text if body.isascii() or "text" in content_type else base64.b64encode(body).decode()
-            )
-    return view
+        _print_lines(list_lines(summaries))
+    return 0
 
 
 def _textconv(path: str) -> int:
@@ -239,11 +101,10 @@ def _textconv(path: str) -> int:
     try:
         cassette = read_cassette(path)
     except CassetteError as error:
-        _out(f"(not a readable cassette: {str(error).splitlines()[0]})")
+        print(f"(not a readable cassette: {str(error).splitlines()[0]})")
         sys.stdout.write(Path(path).read_text(encoding="utf-8", errors="replace"))
         return 0
-    for line in textconv_lines(cassette):
-        _out(line)
+    _print_lines(textconv_lines(cassette))
     return 0
 
 
@@ -251,95 +112,58 @@ def _html(args: argparse.Namespace) -> int:
     page = html_page(read_cassette(args.cassette), read_cassette(args.other) if args.other else None)
     if args.output:
         Path(args.output).write_text(page, encoding="utf-8")
-        _out(f"wrote {args.output} ({len(page.encode('utf-8'))} bytes): open it in a browser")
+        print(f"wrote {args.output} ({len(page.encode('utf-8'))} bytes): open it in a browser")
     else:
         sys.stdout.write(page)
     return 0
 
 
-def command_show(args: argparse.Namespace) -> int:
+def _show_problem(args: argparse.Namespace) -> str | None:
+    """What is wrong with ``show``'s options together, or None."""
     if args.other and not args.html:
-        raise UsageProblem("a second cassette is shown with --html only; for field differences: vcr-transport diff A B")
+        return "a second cassette is shown with --html only; for field differences: vcr-transport diff A B"
     if args.output and not args.html:
-        raise UsageProblem("-o/--output is for --html")
+        return "-o/--output is for --html"
     if sum([args.json, args.textconv, args.html]) > 1:
-        raise UsageProblem("choose one of --json, --textconv, --html")
+        return "choose one of --json, --textconv, --html"
+    if args.textconv and args.call is not None:
+        return "--textconv shows the whole cassette; drop --call"
+    return None
+
+
+def _chosen_calls(cassette: Cassette, number: int | None) -> list[RecordedCall]:
+    """``show --call N``'s call, or every call without it."""
+    if number is None:
+        return cassette.calls
+    if not 0 <= number < len(cassette.calls):
+        raise UsageProblem(f"{cassette.path} has calls 0..{len(cassette.calls) - 1}; there is no call {number}")
+    return [cassette.calls[number]]
+
+
+def command_show(args: argparse.Namespace) -> int:
+    problem = _show_problem(args)
+    if problem:
+        raise UsageProblem(problem)
     if args.textconv:
-        if args.call is not None:
-            raise UsageProblem("--textconv shows the whole cassette; drop --call")
         return _textconv(args.cassette)
     if args.html:
         return _html(args)
     cassette = read_cassette(args.cassette, lazy=True)  # chunks are read call by call as they are shown
-    calls = cassette.calls
-    if args.call is not None:
-        if not 0 <= args.call < len(calls):
-            raise UsageProblem(f"{args.cassette} has calls 0..{len(calls) - 1}; there is no call {args.call}")
-        calls = [calls[args.call]]
-    views = [_call_view(call) for call in calls]
+    views = (call_view(call) for call in _chosen_calls(cassette, args.call))  # one at a time: each holds a body
     if args.json:
-        _out(
-            json.dumps({"path": cassette.path, "header": cassette.header, "calls": views}, indent=2, ensure_ascii=False)
-        )
-        return 0
-    _out(f"{cassette.path}: format v{cassette.header['format_version']}, {plural(len(cassette.calls), 'call')}")
-    for view in views:
-        mark = "" if view["outcome"] == "complete" else f"  [INCOMPLETE: {view['outcome']}]"
-        _out(f"\ncall {view['call_index']}: {view['method']} {view['url']}{mark}")
-        body = view["request_body"]
-        if body is not None:
-            shown = (
-                json.dumps(body["json"], indent=2, ensure_ascii=False) if "json" in body else next(iter(body.values()))
-            )
-            _out("  request body:")
-            for line in str(shown).splitlines():
-                _out(f"    {line}")
-        if view["status"] is None:
-            _out(f"  no response: {view['error']['class']}: {view['error']['message']}")
-            continue
-        _out(f"  response: {view['status']} {view['http_version']}")
-        for name, value in view["response_headers"]:
-            _out(f"    {name}: {value}")
-        if view["first_chunk_s"] is not None:
-            first, last = view["first_chunk_s"], view["last_chunk_s"]
-            _out(f"  timing: {view['events']} chunks, first at +{first:.3f}s, last at +{last:.3f}s")
-        if "sse_events" in view:
-            _out(f"  stream: {len(view['sse_events'])} events")
-            for event in view["sse_events"]:
-                _out(f"    {event}")
-        elif "response_json" in view:
-            _out("  body:")
-            for line in json.dumps(view["response_json"], indent=2, ensure_ascii=False).splitlines():
-                _out(f"    {line}")
-        else:
-            _out(f"  body: {view['response_text'][:2000]}")
-        if view["outcome"] == "error":
-            _out(f"  then failed: {view['error']['class']}: {view['error']['message']}")
+        _print_json(show_json(cassette, views), ensure_ascii=False)
+    else:
+        _print_lines(show_lines(cassette, views))
     return 0
 
 
 def command_verify(args: argparse.Namespace) -> int:
-    paths = _cassettes_in(args.paths) if args.paths else _default_cassettes()
-    problems: list[str] = []
-    notes: list[str] = []
-    bad = 0
-    for path in paths:
-        findings = list(check_cassette(path))
-        found = [str(f) for f in findings if not f.incomplete or args.strict]
-        problems += found
-        notes += [str(f) for f in findings if f.incomplete and not args.strict]
-        bad += bool(found)
-    empty = [str(p) for p in args.paths if Path(p).is_dir() and not _cassettes_in([p])]
-    problems += [f"{folder}: no cassette (*.jsonl) in this folder" for folder in empty]
+    verification = verify(args.paths, strict=args.strict)
     if args.json:
-        _out(json.dumps({"cassettes": len(paths), "problems": problems, "incomplete": notes}, indent=2))
+        _print_json(verification.as_json())
     else:
-        for problem in problems:
-            _out(f"PROBLEM {problem}")
-        for note in notes:
-            _out(f"note    {note} (recorded incomplete; replays as recorded)")
-        _out(f"{plural(len(paths), 'cassette')} checked, {bad} with problems, format version {FORMAT_VERSION}")
-    return 1 if problems else 0
+        _print_lines(verify_lines(verification))
+    return 1 if verification.problems else 0
 
 
 # --- diff ----------------------------------------------------------------------------------------------
@@ -349,86 +173,38 @@ def command_diff(args: argparse.Namespace) -> int:
     a, b = read_cassette(args.a), read_cassette(args.b)
     found = list(cassette_differences(a, b))
     if args.json:
-        _out(
-            json.dumps(
-                [{"call_index": i, "field_path": p, "a": x, "b": y} for i, p, x, y in found], indent=2, default=str
-            )
-        )
+        _print_json(diff_json(found), default=str)
     else:
-        for index, path, left, right in found:
-            _out(f"call {index}, field {path}: {_change(left, right)}")
-        _out(
-            f"{plural(len(found), 'difference')} between {args.a} ({plural(len(a.calls), 'call')}) "
-            f"and {args.b} ({plural(len(b.calls), 'call')})"
-        )
+        _print_lines(diff_lines(a, b, found))
     return 1 if found else 0
-
-
-def _change(left: Any, right: Any) -> str:
-    """A difference as the terminal shows it: two texts by their changed words, anything else by value."""
-    if isinstance(left, str) and isinstance(right, str) and any(" " in text or "\n" in text for text in (left, right)):
-        return changed_words(left, right)
-    return f"{shorten(left)} -> {shorten(right)}"
 
 
 # --- scan -----------------------------------------------------------------------------------------------
 
 
-def _masked(secret: str) -> str:
-    secret = secret.strip().strip('"')
-    return (secret[:4] + "…" + f"({len(secret)} chars)") if len(secret) > 4 else "…"
-
-
-def scan_file(path: Path, redactor: Redactor) -> Iterator[tuple[int, str]]:
-    """(line, masked secret) for every secret in a file, by the redaction engine (``_core._scan``)."""
-    try:
-        text = path.read_text(encoding="utf-8", errors="surrogateescape")
-    except OSError:
-        return
-    for number, secret in scan_document(redactor, text):
-        yield number, _masked(secret)
-
-
 def command_scan(args: argparse.Namespace) -> int:
-    redactor = Redactor(args.name or (), args.pattern or ())
-    files: list[Path] = []
-    for raw in args.paths:
-        path = Path(raw)
-        if path.is_dir():
-            files += sorted(p for p in path.rglob("*") if p.is_file() and not SKIPPED_FOLDERS & set(p.parts))
-        elif path.is_file():
-            files.append(path)
-        else:
-            raise UsageProblem(f"{path}: no such file or folder")
-    hits = [(path, number, secret) for path in files for number, secret in scan_file(path, redactor)]
+    report = scan(args.paths, args.name or (), args.pattern or ())
     if args.json:
-        _out(json.dumps([{"path": str(p), "line": n, "secret": s} for p, n, s in hits], indent=2))
+        _print_json(scan_json(report))
     else:
-        for path, number, secret in hits:
-            _out(f"{path}:{number}: secret-shaped value {secret}")
-        _out(f"{plural(len(files), 'file')} scanned, {plural(len(hits), 'secret')} found")
-    return 1 if hits else 0
+        _print_lines(scan_lines(report))
+    return 1 if report.hits else 0
 
 
 # --- delete and prune -----------------------------------------------------------------------------------
 
 
 def _remove(paths: list[Path], yes: bool, why: dict[Path, str]) -> int:
-    refused = {path: problem for path in paths if (problem := not_a_cassette(path))}
-    if refused:
-        raise UsageProblem(
-            "refused, nothing was deleted: "
-            + "; ".join(f"{path} is not a cassette ({problem})" for path, problem in refused.items())
-            + ". delete and prune only remove vcr_transport cassettes (a file whose first line is a cassette header)"
-        )
+    """Delete (``yes``) or list what would be deleted, each path with why; refused unless all are cassettes."""
+    check_deletable(paths)
     for path in paths:
-        _out(f"{'deleted' if yes else 'would delete'} {path}  ({why[path]})")
+        print(f"{'deleted' if yes else 'would delete'} {path}  ({why[path]})")
         if yes:
             path.unlink()
     if not yes and paths:
-        _out("dry run: nothing was deleted; add --yes to delete")
+        print("dry run: nothing was deleted; add --yes to delete")
     if not paths:
-        _out("nothing to delete")
+        print("nothing to delete")
     return 0
 
 
@@ -438,34 +214,10 @@ def command_delete(args: argparse.Namespace) -> int:
 
 
 def command_prune(args: argparse.Namespace) -> int:
-    root = _project_root()
-    paths = []
-    for path in _cassettes_in([args.dir]) if args.dir else _default_cassettes():
-        problem = not_a_cassette(path)
-        if problem:
-            _out(f"skipped {path}: not a cassette ({problem}); prune only deletes cassettes")
-        else:
-            paths.append(path)
-    why: dict[Path, str] = {}
-    if args.older_than is not None:
-        cutoff = time.time() - args.older_than * 86400
-        for path in paths:
-            if path.stat().st_mtime < cutoff:
-                why[path] = f"older than {args.older_than:g} days"
-    else:
-        try:
-            ledger = read_ledger(root)
-        except LedgerProblem as problem:
-            raise UsageProblem(str(problem)) from None
-        if not ledger.complete and not args.force:
-            raise UsageProblem(
-                f"the last test run (started {ledger.started}) was partial: {ledger.why_incomplete}. "
-                "Its unused cassettes may belong to tests it did not run: run the whole suite, then prune "
-                "(or add --force to prune by this run anyway)"
-            )
-        for path in paths:
-            if path.resolve() not in ledger.cassettes:
-                why[path] = f"no test used it in the last run ({ledger.started})"
+    cassettes, others = split_cassettes(find_cassettes([args.dir] if args.dir else []))
+    for path, problem in others:
+        print(f"skipped {path}: not a cassette ({problem}); prune only deletes cassettes")
+    why = prune_reasons(cassettes, older_than=args.older_than, force=args.force)
     return _remove(sorted(why), args.yes, why)
 
 
@@ -483,15 +235,15 @@ def command_import(args: argparse.Namespace) -> int:
         raise UsageProblem(str(problem)) from None
     converted, calls = 0, 0
     refused: list[CassetteError] = []
-    skipped: list[NotACassette] = []
+    skipped = 0
     for source, target in plan:
         try:
             count = import_vcrpy(source, target)
         except ImportProblem as problem:
             raise UsageProblem(str(problem)) from None
         except NotACassette as other:
-            skipped.append(other)
-            _out(f"skipped: {other}")
+            skipped += 1
+            print(f"skipped: {other}")
             continue
         except CassetteError as error:
             refused.append(error)
@@ -499,52 +251,49 @@ def command_import(args: argparse.Namespace) -> int:
             print(f"refused: {one_line}", file=sys.stderr)
             continue
         converted, calls = converted + 1, calls + count
-        _out(f"imported {plural(count, 'call')}: {source} -> {target}")
+        print(f"imported {plural(count, 'call')}: {source} -> {target}")
     if converted:
-        _out("note: vcrpy keeps no chunk boundaries, so each body came in whole, as one chunk; re-record to get them")
-        _out("note: these cassettes match as vcrpy did (match_on in their header); see the README to tighten it")
-    summary = f"summary: {plural(converted, 'file')} converted ({plural(calls, 'call')}), {len(refused)} refused"
-    if refused:
-        why = Counter(
-            error.problem.split(":", 1)[-1].strip() if error.problem.startswith("interaction ") else error.problem
-            for error in refused
-        )
-        summary += ": " + "; ".join(f"{n} x {reason}" for reason, n in why.most_common(5))
-        if len(why) > 5:
-            summary += f"; and {len(why) - 5} other reason(s)"
-    if skipped:
-        summary += f"; {len(skipped)} skipped (not vcrpy cassettes)"
-    if not converted and not refused:
-        summary += ": none of the YAML files is a vcrpy cassette, nothing was imported"
-    _out(summary)
+        print("note: vcrpy keeps no chunk boundaries, so each body came in whole, as one chunk; re-record to get them")
+        print("note: these cassettes match as vcrpy did (match_on in their header); see the README to tighten it")
+    print(import_summary(converted, calls, refused, skipped))
     return 1 if refused or not converted else 0
 
 
-# --- entry point ----------------------------------------------------------------------------------------
+# --- serve ----------------------------------------------------------------------------------------------
 
 
-def command_serve(args: argparse.Namespace) -> int:
-    from ._serve import ServeConfig, ServeError, cassette_files, run_server  # lazily: it imports httpx2
-
+def _upstreams(items: list[str]) -> tuple[tuple[str, str], ...]:
+    """``--upstream VENDOR=URL`` arguments as (vendor, URL) pairs."""
     upstreams = []
-    for item in args.upstream or []:
+    for item in items:
         vendor, equals, url = item.partition("=")
         if not equals:
             raise UsageProblem(f"--upstream {item}: give VENDOR=URL, e.g. openai=https://api.openai.com")
         upstreams.append((vendor.strip(), url.strip()))
+    return tuple(upstreams)
+
+
+def _serve_options(args: argparse.Namespace) -> Options:
+    """The matching and replay options ``serve``'s arguments give (headers are not compared by default)."""
     arguments: dict[str, Any] = {"faults": args.fault or [], "pace": args.pace}
     arguments["ignore_headers"] = ([] if args.match_headers else ["*"]) + (args.ignore_header or [])
     if args.ignore_field:
         arguments["ignore_fields"] = args.ignore_field
     try:
-        options = Options.from_arguments(arguments, where="serve")
+        return Options.from_arguments(arguments, where="serve")
     except (TypeError, ValueError) as error:
         raise UsageProblem(str(error).removeprefix("serve: ")) from None
+
+
+def command_serve(args: argparse.Namespace) -> int:
+    from ._serve import ServeConfig, ServeError, cassette_files, run_server  # lazily: it imports httpx2
+
+    upstreams, options = _upstreams(args.upstream or []), _serve_options(args)
     try:
         config = ServeConfig(
             cassette_files(args.paths, recording=args.mode != "replay"),
             mode=args.mode,
-            upstreams=tuple(upstreams),
+            upstreams=upstreams,
             options=options,
             host=args.host,
             port=args.port,
@@ -555,6 +304,9 @@ def command_serve(args: argparse.Namespace) -> int:
     except ServeError as problem:
         raise UsageProblem(str(problem)) from None
     return 0
+
+
+# --- entry point ----------------------------------------------------------------------------------------
 
 
 def _version() -> str:
@@ -658,7 +410,7 @@ def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
         return int(args.run(args))
-    except UsageProblem as problem:
+    except (UsageProblem, ImportProblem) as problem:
         print(f"vcr-transport {args.command}: {problem}", file=sys.stderr)
         return 2
     except VcrTransportError as error:

@@ -10,10 +10,11 @@ import html
 import json
 from typing import Any
 
-from ._core._conversation import ToolCall, reply_of, request_messages, request_tools
-from ._core._diff import cassette_differences
-from ._core._format import Cassette, RecordedCall
+from ._core._conversation import ToolCall
+from ._core._diff import compared_calls
+from ._core._format import Cassette
 from ._core._redaction import PLACEHOLDER
+from ._core._view import CallView, call_view
 from ._exceptions import shorten
 
 __all__ = ["html_page"]
@@ -36,44 +37,50 @@ def _pretty(value: Any) -> str:
     return _cut(json.dumps(value, indent=2, ensure_ascii=False))
 
 
-def call_data(call: RecordedCall) -> dict[str, Any]:
-    """What the page shows of one call, in short keys (the page embeds thousands of them)."""
-    body = call.body
-    request_json = body["json"] if body is not None and "json" in body else None
+def _request_body(view: CallView) -> str:
+    body = view.request_body
+    if body is None:
+        return ""
+    return _pretty(body["json"]) if body.get("json") is not None else _cut(str(next(iter(body.values()))))
+
+
+def _response(view: CallView) -> dict[str, Any]:
+    """What the page shows of a response: the reply, the chunks' times, and the stream's events or the body."""
     data: dict[str, Any] = {
-        "i": call.index,
-        "m": call.method,
-        "u": call.url,
-        "s": call.status,
-        "o": call.outcome,
-        "e": f"{call.error_class}: {call.error_message}" if call.outcome == "error" else "",
-        "qh": call.request_headers,
-        "ph": call.response_headers,
-        "msgs": [[m.role, _cut(m.text), [_tool(t) for t in m.tool_calls]] for m in request_messages(request_json)],
-        "tools": request_tools(request_json),
-        "qb": _pretty(request_json)
-        if request_json is not None
-        else (_cut(str(next(iter(body.values())))) if body is not None else ""),
+        "text": _cut(view.reply.text),
+        "tc": [_tool(t) for t in view.reply.tool_calls],
+        "t": list(view.chunk_times),
+        "n": view.chunk_count,
     }
-    if call.status is None:
-        return _with_secret_count(data)
-    reply = reply_of(call)
-    data["text"] = _cut(reply.text)
-    data["tc"] = [_tool(t) for t in reply.tool_calls]
-    data["t"] = list(call.offsets)
-    data["n"] = len(call.events)
-    if reply.stream is not None:
-        data["ev"] = [_cut(event.raw) for event in reply.stream[:MAX_STREAM_EVENTS]]
-        data["evn"] = len(reply.stream)
-    elif isinstance(reply.body, dict | list):
-        data["pb"] = _pretty(reply.body)
-    elif reply.body is not None:
-        data["pb"] = _cut(str(reply.body))
-    return _with_secret_count(data)
+    stream, body = view.readable_stream, view.reply_body
+    if stream is not None:
+        data["ev"] = [_cut(event.raw) for event in stream[:MAX_STREAM_EVENTS]]
+        data["evn"] = len(stream)
+    elif isinstance(body, dict | list):
+        data["pb"] = _pretty(body)
+    elif body is not None:
+        data["pb"] = _cut(str(body))
+    return data
 
 
-def _with_secret_count(data: dict[str, Any]) -> dict[str, Any]:
-    """``data`` with ``x``: how many placeholders of removed secrets the call shows."""
+def call_data(view: CallView) -> dict[str, Any]:
+    """What the page shows of one call, in short keys (the page embeds thousands of them). ``x``: how many
+    placeholders of removed secrets it shows."""
+    data: dict[str, Any] = {
+        "i": view.index,
+        "m": view.method,
+        "u": view.url,
+        "s": view.status,
+        "o": view.outcome,
+        "e": view.error if view.outcome == "error" else "",
+        "qh": view.request_headers,
+        "ph": view.response_headers,
+        "msgs": [[m.role, _cut(m.text), [_tool(t) for t in m.tool_calls]] for m in view.messages],
+        "tools": view.tools,
+        "qb": _request_body(view),
+    }
+    if view.status is not None:
+        data.update(_response(view))
     data["x"] = json.dumps(data, ensure_ascii=False).count(PLACEHOLDER)
     return data
 
@@ -88,17 +95,23 @@ def html_page(cassette: Cassette, other: Cassette | None = None) -> str:
     """The page for ``cassette``; with ``other``, the page shows ``other``'s calls and how they differ from
     ``cassette``'s (``show --html A B``: what changed from A to B)."""
     shown = other if other is not None else cassette
-    differences = (
-        [[i, path, shorten(a, 300), shorten(b, 300)] for i, path, a, b in cassette_differences(cassette, other)]
-        if other is not None
-        else None
-    )
+    differences: list[list[Any]] | None = None
+    if other is None:
+        calls = [call_data(call_view(call)) for call in cassette.calls]
+    else:
+        calls, differences = [], []
+        for compared in compared_calls(cassette, other):
+            differences += [
+                [compared.index, path, shorten(a, 300), shorten(b, 300)] for path, a, b in compared.differences
+            ]
+            if compared.b is not None:
+                calls.append(call_data(compared.b))
     data = {
         "title": shown.path,
         "base": cassette.path if other is not None else None,
         "header": shown.header,
         "placeholder": PLACEHOLDER,
-        "calls": [call_data(call) for call in shown.calls],
+        "calls": calls,
         "diffs": differences,
     }
     title = html.escape(f"{shown.path}: {len(shown.calls)} calls")

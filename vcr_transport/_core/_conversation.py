@@ -1,24 +1,33 @@
-"""A recorded call read as a conversation: the request's messages and tools, the response's text and tool
-calls, a stream reassembled per vendor protocol. For people reading cassettes; matching and replay never use
-it. No I/O.
+"""What a call says, read as a conversation: the request's messages and tools, the reply's text and tool
+calls, a stream's text and tool calls reassembled from its events. For people reading cassettes (the call
+view, ``_view``); matching and replay never use it. Works on parsed JSON and parsed SSE events; no I/O.
 
-Protocols understood: openai Chat Completions (``messages``, ``choices[].delta.content``), the openai
-Responses API (``input``, ``response.output_text.delta``), anthropic Messages (``messages``, ``text_delta``,
-``input_json_delta``) and Gemini (``contents``, ``candidates[].content.parts``). Anything else gives no
-messages and no reply text; the raw body is still shown by the views.
+Protocols understood: openai Chat Completions (``messages``, ``choices[].delta``), the openai Responses API
+(``input``, ``response.output_text.delta``), anthropic Messages (``messages``, ``text_delta``,
+``input_json_delta``) and Gemini (``contents``, ``candidates[].content.parts``); any vendor's ``error``
+object gives its message. Anything else gives no messages and no reply text; the views still show the raw
+body.
 """
 
 from __future__ import annotations
 
 import json
 import re
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from ._bodies import content_type_of, decoded_body
-from ._format import RecordedCall
-
-__all__ = ["Message", "Reply", "SseEvent", "ToolCall", "parse_sse", "reply_of", "request_messages", "request_tools"]
+__all__ = [
+    "Message",
+    "Reply",
+    "SseEvent",
+    "ToolCall",
+    "body_reply",
+    "parse_sse",
+    "request_messages",
+    "request_tools",
+    "stream_reply",
+]
 
 
 @dataclass
@@ -43,42 +52,15 @@ class SseEvent:
 
 @dataclass
 class Reply:
-    """What a response says: its text, its tool calls, and for a stream its events."""
+    """What a response says: its text and its tool calls, a stream's joined from its events."""
 
     text: str = ""
     tool_calls: list[ToolCall] = field(default_factory=list)
-    stream: list[SseEvent] | None = None
-    body: Any = None  # the parsed JSON body, or the body as text, or None for a stream or no body
-    binary: bool = False  # the body is not text (shown by its size only)
 
 
-def _text_of(content: Any) -> str:
-    """The text of a message content in any vendor's shape: a string, or a list of parts."""
-    if content is None:
-        return ""
-    if isinstance(content, str):
-        return content
-    if isinstance(content, dict):
-        content = [content]
-    if not isinstance(content, list):
-        return json.dumps(content, ensure_ascii=False)
-    pieces: list[str] = []
-    for part in content:
-        if isinstance(part, str):
-            pieces.append(part)
-        elif isinstance(part, dict):
-            if isinstance(part.get("text"), str):
-                pieces.append(part["text"])
-            elif part.get("type") == "tool_result" or "functionResponse" in part:
-                inner = part.get("content", part.get("functionResponse"))
-                pieces.append(_text_of(inner) if not isinstance(inner, dict) else json.dumps(inner, ensure_ascii=False))
-            elif str(part.get("type", "")).endswith(("tool_use", "function_call")) or "functionCall" in part:
-                continue  # shown as a tool call
-            elif isinstance(part.get("type"), str):
-                pieces.append(f"[{part['type']}]")
-            elif part:
-                pieces.append(f"[{next(iter(part))}]")
-    return "\n".join(piece for piece in pieces if piece)
+# --- the request ----------------------------------------------------------------------------------------
+
+_SYSTEM_KEYS = ("system", "instructions", "systemInstruction", "system_instruction")
 
 
 def _arguments(value: Any) -> str:
@@ -87,76 +69,122 @@ def _arguments(value: Any) -> str:
     return json.dumps(value, ensure_ascii=False, sort_keys=True) if value is not None else ""
 
 
-def _tool_calls_of(obj: dict[str, Any]) -> list[ToolCall]:
-    """Tool calls in a message or content list, any vendor's shape."""
-    calls: list[ToolCall] = []
-    for call in obj.get("tool_calls") or []:  # openai chat
-        if isinstance(call, dict):
-            function = call.get("function") or {}
-            calls.append(ToolCall(str(function.get("name", "")), _arguments(function.get("arguments"))))
-    parts = obj.get("content") if isinstance(obj.get("content"), list) else obj.get("parts")
-    for part in parts if isinstance(parts, list) else []:
-        if not isinstance(part, dict):
-            continue
-        if str(part.get("type", "")).endswith("tool_use"):  # anthropic: tool_use, server_tool_use, mcp_tool_use
-            calls.append(ToolCall(str(part.get("name", "")), _arguments(part.get("input"))))
-        elif isinstance(part.get("functionCall"), dict):  # gemini
-            calls.append(
-                ToolCall(str(part["functionCall"].get("name", "")), _arguments(part["functionCall"].get("args")))
-            )
+def _is_tool_call_part(part: dict[str, Any]) -> bool:
+    return str(part.get("type", "")).endswith(("tool_use", "function_call")) or "functionCall" in part
+
+
+def _part_text(part: Any) -> str:
+    """The text of one part of a message content; "" for a tool call (shown as one) and an empty part."""
+    if isinstance(part, str):
+        return part
+    if not isinstance(part, dict) or not part:
+        return ""
+    if isinstance(part.get("text"), str):
+        return str(part["text"])
+    if part.get("type") == "tool_result" or "functionResponse" in part:
+        inner = part.get("content", part.get("functionResponse"))
+        return json.dumps(inner, ensure_ascii=False) if isinstance(inner, dict) else _text_of(inner)
+    if _is_tool_call_part(part):
+        return ""
+    kind = part.get("type")
+    return f"[{kind}]" if isinstance(kind, str) else f"[{next(iter(part))}]"
+
+
+def _text_of(content: Any) -> str:
+    """The text of a message content in any vendor's shape: a string, a part, or a list of parts; another
+    value as its JSON."""
+    if content is None:
+        return ""
+    if isinstance(content, str):
+        return content
+    if isinstance(content, dict):
+        content = [content]
+    if not isinstance(content, list):
+        return json.dumps(content, ensure_ascii=False)
+    return "\n".join(piece for piece in map(_part_text, content) if piece)
+
+
+def _gemini_call(function: dict[str, Any]) -> ToolCall:
+    return ToolCall(str(function.get("name", "")), _arguments(function.get("args")))
+
+
+def _chat_tool_call(call: dict[str, Any]) -> ToolCall:
+    function = call.get("function") or {}
+    return ToolCall(str(function.get("name", "")), _arguments(function.get("arguments")))
+
+
+def _part_tool_call(part: Any) -> ToolCall | None:
+    """The tool call a content part makes: anthropic's ``*tool_use`` blocks, Gemini's ``functionCall``."""
+    if not isinstance(part, dict):
+        return None
+    if str(part.get("type", "")).endswith("tool_use"):  # tool_use, server_tool_use, mcp_tool_use
+        return ToolCall(str(part.get("name", "")), _arguments(part.get("input")))
+    if isinstance(part.get("functionCall"), dict):
+        return _gemini_call(part["functionCall"])
+    return None
+
+
+def _tool_calls_of(message: dict[str, Any]) -> list[ToolCall]:
+    """The tool calls of one message, any vendor's shape: openai's ``tool_calls``, or among its parts."""
+    calls = [_chat_tool_call(call) for call in message.get("tool_calls") or [] if isinstance(call, dict)]
+    parts = message.get("content") if isinstance(message.get("content"), list) else message.get("parts")
+    if isinstance(parts, list):
+        calls += [call for call in map(_part_tool_call, parts) if call is not None]
     return calls
+
+
+def _input_message(item: Any) -> Message | None:
+    """One item of a request's messages (``messages``, ``contents`` or ``input``) as a message."""
+    if not isinstance(item, dict):
+        return None
+    kind = item.get("type")
+    if kind == "function_call":  # a Responses API input item
+        return Message("assistant", "", [ToolCall(str(item.get("name", "")), _arguments(item.get("arguments")))])
+    if kind == "function_call_output":
+        return Message("tool", _text_of(item.get("output")))
+    content = item.get("parts") if "parts" in item else item.get("content")
+    return Message(str(item.get("role", kind or "user")), _text_of(content), _tool_calls_of(item))
 
 
 def request_messages(body: Any) -> list[Message]:
     """The messages a request sends (system instructions first), in any vendor's shape; [] for others."""
     if not isinstance(body, dict):
         return []
-    messages: list[Message] = []
-    for key in ("system", "instructions", "systemInstruction", "system_instruction"):
-        if key in body and body[key]:
-            system = body[key]
-            messages.append(Message("system", _text_of(system.get("parts") if isinstance(system, dict) else system)))
+    messages = [
+        Message("system", _text_of(system.get("parts") if isinstance(system, dict) else system))
+        for system in (body.get(key) for key in _SYSTEM_KEYS)
+        if system
+    ]
     items = body.get("messages", body.get("contents", body.get("input")))
     if isinstance(items, str):
         return [*messages, Message("user", items)]
-    for item in items if isinstance(items, list) else []:
-        if not isinstance(item, dict):
-            continue
-        kind = item.get("type")
-        if kind == "function_call":  # Responses API input item
-            messages.append(
-                Message("assistant", "", [ToolCall(str(item.get("name", "")), _arguments(item.get("arguments")))])
-            )
-            continue
-        if kind == "function_call_output":
-            messages.append(Message("tool", _text_of(item.get("output"))))
-            continue
-        role = str(item.get("role", kind or "user"))
-        content = item.get("parts") if "parts" in item else item.get("content")
-        messages.append(Message(role, _text_of(content), _tool_calls_of(item)))
+    if isinstance(items, list):
+        messages += [message for message in map(_input_message, items) if message is not None]
     return messages
+
+
+def _tool_names(tool: Any) -> list[str]:
+    if not isinstance(tool, dict):
+        return []
+    declarations = tool.get("functionDeclarations", tool.get("function_declarations"))
+    if isinstance(declarations, list):  # gemini
+        return [str(d.get("name", "")) for d in declarations if isinstance(d, dict)]
+    if isinstance(tool.get("function"), dict):  # openai chat
+        return [str(tool["function"].get("name", ""))]
+    for key in ("name", "type"):  # anthropic and the Responses API by name; built-in tools by type
+        if key in tool:
+            return [str(tool[key])]
+    return [str(next(iter(tool)))] if tool else []
 
 
 def request_tools(body: Any) -> list[str]:
     """The names of the tools a request offers, in any vendor's shape."""
     if not isinstance(body, dict) or not isinstance(body.get("tools"), list):
         return []
-    names: list[str] = []
-    for tool in body["tools"]:
-        if not isinstance(tool, dict):
-            continue
-        declarations = tool.get("functionDeclarations", tool.get("function_declarations"))
-        if isinstance(declarations, list):  # gemini
-            names += [str(d.get("name", "")) for d in declarations if isinstance(d, dict)]
-        elif isinstance(tool.get("function"), dict):  # openai chat
-            names.append(str(tool["function"].get("name", "")))
-        elif "name" in tool:  # anthropic, Responses API
-            names.append(str(tool["name"]))
-        elif "type" in tool:
-            names.append(str(tool["type"]))
-        elif tool:
-            names.append(str(next(iter(tool))))
-    return names
+    return [name for tool in body["tools"] for name in _tool_names(tool)]
+
+
+# --- the reply ------------------------------------------------------------------------------------------
 
 
 def parse_sse(text: str) -> list[SseEvent]:
@@ -179,7 +207,8 @@ def parse_sse(text: str) -> list[SseEvent]:
 
 
 class _Assembler:
-    """Text and tool calls gathered from parsed JSON pieces: stream events, or whole bodies."""
+    """A reply's text and tool calls, gathered from JSON pieces (a stream's events, or one whole body) by
+    the first of ``_PROTOCOLS`` that knows each piece's shape."""
 
     def __init__(self) -> None:
         self.text: list[str] = []
@@ -187,6 +216,8 @@ class _Assembler:
         self._by_key: dict[Any, ToolCall] = {}
 
     def call(self, key: Any, name: str) -> ToolCall:
+        """The tool call a stream builds under ``key`` (its choice and position, block index or item id),
+        started the first time the key is seen; a name that comes later fills in a missing one."""
         if key not in self._by_key:
             self._by_key[key] = ToolCall(name)
             self.calls.append(self._by_key[key])
@@ -194,96 +225,178 @@ class _Assembler:
             self._by_key[key].name = name
         return self._by_key[key]
 
-    def add_event(self, obj: Any) -> None:  # noqa: C901 - one branch per vendor shape, flat on purpose
-        if isinstance(obj, list):  # gemini's non-SSE stream: a JSON array of responses
-            for item in obj:
-                self.add_event(item)
-            return
-        if not isinstance(obj, dict):
-            return
-        kind = obj.get("type")
-        if isinstance(obj.get("choices"), list):  # openai chat, whole or chunk
-            for choice in obj["choices"]:
-                if not isinstance(choice, dict):
-                    continue
-                part = choice.get("delta") or choice.get("message") or {}
-                if isinstance(part.get("content"), str):
-                    self.text.append(part["content"])
-                for position, call in enumerate(part.get("tool_calls") or []):
-                    function = call.get("function") or {}
-                    found = self.call(
-                        ("chat", choice.get("index", 0), call.get("index", position)), function.get("name") or ""
-                    )
-                    found.arguments += _arguments(function.get("arguments"))
-        elif isinstance(obj.get("candidates"), list):  # gemini
-            for candidate in obj["candidates"]:
-                parts = ((candidate or {}).get("content") or {}).get("parts") or []
-                for part in parts:
-                    if isinstance(part, dict) and isinstance(part.get("text"), str) and not part.get("thought"):
-                        self.text.append(part["text"])
-                    elif isinstance(part, dict) and isinstance(part.get("functionCall"), dict):
-                        function = part["functionCall"]
-                        self.calls.append(ToolCall(str(function.get("name", "")), _arguments(function.get("args"))))
-        elif kind == "content_block_start":  # anthropic stream
-            block = obj.get("content_block") or {}
-            if str(block.get("type", "")).endswith("tool_use"):
-                self.call(("anthropic", obj.get("index")), str(block.get("name", "")))
-            elif isinstance(block.get("text"), str):
-                self.text.append(block["text"])
-        elif kind == "content_block_delta":
-            delta = obj.get("delta") or {}
-            if delta.get("type") == "text_delta":
-                self.text.append(str(delta.get("text", "")))
-            elif delta.get("type") == "input_json_delta" and ("anthropic", obj.get("index")) in self._by_key:
-                self._by_key[("anthropic", obj.get("index"))].arguments += str(delta.get("partial_json", ""))
-        elif kind == "message" and isinstance(obj.get("content"), list):  # anthropic, whole
-            for block in obj["content"]:
-                if isinstance(block, dict) and block.get("type") == "text":
-                    self.text.append(str(block.get("text", "")))
-            self.calls += _tool_calls_of(obj)
-        elif kind == "response.output_text.delta":  # Responses API stream
-            self.text.append(str(obj.get("delta", "")))
-        elif kind == "response.output_item.added" and (obj.get("item") or {}).get("type") == "function_call":
-            item = obj["item"]
-            self.call(("responses", item.get("id") or obj.get("output_index")), str(item.get("name", "")))
-        elif kind == "response.function_call_arguments.delta":
-            key = ("responses", obj.get("item_id") or obj.get("output_index"))
-            self.call(key, "").arguments += str(obj.get("delta", ""))
-        elif obj.get("object") == "response" and isinstance(obj.get("output"), list):  # Responses API, whole
-            for item in obj["output"]:
-                if not isinstance(item, dict):
-                    continue
-                if item.get("type") == "message":
-                    for part in item.get("content") or []:
-                        if isinstance(part, dict) and part.get("type") == "output_text":
-                            self.text.append(str(part.get("text", "")))
-                elif item.get("type") == "function_call":
-                    self.calls.append(ToolCall(str(item.get("name", "")), _arguments(item.get("arguments"))))
-        elif isinstance(obj.get("error"), dict):
-            self.text.append(f"error: {obj['error'].get('message', '')}")
+    def has_call(self, key: Any) -> bool:
+        return key in self._by_key
+
+    def add(self, piece: Any) -> None:
+        if isinstance(piece, list):  # gemini's non-SSE stream: a JSON array of responses
+            for item in piece:
+                self.add(item)
+        elif isinstance(piece, dict):
+            for read in _PROTOCOLS:
+                if read(self, piece):
+                    return
+
+    def reply(self) -> Reply:
+        return Reply("".join(self.text), self.calls)
 
 
-def reply_of(call: RecordedCall) -> Reply:
-    """The response of a recorded call as a reader wants it: content-encoding undone, a stream reassembled."""
-    if call.status is None:
-        return Reply()
-    data = decoded_body(call.events, call.response_headers)
-    try:
-        text = data.decode("utf-8")
-    except UnicodeDecodeError:
-        return Reply(binary=True, body=f"[{len(data)} bytes of binary data]")
+# Each reader takes one JSON object and says whether it was of its protocol's shape.
+
+
+def _chat_choice(into: _Assembler, choice: dict[str, Any]) -> None:
+    part = choice.get("delta") or choice.get("message") or {}
+    if isinstance(part.get("content"), str):
+        into.text.append(part["content"])
+    for position, call in enumerate(part.get("tool_calls") or []):
+        function = call.get("function") or {}
+        found = into.call(("chat", choice.get("index", 0), call.get("index", position)), function.get("name") or "")
+        found.arguments += _arguments(function.get("arguments"))
+
+
+def _openai_chat(into: _Assembler, piece: dict[str, Any]) -> bool:
+    """Chat Completions, a whole answer (``choices[].message``) or a stream chunk (``choices[].delta``)."""
+    if not isinstance(piece.get("choices"), list):
+        return False
+    for choice in piece["choices"]:
+        if isinstance(choice, dict):
+            _chat_choice(into, choice)
+    return True
+
+
+def _gemini_part(into: _Assembler, part: Any) -> None:
+    if not isinstance(part, dict):
+        return
+    if isinstance(part.get("text"), str) and not part.get("thought"):
+        into.text.append(part["text"])
+    elif isinstance(part.get("functionCall"), dict):
+        into.calls.append(_gemini_call(part["functionCall"]))
+
+
+def _gemini(into: _Assembler, piece: dict[str, Any]) -> bool:
+    """Gemini, whole or streamed: ``candidates[].content.parts``, thoughts left out."""
+    if not isinstance(piece.get("candidates"), list):
+        return False
+    for candidate in piece["candidates"]:
+        for part in ((candidate or {}).get("content") or {}).get("parts") or []:
+            _gemini_part(into, part)
+    return True
+
+
+def _anthropic_block_start(into: _Assembler, piece: dict[str, Any]) -> bool:
+    block = piece.get("content_block") or {}
+    if str(block.get("type", "")).endswith("tool_use"):
+        into.call(("anthropic", piece.get("index")), str(block.get("name", "")))
+    elif isinstance(block.get("text"), str):
+        into.text.append(block["text"])
+    return True
+
+
+def _anthropic_block_delta(into: _Assembler, piece: dict[str, Any]) -> bool:
+    delta = piece.get("delta") or {}
+    key = ("anthropic", piece.get("index"))
+    if delta.get("type") == "text_delta":
+        into.text.append(str(delta.get("text", "")))
+    elif delta.get("type") == "input_json_delta" and into.has_call(key):
+        into.call(key, "").arguments += str(delta.get("partial_json", ""))
+    return True
+
+
+def _anthropic_message(into: _Assembler, piece: dict[str, Any]) -> bool:
+    """An anthropic answer, whole: its text blocks and tool-use blocks."""
+    if not isinstance(piece.get("content"), list):
+        return False
+    for block in piece["content"]:
+        if isinstance(block, dict) and block.get("type") == "text":
+            into.text.append(str(block.get("text", "")))
+    into.calls += _tool_calls_of(piece)
+    return True
+
+
+def _responses_text_delta(into: _Assembler, piece: dict[str, Any]) -> bool:
+    into.text.append(str(piece.get("delta", "")))
+    return True
+
+
+def _responses_item_added(into: _Assembler, piece: dict[str, Any]) -> bool:
+    item = piece.get("item") or {}
+    if item.get("type") != "function_call":
+        return False
+    into.call(("responses", item.get("id") or piece.get("output_index")), str(item.get("name", "")))
+    return True
+
+
+def _responses_arguments_delta(into: _Assembler, piece: dict[str, Any]) -> bool:
+    key = ("responses", piece.get("item_id") or piece.get("output_index"))
+    into.call(key, "").arguments += str(piece.get("delta", ""))
+    return True
+
+
+_EVENTS: dict[str, Callable[[_Assembler, dict[str, Any]], bool]] = {
+    "content_block_start": _anthropic_block_start,  # anthropic stream events
+    "content_block_delta": _anthropic_block_delta,
+    "message": _anthropic_message,  # anthropic, whole
+    "response.output_text.delta": _responses_text_delta,  # Responses API stream events
+    "response.output_item.added": _responses_item_added,
+    "response.function_call_arguments.delta": _responses_arguments_delta,
+}
+
+
+def _typed_event(into: _Assembler, piece: dict[str, Any]) -> bool:
+    """An anthropic or Responses API piece, by its ``type``."""
+    read = _EVENTS.get(piece["type"]) if isinstance(piece.get("type"), str) else None
+    return read is not None and read(into, piece)
+
+
+def _responses_item(into: _Assembler, item: dict[str, Any]) -> None:
+    if item.get("type") == "message":
+        for part in item.get("content") or []:
+            if isinstance(part, dict) and part.get("type") == "output_text":
+                into.text.append(str(part.get("text", "")))
+    elif item.get("type") == "function_call":
+        into.calls.append(ToolCall(str(item.get("name", "")), _arguments(item.get("arguments"))))
+
+
+def _responses_whole(into: _Assembler, piece: dict[str, Any]) -> bool:
+    """A Responses API answer, whole: its ``output_text`` parts and ``function_call`` items."""
+    if piece.get("object") != "response" or not isinstance(piece.get("output"), list):
+        return False
+    for item in piece["output"]:
+        if isinstance(item, dict):
+            _responses_item(into, item)
+    return True
+
+
+def _error(into: _Assembler, piece: dict[str, Any]) -> bool:
+    """Any vendor's error object, as a line of text."""
+    if not isinstance(piece.get("error"), dict):
+        return False
+    into.text.append(f"error: {piece['error'].get('message', '')}")
+    return True
+
+
+_PROTOCOLS: tuple[Callable[[_Assembler, dict[str, Any]], bool], ...] = (
+    _openai_chat,
+    _gemini,
+    _typed_event,
+    _responses_whole,
+    _error,
+)
+
+
+def stream_reply(events: Iterable[SseEvent]) -> Reply:
+    """The reply a stream's events make, joined; an event whose data is not JSON adds nothing."""
     assembler = _Assembler()
-    if "event-stream" in content_type_of(call.response_headers):
-        events = parse_sse(text)
-        for event in events:
-            try:
-                assembler.add_event(json.loads(event.data))
-            except ValueError:
-                continue
-        return Reply("".join(assembler.text), assembler.calls, events)
-    try:
-        body: Any = json.loads(text) if text.strip() else None
-    except ValueError:
-        return Reply(body=text)
-    assembler.add_event(body)
-    return Reply("".join(assembler.text), assembler.calls, None, body)
+    for event in events:
+        try:
+            assembler.add(json.loads(event.data))
+        except ValueError:
+            continue
+    return assembler.reply()
+
+
+def body_reply(body: Any) -> Reply:
+    """The reply a whole body (parsed JSON) makes."""
+    assembler = _Assembler()
+    assembler.add(body)
+    return assembler.reply()

@@ -10,62 +10,91 @@ and a changed chunking shows in the events.
 from __future__ import annotations
 
 import difflib
-import json
 import re
 from collections.abc import Iterator
+from dataclasses import dataclass
 from typing import Any
 
-from ._bodies import content_type_of, decoded_body
-from ._conversation import reply_of
-from ._format import Cassette, RecordedCall
+from ._format import Cassette
 from ._matching import RequestMatcher, is_volatile_response_header, iter_differences
+from ._view import NOT_JSON, CallView, call_view
 
-__all__ = ["cassette_differences", "changed_words"]
+__all__ = [
+    "CallDifference",
+    "ComparedCall",
+    "FieldDifference",
+    "cassette_differences",
+    "changed_words",
+    "compared_calls",
+]
+
+FieldDifference = tuple[str, Any, Any]  # (field path, value in a, value in b)
+CallDifference = tuple[int, str, Any, Any]  # (call index, field path, value in a, value in b)
 
 _WORDS = re.compile(r"\s+|\w+|[^\w\s]")
 
 
-def _response_fields(call: RecordedCall) -> dict[str, Any]:
+@dataclass
+class ComparedCall:
+    """The calls at one index of two cassettes, and how they differ: (field path, value in a, value in b).
+    Where one cassette has no call at that index, its view is None and the one difference is
+    ``call_index``: how many calls it has, against ``"present"``."""
+
+    index: int
+    a: CallView | None
+    b: CallView | None
+    differences: list[FieldDifference]
+
+
+def _stream_fields(view: CallView) -> dict[str, Any]:
+    """A stream as its reassembled text and its events: by name and length where the text says what they
+    do (the boundaries, not the words: those are in the text), whole where there is no text."""
+    events = view.readable_stream or []
+    if not view.reply.text:  # not a vendor stream we reassemble: compare the events themselves
+        return {"text": "", "events": [event.raw for event in events]}
+    return {"text": view.reply.text, "events": [f"{event.name or 'data'} ({len(event.raw)} chars)" for event in events]}
+
+
+def _response_fields(view: CallView) -> dict[str, Any]:
     fields: dict[str, Any] = {
-        "status": call.status,
-        "outcome": call.outcome,
-        "headers": {k.lower(): v for k, v in call.response_headers if not is_volatile_response_header(k.lower())},
+        "status": view.status,
+        "outcome": view.outcome,
+        "headers": {k.lower(): v for k, v in view.response_headers if not is_volatile_response_header(k.lower())},
     }
-    if "event-stream" in content_type_of(call.response_headers):
-        reply = reply_of(call)
-        events = reply.stream or []
-        fields["text"] = reply.text
-        # Each event by its name and length: the boundaries, not the words (those are in the text).
-        fields["events"] = [f"{event.name or 'data'} ({len(event.raw)} chars)" for event in events]
-        if not reply.text:  # not a vendor stream we reassemble: compare the events themselves
-            fields["events"] = [event.raw for event in events]
-        return fields
-    body = decoded_body(call.events, call.response_headers).decode("utf-8", "replace")
-    try:
-        fields["body"] = json.loads(body)
-    except ValueError:
-        fields["body"] = body
-    return fields
+    if view.stream is not None:
+        return fields | _stream_fields(view)
+    return fields | {"body": view.text if view.json is NOT_JSON else view.json}
 
 
-def cassette_differences(a: Cassette, b: Cassette) -> Iterator[tuple[int, str, Any, Any]]:
-    """Every difference between two cassettes as (call index, field path, value in a, value in b), call by
-    call: the request as matching sees it, then the response as this module's docstring says."""
+def _differences(matcher: RequestMatcher, a: CallView, b: CallView) -> Iterator[FieldDifference]:
+    """The request as matching sees it, then the response as this module's docstring says."""
+    ra = matcher.comparable(a.method, a.url, a.request_headers, a.request_body)
+    rb = matcher.comparable(b.method, b.url, b.request_headers, b.request_body)
+    for section in ("method", "url", "headers", "body"):
+        yield from iter_differences(ra[section], rb[section], section)
+    yield from iter_differences(_response_fields(a), _response_fields(b), "response")
+
+
+def compared_calls(a: Cassette, b: Cassette) -> Iterator[ComparedCall]:
+    """Two cassettes compared call by call, each call viewed once (``call_view``)."""
     matcher = RequestMatcher()
     for index in range(max(len(a.calls), len(b.calls))):
-        if index >= len(a.calls) or index >= len(b.calls):
-            left = f"{len(a.calls)} calls" if index >= len(a.calls) else "present"
-            right = f"{len(b.calls)} calls" if index >= len(b.calls) else "present"
-            yield index, "call_index", left, right
-            continue
-        ca, cb = a.calls[index], b.calls[index]
-        ra = matcher.comparable(ca.method, ca.url, ca.request_headers, ca.body)
-        rb = matcher.comparable(cb.method, cb.url, cb.request_headers, cb.body)
-        for section in ("method", "url", "headers", "body"):
-            for path, left, right in iter_differences(ra[section], rb[section], section):
-                yield index, path, left, right
-        for path, left, right in iter_differences(_response_fields(ca), _response_fields(cb), "response"):
-            yield index, path, left, right
+        va = call_view(a.calls[index]) if index < len(a.calls) else None
+        vb = call_view(b.calls[index]) if index < len(b.calls) else None
+        if va is None or vb is None:
+            left = f"{len(a.calls)} calls" if va is None else "present"
+            right = f"{len(b.calls)} calls" if vb is None else "present"
+            yield ComparedCall(index, va, vb, [("call_index", left, right)])
+        else:
+            yield ComparedCall(index, va, vb, list(_differences(matcher, va, vb)))
+
+
+def cassette_differences(a: Cassette, b: Cassette) -> Iterator[CallDifference]:
+    """Every difference between two cassettes as (call index, field path, value in a, value in b), call by
+    call (see ``compared_calls``)."""
+    for compared in compared_calls(a, b):
+        for path, left, right in compared.differences:
+            yield compared.index, path, left, right
 
 
 def changed_words(old: str, new: str, context: int = 4) -> str:
