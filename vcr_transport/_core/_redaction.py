@@ -426,6 +426,25 @@ def _has_ascii_escapes(text: str) -> bool:
     )
 
 
+def _utf8(text: str | bytes) -> bytes | None:
+    """The UTF-8 of ``text`` (bytes that aren't read as ``surrogateescape`` text is), or None when the text
+    holds U+0130 or the Kelvin sign, whose lower case holds an ASCII letter that the bytes' doesn't."""
+    data = text.encode("utf-8", "surrogatepass") if isinstance(text, str) else text
+    if data.isascii():
+        return data
+    if isinstance(text, bytes):
+        text = data.decode("utf-8", "surrogateescape")
+        data = text.encode("utf-8", "surrogatepass")
+    return None if any(map(text.__contains__, _LOWERING_TO_ASCII)) else data
+
+
+def _may_hold_escape(data: bytes) -> bool:
+    """A ``\\u`` escape, JSON's ``\\/``, the ``%XX`` of an ASCII character, or URL userinfo."""
+    if (b"\\" in data and (b"\\u" in data or b"\\/" in data)) or (b"@" in data and b"://" in data):
+        return True
+    return b"%" in data and _PERCENT_ASCII_BYTES.search(data) is not None
+
+
 def _decode_escapes(text: str) -> str:
     """``text`` with its ``%XX`` and ``\\uXXXX`` escapes (and JSON's ``\\/``) decoded."""
 
@@ -558,6 +577,16 @@ def _any_escaping(value: str) -> re.Pattern[str]:
     return re.compile("".join(parts))
 
 
+def _learnable(part: str) -> bool:
+    """A part of a secret worth learning: long enough, no piece of the placeholder, not structure."""
+    return (
+        len(part) >= MIN_PROPAGATED_LENGTH
+        and part not in PLACEHOLDER
+        and PLACEHOLDER not in part
+        and not is_structure(part)
+    )
+
+
 def _credential_parts(value: str) -> list[str]:
     """A secret value and what it carries: the credential of ``Scheme credential``, the ``user:password``
     inside ``Basic`` and its password, the values of ``name=value; name=value`` (cookies, connection
@@ -654,12 +683,7 @@ class Redactor:
         (``is_structure``: hostnames, paths, dates, plain numbers), are not learned."""
         if value in self._learned:  # its parts are known already: nothing is ever forgotten
             return
-        fresh = [
-            part
-            for part in _credential_parts(value)
-            if len(part) >= MIN_PROPAGATED_LENGTH and part not in self._known and part not in PLACEHOLDER
-            and PLACEHOLDER not in part and not is_structure(part)
-        ]  # fmt: skip
+        fresh = [part for part in _credential_parts(value) if part not in self._known and _learnable(part)]
         with self._lock:
             self._learned.add(value)
             fresh = [part for part in fresh if part not in self._known]
@@ -955,31 +979,28 @@ class Redactor:
         keywords and learned forms at once); only what that finds is looked at further. Learns nothing."""
         if self._patterns or self._callables:
             return True
-        data = text.encode("utf-8", "surrogatepass") if isinstance(text, str) else text
-        if not data.isascii():
-            if isinstance(text, bytes):
-                text = data.decode("utf-8", "surrogateescape")
-                data = text.encode("utf-8", "surrogatepass")
-            if any(map(text.__contains__, _LOWERING_TO_ASCII)):
-                return True  # their lower case holds an ASCII letter that the bytes' lower case doesn't
-        if (b"\\" in data and (b"\\u" in data or b"\\/" in data)) or (b"@" in data and b"://" in data):
-            return True
-        if b"%" in data and _PERCENT_ASCII_BYTES.search(data) is not None:
+        data = _utf8(text)
+        if data is None or _may_hold_escape(data):
             return True
         # The text's ASCII characters are its UTF-8's ASCII bytes, and no other character lower-cases to an
-        # ASCII one (but the two above): an ASCII pattern occurring in the UTF-8 of the text's lower case
-        # occurs in the lower case of the bytes, and so does a learned form's UTF-8.
+        # ASCII one (but the two ``_utf8`` leaves out): an ASCII pattern occurring in the UTF-8 of the text's
+        # lower case occurs in the lower case of the bytes, and so does a learned form's UTF-8.
         scan = _Scan.of_bytes(self._search(), data.lower())
+        if scan.hits and self._found_may_redact(data, scan):
+            return True
+        return b"=" in data and any(
+            self.is_secret_name(match[1].decode("ascii"), query=True) for match in _PARAMETER.finditer(data)
+        )
+
+    def _found_may_redact(self, data: bytes, scan: _Scan) -> bool:
+        """Whether what the search found in ``data`` may be redacted: a keyword or a learned form, a
+        catalogue prefix (in its case), a secret name's word that may end a JSON key."""
         search = scan.search
         if any(index >= search.keywords for index, _, _ in scan.hits):
             return True  # a keyword, or perhaps a learned form
         if any(index < search.words for index, _, _ in scan.hits) and may_hold_prefixed(data):
             return True
-        if b'"' in data and self._may_hold_key(data, scan):
-            return True
-        return b"=" in data and any(
-            self.is_secret_name(match[1].decode("ascii"), query=True) for match in _PARAMETER.finditer(data)
-        )
+        return b'"' in data and self._may_hold_key(data, scan)
 
     def _may_hold_key(self, data: bytes, scan: _Scan) -> bool:
         """Whether a secret name's word may end a JSON key in ``data``: in it, or in it read as JSON, whose

@@ -237,18 +237,19 @@ def _ends_protocol(event: Event) -> bool:
     data = event.data
     if data == b"[DONE]" or event.type == b"message_stop":
         return True
-    if not any(marker in data for marker in _END_MARKERS):
-        return False
+    return any(marker in data for marker in _END_MARKERS) and _ends_by_its_json(data)
+
+
+def _ends_by_its_json(data: bytes) -> bool:
+    """An event whose JSON is of an ending type, or a Gemini event whose every candidate has finished."""
     try:
         obj = json.loads(data)
     except ValueError:
         return False
     if not isinstance(obj, dict):
         return False
-    if obj.get("type") in _END_TYPES:
-        return True
     candidates = obj.get("candidates")
-    return (
+    return obj.get("type") in _END_TYPES or (
         isinstance(candidates, list)
         and bool(candidates)
         and all(isinstance(c, dict) and c.get("finishReason") for c in candidates)
