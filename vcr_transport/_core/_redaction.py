@@ -202,8 +202,8 @@ _WORD_SPLIT = re.compile(r"[^A-Za-z0-9]+|(?<=[a-z0-9])(?=[A-Z])")
 # \u00e9 or %C3%A9, are never part of one, and text full of them is not decoded.)
 _PERCENT_ASCII = re.compile(r"%[2-7][0-9A-Fa-f]")
 _PERCENT_ASCII_BYTES = re.compile(rb"%[2-7][0-9A-Fa-f]")
-# The only characters whose lower case holds an ASCII letter.
-_LOWERING_TO_ASCII = ("\u0130", "\u212a")
+# The UTF-8 of the only characters whose lower case holds an ASCII letter (U+0130, the Kelvin sign).
+_LOWERING_TO_ASCII = (b"\xc4\xb0", b"\xe2\x84\xaa")
 _UNICODE_ASCII = re.compile(r"\\u00[2-7][0-9A-Fa-f]")
 _PERCENT_RUN = re.compile(r"(?:%[0-9A-Fa-f]{2})+")
 _UNICODE_RUN = re.compile(r"(?:\\u[0-9A-Fa-f]{4})+")
@@ -352,7 +352,7 @@ class _Search(NamedTuple):
     def scan(self, text: str) -> _Scan:
         lowered = text.lower()
         data = lowered.encode("utf-8", "surrogatepass")
-        unsure = not text.isascii() and any(map(text.__contains__, _LOWERING_TO_ASCII))
+        unsure = not text.isascii() and ("\u0130" in text or "\u212a" in text)
         return _Scan(self, lowered, data, self.finder.find_matches_as_indexes(data, overlapping=True), unsure)
 
 
@@ -427,15 +427,20 @@ def _has_ascii_escapes(text: str) -> bool:
 
 
 def _utf8(text: str | bytes) -> bytes | None:
-    """The UTF-8 of ``text`` (bytes that aren't read as ``surrogateescape`` text is), or None when the text
+    """The UTF-8 of ``text`` (of bytes that aren't, their ``surrogateescape`` text's), or None when the text
     holds U+0130 or the Kelvin sign, whose lower case holds an ASCII letter that the bytes' doesn't."""
-    data = text.encode("utf-8", "surrogatepass") if isinstance(text, str) else text
-    if data.isascii():
-        return data
-    if isinstance(text, bytes):
-        text = data.decode("utf-8", "surrogateescape")
+    if isinstance(text, str):
         data = text.encode("utf-8", "surrogatepass")
-    return None if any(map(text.__contains__, _LOWERING_TO_ASCII)) else data
+    else:
+        data = text
+        if not data.isascii():
+            try:
+                data.decode("utf-8")
+            except UnicodeDecodeError:
+                data = data.decode("utf-8", "surrogateescape").encode("utf-8", "surrogatepass")
+    if data.isascii() or not any(special in data for special in _LOWERING_TO_ASCII):
+        return data
+    return None
 
 
 def _may_hold_escape(data: bytes) -> bool:
