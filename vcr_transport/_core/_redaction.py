@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import functools
 import json
 import re
 import threading
@@ -276,53 +277,37 @@ def _cookie_pairs(value: str, response: bool) -> tuple[list[tuple[str, str, str]
     return found, rest
 
 
-# What may follow the closing quote of a JSON key up to its colon, in the UTF-8 of lower-cased text:
-# whitespace (any that ``\s`` in text matches: a byte of a character that isn't ASCII stands for it) and, in
-# JSON nested in a JSON string, whitespace escaped (``\n``, ``\\u0020``, and so on at any depth). A key is
-# always followed by a colon: text with a secret name's word followed by a quote and no colon (prose ending
-# with "password") has no key to walk.
-_AFTER_KEY = re.compile(rb"[\s\x1c-\x1f\x80-\xff\\ntru0-9a-f]*:")
-_KEY_BYTES = frozenset(b"abcdefghijklmnopqrstuvwxyz0123456789")
-_HEX_BYTES = frozenset(b"0123456789abcdef")
+# What may follow the last word of a secret name up to the closing quote of its JSON key, in lower-cased
+# text: separators (any character but a letter or digit, which would make another word) and escapes.
+_KEY_END = rb'(?:[^a-z0-9"]|%[0-9a-f]{2}|\\u[0-9a-f]{4})*"'
+# What may follow that quote up to the key's colon, in the UTF-8 of lower-cased text: whitespace (any that
+# ``\s`` in text matches: a byte of a character that isn't ASCII stands for it) and, in JSON nested in a
+# JSON string, whitespace escaped (``\n``, ``\\u0020``, and so on at any depth). A key is always followed
+# by a colon: text with a secret name's word followed by a quote and no colon (prose ending with
+# "password") has no key to walk.
+_AFTER_KEY = rb"[\s\x1c-\x1f\x80-\xff\\ntru0-9a-f]*:"
 # JSON's escapes, read as two spaces where they stand for a separator (``\n``, ``\t``...) inside a key.
 _JSON_ESCAPE = re.compile(rb"\\[bfnrt]|\\.")
 # Every query or fragment parameter, also one inside another's value: a piece of the text may start there.
 _PARAMETER = re.compile(rb"(?=[?&;#]([A-Za-z0-9_.%\-]{1,64})=[^&#\s\"'<>\\])")
 
 
-def _ends_with_key_end(data: bytes, start: int, stop: int, ends: tuple[bytes, ...]) -> bool:
-    """Whether ``data[start:stop]`` (lower-cased UTF-8, before a quote) ends with one of ``ends`` followed
-    only by separators (anything but a letter or digit, which would make another word) and ``%XX`` or
-    ``\\uXXXX`` escapes: the end of a JSON key whose last word ends a secret name. They are taken off one at
-    a time from the end (an escape ends with a hex digit, a separator with no letter or digit, so only one
-    reading of the tail exists), trying ``ends`` at each step."""
-    while stop > start:
-        if data.endswith(ends, start, stop):
-            return True
-        if data[stop - 1] not in _KEY_BYTES:
-            stop -= 1
-        elif stop - start >= 3 and data[stop - 3] == 0x25 and _HEX_BYTES.issuperset(data[stop - 2 : stop]):
-            stop -= 3
-        elif stop - start >= 6 and data[stop - 6 : stop - 4] == b"\\u" and _HEX_BYTES.issuperset(data[stop - 4 : stop]):
-            stop -= 6
-        else:
-            return False
-    return False
-
-
 class _Names(NamedTuple):
     """For the last words of a redactor's secret names: the words searched for ("key" already finds
-    "apikey": only words no other word is part of), what may end a key from the start of one of them (each
-    word completed to a word that holds it), and the search of a redactor that has learned nothing."""
+    "apikey": only words no other word is part of), the probe of the end of a JSON key from where one of
+    them starts (the word completed to a word that holds it, then what ``_KEY_END`` and ``_AFTER_KEY``
+    allow), and the two searches of a redactor that has learned nothing."""
 
     words: tuple[str, ...]
-    ends: tuple[bytes, ...]
+    probe: re.Pattern[bytes]
     search: _Search
+    prefilter: _Search
 
 
 class _Search(NamedTuple):
     """One pass over the UTF-8 of lower-cased text (Aho-Corasick, in Rust) finds, in this order, the
-    catalogue's prefixes, the secret names' last words, the catalogue's keywords and the redactor's learned
+    catalogue's prefixes (for the prefilter only: redaction finds them in the text's tokens, and short ones
+    occur in any prose), the secret names' last words, the catalogue's keywords and the redactor's learned
     forms (``forms``) lower-cased. ``words``, ``keywords`` and ``learned`` are where each group starts among
     the patterns; ``exact`` says that a learned form occurs in a text only where its lower case is found in
     the text's (every form is ASCII)."""
@@ -335,8 +320,8 @@ class _Search(NamedTuple):
     exact: bool
 
     @classmethod
-    def build(cls, words: tuple[str, ...], forms: tuple[str, ...]) -> _Search:
-        prefixes = [prefix.lower() for prefix in PREFIX_PATTERNS]
+    def build(cls, words: tuple[str, ...], forms: tuple[str, ...], *, with_prefixes: bool = False) -> _Search:
+        prefixes = [prefix.lower() for prefix in PREFIX_PATTERNS] if with_prefixes else []
         lowered = sorted({form.encode("utf-8", "surrogatepass").lower() for form in forms})
         patterns = [*prefixes, *(word.encode() for word in words), *KEYWORD_PATTERNS, *lowered]
         keywords = len(prefixes) + len(words)
@@ -353,7 +338,7 @@ class _Search(NamedTuple):
         lowered = text.lower()
         data = lowered.encode("utf-8", "surrogatepass")
         unsure = not text.isascii() and ("\u0130" in text or "\u212a" in text)
-        return _Scan(self, lowered, data, self.finder.find_matches_as_indexes(data, overlapping=True), unsure)
+        return _new_scan((self, lowered, data, self.finder.find_matches_as_indexes(data, overlapping=True), unsure))
 
 
 class _Scan(NamedTuple):
@@ -365,48 +350,58 @@ class _Scan(NamedTuple):
     lowered: str
     data: bytes
     hits: list[tuple[int, int, int]]
-    unsure: bool = False
+    unsure: bool
 
-    @classmethod
-    def of_bytes(cls, search: _Search, data: bytes) -> _Scan:
+    @staticmethod
+    def of_bytes(search: _Search, data: bytes) -> _Scan:
         """The scan of lower-cased UTF-8 (in which neither of those characters is)."""
-        return cls(search, "", data, search.finder.find_matches_as_indexes(data, overlapping=True))
+        return _new_scan((search, "", data, search.finder.find_matches_as_indexes(data, overlapping=True), False))
 
-    def may_hold_secret_key(self, ends: tuple[bytes, ...]) -> bool:
-        """Whether a JSON key in the text may end with a secret name's last word: the word, then only
-        separators or escapes (up to the end of a secret name: ``ends``), then the key's closing quote, then
-        its colon (see ``_AFTER_KEY``). Prose that merely mentions a token or a key is not walked as JSON.
-        (In text holding U+0130 or the Kelvin sign, any name word is enough.)"""
+    def may_hold_secret_key(self, probe: re.Pattern[bytes]) -> bool:
+        """Whether a JSON key in the text may end with a secret name's last word: ``probe`` (see ``_Names``)
+        matches where one occurs. Prose that merely mentions a token or a key is not walked as JSON. (In
+        text holding U+0130 or the Kelvin sign, any name word is enough.)"""
+        if not self.hits:
+            return False
         words = self.words()
         if words and self.unsure:
             return True
         data = self.data
-        for start, end in words:
-            quote = data.find(b'"', end)
-            if quote >= 0 and _ends_with_key_end(data, start, quote, ends) and _AFTER_KEY.match(data, quote + 1):
-                return True
-        return False
+        return any(probe.match(data, start) for start, _ in words)
 
     def words(self) -> list[tuple[int, int]]:
         """Where secret-name words are, in ``data``."""
+        if not self.hits:
+            return []
         first, end = self.search.words, self.search.keywords
         return [(start, stop) for index, start, stop in self.hits if first <= index < end]
 
     def keywords(self) -> list[int]:
         """The index in ``KEYWORD_PATTERNS`` of each catalogue keyword found."""
+        if not self.hits:
+            return []
         first, end = self.search.keywords, self.search.learned
         return [index - first for index, _, _ in self.hits if first <= index < end]
 
     def clear_of(self, forms: tuple[str, ...]) -> bool:
         """Whether the text surely holds none of ``forms``: the search's own forms, none found."""
         search = self.search
-        return forms is search.forms and search.exact and all(index < search.learned for index, _, _ in self.hits)
+        return forms is search.forms and search.exact and (not self.hits or max(self.hits)[0] < search.learned)
+
+
+_new_scan = functools.partial(tuple.__new__, _Scan)  # _Scan(*fields), without NamedTuple's Python __new__
 
 
 def _names(words: frozenset[str]) -> _Names:
     searched = tuple(sorted(w for w in words if not any(o != w and o in w for o in words)))
     ends = {other[start:] for word in searched for other in words for start in _occurrences(word, other)}
-    return _Names(searched, tuple(sorted(end.encode() for end in ends)), _Search.build(searched, ()))
+    completions = b"|".join(re.escape(end.encode()) for end in sorted(ends, key=lambda end: (-len(end), end)))
+    return _Names(
+        searched,
+        re.compile(b"(?:" + completions + b")" + _KEY_END + _AFTER_KEY),
+        _Search.build(searched, ()),
+        _Search.build(searched, (), with_prefixes=True),
+    )
 
 
 # Shared by the redactors with the same names (one per cassette): a program has few sets of them.
@@ -651,6 +646,7 @@ class Redactor:
         self._header_values: Memo[str, str] = Memo(4096)
         self._header_lists: Memo[tuple[tuple[str, str], ...], list[tuple[str, str]]] = Memo(1024)
         self._searches: Memo[tuple[str, ...], _Search] = Memo(1)
+        self._prefilters: Memo[tuple[str, ...], _Search] = Memo(1)
 
     # --- names -----------------------------------------------------------------------------------------
 
@@ -704,11 +700,15 @@ class Redactor:
             if len(value) >= MIN_PROPAGATED_LENGTH:
                 self.learn(value)
 
-    def _search(self) -> _Search:
-        """The search for the learned forms as they are (built once they are searched for)."""
+    def _search(self, *, prefilter: bool = False) -> _Search:
+        """The search (or the prefilter's) for the learned forms as they are, built once searched for."""
         forms = self._forms
         if not forms:
-            return self._words.search
+            return self._words.prefilter if prefilter else self._words.search
+        if prefilter:
+            return self._prefilters.get(
+                forms, lambda: _Search.build(self._words.words, forms, with_prefixes=True), forms
+            )
         return self._searches.get(forms, lambda: _Search.build(self._words.words, forms), forms)
 
     def _remove_known(self, text: str) -> str:
@@ -728,10 +728,11 @@ class Redactor:
         escaped_names = False
         if ("%" in text or "\\u00" in text) and _has_ascii_escapes(text):
             text, escaped_names = self._redact_escaped(text, response)
-        scan = self._search().scan(text)
+        scan = (self._search() if self._forms else self._words.search).scan(text)
         found: list[str] = []
         redacted = self._redact_builtin(text, scan, response, found, escaped_names)
-        self._learn_all(found)
+        if found:
+            self._learn_all(found)
         if self._forms and (redacted is not text or not scan.clear_of(self._forms)):
             redacted = self._remove_known(redacted)
         for pattern in self._patterns:
@@ -763,7 +764,7 @@ class Redactor:
         appended to ``found``. ``escaped_names``: the text holds a secret name only once its escapes are
         decoded."""
         original = text
-        if '"' in text and (escaped_names or scan.may_hold_secret_key(self._words.ends)):
+        if '"' in text and (escaped_names or scan.may_hold_secret_key(self._words.probe)):
             text = self._redact_json_names(text, response, found)
         if "=" in text:
             text = _QUERY.sub(lambda match: self._replace_query(match, found), text)
@@ -990,7 +991,7 @@ class Redactor:
         # The text's ASCII characters are its UTF-8's ASCII bytes, and no other character lower-cases to an
         # ASCII one (but the two ``_utf8`` leaves out): an ASCII pattern occurring in the UTF-8 of the text's
         # lower case occurs in the lower case of the bytes, and so does a learned form's UTF-8.
-        scan = _Scan.of_bytes(self._search(), data.lower())
+        scan = _Scan.of_bytes(self._search(prefilter=True), data.lower())
         if scan.hits and self._found_may_redact(data, scan):
             return True
         return b"=" in data and any(
@@ -1000,23 +1001,23 @@ class Redactor:
     def _found_may_redact(self, data: bytes, scan: _Scan) -> bool:
         """Whether what the search found in ``data`` may be redacted: a keyword or a learned form, a
         catalogue prefix (in its case), a secret name's word that may end a JSON key."""
-        search = scan.search
-        if any(index >= search.keywords for index, _, _ in scan.hits):
+        search, hits = scan.search, scan.hits
+        if max(hits)[0] >= search.keywords:
             return True  # a keyword, or perhaps a learned form
-        if any(index < search.words for index, _, _ in scan.hits) and may_hold_prefixed(data):
+        if min(hits)[0] < search.words and may_hold_prefixed(data):
             return True
         return b'"' in data and self._may_hold_key(data, scan)
 
     def _may_hold_key(self, data: bytes, scan: _Scan) -> bool:
         """Whether a secret name's word may end a JSON key in ``data``: in it, or in it read as JSON, whose
         ``\\n``, ``\\t``, ``\\r``, ``\\b`` and ``\\f`` are separators there (each read as two spaces)."""
-        ends = self._words.ends
-        if scan.may_hold_secret_key(ends):
+        probe = self._words.probe
+        if scan.may_hold_secret_key(probe):
             return True
         if b"\\" not in data or not scan.words():
             return False
         view = _JSON_ESCAPE.sub(lambda match: b"  " if match[0][1:] in b"bfnrt" else match[0], data).lower()
-        return _Scan.of_bytes(scan.search, view).may_hold_secret_key(ends)
+        return _Scan.of_bytes(scan.search, view).may_hold_secret_key(probe)
 
 
 def remove_secret_values(obj: Any) -> Any:

@@ -92,7 +92,7 @@ class SseDecoder:
         start = self._start
         self._pieces, self._edge = ([rest] if rest else []), rest[-_LONGEST_BLANK_LINE + 1 :]
         self._start += end
-        self._after_cr = complete.endswith(b"\r")
+        self._after_cr = not rest and complete.endswith(b"\r")  # an LF may come next, ending nothing
         skip = 0
         if wanted is not None:
             found = wanted.find_matches_as_indexes(complete)
