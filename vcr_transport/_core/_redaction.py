@@ -912,14 +912,13 @@ class Redactor:
         and both keep the cookies' names and a ``set-cookie``'s attributes (only the values are learned).
         The other headers are redacted as text."""
         pairs = tuple(pairs)
-        try:
-            hash(pairs)
-        except TypeError:  # pairs given as lists: redacted, not remembered
-            return self._redacted_headers(tuple(map(tuple, pairs)))  # type: ignore[arg-type]
         if self._callables:  # a user's function may not answer the same twice
             return self._redacted_headers(pairs)
         # Header lists repeat from call to call (what they lead to be learned was learned the first time).
-        return list(self._header_lists.get(pairs, lambda: self._redacted_headers(pairs), self._forms))
+        try:
+            return list(self._header_lists.get(pairs, lambda: self._redacted_headers(pairs), self._forms))
+        except TypeError:  # pairs given as lists: redacted, not remembered
+            return self._redacted_headers(tuple(map(tuple, pairs)))  # type: ignore[arg-type]
 
     def _redacted_headers(self, pairs: tuple[tuple[str, str], ...]) -> list[tuple[str, str]]:
         secret = [self.is_secret_name(name) for name, _ in pairs]
@@ -985,14 +984,21 @@ class Redactor:
         keywords and learned forms at once); only what that finds is looked at further. Learns nothing."""
         if self._patterns or self._callables:
             return True
-        data = _utf8(text)
-        if data is None or _may_hold_escape(data):
+        data = text.encode("utf-8", "surrogatepass") if isinstance(text, str) else text
+        if not data.isascii():
+            utf8 = _utf8(text)
+            if utf8 is None:
+                return True
+            data = utf8
+        if _may_hold_escape(data):
             return True
         # The text's ASCII characters are its UTF-8's ASCII bytes, and no other character lower-cases to an
         # ASCII one (but the two ``_utf8`` leaves out): an ASCII pattern occurring in the UTF-8 of the text's
         # lower case occurs in the lower case of the bytes, and so does a learned form's UTF-8.
-        scan = _Scan.of_bytes(self._search(prefilter=True), data.lower())
-        if scan.hits and self._found_may_redact(data, scan):
+        search = self._search(prefilter=True) if self._forms else self._words.prefilter
+        lowered = data.lower()
+        hits = search.finder.find_matches_as_indexes(lowered, overlapping=True)
+        if hits and self._found_may_redact(data, _new_scan((search, "", lowered, hits, False))):
             return True
         return b"=" in data and any(
             self.is_secret_name(match[1].decode("ascii"), query=True) for match in _PARAMETER.finditer(data)

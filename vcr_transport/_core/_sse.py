@@ -200,8 +200,10 @@ def data_of(body: bytes) -> list[bytes]:
     decode_events(body) if event.dispatched]``. A stream of ``data: `` lines each followed by a blank line
     (what openai sends) is cut apart at its blank lines, with no loop over its events."""
     if body.startswith(b"data: ") and body.endswith(b"\n\n") and b"\r" not in body:
-        data = body[6:-2].split(b"\n\ndata: ")
+        data = body.split(b"\n\ndata: ")
         if body.count(b"\n") == 2 * len(data):  # no other line
+            data[0] = data[0][6:]
+            data[-1] = data[-1][:-2]
             return data
     return [event.data for event in decode_events(body) if event.dispatched]
 

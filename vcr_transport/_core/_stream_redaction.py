@@ -19,10 +19,13 @@ from ._sse import Event, data_of, decode_events
 _first = itemgetter(0)  # a (chunk, tag) pair's chunk
 
 __all__ = [
+    "BATCH",
     "EncodedBodyRedactor",
     "StreamRedactor",
     "changed_span",
     "delta_channels",
+    "delta_edits",
+    "delta_texts",
     "redact_body",
 ]
 
@@ -446,7 +449,7 @@ def delta_texts(body: bytes) -> dict[Hashable, list[str]]:
     one pass by msgspec, into the few fields that matter; any other in the general way."""
     events = data_of(body)
     if events and events[-1] == b"[DONE]":
-        events = events[:-1]
+        events.pop()
     texts = _chat_texts(events)
     if texts is not None:
         return texts
@@ -461,7 +464,10 @@ def _chat_texts(events: list[bytes]) -> dict[Hashable, list[str]] | None:
     """``delta_texts`` when every event is an openai chat chunk with at most one choice and no tool call;
     None for any other stream (or for data holding more than one value: more values than events). msgspec
     reads what json reads the same; what it refuses (an escaped lone surrogate, NaN) is read by json."""
-    data = b"[" + b",".join(events) + b"]"
+    if len(events) < 2:
+        data = b"[" + b"".join(events) + b"]"
+    else:  # a JSON array of the events, in one copy of their text
+        data = b",".join([b"[" + events[0], *events[1:-1], events[-1] + b"]"])
     try:
         chunks = _CHAT_CHUNKS.decode(data)
     except (msgspec.DecodeError, msgspec.ValidationError):
