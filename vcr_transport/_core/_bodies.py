@@ -4,6 +4,7 @@ content-encodings decoded and encoded again, and SSE text split into events. No 
 from __future__ import annotations
 
 import base64
+import functools
 import importlib
 import json
 import re
@@ -13,7 +14,6 @@ from urllib.parse import quote
 
 import msgspec
 
-from ._memo import Memo
 from ._redaction import PLACEHOLDER
 
 if TYPE_CHECKING:
@@ -357,15 +357,9 @@ def binary_body(headers: Iterable[tuple[str, str]]) -> bool:
     return any(name.lower() == "content-type" and _binary_type(value) for name, value in headers)
 
 
-_BINARY_TYPES: Memo[str, bool] = Memo(256)  # a program sees few content types, each on many calls
-
-
+@functools.lru_cache(maxsize=256)  # a program sees few content types, each on many calls
 def _binary_type(content_type: str) -> bool:
     """Whether a Content-Type header value names a binary media type."""
-    return _BINARY_TYPES.get(content_type, lambda: _names_binary_media(content_type))
-
-
-def _names_binary_media(content_type: str) -> bool:
     media = content_type.split(";")[0].strip().lower()
     return media.startswith(("image/", "audio/", "video/", "font/")) or media in (
         "application/octet-stream",

@@ -201,9 +201,9 @@ def data_of(body: bytes) -> list[bytes]:
     (what openai sends) is cut apart at its blank lines, with no loop over its events."""
     if body.startswith(b"data: ") and body.endswith(b"\n\n") and b"\r" not in body:
         data = body.split(b"\n\ndata: ")
-        if body.count(b"\n") == 2 * len(data):  # no other line
-            data[0] = data[0][6:]
-            data[-1] = data[-1][:-2]
+        data[0] = data[0][6:]
+        data[-1] = data[-1][:-2]
+        if b"\n" not in b"".join(data):  # no other line (a copy and a memchr: far cheaper than a count)
             return data
     return [event.data for event in decode_events(body) if event.dispatched]
 

@@ -128,11 +128,12 @@ class StreamRedactor:
         ends = len(batch) if last else _after_last_line_break(batch)
         ready: list[tuple[bytes, Any]] = []
         if ends or last:  # the pending line ends in the batch: it goes to its chunks, all of them then sealed
-            line = bytes(self._line)
-            self._emit(line, line, self._segments)
-            for slot, _ in self._segments:
-                self._seal(slot)
-            self._line, self._segments = bytearray(), []
+            if self._segments:
+                line = bytes(self._line)
+                self._emit(line, line, self._segments)
+                for slot, _ in self._segments:
+                    self._seal(slot)
+                self._line, self._segments = bytearray(), []
             ready = self._release() + batch[: ends - 1] if ends else self._release()
         if ends:
             chunk, tag = batch[ends - 1]
@@ -256,6 +257,8 @@ class StreamRedactor:
             self._outputs[slot][0].extend(piece)
 
     def _release(self) -> list[tuple[bytes, Any]]:
+        if not self._outputs:
+            return []
         released = 0
         while released < len(self._outputs) and self._outputs[released][2]:
             released += 1
