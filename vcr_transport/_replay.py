@@ -12,7 +12,7 @@ import json
 import os
 import sys
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Iterator
 from types import ModuleType
 from typing import Any
 
@@ -108,14 +108,14 @@ class _ReplayStream:
         if self._call.outcome == "error":
             raise self._fail()
 
-    def _stops(self, count: int, corrupted: int | None) -> Iterator[int]:
+    def _stops(self, count: int, corrupted: int | None) -> Iterable[int]:
         """The chunk positions something happens before (a stall, a cut, a paced gap) or to (corruption)."""
         if self._pace:
-            return iter(range(count))
+            return range(count)
         marked = {fault.after for fault in self._faults if fault.kind in ("stall", "cut")}
         if corrupted is not None:
             marked.add(corrupted)
-        return iter(sorted(position for position in marked if position < count))
+        return sorted(position for position in marked if position < count)
 
     def _before(self, position: int) -> Iterator[float]:
         """What happens before the chunk at ``position``: stalls and a cut aimed there, the paced gap."""

@@ -14,6 +14,7 @@ from urllib.parse import parse_qsl, urlsplit
 from .._exceptions import MISSING
 from ._bodies import MultipartPart, multipart_boundary, multipart_pieces, part_text
 from ._format import StoredBody
+from ._memo import Memo
 
 __all__ = [
     "MATCH_ON_NAMES",
@@ -204,6 +205,7 @@ def _below(paths: tuple[FieldPath, ...], key: str | int) -> tuple[FieldPath, ...
     return tuple(path[1:] for path in paths if _step_matches(path[0], key))
 
 
+_LENGTH_SPELLINGS = frozenset({"content-length", "Content-Length", "CONTENT-LENGTH"})  # as clients send it
 _BOUNDARY_PARAMETER = re.compile(r';\s*boundary="?[^";]*"?', re.IGNORECASE)
 # The name tempfile gives a file by default: "tmp" and eight random characters (then a suffix).
 _TEMPFILE_NAME = re.compile(r"(?<![A-Za-z0-9])tmp[a-z0-9_]{8}(?=\.|$)")
@@ -286,6 +288,11 @@ class RequestMatcher:
         parsed = [(name, parse_field_path(name)) for name in ignore_fields]
         self._fields = NON_DETERMINISTIC_FIELD_NAMES | frozenset(name for name, path in parsed if path is None)
         self._paths = tuple(path for _, path in parsed if path is not None)
+        self._length_volatile = self.is_volatile("content-length")
+        # What a client's requests share, and a replayed request shares with its recorded call, worked out
+        # once (don't change the values): the headers' comparable form, and each URL's "url" field.
+        self._headers: Memo[tuple[tuple[str, str], ...], tuple[dict[str, Any], str]] = Memo()
+        self._urls: Memo[str, dict[str, Any]] = Memo()
 
     def with_server_cookies(self, names: Iterable[str]) -> RequestMatcher:
         """This matcher, comparing requests' ``cookie`` headers without the cookies ``names`` too."""
@@ -294,6 +301,7 @@ class RequestMatcher:
             return self
         twin = copy.copy(self)
         twin.server_cookies = self.server_cookies | names
+        twin._headers = Memo()  # the cookie header compares otherwise
         return twin
 
     def is_volatile(self, lower_name: str) -> bool:
@@ -315,9 +323,17 @@ class RequestMatcher:
 
     def comparable_headers(self, headers: Iterable[tuple[str, str]]) -> tuple[dict[str, Any], str]:
         """The headers part of ``comparable_request`` (the ones compared, lower-case names, repeated ones
-        joined with ", "), and the content type: what requests to different URLs with the same headers share.
-        The dict may be shared by the fields of many requests: don't change it."""
-        kept = [(name.lower(), value) for name, value in headers if not self.is_volatile(name.lower())]
+        joined with ", "), and the content type: what requests to different URLs with the same headers share
+        (worked out once for them: a client's requests repeat their headers, content-length aside). The
+        dict may be shared by the fields of many requests: don't change it."""
+        listed = list(headers)
+        # Another spelling of content-length stays in the key: only a miss more, never a wrong entry.
+        key = tuple([pair for pair in listed if pair[0] not in _LENGTH_SPELLINGS] if self._length_volatile else listed)
+        return self._headers.get(key, lambda: self._comparable_headers(listed))
+
+    def _comparable_headers(self, headers: list[tuple[str, str]]) -> tuple[dict[str, Any], str]:
+        lowered = [(name.lower(), value) for name, value in headers]
+        kept = [(name, value) for name, value in lowered if not self.is_volatile(name)]
         merged = {name: ", ".join(v) if isinstance(v, list) else v for name, v in _multi_dict(kept).items()}
         content_type = merged.get("content-type", "")
         if "boundary" in content_type and multipart_boundary(content_type) is not None:
@@ -337,20 +353,33 @@ class RequestMatcher:
     def request_fields(
         self, method: str, url: str, headers: dict[str, Any], content_type: str
     ) -> tuple[dict[str, Any], str]:
-        """``comparable_request`` from the URL and the result of ``comparable_headers``."""
-        parts = urlsplit(url)
-        if self._match_on is not None:
-            return self._chosen_fields(method, parts, headers), content_type
-        host = parts.hostname or ""
-        if parts.port is not None:
-            host = f"{host}:{parts.port}"
-        url_fields = {
-            "scheme": parts.scheme,
-            "host": host,
-            "path": parts.path or "/",
-            "query": _multi_dict(parse_qsl(parts.query, keep_blank_values=True)),
+        """``comparable_request`` from the URL and the result of ``comparable_headers``. The dicts in the
+        result may be shared with other requests' fields: don't change them."""
+        url_fields = self._urls.get(url, lambda: self._url_fields(url))
+        chosen = self._match_on
+        if chosen is None:
+            return {"method": method.upper(), "url": url_fields, "headers": headers, "body": None}, content_type
+        # The fields match_on leaves out are None on both sides, so they never differ.
+        fields = {
+            "method": method.upper() if "method" in chosen else None,
+            "url": url_fields,
+            "headers": headers if "headers" in chosen else {},
+            "body": None,
         }
-        return {"method": method.upper(), "url": url_fields, "headers": headers, "body": None}, content_type
+        return fields, content_type
+
+    def _url_fields(self, url: str) -> dict[str, Any]:
+        """The "url" field: the host with its port (all of them, or those ``match_on`` names, with the port
+        on its own, a default one spelled out)."""
+        parts = urlsplit(url)
+        host = parts.hostname or ""
+        query = _multi_dict(parse_qsl(parts.query, keep_blank_values=True))
+        if self._match_on is None:
+            host = f"{host}:{parts.port}" if parts.port is not None else host
+            return {"scheme": parts.scheme, "host": host, "path": parts.path or "/", "query": query}
+        port = parts.port if parts.port is not None else _DEFAULT_PORTS.get(parts.scheme)
+        fields = {"scheme": parts.scheme, "host": host, "port": port, "path": parts.path or "/", "query": query}
+        return {key: value if key in self._match_on else None for key, value in fields.items()}
 
     def with_body(self, fields: dict[str, Any], content_type: str, body: StoredBody) -> dict[str, Any]:
         """``fields`` and ``content_type`` from ``comparable_request`` with ``body`` in place (``fields`` is
@@ -358,24 +387,6 @@ class RequestMatcher:
         if self._match_on is not None and "body" not in self._match_on:
             return dict(fields)
         return {**fields, "body": self._comparable_body(body, content_type)}
-
-    def _chosen_fields(self, method: str, parts: Any, headers: dict[str, Any]) -> dict[str, Any]:
-        """The fields ``match_on`` names; the others are None on both sides, so they never differ (the body
-        is added by ``with_body``)."""
-        chosen = self._match_on or frozenset()
-        url = {
-            "scheme": parts.scheme,
-            "host": parts.hostname or "",
-            "port": parts.port if parts.port is not None else _DEFAULT_PORTS.get(parts.scheme),
-            "path": parts.path or "/",
-            "query": _multi_dict(parse_qsl(parts.query, keep_blank_values=True)),
-        }
-        return {
-            "method": method.upper() if "method" in chosen else None,
-            "url": {key: value if key in chosen else None for key, value in url.items()},
-            "headers": headers if "headers" in chosen else {},
-            "body": None,
-        }
 
     def _comparable_body(self, body: StoredBody, content_type: str) -> Any:
         if body is None:

@@ -34,6 +34,7 @@ from collections.abc import Callable, Iterable
 from urllib.parse import SplitResult, urlsplit
 
 from .._exceptions import CassetteError, ModeError
+from ._memo import Memo
 
 __all__ = [
     "ENVIRONMENT_VARIABLE",
@@ -87,8 +88,12 @@ def is_ignored_host(url: str, hosts: Iterable[str]) -> bool:
 def passthrough_rule_for(url: str, rules: Iterable[tuple[str, str]]) -> tuple[str, str] | None:
     """The first rule the URL falls under, or None. A rule's host matches with or without the URL's port."""
     parts = urlsplit(url)
-    path = parts.path or "/"
-    for rule in _rules_for_host(parts, rules):
+    return _rule_for_path(parts.path or "/", _rules_for_host(parts, rules))
+
+
+def _rule_for_path(path: str, rules: Iterable[tuple[str, str]]) -> tuple[str, str] | None:
+    """The first of ``rules`` whose path glob matches ``path`` (``/x/*`` matches ``/x`` too), or None."""
+    for rule in rules:
         path_glob = rule[1]
         if fnmatch.fnmatchcase(path, path_glob) or (path_glob.endswith("/*") and path == path_glob[:-2]):
             return rule
@@ -170,6 +175,8 @@ class Decision:
         self.appending = appending and mode == "record-on-miss" and readable and exists
         self.diverged_at: int | None = None
         self._lock = threading.Lock()
+        # netloc -> the passthrough rules for its host: a client's requests go to few hosts, most under none
+        self._host_rules: Memo[str, tuple[tuple[str, str], ...]] = Memo()
 
     @property
     def records_at_start(self) -> bool:
@@ -182,7 +189,9 @@ class Decision:
         then ``next_step()``."""
         if self.ignore_hosts and is_ignored_host(url, self.ignore_hosts):
             return Step.PASS_THROUGH
-        if passthrough_rule_for(url, self.passthrough) is not None:
+        parts = urlsplit(url)
+        rules = self._host_rules.get(parts.netloc, lambda: _rules_for_host(parts, self.passthrough))
+        if rules and _rule_for_path(parts.path or "/", rules) is not None:
             if self.mode == "off" or self.recording:
                 return Step.PASS_THROUGH
             return Step.EMPTY if self.passthrough_replay == "empty" else Step.BLOCK
