@@ -96,7 +96,7 @@ class CassetteSession:
         self.broken: CassetteError | None = None
         self.existed = self.path.exists()
         replays = mode == "replay" or (mode == "record-on-miss" and self.existed)
-        self.replayer = self._open(serving) if replays else None
+        self.replayer = self._open(path, serving) if replays else None
         self.decision = Decision(
             mode,
             readable=self.broken is None,
@@ -111,12 +111,12 @@ class CassetteSession:
         if run is not None:
             run.cassette_opened(self.path, mode)
 
-    def _open(self, serving: bool) -> Replayer | None:
-        """The cassette, read to be replayed; None when it doesn't exist (``broken`` then says what records
-        it). One that can't be read raises, as itself: never as an answer an SDK reads as the vendor's (a
-        400), nor after a request's retries."""
+    def _open(self, path: str | os.PathLike[str], serving: bool) -> Replayer | None:
+        """The cassette, read to be replayed (its messages name ``path`` as given); None when it doesn't
+        exist (``broken`` then says what records it). One that can't be read raises, as itself: never as an
+        answer an SDK reads as the vendor's (a 400), nor after a request's retries."""
         try:
-            replayer = Replayer(self.path, self.options, reuse=serving)
+            replayer = Replayer(path, self.options, reuse=serving)
         except CassetteError as error:
             if error.problem != "no such cassette":
                 if self.run is not None:
@@ -302,7 +302,7 @@ def open_session(path: str | os.PathLike[str], mode: str | None, options: Option
     merged = options.with_settings(read_settings(pyproject), where=f"{pyproject} [tool.vcr_transport]")
     concrete = cassette_mode(resolved, Path(path))
     return CassetteSession(
-        path, concrete, resolved.source, merged, record_hint=how_to_record(resolved), run=current_run()
+        Path(path), concrete, resolved.source, merged, record_hint=how_to_record(resolved), run=current_run()
     )
 
 
