@@ -246,6 +246,12 @@ def _multi_dict(pairs: Iterable[tuple[str, Any]]) -> dict[str, Any]:
     return result
 
 
+def _own_cookies(header: str, server_cookies: frozenset[str]) -> str:
+    """A ``cookie`` header without the cookies named in ``server_cookies`` ("" when none is left)."""
+    pairs = [pair.strip() for pair in header.replace(",", ";").split(";")]
+    return "; ".join(pair for pair in pairs if pair and pair.partition("=")[0].strip() not in server_cookies)
+
+
 def _chosen_parts(match_on: Iterable[str] | None) -> frozenset[str] | None:
     """The parts ``match_on`` compares (``uri`` stands for every URL part), or None for everything."""
     if match_on is None:
@@ -340,13 +346,10 @@ class RequestMatcher:
             # A random value per request (httpx2 draws it): the parts are compared instead.
             merged["content-type"] = _BOUNDARY_PARAMETER.sub("", content_type)
         if self.server_cookies and "cookie" in merged:
-            own = [
-                pair
-                for pair in merged["cookie"].replace(",", ";").split(";")
-                if pair.partition("=")[0].strip() not in self.server_cookies and pair.strip()
-            ]
-            merged["cookie"] = "; ".join(pair.strip() for pair in own)
-            if not own:
+            own = _own_cookies(merged["cookie"], self.server_cookies)
+            if own:
+                merged["cookie"] = own
+            else:
                 del merged["cookie"]
         return merged, content_type
 
