@@ -1,5 +1,5 @@
 """The three ways a cassette is read (held in memory, lazily from the file, as an outline) keep the same calls,
-and the replay engine's caches give the fields the matcher gives without them."""
+and the replay engine gives the fields the matcher gives."""
 
 from __future__ import annotations
 
@@ -12,6 +12,7 @@ import pytest
 
 from vcr_transport import CassetteError
 from vcr_transport._core import _format
+from vcr_transport._core._engine import ReplayEngine
 from vcr_transport._core._format import (
     Cassette,
     call_end_line,
@@ -23,7 +24,6 @@ from vcr_transport._core._format import (
 )
 from vcr_transport._core._matching import RequestMatcher
 from vcr_transport._core._options import Options
-from vcr_transport._core._replay import ReplayEngine
 from vcr_transport._storage import read_cassette, read_outline
 
 # Two streams recorded at once (their events interleaved), with chunks that are not UTF-8 on their own.

@@ -17,7 +17,7 @@ transports, the context manager, the pytest plugin and the CLI are thin shells a
 | ``_credentials``      | the credential catalogue: shapes with their keyword prefilters                 |
 | ``_stream_redaction`` | redaction of streamed and content-encoded response bodies                     |
 | ``_scan``             | finding secrets in files, by the redaction engine                             |
-| ``_replay``           | choosing the recorded call that answers a request, replayed headers           |
+| ``_engine``           | the replay engine: choosing the call that answers a request, replayed headers  |
 | ``_recorder``         | a recording's bookkeeping: calls, outcomes, protocol ends, what is worth saving |
 | ``_quiet``            | a re-record compared with the old cassette: which calls keep their old lines   |
 | ``_faults``           | the faults injected into replay: their spec, parsing and aiming               |
