@@ -30,11 +30,12 @@ from ._config import (
 from ._core._bodies import content_type_of, decoded_body
 from ._core._conversation import parse_sse
 from ._core._diff import cassette_differences, changed_words
+from ._core._display import shorten
 from ._core._format import FORMAT_VERSION, Cassette, RecordedCall
 from ._core._options import Options
 from ._core._redaction import Redactor
 from ._core._scan import scan_document
-from ._exceptions import CassetteError, VcrTransportError, shorten
+from ._exceptions import CassetteError, VcrTransportError
 from ._html import html_page
 from ._ledger import LedgerProblem, read_ledger
 from ._render import textconv_lines

@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import os
 import re
-import tomllib
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -36,8 +35,9 @@ __all__ = [
     "ResolvedMode",
     "cassette_folders",
     "cassette_mode",
-    "find_pyproject",
     "current_run",
+    "find_pyproject",
+    "how_to_record",
     "published_run",
     "read_settings",
     "resolve_mode",
@@ -97,6 +97,8 @@ def read_settings(pyproject: Path | None) -> dict[str, Any]:
     """``[tool.vcr_transport]`` of a pyproject.toml, or {}."""
     if pyproject is None:
         return {}
+    import tomllib  # lazily: loading the pytest plugin reads no pyproject
+
     try:
         document = tomllib.loads(pyproject.read_text(encoding="utf-8"))
     except (OSError, tomllib.TOMLDecodeError) as exc:

@@ -21,6 +21,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from ._core._display import shorten
+
 __all__ = [
     "CassetteError",
     "CassetteOwnerError",
@@ -33,8 +35,6 @@ __all__ = [
     "UnplayedCallsWarning",
     "VcrTransportError",
 ]
-
-MISSING: Any = "<missing>"
 
 
 class VcrTransportError(Exception):
@@ -54,14 +54,6 @@ class CassetteError(VcrTransportError):
         if fix:
             message += f"\n  fix: {fix}"
         super().__init__(message)
-
-
-def shorten(value: Any, limit: int = 80) -> str:
-    """The repr of a value, cut to a readable length."""
-    text = value if value is MISSING else repr(value)
-    if len(text) > limit:
-        text = text[: limit - 3] + "..."
-    return text
 
 
 class ReplayMismatch(VcrTransportError):

@@ -12,9 +12,9 @@ from typing import Any
 
 from ._core._conversation import ToolCall, reply_of, request_messages, request_tools
 from ._core._diff import cassette_differences
+from ._core._display import shorten
 from ._core._format import Cassette, RecordedCall
 from ._core._redaction import PLACEHOLDER
-from ._exceptions import shorten
 
 __all__ = ["html_page"]
 

@@ -148,19 +148,20 @@ class ReplayTransport:
     """Answers each request from a cassette, byte- and chunk-exact. Holds no HTTP client, opens no socket.
 
     One object serves httpx and httpx2 clients, sync and async; responses are built from the request's own
-    library. The keyword options are those of ``vcr_transport.Options`` (``ordered``, ``pace``,
-    ``max_retry_after``, ``on_mismatch``, ``ignore_headers``, ``compare_headers``, ``ignore_fields`` and the
-    redaction rules the cassette was recorded with); unknown names and wrong values are refused.
+    library. The options, as keywords or ``options=Options(...)``, are those of ``vcr_transport.Options``
+    (``ordered``, ``pace``, ``max_retry_after``, ``on_mismatch``, ``ignore_headers``, ``compare_headers``,
+    ``ignore_fields`` and the redaction rules the cassette was recorded with); unknown names and wrong values
+    are refused.
     ``faults`` (``vcr_transport.Fault`` or their text) inject errors, cuts, stalls, delays and corrupt
     chunks. ``sleep`` and ``async_sleep`` are what ``pace``, delays and stalls wait with.
     """
 
-    def __init__(self, path: str | os.PathLike[str], **options: Any) -> None:
+    def __init__(self, path: str | os.PathLike[str], *, options: Options | None = None, **arguments: Any) -> None:
         self.path = os.fspath(path)
-        given = Options.from_arguments(options, where="ReplayTransport")
+        given = Options.of(options, arguments, where="ReplayTransport", entry="replay")
         cassette = read_cassette(path, cache=given.parse_cache)
         # An imported cassette's header says how vcrpy matched it; an option given here overrides that.
-        self.options = given.with_cassette_header(cassette.header, options, path=self.path)
+        self.options = given.with_cassette_header(cassette.header, given.explicit(), path=self.path)
         self.engine = ReplayEngine(
             cassette, self.options.matcher(), self.options.redactor(), ordered=self.options.ordered
         )

@@ -206,9 +206,9 @@ class CassetteServer:
             raise ServeError(f"--mode {config.mode} forwards to the vendors: give --upstream VENDOR=URL")
         self.transports: list[ReplayTransport] = []
         replayed = [] if config.mode == "record" else [p for p in config.cassettes if p.exists() or not recording]
-        arguments = {**config.options.as_arguments(), "ordered": False, "on_mismatch": "raise"}
+        options = config.options.overridden(ordered=False, on_mismatch="raise")
         for path in replayed:
-            transport = ReplayTransport(path, **arguments)
+            transport = ReplayTransport(path, options=options)
             transport.engine.reuse = True
             transport.engine.record_hint = "serve it with --mode record-on-miss --upstream VENDOR=URL to record it"
             self.transports.append(transport)
@@ -224,20 +224,12 @@ class CassetteServer:
         self.url = ""
 
     def _recorder(self, path: Path) -> CassetteRecorder:
-        options = self.config.options
         kept: list[bytes] = []
         first = 0
         if self.config.mode == "record-on-miss" and path.exists():
             first = len(read_cassette(path).calls)
             kept = lines_before_call(path.read_bytes(), first)
-        return CassetteRecorder(
-            path,
-            options.redactor(),
-            kept_lines=kept,
-            first_index=first,
-            keep_failures=options.keep_failures,
-            plain_bodies=options.plain_bodies,
-        )
+        return CassetteRecorder.from_options(path, self.config.options, kept_lines=kept, first_index=first)
 
     @property
     def calls(self) -> int:

@@ -76,7 +76,7 @@ class CassetteSession:
         if mode == "replay" or (mode == "record-on-miss" and exists):
             on_mismatch = "raise" if mode == "record-on-miss" else options.on_mismatch
             try:
-                self._replay = ReplayTransport(self.path, **{**options.as_arguments(), "on_mismatch": on_mismatch})
+                self._replay = ReplayTransport(self.path, options=options.overridden(on_mismatch=on_mismatch))
             except CassetteError as error:
                 if error.problem != "no such cassette":
                     # A cassette that can't be read fails here, as itself: never as an answer an SDK reads
@@ -112,14 +112,8 @@ class CassetteSession:
         return self.decision.diverged_at
 
     def _new_recorder(self, kept_lines: list[bytes] | None = None, first_index: int = 0) -> CassetteRecorder:
-        return CassetteRecorder(
-            self.path,
-            self.options.redactor(),
-            kept_lines=kept_lines or [],
-            first_index=first_index,
-            keep_failures=self.options.keep_failures,
-            plain_bodies=self.options.plain_bodies,
-            matcher=self.options.matcher(),
+        return CassetteRecorder.from_options(
+            self.path, self.options, kept_lines=kept_lines or [], first_index=first_index
         )
 
     def _record_from(self, call_index: int) -> None:
@@ -329,15 +323,18 @@ def transport(
     inner: Any = None,
     async_inner: Any = None,
     library: ModuleType | str | None = None,
-    **options: Any,
+    options: Options | None = None,
+    **arguments: Any,
 ) -> ModeTransport:
     """A transport for the resolved mode (argument, pytest option, VCR_TRANSPORT_MODE, pyproject, auto).
 
     ``inner`` defaults to ``HTTPTransport()`` of httpx2, or of httpx with ``library="httpx"``; the same
     object also serves async clients, through ``async_inner`` (default ``AsyncHTTPTransport()``). Options
-    are those of ``Options``; the redaction options apply when recording too.
+    are those of ``Options``, as keyword arguments or ``options=Options(...)``; the redaction options apply
+    when recording too.
     """
-    session = open_session(path, mode, Options.from_arguments(options, where="transport()"))
+    given = Options.of(options, arguments, where="transport()", entry="transport")
+    session = open_session(path, given.mode if mode is None else mode, given)
     return ModeTransport(session, _library(library), inner=inner, async_inner=async_inner)
 
 
@@ -348,8 +345,10 @@ def async_transport(
     inner: Any = None,
     sync_inner: Any = None,
     library: ModuleType | str | None = None,
-    **options: Any,
+    options: Options | None = None,
+    **arguments: Any,
 ) -> ModeTransport:
     """``transport`` for async clients: ``inner`` is the async transport (default ``AsyncHTTPTransport()``)."""
-    session = open_session(path, mode, Options.from_arguments(options, where="async_transport()"))
+    given = Options.of(options, arguments, where="async_transport()", entry="transport")
+    session = open_session(path, given.mode if mode is None else mode, given)
     return ModeTransport(session, _library(library), inner=sync_inner, async_inner=inner)

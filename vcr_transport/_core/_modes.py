@@ -30,7 +30,6 @@ from collections.abc import Callable, Iterable
 from urllib.parse import SplitResult, urlsplit
 
 from .._exceptions import CassetteError, ModeError
-from ._matching import split_url
 
 __all__ = [
     "ENVIRONMENT_VARIABLE",
@@ -172,6 +171,8 @@ class Decision:
         passes = self._passes.get(url)
         if passes is None:
             # The rules for the URL's host, found once per host: most URLs have none, and no path to match.
+            from ._matching import split_url  # lazily: the modes load without matching (the pytest plugin)
+
             parts = split_url(url)
             rules = self._host_rules.get(parts.netloc)
             if rules is None:
