@@ -1,13 +1,16 @@
 """The pytest plugin, registered through the ``pytest11`` entry point.
 
-Loading it patches nothing, reads no environment variable and opens no file: all of that happens in the
-``vcr_cassette`` fixture, which the ``@pytest.mark.vcr_transport`` marker requests for a test. (The names
-differ from pytest-recording's and cassetter's ``vcr`` so that both can be installed during a migration.)
+Loading it patches nothing, reads no environment variable, opens no file and imports none of the machinery
+(sessions, recording, replay, the network guard): all of that happens in the ``vcr_cassette`` fixture, which
+the ``@pytest.mark.vcr_transport`` marker requests for a test. (The names differ from pytest-recording's and
+cassetter's ``vcr`` so that both can be installed during a migration.)
 
 - ``vcr_cassette``: runs the test inside ``use_cassette``; the cassette is ``cassettes/<module>/<test>.jsonl``
   beside the test file unless the marker names a path (a relative one is relative to the test file's folder).
 - ``@pytest.mark.vcr_transport(path=None, mode=None, unplayed=None, **options)``: options as ``use_cassette``.
 - ``--vcr-mode``: the mode for the run (below an explicit ``mode=``, above ``VCR_TRANSPORT_MODE``).
+- The ini settings are those of the options that declare one (``Knob.ini`` in ``_core/_options.py``), read by
+  ``run_option``: the marker's argument wins, then the ini, then ``[tool.vcr_transport]``, then the default.
 - ini ``vcr_unplayed``: ``error`` (default; ``ignore`` in the compatibility mode), ``warn``, ``ignore`` or
   ``partial`` (an error only when the test played some of the calls) for recorded calls no request asked for.
   Only a test whose body ran and passed is checked (not one skipped or failed in setup). In replay, a missing

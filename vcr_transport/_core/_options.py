@@ -576,8 +576,10 @@ class Options:
 
     def with_settings(self, settings: Mapping[str, Any], *, where: str) -> Options:
         """These options with ``[tool.vcr_transport]`` merged: its lists in front of the code's own (``adds``),
-        its single values where the code set none (``fills``)."""
+        its single values where the code set none (``fills``; an option given at its default value counts as
+        set, so the marker's and the ini's win over pyproject)."""
         added: dict[str, Any] = {}
+        explicit = self.explicit()
         for field in _knob_fields():
             knob = _knob(field)
             if field.name not in settings or knob.pyproject not in ("adds", "fills"):
@@ -585,7 +587,7 @@ class Options:
             extra: Any = knob.check(settings[field.name], field.name, where)
             if knob.pyproject == "adds":
                 added[field.name] = (*extra, *getattr(self, field.name))
-            elif getattr(self, field.name) == field.default:
+            elif field.name not in explicit:
                 added[field.name] = extra
         return dataclasses.replace(self, **added) if added else self
 
@@ -691,42 +693,60 @@ def _code(text: str) -> str:
     return f"`{text}`" if text else ""
 
 
-def _default(field: dataclasses.Field[Any], knob: Knob) -> str:
-    shown = knob.shown or f"`{field.default!r}`"
-    return f"{shown} (compat: `{knob.compat!r}`)" if knob.has_compat_default else shown
+def _marked(text: str) -> str:
+    """Command-line options and markers in a text as code."""
+    return re.sub(r"(--[\w-]+|@pytest\.mark\.\w+)", r"`\1`", text)
 
 
-def _arguments(knob: Knob) -> str:
-    if knob.entries == _EVERYWHERE:
-        return "all"
-    return ", ".join(ENTRIES[entry] for entry in knob.entries)
+# How the table shows each way [tool.vcr_transport] takes an option.
+_PYPROJECT = {"adds": "adds", "fills": "default", "read": "yes", "": ""}
 
 
-def _elsewhere(knob: Knob) -> str:
-    return "; ".join(
-        [
-            *([_code(knob.env)] if knob.env else []),
-            *(f"`{flag}`" if flag.startswith("-") else flag for flag in knob.flags),
-        ]
+def _row(*cells: str) -> str:
+    return "| " + " | ".join(cells) + " |"
+
+
+def _option_row(field: dataclasses.Field[Any]) -> str:
+    knob = _knob(field)
+    default = knob.shown or f"`{field.default!r}`"
+    if knob.has_compat_default:
+        default += f" (compat: `{knob.compat!r}`)"
+    arguments = "all" if knob.entries == _EVERYWHERE else ", ".join(ENTRIES[entry] for entry in knob.entries)
+    elsewhere = "; ".join([*([_code(knob.env)] if knob.env else []), *map(_marked, knob.flags)])
+    marker = "yes" if knob.marker else ""
+    return _row(
+        f"`{field.name}`",
+        knob.check.values,
+        default,
+        arguments,
+        marker,
+        _PYPROJECT[knob.pyproject],
+        _code(knob.ini),
+        elsewhere,
     )
 
 
 def options_table() -> str:
-    """The README's table of every option and setting: what it takes, its default, where it can be set."""
+    """The README's table of every option and setting: what it takes, its default, and where it can be set."""
     rows = [
-        "| option | values | default | arguments | marker | `[tool.vcr_transport]` | ini | environment, command line |",
-        "|---|---|---|---|---|---|---|---|",
+        _row(
+            "option",
+            "values",
+            "default",
+            "arguments",
+            "marker",
+            "`[tool.vcr_transport]`",
+            "ini",
+            "environment, command line",
+        ),
+        _row(*["---"] * 8),
+        *map(_option_row, _knob_fields()),
     ]
-    for field in _knob_fields():
-        knob = _knob(field)
-        rows.append(
-            f"| `{field.name}` | {knob.check.values} | {_default(field, knob)} | {_arguments(knob)} | "
-            f"{'yes' if knob.marker else ''} | {knob.pyproject} | {_code(knob.ini)} | {_elsewhere(knob)} |"
-        )
     for setting in SETTINGS:
+        name = _code(setting.name) if setting.name.isidentifier() else setting.name
+        pyproject = "yes" if setting.pyproject else ""
         rows.append(
-            f"| {setting.name} | {setting.values} | {setting.default} | | | {'yes' if setting.pyproject else ''} | "
-            f"{_code(setting.ini)} | {_code(setting.env)} |"
+            _row(name, setting.values, setting.default, "", "", pyproject, _code(setting.ini), _code(setting.env))
         )
     return "\n".join(rows) + "\n"
 
