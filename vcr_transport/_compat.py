@@ -44,7 +44,7 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 from ._core._modes import ENVIRONMENT_VARIABLE
-from ._core._options import compile_patterns
+from ._core._options import Options, compile_patterns
 
 if TYPE_CHECKING:  # the machinery is imported by the first test that opens a cassette
     from ._session import CassetteRequest
@@ -281,7 +281,7 @@ def compat_mode(config: pytest.Config, vcr_config: dict[str, Any]) -> str | None
         return RECORD_MODES[given]
     if config.getoption("vcr_mode", None) or os.environ.get(ENVIRONMENT_VARIABLE):
         return None  # our own resolution decides
-    return "replay"  # pytest-recording's default, none
+    return str(Options.knob("mode").compat)  # replay: pytest-recording's default, none
 
 
 # Our concrete modes as vcrpy record modes, for ``vcr.record_mode`` when no record mode was given.

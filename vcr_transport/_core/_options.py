@@ -31,6 +31,7 @@ if TYPE_CHECKING:
     from ._redaction import Redactor
 
 __all__ = [
+    "CACHE_DIR_VARIABLE",
     "CAUGHT_MISMATCH_ACTIONS",
     "ENTRIES",
     "MISMATCH_ACTIONS",
@@ -54,6 +55,7 @@ CaughtMismatchAction = Literal["raise", "ignore"]
 UNPLAYED_ACTIONS = ("error", "warn", "ignore", "partial")
 UnplayedAction = Literal["error", "warn", "ignore", "partial"]
 PARSE_CACHE_VARIABLE = "VCR_TRANSPORT_PARSE_CACHE"
+CACHE_DIR_VARIABLE = "VCR_TRANSPORT_CACHE_DIR"
 
 # The entry points that take options as keyword arguments, as the table names them: the recording
 # transports, ReplayTransport, transport() (and async_transport()), use_cassette(). The marker is a column
@@ -285,7 +287,10 @@ class Knob:
         return self.check.choices if isinstance(self.check, _Choice) else ()
 
 
-def _option(default: Any, knob: Knob) -> Any:
+def _option(default: Any, help: str, check: Check, *entries: Entry, **where: Any) -> Any:
+    """An option field: its default, what it means, its validator, the entry points taking it (by default the
+    replaying ones) and where else it can be set (``Knob``)."""
+    knob = Knob(help, check, entries or _REPLAYING, **where)
     return dataclasses.field(default=default, metadata={"knob": knob})
 
 
@@ -297,217 +302,192 @@ class Options:
     # --- replay: ReplayTransport, transport(), use_cassette(), the marker ---------------------------------
     ordered: bool = _option(
         True,
-        Knob(
-            "request n is compared with recorded call n; False pairs each request with the first unplayed "
-            "recorded call that matches it",
-            _FLAG,
-        ),
+        "request n is compared with recorded call n; False pairs each request with the first unplayed "
+        "recorded call that matches it",
+        _FLAG,
     )
     pace: float | None = _option(
-        None, Knob("reproduce the recorded gaps between chunks, scaled by this factor (1.0 = real time)", _SECONDS)
+        None,
+        "reproduce the recorded gaps between chunks, scaled by this factor (1.0 = real time)",
+        _SECONDS,
+        flags=("serve: --pace",),
     )
     max_retry_after: float | None = _option(
         0.01,
-        Knob(
-            "a recorded retryable response's retry delay is shortened to this many seconds, unless it made the "
-            "SDK give up (openai: over 120 s; an HTTP date is kept as the seconds it meant when recorded); None "
-            "keeps it",
-            _SECONDS,
-        ),
+        "a recorded retryable response's retry delay is shortened to this many seconds, unless it made the "
+        "SDK give up (openai: over 120 s; an HTTP date is kept as the seconds it meant when recorded); None "
+        "keeps it",
+        _SECONDS,
     )
     on_mismatch: MismatchAction = _option(
         "auto",
-        Knob(
-            "'raise' raises ReplayMismatch; 'respond' answers with a non-retryable 400 carrying the mismatch "
-            "line; 'auto' responds to clients that retry transport exceptions, raises for the rest",
-            _Choice(MISMATCH_ACTIONS),
-        ),
+        "'raise' raises ReplayMismatch; 'respond' answers with a non-retryable 400 carrying the mismatch "
+        "line; 'auto' responds to clients that retry transport exceptions, raises for the rest",
+        _Choice(MISMATCH_ACTIONS),
     )
     caught_mismatch: CaughtMismatchAction = _option(
         "raise",
-        Knob(
-            "a replay mismatch that the code under test caught (an SDK or the app swallowed it and went on): "
-            "'raise' raises the first one again when use_cassette's block ends or the test is torn down; "
-            "'ignore' leaves it, and the test passes or fails on what the code did with it (the "
-            "pytest-recording compatibility mode's default, as vcrpy)",
-            _Choice(CAUGHT_MISMATCH_ACTIONS),
-            pyproject="fills",
-            ini="vcr_caught_mismatch",
-            compat="ignore",
-        ),
+        "a replay mismatch that the code under test caught (an SDK or the app swallowed it and went on): "
+        "'raise' raises the first one again when use_cassette's block ends or the test is torn down; "
+        "'ignore' leaves it, and the test passes or fails on what the code did with it (the "
+        "pytest-recording compatibility mode's default, as vcrpy)",
+        _Choice(CAUGHT_MISMATCH_ACTIONS),
+        pyproject="fills",
+        ini="vcr_caught_mismatch",
+        compat="ignore",
     )
     faults: tuple[Fault, ...] = _option(
         (),
-        Knob(
-            "faults injected into replay, as text ('cut:after=3', 'status:code=429', 'delay:seconds=2', "
-            "'stall:after=2,seconds=30', 'corrupt:chunk=1'; call=N, path=GLOB, probability=P, seed=S aim them) "
-            "or vcr_transport.Fault objects",
-            _Faults(),
-        ),
+        "faults injected into replay, as text ('cut:after=3', 'status:code=429', 'delay:seconds=2', "
+        "'stall:after=2,seconds=30', 'corrupt:chunk=1'; call=N, path=GLOB, probability=P, seed=S aim them) "
+        "or vcr_transport.Fault objects",
+        _Faults(),
+        flags=("serve: --fault",),
     )
     match_on: tuple[str, ...] | None = _option(
         None,
-        Knob(
-            "what matching compares, in vcrpy's names (method, scheme, host, port, path, query, headers, body; "
-            "uri for the whole URL); None compares everything. With a list, headers compares only the headers "
-            "the recording kept. A cassette imported from vcrpy carries vcrpy's default in its header; this "
-            "overrides it",
-            _MatchOn(),
-            pyproject="fills",
-        ),
+        "what matching compares, in vcrpy's names (method, scheme, host, port, path, query, headers, body; "
+        "uri for the whole URL); None compares everything. With a list, headers compares only the headers "
+        "the recording kept. A cassette imported from vcrpy carries vcrpy's default in its header; this "
+        "overrides it",
+        _MatchOn(),
+        pyproject="fills",
     )
     ignore_headers: tuple[str, ...] = _option(
-        (), Knob("more header names (globs allowed) that matching ignores", _NAMES, pyproject="adds")
+        (),
+        "more header names (globs allowed) that matching ignores",
+        _NAMES,
+        pyproject="adds",
+        flags=("serve: --ignore-header (every header unless --match-headers)",),
     )
     compare_headers: tuple[str, ...] = _option(
-        (), Knob("header names taken out of the volatile set: matching compares them", _NAMES, pyproject="adds")
+        (), "header names taken out of the volatile set: matching compares them", _NAMES, pyproject="adds"
     )
     ignore_fields: tuple[str, ...] = _option(
         (),
-        Knob(
-            "more body fields that matching skips: a bare key name wherever it appears, or a path from body "
-            "with globs (body.contents[*].parts[*].functionCall.id)",
-            _Strings("a list of keys or field paths", _field_path),
-            pyproject="adds",
-        ),
+        "more body fields that matching skips: a bare key name wherever it appears, or a path from body "
+        "with globs (body.contents[*].parts[*].functionCall.id)",
+        _Strings("a list of keys or field paths", _field_path),
+        pyproject="adds",
+        flags=("serve: --ignore-field",),
     )
     passthrough: tuple[str, ...] = _option(
         (),
-        Knob(
-            "more host/path globs (api.example.com/v1/traces/*) whose requests are never recorded: forwarded "
-            "while recording or off, answered as passthrough_replay says in replay; added to the telemetry "
-            "defaults",
-            _Strings("a list of `host[:port][/path]` globs", parse_passthrough_rule),
-            pyproject="adds",
-        ),
+        "more host/path globs (api.example.com/v1/traces/*) whose requests are never recorded: forwarded "
+        "while recording or off, answered as passthrough_replay says in replay; added to the telemetry "
+        "defaults",
+        _Strings("a list of `host[:port][/path]` globs", parse_passthrough_rule),
+        pyproject="adds",
     )
     ignore_hosts: tuple[str, ...] = _option(
         (),
-        Knob(
-            "hosts (globs allowed, no port) whose requests never meet the cassette: in every mode they go on to "
-            "the client's own transport, unrecorded (vcrpy's ignore_hosts and ignore_localhost)",
-            _Strings("a list of host globs"),
-            pyproject="adds",
-        ),
+        "hosts (globs allowed, no port) whose requests never meet the cassette: in every mode they go on to "
+        "the client's own transport, unrecorded (vcrpy's ignore_hosts and ignore_localhost)",
+        _Strings("a list of host globs"),
+        pyproject="adds",
     )
     passthrough_replay: PassthroughAnswer = _option(
         "empty",
-        Knob(
-            "what a passthrough request meets in replay: 'empty' an empty 204 response, 'block' a NetworkBlockedError",
-            _Choice(PASSTHROUGH_ANSWERS),
-            pyproject="fills",
-        ),
+        "what a passthrough request meets in replay: 'empty' an empty 204 response, 'block' a NetworkBlockedError",
+        _Choice(PASSTHROUGH_ANSWERS),
+        pyproject="fills",
     )
     parse_cache: bool = _option(
         True,
-        Knob(
-            "keep what the parser accepted of a cassette over 256 KB in a cache keyed by the XXH3-128 hash of "
-            "its bytes ($VCR_TRANSPORT_CACHE_DIR, else $XDG_CACHE_HOME/vcr_transport/parse, else "
-            "~/.cache/vcr_transport/parse), so the next replay of the same bytes skips parsing; False neither "
-            "reads nor writes it (nor does 0, false, no or off in the environment variable)",
-            _FLAG,
-            pyproject="fills",
-            env=PARSE_CACHE_VARIABLE,
-        ),
+        "keep what the parser accepted of a cassette over 256 KB in a cache keyed by the XXH3-128 hash of "
+        "its bytes ($VCR_TRANSPORT_CACHE_DIR, else $XDG_CACHE_HOME/vcr_transport/parse, else "
+        "~/.cache/vcr_transport/parse), so the next replay of the same bytes skips parsing; False neither "
+        "reads nor writes it (nor does 0, false, no or off in the environment variable)",
+        _FLAG,
+        pyproject="fills",
+        env=PARSE_CACHE_VARIABLE,
     )
 
     # --- recording: also the recording transports ----------------------------------------------------------
     redact_names: tuple[str, ...] = _option(
         (),
-        Knob(
-            "more secret names (whole names and name suffixes)",
-            _Strings("a list of names"),
-            _EVERYWHERE,
-            pyproject="adds",
-        ),
+        "more secret names (whole names and name suffixes)",
+        _Strings("a list of names"),
+        *_EVERYWHERE,
+        pyproject="adds",
     )
     redact_patterns: tuple[str | re.Pattern[str], ...] = _option(
         (),
-        Knob("more regular expressions whose matches are secrets", _Regexes(), _EVERYWHERE, pyproject="adds"),
+        "more regular expressions whose matches are secrets",
+        _Regexes(),
+        *_EVERYWHERE,
+        pyproject="adds",
     )
     redact_with: tuple[Callable[[str], str], ...] = _option(
-        (), Knob("functions that get every string and return it with their secrets replaced", _Functions(), _EVERYWHERE)
+        (), "functions that get every string and return it with their secrets replaced", _Functions(), *_EVERYWHERE
     )
     keep_failures: bool = _option(
         False,
-        Knob(
-            "keep calls that got no response or a 401/403, and recordings whose block ended with an exception "
-            "(never one cut by Ctrl-C or an exit); by default such a recording leaves the older cassette as it was",
-            _FLAG,
-            _EVERYWHERE,
-        ),
+        "keep calls that got no response or a 401/403, and recordings whose block ended with an exception "
+        "(never one cut by Ctrl-C or an exit); by default such a recording leaves the older cassette as it was",
+        _FLAG,
+        *_EVERYWHERE,
     )
     plain_bodies: bool = _option(
         True,
-        Knob(
-            "while recording, ask the upstream for uncompressed responses (accept-encoding: identity), so the "
-            "cassette holds readable text; False forwards the caller's accept-encoding and keeps the compressed "
-            "wire form",
-            _FLAG,
-            _EVERYWHERE,
-        ),
+        "while recording, ask the upstream for uncompressed responses (accept-encoding: identity), so the "
+        "cassette holds readable text; False forwards the caller's accept-encoding and keeps the compressed "
+        "wire form",
+        _FLAG,
+        *_EVERYWHERE,
     )
 
     # --- the block or test around the cassette: transport() (the mode only), use_cassette(), the marker ---
     mode: str | None = _option(
         None,
-        Knob(
-            "the mode (off, record, replay, record-on-miss, auto); None leaves it to the pytest option "
-            "--vcr-mode, then VCR_TRANSPORT_MODE, then [tool.vcr_transport], then auto (see _config)",
-            _Mode(),
-            ("transport", "block"),
-            pyproject="read",
-            env=ENVIRONMENT_VARIABLE,
-            flags=("--vcr-mode", "compat: --record-mode, --disable-recording"),
-            compat="replay",
-            shown="`'auto'`",
-        ),
+        "the mode (off, record, replay, record-on-miss, auto); None leaves it to the pytest option "
+        "--vcr-mode, then VCR_TRANSPORT_MODE, then [tool.vcr_transport], then auto (see _config)",
+        _Mode(),
+        "transport",
+        "block",
+        pyproject="read",
+        env=ENVIRONMENT_VARIABLE,
+        flags=("--vcr-mode", "compat: --record-mode, --disable-recording"),
+        compat="replay",
+        shown="`'auto'`",
     )
     unplayed: UnplayedAction = _option(
         "error",
-        Knob(
-            "what recorded calls that no request asked for do when the block ends or the test passed: 'error' "
-            "raises UnplayedCallsError, 'warn' warns UnplayedCallsWarning, 'partial' raises only when some "
-            "calls were played and some not, 'ignore' leaves them (the compatibility mode's default, as vcrpy)",
-            _Choice(UNPLAYED_ACTIONS),
-            ("block",),
-            ini="vcr_unplayed",
-            compat="ignore",
-        ),
+        "what recorded calls that no request asked for do when the block ends or the test passed: 'error' "
+        "raises UnplayedCallsError, 'warn' warns UnplayedCallsWarning, 'partial' raises only when some "
+        "calls were played and some not, 'ignore' leaves them (the compatibility mode's default, as vcrpy)",
+        _Choice(UNPLAYED_ACTIONS),
+        "block",
+        ini="vcr_unplayed",
+        compat="ignore",
     )
     block_network: bool = _option(
         False,
-        Knob(
-            "in replay, the network guard for the block: every route beyond loopback raises "
-            "NetworkBlockedError (always on for a test's cassette under the pytest plugin)",
-            _FLAG,
-            ("block",),
-            marker=False,
-            flags=("compat: --block-network, @pytest.mark.block_network",),
-            shown="`False` (the plugin: `True`)",
-        ),
+        "in replay, the network guard for the block: every route beyond loopback raises "
+        "NetworkBlockedError (always on for a test's cassette under the pytest plugin)",
+        _FLAG,
+        "block",
+        marker=False,
+        flags=("compat: --block-network, @pytest.mark.block_network",),
+        shown="`False` (the plugin: `True`)",
     )
     allowed_hosts: tuple[str, ...] = _option(
         (),
-        Knob(
-            "regular expressions of hosts the network guard lets through, matched from the start of the host "
-            "(pytest-recording's --allowed-hosts)",
-            _Regexes(compiled_ok=False, bare=True),
-            ("block",),
-            marker=False,
-            flags=("compat: --allowed-hosts, vcr_config",),
-        ),
+        "regular expressions of hosts the network guard lets through, matched from the start of the host "
+        "(pytest-recording's --allowed-hosts)",
+        _Regexes(compiled_ok=False, bare=True),
+        "block",
+        marker=False,
+        flags=("compat: --allowed-hosts, vcr_config",),
     )
     missing_ok_unused: bool = _option(
         False,
-        Knob(
-            "a missing cassette that no request asked for is no error when the block ends (the first request "
-            "still raises it); the plugin's tests have it",
-            _FLAG,
-            ("block",),
-            marker=False,
-            shown="`False` (the plugin: `True`)",
-        ),
+        "a missing cassette that no request asked for is no error when the block ends (the first request "
+        "still raises it); the plugin's tests have it",
+        _FLAG,
+        "block",
+        marker=False,
+        shown="`False` (the plugin: `True`)",
     )
 
     # The names the caller gave (from_arguments, overridden): they win over a cassette header's match_on and
@@ -662,7 +642,6 @@ class Setting:
     env: str = ""
 
 
-CACHE_DIR_VARIABLE = "VCR_TRANSPORT_CACHE_DIR"
 SETTINGS: tuple[Setting, ...] = (
     Setting(
         "cassette_dir",
