@@ -44,7 +44,7 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 from ._core._modes import ENVIRONMENT_VARIABLE
-from ._core._options import Options, compile_patterns
+from ._core._options import COMPAT_INI, Options, compile_patterns
 
 if TYPE_CHECKING:  # the machinery is imported by the first test that opens a cassette
     from ._session import CassetteRequest
@@ -60,7 +60,6 @@ __all__ = [
     "options_from_vcr_config",
 ]
 
-COMPAT_INI = "vcr_transport_compat"
 COMPAT_VALUE = "pytest-recording"
 # pytest-recording's --record-mode (vcrpy's record modes) as our modes.
 RECORD_MODES = {

@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from ._core._modes import ENVIRONMENT_VARIABLE, MODES, check_mode, concrete_mode
+from ._core._options import CASSETTE_DIR_SETTING
 from ._exceptions import VcrTransportError
 
 __all__ = [
@@ -167,7 +168,7 @@ SKIPPED_FOLDERS = frozenset(
 def cassette_folders(root: Path) -> list[Path]:
     """Where a project's cassettes live: ``cassette_dir`` of [tool.vcr_transport], else every folder named
     ``cassettes`` under ``root`` (not inside virtualenvs, caches or .git)."""
-    configured = read_settings(find_pyproject(root)).get("cassette_dir")
+    configured = read_settings(find_pyproject(root)).get(CASSETTE_DIR_SETTING)
     if configured:
         return [root / str(configured)]
     found = []

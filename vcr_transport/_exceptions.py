@@ -21,8 +21,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from ._core._display import shorten
-
 __all__ = [
     "CassetteError",
     "CassetteOwnerError",
@@ -99,6 +97,8 @@ class ReplayMismatch(VcrTransportError):
 
     @property
     def headline(self) -> str:
+        from ._core._display import shorten  # here: importing the package loads this module alone
+
         return (
             f"replay mismatch at call {self.call_index}, field {self.field_path}: "
             f"recorded {shorten(self.recorded)}, incoming {shorten(self.incoming)}"

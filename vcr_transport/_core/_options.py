@@ -20,7 +20,7 @@ import dataclasses
 import math
 import re
 from collections.abc import Callable, Iterable, Mapping
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, NamedTuple
 
 from .._exceptions import CassetteError
 from ._faults import Fault, parse_fault
@@ -32,7 +32,9 @@ if TYPE_CHECKING:
 
 __all__ = [
     "CACHE_DIR_VARIABLE",
+    "CASSETTE_DIR_SETTING",
     "CAUGHT_MISMATCH_ACTIONS",
+    "COMPAT_INI",
     "ENTRIES",
     "MISMATCH_ACTIONS",
     "PARSE_CACHE_VARIABLE",
@@ -56,6 +58,8 @@ UNPLAYED_ACTIONS = ("error", "warn", "ignore", "partial")
 UnplayedAction = Literal["error", "warn", "ignore", "partial"]
 PARSE_CACHE_VARIABLE = "VCR_TRANSPORT_PARSE_CACHE"
 CACHE_DIR_VARIABLE = "VCR_TRANSPORT_CACHE_DIR"
+CASSETTE_DIR_SETTING = "cassette_dir"
+COMPAT_INI = "vcr_transport_compat"
 
 # The entry points that take options as keyword arguments, as the table names them: the recording
 # transports, ReplayTransport, transport() (and async_transport()), use_cassette(). The marker is a column
@@ -89,7 +93,6 @@ def _items(value: Any, name: str, where: str, expected: str = "a list") -> tuple
     return tuple(value)
 
 
-@dataclasses.dataclass(frozen=True)
 class _Flag:
     values: str = "`True`, `False`"
 
@@ -99,7 +102,6 @@ class _Flag:
         return value
 
 
-@dataclasses.dataclass(frozen=True)
 class _Seconds:
     values: str = "seconds (a number >= 0), `None`"
 
@@ -113,9 +115,9 @@ class _Seconds:
         return float(value)
 
 
-@dataclasses.dataclass(frozen=True)
 class _Choice:
-    choices: tuple[str, ...]
+    def __init__(self, choices: tuple[str, ...]) -> None:
+        self.choices = choices
 
     @property
     def values(self) -> str:
@@ -129,7 +131,6 @@ class _Choice:
         return str(value)
 
 
-@dataclasses.dataclass(frozen=True)
 class _Mode:
     """A mode name, or None (resolved by the precedence of ``_config``). A wrong name is a ModeError."""
 
@@ -139,7 +140,6 @@ class _Mode:
         return None if value is None else check_mode(value, "argument")
 
 
-@dataclasses.dataclass(frozen=True)
 class _MatchOn:
     values: str = (
         "`None`, a list of vcrpy's names (`method`, `scheme`, `host`, `port`, `path`, `query`, `headers`, "
@@ -167,12 +167,12 @@ def _field_path(item: str) -> object:
     return parse_field_path(item)
 
 
-@dataclasses.dataclass(frozen=True)
 class _Strings:
     """A list of non-empty strings, each parsed by ``parse`` when given (a ValueError names the option)."""
 
-    values: str
-    parse: Callable[[str], object] | None = None
+    def __init__(self, values: str, parse: Callable[[str], object] | None = None) -> None:
+        self.values = values
+        self.parse = parse
 
     def __call__(self, value: Any, name: str, where: str) -> tuple[str, ...]:
         items = _items(value, name, where)
@@ -198,14 +198,15 @@ def compile_patterns(patterns: Iterable[Any], where: str) -> tuple[re.Pattern[st
     return tuple(compiled)
 
 
-@dataclasses.dataclass(frozen=True)
 class _Regexes:
     """A list of regular expressions (text, or compiled ones when ``compiled_ok``), kept as given.
     ``bare``: messages name the option without the word "option" (as the network guard's always have)."""
 
-    values: str = "a list of regular expressions"
-    compiled_ok: bool = True
-    bare: bool = False
+    values = "a list of regular expressions"
+
+    def __init__(self, *, compiled_ok: bool = True, bare: bool = False) -> None:
+        self.compiled_ok = compiled_ok
+        self.bare = bare
 
     def __call__(self, value: Any, name: str, where: str) -> tuple[Any, ...]:
         label = f"{where}: {name}" if self.bare else f"{where}: option {name}"
@@ -219,7 +220,6 @@ class _Regexes:
         return items
 
 
-@dataclasses.dataclass(frozen=True)
 class _Functions:
     values: str = "a list of functions `str -> str`"
 
@@ -230,7 +230,6 @@ class _Functions:
         return items
 
 
-@dataclasses.dataclass(frozen=True)
 class _Faults:
     values: str = "a list of faults (`Fault`, a mapping, or text `KIND:key=value,...`)"
 
@@ -254,8 +253,7 @@ _NAMES = _Strings("a list of names (globs allowed)")
 _UNSET: Any = object()
 
 
-@dataclasses.dataclass(frozen=True)
-class Knob:
+class Knob(NamedTuple):
     """What an option means and where it can be set.
 
     ``entries``: the entry points taking it as a keyword argument (``ENTRIES``); ``marker``: whether the pytest
@@ -629,8 +627,7 @@ def _takes(knob: Knob, entry: Entry | Literal["marker"] | None) -> bool:
 # --- settings of the project or the run, which belong to no one cassette ----------------------------------
 
 
-@dataclasses.dataclass(frozen=True)
-class Setting:
+class Setting(NamedTuple):
     """A setting read where it acts, with the columns of the options table."""
 
     name: str
@@ -644,7 +641,7 @@ class Setting:
 
 SETTINGS: tuple[Setting, ...] = (
     Setting(
-        "cassette_dir",
+        CASSETTE_DIR_SETTING,
         "a folder",
         "every `cassettes` folder under the project",
         "where the vcr-transport commands look for cassettes when given no path",
@@ -662,7 +659,7 @@ SETTINGS: tuple[Setting, ...] = (
         "`pytest-recording`",
         "unset",
         "serve a pytest-recording suite unchanged (see Migrating)",
-        ini="vcr_transport_compat",
+        ini=COMPAT_INI,
     ),
     Setting("CI", "set or not", "unset", "when set, auto never records: a missing cassette is an error", env="CI"),
 )
