@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from ._core._format import FORMAT_VERSION, Cassette, RecordedCall
+from ._core._options import CACHE_DIR_VARIABLE, PARSE_CACHE_VARIABLE
 
 __all__ = ["MIN_BYTES", "STALE_DAYS", "cache_folder", "enabled", "entry_path", "load_or_parse", "store"]
 
@@ -40,12 +41,12 @@ _LAYOUT = 2  # of an entry; bump when the tuple below or the hashes change
 
 def enabled() -> bool:
     """False when ``VCR_TRANSPORT_PARSE_CACHE`` is 0, false, no or off."""
-    return os.environ.get("VCR_TRANSPORT_PARSE_CACHE", "1").strip().lower() not in ("0", "false", "no", "off")
+    return os.environ.get(PARSE_CACHE_VARIABLE, "1").strip().lower() not in ("0", "false", "no", "off")
 
 
 def cache_folder() -> Path:
     """Where entries live (see the module docstring)."""
-    explicit = os.environ.get("VCR_TRANSPORT_CACHE_DIR")
+    explicit = os.environ.get(CACHE_DIR_VARIABLE)
     if explicit:
         return Path(explicit)
     base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")

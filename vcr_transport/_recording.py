@@ -408,6 +408,23 @@ class CassetteRecorder:
             _exit_hook_installed = True
             atexit.register(_finish_at_exit)
 
+    @classmethod
+    def from_options(
+        cls, path: str | os.PathLike[str], options: Options, *, kept_lines: Sequence[bytes] = (), first_index: int = 0
+    ) -> CassetteRecorder:
+        """A recorder with what ``options`` say of recording: the redaction rules, ``keep_failures``,
+        ``plain_bodies``, and the matching a quiet re-record compares calls with. The one place a recorder is
+        built from options: the recording transports, the session (record, record-on-miss) and ``serve``."""
+        return cls(
+            path,
+            options.redactor(),
+            kept_lines=kept_lines,
+            first_index=first_index,
+            keep_failures=options.keep_failures,
+            plain_bodies=options.plain_bodies,
+            matcher=options.matcher(),
+        )
+
     @property
     def redactor(self) -> Redactor:
         return self._recording.redactor
@@ -543,26 +560,21 @@ class _RecordingBase(TransportLifecycle):
         async_inner: AsyncTransport | None,
         path: str | os.PathLike[str] | None,
         recorder: CassetteRecorder | None,
-        options: dict[str, Any],
+        options: Options | None,
+        arguments: dict[str, Any],
     ) -> None:
         if recorder is None and path is None:
             raise TypeError("pass the cassette's path, or recorder= to record into a shared CassetteRecorder")
         if recorder is not None and path is not None and os.fspath(path) != recorder.path:
             raise TypeError(f"path {os.fspath(path)} differs from the recorder's cassette {recorder.path}")
-        if recorder is not None and options:
+        if recorder is not None and (options is not None or arguments):
             raise TypeError("a shared recorder records with its own options: pass them to CassetteRecorder")
         self.sync_inner = sync_inner
         self.async_inner = async_inner
         self.shared = recorder is not None
         if recorder is None:
-            chosen = Options.from_arguments(options, where=type(self).__name__, recording=True)
-            recorder = CassetteRecorder(
-                path or "",
-                chosen.redactor(),
-                keep_failures=chosen.keep_failures,
-                plain_bodies=chosen.plain_bodies,
-                matcher=chosen.matcher(),
-            )
+            chosen = Options.of(options, arguments, where=type(self).__name__, entry="recording")
+            recorder = CassetteRecorder.from_options(path or "", chosen)
         self.recorder = recorder
         self.path = self.recorder.path
         self._sides = ClosingSides(self._finish)
@@ -719,10 +731,10 @@ class RecordingTransport(_RecordingBase):
     or a 401/403 leaves the old cassette as it was, with a RecordingNotSavedWarning saying why
     (``keep_failures=True`` keeps failures on purpose). ``async_inner`` lets the same object serve an async
     client too (google-genai takes both); calls share one cassette. ``recorder=`` records into a
-    CassetteRecorder shared with other transports instead of ``path``; its creator closes it. The keyword
-    options are the recording ones of ``vcr_transport.Options``: the redaction rules (which add to the
-    defaults, never remove them), ``keep_failures`` and ``plain_bodies`` (default True: the upstream is asked
-    for uncompressed responses, so the cassette holds readable text).
+    CassetteRecorder shared with other transports instead of ``path``; its creator closes it. The options
+    (keywords, or ``options=Options(...)``) are the recording ones of ``vcr_transport.Options``: the
+    redaction rules (which add to the defaults, never remove them), ``keep_failures`` and ``plain_bodies``
+    (default True: the upstream is asked for uncompressed responses, so the cassette holds readable text).
     """
 
     def __init__(
@@ -732,9 +744,10 @@ class RecordingTransport(_RecordingBase):
         *,
         async_inner: AsyncTransport | None = None,
         recorder: CassetteRecorder | None = None,
-        **options: Any,
+        options: Options | None = None,
+        **arguments: Any,
     ) -> None:
-        super().__init__(inner, async_inner, path, recorder, options)
+        super().__init__(inner, async_inner, path, recorder, options, arguments)
 
     @property
     def inner(self) -> SyncTransport | None:
@@ -751,9 +764,10 @@ class AsyncRecordingTransport(_RecordingBase):
         *,
         sync_inner: SyncTransport | None = None,
         recorder: CassetteRecorder | None = None,
-        **options: Any,
+        options: Options | None = None,
+        **arguments: Any,
     ) -> None:
-        super().__init__(sync_inner, inner, path, recorder, options)
+        super().__init__(sync_inner, inner, path, recorder, options, arguments)
 
     @property
     def inner(self) -> AsyncTransport | None:

@@ -174,7 +174,7 @@ class Replayer:
     def __init__(self, path: str | os.PathLike[str], options: Options, *, reuse: bool = False) -> None:
         self.path = os.fspath(path)
         cassette = read_cassette(path, cache=options.parse_cache)
-        self.options = options.with_cassette_header(cassette.header, options.as_arguments(), path=self.path)
+        self.options = options.with_cassette_header(cassette.header, options.explicit(), path=self.path)
         self.engine = ReplayEngine(
             cassette, self.options.matcher(), self.options.redactor(), ordered=self.options.ordered, reuse=reuse
         )

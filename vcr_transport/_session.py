@@ -144,15 +144,7 @@ class CassetteSession:
         """Record from recorded call ``call_index`` on, the calls before it kept byte for byte (none when
         the cassette is recorded afresh)."""
         kept = lines_before_call(self.path.read_bytes(), call_index) if call_index else []
-        self._recorder = CassetteRecorder(
-            self.path,
-            self.options.redactor(),
-            kept_lines=kept,
-            first_index=call_index,
-            keep_failures=self.options.keep_failures,
-            plain_bodies=self.options.plain_bodies,
-            matcher=self.options.matcher(),
-        )
+        self._recorder = CassetteRecorder.from_options(self.path, self.options, kept_lines=kept, first_index=call_index)
 
     def _recording(self) -> CassetteRecorder:
         if self._recorder is None:  # pragma: no cover - every recording step has a recorder by now
@@ -363,16 +355,17 @@ class ReplayTransport:
     a session in replay mode, with no transport to pass a request on to.
 
     One object serves httpx and httpx2 clients, sync and async; responses are built from the request's own
-    library. The keyword options are those of ``vcr_transport.Options`` (``ordered``, ``pace``,
-    ``max_retry_after``, ``on_mismatch``, ``ignore_headers``, ``compare_headers``, ``ignore_fields`` and the
-    redaction rules the cassette was recorded with); unknown names and wrong values are refused.
+    library. The options, as keywords or ``options=Options(...)``, are those of ``vcr_transport.Options``
+    (``ordered``, ``pace``, ``max_retry_after``, ``on_mismatch``, ``ignore_headers``, ``compare_headers``,
+    ``ignore_fields`` and the redaction rules the cassette was recorded with); unknown names and wrong values
+    are refused.
     ``faults`` (``vcr_transport.Fault`` or their text) inject errors, cuts, stalls, delays and corrupt
     chunks. ``sleep`` and ``async_sleep`` are what ``pace``, delays and stalls wait with.
     """
 
-    def __init__(self, path: str | os.PathLike[str], **options: Any) -> None:
+    def __init__(self, path: str | os.PathLike[str], *, options: Options | None = None, **arguments: Any) -> None:
         self.path = os.fspath(path)
-        given = Options.from_arguments(options, where="ReplayTransport")
+        given = Options.of(options, arguments, where="ReplayTransport", entry="replay")
         self.session = CassetteSession(path, "replay", "argument", given)
         self.session.raise_if_broken()
         assert self.session.replayer is not None
@@ -456,15 +449,18 @@ def transport(
     inner: Any = None,
     async_inner: Any = None,
     library: ModuleType | str | None = None,
-    **options: Any,
+    options: Options | None = None,
+    **arguments: Any,
 ) -> ModeTransport:
     """A transport for the resolved mode (argument, pytest option, VCR_TRANSPORT_MODE, pyproject, auto).
 
     ``inner`` defaults to ``HTTPTransport()`` of httpx2, or of httpx with ``library="httpx"``; the same
     object also serves async clients, through ``async_inner`` (default ``AsyncHTTPTransport()``). Options
-    are those of ``Options``; the redaction options apply when recording too.
+    are those of ``Options``, as keyword arguments or ``options=Options(...)``; the redaction options apply
+    when recording too.
     """
-    session = open_session(path, mode, Options.from_arguments(options, where="transport()"))
+    given = Options.of(options, arguments, where="transport()", entry="transport")
+    session = open_session(path, given.mode if mode is None else mode, given)
     return ModeTransport(session, _library(library), inner=inner, async_inner=async_inner)
 
 
@@ -475,8 +471,10 @@ def async_transport(
     inner: Any = None,
     sync_inner: Any = None,
     library: ModuleType | str | None = None,
-    **options: Any,
+    options: Options | None = None,
+    **arguments: Any,
 ) -> ModeTransport:
     """``transport`` for async clients: ``inner`` is the async transport (default ``AsyncHTTPTransport()``)."""
-    session = open_session(path, mode, Options.from_arguments(options, where="async_transport()"))
+    given = Options.of(options, arguments, where="async_transport()", entry="transport")
+    session = open_session(path, given.mode if mode is None else mode, given)
     return ModeTransport(session, _library(library), inner=sync_inner, async_inner=inner)

@@ -7,8 +7,8 @@ transports, the context manager, the pytest plugin and the CLI are thin shells a
 | ``_format``           | the cassette format: its schema (msgspec structs), line builders, the parser, |
 |                       | ``problems()`` (what ``verify`` reports). A format change touches this only.  |
 | ``_modes``            | the modes and the decision each request meets. A new mode goes here.        |
-| ``_options``          | every option, declared once (validation, pyproject, the marker). A new        |
-|                       | option is a field here.                                                        |
+| ``_options``          | every option, declared once (validation, pyproject, the marker, the ini       |
+|                       | settings, the README's table). A new option is a field here.                   |
 | ``_bodies``           | stored request bodies, content types, content-encodings, SSE text             |
 | ``_matching``         | comparable requests, field-path differences                                   |
 | ``_diff``             | two cassettes compared call by call; changed words                            |
@@ -21,4 +21,5 @@ transports, the context manager, the pytest plugin and the CLI are thin shells a
 | ``_recorder``         | a recording's bookkeeping: calls, outcomes, protocol ends, what is worth saving |
 | ``_quiet``            | a re-record compared with the old cassette: which calls keep their old lines   |
 | ``_faults``           | the faults injected into replay: their spec, parsing and aiming               |
+| ``_display``          | how a value is shown in a message: ``MISSING``, ``shorten``                   |
 """

@@ -11,8 +11,8 @@ from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 from urllib.parse import parse_qsl, urlsplit
 
-from .._exceptions import MISSING
 from ._bodies import MultipartPart, multipart_boundary, multipart_pieces, part_text
+from ._display import MISSING
 from ._format import StoredBody
 from ._memo import Memo
 
