@@ -21,7 +21,7 @@ from upstream import Upstream
 from vendors import SDKS, Sdk
 
 from vcr_transport._core._conversation import reply_of, request_messages, request_tools
-from vcr_transport._core._format import Cassette, RecordedCall, dumps_line
+from vcr_transport._core._format import Cassette, RecordedCall, encode_line
 from vcr_transport._storage import read_cassette
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -216,11 +216,11 @@ def test_the_page_shows_calls_timeline_secrets_and_differences(
 
 def _big_cassette(path: Path, calls: int) -> None:
     """A cassette of ``calls`` openai streams, written line by line as a recording would."""
-    lines = [dumps_line({"type": "header", "format_version": 1})]
+    lines = [encode_line({"type": "header", "format_version": 1})]
     for index in range(calls):
         body = {"model": "m", "stream": True, "messages": [{"role": "user", "content": f"question {index}"}]}
         lines.append(
-            dumps_line(
+            encode_line(
                 {
                     "type": "request",
                     "call_index": index,
@@ -232,7 +232,7 @@ def _big_cassette(path: Path, calls: int) -> None:
             )
         )
         lines.append(
-            dumps_line(
+            encode_line(
                 {
                     "type": "response",
                     "call_index": index,
@@ -246,7 +246,7 @@ def _big_cassette(path: Path, calls: int) -> None:
         for number, word in enumerate(words):
             chunk = {"choices": [{"index": 0, "delta": {"content": word}}]}
             lines.append(
-                dumps_line(
+                encode_line(
                     {
                         "type": "event",
                         "call_index": index,
@@ -256,8 +256,8 @@ def _big_cassette(path: Path, calls: int) -> None:
                     }
                 )
             )
-        lines.append(dumps_line({"type": "call_end", "call_index": index, "event_count": 3, "outcome": "complete"}))
-    path.write_text("".join(lines))
+        lines.append(encode_line({"type": "call_end", "call_index": index, "event_count": 3, "outcome": "complete"}))
+    path.write_bytes(b"".join(lines))
 
 
 @needs_browser
