@@ -96,9 +96,11 @@ def body_already_read(response: Any) -> bytes | None:
     """The body of a response its transport handed back already read (``httpx2.MockTransport``, a Response
     built with ``content=``), or None for a stream not read yet. Such a response gives ``.content`` without
     iterating its stream, so a recorder takes the body from there."""
+    if not response.is_stream_consumed:
+        return None
     try:
         return response.content  # type: ignore[no-any-return]
-    except library_of(response).ResponseNotRead:
+    except library_of(response).ResponseNotRead:  # consumed without being read: it has no body to give
         return None
 
 

@@ -6,7 +6,6 @@ exit), and wraps httpx and httpx2."""
 from __future__ import annotations
 
 import atexit
-import contextlib
 import functools
 import os
 import platform
@@ -17,7 +16,7 @@ import warnings
 import weakref
 from collections.abc import AsyncIterator, Callable, Iterator, Sequence
 from importlib import metadata
-from typing import Any, NoReturn, TypeVar
+from typing import Any, TypeVar
 
 from ._core._call_recording import CallBook, CallRecording
 from ._core._format import header_line
@@ -219,9 +218,13 @@ class _Recording:
             assert writer is not None, "a recording worth saving wrote its lines"
             self.unchanged = not writer.commit(QuietComparison(self.matcher, self.redactor))
             self.saved = True
-            return
-        if writer is not None:
-            writer.abandon()
+        else:
+            self._drop(reason, failure, at_exit)
+
+    def _drop(self, reason: str, failure: BaseException | None, at_exit: bool) -> None:
+        """Drop a recording not worth saving; say why (nothing when it carried no call and replaced nothing)."""
+        if self._writer is not None:
+            self._writer.abandon()
         if self.book.broken:
             raise CassetteError(self.path, None, f"was not saved: {reason}; the older cassette, if any, is unchanged")
         if not self.book.calls and not os.path.exists(self.path):
@@ -230,7 +233,7 @@ class _Recording:
         if failure is not None and not at_exit:
             failure.add_note(f"vcr_transport: {message}")
         else:
-            warnings.warn(message, RecordingNotSavedWarning, stacklevel=2)
+            warnings.warn(message, RecordingNotSavedWarning, stacklevel=3)  # where finish was called
 
 
 _live_recorders: weakref.WeakSet[CassetteRecorder] = weakref.WeakSet()
@@ -333,6 +336,35 @@ class CassetteRecorder:
         self._recording.finish(failure)
 
 
+class _Ending:
+    """Ends ``call`` when the block raises: ``error`` (the exception raised on as the caller's library's class,
+    ``convert``), or, for a BaseException (Ctrl-C, a cancellation), as interrupted; with ``complete``, ends
+    it ``complete`` when the block ends. A stream whose caller stops reading (GeneratorExit) is left to
+    ``close`` or the garbage collector, which stop its call."""
+
+    __slots__ = ("call", "complete", "convert")
+
+    def __init__(self, call: _Call, convert: Callable[[BaseException], BaseException], complete: bool = False) -> None:
+        self.call = call
+        self.convert = convert
+        self.complete = complete
+
+    def __enter__(self) -> None:
+        return None
+
+    def __exit__(self, kind: type[BaseException] | None, error: BaseException | None, traceback: object) -> None:
+        if error is None:
+            if self.complete:
+                self.call.end("complete")
+        elif isinstance(error, Exception):
+            self.call.end("error", error)
+            converted = self.convert(error)
+            if converted is not error:
+                raise converted from error
+        elif not isinstance(error, GeneratorExit):
+            self.call.interrupted(error)
+
+
 class _RecordingStream:
     """Yields each chunk of the inner stream the moment it arrives and records it on the way.
 
@@ -355,7 +387,7 @@ class _RecordingStream:
         if self._sync_iterator is None:
             self._sync_iterator = iter(self._inner)
         take, clock, record = self._call.core.take, _clock, self._call.record_pending
-        with self._reading():
+        with _Ending(self._call, self._convert, complete=True):
             for chunk in self._sync_iterator:
                 if take(chunk, clock()):
                     record()
@@ -365,28 +397,11 @@ class _RecordingStream:
         if self._async_iterator is None:
             self._async_iterator = self._inner.__aiter__()
         take, clock, record = self._call.core.take, _clock, self._call.record_pending
-        with self._reading():
+        with _Ending(self._call, self._convert, complete=True):
             async for chunk in self._async_iterator:
                 if take(chunk, clock()):
                     record()
                 yield chunk
-
-    @contextlib.contextmanager
-    def _reading(self) -> Iterator[None]:
-        """Ends the call as the inner stream ends: ``complete``, or ``error`` (raised as the caller's
-        library's class), or interrupted. A caller that stops reading leaves the call to ``close`` or the
-        garbage collector, which stop it."""
-        try:
-            yield
-        except GeneratorExit:
-            raise
-        except Exception as exc:
-            self._call.end("error", exc)
-            _reraise(self._convert(exc), exc)
-        except BaseException as exc:
-            self._call.interrupted(exc)
-            raise
-        self._call.end("complete")
 
     def close(self) -> None:
         self._call.stop()
@@ -452,20 +467,6 @@ class _RecordingBase(TransportLifecycle):
         )
         return call, forwarded
 
-    @staticmethod
-    @contextlib.contextmanager
-    def _calling(call: _Call, request: HttpRequest) -> Iterator[None]:
-        """Ends ``call`` when the inner transport raises instead of answering, raising the exception as the
-        caller's library's class."""
-        try:
-            yield
-        except Exception as exc:
-            call.end("error", exc)
-            _reraise(convert_error(exc, library_of(request), request), exc)
-        except BaseException as exc:
-            call.interrupted(exc)
-            raise
-
     def _wrap(self, request: HttpRequest, response: Any, call: _Call) -> Any:
         library = library_of(request)
         http_version = response.extensions.get("http_version", b"HTTP/1.1")
@@ -495,7 +496,7 @@ class _RecordingBase(TransportLifecycle):
         inner = self._inner("sync")
         request.read()
         call, forwarded = self._start(request, inner)
-        with self._calling(call, request):
+        with _Ending(call, lambda exc: convert_error(exc, library_of(request), request)):
             response = inner.handle_request(forwarded)
         return self._wrap(request, response, call)
 
@@ -503,15 +504,9 @@ class _RecordingBase(TransportLifecycle):
         inner = self._inner("async")
         await request.aread()
         call, forwarded = self._start(request, inner)
-        with self._calling(call, request):
+        with _Ending(call, lambda exc: convert_error(exc, library_of(request), request)):
             response = await inner.handle_async_request(forwarded)
         return self._wrap(request, response, call)
-
-
-def _reraise(converted: BaseException, original: BaseException) -> NoReturn:
-    if converted is original:
-        raise original
-    raise converted from original
 
 
 class RecordingTransport(_RecordingBase):

@@ -113,7 +113,12 @@ class QuietComparison:
                 objects: list[tuple[Line, bytes]] = []
                 parser.take(run, objects)
                 for obj, line in objects:
-                    call = self._fold(obj, line, calls, old)
+                    call: CallPrint | None
+                    if isinstance(obj, EventLine):  # the most lines by far: folded here
+                        call = calls[obj.call_index]
+                        call.body.update(obj.chunk())
+                    else:
+                        call = self._fold(obj, line, calls, old)
                     end = start + len(line)
                     if old and call is not None:  # the line's span, adjacent spans merged into one
                         spans = call.spans
@@ -128,11 +133,8 @@ class QuietComparison:
         return FilePrints(calls)
 
     def _fold(self, obj: Line, line: bytes, calls: dict[int, CallPrint], old: bool) -> CallPrint | None:
-        """Fold a checked line into the print of its call (None for the header)."""
-        if obj.__class__ is EventLine:  # the most lines by far
-            call = calls[obj.call_index]
-            call.body.update(obj.chunk())
-        elif isinstance(obj, RequestLine):
+        """Fold a checked line other than an event into the print of its call (None for the header)."""
+        if isinstance(obj, RequestLine):
             call = calls[obj.call_index] = self._request(obj, old, line)
         elif isinstance(obj, ResponseLine):
             call = calls[obj.call_index]
