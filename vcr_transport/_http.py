@@ -20,7 +20,9 @@ __all__ = [
     "forwarded_request",
     "header_pairs",
     "library_of",
+    "http_version",
     "rebuild_error",
+    "response_in",
     "stream_class",
     "transport_library",
 ]
@@ -102,6 +104,24 @@ def body_already_read(response: Any) -> bytes | None:
         return response.content  # type: ignore[no-any-return]
     except library_of(response).ResponseNotRead:  # consumed without being read: it has no body to give
         return None
+
+
+def response_in(library: ModuleType, response: Any, stream: Any = None) -> Any:
+    """``response`` as a Response of ``library``, its stream replaced by ``stream`` when one is given (else its
+    body is read already): the same object when it already is one, else built from its status, raw headers,
+    extensions and body."""
+    if library_of(response) is library:
+        if stream is not None:
+            response.stream = stream
+        return response
+    body = {"content": response.content} if stream is None else {"stream": stream}
+    return library.Response(response.status_code, headers=response.headers.raw, extensions=response.extensions, **body)
+
+
+def http_version(response: Any) -> str:
+    """The HTTP version a transport's response says it came over (``HTTP/1.1`` when it doesn't say)."""
+    version = response.extensions.get("http_version", b"HTTP/1.1")
+    return str(version.decode("ascii", "replace") if isinstance(version, bytes) else version)
 
 
 @functools.cache

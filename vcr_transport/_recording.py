@@ -31,7 +31,9 @@ from ._http import (
     error_name,
     forwarded_request,
     header_pairs,
+    http_version,
     library_of,
+    response_in,
     stream_class,
     transport_library,
 )
@@ -384,24 +386,30 @@ class _RecordingStream:
         self._call.stop()
 
     def __iter__(self) -> Iterator[bytes]:
-        if self._sync_iterator is None:
-            self._sync_iterator = iter(self._inner)
         take, clock, record = self._call.core.take, _clock, self._call.record_pending
         with _Ending(self._call, self._convert, complete=True):
-            for chunk in self._sync_iterator:
+            for chunk in self._sync_chunks():
                 if take(chunk, clock()):
                     record()
                 yield chunk
 
     async def __aiter__(self) -> AsyncIterator[bytes]:
-        if self._async_iterator is None:
-            self._async_iterator = self._inner.__aiter__()
         take, clock, record = self._call.core.take, _clock, self._call.record_pending
         with _Ending(self._call, self._convert, complete=True):
-            async for chunk in self._async_iterator:
+            async for chunk in self._async_chunks():
                 if take(chunk, clock()):
                     record()
                 yield chunk
+
+    def _sync_chunks(self) -> Iterator[bytes]:
+        if self._sync_iterator is None:
+            self._sync_iterator = iter(self._inner)
+        return self._sync_iterator
+
+    def _async_chunks(self) -> AsyncIterator[bytes]:
+        if self._async_iterator is None:
+            self._async_iterator = self._inner.__aiter__()
+        return self._async_iterator
 
     def close(self) -> None:
         self._call.stop()
@@ -468,29 +476,18 @@ class _RecordingBase(TransportLifecycle):
         return call, forwarded
 
     def _wrap(self, request: HttpRequest, response: Any, call: _Call) -> Any:
+        """The inner transport's response, in the caller's library, recorded as the caller reads it."""
         library = library_of(request)
-        http_version = response.extensions.get("http_version", b"HTTP/1.1")
-        if isinstance(http_version, bytes):
-            http_version = http_version.decode("ascii", "replace")
-        call.response(response.status_code, header_pairs(response.headers), str(http_version))
+        call.response(response.status_code, header_pairs(response.headers), http_version(response))
         content = body_already_read(response)
         if content is not None:
             call.chunk(content)
             call.end("complete")
-            if library_of(response) is library:
-                return response
-            return library.Response(
-                response.status_code, headers=response.headers.raw, content=content, extensions=response.extensions
-            )
+            return response_in(library, response)
         stream = stream_class(library, _RecordingStream)(
             response.stream, call, lambda exc: convert_error(exc, library, request)
         )
-        if library_of(response) is library:
-            response.stream = stream
-            return response
-        return library.Response(
-            response.status_code, headers=response.headers.raw, stream=stream, extensions=response.extensions
-        )
+        return response_in(library, response, stream)
 
     def handle_request(self, request: Any) -> Any:
         inner = self._inner("sync")

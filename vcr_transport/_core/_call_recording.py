@@ -245,7 +245,8 @@ class CallRecording:
             return []
         if self._body is not None:  # the last batch goes with the finish: a body that came at once
             batch = self._body.finish(batch)  # is taken in at once
-        outcome = self.record.outcome or "error"
+        outcome = self.record.outcome
+        assert outcome is not None, "close ended the call"
         end = encode_line(call_end_line(self.index, self.written + len(batch), outcome, self._error))
         lines = self._events(batch)
         if lines:
