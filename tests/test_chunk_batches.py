@@ -214,14 +214,15 @@ def test_event_lines_are_written_in_groups_that_each_reach_the_batch_size(tmp_pa
     call = recorder.start("GET", "https://api.test/stream", [], b"")
     call.response(200, [("content-type", "text/event-stream")], "HTTP/1.1")
     groups: list[list[int]] = []
-    write_line = call.recording.write_line
+    writer = call.recording._writer
+    assert writer is not None, "the request line opened the file"
+    write_lines = writer.write_lines
 
-    def counting(lines: str | bytes, flush: bool = False) -> None:
-        assert isinstance(lines, bytes)
+    def counting(lines: bytes, flush: bool = False) -> None:
         groups.append([len(json.loads(line)["text"]) for line in lines.splitlines() if b'"event"' in line])
-        write_line(lines, flush)
+        write_lines(lines, flush)
 
-    call.recording.write_line = counting  # type: ignore[method-assign]
+    writer.write_lines = counting  # type: ignore[method-assign]
     for chunk in body:
         call.chunk(chunk)
     call.end("complete")
@@ -243,7 +244,7 @@ def test_chunks_taken_after_the_call_ended_are_not_recorded(tmp_path: Path) -> N
     call.end("closed_early")
     for _ in range(3 * BATCH // 1000):
         call.chunk(b"y" * 1000)
-    assert len(call.pending) <= BATCH // 1000 + 1  # bounded: each batch of them is dropped
+    assert len(call.core.pending) <= BATCH // 1000 + 1  # bounded: each batch of them is dropped
     recorder.close()
     (recorded,) = read_cassette(tmp_path / "late.jsonl").calls
     assert (recorded.chunks, recorded.outcome) == ([b"before\n"], "closed_early")
