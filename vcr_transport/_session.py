@@ -19,7 +19,7 @@ from types import ModuleType
 from typing import Any
 
 from ._config import PytestRun, cassette_mode, current_run, find_pyproject, how_to_record, read_settings, resolve_mode
-from ._core._bodies import _body_bytes
+from ._core._bodies import stored_body_bytes
 from ._core._format import lines_before_call
 from ._core._modes import Decision, Step
 from ._core._options import Options
@@ -225,7 +225,7 @@ class CassetteSession:
                         call.method,
                         call.url,
                         list(call.request_headers),
-                        _body_bytes(call.body),
+                        stored_body_bytes(call.body),
                         int(engine.played[call.index]),
                     )
                 )

@@ -35,6 +35,7 @@ __all__ = [
     "part_text",
     "redact_url",
     "stored_body",
+    "stored_body_bytes",
     "unredactable",
 ]
 
@@ -157,7 +158,7 @@ def _stored_encoded(content: bytes, content_type: str, redactor: Redactor, encod
     redacted = stored_body(decoded, content_type, redactor)
     if redacted == stored_body(decoded, content_type, _NO_REDACTION):
         return as_came
-    clean = _body_bytes(redacted)
+    clean = stored_body_bytes(redacted)
     encoded = encode_stacked(clean, encodings)
     return {"base64": base64.b64encode(encoded).decode("ascii")} if encoded is not None else redacted
 
@@ -184,7 +185,7 @@ class _NoRedaction:
 _NO_REDACTION: Any = _NoRedaction()
 
 
-def _body_bytes(stored: StoredBody) -> bytes:
+def stored_body_bytes(stored: StoredBody) -> bytes:
     """The bytes a stored (redacted) body stands for: compact JSON, text or the base64 payload."""
     if stored is None:
         return b""

@@ -26,6 +26,7 @@ __all__ = [
     "comparable_parts",
     "find_first_difference",
     "is_volatile_response_header",
+    "iter_differences",
     "parse_field_path",
 ]
 
