@@ -1,10 +1,13 @@
 from __future__ import annotations
 
+import contextlib
+import io
 import json
 from pathlib import Path
 from typing import Any
 
 import vcr_transport
+from vcr_transport._cli import main as cli
 
 
 def recording(library: Any, is_async: bool, path: Path, **options: Any) -> Any:
@@ -21,3 +24,11 @@ def call_ends(path: Path) -> list[dict[str, Any]]:
     return sorted(
         (line for line in cassette_lines(path) if line["type"] == "call_end"), key=lambda end: end["call_index"]
     )
+
+
+def verify_strict(path: Path) -> tuple[int, str]:
+    """``vcr-transport verify --strict`` on one cassette, in-process: its exit code and what it printed."""
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(out):
+        code = cli(["verify", "--strict", str(path)])
+    return code, out.getvalue()

@@ -21,6 +21,7 @@ from typing import Any, TypeVar
 
 from ._core._options import Options
 from ._exceptions import CassetteOwnerError, UnplayedCallsError, UnplayedCallsWarning
+from ._http import transport_choice
 from ._patch import Patch
 from ._session import CassetteRequest, CassetteSession, open_session
 
@@ -118,7 +119,8 @@ class ClientPatcher:
 
     def _patch_library(self, patch: Patch, module: ModuleType) -> None:
         for cls in (module.Client, module.AsyncClient):
-            patch.replace(cls, "_transport_for_url", self._routed(cls.__dict__["_transport_for_url"]))
+            name, choose = transport_choice(cls)
+            patch.replace(cls, name, self._routed(choose))
 
     def _routed(self, original: Callable[[Any, Any], Any]) -> Callable[[Any, Any], Any]:
         @functools.wraps(original)

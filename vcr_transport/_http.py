@@ -14,6 +14,8 @@ from ._core._memo import Memo
 from ._exceptions import RecordedError
 
 __all__ = [
+    "stainless_sender_lets_exceptions_through",
+    "transport_choice",
     "body_already_read",
     "convert_error",
     "error_name",
@@ -176,3 +178,22 @@ def convert_error(exc: BaseException, library: ModuleType, request: Any) -> Base
 def header_pairs(headers: Any) -> list[tuple[str, str]]:
     """Raw header pairs, original case and order kept, decoded as latin-1."""
     return [(name.decode("latin-1"), value.decode("latin-1")) for name, value in headers.raw]
+
+
+def stainless_sender_lets_exceptions_through() -> bool:
+    """Whether the Stainless ``_base_client`` in the call stack (sync frames, or the awaiting coroutines)
+    retries only transport errors. False when none is found: the error response is then the safe answer.
+    Reads the frames' globals: the SDK's private module, as only this module may."""
+    frame = sys._getframe(1)
+    while frame is not None:
+        module = frame.f_globals.get("__name__", "")
+        if isinstance(module, str) and module.endswith("._base_client"):
+            return "request_exceptions" in frame.f_globals
+        frame = frame.f_back  # type: ignore[assignment]
+    return False
+
+
+def transport_choice(cls: type) -> tuple[str, Any]:
+    """The name and function of the client method (private to httpx and httpx2) that picks the transport a
+    request to a URL goes through, which ``use_cassette`` routes: ``Client._transport_for_url``."""
+    return "_transport_for_url", cls.__dict__["_transport_for_url"]

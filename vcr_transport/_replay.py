@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import json
 import os
-import sys
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Iterator
 from types import ModuleType
@@ -22,7 +21,7 @@ from ._core._format import RecordedCall
 from ._core._modes import Step
 from ._core._options import Options
 from ._exceptions import NetworkBlockedError
-from ._http import header_pairs, library_of, rebuild_error, stream_class
+from ._http import header_pairs, library_of, rebuild_error, stainless_sender_lets_exceptions_through, stream_class
 from ._storage import read_cassette
 
 __all__ = [
@@ -242,19 +241,7 @@ def answers_with_error_response(on_mismatch: str, headers: list[tuple[str, str]]
         return on_mismatch == "respond"
     if not any(name.lower() in STAINLESS_HEADERS for name, _ in headers):
         return False
-    return not _sending_sdk_lets_exceptions_through()
-
-
-def _sending_sdk_lets_exceptions_through() -> bool:
-    """Whether the Stainless ``_base_client`` in the call stack (sync frames, or the awaiting coroutines)
-    retries only transport errors. False when none is found: the error response is then the safe answer."""
-    frame = sys._getframe(1)
-    while frame is not None:
-        module = frame.f_globals.get("__name__", "")
-        if isinstance(module, str) and module.endswith("._base_client"):
-            return "request_exceptions" in frame.f_globals
-        frame = frame.f_back  # type: ignore[assignment]
-    return False
+    return not stainless_sender_lets_exceptions_through()
 
 
 def kept_out(library: ModuleType, request: Any, step: Step) -> Any:

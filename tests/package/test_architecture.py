@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-CORE = Path(__file__).resolve().parent.parent / "vcr_transport" / "_core"
+CORE = Path(__file__).resolve().parents[2] / "vcr_transport" / "_core"
 FORBIDDEN_MODULES = {"httpx", "httpx2", "socket", "asyncio", "anyio", "trio", "ssl", "subprocess", "tempfile"}
 FORBIDDEN_CALLS = {"open", "print", "input"}
 
@@ -94,3 +94,47 @@ def test_internal_imports_take_only_names_in_the_target_modules_all() -> None:
                     f"{where}:{node.lineno}: {alias.name} is not in {target.relative_to(PACKAGE.parent)}'s __all__"
                 )
     assert wrong == [], "\n".join(wrong)
+
+
+def _own_private_names() -> set[str]:
+    """Private names the package itself defines: attributes it assigns, functions, methods and classes."""
+    names: set[str] = set()
+    for path in PACKAGE.rglob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+                names.add(node.name)
+            elif isinstance(node, ast.Attribute) and isinstance(node.ctx, ast.Store):
+                names.add(node.attr)
+            elif isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
+                names.add(node.id)
+            elif isinstance(node, ast.alias):
+                names.add((node.asname or node.name).split(".")[-1])
+            elif isinstance(node, ast.Constant) and isinstance(node.value, str) and node.value.isidentifier():
+                names.add(node.value)  # __slots__ entries
+    return names
+
+
+def test_only_http_touches_other_libraries_private_attributes() -> None:
+    """``x._name`` (or ``x.__dict__``) where the package defines no ``_name`` is another library's private
+    attribute (httpx's ``Headers._list``, ``Response._content``...): only ``_http.py`` may reach for one."""
+    own = _own_private_names()
+    found = []
+    for path in sorted(PACKAGE.rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if not isinstance(node, ast.Attribute):
+                continue
+            name = node.attr
+            foreign = name == "__dict__" or (name.startswith("_") and not name.startswith("__") and name not in own)
+            if foreign and path.name != "_http.py":
+                found.append(f"{path.relative_to(PACKAGE.parent)}:{node.lineno}: .{name}")
+    assert found == [], "\n".join(found)
+
+
+def test_tests_are_laid_out_by_owner_with_unique_names() -> None:
+    """Tests live in core/, transports/, integration/ or package/; names are unique across the folders (they
+    are imported by basename, and pytester's in-process runs import their own ``test_*`` modules)."""
+    tests = Path(__file__).resolve().parents[1]
+    files = sorted(tests.rglob("test_*.py"))
+    assert {path.parent.name for path in files} == {"core", "transports", "integration", "package"}
+    names = [path.name for path in files]
+    assert len(names) == len(set(names)), sorted(name for name in names if names.count(name) > 1)

@@ -6,8 +6,6 @@ four calls on one client (so that the client's cookie jar sends the cookies back
 from __future__ import annotations
 
 import asyncio
-import contextlib
-import io
 import json
 from pathlib import Path
 from typing import Any
@@ -15,12 +13,12 @@ from typing import Any
 import httpx
 import httpx2
 import pytest
+from helpers import verify_strict
 from real_wire import HEADER_SETS, at_vendor_host, real_headers, vendor_of
 from upstream import Received
 from vendors import SDKS, VENDOR_ROUTES, Sdk
 
 from vcr_transport import PLACEHOLDER, RecordingTransport, ReplayTransport
-from vcr_transport._cli import main as cli
 
 DEFAULT_HOSTS = {
     "openai": "https://api.openai.com",
@@ -49,13 +47,6 @@ def answering(sdk: Sdk, header_set: tuple[str, int]) -> Any:
 
 def _run(sdk: Sdk, transport: Any) -> list[Any]:
     return sdk.run(transport, DEFAULT_HOSTS[sdk.name], STEPS, **({"max_retries": 0} if sdk.name != "genai" else {}))
-
-
-def verify_strict(path: Path) -> tuple[int, str]:
-    out = io.StringIO()
-    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(out):
-        code = cli(["verify", "--strict", str(path)])
-    return code, out.getvalue()
 
 
 @pytest.mark.parametrize("header_set", HEADER_SET_IDS, ids=[f"{v}-{n}" for v, n in HEADER_SET_IDS])

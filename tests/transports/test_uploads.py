@@ -15,8 +15,8 @@ import httpx
 import httpx2
 import openai
 import pytest
+from helpers import verify_strict
 from real_wire import vendor_mock
-from test_real_wire import verify_strict
 
 from vcr_transport import AsyncRecordingTransport, RecordingTransport, ReplayMismatch, ReplayTransport
 from vcr_transport._core._matching import comparable_parts

@@ -21,7 +21,7 @@ import vcr_transport._core._format as model
 from vcr_transport._cli import main as cli_main
 from vcr_transport._exceptions import VcrTransportError
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 CASSETTES = sorted((ROOT / "cassettes").rglob("*.jsonl"))
 SEED = 20_240_611
 MUTANTS = 2_000

@@ -25,7 +25,7 @@ from vcr_transport._core._format import Cassette, RecordedCall, encode_line
 from vcr_transport._core._view import NOT_JSON, call_view
 from vcr_transport._storage import read_cassette
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 CORPUS = ROOT.parent / "shared" / "vendor-traffic"
 OPENAI = next(s for s in SDKS if s.name == "openai" and s.library is httpx2 and s.side == "sync")
 CHROMIUM = find_chromium()

@@ -433,7 +433,7 @@ def test_over_redaction_figure() -> None:
     assert changed == []
 
 
-VENDOR_TRAFFIC = Path(__file__).resolve().parents[2] / "shared" / "vendor-traffic"
+VENDOR_TRAFFIC = Path(__file__).resolve().parents[3] / "shared" / "vendor-traffic"
 # The only credentials in the corpus: the OAuth token exchange of one Google cassette (form fields and
 # the JSON token response, already "scrubbed" by its recorder) and one Cloudflare cookie request header.
 VENDOR_CREDENTIAL_FIELDS = {"access_token", "id_token", "refresh_token", "client_secret", "cookie"}

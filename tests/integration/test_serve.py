@@ -27,7 +27,7 @@ from vcr_transport._core._format import Cassette
 from vcr_transport._serve import CassetteServer, ServeConfig, _Request
 from vcr_transport._storage import read_cassette
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 DEMO = ROOT / "cassettes" / "openai_demo.jsonl"
 HELLO = {"model": "demo", "messages": [{"role": "user", "content": "hello"}]}
 STREAM = {"model": "demo", "stream": True, "messages": [{"role": "user", "content": "stream me some words"}]}

@@ -11,7 +11,7 @@ import httpx2
 
 import vcr_transport
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def test_all_is_sorted_complete_and_public() -> None:

@@ -15,7 +15,7 @@ import pytest
 import vcr_transport
 from vcr_transport._core._options import SETTINGS, UNPLAYED_ACTIONS, Options, options_table
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 
 @pytest.fixture(autouse=True)

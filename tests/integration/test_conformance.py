@@ -23,7 +23,7 @@ from upstream import Reply, Upstream, split_bytes, split_events
 import vcr_transport
 from vcr_transport import PLACEHOLDER, Redactor
 
-CORPUS = Path(__file__).resolve().parents[2] / "shared" / "vendor-traffic"
+CORPUS = Path(__file__).resolve().parents[3] / "shared" / "vendor-traffic"
 DROPPED_HEADERS = {"content-length", "transfer-encoding", "content-encoding", "connection"}
 
 

@@ -451,7 +451,7 @@ def test_a_mismatch_failure_is_short_and_its_summary_names_the_field(project: py
 
 def test_a_marked_test_that_makes_no_call_writes_no_cassette(project: pytest.Pytester) -> None:
     project.makepyfile(
-        test_quiet=textwrap.dedent(
+        test_no_http=textwrap.dedent(
             """
             import pytest
 

@@ -25,7 +25,7 @@ import vcr_transport
 from vcr_transport._core._sse import ProtocolEnd
 from vcr_transport._storage import read_cassette
 
-CHILD = Path(__file__).with_name("recording_child.py")
+CHILD = Path(__file__).resolve().parents[1] / "recording_child.py"
 LONG = [f"data: chunk {n:03d} {'x' * 40}\n\n".encode() for n in range(60)]
 KILLS_PER_SIGNAL = 10
 
