@@ -107,7 +107,9 @@ def _argument(action: argparse.Action) -> tuple[str, str, str]:
     if action.option_strings:
         name = ", ".join(action.option_strings)
         if action.nargs != 0:
-            metavar = action.metavar or (action.dest.upper() if not action.choices else "{" + ",".join(action.choices) + "}")
+            metavar = action.metavar or (
+                action.dest.upper() if not action.choices else "{" + ",".join(action.choices) + "}"
+            )
             name += f" [{metavar}]" if action.nargs == "?" else f" {metavar}"
     else:
         name = str(action.metavar or action.dest)
@@ -115,7 +117,11 @@ def _argument(action: argparse.Action) -> tuple[str, str, str]:
             name += "..."
         if action.nargs in ("?", "*"):
             name = f"[{name}]"
-    repeat = " (repeatable)" if isinstance(action, argparse._AppendAction) and "repeatable" not in (action.help or "") else ""
+    repeat = (
+        " (repeatable)"
+        if isinstance(action, argparse._AppendAction) and "repeatable" not in (action.help or "")
+        else ""
+    )
     help_text = (action.help or "") + repeat
     if action.choices and not action.option_strings:
         help_text += " (one of " + ", ".join(map(str, action.choices)) + ")"
@@ -130,12 +136,14 @@ def cli_reference() -> str:
 
     parser = _fixed_width(build_parser())
     action, helps = _subcommands(parser)
-    lines = ["| command | what it does |", "|---|---|"]
+    lines = ["```text", parser.format_usage().removeprefix("usage: ").strip(), "```", ""]
+    lines += ["| command | what it does |", "|---|---|"]
     lines += [f"| [`{name}`](#{name}) | {_cell(helps.get(name, ''))} |" for name in action.choices]
     for name, sub in action.choices.items():
         _fixed_width(sub)
         usage = sub.format_usage().removeprefix("usage: ").strip()
-        lines += ["", f"### `{name}` {{#{name}}}", "", helps.get(name, "").rstrip(".") + ".", "", "```text"]
+        summary = helps.get(name, "").rstrip(".")
+        lines += ["", f"### `{name}` {{#{name}}}", "", summary[:1].upper() + summary[1:] + ".", "", "```text"]
         lines += [usage, "```"]
         arguments = [a for a in sub._actions if not isinstance(a, argparse._HelpAction)]
         if arguments:
@@ -200,7 +208,9 @@ def pages() -> list[Path]:
 
 def stale() -> list[str]:
     """The committed files that differ from what the generators give now."""
-    found = [str(page.relative_to(ROOT)) for page in pages() if fill(page.read_text("utf-8")) != page.read_text("utf-8")]
+    found = [
+        str(page.relative_to(ROOT)) for page in pages() if fill(page.read_text("utf-8")) != page.read_text("utf-8")
+    ]
     if not SCHEMA_FILE.exists() or SCHEMA_FILE.read_text("utf-8") != schema_text():
         found.append(str(SCHEMA_FILE.relative_to(ROOT)))
     return found
