@@ -14,9 +14,10 @@ from typing import Any
 
 from ._core._conversation import Message, ToolCall
 from ._core._diff import CallDifference, changed_words
+from ._core._display import shorten
 from ._core._format import FORMAT_VERSION, Cassette
 from ._core._view import NOT_JSON, CallView, call_view
-from ._exceptions import CassetteError, shorten
+from ._exceptions import CassetteError
 from ._manage import CassetteSummary, ProjectStatus, ScanReport, Verification
 
 __all__ = [
