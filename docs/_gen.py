@@ -2,7 +2,7 @@
 
 Three parts are generated from the code, so they can't drift from it:
 
-- ``options``: the configuration table, from the fields of ``vcr_transport.Options``;
+- ``options``: the configuration table, from the fields of ``vcr_transport.Options`` (its ``options_table``);
 - ``cli``: the command-line reference, from the argparse parser of ``vcr_transport/_cli.py``;
 - ``schema``: the JSON Schema of a cassette line, from the format's msgspec types (``msgspec.json.schema``),
   also written to ``docs/reference/cassette-schema.json``.
@@ -19,7 +19,6 @@ rewrites them.
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import json
 import re
 import sys
@@ -43,48 +42,12 @@ def _cell(text: str) -> str:
 
 # --- options ----------------------------------------------------------------------------------------------
 
-# Where an option can be given besides the keyword arguments of the entry points. The test checks that each
-# CLI flag is an option of `vcr-transport serve` and each variable is read by the package.
-ENVIRONMENT = {"parse_cache": "`VCR_TRANSPORT_PARSE_CACHE=0` turns it off"}
-SERVE_FLAGS = {
-    "pace": "`serve --pace [FACTOR]`",
-    "faults": "`serve --fault SPEC`",
-    "ignore_headers": "`serve --ignore-header NAME` (`serve` ignores every header unless `--match-headers`)",
-    "ignore_fields": "`serve --ignore-field FIELD`",
-}
-
 
 def options_table() -> str:
-    """One row per field of ``Options``: its default, what it does and everywhere it can be given."""
-    from vcr_transport import Options
+    """Every option and setting, from the fields of ``Options`` and its ``SETTINGS`` (``options_table``)."""
+    from vcr_transport._core._options import options_table
 
-    rows = [
-        "| option | default | what it does | recording transports | `[tool.vcr_transport]` | environment | CLI |",
-        "|---|---|---|---|---|---|---|",
-    ]
-    for field in dataclasses.fields(Options):
-        if not field.metadata.get("kind"):
-            continue
-        default = field.default
-        if isinstance(default, tuple) and not default:
-            shown = "`()`"
-        else:
-            shown = f"`{default!r}`"
-        if field.metadata["settings"]:
-            settings = "adds to the code's" if isinstance(default, tuple) else "unless the code passes one"
-        else:
-            settings = ""
-        cells = [
-            f"`{field.name}`",
-            shown,
-            _cell(field.metadata["help"]),
-            "yes" if field.metadata["record"] else "",
-            settings,
-            ENVIRONMENT.get(field.name, ""),
-            SERVE_FLAGS.get(field.name, ""),
-        ]
-        rows.append("| " + " | ".join(cells) + " |")
-    return "\n".join(rows)
+    return options_table()
 
 
 # --- the command line ------------------------------------------------------------------------------------
@@ -193,7 +156,8 @@ def fill(markdown: str) -> str:
         name = match["name"]
         if name not in GENERATORS:
             raise ValueError(f"unknown generated block {name!r}; known: {', '.join(GENERATORS)}")
-        return match.group(1) + GENERATORS[name]() + "\n" + match.group(4)
+        text = GENERATORS[name]()
+        return match.group(1) + text + ("" if text.endswith("\n") else "\n") + match.group(4)
 
     return _BLOCK.sub(replace, markdown)
 

@@ -131,21 +131,6 @@ def test_the_cli_reference_has_every_command_and_flag() -> None:
                 assert flag in page, (name, flag)
 
 
-def test_the_option_table_names_real_flags_and_variables() -> None:
-    gen = _gen()
-    commands = next(a for a in build_parser()._actions if isinstance(a, argparse._SubParsersAction))
-    serve = commands.choices["serve"]
-    flags = {flag for action in serve._actions for flag in action.option_strings}
-    for name, text in gen.SERVE_FLAGS.items():
-        assert name in Options.names()
-        assert set(re.findall(r"--[a-z-]+", text)) <= flags, text
-    source = "\n".join(path.read_text("utf-8") for path in (ROOT / "vcr_transport").rglob("*.py"))
-    for name, text in gen.ENVIRONMENT.items():
-        assert name in Options.names()
-        for variable in re.findall(r"VCR_TRANSPORT_[A-Z_]+", text):
-            assert f'"{variable}"' in source, variable
-
-
 # --- the cassette schema ---------------------------------------------------------------------------------
 
 
@@ -295,20 +280,23 @@ def test_the_tutorial(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
     mismatched.assert_outcomes(failed=1)
     shown = re.search(r"```text\n(.*?)```", text.split("## 4.", 1)[1], re.S)
     assert shown
+    output = mismatched.stdout.str()
     for line in shown[1].splitlines():
         if line.startswith("E   cassette:"):
             line = line.replace("tests/", str(tests) + "/")
-        assert line in mismatched.stdout.str(), line
+        # The count of hidden frames follows the SDK's and our own code: any number stands for it.
+        pattern = re.escape(line).replace("hidden:\\ 44", r"hidden:\ \d+")
+        assert re.search(pattern, output), line
 
 
 # --- blocks in other languages -----------------------------------------------------------------------------
 
 
 def _settings_names() -> set[str]:
-    return {field.name for field in dataclasses.fields(Options) if field.metadata.get("settings")} | {
-        "mode",
-        "cassette_dir",
-    }
+    from vcr_transport._core._options import SETTINGS
+
+    options = {name for name in Options.names() if Options.knob(name).pyproject}
+    return options | {setting.name for setting in SETTINGS if setting.pyproject}
 
 
 TOML = [block for block in BLOCKS if block.lang == "toml"]
