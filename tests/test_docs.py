@@ -86,7 +86,7 @@ def _blocks(page: Path) -> list[Block]:
 
 
 PAGES = sorted(DOCS.rglob("*.md"))
-BLOCKS = [block for page in PAGES for block in _blocks(page)]
+BLOCKS = [block for page in [ROOT / "README.md", *PAGES] for block in _blocks(page)]
 PYTHON = [block for block in BLOCKS if block.lang == "python"]
 
 

@@ -8,7 +8,7 @@ transports, the context manager, the pytest plugin and the CLI are thin shells a
 |                       | ``problems()`` (what ``verify`` reports). A format change touches this only.  |
 | ``_modes``            | the modes and the decision each request meets. A new mode goes here.        |
 | ``_options``          | every option, declared once (validation, pyproject, the marker, the ini       |
-|                       | settings, the README's table). A new option is a field here.                   |
+|                       | settings, the docs' table). A new option is a field here.                     |
 | ``_bodies``           | stored request bodies, content types, content-encodings, SSE text             |
 | ``_matching``         | comparable requests, field-path differences                                   |
 | ``_diff``             | two cassettes compared call by call; changed words                            |
