@@ -142,3 +142,12 @@ def running(port: int = PORT) -> Iterator[str]:
     finally:
         server.shutdown()
         server.server_close()
+
+
+if __name__ == "__main__":  # python examples/local_vendor.py: serve until Ctrl-C (the tutorial, without a key)
+    with running() as url:
+        print(f"a vendor-shaped server on {url} (OpenAI: OPENAI_BASE_URL={url}/v1); stop with Ctrl-C", flush=True)
+        try:
+            threading.Event().wait()
+        except KeyboardInterrupt:
+            pass

@@ -254,7 +254,7 @@ def command_import(args: argparse.Namespace) -> int:
         print(f"imported {plural(count, 'call')}: {source} -> {target}")
     if converted:
         print("note: vcrpy keeps no chunk boundaries, so each body came in whole, as one chunk; re-record to get them")
-        print("note: these cassettes match as vcrpy did (match_on in their header); see the README to tighten it")
+        print("note: these cassettes match as vcrpy did (match_on in their header); see the docs to tighten it")
     print(import_summary(converted, calls, refused, skipped))
     return 1 if refused or not converted else 0
 

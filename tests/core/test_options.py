@@ -1,5 +1,5 @@
 """The options model: one declaration (``vcr_transport.Options``) that every entry point, the pyproject merge,
-the plugin's ini settings and the README's table read."""
+the plugin's ini settings and the docs' options table read."""
 
 from __future__ import annotations
 
@@ -36,12 +36,11 @@ def _record(path: Path, *prompts: str) -> None:
             client.post("https://api.example.test/v1/echo", content=prompt)
 
 
-def test_the_readme_table_is_the_declared_one() -> None:
-    readme = (ROOT / "README.md").read_text(encoding="utf-8")
-    table = readme.split("<!-- options table:", 1)[1].split("-->\n", 1)[1].split("<!-- end of the options table -->")[0]
+def test_the_docs_table_is_the_declared_one() -> None:
+    page = (ROOT / "docs" / "reference" / "configuration.md").read_text(encoding="utf-8")
+    table = page.split("<!-- generated: options -->\n", 1)[1].split("<!-- end generated: options -->")[0]
     assert table == options_table(), (
-        "the README's options table differs from Options: paste the output of "
-        "python -c 'from vcr_transport._core._options import options_table; print(options_table(), end=\"\")'"
+        "the options table of docs/reference/configuration.md differs from Options: run .venv/bin/python docs/_gen.py"
     )
     for name in Options.names():
         assert f"| `{name}` |" in table

@@ -547,7 +547,7 @@ def test_chat_again(http_client):
 
 
 def test_a_session_scoped_client_replays_in_any_order_and_under_xdist(project: pytest.Pytester) -> None:
-    """The README's tip (one client for the run) with the cookies api.openai.com sets: whether a test's
+    """The docs' tip (one client for the run) with the cookies api.openai.com sets: whether a test's
     request carries the server's cookie depends on which test ran before it on that client."""
     from real_wire import real_headers
 

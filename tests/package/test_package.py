@@ -102,10 +102,10 @@ def test_the_demo_runs() -> None:
     assert "no, redacted" in result.stdout
 
 
-def test_the_readme_pre_commit_snippet_is_a_whole_config() -> None:
+def test_the_docs_pre_commit_snippet_is_a_whole_config() -> None:
     yaml = __import__("yaml")
-    readme = (ROOT / "README.md").read_text()
-    block = readme.split("`scan` as a pre-commit hook", 1)[1].split("```yaml\n", 1)[1].split("```", 1)[0]
+    page = (ROOT / "docs" / "reference" / "cli.md").read_text()
+    block = page.split("`scan` as a pre-commit hook", 1)[1].split("```yaml\n", 1)[1].split("```", 1)[0]
     config = yaml.safe_load(block)
     hook = config["repos"][0]["hooks"][0]
     assert config["repos"][0]["repo"] == "local" and hook["entry"] == "vcr-transport scan"

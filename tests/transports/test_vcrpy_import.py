@@ -259,7 +259,7 @@ def test_yaml_that_is_no_vcrpy_cassette_is_skipped_in_one_line(
         f"skipped: {config / 'two_documents.yaml'}: not a vcrpy cassette (YAML that doesn't load as one document "
         "(…), with no 'interactions')",
         "note: vcrpy keeps no chunk boundaries, so each body came in whole, as one chunk; re-record to get them",
-        "note: these cassettes match as vcrpy did (match_on in their header); see the README to tighten it",
+        "note: these cassettes match as vcrpy did (match_on in their header); see the docs to tighten it",
         "summary: 1 file converted (1 call), 0 refused; 5 skipped (not vcrpy cassettes)",
     ]
     assert sorted(p.name for p in (tmp_path / "out").rglob("*.jsonl")) == ["test_chat.jsonl"]

@@ -1,5 +1,5 @@
 """The sans-I/O core: what a cassette is and what to do with a request, with no socket, no file, no
-``async def`` and no import of httpx or httpx2 (``tests/test_architecture.py`` holds that rule). The
+``async def`` and no import of httpx or httpx2 (``tests/package/test_architecture.py`` holds that rule). The
 transports, the context manager, the pytest plugin and the CLI are thin shells around it.
 
 | module                | owns                                                                          |
@@ -8,7 +8,7 @@ transports, the context manager, the pytest plugin and the CLI are thin shells a
 |                       | ``problems()`` (what ``verify`` reports). A format change touches this only.  |
 | ``_modes``            | the modes and the decision each request meets. A new mode goes here.        |
 | ``_options``          | every option, declared once (validation, pyproject, the marker, the ini       |
-|                       | settings, the README's table). A new option is a field here.                   |
+|                       | settings, the docs' table). A new option is a field here.                     |
 | ``_bodies``           | stored request bodies, content types, content-encodings, SSE text             |
 | ``_matching``         | comparable requests, field-path differences                                   |
 | ``_diff``             | two cassettes compared call by call; changed words                            |

@@ -7,9 +7,9 @@ argument, the pytest marker, ``[tool.vcr_transport]``, a pytest ini setting, an 
 command-line option. Everything reads these fields: the keyword checking of ``ReplayTransport``, the
 recording transports, ``transport()``, ``use_cassette()`` and the marker (``from_arguments``), the pyproject
 merge (``with_settings``), the ini settings and the compatibility mode's defaults (the pytest plugin), and
-the options table in the README (``options_table``, checked by a test). Settings of the project or the run
-that belong to no cassette (``cassette_dir``, the parse cache's folder, the compatibility switch, ``CI``) are
-``SETTINGS``, declared below the fields.
+the options table of the docs (``options_table``, in docs/reference/configuration.md, checked by a test).
+Settings of the project or the run that belong to no cassette (``cassette_dir``, the parse cache's folder, the
+compatibility switch, ``CI``) are ``SETTINGS``, declared below the fields.
 
 To add an option: add a field here with its ``Knob``, then use it where it acts.
 """
@@ -658,7 +658,7 @@ SETTINGS: tuple[Setting, ...] = (
         "compatibility mode",
         "`pytest-recording`",
         "unset",
-        "serve a pytest-recording suite unchanged (see Migrating)",
+        "serve a pytest-recording suite unchanged (see Migrate from vcrpy)",
         ini=COMPAT_INI,
     ),
     Setting("CI", "set or not", "unset", "when set, auto never records: a missing cassette is an error", env="CI"),
@@ -703,7 +703,7 @@ def _option_row(field: dataclasses.Field[Any]) -> str:
 
 
 def options_table() -> str:
-    """The README's table of every option and setting: what it takes, its default, and where it can be set."""
+    """The docs' table of every option and setting: what it takes, its default, and where it can be set."""
     rows = [
         _row(
             "option",

@@ -58,7 +58,7 @@ class StreamRedactor:
     The chunks given to ``feed_many`` (the recorder's batch of about ``BATCH`` bytes) are taken in together
     when no piece of their text, nor of the line pending before them, could be redacted (``_clear``): they
     pass as they came, in one step; otherwise they are taken in a chunk at a time. The cassette gets the
-    same bytes either way (``tests/test_chunk_batches.py``).
+    same bytes either way (``tests/transports/test_chunk_batches.py``).
     """
 
     def __init__(
