@@ -102,7 +102,7 @@ def html_page(cassette: Cassette, other: Cassette | None = None) -> str:
         calls, differences = [], []
         for compared in compared_calls(cassette, other):
             differences += [
-                [compared.index, path, shorten(a, 300), shorten(b, 300)] for path, a, b in compared.differences
+                [compared.index, d.path, shorten(d.a, 300), shorten(d.b, 300)] for d in compared.differences
             ]
             if compared.b is not None:
                 calls.append(call_data(compared.b))
