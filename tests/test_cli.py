@@ -45,7 +45,12 @@ def cli(cwd: Path, *args: str, env: dict[str, str] | None = None) -> subprocess.
 
 @pytest.fixture(scope="module")
 def project(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A project with cassettes recorded from openai and anthropic, plus a truncated and a wrong-version one."""
+    return make_project(tmp_path_factory)
+
+
+def make_project(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A project with cassettes recorded from openai and anthropic, plus a truncated and a wrong-version one
+    (each test module that uses it makes its own, with its own ``project`` fixture)."""
     root = tmp_path_factory.mktemp("project")
     (root / "pyproject.toml").write_text('[project]\nname = "demo"  # keep me\n\n[tool.ruff]\nline-length = 99\n')
     folder = root / "tests" / "cassettes"

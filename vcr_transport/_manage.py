@@ -172,7 +172,7 @@ class CassetteSummary:
 
     path: Path
     size: int
-    problem: str | None = None
+    problem: Problem | None = None
     format_version: Any = None
     calls: int = 0
     hosts: list[str] = field(default_factory=list)
@@ -180,7 +180,12 @@ class CassetteSummary:
 
     def as_json(self) -> dict[str, Any]:
         if self.problem is not None:
-            return {"path": shown_path(self.path), "size": self.size, "readable": False, "problem": self.problem}
+            return {
+                "path": shown_path(self.path),
+                "size": self.size,
+                "readable": False,
+                "problem": self.problem.as_json(),
+            }
         return {
             "path": shown_path(self.path),
             "size": self.size,
@@ -198,7 +203,7 @@ def cassette_summary(path: Path) -> CassetteSummary:
     try:
         cassette = read_outline(path)
     except CassetteError as error:
-        return CassetteSummary(path, path.stat().st_size, problem=str(error))
+        return CassetteSummary(path, path.stat().st_size, problem=Problem.of(error))
     return CassetteSummary(
         path,
         path.stat().st_size,
@@ -538,8 +543,9 @@ def _git(root: Path, *args: str) -> str:
 def git_setup(root: Path, python: str, *, dry_run: bool = False) -> list[str]:
     """Set up git's diff driver for cassettes in the clone ``root`` is in: the ``.gitattributes`` line, and
     ``diff.vcr.textconv`` as ``python``'s absolute path running ``-m vcr_transport show --textconv`` (so no
-    virtualenv needs to be active; ``cachetextconv`` lets ``git log -p`` convert each version once). What
-    was done (or, ``dry_run``, what would be), one line each."""
+    virtualenv needs to be active). Not ``cachetextconv``: git keeps that cache in notes, which need a
+    committer identity, and ``git diff`` fails where none is set (a CI container). What was done (or,
+    ``dry_run``, what would be), one line each."""
     top = Path(_git(root, "rev-parse", "--show-toplevel"))
     command = f"{shlex.quote(str(Path(python).absolute()))} -m vcr_transport show --textconv"
     attributes = top / ".gitattributes"
@@ -555,9 +561,12 @@ def git_setup(root: Path, python: str, *, dry_run: bool = False) -> list[str]:
         said.append(f"{would}add '{GIT_ATTRIBUTES_LINE}' to {shown_path(attributes)}")
     if not dry_run:
         _git(top, "config", "diff.vcr.textconv", command)
-        _git(top, "config", "diff.vcr.cachetextconv", "true")
-    said.append(f"{would}set diff.vcr.textconv = {command} (and diff.vcr.cachetextconv = true) in this clone")
+    said.append(f"{would}set diff.vcr.textconv = {command} in this clone")
     said.append(
         "git diff and git log -p now show cassettes one field per line; git diff --no-textconv shows the raw lines"
+    )
+    said.append(
+        "without this setting (another clone), git shows the raw JSONL lines; with a path that no longer runs "
+        "(a removed virtualenv), git diff fails: run vcr-transport git-setup again"
     )
     return said

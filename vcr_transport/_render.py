@@ -18,7 +18,7 @@ from collections.abc import Iterable, Iterator, Sequence
 from typing import Any
 
 from ._core._conversation import Message, ToolCall
-from ._core._diff import ComparedCall, Difference, changed_words, reading_order
+from ._core._diff import ComparedCall, Difference, changed_words, reading_order, recorded_concurrently
 from ._core._format import FORMAT_VERSION, Cassette
 from ._core._matching import RequestMatcher, is_volatile_response_header
 from ._core._review import Part, cut_long, described_bytes, quiet
@@ -270,14 +270,13 @@ def textconv_lines(cassette: Cassette, *, volatile: bool = False) -> Iterator[st
     calls separated by a blank line, so a re-recording shows in ``git diff`` as the fields that changed.
     Calls recorded concurrently are listed by their requests and not numbered (``reading_order``): a
     re-recording that finished them in another order then shows no change."""
-    calls = reading_order(cassette)
-    reordered = [call.index for call in calls] != list(range(len(calls)))
+    concurrent = recorded_concurrently(cassette)
     yield f"cassette format v{cassette.header.get('format_version')}, {len(cassette.calls)} calls" + (
-        " (recorded concurrently: listed by request)" if reordered else ""
+        " (recorded concurrently: listed by request)" if concurrent else ""
     )
-    for call in calls:
+    for call in reading_order(cassette):
         yield ""
-        yield from call_lines(call_view(call), volatile=volatile, label="call" if reordered else None)
+        yield from call_lines(call_view(call), volatile=volatile, label="call" if concurrent else None)
 
 
 # --- diff ----------------------------------------------------------------------------------------------
@@ -387,7 +386,7 @@ def _size(size: float) -> str:
 def _list_row(summary: CassetteSummary) -> list[str]:
     shown, size = shown_path(summary.path), _size(summary.size)
     if summary.problem is not None:
-        return [shown, "", "", size, f"UNREADABLE: {summary.problem.splitlines()[0]}"]
+        return [shown, "", "", size, f"UNREADABLE: cassette {str(summary.problem).splitlines()[0]}"]
     state = f"incomplete calls {summary.incomplete_calls}" if summary.incomplete_calls else "all complete"
     calls = plural(summary.calls, "call")
     return [shown, f"v{summary.format_version}", calls, size, state, ", ".join(summary.hosts)]
