@@ -114,8 +114,8 @@ def check_row(
     answered: list[int] = []
     with pytest.raises(BaseException) as caught:
         with vcr_transport.use_cassette(cassette, mode="replay", unplayed="ignore", **options) as used:
-            assert used.session is not None and used.session._replay is not None
-            replay = used.session._replay
+            assert used.session is not None and used.session.replayer is not None
+            replay = used.session.replayer
             respond = replay.respond
 
             started: list[float] = []

@@ -7,6 +7,12 @@ from pathlib import Path
 
 import pytest
 
+# pytester's in-process runs unload every module they import. The plugin imports its machinery when a test
+# first opens a cassette: load it here, as a real run keeps it, so that every inner run shares one copy
+# (one client patcher, one network guard) with the tests around it.
+import vcr_transport._context  # noqa: F401
+import vcr_transport._guard  # noqa: F401
+
 pytest_plugins = ["pytester"]
 
 sys.path.insert(0, os.path.dirname(__file__))

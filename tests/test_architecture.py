@@ -48,3 +48,49 @@ def test_core_imports_only_core_and_exceptions() -> None:
         for node in ast.walk(tree):
             if isinstance(node, ast.ImportFrom) and node.level == 2:
                 assert node.module == "_exceptions", f"{path.name}: imports ..{node.module} from outside the core"
+
+
+PACKAGE = CORE.parent
+
+
+def _module_file(importer: Path, level: int, dotted: str) -> Path | None:
+    """The file of the module a relative import names (a package's ``__init__.py``), or None."""
+    base = importer.parent
+    for _ in range(level - 1):
+        base = base.parent
+    target = base.joinpath(*dotted.split(".")) if dotted else base
+    for candidate in (target / "__init__.py", target.with_suffix(".py")):
+        if candidate.is_file():
+            return candidate
+    return None
+
+
+def _declared_all(path: Path) -> set[str] | None:
+    for node in ast.parse(path.read_text(encoding="utf-8")).body:
+        if isinstance(node, ast.Assign) and any(isinstance(t, ast.Name) and t.id == "__all__" for t in node.targets):
+            return set(ast.literal_eval(node.value))
+    return None
+
+
+def test_internal_imports_take_only_names_in_the_target_modules_all() -> None:
+    """Inside the package, ``from .x import y`` takes ``y`` from ``x.__all__`` (or imports the module ``y``):
+    a module's ``__all__`` is its interface, and what it keeps outside may change without notice. Module
+    dunders (``__version__``) are exempt."""
+    wrong = []
+    for path in sorted(PACKAGE.rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if not isinstance(node, ast.ImportFrom) or not node.level:
+                continue
+            dotted = node.module or ""
+            target = _module_file(path, node.level, dotted)
+            assert target is not None, f"{path.name}:{node.lineno}: no module {'.' * node.level}{dotted}"
+            exported = _declared_all(target) or set()
+            for alias in node.names:
+                submodule = _module_file(path, node.level, f"{dotted}.{alias.name}".lstrip("."))
+                if alias.name.startswith("__") or submodule is not None or alias.name in exported:
+                    continue
+                where = path.relative_to(PACKAGE.parent)
+                wrong.append(
+                    f"{where}:{node.lineno}: {alias.name} is not in {target.relative_to(PACKAGE.parent)}'s __all__"
+                )
+    assert wrong == [], "\n".join(wrong)

@@ -1,5 +1,5 @@
 """The three ways a cassette is read (held in memory, lazily from the file, as an outline) keep the same calls,
-and the replay engine's caches give the fields the matcher gives without them."""
+and the replay engine gives the fields the matcher gives."""
 
 from __future__ import annotations
 
@@ -12,18 +12,18 @@ import pytest
 
 from vcr_transport import CassetteError
 from vcr_transport._core import _format
+from vcr_transport._core._engine import ReplayEngine
 from vcr_transport._core._format import (
     Cassette,
     call_end_line,
-    dumps_line,
-    event_line,
+    encode_line,
+    event_lines,
     header_line,
     request_line,
     response_line,
 )
 from vcr_transport._core._matching import RequestMatcher
 from vcr_transport._core._options import Options
-from vcr_transport._core._replay import ReplayEngine
 from vcr_transport._storage import read_cassette, read_outline
 
 # Two streams recorded at once (their events interleaved), with chunks that are not UTF-8 on their own.
@@ -34,17 +34,18 @@ STREAMS = {
 
 
 def _interleaved_lines() -> list[str]:
-    lines = [dumps_line(header_line())]
+    lines = [encode_line(header_line()).decode()]
     for index in STREAMS:
-        lines.append(dumps_line(request_line(index, "POST", f"https://api.test/v1/s/{index}", [], None)))
-        lines.append(dumps_line(response_line(index, 200, [("content-type", "text/event-stream")])))
+        lines.append(encode_line(request_line(index, "POST", f"https://api.test/v1/s/{index}", [], None)).decode())
+        lines.append(encode_line(response_line(index, 200, [("content-type", "text/event-stream")])).decode())
     positions = dict.fromkeys(STREAMS, 0)
     while any(positions[i] < len(chunks) for i, chunks in STREAMS.items()):
         for index, chunks in STREAMS.items():
             if positions[index] < len(chunks):
-                lines.append(event_line(index, positions[index], 0.001 * positions[index], chunks[positions[index]]))
+                event = [(chunks[positions[index]], 1_000_000 * positions[index])]  # 1 ms apart
+                lines.append(event_lines(index, positions[index], event, 0).decode())
                 positions[index] += 1
-    lines += [dumps_line(call_end_line(index, len(chunks), "complete")) for index, chunks in STREAMS.items()]
+    lines += [encode_line(call_end_line(index, len(chunks), "complete")).decode() for index, chunks in STREAMS.items()]
     return lines
 
 
@@ -125,22 +126,22 @@ def test_the_engine_gives_the_fields_the_matcher_gives_for_every_url_and_content
 
 
 @pytest.mark.parametrize("run_bytes", [1, 40, 97, 250])
-def test_a_cassette_parsed_in_runs_of_lines_loads_as_it_does_whole(
-    cassette: Path, monkeypatch: pytest.MonkeyPatch, run_bytes: int
-) -> None:
-    """A cassette held in memory is decoded a run of lines at a time (so only one run's decoded lines live
-    beside the chunks): cut anywhere, it loads the same calls, and a bad line still names its number."""
+def test_a_cassette_parsed_in_runs_of_lines_loads_as_it_does_whole(cassette: Path, run_bytes: int) -> None:
+    """A cassette read block by block is taken in runs of whole lines: cut anywhere, it loads the same calls,
+    and a bad line still names its number."""
     lines = _interleaved_lines()
     data = "".join(lines).encode()
     whole = Cassette.parse(data, "c.jsonl")
-    monkeypatch.setattr(_format, "_PARSE_RUN_BYTES", run_bytes)
-    assert b"".join(_format._runs_of_lines(data)) == data
-    assert _summary(Cassette.parse(data, "c.jsonl")) == _summary(whole)
+
+    def blocks(data: bytes) -> list[bytes]:
+        return [data[start : start + run_bytes] for start in range(0, len(data), run_bytes)]
+
+    assert _summary(_format.Parser("c.jsonl", "memory").read(blocks(data))) == _summary(whole)
     bad = lines[:]
     bad[9] = bad[9].replace('"event_index":', '"event_index":"x","_":')
     with pytest.raises(CassetteError) as caught:
-        Cassette.parse("".join(bad).encode(), "c.jsonl")
+        _format.Parser("c.jsonl", "memory").read(blocks("".join(bad).encode()))
     assert caught.value.line == 10
     with pytest.raises(CassetteError, match="cut off") as cut:
-        Cassette.parse(data[:-1], "c.jsonl")
+        _format.Parser("c.jsonl", "memory").read(blocks(data[:-1]))
     assert cut.value.line == len(lines)

@@ -11,8 +11,10 @@ import httpx2
 import pytest
 
 import vcr_transport
-from vcr_transport import find_first_difference
-from vcr_transport._core._replay import replay_headers
+from vcr_transport import ReplayMismatch, find_first_difference
+from vcr_transport._core._engine import ReplayEngine, replay_headers
+from vcr_transport._core._format import Cassette, RecordedCall
+from vcr_transport._core._options import Options
 
 
 def test_first_difference_in_nested_lists() -> None:
@@ -287,3 +289,20 @@ def test_recorded_retry_delays_are_shortened_but_never_past_what_the_sdk_honours
     assert dict(replay_headers(_call(429, [("retry-after", "30")]), None)) == {"retry-after": "30"}
     assert dict(replay_headers(_call(200, [("retry-after", "30")]), 0.01)) == {"retry-after": "30"}
     assert dict(replay_headers(_call(503, []), 0.01)) == {"retry-after": "0.01", "retry-after-ms": "10"}
+
+
+def test_a_body_the_replay_redacts_never_matches_its_unredacted_recording() -> None:
+    """A cassette recorded without a rule the replay has: the replay's redaction changes the incoming body,
+    so it no longer matches what was recorded unredacted."""
+    url = "https://api.test/v1/chat/completions"
+    call = RecordedCall(0, "POST", url, [("content-type", "application/json")], {"json": {"k": "hello"}})
+    cassette = Cassette("c.jsonl", {}, [call])
+    headers = [("content-type", "application/json")]
+    chosen = Options.from_arguments({"redact_patterns": ["hello"]}, where="test")
+    engine = ReplayEngine(cassette, chosen.matcher(), chosen.redactor())
+    with pytest.raises(ReplayMismatch) as raised:
+        engine.select(engine.incoming_fields("POST", url, headers, b'{"k":"hello"}'))
+    assert raised.value.field_path == "body.k"
+    plain = Options.from_arguments({}, where="test")
+    engine = ReplayEngine(cassette, plain.matcher(), plain.redactor())
+    assert engine.select(engine.incoming_fields("POST", url, headers, b'{"k":"hello"}')) is call

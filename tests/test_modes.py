@@ -366,10 +366,13 @@ def test_unplayed_calls_warn_error_or_are_ignored(upstream: Upstream, cassette: 
         OPENAI.run(None, upstream.url, [("chat", ["a"]), ("chat", ["b"])])
     upstream.stop()
     with pytest.warns(vcr_transport.UnplayedCallsWarning, match="call 1: POST"):
-        with vcr_transport.use_cassette(cassette, mode="replay"):
+        with vcr_transport.use_cassette(cassette, mode="replay", unplayed="warn"):
             OPENAI.run(None, upstream.url, [("chat", ["a"])])
     with pytest.raises(vcr_transport.UnplayedCallsError, match="1 recorded call"):
         with vcr_transport.use_cassette(cassette, mode="replay", unplayed="error"):
+            OPENAI.run(None, upstream.url, [("chat", ["a"])])
+    with pytest.raises(vcr_transport.UnplayedCallsError, match="1 recorded call"):  # the default, as under pytest
+        with vcr_transport.use_cassette(cassette, mode="replay"):
             OPENAI.run(None, upstream.url, [("chat", ["a"])])
     with vcr_transport.use_cassette(cassette, mode="replay", unplayed="ignore"):
         OPENAI.run(None, upstream.url, [("chat", ["a"])])

@@ -398,7 +398,7 @@ def test_nested_guards_restore_everything_after_the_last_stop() -> None:
 
 def test_a_failed_install_leaves_nothing_behind(monkeypatch: pytest.MonkeyPatch) -> None:
     before = _patched_state()
-    real_replace = _guard._replace
+    real_replace = _guard._PATCH.replace
     done: list[str] = []
 
     def failing(owner: Any, name: str, value: Any) -> None:
@@ -407,10 +407,10 @@ def test_a_failed_install_leaves_nothing_behind(monkeypatch: pytest.MonkeyPatch)
         done.append(name)
         real_replace(owner, name, value)
 
-    monkeypatch.setattr(_guard, "_replace", failing)
+    monkeypatch.setattr(_guard._PATCH, "replace", failing)
     with pytest.raises(KeyboardInterrupt):
         NetworkGuard().start()
-    assert len(done) == 7 and _patched_state() == before and _guard._depth == 0
+    assert len(done) == 7 and _patched_state() == before and not _guard._PATCH.active
 
 
 def test_after_stop_the_socket_classes_behave_as_before(loopback_server: int) -> None:

@@ -42,6 +42,15 @@ def test_every_exception_derives_from_one_base_and_is_drawn_in_the_tree() -> Non
         assert issubclass(exception, vcr_transport.VcrTransportError), exception
 
 
+def test_the_exceptions_module_holds_the_tree_only() -> None:
+    from vcr_transport import _exceptions
+
+    public = {name for name in vars(_exceptions) if name.isidentifier() and not name.startswith("_")}
+    public -= {"annotations", "Any"}
+    assert public == set(_exceptions.__all__)
+    assert all(issubclass(getattr(_exceptions, name), BaseException) for name in public)
+
+
 def test_importing_patches_nothing_reads_no_environment_and_opens_no_file() -> None:
     probe = """
 import builtins, io, os, sys

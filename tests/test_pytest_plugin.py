@@ -249,6 +249,26 @@ def test_a_mismatch_the_code_caught_is_raised_at_teardown_unless_ignored(
         )
 
 
+def test_the_ini_caught_mismatch_wins_over_pyproject(project: pytest.Pytester) -> None:
+    project.makepyfile(test_caught=CAUGHT_FILE.replace("MARKER", ""))
+    project.runpytest("--vcr-mode=record").assert_outcomes(passed=1)
+    project.makepyprojecttoml(
+        "[tool.pytest.ini_options]\nfilterwarnings = ['error']\n[tool.vcr_transport]\ncaught_mismatch = 'ignore'\n"
+    )
+    project.runpytest("--vcr-mode=replay").assert_outcomes(passed=1)
+    result = project.runpytest("--vcr-mode=replay", "-o", "vcr_caught_mismatch=raise")
+    result.assert_outcomes(passed=1, errors=1)
+
+
+def test_an_unknown_unplayed_is_refused_naming_where_it_came_from(project: pytest.Pytester) -> None:
+    project.makepyfile(test_caught=CAUGHT_FILE.replace("MARKER", ""))
+    result = project.runpytest("--vcr-mode=record", "-o", "vcr_unplayed=sometimes")
+    result.assert_outcomes(errors=1)
+    result.stdout.fnmatch_lines(
+        ["E   *UsageError: the ini vcr_unplayed must be one of error, warn, ignore, partial, not 'sometimes'"]
+    )
+
+
 def test_an_unknown_caught_mismatch_is_refused(project: pytest.Pytester) -> None:
     project.makepyfile(test_caught=CAUGHT_FILE.replace("MARKER", ""))
     result = project.runpytest("--vcr-mode=record", "-o", "vcr_caught_mismatch=swallow")

@@ -19,8 +19,8 @@ import vcr_transport
 from vcr_transport._core._format import (
     Cassette,
     call_end_line,
-    dumps_line,
-    event_line,
+    encode_line,
+    event_lines,
     header_line,
     request_line,
     response_line,
@@ -227,20 +227,20 @@ class _Bytes:
 
 def _file(calls: list[tuple[int, str, list[bytes]]], order: list[tuple[int, str]], created: str) -> bytes:
     """Two calls whose lines interleave as concurrent calls' do: ``order`` says which line comes next."""
-    built: dict[int, list[str]] = {}
+    built: dict[int, list[bytes]] = {}
     for index, prompt, chunks in calls:
         url = "https://api.openai.com/v1/chat/completions"
-        lines = [dumps_line(request_line(index, "POST", url, [("user-agent", prompt)], {"json": {"p": prompt}}))]
-        lines.append(dumps_line(response_line(index, 200, [("date", created), ("content-type", "text/plain")])))
-        lines += [event_line(index, number, 0.1 * number, chunk) for number, chunk in enumerate(chunks)]
-        lines.append(dumps_line(call_end_line(index, len(chunks), "complete")))
+        lines = [encode_line(request_line(index, "POST", url, [("user-agent", prompt)], {"json": {"p": prompt}}))]
+        lines.append(encode_line(response_line(index, 200, [("date", created), ("content-type", "text/plain")])))
+        lines += [event_lines(index, number, [(chunk, 10**8 * number)], 0) for number, chunk in enumerate(chunks)]
+        lines.append(encode_line(call_end_line(index, len(chunks), "complete")))
         built[index] = lines
-    out = [dumps_line(header_line(created=created))]
+    out = [encode_line(header_line(created=created))]
     taken = dict.fromkeys(built, 0)
     for index, _ in order:
         out.append(built[index][taken[index]])
         taken[index] += 1
-    return "".join(out).encode()
+    return b"".join(out)
 
 
 def test_interleaved_calls_keep_their_old_lines_and_stay_a_valid_cassette() -> None:

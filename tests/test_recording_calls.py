@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import json
 import random
-import re
 import struct
 from pathlib import Path
 from typing import Any
@@ -22,9 +21,10 @@ from vendors import SDKS, Sdk
 import vcr_transport
 from vcr_transport import _storage
 from vcr_transport._core import _quiet
-from vcr_transport._core._format import encode_line, numbers_are_plain
+from vcr_transport._core._format import encode_line
 from vcr_transport._core._matching import RequestMatcher
 from vcr_transport._core._redaction import PLACEHOLDER, Redactor
+from vcr_transport._http import forwarded_request
 
 CALL_SDKS = [
     next(s for s in SDKS if s.name == name and s.library is library and s.side == side)
@@ -145,12 +145,9 @@ def test_requests_the_library_would_build_differently_are_built_by_it(library: A
     for request in (bare, empty_get, empty_post, from_client, twice):
         request.read()
         before = request.headers.raw
-        mock = library.MockTransport(lambda r: library.Response(204))
-        transport = vcr_transport.RecordingTransport(mock, tmp_path / "unused.jsonl")
-        forwarded = transport._asking_plain(request)
+        forwarded = forwarded_request(request, library, plain=True)
         _same_request(forwarded, _as_built(request))
         assert request.headers.raw == before
-        transport.recorder._finalizer.detach()  # nothing was recorded: no cassette, no warning
 
 
 def _random_float(rng: random.Random) -> float:
@@ -170,45 +167,14 @@ def test_lines_are_the_text_json_writes() -> None:
         encode_line({"text": "\ud800"})  # as writing json's text of it always failed
 
 
-def test_numbers_are_plain_never_says_yes_wrongly() -> None:
-    rng = random.Random(5)
-    said_yes = 0
-    for _ in range(5000):
-        number = rng.choice(
-            [_random_float(rng), rng.uniform(0, 1e-3), rng.uniform(1e15, 1e17), round(rng.uniform(-100, 100), 3)]
-        )
-        text = json.dumps({"temperature": number, "id": rng.getrandbits(40)}).encode()
-        if numbers_are_plain(text):
-            said_yes += 1
-            parsed = json.loads(text)
-            assert encode_line(parsed, plain_numbers=True) == _json_text(parsed).encode(), text
-    assert said_yes > 500, "plain numbers are known to be plain"
-    assert not numbers_are_plain(b'{"a": NaN}') and not numbers_are_plain(b'{"a": 1e400}')
-    assert not numbers_are_plain('{"a": 1e-05}'.encode("utf-16")), "digits of other encodings are not read"
-
-
-def test_numbers_are_plain_answers_as_the_plain_alternation_of_what_it_looks_for() -> None:
-    alternation = re.compile(rb"[0-9][eE]|NaN|Infinity|[0-9]{16}|0\.0000|\x00")
-    pieces = [b"0", b"1", b"9", b"e", b"E", b".", b"N", b"a", b"I", b"nfinity", b"\x00", b"x", b"0000", b"1234567"]
-    rng = random.Random(7)
-    answers = set()
-    for _ in range(20000):
-        text = b"".join(rng.choice(pieces) for _ in range(rng.randint(0, 12)))
-        plain = alternation.search(text) is None
-        assert numbers_are_plain(text) == plain, text
-        answers.add(plain)
-    assert answers == {True, False}
-
-
 def test_recorded_lines_match_json_for_bodies_with_any_numbers(upstream: Upstream, cassette: Path) -> None:
     bodies = [
         {"temperature": 0.7, "top_p": 1e-05, "seed": 2**70, "big": 1.5e300},
         {"temperature": 0.00001, "n": 12345678901234567.0, "x": -0.0},
         {"prompt": "1e5 is a number in a string", "values": [0.1, 0.25]},
-        {"prompt": "long " * 200, "top_p": 1e-05, "values": [0.5, float("1e22")]},  # searched value by value
+        {"prompt": "long " * 200, "top_p": 1e-05, "values": [0.5, float("1e22")]},
         {"prompt": "long " * 200, "temperature": 0.7},
     ]
-    assert all(len(json.dumps(body)) > 512 for body in bodies[-2:]), "longer than the bodies searched as text"
     with httpx2.Client(transport=vcr_transport.RecordingTransport(httpx2.HTTPTransport(), cassette)) as client:
         for body in bodies:
             client.post(upstream.url + "/v1/chat/completions", json={"messages": MESSAGES, **body})
@@ -292,11 +258,11 @@ def test_the_re_record_close_reads_the_older_cassette_once(
     run()
     before = cassette.read_bytes()
     read: list[str] = []
-    split_blocks = _quiet.split_blocks
+    runs = _quiet.Parser.runs
 
-    def counted(blocks: Any, path: str) -> Any:
-        read.append(path)
-        return split_blocks(blocks, path)
+    def counted(self: _quiet.Parser, blocks: Any) -> Any:
+        read.append(self.path)
+        return runs(self, blocks)
 
     compared: list[Any] = []
     with_body = RequestMatcher.with_body
@@ -305,7 +271,7 @@ def test_the_re_record_close_reads_the_older_cassette_once(
         compared.append(args)
         return with_body(self, *args)
 
-    monkeypatch.setattr(_quiet, "split_blocks", counted)
+    monkeypatch.setattr(_quiet.Parser, "runs", counted)
     monkeypatch.setattr(_storage, "load_streaming", lambda *a: pytest.fail("the old file is parsed a second time"))
     monkeypatch.setattr(RequestMatcher, "with_body", comparing)
     assert run().unchanged

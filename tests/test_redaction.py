@@ -150,6 +150,23 @@ def test_a_secret_split_across_chunks_does_not_leak_and_boundaries_stay() -> Non
         assert [e + shift for e in original_ends if e > tail] == [e for e in new_ends if e > tail + shift]
 
 
+@pytest.mark.parametrize("newline", ["\n", "\r\n", "\r"], ids=["lf", "crlf", "cr"])
+def test_a_secret_spread_over_deltas_is_removed_whatever_ends_the_lines(newline: str) -> None:
+    """Fixed for CR: the delta search read lines at LF only, so a stream whose lines end with CR alone (which
+    the SSE standard allows) had its deltas never reassembled, and a key sent over three deltas was kept."""
+    from vcr_transport._core._stream_redaction import redact_body
+
+    secret = "sk-proj-CRLINESabcdefghijklmnopqrstuvwxyz0123"
+    pieces = [" " + secret[:10], secret[10:25], secret[25:]]
+    body = "".join(
+        f"data: {json.dumps({'choices': [{'index': 0, 'delta': {'content': piece}}]})}{newline}{newline}"
+        for piece in [" hi", *pieces, " bye"]
+    ).encode()
+    redacted = redact_body(body, Redactor())
+    assert not any(piece.encode() in redacted for piece in pieces)
+    assert PLACEHOLDER.encode() in redacted and redacted.count(newline.encode()) == body.count(newline.encode())
+
+
 json_leaf = st.one_of(
     st.none(), st.booleans(), st.integers(), st.text(alphabet=string.ascii_letters + " .,!?é", max_size=20)
 )

@@ -24,6 +24,7 @@ from vendors import OPENAI_KEY, SDKS, VENDOR_ROUTES, openai_reply
 
 from vcr_transport import RecordingTransport, ReplayTransport
 from vcr_transport._core._format import Cassette
+from vcr_transport._serve import CassetteServer, ServeConfig, _Request
 from vcr_transport._storage import read_cassette
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -271,6 +272,26 @@ def test_sigterm_commits_record_on_miss_with_the_older_calls_kept(tmp_path: Path
     assert [call.body for call in calls[:2]] == [call.body for call in read_cassette(DEMO).calls]
     assert len(calls) == 3 and calls[2].body == {"json": missed}
     assert OPENAI_KEY not in cassette.read_text()
+
+
+def test_record_on_miss_appends_and_the_recorded_calls_keep_answering(tmp_path: Path) -> None:
+    """serve's record-on-miss is the session's, appending: a miss is to be forwarded and recorded after every
+    recorded call, and the recorded calls go on answering, each as often as it is asked for."""
+    cassette = tmp_path / "grown.jsonl"
+    cassette.write_bytes(DEMO.read_bytes())
+    config = ServeConfig(cassettes=(cassette,), mode="record-on-miss", upstreams=(("openai", "http://127.0.0.1:9"),))
+    server = CassetteServer(config, say=lambda line: None)
+    recorded = read_cassette(DEMO).calls[0]
+    body = json.dumps(recorded.body["json"] if recorded.body else None).encode()
+    hello = _Request("POST", "/v1/chat/completions", recorded.request_headers, body, True)
+    missed = _Request("POST", "/v1/chat/completions", recorded.request_headers, body.replace(b"hello", b"new"), True)
+    assert server._replayed(hello).status_code == 200
+    assert server._replayed(missed) is None  # forwarded and recorded
+    assert server._replayed(hello).status_code == 200  # again, after the miss
+    assert server.recording is not None and server.recorder is not None
+    assert server.recording.diverged_at is None  # nothing cut off: every recorded call is kept
+    server.recording.close(KeyboardInterrupt())
+    assert cassette.read_bytes() == DEMO.read_bytes()
 
 
 @pytest.mark.parametrize(

@@ -21,7 +21,7 @@ from upstream import Upstream
 from vendors import SDKS, Sdk
 
 from vcr_transport._core._conversation import request_messages, request_tools
-from vcr_transport._core._format import Cassette, RecordedCall, dumps_line
+from vcr_transport._core._format import Cassette, RecordedCall, encode_line
 from vcr_transport._core._view import NOT_JSON, call_view
 from vcr_transport._storage import read_cassette
 
@@ -272,11 +272,11 @@ def test_the_page_shows_calls_timeline_secrets_and_differences(
 
 def _big_cassette(path: Path, calls: int) -> None:
     """A cassette of ``calls`` openai streams, written line by line as a recording would."""
-    lines = [dumps_line({"type": "header", "format_version": 1})]
+    lines = [encode_line({"type": "header", "format_version": 1})]
     for index in range(calls):
         body = {"model": "m", "stream": True, "messages": [{"role": "user", "content": f"question {index}"}]}
         lines.append(
-            dumps_line(
+            encode_line(
                 {
                     "type": "request",
                     "call_index": index,
@@ -288,7 +288,7 @@ def _big_cassette(path: Path, calls: int) -> None:
             )
         )
         lines.append(
-            dumps_line(
+            encode_line(
                 {
                     "type": "response",
                     "call_index": index,
@@ -302,7 +302,7 @@ def _big_cassette(path: Path, calls: int) -> None:
         for number, word in enumerate(words):
             chunk = {"choices": [{"index": 0, "delta": {"content": word}}]}
             lines.append(
-                dumps_line(
+                encode_line(
                     {
                         "type": "event",
                         "call_index": index,
@@ -312,8 +312,8 @@ def _big_cassette(path: Path, calls: int) -> None:
                     }
                 )
             )
-        lines.append(dumps_line({"type": "call_end", "call_index": index, "event_count": 3, "outcome": "complete"}))
-    path.write_text("".join(lines))
+        lines.append(encode_line({"type": "call_end", "call_index": index, "event_count": 3, "outcome": "complete"}))
+    path.write_bytes(b"".join(lines))
 
 
 @needs_browser

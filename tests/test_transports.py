@@ -17,6 +17,8 @@ from real_wire import vendor_of, with_real_headers
 from upstream import Received, Reply, Upstream
 
 import vcr_transport
+from vcr_transport._core._faults import corrupt_chunk
+from vcr_transport._core._modes import Decision
 
 
 @dataclass(frozen=True)
@@ -147,6 +149,64 @@ def test_a_second_iteration_continues_where_the_first_stopped(side: Side, upstre
     upstream.stop()
     replay_first, replay_second = side.iterate_twice(vcr_transport.ReplayTransport(cassette), upstream.url + "/sse", 2)
     assert (replay_first, replay_second) == (first, second)
+
+
+@pytest.mark.parametrize("faults", [["corrupt:chunk=1"], ["stall:after=2,seconds=0.01", "corrupt:chunk=4"]])
+def test_a_second_iteration_continues_where_the_first_stopped_around_faults(
+    side: Side, upstream: Upstream, cassette: Path, faults: list[str]
+) -> None:
+    """A fault splits the stream into runs of chunks; an iteration that stops inside one leaves the rest of it
+    to the next."""
+    upstream.routes["/sse"] = lambda r: Reply(200, [("content-type", "text/event-stream")], CHUNKS)
+    side.iterate_twice(side.recording(cassette), upstream.url + "/sse", first_pass=len(CHUNKS))
+    upstream.stop()
+    replay = vcr_transport.ReplayTransport(cassette, faults=faults)
+    slept: list[float] = []
+    replay.sleep = slept.append
+
+    async def waiting(seconds: float) -> None:
+        slept.append(seconds)
+
+    replay.async_sleep = waiting
+    expected = list(CHUNKS)
+    for fault in faults:
+        if fault.startswith("corrupt"):
+            position = int(fault.rpartition("=")[2])
+            expected[position] = corrupt_chunk(CHUNKS[position]) or b"!" + CHUNKS[position][1:]
+    first, second = side.iterate_twice(replay, upstream.url + "/sse", 3)
+    assert (first, second) == (expected[:3], expected[3:])
+    assert slept == ([0.01] if len(faults) > 1 else [])
+
+
+@pytest.mark.parametrize("entry", ["ReplayTransport", "transport", "use_cassette", "record-on-miss"])
+def test_each_request_is_decided_once(upstream: Upstream, cassette: Path, entry: str, monkeypatch: Any) -> None:
+    """The session's decision is the only one a request meets, whichever transport carries it."""
+    upstream.routes["/sse"] = lambda r: Reply(200, [("content-type", "text/event-stream")], CHUNKS)
+    with httpx2.Client(transport=recording(httpx2, False, cassette)) as client:
+        for _ in range(2):
+            client.get(upstream.url + "/sse")
+    decided: list[str] = []
+    step_for = Decision.step_for
+
+    def counting(self: Any, url: str) -> Any:
+        decided.append(url)
+        return step_for(self, url)
+
+    monkeypatch.setattr(Decision, "step_for", counting)
+    if entry == "use_cassette":
+        with vcr_transport.use_cassette(cassette, mode="replay"), httpx2.Client() as client:
+            replies = [client.get(upstream.url + "/sse") for _ in range(2)]
+    else:
+        mode = "replay" if entry != "record-on-miss" else "record-on-miss"
+        transport: Any = (
+            vcr_transport.ReplayTransport(cassette)
+            if entry == "ReplayTransport"
+            else vcr_transport.transport(cassette, mode=mode)
+        )
+        with httpx2.Client(transport=transport) as client:
+            replies = [client.get(upstream.url + "/sse") for _ in range(2)]
+    assert [reply.content for reply in replies] == [b"".join(CHUNKS)] * 2
+    assert decided == [upstream.url + "/sse"] * 2
 
 
 def test_caller_closing_early_is_recorded_and_replayed_as_closed_early(

@@ -28,8 +28,7 @@ if _typing.TYPE_CHECKING:
     from ._core._options import Options
     from ._core._redaction import PLACEHOLDER, SECRET_FIELD_NAMES, Redactor, remove_secret_values
     from ._recording import AsyncRecordingTransport, CassetteRecorder, RecordingTransport
-    from ._replay import ReplayTransport
-    from ._session import CassetteSession, ModeTransport, async_transport, transport
+    from ._session import CassetteSession, ModeTransport, ReplayTransport, async_transport, transport
 
 # The rest is imported when first used (PEP 562), so that importing the package stays cheap: name -> module.
 _LAZY = {
@@ -48,7 +47,7 @@ _LAZY = {
     "AsyncRecordingTransport": "._recording",
     "CassetteRecorder": "._recording",
     "RecordingTransport": "._recording",
-    "ReplayTransport": "._replay",
+    "ReplayTransport": "._session",
     "CassetteSession": "._session",
     "ModeTransport": "._session",
     "async_transport": "._session",

@@ -39,13 +39,15 @@ import importlib.util
 import os
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from ._core._matching import MATCH_ON_NAMES
-from ._guard import NetworkGuard, compile_allowed_hosts
-from ._session import CassetteRequest
+from ._core._modes import ENVIRONMENT_VARIABLE
+from ._core._options import COMPAT_INI, Options, compile_patterns
+
+if TYPE_CHECKING:  # the machinery is imported by the first test that opens a cassette
+    from ._session import CassetteRequest
 
 __all__ = [
     "COMPAT_VALUE",
@@ -55,9 +57,9 @@ __all__ = [
     "allowed_hosts_of",
     "compat_active",
     "configure_compat",
+    "options_from_vcr_config",
 ]
 
-COMPAT_INI = "vcr_transport_compat"
 COMPAT_VALUE = "pytest-recording"
 # pytest-recording's --record-mode (vcrpy's record modes) as our modes.
 RECORD_MODES = {
@@ -185,29 +187,43 @@ def cassette_stem(node: pytest.Item) -> str:
 def options_from_vcr_config(config: dict[str, Any], where: str) -> dict[str, Any]:
     """Our options from a vcr_config: match_on kept (``raw_body`` is ``body``), ignored hosts (and
     ``ignore_localhost``) kept out of the cassette, filtered names redacted."""
-    options: dict[str, Any] = {}
-    if "match_on" in config:
-        names = ["body" if name == "raw_body" else name for name in config["match_on"]]
-        unknown = [name for name in names if name not in MATCH_ON_NAMES]
-        if unknown:
-            raise pytest.UsageError(
-                f"{where}: match_on has {', '.join(map(repr, unknown))}, which vcr_transport can't match on; "
-                f"valid: {', '.join(MATCH_ON_NAMES)}"
-            )
-        options["match_on"] = tuple(dict.fromkeys(names))
+    found = {
+        "match_on": _match_on_of(config, where),
+        "ignore_hosts": _ignored_hosts_of(config),
+        "redact_names": _filtered_names_of(config),
+    }
+    return {name: value for name, value in found.items() if value is not None}
+
+
+def _match_on_of(config: dict[str, Any], where: str) -> tuple[str, ...] | None:
+    if "match_on" not in config:
+        return None
+    from ._core._matching import MATCH_ON_NAMES  # lazily: only a vcr test's cassette needs matching
+
+    names = ["body" if name == "raw_body" else name for name in config["match_on"]]
+    unknown = [name for name in names if name not in MATCH_ON_NAMES]
+    if unknown:
+        raise pytest.UsageError(
+            f"{where}: match_on has {', '.join(map(repr, unknown))}, which vcr_transport can't match on; "
+            f"valid: {', '.join(MATCH_ON_NAMES)}"
+        )
+    return tuple(dict.fromkeys(names))
+
+
+def _ignored_hosts_of(config: dict[str, Any]) -> tuple[str, ...] | None:
     hosts = [str(host) for host in config.get("ignore_hosts", ())]
     if config.get("ignore_localhost"):
         hosts += VCRPY_LOCALHOST
-    if hosts:
-        options["ignore_hosts"] = tuple(dict.fromkeys(hosts))
-    redacted = [
+    return tuple(dict.fromkeys(hosts)) or None
+
+
+def _filtered_names_of(config: dict[str, Any]) -> tuple[str, ...] | None:
+    names = [
         entry[0] if isinstance(entry, tuple | list) else entry
         for key in ("filter_headers", "filter_query_parameters", "filter_post_data_parameters")
         for entry in config.get(key, ())
     ]
-    if redacted:
-        options["redact_names"] = tuple(str(name).lower() for name in redacted)
-    return options
+    return tuple(str(name).lower() for name in names) or None
 
 
 def given_record_mode(config: pytest.Config, vcr_config: dict[str, Any]) -> str | None:
@@ -239,7 +255,7 @@ def allowed_hosts_of(request: pytest.FixtureRequest) -> list[str]:
             raise pytest.UsageError(f"{where}: allowed hosts are regular expressions (text), not {given!r}")
         hosts = [item.strip() for item in items if item.strip()]
         try:
-            compile_allowed_hosts(hosts, where)
+            compile_patterns(hosts, where)
         except ValueError as error:
             raise pytest.UsageError(str(error)) from None
         return hosts
@@ -262,9 +278,9 @@ def compat_mode(config: pytest.Config, vcr_config: dict[str, Any]) -> str | None
     given = given_record_mode(config, vcr_config)
     if given is not None:
         return RECORD_MODES[given]
-    if config.getoption("vcr_mode", None) or os.environ.get("VCR_TRANSPORT_MODE"):
+    if config.getoption("vcr_mode", None) or os.environ.get(ENVIRONMENT_VARIABLE):
         return None  # our own resolution decides
-    return "replay"  # pytest-recording's default, none
+    return str(Options.knob("mode").compat)  # replay: pytest-recording's default, none
 
 
 # Our concrete modes as vcrpy record modes, for ``vcr.record_mode`` when no record mode was given.
@@ -344,6 +360,8 @@ class RecordingCompat:
         if not wanted or any(request.node.get_closest_marker(name) is not None for name in CASSETTE_MARKERS):
             yield
             return
+        from ._guard import NetworkGuard  # lazily: only a guarded test loads it
+
         reason = "@pytest.mark.block_network" if marker is not None else "--block-network"
         with NetworkGuard(request.getfixturevalue("allowed_hosts"), reason=reason):
             yield
@@ -361,7 +379,7 @@ class RecordingCompat:
     @pytest.fixture
     def vcr(self, request: pytest.FixtureRequest) -> Iterator[VcrpyCassette]:
         """The test's cassette, open for the test, as vcrpy's ``Cassette`` shows itself."""
-        from ._pytest_plugin import caught_mismatch_action, open_test_cassette, unplayed_action
+        from ._pytest_plugin import open_test_cassette, with_run_options
 
         marker = request.node.get_closest_marker("vcr")
         config = {**request.getfixturevalue("vcr_config"), **(marker.kwargs if marker else {})}
@@ -369,16 +387,13 @@ class RecordingCompat:
         stem = request.getfixturevalue("default_cassette_name")
         if marker is not None and marker.args:
             stem = str(marker.args[0]).removesuffix(".yaml").removesuffix(".yml")
-        options = options_from_vcr_config(config, f"vcr_config of {request.node.nodeid}")
-        with open_test_cassette(
-            request,
-            folder / f"{stem}.jsonl",
-            mode=compat_mode(request.config, config),
-            unplayed=unplayed_action(request.config),
-            allowed_hosts=request.getfixturevalue("allowed_hosts"),
-            **caught_mismatch_action(request.config),
-            **options,
-        ) as cassette:
+        arguments = {
+            "mode": compat_mode(request.config, config),
+            "allowed_hosts": request.getfixturevalue("allowed_hosts"),
+            **options_from_vcr_config(config, f"vcr_config of {request.node.nodeid}"),
+        }
+        arguments = with_run_options(request.config, arguments)
+        with open_test_cassette(request, folder / f"{stem}.jsonl", arguments) as cassette:
             yield VcrpyCassette(cassette, given_record_mode(request.config, config))
 
     @pytest.fixture(autouse=True)

@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import os
 import re
-import tomllib
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -26,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from ._core._modes import ENVIRONMENT_VARIABLE, MODES, check_mode, concrete_mode
+from ._core._options import CASSETTE_DIR_SETTING
 from ._exceptions import VcrTransportError
 
 __all__ = [
@@ -36,8 +36,9 @@ __all__ = [
     "ResolvedMode",
     "cassette_folders",
     "cassette_mode",
-    "find_pyproject",
     "current_run",
+    "find_pyproject",
+    "how_to_record",
     "published_run",
     "read_settings",
     "resolve_mode",
@@ -97,6 +98,8 @@ def read_settings(pyproject: Path | None) -> dict[str, Any]:
     """``[tool.vcr_transport]`` of a pyproject.toml, or {}."""
     if pyproject is None:
         return {}
+    import tomllib  # lazily: loading the pytest plugin reads no pyproject
+
     try:
         document = tomllib.loads(pyproject.read_text(encoding="utf-8"))
     except (OSError, tomllib.TOMLDecodeError) as exc:
@@ -165,7 +168,7 @@ SKIPPED_FOLDERS = frozenset(
 def cassette_folders(root: Path) -> list[Path]:
     """Where a project's cassettes live: ``cassette_dir`` of [tool.vcr_transport], else every folder named
     ``cassettes`` under ``root`` (not inside virtualenvs, caches or .git)."""
-    configured = read_settings(find_pyproject(root)).get("cassette_dir")
+    configured = read_settings(find_pyproject(root)).get(CASSETTE_DIR_SETTING)
     if configured:
         return [root / str(configured)]
     found = []

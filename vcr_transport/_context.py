@@ -11,26 +11,22 @@ from __future__ import annotations
 
 import contextvars
 import functools
-import importlib.abc
-import importlib.machinery
 import inspect
 import os
 import sys
-import threading
 import warnings
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from types import ModuleType
 from typing import Any, TypeVar
 
 from ._core._options import Options
 from ._exceptions import CassetteOwnerError, UnplayedCallsError, UnplayedCallsWarning
+from ._patch import Patch
 from ._session import CassetteRequest, CassetteSession, open_session
 
 __all__ = ["PATCHER", "ClientPatcher", "use_cassette"]
 
 F = TypeVar("F", bound=Callable[..., Any])
-
-UNPLAYED_ACTIONS = ("error", "warn", "ignore", "partial")
 
 HTTP_LIBRARIES = ("httpx", "httpx2")
 # google-genai sends its own async calls through aiohttp whenever aiohttp is importable, out of httpx's
@@ -52,88 +48,43 @@ class _CassetteBoundTransport:
         return await self.session.handle_async(request, self.inner)
 
 
-class _NotifyingLoader(importlib.abc.Loader):
-    """A module's own loader, and then a call with the executed module."""
-
-    def __init__(self, loader: importlib.abc.Loader, loaded: Callable[[ModuleType], None]) -> None:
-        self._loader = loader
-        self._loaded = loaded
-
-    def create_module(self, spec: importlib.machinery.ModuleSpec) -> ModuleType | None:
-        return self._loader.create_module(spec)
-
-    def exec_module(self, module: ModuleType) -> None:
-        self._loader.exec_module(module)
-        self._loaded(module)
-
-    def __getattr__(self, name: str) -> Any:  # resources, source and the rest: the real loader's
-        return getattr(self._loader, name)
-
-
-class _ImportWatcher(importlib.abc.MetaPathFinder):
-    """Finds nothing itself: it lets the patcher patch httpx, httpx2 or google-genai when one of them is
-    first imported while the patch is in place."""
-
-    def __init__(self, loaded: Callable[[ModuleType], None]) -> None:
-        self._loaded = loaded
-
-    def find_spec(
-        self, fullname: str, path: Sequence[str] | None, target: ModuleType | None = None
-    ) -> importlib.machinery.ModuleSpec | None:
-        if fullname not in (*HTTP_LIBRARIES, GENAI_API_CLIENT):
-            return None
-        for finder in sys.meta_path:
-            find = getattr(finder, "find_spec", None)
-            if finder is self or find is None:
-                continue
-            spec = find(fullname, path, target)
-            if spec is not None:
-                if spec.loader is not None and hasattr(spec.loader, "exec_module"):
-                    spec.loader = _NotifyingLoader(spec.loader, self._loaded)
-                return spec  # type: ignore[no-any-return]
-        return None
-
-
 class ClientPatcher:
-    """Routes the requests of every httpx and httpx2 client to the cassette that owns them, while started.
+    """Routes the requests of every httpx and httpx2 client to the cassette that owns them, while a cassette
+    is open.
 
-    ``start()`` and ``stop()`` are reference-counted: nested blocks share one patch, installed by the first
-    start and removed by the last stop, on every path. It patches ``Client._transport_for_url`` of both
-    libraries, so a client's own transport (custom ones, openai's aiohttp one, google-genai's) is wrapped,
-    whether the client was created before or inside the block; a library first imported while started is
-    patched as its import completes. The cassette of a request is the one its thread or task opened (a
-    context variable); a request from a thread or task that opened none goes to the only open cassette,
-    and raises CassetteOwnerError when several are open.
+    Each open cassette is one user of a ``Patch`` (``_patch.py``): nested blocks share it, installed at the
+    first ``enter`` and removed at the last ``leave``, on every path. It patches ``Client._transport_for_url``
+    of both libraries, so a client's own transport (custom ones, openai's aiohttp one, google-genai's) is
+    wrapped, whether the client was created before or inside the block; a library first imported while a
+    cassette is open is patched as its import completes. The cassette of a request is the one its thread or
+    task opened (a context variable); a request from a thread or task that opened none goes to the only open
+    cassette, and raises CassetteOwnerError when several are open.
     """
 
     def __init__(self) -> None:
-        self._lock = threading.RLock()
         self._active: contextvars.ContextVar[CassetteSession | None] = contextvars.ContextVar(
             "vcr_transport_cassette", default=None
         )
         self._sessions: list[CassetteSession] = []
-        self._originals: dict[tuple[type, str], Any] = {}
-        self._told_no_aiohttp: list[ModuleType] = []
-        self._watcher = _ImportWatcher(self._loaded)
+        late = {name: self._patch_library for name in HTTP_LIBRARIES}
+        self._patch = Patch(self._install, late={**late, GENAI_API_CLIENT: _tell_no_aiohttp})
 
     def enter(self, session: CassetteSession) -> contextvars.Token[CassetteSession | None]:
-        """Open ``session`` for this thread or task (and start the patch)."""
-        with self._lock:
+        """Open ``session`` for this thread or task (one more user of the patch)."""
+        with self._patch.lock:
+            self._patch.start()
             self._sessions.append(session)
-            if len(self._sessions) == 1:
-                self._start()
         return self._active.set(session)
 
     def leave(self, session: CassetteSession, token: contextvars.Token[CassetteSession | None]) -> None:
-        """Close ``session`` for this thread or task (and stop the patch when it was the last one)."""
+        """Close ``session`` for this thread or task (one user fewer: the last one removes the patch)."""
         try:
             self._active.reset(token)
         except ValueError:  # left in another context than entered (a generator moved between tasks)
             pass
-        with self._lock:
+        with self._patch.lock:
             self._sessions.remove(session)
-            if not self._sessions:
-                self._stop()
+            self._patch.stop()
 
     def session_for_request(self) -> CassetteSession | None:
         session = self._active.get()
@@ -154,43 +105,20 @@ class ClientPatcher:
             )
         return open_now[0] if open_now else None
 
-    def _start(self) -> None:
+    def _install(self, patch: Patch) -> None:
         for name in HTTP_LIBRARIES:
             module = sys.modules.get(name)
             if module is None and name == "httpx2":
                 import httpx2 as module
             if module is not None:
-                self._patch_library(module)
+                self._patch_library(patch, module)
         genai = sys.modules.get(GENAI_API_CLIENT)
         if genai is not None:
-            self._tell_no_aiohttp(genai)
-        sys.meta_path.insert(0, self._watcher)
+            _tell_no_aiohttp(patch, genai)
 
-    def _stop(self) -> None:
-        if self._watcher in sys.meta_path:
-            sys.meta_path.remove(self._watcher)
-        for (cls, name), original in self._originals.items():
-            setattr(cls, name, original)
-        self._originals.clear()
-        for module in self._told_no_aiohttp:
-            setattr(module, "has_aiohttp", True)  # noqa: B010 - a module attribute mypy can't see
-        self._told_no_aiohttp.clear()
-
-    def _loaded(self, module: ModuleType) -> None:
-        with self._lock:
-            if not self._sessions:
-                return
-            if module.__name__ == GENAI_API_CLIENT:
-                self._tell_no_aiohttp(module)
-            else:
-                self._patch_library(module)
-
-    def _patch_library(self, module: ModuleType) -> None:
+    def _patch_library(self, patch: Patch, module: ModuleType) -> None:
         for cls in (module.Client, module.AsyncClient):
-            if (cls, "_transport_for_url") not in self._originals:
-                original = cls.__dict__["_transport_for_url"]
-                self._originals[(cls, "_transport_for_url")] = original
-                cls._transport_for_url = self._routed(original)
+            patch.replace(cls, "_transport_for_url", self._routed(cls.__dict__["_transport_for_url"]))
 
     def _routed(self, original: Callable[[Any, Any], Any]) -> Callable[[Any, Any], Any]:
         @functools.wraps(original)
@@ -201,10 +129,10 @@ class ClientPatcher:
 
         return transport_for_url
 
-    def _tell_no_aiohttp(self, genai: ModuleType) -> None:
-        if getattr(genai, "has_aiohttp", False):
-            self._told_no_aiohttp.append(genai)
-            setattr(genai, "has_aiohttp", False)  # noqa: B010
+
+def _tell_no_aiohttp(patch: Patch, genai: ModuleType) -> None:
+    if getattr(genai, "has_aiohttp", False):
+        patch.replace(genai, "has_aiohttp", False)
 
 
 PATCHER = ClientPatcher()
@@ -214,15 +142,16 @@ class use_cassette:  # noqa: N801 - reads as a function, like contextlib's
     """Route every httpx/httpx2 client through a cassette inside a ``with`` block, ``async with`` block or
     decorated function.
 
+    It takes every option of ``vcr_transport.Options``, as keyword arguments or as ``options=Options(...)``.
     ``mode`` wins over the pytest option, ``VCR_TRANSPORT_MODE``, ``[tool.vcr_transport]`` and the default
-    ``auto``. ``unplayed`` decides what recorded-but-unplayed calls do at exit: ``"warn"`` (default),
-    ``"error"``, ``"ignore"``, or ``"partial"`` (an error only when some calls were played and some not).
-    ``missing_ok_unused``: a missing cassette no request asked for is not an error at exit (the first
-    request still raises it). ``requests`` and ``play_count`` show what was replayed or recorded.
-    ``block_network=True`` turns the network guard (``_guard.NetworkGuard``) on
-    for the block when the mode is replay; ``allowed_hosts`` (regular expressions, as pytest-recording's
-    ``--allowed-hosts``) stay reachable through it. Other options are ReplayTransport's. On exit the first replay
-    mismatch that the code inside swallowed is raised again, unless ``caught_mismatch="ignore"``.
+    ``auto``. On exit the first replay mismatch that the code inside swallowed is raised again, unless
+    ``caught_mismatch="ignore"``; then ``unplayed`` decides what recorded-but-unplayed calls do: ``"error"``
+    (default), ``"warn"``, ``"ignore"``, or ``"partial"`` (an error only when some calls were played and some
+    not). ``missing_ok_unused``: a missing cassette no request asked for is not an error at exit (the first
+    request still raises it). ``block_network=True`` turns the network guard (``_guard.NetworkGuard``) on for
+    the block when the mode is replay; ``allowed_hosts`` (regular expressions, as pytest-recording's
+    ``--allowed-hosts``) stay reachable through it. ``requests`` and ``play_count`` show what was replayed or
+    recorded.
     """
 
     def __init__(
@@ -230,29 +159,12 @@ class use_cassette:  # noqa: N801 - reads as a function, like contextlib's
         path: str | os.PathLike[str],
         *,
         mode: str | None = None,
-        unplayed: str = "warn",
-        block_network: bool = False,
-        allowed_hosts: Sequence[str] = (),
-        missing_ok_unused: bool = False,
-        **options: Any,
+        options: Options | None = None,
+        **arguments: Any,
     ) -> None:
-        if unplayed not in UNPLAYED_ACTIONS:
-            raise ValueError(f"unplayed must be one of {', '.join(UNPLAYED_ACTIONS)}, not {unplayed!r}")
-        if isinstance(allowed_hosts, str | bytes):
-            raise TypeError(
-                f"use_cassette(): allowed_hosts must be a list of regular expressions, not {allowed_hosts!r}"
-            )
         self.path = path
-        self.requested_mode = mode
-        self.unplayed = unplayed
-        self.options = Options.from_arguments(options, where="use_cassette()")
-        self.missing_ok_unused = missing_ok_unused
-        self.block_network = block_network  # in replay: vcr_transport._guard.NetworkGuard for the block
-        self.allowed_hosts = tuple(allowed_hosts)
-        if self.allowed_hosts:
-            from ._guard import compile_allowed_hosts
-
-            compile_allowed_hosts(self.allowed_hosts, "use_cassette(): allowed_hosts")
+        given = Options.of(options, arguments, where="use_cassette()", entry="block")
+        self.options = given if mode is None else given.overridden(mode=mode)
         self._guard: Any = None
         self.session: CassetteSession | None = None
         self._token: contextvars.Token[CassetteSession | None] | None = None
@@ -263,12 +175,12 @@ class use_cassette:  # noqa: N801 - reads as a function, like contextlib's
         return self.session.mode if self.session else "unopened"
 
     def __enter__(self) -> use_cassette:
-        self.session = open_session(self.path, self.requested_mode, self.options)
+        self.session = open_session(self.path, self.options.mode, self.options)
         self._token = PATCHER.enter(self.session)
-        if self.block_network and self.session.mode == "replay":
+        if self.options.block_network and self.session.mode == "replay":
             from ._guard import NetworkGuard
 
-            self._guard = NetworkGuard(self.allowed_hosts).start()
+            self._guard = NetworkGuard(self.options.allowed_hosts).start()
         return self
 
     def __exit__(self, exc_type: object, exc: object, traceback: object) -> None:
@@ -301,15 +213,15 @@ class use_cassette:  # noqa: N801 - reads as a function, like contextlib's
         session = self.session
         if session is None:
             return
-        session.raise_if_broken(unless_missing_and_unused=self.missing_ok_unused)
+        session.raise_if_broken(unless_missing_and_unused=session.options.missing_ok_unused)
         if session.first_mismatch is not None and session.options.caught_mismatch == "raise":
             raise session.first_mismatch
-        unplayed = session.unplayed_calls()
-        if self.unplayed == "partial" and not any(request.play_count for request in session.requests):
+        unplayed, action = session.unplayed_calls(), session.options.unplayed
+        if action == "partial" and not any(request.play_count for request in session.requests):
             return  # none of the calls was played: a test that took another path
-        if unplayed and self.unplayed != "ignore":
+        if unplayed and action != "ignore":
             error = UnplayedCallsError(str(session.path), unplayed)
-            if self.unplayed in ("error", "partial"):
+            if action in ("error", "partial"):
                 raise error
             warnings.warn(str(error), UnplayedCallsWarning, stacklevel=3)
 
@@ -330,15 +242,7 @@ class use_cassette:  # noqa: N801 - reads as a function, like contextlib's
         return self.session is not None and not self.session.unplayed_calls()
 
     def _fresh(self) -> use_cassette:
-        return use_cassette(
-            self.path,
-            mode=self.requested_mode,
-            unplayed=self.unplayed,
-            block_network=self.block_network,
-            allowed_hosts=self.allowed_hosts,
-            missing_ok_unused=self.missing_ok_unused,
-            **self.options.as_arguments(),
-        )
+        return use_cassette(self.path, options=self.options)
 
     def __call__(self, function: F) -> F:
         if inspect.iscoroutinefunction(function):

@@ -34,8 +34,6 @@ __all__ = [
     "VcrTransportError",
 ]
 
-MISSING: Any = "<missing>"
-
 
 class VcrTransportError(Exception):
     """Base class of every exception vcr_transport raises."""
@@ -54,14 +52,6 @@ class CassetteError(VcrTransportError):
         if fix:
             message += f"\n  fix: {fix}"
         super().__init__(message)
-
-
-def shorten(value: Any, limit: int = 80) -> str:
-    """The repr of a value, cut to a readable length."""
-    text = value if value is MISSING else repr(value)
-    if len(text) > limit:
-        text = text[: limit - 3] + "..."
-    return text
 
 
 class ReplayMismatch(VcrTransportError):
@@ -107,6 +97,8 @@ class ReplayMismatch(VcrTransportError):
 
     @property
     def headline(self) -> str:
+        from ._core._display import shorten  # here: importing the package loads this module alone
+
         return (
             f"replay mismatch at call {self.call_index}, field {self.field_path}: "
             f"recorded {shorten(self.recorded)}, incoming {shorten(self.incoming)}"

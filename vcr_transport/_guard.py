@@ -21,7 +21,8 @@ created from the original classes before the guard started and is then driven th
 ``super(original_socket_class, s)``, and connections already open when it starts.
 
 Loopback (127.0.0.0/8, ::1, the unspecified address, which means this host) and AF_UNIX / AF_NETLINK
-sockets stay open. Guards nest: the first ``start()`` installs, the last ``stop()`` restores everything.
+sockets stay open. Guards nest: they share one ``Patch`` (``_patch.py``), which the first ``start()``
+installs and the last ``stop()`` restores in full.
 
 **Allowed hosts** (``NetworkGuard(allowed_hosts=[...])``, pytest-recording's ``--allowed-hosts``): regular
 expressions matched, as pytest-recording matches them (``re.match``: from the start of the text), against the
@@ -41,9 +42,11 @@ import threading
 from collections.abc import Iterable
 from typing import Any
 
+from ._core._options import compile_patterns
 from ._exceptions import NetworkBlockedError
+from ._patch import Patch
 
-__all__ = ["NetworkGuard", "compile_allowed_hosts", "network_blocked_message"]
+__all__ = ["NetworkGuard", "network_blocked_message"]
 
 _C_SOCKET: type = _socket.socket
 _PY_SOCKET: type = socket.socket
@@ -58,9 +61,7 @@ _SOCKET_METHODS = ("connect", "connect_ex", "sendto", "sendmsg")
 _REAL: dict[str, Any] = {name: getattr(_socket, name) for name in _DNS_FUNCTIONS}
 _REAL.update({name: getattr(_C_SOCKET, name) for name in _SOCKET_METHODS})
 
-_lock = threading.RLock()
-_depth = 0
-_saved: list[tuple[Any, str, bool, Any]] = []  # (owner, attribute, had its own, value)
+_lock = threading.RLock()  # guards _starts
 
 
 @dataclasses.dataclass(eq=False)
@@ -79,17 +80,6 @@ _starts: list[_Start] = []  # every start in force, innermost last
 
 _LOCALHOST_V4 = "127.0.0.1"
 _LOCALHOST_V6 = "::1"
-
-
-def compile_allowed_hosts(patterns: Iterable[str], where: str) -> tuple[re.Pattern[str], ...]:
-    """The allowed hosts as regular expressions; one that does not compile is a ValueError naming it."""
-    compiled = []
-    for pattern in patterns:
-        try:
-            compiled.append(re.compile(pattern))
-        except re.error as error:
-            raise ValueError(f"{where}: {pattern!r} is not a regular expression: {error}") from None
-    return tuple(compiled)
 
 
 def network_blocked_message(what: str, reason: str = "replay mode", allowed: Iterable[str] = ()) -> str:
@@ -195,7 +185,7 @@ def _checked_address(sock: Any, address: Any, route: str) -> Any:
 
 
 def _active() -> bool:
-    return _depth > 0
+    return _PATCH.users > 0
 
 
 # --- the guarded socket methods -----------------------------------------------------------------------
@@ -380,35 +370,20 @@ _GUARDED_DNS = {
 # --- install and restore ------------------------------------------------------------------------------
 
 
-def _replace(owner: Any, name: str, value: Any) -> None:
-    had = name in vars(owner)
-    _saved.append((owner, name, had, vars(owner).get(name)))
-    setattr(owner, name, value)
+def _install(patch: Patch) -> None:
+    for name, guarded in _GUARDED_DNS.items():
+        patch.replace(_socket, name, guarded)
+        patch.replace(socket, name, _socket_module_getaddrinfo if name == "getaddrinfo" else guarded)
+    for name, method in _GUARDED_METHODS.items():
+        patch.replace(_PY_SOCKET, name, method)
+    for module in (_socket, socket):
+        patch.replace(module, "SocketType", _GuardedCSocket)
+    patch.replace(_socket, "socket", _GuardedCSocket)
+    patch.replace(socket, "socket", _GuardedSocket)
 
 
-def _install() -> None:
-    try:
-        for name, guarded in _GUARDED_DNS.items():
-            _replace(_socket, name, guarded)
-            _replace(socket, name, _socket_module_getaddrinfo if name == "getaddrinfo" else guarded)
-        for name, method in _GUARDED_METHODS.items():
-            _replace(_PY_SOCKET, name, method)
-        for module in (_socket, socket):
-            _replace(module, "SocketType", _GuardedCSocket)
-        _replace(_socket, "socket", _GuardedCSocket)
-        _replace(socket, "socket", _GuardedSocket)
-    except BaseException:
-        _restore()
-        raise
-
-
-def _restore() -> None:
-    while _saved:
-        owner, name, had, value = _saved.pop()
-        if had:
-            setattr(owner, name, value)
-        else:
-            delattr(owner, name)
+# What the guard replaced while on: one patch, however many guards nest.
+_PATCH = Patch(_install)
 
 
 class NetworkGuard:
@@ -427,7 +402,7 @@ class NetworkGuard:
         if isinstance(allowed_hosts, str | bytes):
             raise TypeError(f"allowed_hosts must be a list of regular expressions, not {allowed_hosts!r}")
         self.allowed_hosts = tuple(allowed_hosts)
-        self._allowed = compile_allowed_hosts(self.allowed_hosts, "NetworkGuard(allowed_hosts)")
+        self._allowed = compile_patterns(self.allowed_hosts, "NetworkGuard(allowed_hosts)")
         self.reason = reason
         self._mine: list[_Start] = []
 
@@ -437,25 +412,19 @@ class NetworkGuard:
         return bool(self._mine)
 
     def start(self) -> NetworkGuard:
-        global _depth
         with _lock:
-            if _depth == 0:
-                _install()
-            _depth += 1
+            _PATCH.start()
             start = _Start(self._allowed, self.reason)
             _starts.append(start)
             self._mine.append(start)
         return self
 
     def stop(self) -> None:
-        global _depth
         with _lock:
             if not self._mine:
                 raise RuntimeError("NetworkGuard.stop() without a start() of the same guard")
             _starts.remove(self._mine.pop())
-            _depth -= 1
-            if _depth == 0:
-                _restore()
+            _PATCH.stop()
 
     def __enter__(self) -> NetworkGuard:
         return self.start()

@@ -12,10 +12,10 @@ from typing import Any
 
 from ._core._conversation import ToolCall
 from ._core._diff import compared_calls
+from ._core._display import shorten
 from ._core._format import Cassette
 from ._core._redaction import PLACEHOLDER
 from ._core._view import CallView, call_view
-from ._exceptions import shorten
 
 __all__ = ["html_page"]
 

@@ -1,5 +1,6 @@
 """The HTTP library (httpx or httpx2) as a value: what a request came from, and building that library's
-streams, responses and exceptions."""
+requests, streams, responses and exceptions. The one module that knows how httpx and httpx2 objects are
+made: the others ask it."""
 
 from __future__ import annotations
 
@@ -9,14 +10,19 @@ import sys
 from types import ModuleType
 from typing import Any
 
+from ._core._memo import Memo
 from ._exceptions import RecordedError
 
 __all__ = [
+    "body_already_read",
     "convert_error",
     "error_name",
+    "forwarded_request",
     "header_pairs",
     "library_of",
+    "http_version",
     "rebuild_error",
+    "response_in",
     "stream_class",
     "transport_library",
 ]
@@ -28,37 +34,94 @@ def _loaded_libraries() -> list[ModuleType]:
     return [module for module in map(sys.modules.get, HTTP_LIBRARIES) if module is not None]
 
 
-# Classes are compared by identity: SDKs re-export httpx2 classes and rewrite their __module__.
+# Classes are compared by identity: SDKs re-export httpx2 classes and rewrite their __module__. A class's
+# library (and bases) never change: each is found once per class.
+_library_of_class: Memo[type, ModuleType] = Memo(256)
+_transport_library_of_class: Memo[type, ModuleType | None] = Memo(256)
+
+
 def library_of(obj: object) -> ModuleType:
     """The httpx or httpx2 module whose Request or Response ``obj`` is."""
-    library = _library_of_class.get(type(obj))  # a class's library never changes: found once per class
-    if library is not None:
-        return library
+    return _library_of_class.get(type(obj), lambda: _find_library(obj))
+
+
+def _find_library(obj: object) -> ModuleType:
     for library in _loaded_libraries():
         if isinstance(obj, library.Request | library.Response):
-            _library_of_class[type(obj)] = library
             return library
     raise TypeError(f"expected an httpx or httpx2 request or response, got {type(obj).__qualname__}")
 
 
-_library_of_class: dict[type, ModuleType] = {}
-
-
 def transport_library(transport: object) -> ModuleType | None:
     """The library whose transport base class ``transport`` derives from; None for duck-typed transports."""
-    kind = type(transport)
-    if kind in _transport_library_of_class:  # a class's bases never change: found once per class
-        return _transport_library_of_class[kind]
-    found = None
+    return _transport_library_of_class.get(type(transport), lambda: _find_transport_library(transport))
+
+
+def _find_transport_library(transport: object) -> ModuleType | None:
     for library in _loaded_libraries():
         if isinstance(transport, library.BaseTransport | library.AsyncBaseTransport):
-            found = library
-            break
-    _transport_library_of_class[kind] = found
-    return found
+            return library
+    return None
 
 
-_transport_library_of_class: dict[type, ModuleType | None] = {}
+def forwarded_request(request: Any, library: ModuleType | None, *, plain: bool) -> Any:
+    """``request`` (read) as it is sent on to an inner transport of ``library`` (None: a duck-typed one,
+    which gets the request's own library): the same object when nothing changes, else built by that
+    library's Request, asking for an uncompressed response (``accept-encoding: identity``, in the place of
+    the one there or last) when ``plain``. The build adds what the library adds to any request (``Host``, the
+    body's length) where they are missing; a body sent chunked is given as an iterator, so it stays chunked
+    (given as bytes, httpx 0.28 would add a ``Content-Length`` beside the ``Transfer-Encoding``). The caller's
+    request object is left as it is."""
+    own = library_of(request)
+    library = library or own
+    if not plain and library is own:
+        return request
+    headers = request.headers.raw
+    if plain:
+        identity = (b"accept-encoding", b"identity")
+        headers = [identity if name.lower() == b"accept-encoding" else (name, value) for name, value in headers]
+        if identity not in headers:
+            headers.append(identity)
+    chunked = any(name.lower() == b"transfer-encoding" for name, _ in headers)
+    forwarded = library.Request(
+        request.method,
+        request.url if library is own else str(request.url),
+        headers=headers,
+        content=iter([request.content]) if chunked else request.content,
+        extensions=request.extensions,
+    )
+    forwarded.read()  # a chunked body, read again into the bytes it came as
+    return forwarded
+
+
+def body_already_read(response: Any) -> bytes | None:
+    """The body of a response its transport handed back already read (``httpx2.MockTransport``, a Response
+    built with ``content=``), or None for a stream not read yet. Such a response gives ``.content`` without
+    iterating its stream, so a recorder takes the body from there."""
+    if not response.is_stream_consumed:
+        return None
+    try:
+        return response.content  # type: ignore[no-any-return]
+    except library_of(response).ResponseNotRead:  # consumed without being read: it has no body to give
+        return None
+
+
+def response_in(library: ModuleType, response: Any, stream: Any = None) -> Any:
+    """``response`` as a Response of ``library``, its stream replaced by ``stream`` when one is given (else its
+    body is read already): the same object when it already is one, else built from its status, raw headers,
+    extensions and body."""
+    if library_of(response) is library:
+        if stream is not None:
+            response.stream = stream
+        return response
+    body = {"content": response.content} if stream is None else {"stream": stream}
+    return library.Response(response.status_code, headers=response.headers.raw, extensions=response.extensions, **body)
+
+
+def http_version(response: Any) -> str:
+    """The HTTP version a transport's response says it came over (``HTTP/1.1`` when it doesn't say)."""
+    version = response.extensions.get("http_version", b"HTTP/1.1")
+    return str(version.decode("ascii", "replace") if isinstance(version, bytes) else version)
 
 
 @functools.cache
@@ -111,10 +174,5 @@ def convert_error(exc: BaseException, library: ModuleType, request: Any) -> Base
 
 
 def header_pairs(headers: Any) -> list[tuple[str, str]]:
-    """Raw header pairs, original case and order kept, decoded as latin-1. Read from the (raw name, lower
-    name, value) list that httpx and httpx2 ``Headers`` keep, rather than through ``.raw``, which builds a
-    list first; any other headers object through ``.raw``."""
-    triples = getattr(headers, "_list", None)
-    if type(triples) is not list:
-        return [(name.decode("latin-1"), value.decode("latin-1")) for name, value in headers.raw]
-    return [(name.decode("latin-1"), value.decode("latin-1")) for name, _, value in triples]
+    """Raw header pairs, original case and order kept, decoded as latin-1."""
+    return [(name.decode("latin-1"), value.decode("latin-1")) for name, value in headers.raw]

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-__all__ = ["Ledger", "LedgerProblem", "ledger_path", "read_ledger", "write_ledger"]
+__all__ = ["Ledger", "LedgerProblem", "ledger_path", "new_ledger", "read_ledger", "write_ledger"]
 
 LEDGER_VERSION = 1
 

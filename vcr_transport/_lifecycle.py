@@ -10,6 +10,7 @@ from typing import Any, Protocol, Self, runtime_checkable
 
 __all__ = [
     "AsyncTransport",
+    "ByteStream",
     "ClosingSides",
     "HttpRequest",
     "SyncTransport",

@@ -13,14 +13,22 @@ Where: ``$VCR_TRANSPORT_CACHE_DIR`` when set, else ``$XDG_CACHE_HOME/vcr_transpo
 ``~/.cache/vcr_transport/parse``. The environment is read when a cassette is opened, never at import.
 Turn it off with the option ``parse_cache=False`` (also ``parse_cache = false`` in ``[tool.vcr_transport]``),
 or ``VCR_TRANSPORT_PARSE_CACHE=0``. Entries are written to a temporary file and renamed into place (safe under
-parallel workers); entries unused for ``STALE_DAYS`` are removed when a new one is written.
+parallel workers); entries unused for ``STALE_DAYS`` are removed when a process writes its first entry.
+
+An entry is written right after the parse, in the opening thread: marshalling the calls holds the GIL, so a
+background thread would only move that time, not save it (measured: ``benchmarks.cold_cache``).
+
+The layout of an entry is the fields of ``RecordedCall`` (their names are part of the layout stamp): a field
+added to the record changes the layout, and older entries are simply not used.
 """
 
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import hashlib
 import marshal
+import operator
 import os
 import threading
 import time
@@ -28,6 +36,7 @@ from pathlib import Path
 from typing import Any
 
 from ._core._format import FORMAT_VERSION, Cassette, RecordedCall
+from ._core._options import CACHE_DIR_VARIABLE, PARSE_CACHE_VARIABLE
 
 __all__ = ["MIN_BYTES", "STALE_DAYS", "cache_folder", "enabled", "entry_path", "load_or_parse", "store"]
 
@@ -35,17 +44,22 @@ __all__ = ["MIN_BYTES", "STALE_DAYS", "cache_folder", "enabled", "entry_path", "
 MIN_BYTES = 256 * 1024
 STALE_DAYS = 30
 _MAGIC = "vcr_transport parse cache"
-_LAYOUT = 2  # of an entry; bump when the tuple below or the hashes change
+# What an entry holds of a call: every field of the record but its lazy chunks (a cached cassette is held in
+# memory), in the record's order, which is also the order the record takes them in.
+_FIELDS = tuple(f.name for f in dataclasses.fields(RecordedCall))[:-1]
+assert dataclasses.fields(RecordedCall)[-1].name == "lazy", "the lazy chunks are the record's last field"
+_LAYOUT = (3, _FIELDS)  # of an entry; bump the number when the hashes or the packing change
+_row = operator.attrgetter(*_FIELDS)
 
 
 def enabled() -> bool:
     """False when ``VCR_TRANSPORT_PARSE_CACHE`` is 0, false, no or off."""
-    return os.environ.get("VCR_TRANSPORT_PARSE_CACHE", "1").strip().lower() not in ("0", "false", "no", "off")
+    return os.environ.get(PARSE_CACHE_VARIABLE, "1").strip().lower() not in ("0", "false", "no", "off")
 
 
 def cache_folder() -> Path:
     """Where entries live (see the module docstring)."""
-    explicit = os.environ.get("VCR_TRANSPORT_CACHE_DIR")
+    explicit = os.environ.get(CACHE_DIR_VARIABLE)
     if explicit:
         return Path(explicit)
     base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
@@ -109,41 +123,12 @@ def _load(entry: Path, size: int, path: str) -> tuple[str, Cassette] | None:
         if stamp != _stamp(stamp[4], size, _checksum(payload)):
             return None
         header, rows = marshal.loads(payload)
-        calls = [_call(row) for row in rows]
+        calls = [RecordedCall(*row) for row in rows]
         if not isinstance(header, dict):
             return None
         return stamp[4], Cassette(path, header, calls)
     except Exception:  # a damaged entry of any shape is a miss, never an error
         return None
-
-
-def _call(row: tuple[Any, ...]) -> RecordedCall:
-    (index, method, url, request_headers, body, status, response_headers, http_version, chunks, offsets, size,
-     outcome, error_class, error_message, line, event_total) = row  # fmt: skip
-    return RecordedCall(
-        index=index,
-        method=method,
-        url=url,
-        request_headers=request_headers,
-        body=body,
-        status=status,
-        response_headers=response_headers,
-        http_version=http_version,
-        chunks=chunks,
-        offsets=offsets,
-        size=size,
-        outcome=outcome,
-        error_class=error_class,
-        error_message=error_message,
-        line=line,
-        event_total=event_total,
-    )
-
-
-def _row(call: RecordedCall) -> tuple[Any, ...]:
-    return (call.index, call.method, call.url, call.request_headers, call.body, call.status, call.response_headers,
-            call.http_version, call.chunks, call.offsets, call.size, call.outcome, call.error_class,
-            call.error_message, call.line, call.event_total)  # fmt: skip
 
 
 def store(entry: Path, key: str, size: int, cassette: Cassette) -> bool:
@@ -157,8 +142,12 @@ def store(entry: Path, key: str, size: int, cassette: Cassette) -> bool:
     stamp = marshal.dumps(_stamp(key, size, _checksum(payload)))
     temporary = entry.with_name(f".{entry.stem}.{os.getpid()}.{threading.get_ident()}.tmp")
     try:
-        entry.parent.mkdir(parents=True, exist_ok=True)
-        with open(temporary, "wb") as file:
+        try:
+            file = open(temporary, "wb")  # noqa: SIM115 - closed by the with below
+        except FileNotFoundError:  # the first entry: the folder is made then
+            entry.parent.mkdir(parents=True, exist_ok=True)
+            file = open(temporary, "wb")  # noqa: SIM115
+        with file:
             file.write(len(stamp).to_bytes(4, "big"))
             file.write(stamp)
             file.write(payload)
@@ -167,11 +156,17 @@ def store(entry: Path, key: str, size: int, cassette: Cassette) -> bool:
         with contextlib.suppress(OSError):
             temporary.unlink()
         return False
-    _remove_stale(entry.parent)
+    _remove_stale_once(entry.parent)
     return True
 
 
-def _remove_stale(folder: Path) -> None:
+_swept: set[Path] = set()  # folders whose stale entries this process has removed
+
+
+def _remove_stale_once(folder: Path) -> None:
+    if folder in _swept:
+        return
+    _swept.add(folder)
     oldest = time.time() - STALE_DAYS * 86400
     with contextlib.suppress(OSError), os.scandir(folder) as entries:
         for entry in entries:

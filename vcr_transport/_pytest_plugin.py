@@ -1,13 +1,16 @@
 """The pytest plugin, registered through the ``pytest11`` entry point.
 
-Loading it patches nothing, reads no environment variable and opens no file: all of that happens in the
-``vcr_cassette`` fixture, which the ``@pytest.mark.vcr_transport`` marker requests for a test. (The names
-differ from pytest-recording's and cassetter's ``vcr`` so that both can be installed during a migration.)
+Loading it patches nothing, reads no environment variable, opens no file and imports none of the machinery
+(sessions, recording, replay, the network guard): all of that happens in the ``vcr_cassette`` fixture, which
+the ``@pytest.mark.vcr_transport`` marker requests for a test. (The names differ from pytest-recording's and
+cassetter's ``vcr`` so that both can be installed during a migration.)
 
 - ``vcr_cassette``: runs the test inside ``use_cassette``; the cassette is ``cassettes/<module>/<test>.jsonl``
   beside the test file unless the marker names a path (a relative one is relative to the test file's folder).
 - ``@pytest.mark.vcr_transport(path=None, mode=None, unplayed=None, **options)``: options as ``use_cassette``.
 - ``--vcr-mode``: the mode for the run (below an explicit ``mode=``, above ``VCR_TRANSPORT_MODE``).
+- The ini settings are those of the options that declare one (``Knob.ini`` in ``_core/_options.py``), read by
+  ``run_option``: the marker's argument wins, then the ini, then ``[tool.vcr_transport]``, then the default.
 - ini ``vcr_unplayed``: ``error`` (default; ``ignore`` in the compatibility mode), ``warn``, ``ignore`` or
   ``partial`` (an error only when the test played some of the calls) for recorded calls no request asked for.
   Only a test whose body ran and passed is checked (not one skipped or failed in setup). In replay, a missing
@@ -32,22 +35,38 @@ import re
 import threading
 import uuid
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 from _pytest._code.code import ExceptionInfo, ReprEntry, ReprExceptionInfo, ReprFileLocation, ReprTraceback
 
 from ._compat import add_compat_options, compat_active, configure_compat
-from ._config import MODES, PytestRun, cassette_folders, find_pyproject, published_run, read_settings
-from ._context import UNPLAYED_ACTIONS, use_cassette
-from ._core._options import CAUGHT_MISMATCH_ACTIONS, Options
-from ._exceptions import ReplayMismatch, shorten
+from ._config import PytestRun, cassette_folders, find_pyproject, published_run, read_settings
+from ._core._display import shorten
+from ._core._modes import MODES
+from ._core._options import Options
+from ._exceptions import ReplayMismatch
 from ._ledger import Ledger, ledger_path, new_ledger, write_ledger
 
+if TYPE_CHECKING:  # imported by the first test that opens a cassette, not when the plugin loads
+    from ._context import use_cassette
+
+__all__ = [
+    "MARKER",
+    "cassette_name",
+    "default_cassette_path",
+    "marker_cassette_path",
+    "open_test_cassette",
+    "run_option",
+    "with_run_options",
+]
+
 MARKER = "vcr_transport"
-MARKER_KWARGS = frozenset({"path", "mode", "unplayed", *Options.names()})
+MARKER_KWARGS = frozenset({"path", *Options.names("marker")})
+# The options that a pytest ini setting sets for the whole run (below the marker, above pyproject).
+RUN_OPTIONS = tuple(name for name in Options.names("marker") if Options.knob(name).ini)
 MAX_NAME = 100
 
 
@@ -59,18 +78,15 @@ def pytest_addoption(parser: pytest.Parser, pluginmanager: pytest.PytestPluginMa
         default=None,
         help="cassette mode for this run: " + ", ".join(MODES) + " (default: VCR_TRANSPORT_MODE, pyproject, auto)",
     )
-    parser.addini(
-        "vcr_unplayed",
-        "what unplayed recorded calls do: error, warn, ignore or partial (default: error; ignore in the "
-        "pytest-recording compatibility mode)",
-        default="",
-    )
-    parser.addini(
-        "vcr_caught_mismatch",
-        "what a replay mismatch the code under test caught does at teardown: raise (raised again; the default) or "
-        "ignore (left to the test; the default in the pytest-recording compatibility mode)",
-        default="",
-    )
+    defaults = Options()
+    for name in RUN_OPTIONS:
+        knob = Options.knob(name)
+        parser.addini(
+            knob.ini,
+            f"the option {name} for every test: {', '.join(knob.choices)} (default: {getattr(defaults, name)}; "
+            f"{knob.compat} in the pytest-recording compatibility mode)",
+            default="",
+        )
     add_compat_options(parser, pluginmanager)
 
 
@@ -107,7 +123,7 @@ _INCOMPLETE = pytest.StashKey[list[str]]()
 _CALL_FAILED = pytest.StashKey[bool]()
 _CALL_PASSED = pytest.StashKey[bool]()  # the test's body ran and passed: only then are unplayed calls checked
 _CALL_FAILURE = pytest.StashKey[BaseException]()  # what failed the test: its recording is not saved
-_CASSETTE = pytest.StashKey[use_cassette]()
+_CASSETTE = pytest.StashKey["use_cassette"]()
 _WORKER_DATA = "vcr_transport_run"
 
 
@@ -220,6 +236,20 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     write_ledger(config.rootpath, ledger)
 
 
+# What the end-of-run summary says of the cassettes of each outcome, in its order.
+_SUMMARY = (
+    ("replayed", "{} replayed"),
+    ("recorded", "{} recorded"),
+    ("re-recorded", "{} re-recorded"),
+    ("recorded unchanged", "{} recorded unchanged"),
+    ("not saved", "{} not saved"),
+    ("mismatched", "{} with a replay mismatch"),
+    ("unplayed", "{} left with unplayed calls"),
+    ("missing", "{} missing"),
+    ("unreadable", "{} unreadable"),
+)
+
+
 def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pytest.Config) -> None:
     if _is_worker(config):
         return
@@ -227,29 +257,19 @@ def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pyte
     counts = Counter(outcome for outcome in run.outcomes.values() if outcome not in ("off", "not needed"))
     if not counts and not run.used:
         return
-    parts = [
-        f"{counts[name]} {name}"
-        for name in ("replayed", "recorded", "re-recorded", "recorded unchanged", "not saved")
-        if counts[name]
-    ]
-    if counts["mismatched"]:
-        parts.append(f"{counts['mismatched']} with a replay mismatch")
-    if counts["unplayed"]:
-        parts.append(f"{counts['unplayed']} left with unplayed calls")
-    if counts["missing"]:
-        parts.append(f"{counts['missing']} missing")
-    if counts["unreadable"]:
-        parts.append(f"{counts['unreadable']} unreadable")
-    incomplete = config.stash[_INCOMPLETE]
-    if incomplete:
-        parts.append("never used: not counted in a partial run")
-    else:
-        known = {p.resolve() for folder in cassette_folders(config.rootpath) for p in folder.rglob("*.jsonl")}
-        unused = known - run.used
-        if unused:
-            parts.append(f"{len(unused)} never used ('vcr-transport prune' lists them)")
+    parts = [phrase.format(counts[outcome]) for outcome, phrase in _SUMMARY if counts[outcome]]
+    parts += _never_used(config, run)
     terminalreporter.write_sep("-", "vcr_transport")
     terminalreporter.write_line("cassettes: " + (", ".join(parts) or "none opened"))
+
+
+def _never_used(config: pytest.Config, run: _PluginRun) -> list[str]:
+    """The summary's part on the project's cassettes that no test opened (not counted in a partial run)."""
+    if config.stash[_INCOMPLETE]:
+        return ["never used: not counted in a partial run"]
+    known = {p.resolve() for folder in cassette_folders(config.rootpath) for p in folder.rglob("*.jsonl")}
+    unused = known - run.used
+    return [f"{len(unused)} never used ('vcr-transport prune' lists them)"] if unused else []
 
 
 @pytest.hookimpl(wrapper=True)
@@ -331,33 +351,43 @@ def marker_cassette_path(node: pytest.Item, path: object) -> Path:
     return given if given.is_absolute() else Path(str(node.path)).parent / given
 
 
-def unplayed_action(config: pytest.Config, given: object = None) -> str:
-    """The unplayed-calls action: the marker's, else the ini's, else ``error`` (``ignore`` in compat mode)."""
-    unplayed = given or config.getini("vcr_unplayed") or ("ignore" if compat_active(config) else "error")
-    if unplayed not in UNPLAYED_ACTIONS:
-        raise pytest.UsageError(f"vcr_unplayed must be one of {', '.join(UNPLAYED_ACTIONS)}, not {unplayed!r}")
-    return str(unplayed)
-
-
-def caught_mismatch_action(config: pytest.Config, given: object = None) -> dict[str, str]:
-    """The ``caught_mismatch`` option for a test's cassette: the marker's, else the ini's, else (compatibility mode)
-    ``ignore`` unless ``[tool.vcr_transport]`` sets one; empty to leave it to ``use_cassette``'s own resolution."""
-    value = given or config.getini("vcr_caught_mismatch")
+def run_option(config: pytest.Config, name: str, given: object = None) -> str | None:
+    """A run-wide option (``RUN_OPTIONS``) for a test's cassette: the marker's (``given``), else its ini setting's,
+    else the compatibility mode's default (unless ``[tool.vcr_transport]`` sets one it may carry); None leaves
+    it to ``use_cassette`` (pyproject, then the option's default). A value that is not one of the option's
+    choices is a UsageError naming where it came from."""
+    knob = Options.knob(name)
+    value = given or config.getini(knob.ini)
     if value:
-        if value not in CAUGHT_MISMATCH_ACTIONS:
-            where = f"@pytest.mark.{MARKER}(caught_mismatch=...)" if given else "the ini vcr_caught_mismatch"
-            raise pytest.UsageError(f"{where} must be one of {', '.join(CAUGHT_MISMATCH_ACTIONS)}, not {value!r}")
-        return {"caught_mismatch": str(value)}
-    if compat_active(config) and "caught_mismatch" not in read_settings(find_pyproject()):
-        return {"caught_mismatch": "ignore"}
-    return {}
+        if value not in knob.choices:
+            where = f"@pytest.mark.{MARKER}({name}=...)" if given else f"the ini {knob.ini}"
+            raise pytest.UsageError(f"{where} must be one of {', '.join(knob.choices)}, not {value!r}")
+        return str(value)
+    if compat_active(config) and knob.has_compat_default:
+        if not (knob.pyproject and name in read_settings(find_pyproject())):
+            return str(knob.compat)
+    return None
+
+
+def with_run_options(config: pytest.Config, arguments: Mapping[str, Any]) -> dict[str, Any]:
+    """A test's cassette arguments with the run-wide options resolved (``run_option``)."""
+    resolved = dict(arguments)
+    for name in RUN_OPTIONS:
+        value = run_option(config, name, resolved.pop(name, None))
+        if value is not None:
+            resolved[name] = value
+    return resolved
 
 
 @contextlib.contextmanager
-def open_test_cassette(request: pytest.FixtureRequest, path: Path, **kwargs: Any) -> Iterator[use_cassette]:
-    """The test's cassette, open while the test runs. At teardown, unplayed calls are checked only when the
-    test's body ran and passed; a missing cassette no request asked for is not an error."""
-    cassette = use_cassette(path, block_network=True, missing_ok_unused=True, **kwargs)
+def open_test_cassette(
+    request: pytest.FixtureRequest, path: Path, arguments: Mapping[str, Any]
+) -> Iterator[use_cassette]:
+    """The test's cassette, open while the test runs, guarded in replay. At teardown, unplayed calls are checked
+    only when the test's body ran and passed; a missing cassette no request asked for is not an error."""
+    from ._context import use_cassette  # lazily: the first test with a cassette loads the machinery
+
+    cassette = use_cassette(path, **{"block_network": True, "missing_ok_unused": True, **arguments})
     cassette.__enter__()
     request.node.stash[_CASSETTE] = cassette
     try:
@@ -373,19 +403,18 @@ def vcr_cassette(request: pytest.FixtureRequest) -> Iterator[use_cassette]:
     """The test's cassette, open for the whole test. Fails the test on an unplayed call by default;
     ``vcr_cassette.requests`` lists the recorded requests with their play counts."""
     marker = request.node.get_closest_marker(MARKER)
-    kwargs = dict(marker.kwargs) if marker else {}
-    unknown = set(kwargs) - MARKER_KWARGS
+    arguments = dict(marker.kwargs) if marker else {}
+    unknown = set(arguments) - MARKER_KWARGS
     if unknown:
         raise pytest.UsageError(
             f"@pytest.mark.{MARKER} got unknown argument(s) {', '.join(sorted(unknown))}; "
             f"valid: {', '.join(sorted(MARKER_KWARGS))}"
         )
-    path = marker_cassette_path(request.node, kwargs.pop("path", None))
-    unplayed = unplayed_action(request.config, kwargs.pop("unplayed", None))
-    kwargs.update(caught_mismatch_action(request.config, kwargs.pop("caught_mismatch", None)))
+    path = marker_cassette_path(request.node, arguments.pop("path", None))
+    arguments = with_run_options(request.config, arguments)
     if compat_active(request.config):  # pytest-recording's allowed hosts pass every guard, a cassette's too
-        kwargs["allowed_hosts"] = request.getfixturevalue("allowed_hosts")
-    with open_test_cassette(request, path, mode=kwargs.pop("mode", None), unplayed=unplayed, **kwargs) as cassette:
+        arguments["allowed_hosts"] = request.getfixturevalue("allowed_hosts")
+    with open_test_cassette(request, path, arguments) as cassette:
         yield cassette
 
 

@@ -19,12 +19,13 @@ from typing import Any
 
 from ._core._conversation import Message, ToolCall
 from ._core._diff import ComparedCall, Difference, changed_words, reading_order, recorded_concurrently
+from ._core._display import MISSING, shorten
 from ._core._format import FORMAT_VERSION, Cassette
 from ._core._matching import RequestMatcher, is_volatile_response_header
 from ._core._review import Part, cut_long, described_bytes, quiet
 from ._core._shape import DriftReport
 from ._core._view import NOT_JSON, CallView, call_view
-from ._exceptions import MISSING, CassetteError, shorten
+from ._exceptions import CassetteError
 from ._manage import (
     CassetteSummary,
     ImportOutcome,

@@ -1,4 +1,10 @@
-"""Replay: transports that answer each request from the cassette, chunk for chunk, with no network."""
+"""Replay's shell: the recorded responses rebuilt in the request's own library, chunk for chunk, with no
+network, and the answers replay gives instead (a fault, an error response, a passthrough's 204).
+
+``Replayer`` answers requests from one cassette: the engine (``_core/_engine.py``) chooses the call, the
+fault schedule (``_core/_faults.py``) says which faults hit it. Which requests reach it is the session's
+decision (``_session.py``, where the transports are).
+"""
 
 from __future__ import annotations
 
@@ -6,54 +12,125 @@ import json
 import os
 import sys
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Iterator
 from types import ModuleType
 from typing import Any
 
-from ._core._faults import Fault, corrupt_chunk
+from ._core._engine import ReplayEngine, replay_headers
+from ._core._faults import Fault, FaultSchedule, corrupt_chunk
 from ._core._format import RecordedCall
-from ._core._modes import Decision, Step
+from ._core._modes import Step
 from ._core._options import Options
-from ._core._replay import ReplayEngine, replay_headers
-from ._exceptions import NetworkBlockedError, ReplayMismatch, UnplayedCallsError
+from ._exceptions import NetworkBlockedError
 from ._http import header_pairs, library_of, rebuild_error, stream_class
 from ._storage import read_cassette
 
 __all__ = [
     "STAINLESS_HEADERS",
-    "ReplayTransport",
+    "Replayer",
     "answers_with_error_response",
     "error_response",
     "fault_response",
     "kept_out",
 ]
 
+# A step of a replayed stream: a wait (seconds), or a run of chunks passed on as they are.
+_Step = float | Iterator[bytes]
+
 
 class _ReplayStream:
     """The recorded chunks, one-shot: a second iteration continues where the first stopped. ``faults`` (those
     that hit this call) cut, stall, delay or corrupt them; a wait longer than ``read_timeout`` waits that
-    long, then raises the library's ReadTimeout, as a silent server makes it do."""
+    long, then raises the library's ReadTimeout, as a silent server makes it do. The sync and async sides
+    differ only in how they wait."""
 
     def __init__(
         self,
         call: RecordedCall,
         fail: Callable[[], BaseException],
-        transport: ReplayTransport,
+        replayer: Replayer,
         faults: tuple[Fault, ...] = (),
         request: Any = None,
     ) -> None:
         self._call = call
         self._fail = fail
-        self._pace = transport.options.pace
-        self._transport = transport  # its sleep and async_sleep, a seam for tests
+        self._pace = replayer.options.pace
+        self._replayer = replayer  # its sleep and async_sleep, a seam for tests
         self._faults = faults
         self._request = request
-        self._steps: Iterator[float | bytes] | None = None
+        self._steps: Iterator[_Step] | None = None
+        self._run: Iterator[bytes] = iter(())  # the run of chunks being passed on
 
-    def _delay(self, position: int) -> float:
-        offsets = self._call.offsets
-        previous = offsets[position - 1] if position else 0.0
-        return max(0.0, offsets[position] - previous) * (self._pace or 0.0)
+    def _next_steps(self) -> Iterator[_Step]:
+        if self._steps is None:
+            self._steps = self._plan()
+        return self._steps
+
+    def __iter__(self) -> Iterator[bytes]:
+        yield from self._run  # what an iteration that stopped early left of its run
+        for step in self._next_steps():
+            if isinstance(step, float):
+                self._replayer.sleep(step)
+            else:
+                self._run = step
+                yield from step
+
+    async def __aiter__(self) -> AsyncIterator[bytes]:
+        for chunk in self._run:
+            yield chunk
+        for step in self._next_steps():
+            if isinstance(step, float):
+                await self._replayer.async_sleep(step)
+            else:
+                self._run = step
+                for chunk in step:
+                    yield chunk
+
+    def _plan(self) -> Iterator[_Step]:
+        """What the stream does, in order: waits, and runs of the recorded chunks between the places where
+        something happens (a stall, a cut, a paced gap, a corrupt chunk). With none, the stream is one run.
+        A cut or the recorded failure raises."""
+        chunks = self._call.events
+        corrupted = self._corrupted()
+        for fault in self._faults:
+            if fault.kind == "delay":
+                yield from self._wait(fault.seconds)
+        start = 0
+        for position in self._stops(len(chunks), corrupted):
+            yield map(chunks.__getitem__, range(start, position))
+            yield from self._before(position)
+            start = position
+            if position == corrupted:
+                chunk = chunks[position]
+                yield iter((corrupt_chunk(chunk) or b"!" + chunk[1:],))
+                start += 1
+        yield map(chunks.__getitem__, range(start, len(chunks)))
+        if self._call.outcome == "error":
+            raise self._fail()
+
+    def _stops(self, count: int, corrupted: int | None) -> Iterable[int]:
+        """The chunk positions something happens before (a stall, a cut, a paced gap) or to (corruption)."""
+        if self._pace:
+            return range(count)
+        marked = {fault.after for fault in self._faults if fault.kind in ("stall", "cut")}
+        if corrupted is not None:
+            marked.add(corrupted)
+        return sorted(position for position in marked if position < count)
+
+    def _before(self, position: int) -> Iterator[float]:
+        """What happens before the chunk at ``position``: stalls and a cut aimed there, the paced gap."""
+        for fault in self._faults:
+            if fault.kind == "stall" and fault.after == position:
+                yield from self._wait(fault.seconds)
+            if fault.kind == "cut" and fault.after == position:
+                raise self._error(
+                    "RemoteProtocolError",
+                    "peer closed connection without sending complete message body (incomplete chunked read)",
+                )
+        if self._pace:
+            offsets = self._call.offsets
+            previous = offsets[position - 1] if position else 0.0
+            yield float(max(0.0, offsets[position] - previous) * self._pace)
 
     def _error(self, name: str, message: str) -> BaseException:
         library = library_of(self._request)
@@ -62,9 +139,9 @@ class _ReplayStream:
     def _wait(self, seconds: float) -> Iterator[float]:
         timeout = (self._request.extensions.get("timeout") or {}).get("read") if self._request is not None else None
         if timeout is not None and seconds > timeout:
-            yield timeout
+            yield float(timeout)
             raise self._error("ReadTimeout", "The read operation timed out")
-        yield seconds
+        yield float(seconds)
 
     def _corrupted(self) -> int | None:
         for fault in self._faults:
@@ -73,63 +150,6 @@ class _ReplayStream:
                     return fault.chunk
                 return next((i for i, chunk in enumerate(self._call.events) if corrupt_chunk(chunk)), None)
         return None
-
-    def _run(self) -> Iterator[float | bytes]:
-        """What the stream does, in order: a float is a wait, bytes a chunk; a fault or the recorded
-        failure raises."""
-        chunks = self._call.events
-        corrupted = self._corrupted()
-        for fault in self._faults:
-            if fault.kind == "delay":
-                yield from self._wait(fault.seconds)
-        for position, chunk in enumerate(chunks):
-            for fault in self._faults:
-                if fault.kind == "stall" and fault.after == position:
-                    yield from self._wait(fault.seconds)
-                if fault.kind == "cut" and fault.after == position:
-                    raise self._error(
-                        "RemoteProtocolError",
-                        "peer closed connection without sending complete message body (incomplete chunked read)",
-                    )
-            if self._pace:
-                yield self._delay(position)
-            if position == corrupted:
-                chunk = corrupt_chunk(chunk) or b"!" + chunk[1:]
-            yield chunk
-        if self._call.outcome == "error":
-            raise self._fail()
-
-    def _next_steps(self) -> Iterator[float | bytes]:
-        if self._steps is None:
-            self._steps = self._run()
-        return self._steps
-
-    def _plain_chunks(self) -> Iterator[bytes] | None:
-        """The chunks themselves when nothing waits or fails on the way (no fault, no pace, no recorded
-        failure): iterated with no step between them."""
-        if self._steps is None and not self._faults and not self._pace and self._call.outcome != "error":
-            chunks = iter(self._call.events)
-            self._steps = chunks
-            return chunks
-        return None
-
-    def __iter__(self) -> Iterator[bytes]:
-        plain = self._plain_chunks()
-        if plain is not None:
-            yield from plain
-            return
-        for step in self._next_steps():
-            if isinstance(step, bytes):
-                yield step
-            else:
-                self._transport.sleep(step)
-
-    async def __aiter__(self) -> AsyncIterator[bytes]:
-        for step in self._next_steps():
-            if isinstance(step, bytes):
-                yield step
-            else:
-                await self._transport.async_sleep(step)
 
     def close(self) -> None:
         pass
@@ -144,130 +164,64 @@ async def _anyio_sleep(seconds: float) -> None:
     await anyio.sleep(seconds)
 
 
-class ReplayTransport:
-    """Answers each request from a cassette, byte- and chunk-exact. Holds no HTTP client, opens no socket.
+class Replayer:
+    """Answers requests from one cassette, byte- and chunk-exact, in the request's own library (httpx or
+    httpx2, sync or async); holds no HTTP client, opens no socket. ``options`` are the cassette's, with the
+    ``match_on`` and ``ordered`` an imported cassette's header gives for those not set (see
+    ``Options.with_cassette_header``); ``reuse``: a played call answers a matching request again (serve).
+    ``sleep`` and ``async_sleep`` are what ``pace``, delays and stalls wait with."""
 
-    One object serves httpx and httpx2 clients, sync and async; responses are built from the request's own
-    library. The keyword options are those of ``vcr_transport.Options`` (``ordered``, ``pace``,
-    ``max_retry_after``, ``on_mismatch``, ``ignore_headers``, ``compare_headers``, ``ignore_fields`` and the
-    redaction rules the cassette was recorded with); unknown names and wrong values are refused.
-    ``faults`` (``vcr_transport.Fault`` or their text) inject errors, cuts, stalls, delays and corrupt
-    chunks. ``sleep`` and ``async_sleep`` are what ``pace``, delays and stalls wait with.
-    """
-
-    def __init__(self, path: str | os.PathLike[str], **options: Any) -> None:
+    def __init__(self, path: str | os.PathLike[str], options: Options, *, reuse: bool = False) -> None:
         self.path = os.fspath(path)
-        given = Options.from_arguments(options, where="ReplayTransport")
-        cassette = read_cassette(path, cache=given.parse_cache)
-        # An imported cassette's header says how vcrpy matched it; an option given here overrides that.
-        self.options = given.with_cassette_header(cassette.header, options, path=self.path)
+        cassette = read_cassette(path, cache=options.parse_cache)
+        self.options = options.with_cassette_header(cassette.header, options.explicit(), path=self.path)
         self.engine = ReplayEngine(
-            cassette, self.options.matcher(), self.options.redactor(), ordered=self.options.ordered
+            cassette, self.options.matcher(), self.options.redactor(), ordered=self.options.ordered, reuse=reuse
         )
-        self.on_mismatch = self.options.on_mismatch
-        self.decision = Decision(
-            "replay",
-            readable=True,
-            exists=True,
-            passthrough=self.options.passthrough,
-            passthrough_replay=self.options.passthrough_replay,
-            ignore_hosts=self.options.ignore_hosts,
-        )
-        # Each call's replayed headers as latin-1 bytes, made when the call is first replayed.
-        self._headers: list[list[tuple[bytes, bytes]] | None] = [None] * len(self.engine.cassette.calls)
-        self._fault_answers: dict[tuple[int, int], int] = {}  # (fault, call): status answers given
-        self._answers = [0] * len(self.engine.cassette.calls)  # how often each call was replayed
+        self._faults = FaultSchedule(self.options.faults)
         self.sleep: Callable[[float], None] = time.sleep
         self.async_sleep: Callable[[float], Awaitable[None]] = _anyio_sleep
 
     @property
-    def first_mismatch(self) -> ReplayMismatch | None:
-        """The first mismatch seen, even if an SDK swallowed or wrapped it."""
-        return self.engine.first_mismatch
-
-    def raise_first_mismatch(self) -> None:
-        if self.engine.first_mismatch is not None:
-            raise self.engine.first_mismatch
-
-    def unplayed_calls(self) -> list[tuple[int, str, str]]:
-        """(call index, method, URL) of every recorded call no request has asked for."""
-        return self.engine.unplayed()
-
-    def assert_all_played(self) -> None:
-        unplayed = self.engine.unplayed()
-        if unplayed:
-            raise UnplayedCallsError(self.path, unplayed)
+    def calls(self) -> list[RecordedCall]:
+        return self.engine.cassette.calls
 
     def respond(self, request: Any, body: bytes) -> Any:
-        """The recorded response to a request whose body was read (the sync and async sides share this)."""
+        """The recorded response to a request whose body was read (the sync and async sides share this), a
+        status fault's answer in its place, or the recorded failure raised. A miss raises ReplayMismatch."""
         library = library_of(request)
-        url = str(request.url)
-        step = self.decision.step_for(url)
-        if step is not Step.REPLAY:
-            return kept_out(library, request, step)
-        headers = header_pairs(request.headers)
-        try:
-            call = self.engine.choose(request.method, url, headers, body)
-        except ReplayMismatch as mismatch:
-            if answers_with_error_response(self.on_mismatch, headers):
-                return error_response(library, "replay_mismatch", mismatch)
-            raise
-        all_faults = self.options.faults
-        path = request.url.path if all_faults else ""
-        for number, fault in enumerate(all_faults):
-            if fault.kind == "status":
-                given = self._fault_answers.get((number, call.index), 0)
-                if given < fault.times and fault.hits(call.index, path, given):
-                    self._fault_answers[number, call.index] = given + 1
-                    self.engine.put_back(call)
-                    return fault_response(library, fault, call.index)
-        attempt = self._answers[call.index]
-        self._answers[call.index] += 1
-        faults = tuple(f for f in all_faults if f.kind != "status" and f.hits(call.index, path, attempt))
+        engine = self.engine
+        call = engine.select(
+            engine.incoming_fields(request.method, str(request.url), header_pairs(request.headers), body)
+        )
+        path = request.url.path if self._faults.faults else ""
+        status = self._faults.status_answer(call.index, path)
+        if status is not None:
+            engine.put_back(call)
+            return fault_response(library, status, call.index)
+        faults = self._faults.stream_faults(call.index, path)
         if call.status is None:
             raise rebuild_error(library, call.error_class, call.error_message, request)
         stream = stream_class(library, _ReplayStream)(
             call, lambda: rebuild_error(library, call.error_class, call.error_message, request), self, faults, request
         )
+        created = engine.cassette.header.get("created")
+        headers = replay_headers(call, self.options.max_retry_after, created)
         return library.Response(
             call.status,
-            headers=self._replayed_headers(call),
+            headers=[(k.encode("latin-1"), v.encode("latin-1")) for k, v in headers],
             stream=stream,
             extensions={"http_version": call.http_version.encode("ascii")},
         )
 
-    def _replayed_headers(self, call: RecordedCall) -> list[tuple[bytes, bytes]]:
-        encoded = self._headers[call.index]
-        if encoded is None:
-            created = self.engine.cassette.header.get("created")
-            replayed = replay_headers(call, self.options.max_retry_after, created)
-            encoded = [(k.encode("latin-1"), v.encode("latin-1")) for k, v in replayed]
-            self._headers[call.index] = encoded
-        return list(encoded)  # the response's own list
-
-    def handle_request(self, request: Any) -> Any:
-        return self.respond(request, request.read())
-
-    async def handle_async_request(self, request: Any) -> Any:
-        return self.respond(request, await request.aread())
-
-    def close(self) -> None:
-        pass
-
-    async def aclose(self) -> None:
-        pass
-
-    def __enter__(self) -> ReplayTransport:
-        return self
-
-    def __exit__(self, *args: object) -> None:
-        self.close()
-
-    async def __aenter__(self) -> ReplayTransport:
-        return self
-
-    async def __aexit__(self, *args: object) -> None:
-        await self.aclose()
+    def distance(self, request: Any, body: bytes, call_index: int) -> tuple[int, float]:
+        """How far recorded call ``call_index`` is from a request (see ``ReplayEngine.distance``); a call past
+        the last is the farthest."""
+        engine = self.engine
+        if call_index >= len(engine.cassette.calls):
+            return (2, 1.0)
+        incoming = engine.incoming_fields(request.method, str(request.url), header_pairs(request.headers), body)
+        return engine.distance(call_index, incoming)
 
 
 # Headers every Stainless-generated SDK sends with every request (openai, anthropic and their Azure, Bedrock

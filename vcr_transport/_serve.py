@@ -5,10 +5,11 @@ and drained before the next (an ASGI server would stand between the chunk and th
 buffering); a connection is a coroutine, so 100 concurrent streams cost 100 coroutines; shutdown is in our
 hands, so a recording commits only after the calls in flight have ended.
 
-Replay goes through ``ReplayTransport`` (the matcher, redaction and faults of in-process replay), unordered,
-across every cassette given; the recording proxy goes through ``AsyncRecordingTransport`` over httpx2's
-``AsyncHTTPTransport``, which follows no redirect, so the caller sees each chunk as the vendor sent it while
-the cassette gets it redacted.
+Each cassette is a ``CassetteSession`` served (the decision, matcher, redaction, faults and recording of
+in-process replay): replay is unordered across every cassette given, a recorded call answering as often as it
+is asked for; the recording proxy records through the session, over httpx2's ``AsyncHTTPTransport``, which
+follows no redirect, so the caller sees each chunk as the vendor sent it while the cassette gets it
+redacted. record-on-miss appends each miss after the recorded calls.
 """
 
 from __future__ import annotations
@@ -25,13 +26,12 @@ from urllib.parse import urlsplit
 import httpx2
 
 from ._core._bodies import redact_url
-from ._core._format import lines_before_call
 from ._core._options import Options
 from ._exceptions import ReplayMismatch, VcrTransportError
 from ._http import header_pairs
-from ._recording import AsyncRecordingTransport, CassetteRecorder
-from ._replay import ReplayTransport, error_response
-from ._storage import read_cassette
+from ._recording import CassetteRecorder
+from ._replay import error_response
+from ._session import CassetteSession
 
 __all__ = [
     "SERVE_MODES",
@@ -144,31 +144,13 @@ async def _read_request(reader: asyncio.StreamReader, writer: asyncio.StreamWrit
         return None
     except asyncio.LimitOverrunError:
         raise _BadRequest("request head over 64 KiB") from None
-    lines = head.decode("latin-1").split("\r\n")
-    try:
-        method, target, version = lines[0].split(" ")
-    except ValueError:
-        raise _BadRequest(f"bad request line {lines[0]!r}") from None
-    headers = []
-    for line in lines[1:]:
-        if line:
-            name, colon, value = line.partition(":")
-            if not colon:
-                raise _BadRequest(f"bad header line {line!r}")
-            headers.append((name.strip(), value.strip()))
+    method, target, version, headers = _parse_head(head)
     fields = {name.lower(): value for name, value in headers}
     if fields.get("expect", "").lower() == "100-continue":
         writer.write(b"HTTP/1.1 100 Continue\r\n\r\n")
         await writer.drain()
     if "chunked" in fields.get("transfer-encoding", "").lower():
-        parts = []
-        while True:
-            size = int((await reader.readuntil(b"\r\n")).split(b";")[0], 16)
-            parts.append(await reader.readexactly(size))
-            await reader.readexactly(2)
-            if size == 0:
-                break
-        body = b"".join(parts)
+        body = await _read_chunked(reader)
         headers = [(n, v) for n, v in headers if n.lower() != "transfer-encoding"]
         headers.append(("content-length", str(len(body))))
     else:
@@ -178,15 +160,53 @@ async def _read_request(reader: asyncio.StreamReader, writer: asyncio.StreamWrit
     return _Request(method.upper(), target, headers, body, keep_alive)
 
 
-def _origins(transport: ReplayTransport) -> dict[tuple[str, str], list[str]]:
+def _parse_head(head: bytes) -> tuple[str, str, str, list[tuple[str, str]]]:
+    """(method, target, HTTP version, headers) of a request head."""
+    lines = head.decode("latin-1").split("\r\n")
+    try:
+        method, target, version = lines[0].split(" ")
+    except ValueError:
+        raise _BadRequest(f"bad request line {lines[0]!r}") from None
+    headers = []
+    for line in filter(None, lines[1:]):
+        name, colon, value = line.partition(":")
+        if not colon:
+            raise _BadRequest(f"bad header line {line!r}")
+        headers.append((name.strip(), value.strip()))
+    return method, target, version, headers
+
+
+async def _read_chunked(reader: asyncio.StreamReader) -> bytes:
+    """A chunked request body, its chunks joined."""
+    parts = []
+    while True:
+        size = int((await reader.readuntil(b"\r\n")).split(b";")[0], 16)
+        parts.append(await reader.readexactly(size))
+        await reader.readexactly(2)
+        if size == 0:
+            return b"".join(parts)
+
+
+def _origins(calls: Sequence[Any]) -> dict[tuple[str, str], list[str]]:
     """(method, path) -> the origins (scheme://host) its recorded calls went to, in first-seen order."""
     found: dict[tuple[str, str], list[str]] = {}
-    for call in transport.engine.cassette.calls:
+    for call in calls:
         parts = urlsplit(call.url)
         origins = found.setdefault((call.method.upper(), parts.path or "/"), [])
         if f"{parts.scheme}://{parts.netloc}" not in origins:
             origins.append(f"{parts.scheme}://{parts.netloc}")
     return found
+
+
+def _check_mode(config: ServeConfig, upstreams: dict[str, str]) -> None:
+    if config.mode not in SERVE_MODES:
+        raise ServeError(f"unknown mode {config.mode!r}; valid: {', '.join(SERVE_MODES)}")
+    if config.mode == "replay":
+        return
+    if len(config.cassettes) != 1:
+        raise ServeError(f"--mode {config.mode} records into one cassette: give exactly one path")
+    if not upstreams:
+        raise ServeError(f"--mode {config.mode} forwards to the vendors: give --upstream VENDOR=URL")
 
 
 class CassetteServer:
@@ -197,74 +217,63 @@ class CassetteServer:
         self.say = say
         self.loopback = check_bind(config.host, config.allow_remote)
         self.upstreams = {name: check_upstream(name, url, config.options) for name, url in config.upstreams}
-        recording = config.mode != "replay"
-        if config.mode not in SERVE_MODES:
-            raise ServeError(f"unknown mode {config.mode!r}; valid: {', '.join(SERVE_MODES)}")
-        if recording and len(config.cassettes) != 1:
-            raise ServeError(f"--mode {config.mode} records into one cassette: give exactly one path")
-        if recording and not self.upstreams:
-            raise ServeError(f"--mode {config.mode} forwards to the vendors: give --upstream VENDOR=URL")
-        self.transports: list[ReplayTransport] = []
-        replayed = [] if config.mode == "record" else [p for p in config.cassettes if p.exists() or not recording]
-        arguments = {**config.options.as_arguments(), "ordered": False, "on_mismatch": "raise"}
-        for path in replayed:
-            transport = ReplayTransport(path, **arguments)
-            transport.engine.reuse = True
-            transport.engine.record_hint = "serve it with --mode record-on-miss --upstream VENDOR=URL to record it"
-            self.transports.append(transport)
-        self._origins = [_origins(transport) for transport in self.transports]
-        self.recorder: CassetteRecorder | None = None
-        self.older_cassette = recording and config.cassettes[0].exists()
-        if recording:
-            self.recorder = self._recorder(config.cassettes[0])
-        self._inner = httpx2.AsyncHTTPTransport() if recording else None
+        _check_mode(config, self.upstreams)
+        self.sessions = [self._session(path) for path in config.cassettes]
+        # The session that records (record, record-on-miss), and those that replay, with their origins.
+        self.recording = self.sessions[0] if config.mode != "replay" else None
+        self._replaying = [
+            (session, session.replayer, _origins(session.replayer.calls))
+            for session in self.sessions
+            if session.replayer is not None
+        ]
+        self.older_cassette = self.recording is not None and self.recording.existed
+        self._inner = httpx2.AsyncHTTPTransport() if self.recording is not None else None
         self._in_flight = 0
         self._idle = asyncio.Event()
         self._connections: set[asyncio.Task[None]] = set()
         self.url = ""
 
-    def _recorder(self, path: Path) -> CassetteRecorder:
-        options = self.config.options
-        kept: list[bytes] = []
-        first = 0
-        if self.config.mode == "record-on-miss" and path.exists():
-            first = len(read_cassette(path).calls)
-            kept = lines_before_call(path.read_bytes(), first)
-        return CassetteRecorder(
-            path,
-            options.redactor(),
-            kept_lines=kept,
-            first_index=first,
-            keep_failures=options.keep_failures,
-            plain_bodies=options.plain_bodies,
-        )
+    def _session(self, path: Path) -> CassetteSession:
+        hint = "serve it with --mode record-on-miss --upstream VENDOR=URL to record it"
+        session = CassetteSession(path, self.config.mode, "serve", self.config.options, record_hint=hint, serving=True)
+        if self.config.mode == "replay":
+            session.raise_if_broken()
+        return session
+
+    @property
+    def recorder(self) -> CassetteRecorder | None:
+        return self.recording.recorder if self.recording is not None else None
 
     @property
     def calls(self) -> int:
-        return sum(len(t.engine.cassette.calls) for t in self.transports)
+        return sum(len(replayer.calls) for _, replayer, _ in self._replaying)
 
     # -- answering ---------------------------------------------------------------------------------------
 
-    def _replayed(self, request: _Request) -> tuple[Any, ReplayMismatch | None]:
-        """The response from the cassettes, or (None, the mismatch against the nearest recorded call)."""
+    def _replayed(self, request: _Request) -> Any:
+        """The response from the cassettes; None when the request is to be forwarded and recorded (record, a
+        miss in record-on-miss); in replay, a miss is answered against the nearest recorded call."""
         path = urlsplit(request.target).path or "/"
         nearest: tuple[tuple[int, float], ReplayMismatch] | None = None
-        for transport, origins in zip(self.transports, self._origins, strict=True):
-            calls = transport.engine.cassette.calls
-            tried = origins.get((request.method, path)) or ([_origin(calls[0].url)] if calls else [])
-            for origin in tried:
+        for session, replayer, origins in self._replaying:
+            calls = replayer.calls
+            for origin in origins.get((request.method, path)) or ([_origin(calls[0].url)] if calls else []):
                 outgoing = httpx2.Request(request.method, origin + request.target, headers=request.headers)
                 try:
-                    return transport.respond(outgoing, request.body), None
+                    response = session.respond(outgoing, request.body)
                 except ReplayMismatch as miss:
-                    engine = transport.engine
-                    incoming = engine.incoming_fields(
-                        request.method, origin + request.target, request.headers, request.body
-                    )
-                    distance = engine.distance(miss.call_index, incoming) if miss.call_index < len(calls) else (2, 1.0)
+                    distance = replayer.distance(outgoing, request.body, miss.call_index)
                     if nearest is None or distance < nearest[0]:
                         nearest = (distance, miss)
-        return None, nearest[1] if nearest else None
+                    continue
+                if response is not None:
+                    return response
+        if self.recording is not None:
+            return None
+        problem = (
+            nearest[1] if nearest else ServeError(f"{request.method} {request.target}: the cassettes hold no call")
+        )
+        return error_response(httpx2, "replay_mismatch", problem)
 
     async def _forwarded(self, request: _Request) -> Any:
         vendor = vendor_of(urlsplit(request.target).path, request.headers)
@@ -282,24 +291,19 @@ class CassetteServer:
             content=request.body,
             extensions={"timeout": _UPSTREAM_TIMEOUT},
         )
-        assert self.recorder is not None and self._inner is not None
+        assert self.recording is not None and self._inner is not None
         try:
-            return await AsyncRecordingTransport(self._inner, recorder=self.recorder).handle_async_request(outgoing)
+            return await self.recording.record_async(outgoing, self._inner)
         except httpx2.TransportError as error:
             return _json_error(502, "upstream_error", f"{upstream}: {type(error).__name__}: {error}")
 
     async def _answer(self, request: _Request, writer: asyncio.StreamWriter) -> bool:
         """Answer one request; whether the connection can carry another."""
-        response = None
-        if self.config.mode != "record":
-            try:
-                response, miss = self._replayed(request)
-            except Exception:  # a recorded failure with no response: the connection fails, as it did
-                writer.transport.abort()
-                return False
-            if response is None and self.config.mode == "replay":
-                problem = miss or ServeError(f"{request.method} {request.target}: the cassettes hold no call")
-                response = error_response(httpx2, "replay_mismatch", problem)
+        try:
+            response = self._replayed(request)
+        except Exception:  # a recorded failure with no response: the connection fails, as it did
+            writer.transport.abort()
+            return False
         if response is None:
             response = await self._forwarded(request)
         try:
@@ -348,9 +352,9 @@ class CassetteServer:
         self.url = f"http://{host if ':' not in host else f'[{host}]'}:{port}"
         if not self.loopback:
             self.say(f"warning: listening on {host}, beyond this machine: API keys cross the network in clear")
-        what = f"{self.calls} call(s) from {len(self.transports)} cassette(s)"
+        what = f"{self.calls} call(s) from {len(self._replaying)} cassette(s)"
         if self.recorder is not None:
-            what = f"{self.config.mode} into {self.recorder.path}" + (f", replaying {what}" if self.transports else "")
+            what = f"{self.config.mode} into {self.recorder.path}" + (f", replaying {what}" if self._replaying else "")
         self.say(f"vcr-transport serve: {self.url} ({what}); stop with Ctrl-C or SIGTERM")
         loop = asyncio.get_running_loop()
         stop: asyncio.Future[int] = loop.create_future()
@@ -387,11 +391,10 @@ class CassetteServer:
             await asyncio.wait(list(self._connections), timeout=5)
         if self._inner is not None:
             await self._inner.aclose()
-        if self.recorder is None:
+        if self.recording is None or self.recorder is None:
             return
         keep = not interrupted or (not busy and not self.older_cassette)
-        failure = None if keep else KeyboardInterrupt()
-        self.recorder.close(failure)
+        self.recording.close(None if keep else KeyboardInterrupt())
         if self.recorder.saved:
             self.say(f"vcr-transport serve: saved {self.recorder.path}")
         else:

@@ -1,7 +1,10 @@
-"""A cassette opened in a mode, and the mode-aware transports built on it.
+"""A cassette opened in a mode, and the transports built on it.
 
-The decision each request meets is made in ``_core/_modes.py``; here its steps are carried out. The sync
-and async twins differ only in ``read()`` against ``await aread()`` and in the call to the inner transport.
+The decision each request meets is made in ``_core/_modes.py``, once, by the session's ``Decision``; here
+its steps are carried out: answered from the cassette (``_replay.Replayer``), passed through, or forwarded
+and recorded. ``ModeTransport`` (``transport()``, ``use_cassette()``) and ``ReplayTransport`` (a session in
+replay mode) are its transports, and ``serve`` answers over HTTP from sessions too. The sync and async
+twins differ only in ``read()`` against ``await aread()`` and in the call to the inner transport.
 """
 
 from __future__ import annotations
@@ -10,12 +13,13 @@ import dataclasses
 import importlib
 import os
 import threading
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 from types import ModuleType
 from typing import Any
 
-from ._config import cassette_mode, current_run, find_pyproject, how_to_record, read_settings, resolve_mode
-from ._core._bodies import _body_bytes
+from ._config import PytestRun, cassette_mode, current_run, find_pyproject, how_to_record, read_settings, resolve_mode
+from ._core._bodies import stored_body_bytes
 from ._core._format import lines_before_call
 from ._core._modes import Decision, Step
 from ._core._options import Options
@@ -23,9 +27,17 @@ from ._exceptions import CassetteError, ReplayMismatch, UnplayedCallsError
 from ._http import header_pairs, library_of
 from ._lifecycle import ClosingSides, TransportLifecycle, propagating
 from ._recording import AsyncRecordingTransport, CassetteRecorder, RecordingTransport
-from ._replay import ReplayTransport, answers_with_error_response, error_response, kept_out
+from ._replay import Replayer, answers_with_error_response, error_response, kept_out
 
-__all__ = ["CassetteRequest", "CassetteSession", "ModeTransport", "async_transport", "open_session", "transport"]
+__all__ = [
+    "CassetteRequest",
+    "CassetteSession",
+    "ModeTransport",
+    "ReplayTransport",
+    "async_transport",
+    "open_session",
+    "transport",
+]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -52,18 +64,29 @@ class CassetteSession:
 
     ``mode`` is the concrete mode and ``source`` where it came from (argument, pytest option, environment,
     pyproject, default). ``first_mismatch``, ``unplayed_calls()`` and ``assert_all_played()`` report on
-    replay; ``close()`` commits a recording.
+    replay; ``close()`` commits a recording. ``run``: the pytest run told what became of the cassette.
+    ``serving``: the cassette is served (``serve``): any recorded call answers any matching request, as
+    often as it comes, a mismatch is raised for the server to answer, and record-on-miss appends (see
+    ``Decision``).
     """
 
     def __init__(
-        self, path: str | os.PathLike[str], mode: str, source: str, options: Options, *, record_hint: str = ""
+        self,
+        path: str | os.PathLike[str],
+        mode: str,
+        source: str,
+        options: Options,
+        *,
+        record_hint: str = "",
+        run: PytestRun | None = None,
+        serving: bool = False,
     ) -> None:
         self.path = Path(path)
         self.mode = mode
         self.source = source
-        self.options = options
+        self.options = dataclasses.replace(options, ordered=False, on_mismatch="raise") if serving else options
         self.record_hint = record_hint
-        self._replay: ReplayTransport | None = None
+        self.run = run
         self._recorder: CassetteRecorder | None = None
         self.closed = False
         self.refused = 0  # requests answered with the cassette's diagnostic (a missing or unreadable cassette)
@@ -71,108 +94,117 @@ class CassetteSession:
         self._sent_lock = threading.Lock()
         # Fail closed: a cassette that can't be read answers every request with its diagnostic.
         self.broken: CassetteError | None = None
-        exists = self.existed = self.path.exists()
-        self.run = current_run()
-        if mode == "replay" or (mode == "record-on-miss" and exists):
-            on_mismatch = "raise" if mode == "record-on-miss" else options.on_mismatch
-            try:
-                self._replay = ReplayTransport(self.path, **{**options.as_arguments(), "on_mismatch": on_mismatch})
-            except CassetteError as error:
-                if error.problem != "no such cassette":
-                    # A cassette that can't be read fails here, as itself: never as an answer an SDK reads
-                    # as the vendor's (a 400), nor after a request's retries.
-                    if self.run is not None:
-                        self.run.cassette_opened(self.path, mode)
-                        self.run.cassette_closed(self.path, "unreadable")
-                    raise
-                # A missing cassette: say what records it here (the marker's mode=, the option, the variable).
-                self.broken = (
-                    CassetteError(error.path, None, error.problem, f"record it first: {record_hint}")
-                    if record_hint
-                    else error
-                )
-            else:
-                self._replay.engine.record_hint = record_hint
+        self.existed = self.path.exists()
+        replays = mode == "replay" or (mode == "record-on-miss" and self.existed)
+        self.replayer = self._open(path, serving) if replays else None
         self.decision = Decision(
             mode,
             readable=self.broken is None,
-            exists=exists,
-            passthrough=options.passthrough,
-            passthrough_replay=options.passthrough_replay,
-            ignore_hosts=options.ignore_hosts,
+            exists=self.existed,
+            passthrough=self.options.passthrough,
+            passthrough_replay=self.options.passthrough_replay,
+            ignore_hosts=self.options.ignore_hosts,
+            appending=serving,
         )
-        if self.decision.recording:
-            self._recorder = self._new_recorder()
-        if self.run is not None:
-            self.run.cassette_opened(self.path, mode)
+        if self.decision.records_at_start:
+            self._record_from(len(self.replayer.calls) if self.replayer is not None else 0)
+        if run is not None:
+            run.cassette_opened(self.path, mode)
+
+    def _open(self, path: str | os.PathLike[str], serving: bool) -> Replayer | None:
+        """The cassette, read to be replayed (its messages name ``path`` as given); None when it doesn't
+        exist (``broken`` then says what records it). One that can't be read raises, as itself: never as an
+        answer an SDK reads as the vendor's (a 400), nor after a request's retries."""
+        try:
+            replayer = Replayer(path, self.options, reuse=serving)
+        except CassetteError as error:
+            if error.problem != "no such cassette":
+                if self.run is not None:
+                    self.run.cassette_opened(self.path, self.mode)
+                    self.run.cassette_closed(self.path, "unreadable")
+                raise
+            # A missing cassette: say what records it here (the marker's mode=, the option, the variable).
+            hint = self.record_hint
+            self.broken = CassetteError(error.path, None, error.problem, f"record it first: {hint}") if hint else error
+            return None
+        replayer.engine.record_hint = self.record_hint
+        return replayer
 
     @property
     def diverged_at(self) -> int | None:
         """record-on-miss: the call at which recording took over, or None."""
         return self.decision.diverged_at
 
-    def _new_recorder(self, kept_lines: list[bytes] | None = None, first_index: int = 0) -> CassetteRecorder:
-        return CassetteRecorder(
-            self.path,
-            self.options.redactor(),
-            kept_lines=kept_lines or [],
-            first_index=first_index,
-            keep_failures=self.options.keep_failures,
-            plain_bodies=self.options.plain_bodies,
-            matcher=self.options.matcher(),
-        )
+    @property
+    def recorder(self) -> CassetteRecorder | None:
+        """The recording, once one started."""
+        return self._recorder
 
     def _record_from(self, call_index: int) -> None:
-        """record-on-miss: keep the calls before the miss byte for byte, record from the miss on."""
-        self._recorder = self._new_recorder(lines_before_call(self.path.read_bytes(), call_index), call_index)
+        """Record from recorded call ``call_index`` on, the calls before it kept byte for byte (none when
+        the cassette is recorded afresh)."""
+        kept = lines_before_call(self.path.read_bytes(), call_index) if call_index else []
+        self._recorder = CassetteRecorder.from_options(self.path, self.options, kept_lines=kept, first_index=call_index)
 
     def _recording(self) -> CassetteRecorder:
         if self._recorder is None:  # pragma: no cover - every recording step has a recorder by now
             raise RuntimeError(f"cassette {self.path} is not recording")
         return self._recorder
 
-    def answer(self, request: Any, body: bytes) -> Any:
-        """The response from the cassette for a request whose body was read, or None when the request is to
-        be forwarded and recorded (record-on-miss, from the first miss on)."""
-        if self.decision.next_step() is Step.REFUSE:
-            assert self.broken is not None
-            self.refused += 1
-            if answers_with_error_response(self.options.on_mismatch, header_pairs(request.headers)):
-                return error_response(library_of(request), "cassette_error", self.broken)
-            raise self.broken
-        assert self._replay is not None
-        try:
-            return self._replay.respond(request, body)
-        except ReplayMismatch as miss:
-            if self.decision.after_miss(miss.call_index, self._record_from) is Step.RAISE:
-                raise
-        return None
-
     def handle(self, request: Any, inner: Any) -> Any:
         step = self.decision.step_for(str(request.url))
         if step is Step.PASS_THROUGH:
             return inner.handle_request(request)
-        if step in (Step.EMPTY, Step.BLOCK):
-            return kept_out(library_of(request), request, step)
-        if step is not Step.RECORD:
-            answer = self.answer(request, request.read())
-            if answer is not None:
-                return answer
-        self._note_sent(request, request.read())
-        return RecordingTransport(inner, recorder=self._recording()).handle_request(request)
+        answer = None if step is Step.RECORD else self._answer(request, request.read(), step)
+        return answer if answer is not None else self.record(request, inner)
 
     async def handle_async(self, request: Any, inner: Any) -> Any:
         step = self.decision.step_for(str(request.url))
         if step is Step.PASS_THROUGH:
             return await inner.handle_async_request(request)
-        if step in (Step.EMPTY, Step.BLOCK):
-            return kept_out(library_of(request), request, step)
-        if step is not Step.RECORD:
-            answer = self.answer(request, await request.aread())
-            if answer is not None:
-                return answer
+        answer = None if step is Step.RECORD else self._answer(request, await request.aread(), step)
+        return answer if answer is not None else await self.record_async(request, inner)
+
+    def respond(self, request: Any, body: bytes) -> Any:
+        """The answer to a request whose body was read, for a caller with no transport to pass it on to (a
+        ``ReplayTransport``, ``serve``): from the cassette, or None when it is to be forwarded and recorded
+        (record-on-miss)."""
+        return self._answer(request, body, self.decision.step_for(str(request.url)))
+
+    def record(self, request: Any, inner: Any) -> Any:
+        """Forward a request to ``inner`` and record the exchange."""
+        self._note_sent(request, request.read())
+        return RecordingTransport(inner, recorder=self._recording()).handle_request(request)
+
+    async def record_async(self, request: Any, inner: Any) -> Any:
         self._note_sent(request, await request.aread())
         return await AsyncRecordingTransport(inner, recorder=self._recording()).handle_async_request(request)
+
+    def _answer(self, request: Any, body: bytes, step: Step) -> Any:
+        """What a request meets at ``step`` but passing it on: the cassette's response, an empty 204 or a
+        refusal, the cassette's diagnostic, the mismatch (raised, or as an error response); None when it is
+        to be recorded."""
+        if step is Step.RECORD:
+            return None
+        if step in (Step.PASS_THROUGH, Step.EMPTY, Step.BLOCK):
+            return kept_out(library_of(request), request, step)
+        if step is Step.REFUSE:
+            assert self.broken is not None
+            self.refused += 1
+            return self._failed(request, "cassette_error", self.broken)
+        assert self.replayer is not None
+        try:
+            return self.replayer.respond(request, body)
+        except ReplayMismatch as miss:
+            if self.decision.after_miss(miss.call_index, self._record_from) is Step.RAISE:
+                return self._failed(request, "replay_mismatch", miss)
+        return None
+
+    def _failed(self, request: Any, error_type: str, error: Exception) -> Any:
+        """``error`` raised, or as an error response when ``on_mismatch`` says so for this request."""
+        if answers_with_error_response(self.options.on_mismatch, header_pairs(request.headers)):
+            return error_response(library_of(request), error_type, error)
+        raise error
 
     def _note_sent(self, request: Any, body: bytes) -> None:
         redactor = self.options.redactor()
@@ -185,15 +217,15 @@ class CassetteSession:
         """The recorded calls' requests with their play counts (replay), then the requests recorded in this
         session."""
         found: list[CassetteRequest] = []
-        if self._replay is not None:
-            engine = self._replay.engine
+        if self.replayer is not None:
+            engine = self.replayer.engine
             for call in engine.cassette.calls:
                 found.append(
                     CassetteRequest(
                         call.method,
                         call.url,
                         list(call.request_headers),
-                        _body_bytes(call.body),
+                        stored_body_bytes(call.body),
                         int(engine.played[call.index]),
                     )
                 )
@@ -202,7 +234,7 @@ class CassetteSession:
 
     @property
     def first_mismatch(self) -> ReplayMismatch | None:
-        return self._replay.first_mismatch if self.mode == "replay" and self._replay else None
+        return self.replayer.engine.first_mismatch if self.mode == "replay" and self.replayer else None
 
     def raise_if_broken(self, *, unless_missing_and_unused: bool = False) -> None:
         """Raise why the cassette can't be read. ``unless_missing_and_unused``: not for a cassette that does
@@ -214,9 +246,9 @@ class CassetteSession:
         raise self.broken
 
     def unplayed_calls(self) -> list[tuple[int, str, str]]:
-        if self._replay is None or self._recorder is not None:
+        if self.replayer is None or self._recorder is not None:
             return []
-        return self._replay.unplayed_calls()
+        return self.replayer.engine.unplayed()
 
     def assert_all_played(self) -> None:
         unplayed = self.unplayed_calls()
@@ -261,7 +293,9 @@ def open_session(path: str | os.PathLike[str], mode: str | None, options: Option
     resolved = resolve_mode(mode, pyproject=pyproject)
     merged = options.with_settings(read_settings(pyproject), where=f"{pyproject} [tool.vcr_transport]")
     concrete = cassette_mode(resolved, Path(path))
-    return CassetteSession(path, concrete, resolved.source, merged, record_hint=how_to_record(resolved))
+    return CassetteSession(
+        Path(path), concrete, resolved.source, merged, record_hint=how_to_record(resolved), run=current_run()
+    )
 
 
 class ModeTransport(TransportLifecycle):
@@ -316,6 +350,92 @@ class ModeTransport(TransportLifecycle):
         return await self.session.handle_async(request, self.async_inner)
 
 
+class ReplayTransport:
+    """Answers each request from a cassette, byte- and chunk-exact. Holds no HTTP client, opens no socket:
+    a session in replay mode, with no transport to pass a request on to.
+
+    One object serves httpx and httpx2 clients, sync and async; responses are built from the request's own
+    library. The options, as keywords or ``options=Options(...)``, are those of ``vcr_transport.Options``
+    (``ordered``, ``pace``, ``max_retry_after``, ``on_mismatch``, ``ignore_headers``, ``compare_headers``,
+    ``ignore_fields`` and the redaction rules the cassette was recorded with); unknown names and wrong values
+    are refused.
+    ``faults`` (``vcr_transport.Fault`` or their text) inject errors, cuts, stalls, delays and corrupt
+    chunks. ``sleep`` and ``async_sleep`` are what ``pace``, delays and stalls wait with.
+    """
+
+    def __init__(self, path: str | os.PathLike[str], *, options: Options | None = None, **arguments: Any) -> None:
+        self.path = os.fspath(path)
+        given = Options.of(options, arguments, where="ReplayTransport", entry="replay")
+        self.session = CassetteSession(path, "replay", "argument", given)
+        self.session.raise_if_broken()
+        assert self.session.replayer is not None
+        self.replayer = self.session.replayer
+        self.engine = self.replayer.engine
+        self.options = self.replayer.options  # with an imported cassette's match_on and ordered
+
+    @property
+    def sleep(self) -> Callable[[float], None]:
+        return self.replayer.sleep
+
+    @sleep.setter
+    def sleep(self, sleep: Callable[[float], None]) -> None:
+        self.replayer.sleep = sleep
+
+    @property
+    def async_sleep(self) -> Callable[[float], Awaitable[None]]:
+        return self.replayer.async_sleep
+
+    @async_sleep.setter
+    def async_sleep(self, sleep: Callable[[float], Awaitable[None]]) -> None:
+        self.replayer.async_sleep = sleep
+
+    @property
+    def first_mismatch(self) -> ReplayMismatch | None:
+        """The first mismatch seen, even if an SDK swallowed or wrapped it."""
+        return self.session.first_mismatch
+
+    def raise_first_mismatch(self) -> None:
+        if self.first_mismatch is not None:
+            raise self.first_mismatch
+
+    def unplayed_calls(self) -> list[tuple[int, str, str]]:
+        """(call index, method, URL) of every recorded call no request has asked for."""
+        return self.session.unplayed_calls()
+
+    def assert_all_played(self) -> None:
+        unplayed = self.unplayed_calls()
+        if unplayed:
+            raise UnplayedCallsError(self.path, unplayed)
+
+    def respond(self, request: Any, body: bytes) -> Any:
+        """The answer to a request whose body was read (the sync and async sides share this)."""
+        return self.session.respond(request, body)
+
+    def handle_request(self, request: Any) -> Any:
+        return self.respond(request, request.read())
+
+    async def handle_async_request(self, request: Any) -> Any:
+        return self.respond(request, await request.aread())
+
+    def close(self) -> None:
+        pass
+
+    async def aclose(self) -> None:
+        pass
+
+    def __enter__(self) -> ReplayTransport:
+        return self
+
+    def __exit__(self, *args: object) -> None:
+        self.close()
+
+    async def __aenter__(self) -> ReplayTransport:
+        return self
+
+    async def __aexit__(self, *args: object) -> None:
+        await self.aclose()
+
+
 def _library(library: ModuleType | str | None) -> ModuleType:
     if isinstance(library, ModuleType):
         return library
@@ -329,15 +449,18 @@ def transport(
     inner: Any = None,
     async_inner: Any = None,
     library: ModuleType | str | None = None,
-    **options: Any,
+    options: Options | None = None,
+    **arguments: Any,
 ) -> ModeTransport:
     """A transport for the resolved mode (argument, pytest option, VCR_TRANSPORT_MODE, pyproject, auto).
 
     ``inner`` defaults to ``HTTPTransport()`` of httpx2, or of httpx with ``library="httpx"``; the same
     object also serves async clients, through ``async_inner`` (default ``AsyncHTTPTransport()``). Options
-    are those of ``Options``; the redaction options apply when recording too.
+    are those of ``Options``, as keyword arguments or ``options=Options(...)``; the redaction options apply
+    when recording too.
     """
-    session = open_session(path, mode, Options.from_arguments(options, where="transport()"))
+    given = Options.of(options, arguments, where="transport()", entry="transport")
+    session = open_session(path, given.mode if mode is None else mode, given)
     return ModeTransport(session, _library(library), inner=inner, async_inner=async_inner)
 
 
@@ -348,8 +471,10 @@ def async_transport(
     inner: Any = None,
     sync_inner: Any = None,
     library: ModuleType | str | None = None,
-    **options: Any,
+    options: Options | None = None,
+    **arguments: Any,
 ) -> ModeTransport:
     """``transport`` for async clients: ``inner`` is the async transport (default ``AsyncHTTPTransport()``)."""
-    session = open_session(path, mode, Options.from_arguments(options, where="async_transport()"))
+    given = Options.of(options, arguments, where="async_transport()", entry="transport")
+    session = open_session(path, given.mode if mode is None else mode, given)
     return ModeTransport(session, _library(library), inner=sync_inner, async_inner=inner)

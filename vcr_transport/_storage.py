@@ -181,25 +181,18 @@ class CassetteWriter:
         self.failure: OSError | None = None
         self.write(header)
 
-    def write(self, obj: dict[str, Any], *, flush: bool = False, plain_numbers: bool = False) -> None:
-        """One whole line. Lines are buffered and reach the file in order; ``flush`` at a call's end.
-        ``plain_numbers``: as ``_core._format.encode_line`` takes it."""
-        self._append(encode_line(obj, plain_numbers=plain_numbers), flush)
+    def write(self, obj: dict[str, Any], *, flush: bool = False) -> None:
+        """One whole line, from its line object (see ``_core._format``)."""
+        self.write_lines(encode_line(obj), flush)
 
-    def write_raw(self, line: bytes) -> None:
-        """A line kept from an older cassette, byte for byte."""
-        self._append(line + b"\n", False)
-
-    def write_line(self, line: str | bytes, flush: bool = False) -> None:
-        """Lines already serialized, each with its newline (text is written in UTF-8)."""
-        self._append(line.encode("utf-8") if isinstance(line, str) else line, flush)
-
-    def _append(self, line: bytes, flush: bool) -> None:
+    def write_lines(self, lines: bytes, flush: bool = False) -> None:
+        """Whole lines already encoded, each with its newline. Lines are buffered and reach the file in
+        order; ``flush`` at a call's end."""
         with self._lock:
             if self.closed:
                 return
             try:
-                self._file.write(line)
+                self._file.write(lines)
                 if flush:
                     self._file.flush()
             except OSError as error:

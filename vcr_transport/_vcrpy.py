@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from ._core._bodies import content_encoding, content_encodings, content_type_of, decode_stacked, stored_body
-from ._core._format import dumps_line, encode_chunk, header_line
+from ._core._format import encode_line, event_lines, header_line
 from ._core._redaction import Redactor
 from ._core._stream_redaction import StreamRedactor
 from ._exceptions import CassetteError
@@ -354,11 +354,7 @@ def import_vcrpy(source: Path, target: Path) -> int:
     if not isinstance(interactions, list):
         raise check.fail(None, f"not a vcrpy cassette: 'interactions' is {type(interactions).__name__}, not a list")
     redactor = Redactor()
-    out = [
-        dumps_line(
-            header_line(imported_from=str(source), match_on=list(VCRPY_MATCH_ON), ordered=False),
-        )
-    ]
+    out = [encode_line(header_line(imported_from=str(source), match_on=list(VCRPY_MATCH_ON), ordered=False))]
     for index, interaction in enumerate(interactions):
         request, response = check.interaction(index, interaction)
         method = request["method"].upper()
@@ -381,7 +377,7 @@ def import_vcrpy(source: Path, target: Path) -> int:
             response_body = b""
         response_headers = _consistent(response_headers, response_body)
         out.append(
-            dumps_line(
+            encode_line(
                 {
                     "type": "request",
                     "call_index": index,
@@ -398,7 +394,7 @@ def import_vcrpy(source: Path, target: Path) -> int:
             )
         )
         out.append(
-            dumps_line(
+            encode_line(
                 {
                     "type": "response",
                     "call_index": index,
@@ -410,24 +406,22 @@ def import_vcrpy(source: Path, target: Path) -> int:
         )
         streaming = StreamRedactor(redactor)
         chunks = [chunk for chunk, _ in [*streaming.feed(response_body, 0), *streaming.finish()]]
-        for number, chunk in enumerate(chunks):
-            kind, value = encode_chunk(chunk)
-            out.append(dumps_line({"type": "event", "call_index": index, "event_index": number, "t": 0.0, kind: value}))
+        out.append(event_lines(index, 0, [(chunk, 0) for chunk in chunks], 0))
         out.append(
-            dumps_line({"type": "call_end", "call_index": index, "event_count": len(chunks), "outcome": "complete"})
+            encode_line({"type": "call_end", "call_index": index, "event_count": len(chunks), "outcome": "complete"})
         )
     _write_privately(target, out, check)
     return len(interactions)
 
 
-def _write_privately(target: Path, lines: list[str], check: _Checker) -> None:
+def _write_privately(target: Path, lines: list[bytes], check: _Checker) -> None:
     """Write through a fresh, exclusively created temporary file (0600) in the target folder, read it back with
     the strict parser, then move it into place: a symlink planted anywhere near the target is never written
     through, and a file that would not read never replaces anything (a CassetteError naming the interaction)."""
     target.parent.mkdir(parents=True, exist_ok=True)
     descriptor, temporary = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".partial")
     try:
-        with os.fdopen(descriptor, "w", encoding="utf-8") as file:
+        with os.fdopen(descriptor, "wb") as file:
             file.writelines(lines)
         try:
             read_cassette(temporary, lazy=False)
@@ -442,9 +436,10 @@ def _write_privately(target: Path, lines: list[str], check: _Checker) -> None:
         raise
 
 
-def _unreadable(target: Path, lines: list[str], check: _Checker, error: CassetteError) -> CassetteError:
+def _unreadable(target: Path, pieces: list[bytes], check: _Checker, error: CassetteError) -> CassetteError:
     """Why the converted file would not read, named at the interaction it came from."""
     index: int | None = None
+    lines = b"".join(pieces).splitlines()
     if error.line is not None and 0 < error.line <= len(lines):
         found = json.loads(lines[error.line - 1]).get("call_index")
         index = found if isinstance(found, int) else None

@@ -4,11 +4,11 @@ transports, the context manager, the pytest plugin and the CLI are thin shells a
 
 | module                | owns                                                                          |
 |-----------------------|-------------------------------------------------------------------------------|
-| ``_format``           | the cassette format: its schema (msgspec structs), line builders, the parser, |
+| ``_format``           | the cassette format: its schema (msgspec structs), line encoders, the parser, |
 |                       | ``problems()`` (what ``verify`` reports). A format change touches this only.  |
 | ``_modes``            | the modes and the decision each request meets. A new mode goes here.        |
-| ``_options``          | every option, declared once (validation, pyproject, the marker). A new        |
-|                       | option is a field here.                                                        |
+| ``_options``          | every option, declared once (validation, pyproject, the marker, the ini       |
+|                       | settings, the README's table). A new option is a field here.                   |
 | ``_bodies``           | stored request bodies, content types, content-encodings, SSE text             |
 | ``_matching``         | comparable requests, field-path differences                                   |
 | ``_diff``             | two cassettes compared call by call; changed words                            |
@@ -17,8 +17,13 @@ transports, the context manager, the pytest plugin and the CLI are thin shells a
 | ``_credentials``      | the credential catalogue: shapes with their keyword prefilters                 |
 | ``_stream_redaction`` | redaction of streamed and content-encoded response bodies                     |
 | ``_scan``             | finding secrets in files, by the redaction engine                             |
-| ``_replay``           | choosing the recorded call that answers a request, replayed headers           |
-| ``_recorder``         | a recording's bookkeeping: calls, outcomes, protocol ends, what is worth saving |
+| ``_engine``           | the replay engine: choosing the call that answers a request, replayed headers  |
+| ``_call_recording``   | a recording: each call's lines from what crossed the transport (batches,      |
+|                       | redaction, events), call numbers, outcomes, what is worth saving              |
+| ``_sse``              | the one server-sent-events decoder; where a stream's protocol ends            |
 | ``_quiet``            | a re-record compared with the old cassette: which calls keep their old lines   |
 | ``_faults``           | the faults injected into replay: their spec, parsing and aiming               |
+| ``_display``          | how a value is shown in a message: ``MISSING``, ``shorten``                   |
+| ``_view``             | the one call model every view reads (``show``, ``diff``, HTML, textconv)      |
+| ``_memo``             | ``Memo``: the one bounded memo for what requests and cassettes repeat          |
 """

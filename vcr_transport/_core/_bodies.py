@@ -35,6 +35,7 @@ __all__ = [
     "part_text",
     "redact_url",
     "stored_body",
+    "stored_body_bytes",
     "unredactable",
 ]
 
@@ -139,16 +140,13 @@ _URL_PLACEHOLDER = quote(PLACEHOLDER, safe="")
 
 def unredactable(content: bytes, redactor: Redactor) -> bool:
     """Whether JSON ``content`` surely comes out of redaction as it went in: UTF-8 text in which the
-    redactor could change nothing (nor in its keys and strings once parsed). Asked of the text, or of the
-    bytes (``could_redact_data``, the same question, faster from about 200 bytes on) when longer."""
-    try:
-        text = content.decode("utf-8") if len(content) < _SEARCHED_AS_BYTES or not content.isascii() else None
-    except UnicodeDecodeError:
-        return False
-    return not (redactor.could_redact(text) if text is not None else redactor.could_redact_data(content))
-
-
-_SEARCHED_AS_BYTES = 256  # the length from which unredactable searches a body's bytes rather than its text
+    redactor could change nothing (nor in its keys and strings once parsed)."""
+    if not content.isascii():
+        try:
+            content.decode("utf-8")
+        except UnicodeDecodeError:
+            return False
+    return not redactor.could_redact(content)
 
 
 def _stored_encoded(content: bytes, content_type: str, redactor: Redactor, encoding: str) -> StoredBody:
@@ -160,7 +158,7 @@ def _stored_encoded(content: bytes, content_type: str, redactor: Redactor, encod
     redacted = stored_body(decoded, content_type, redactor)
     if redacted == stored_body(decoded, content_type, _NO_REDACTION):
         return as_came
-    clean = _body_bytes(redacted)
+    clean = stored_body_bytes(redacted)
     encoded = encode_stacked(clean, encodings)
     return {"base64": base64.b64encode(encoded).decode("ascii")} if encoded is not None else redacted
 
@@ -174,10 +172,7 @@ class _NoRedaction:
     def redact_value(self, obj: Any, *, response: bool = False) -> Any:
         return obj
 
-    def could_redact(self, text: str) -> bool:
-        return False
-
-    def could_redact_data(self, data: bytes) -> bool:
+    def could_redact(self, text: str | bytes) -> bool:
         return False
 
     def redact_form(self, text: str) -> str:
@@ -190,7 +185,7 @@ class _NoRedaction:
 _NO_REDACTION: Any = _NoRedaction()
 
 
-def _body_bytes(stored: StoredBody) -> bytes:
+def stored_body_bytes(stored: StoredBody) -> bytes:
     """The bytes a stored (redacted) body stands for: compact JSON, text or the base64 payload."""
     if stored is None:
         return b""

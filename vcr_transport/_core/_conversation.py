@@ -17,6 +17,8 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
+from ._sse import decode_events
+
 __all__ = [
     "Message",
     "Reply",
@@ -204,22 +206,16 @@ def request_tools(body: Any) -> list[str]:
 
 
 def parse_sse(text: str) -> list[SseEvent]:
-    """Server-sent-event text as events, whatever the line ending."""
-    events: list[SseEvent] = []
-    for block in re.split(r"\r\n\r\n|\n\n|\r\r", text):
-        lines = [line for line in re.split(r"\r\n|\n|\r", block) if line]
-        if not lines:
-            continue
-        name, data = "", []
-        for line in lines:
-            key, _, value = line.partition(":")
-            value = value[1:] if value.startswith(" ") else value
-            if key == "event":
-                name = value
-            elif key == "data":
-                data.append(value)
-        events.append(SseEvent(name, "\n".join(data), " | ".join(lines)))
-    return events
+    """Server-sent-event text as events (by the one SSE decoder, ``_sse``), the one it ends in the middle of
+    and those without data included, so that the view shows every line."""
+
+    def decoded(field: bytes) -> str:
+        return field.decode("utf-8", "surrogatepass")
+
+    return [
+        SseEvent(decoded(event.type), decoded(event.data), " | ".join(map(decoded, event.lines)))
+        for event in decode_events(text.encode("utf-8", "surrogatepass"))
+    ]
 
 
 class _Assembler:

@@ -28,11 +28,12 @@ from collections import defaultdict, deque
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
+from urllib.parse import urlsplit
 
-from .._exceptions import MISSING
 from ._conversation import request_messages
+from ._display import MISSING
 from ._format import Cassette, RecordedCall
-from ._matching import VOLATILE_HEADERS, RequestMatcher, is_volatile_response_header, iter_differences, split_url
+from ._matching import VOLATILE_HEADERS, RequestMatcher, is_volatile_response_header, iter_differences
 from ._review import PADDING_FIELDS, VOLATILE_FIELDS, change_kind
 from ._view import NOT_JSON, CallView, call_view
 
@@ -126,7 +127,7 @@ class _Request:
 
 def _request(matcher: RequestMatcher, call: RecordedCall) -> _Request:
     fields = matcher.comparable(call.method, call.url, call.request_headers, call.body)
-    parts = split_url(call.url)
+    parts = urlsplit(call.url)
     body = call.body["json"] if call.body is not None and "json" in call.body else None
     return _Request(
         call.index,

@@ -22,10 +22,10 @@ import fnmatch
 import math
 import random
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Literal
 
-__all__ = ["FAULT_KINDS", "Fault", "corrupt_chunk", "parse_fault"]
+__all__ = ["FAULT_KINDS", "Fault", "FaultSchedule", "corrupt_chunk", "parse_fault"]
 
 FaultKind = Literal["cut", "status", "delay", "stall", "corrupt"]
 FAULT_KINDS: tuple[FaultKind, ...] = ("cut", "status", "delay", "stall", "corrupt")
@@ -92,39 +92,93 @@ class Fault:
         return self.kind + (":" + ",".join(parts) if parts else "")
 
 
+class FaultSchedule:
+    """Which faults hit each replayed call as requests meet it. A status fault answers in the call's place
+    until it has given its ``times`` answers (its n-th answer is attempt n for ``hits``); the other kinds hit
+    the stream of the n-th replay of the call (counted from 0) when they are aimed at attempt n."""
+
+    def __init__(self, faults: Sequence[Fault]) -> None:
+        self.faults = tuple(faults)
+        self._status_answers: dict[tuple[int, int], int] = {}  # (fault number, call index): answers given
+        self._replays: dict[int, int] = {}  # call index: how often it was replayed
+
+    def status_answer(self, call_index: int, path: str) -> Fault | None:
+        """The status fault that answers this request for recorded call ``call_index`` (the answer is
+        counted), or None when the call is to be replayed."""
+        for number, fault in enumerate(self.faults):
+            if fault.kind == "status":
+                given = self._status_answers.get((number, call_index), 0)
+                if given < fault.times and fault.hits(call_index, path, given):
+                    self._status_answers[number, call_index] = given + 1
+                    return fault
+        return None
+
+    def stream_faults(self, call_index: int, path: str) -> tuple[Fault, ...]:
+        """The faults that hit this replay of recorded call ``call_index`` (the replay is counted)."""
+        attempt = self._replays.get(call_index, 0)
+        self._replays[call_index] = attempt + 1
+        return tuple(fault for fault in self.faults if fault.kind != "status" and fault.hits(call_index, path, attempt))
+
+
 def _problem(fault: Fault) -> str:
-    if fault.kind not in FAULT_KINDS:
-        return f"unknown kind; valid: {', '.join(FAULT_KINDS)}"
-    for name in ("after", "times"):
-        value = getattr(fault, name)
-        if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-            return f"{name} must be a whole number >= 0, not {value!r}"
-    if fault.chunk is not None and (
-        isinstance(fault.chunk, bool) or not isinstance(fault.chunk, int) or fault.chunk < 0
-    ):
-        return f"chunk must be a whole number >= 0, not {fault.chunk!r}"
-    if isinstance(fault.code, bool) or not isinstance(fault.code, int) or not 400 <= fault.code <= 599:
-        return f"code must be an HTTP error status (400-599), not {fault.code!r}"
-    for name in ("retry_after", "seconds"):
-        value = getattr(fault, name)
-        if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value) or value < 0:
-            return f"{name} must be a finite number of seconds >= 0, not {value!r}"
-    if fault.kind in ("delay", "stall") and fault.seconds <= 0:
-        return "seconds must be given, and more than 0 (how long the wait lasts)"
-    if fault.kind == "status" and fault.times < 1:
-        return "times must be 1 or more (the error answers given before the recording)"
-    if not isinstance(fault.calls, tuple) or not all(
-        isinstance(index, int) and not isinstance(index, bool) and index >= 0 for index in fault.calls
-    ):
-        return f"call must be recorded call indexes (whole numbers >= 0), not {fault.calls!r}"
-    if fault.path is not None and (not isinstance(fault.path, str) or not fault.path.startswith(("/", "*"))):
-        return f"path must be a URL path glob starting with / or *, not {fault.path!r}"
-    probability = fault.probability
-    if isinstance(probability, bool) or not isinstance(probability, int | float) or not 0 <= probability <= 1:
-        return f"probability must be a number from 0 to 1, not {probability!r}"
-    if isinstance(fault.seed, bool) or not isinstance(fault.seed, int):
-        return f"seed must be a whole number, not {fault.seed!r}"
-    return ""
+    """What is wrong with a fault (the first rule it breaks), or ""."""
+    return next((problem(fault) for valid, problem in _RULES if not valid(fault)), "")
+
+
+def _whole(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and value >= 0
+
+
+def _number_from(value: Any, low: float, high: float = math.inf) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool) and low <= value <= high
+
+
+def _seconds(value: Any) -> bool:
+    return _number_from(value, 0) and math.isfinite(value)
+
+
+_Rule = tuple[Callable[[Fault], bool], Callable[[Fault], str]]
+
+
+def _field(name: str, valid: Callable[[Any], bool], expected: str, shown: str = "") -> _Rule:
+    """A field's rule: ``valid`` of its value, else "<shown> must be <expected>, not <value>"."""
+    return (
+        lambda fault: valid(getattr(fault, name)),
+        lambda fault: f"{shown or name} must be {expected}, not {getattr(fault, name)!r}",
+    )
+
+
+# Every rule a fault meets, in the order they are checked: the first one broken is the problem said.
+_RULES: tuple[_Rule, ...] = (
+    (lambda fault: fault.kind in FAULT_KINDS, lambda fault: f"unknown kind; valid: {', '.join(FAULT_KINDS)}"),
+    _field("after", _whole, "a whole number >= 0"),
+    _field("times", _whole, "a whole number >= 0"),
+    _field("chunk", lambda chunk: chunk is None or _whole(chunk), "a whole number >= 0"),
+    _field("code", lambda code: _whole(code) and 400 <= code <= 599, "an HTTP error status (400-599)"),
+    _field("retry_after", _seconds, "a finite number of seconds >= 0"),
+    _field("seconds", _seconds, "a finite number of seconds >= 0"),
+    (
+        lambda fault: fault.kind not in ("delay", "stall") or fault.seconds > 0,
+        lambda fault: "seconds must be given, and more than 0 (how long the wait lasts)",
+    ),
+    (
+        lambda fault: fault.kind != "status" or fault.times >= 1,
+        lambda fault: "times must be 1 or more (the error answers given before the recording)",
+    ),
+    _field(
+        "calls",
+        lambda calls: isinstance(calls, tuple) and all(_whole(index) for index in calls),
+        "recorded call indexes (whole numbers >= 0)",
+        shown="call",
+    ),
+    _field(
+        "path",
+        lambda path: path is None or (isinstance(path, str) and path.startswith(("/", "*"))),
+        "a URL path glob starting with / or *",
+    ),
+    _field("probability", lambda probability: _number_from(probability, 0, 1), "a number from 0 to 1"),
+    _field("seed", lambda seed: isinstance(seed, int) and not isinstance(seed, bool), "a whole number"),
+)
 
 
 def _number(key: str, raw: str) -> int | float:

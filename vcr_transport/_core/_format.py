@@ -1,5 +1,5 @@
-"""Cassette format v1: the line schema, builders for every line type, the parser and the checker. No I/O:
-the storage shell hands in bytes and blocks of bytes.
+"""Cassette format v1: the line schema, the one encoder of each line type, the one reader and checker. No
+I/O: the shells hand in bytes and blocks of bytes. A change to the format touches this module alone.
 
 One JSON object per line, written as things happen:
 
@@ -13,7 +13,10 @@ A request body is ``null``, ``{"json": value}``, ``{"text": str}`` or ``{"base64
 
 The schema is declared once, as the msgspec Structs below (a union tagged on ``"type"``), which decode and
 validate a line in one pass. Nothing is coerced: a value of the wrong type or out of range is refused with a
-``CassetteError`` naming the file, the line and the field.
+``CassetteError`` naming the file, the line and the field. Every reader (replay, in memory or lazily, the
+outline of ``verify`` and ``list``, the quiet re-record's comparison) reads lines one at a time through
+``Parser``: a line is decoded on its own, so a line holding two values, a value spread over two lines or a
+blank line is refused as the line it is.
 """
 
 from __future__ import annotations
@@ -21,11 +24,11 @@ from __future__ import annotations
 import base64
 import binascii
 import datetime
+import io
 import json
 import re
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
-from itertools import accumulate
 from typing import Annotated, Any, Literal, Protocol, overload
 from urllib.parse import urlsplit
 
@@ -39,22 +42,26 @@ __all__ = [
     "MAX_LINE_BYTES",
     "MAX_NESTING",
     "OUTCOMES",
+    "CallEndLine",
     "Cassette",
+    "ChunkSource",
+    "EventLine",
     "Finding",
+    "HeaderLine",
+    "Line",
+    "Parser",
     "RecordedCall",
+    "RequestLine",
+    "ResponseLine",
     "StoredBody",
-    "StreamingCheck",
     "call_end_line",
-    "dumps_line",
-    "encode_chunk",
     "encode_line",
-    "event_line",
     "event_lines",
     "header_line",
+    "header_problem",
+    "line_place",
     "lines_before_call",
-    "one_value_per_line",
     "load_streaming",
-    "numbers_are_plain",
     "problems",
     "request_line",
     "response_line",
@@ -192,28 +199,17 @@ class CallEndLine(_Line, tag="call_end", forbid_unknown_fields=True):
 Line = HeaderLine | RequestLine | ResponseLine | EventLine | CallEndLine
 _KINDS = "header, request, response, event, call_end"
 _decoder = msgspec.json.Decoder(Line)
-_LINE_STARTING_BLANK = re.compile(rb"\n[\t\n\r ]")
-
-
-def one_value_per_line(block: bytes | memoryview, lines: int, objects: list[Any]) -> bool:
-    """Whether ``objects``, what ``decode_lines`` read from ``block`` (``lines`` whole lines), are its lines one
-    for one. Equal counts alone don't say so: ``decode_lines`` skips blank lines and reads two values written
-    on one line, so a line holding two objects and a blank line elsewhere would pair every later object with
-    the wrong line. No line of a cassette starts with whitespace; a block with one is read line by line."""
-    if len(objects) != lines:
-        return False
-    return not block or (bytes(block[:1]) not in b"\t\n\r " and _LINE_STARTING_BLANK.search(block) is None)
-
-
 _untyped = msgspec.json.Decoder()
 
 
-class _CallIndexOnly(msgspec.Struct):
+class _Place(msgspec.Struct):
+    """What copying lines of a file already read needs to know of a line: its type and its call."""
+
+    type: str = ""
     call_index: int = -1
 
 
-_call_index_decoder = msgspec.json.Decoder(_CallIndexOnly)
-_plus_one = (1).__add__
+_place_decoder = msgspec.json.Decoder(_Place)
 
 
 def _b64decode(text: str) -> bytes:
@@ -238,47 +234,24 @@ def _too_deep(value: Any) -> bool:
     return False
 
 
-# --- builders: the one place lines are written ---------------------------------------------------------
+# --- encoders: the one place lines are written ---------------------------------------------------------
 
 
-def dumps_line(obj: dict[str, Any]) -> str:
-    """A line object as one JSONL line, UTF-8 text kept as is."""
-    return encode_line(obj).decode("utf-8")
-
-
-def encode_line(obj: dict[str, Any], *, plain_numbers: bool = False) -> bytes:
+def encode_line(obj: dict[str, Any]) -> bytes:
     """A line object as one JSONL line in UTF-8: the text of ``json.dumps(obj, ensure_ascii=False,
     separators=(",", ":"))``, which msgspec writes faster. The two write a float the same way unless its
     ``repr`` has an exponent or it is not finite; a line holding such a float, or anything msgspec refuses
-    (a lone surrogate, which then fails to encode as it always did), is written by ``json``.
-    ``plain_numbers``: the caller knows ``obj`` holds only JSON's own types and no such float (a line
-    built here from strings and integers, a body whose JSON text passed ``numbers_are_plain``): it is not
-    searched for them."""
-    if plain_numbers or not _odd_floats(obj):
+    (a lone surrogate, which then fails to encode as it always did), is written by ``json``."""
+    if not _odd_floats(obj):
         try:
-            return _line_encoder.encode(obj) + b"\n"
+            return _encoder.encode(obj) + b"\n"
         except (msgspec.EncodeError, TypeError, ValueError, OverflowError):
             pass
     text = json.dumps(obj, ensure_ascii=False, separators=(",", ":")) + "\n"
     return text.encode("utf-8")
 
 
-_line_encoder = msgspec.json.Encoder()
-
-
-# What may stand in JSON text for a float written with an exponent or not finite: an exponent, NaN or
-# Infinity, 16 digits in a row (1e16 and up, also after rounding), a fraction below 0.0001; and a NUL byte,
-# which UTF-8 JSON never holds but UTF-16 and UTF-32 JSON always do (their digits are not searched here).
-# The same as ``[0-9][eE]|NaN|Infinity|[0-9]{16}|0\.0000|\x00``, written to start with one character class
-# that the engine skips to (the alternation alone tries each branch at every byte: 3 to 6 times slower).
-_ODD_NUMBER = re.compile(rb"[0-9IN\x00](?:(?<=[0-9])(?:[eE]|[0-9]{15})|(?<=0)\.0000|(?<=N)aN|(?<=I)nfinity|(?<=\x00))")
-
-
-def numbers_are_plain(json_text: bytes) -> bool:
-    """Whether every float parsed from ``json_text`` is finite and written without an exponent (by
-    ``repr`` as by msgspec): see ``encode_line``. Letters and digits in its strings may say no for
-    nothing, never yes wrongly."""
-    return _ODD_NUMBER.search(json_text) is None
+_encoder = msgspec.json.Encoder()
 
 
 def _odd_floats(obj: dict[str, Any]) -> bool:
@@ -355,59 +328,37 @@ def call_end_line(
     return line
 
 
-_encoder = msgspec.json.Encoder()
+def event_lines(call_index: int, first_index: int, chunks: Iterable[tuple[bytes, int]], started: int) -> bytes:
+    """The event lines of ``chunks`` ((chunk, arrival) pairs), numbered from ``first_index``, encoded together
+    from the schema's own Struct: a chunk as ``text`` when it is valid UTF-8 on its own, else ``base64``.
+    Arrivals and ``started`` are nanoseconds on one clock; an event's ``t`` is its arrival's offset from
+    ``started`` in seconds, rounded to the microsecond (half up: integer arithmetic, far cheaper per chunk
+    than ``round``)."""
+    return _encoder.encode_lines(
+        [
+            _event(call_index, index, (arrived - started + 500) // 1000 / 1e6, chunk)
+            for index, (chunk, arrived) in enumerate(chunks, first_index)
+        ]
+    )
 
 
 def _event(call_index: int, event_index: int, offset: float, chunk: bytes) -> EventLine:
     try:
-        return EventLine(call_index=call_index, event_index=event_index, t=offset, text=chunk.decode("utf-8"))
+        return EventLine(call_index, event_index, offset, chunk.decode())
     except UnicodeDecodeError:
-        return EventLine(
-            call_index=call_index, event_index=event_index, t=offset, base64=base64.b64encode(chunk).decode("ascii")
-        )
+        return EventLine(call_index, event_index, offset, base64=base64.b64encode(chunk).decode("ascii"))
 
 
-def event_line(call_index: int, event_index: int, offset: float, chunk: bytes) -> str:
-    """An event line, encoded from the schema's own Struct: on the hot path of recording, msgspec is faster
-    than the f-string this replaced (2.2 against 3.4 µs a chunk, measured)."""
-    return _encoder.encode(_event(call_index, event_index, offset, chunk)).decode() + "\n"
-
-
-def event_lines(call_index: int, first_index: int, chunks: Sequence[tuple[bytes, int]], started: int) -> bytes:
-    """The ``event_line`` of each (chunk, arrival) of ``chunks``, numbered from ``first_index``, joined and
-    encoded in UTF-8: one encoding for them all. Arrivals and ``started`` are nanoseconds on one clock; an
-    event's ``t`` is its arrival's offset from ``started`` in seconds, rounded to the microsecond (half up:
-    integer arithmetic, far cheaper per chunk than ``round``)."""
-    try:  # the usual case, every chunk UTF-8: the events built directly
-        events = [
-            EventLine(call_index, index, (arrived - started + 500) // 1000 / 1e6, chunk.decode())
-            for index, (chunk, arrived) in enumerate(chunks, first_index)
-        ]
-    except UnicodeDecodeError:
-        events = [
-            _event(call_index, index, (arrived - started + 500) // 1000 / 1e6, chunk)
-            for index, (chunk, arrived) in enumerate(chunks, first_index)
-        ]
-    return _encoder.encode_lines(events)
-
-
-def encode_chunk(chunk: bytes) -> tuple[str, str]:
-    """A chunk as ("text", str) when it is valid UTF-8 on its own, else ("base64", str)."""
-    try:
-        return "text", chunk.decode("utf-8")
-    except UnicodeDecodeError:
-        return "base64", base64.b64encode(chunk).decode("ascii")
+def line_place(line: bytes) -> tuple[str, int]:
+    """(type, call index) of a line of a cassette that was read successfully (-1: the header)."""
+    place = _place_decoder.decode(line)
+    return place.type, place.call_index
 
 
 def lines_before_call(data: bytes, call_index: int) -> list[bytes]:
     """The raw lines (header excluded) of the calls before ``call_index``, in file order, byte for byte:
     what record-on-miss keeps. ``data`` is a cassette that was read successfully."""
-    kept = []
-    decode = _call_index_decoder.decode
-    for line in data.split(b"\n")[1:]:
-        if line and 0 <= decode(line).call_index < call_index:
-            kept.append(line)
-    return kept
+    return [line for line in data.split(b"\n")[1:] if line and 0 <= line_place(line)[1] < call_index]
 
 
 # --- the model -------------------------------------------------------------------------------------------
@@ -432,12 +383,12 @@ class RecordedCall:
     chunks: list[bytes] = field(default_factory=list)
     offsets: list[float] = field(default_factory=list)
     size: int = 0
-    lazy: LazyChunks | None = None
     outcome: str | None = None
     error_class: str = ""
     error_message: str = ""
     line: int = 0
     event_total: int = 0
+    lazy: LazyChunks | None = None  # last: every field before it is plain data (the parse cache keeps them)
 
     @property
     def complete(self) -> bool:
@@ -484,81 +435,10 @@ class Cassette:
     @classmethod
     def parse(cls, data: bytes, path: str) -> Cassette:
         """Read a whole cassette held in memory. Refuses anything it can't replay faithfully, naming the line."""
-        parser = _Parser(path, "memory")
-        for first, start, block, count in _line_runs(_runs_of_lines(data), path):
-            parser.parse_block(first, start, block, count)
-        return parser.finish()
-
-
-_PARSE_RUN_BYTES = 4 * 1024 * 1024
-
-
-def _runs_of_lines(data: bytes) -> Iterator[bytes]:
-    """``data`` in runs of whole lines of about ``_PARSE_RUN_BYTES`` (a line longer than that is one run):
-    decoded a run at a time, the decoded lines of only one run are alive beside the chunks kept, so memory
-    while parsing stays near the file's size plus its chunks. A copy of each run costs ~0.1 ms a MB."""
-    if len(data) <= _PARSE_RUN_BYTES:
-        yield data
-        return
-    start = 0
-    while start < len(data):
-        cut = data.rfind(b"\n", start, start + _PARSE_RUN_BYTES) + 1
-        if cut <= start:  # one line longer than a run, or the cut-off end: up to the next newline
-            cut = data.find(b"\n", start + _PARSE_RUN_BYTES) + 1 or len(data)
-        yield data[start:cut]
-        start = cut
+        return Parser(path, "memory").read([data])
 
 
 # --- reading ---------------------------------------------------------------------------------------------
-
-
-def _cut_off(path: str, number: int) -> CassetteError:
-    return CassetteError(
-        path, number, "the last line is cut off (no newline): the recording was interrupted", _RERECORD
-    )
-
-
-def split_blocks(blocks: Iterable[bytes], path: str) -> Iterator[tuple[int, int, bytes]]:
-    """(number of its first line, byte offset, bytes) of runs of whole lines, newlines included, of a file
-    given as consecutive blocks of bytes.
-
-    Raises ``CassetteError`` for a line longer than ``MAX_LINE_BYTES`` as soon as it gets that long (without
-    holding more of it), and for a last line cut off before its newline."""
-    for first, start, block, _ in _line_runs(blocks, path):
-        yield first, start, block
-
-
-def _line_runs(blocks: Iterable[bytes], path: str) -> Iterator[tuple[int, int, bytes, int]]:
-    """``split_blocks`` with the number of lines of each run (counted once: 2.8 ms for 7 MB)."""
-    parts: list[bytes] = []  # the start of a line that continues in the next block
-    pending = 0
-    number = 1
-    position = 0
-    limit = MAX_LINE_BYTES
-    for block in blocks:
-        cut = block.rfind(b"\n") + 1
-        if not cut:
-            parts.append(block)
-            pending += len(block)
-            if pending > limit:
-                raise _too_long(path, number)
-            continue
-        whole = b"".join([*parts, block[:cut]]) if parts else block[:cut]
-        if len(whole) > limit:
-            for offset, line in enumerate(whole.split(b"\n")):
-                if len(line) > limit:
-                    raise _too_long(path, number + offset)
-        count = whole.count(b"\n")
-        yield number, position, whole, count
-        number += count
-        position += len(whole)
-        rest = block[cut:]
-        parts = [rest] if rest else []
-        pending = len(rest)
-        if pending > limit:
-            raise _too_long(path, number)
-    if pending:
-        raise _cut_off(path, number)
 
 
 def _too_long(path: str, number: int) -> CassetteError:
@@ -573,29 +453,263 @@ def _too_long(path: str, number: int) -> CassetteError:
 def load_streaming(path: str, blocks: Iterable[bytes], source: ChunkSource | None) -> Cassette:
     """A cassette read block by block. With a ``source`` the chunks are read from it when replayed; without,
     only the outline is kept (calls, statuses, outcomes, no chunks): every line is validated either way."""
-    parser = _Parser(path, "lazy" if source is not None else "outline", source)
-    for first, start, block, count in _line_runs(blocks, path):
-        parser.parse_block(first, start, block, count)
-    return parser.finish()
+    return Parser(path, "lazy" if source is not None else "outline", source).read(blocks)
 
 
-class StreamingCheck:
-    """What ``load_streaming`` checks (every line against the schema, the calls' structure), over lines that
-    were decoded elsewhere with the schema's decoder: ``header`` for line 1, ``lines`` for the lines of each
-    block after it, ``finish`` at the end. Each raises the CassetteError that ``load_streaming`` raises."""
+_FIELD_AT = re.compile(r"^(.*?)(?: - at `\$(.*)`)?$", re.DOTALL)
 
-    def __init__(self, path: str) -> None:
-        self._parser = _Parser(path, "outline")
 
-    def header(self, line: bytes) -> None:
-        self._parser.parse_line(1, line, 0)
+class Parser:
+    """Reads a cassette line by line, through the schema and the call structure. Modes: ``memory`` keeps
+    every chunk, ``lazy`` keeps where each event line is (read from ``source`` when replayed), ``outline``
+    keeps no chunk (for checking, listing and comparing).
 
-    def lines(self, first: int, objects: list[Line]) -> None:
-        """The decoded lines from line ``first`` on."""
-        self._parser.add_parsed_lines(first, objects, None)
+    ``take`` is the one loop over a file's lines: each line is decoded on its own and checked where it
+    stands, and the first problem is raised as a CassetteError naming its line (or, given ``problems``,
+    kept there, and the lines after it only decoded)."""
 
-    def finish(self) -> None:
-        self._parser.finish()
+    def __init__(
+        self, path: str, mode: Literal["memory", "lazy", "outline"] = "outline", source: ChunkSource | None = None
+    ) -> None:
+        self.path = path
+        self.mode = mode
+        self.source = source
+        self.header: dict[str, Any] | None = None
+        self.calls: dict[int, RecordedCall] = {}
+        self.streaming: dict[int, RecordedCall] = {}  # calls with a response line and no call_end yet
+        self.number = 0  # the lines taken so far
+        self.position = 0  # the byte offset of the next line
+        self.checking = True  # False once ``take`` has kept a problem: the structure is no longer checked
+        self._handlers: dict[type, Callable[[int, Any], None]] = {
+            HeaderLine: self._line_header,
+            RequestLine: self._line_request,
+            ResponseLine: self._line_response,
+            CallEndLine: self._line_call_end,
+        }
+
+    def read(self, blocks: Iterable[bytes]) -> Cassette:
+        """The cassette in ``blocks`` (consecutive blocks of the file's bytes), every line checked."""
+        for run in self.runs(blocks):
+            self.take(run)
+        return self.finish()
+
+    def fail(self, line: int | None, problem: str, fix: str = "") -> CassetteError:
+        return CassetteError(self.path, line, problem, fix)
+
+    def runs(self, blocks: Iterable[bytes]) -> Iterator[bytes]:
+        """Runs of whole lines (each with its newline) of a file given as consecutive blocks of bytes, for
+        ``take``, which numbers their lines on from those taken so far. A block that ends with a newline is
+        a run as it is (not copied: a cassette held in memory is one block). Raises for a line longer than
+        ``MAX_LINE_BYTES`` as soon as it gets that long (without holding more of it), and for a last line
+        cut off before its newline."""
+        parts: list[bytes] = []  # the start of a line that continues in the next block
+        pending = 0  # its length
+        for block in blocks:
+            cut = block.rfind(b"\n") + 1
+            if cut:
+                run = block if cut == len(block) else block[:cut]
+                if parts:
+                    run = b"".join([*parts, run])
+                if len(run) > MAX_LINE_BYTES:
+                    for offset, line in enumerate(run.split(b"\n")):
+                        if len(line) > MAX_LINE_BYTES:
+                            raise _too_long(self.path, self.number + 1 + offset)
+                yield run
+                parts, pending = [], 0
+                block = block[cut:]
+            if block:
+                parts.append(block)
+                pending += len(block)
+                if pending > MAX_LINE_BYTES:
+                    raise _too_long(self.path, self.number + 1)
+        if pending:
+            raise self.fail(
+                self.number + 1, "the last line is cut off (no newline): the recording was interrupted", _RERECORD
+            )
+
+    def take(
+        self,
+        run: bytes,
+        objects: list[tuple[Line, bytes]] | None = None,
+        problems: list[CassetteError] | None = None,
+    ) -> None:
+        """Decode and check the file's next lines, ``run`` (whole lines, as ``runs`` gives them), appending
+        each decoded object with its line to ``objects`` when it is given. The one loop over every line of
+        a load: a line is decoded on its own, and an event's checks and chunk are worked out right here.
+        The first problem is raised, or (given ``problems``) kept there, and the lines after it are only
+        decoded."""
+        number, start = self.number, self.position
+        keep = self.mode != "outline"
+        lazy = self.mode == "lazy"
+        streaming = self.streaming
+        handlers = self._handlers
+        decode = _decoder.decode
+        unset = msgspec.UNSET
+        checking = self.checking
+        for line in io.BytesIO(run):  # each with its newline (JSON's whitespace), one at a time
+            number += 1
+            end = start + len(line)
+            try:
+                if number == 1:
+                    obj: Line = self._decode_header(line)
+                elif (obj := decode(line)).__class__ is EventLine and checking:
+                    call = streaming.get(obj.call_index)
+                    if call is None or obj.event_index != call.event_total:
+                        raise self._misplaced_event(number, obj)
+                    text = obj.text
+                    chunk = text.encode() if text.__class__ is str and obj.base64 is unset else obj.chunk()
+                    call.event_total += 1
+                    call.size += len(chunk)
+                    if keep:
+                        if lazy:
+                            call.lazy.spans.append((start, end - 1))  # type: ignore[union-attr]
+                        else:
+                            call.chunks.append(chunk)
+                        call.offsets.append(obj.t)
+                elif checking:
+                    handlers[obj.__class__](number, obj)
+            except (msgspec.MsgspecError, RecursionError, ValueError, CassetteError) as error:
+                problem = self._problem(number, line, error)
+                if problems is None:
+                    raise problem from None
+                problems.append(problem)
+                checking = self.checking = False
+            else:
+                if objects is not None:
+                    objects.append((obj, line))
+            start = end
+        self.number, self.position = number, start
+
+    def _problem(self, number: int, line: bytes, error: Exception) -> CassetteError:
+        """The CassetteError for what went wrong on line ``number``."""
+        if isinstance(error, CassetteError):
+            return error
+        if isinstance(error, RecursionError):
+            return self.fail(number, "unreadable line: JSON nested too deeply", _RERECORD)
+        if isinstance(error, msgspec.ValidationError):
+            return self._invalid(number, line, str(error))
+        if isinstance(error, msgspec.DecodeError):
+            return self.fail(number, f"unreadable line: not valid JSON ({error})", _RERECORD)
+        return self.fail(number, f"malformed event line: {error}", _RERECORD)  # EventLine.chunk
+
+    def _decode_header(self, line: bytes) -> HeaderLine:
+        obj = _untyped.decode(line)
+        if not isinstance(obj, dict) or obj.get("type") != "header":
+            raise self.fail(1, "line 1 is not a header line", "the file is not a vcr_transport cassette")
+        version = obj.get("format_version")
+        if version.__class__ is not int or version != FORMAT_VERSION:
+            raise self.fail(
+                1,
+                f"format_version {version!r} is not supported; this vcr_transport reads version {FORMAT_VERSION}",
+                "re-record the cassette, or use the vcr_transport version that wrote it",
+            )
+        self.header = obj
+        return HeaderLine(format_version=version)
+
+    def _invalid(self, number: int, line: bytes, message: str) -> CassetteError:
+        try:
+            obj = _untyped.decode(line)
+        except (msgspec.MsgspecError, RecursionError):  # pragma: no cover - the typed decode read it
+            obj = None
+        kind = obj.get("type") if isinstance(obj, dict) else None
+        if not isinstance(obj, dict):
+            return self.fail(number, f"expected a JSON object, found {type(obj).__name__}", _RERECORD)
+        if kind not in ("header", "request", "response", "event", "call_end"):
+            return self.fail(
+                number,
+                f"unknown line type {kind!r}",
+                f"expected one of {_KINDS}; a newer vcr_transport may have written it",
+            )
+        if kind == "call_end" and message.endswith("at `$.outcome`") and obj.get("outcome") not in OUTCOMES:
+            return self.fail(
+                number, f"unknown outcome {obj.get('outcome')!r}; expected one of {', '.join(OUTCOMES)}", _RERECORD
+            )
+        match = _FIELD_AT.match(message)
+        problem, at = (match.group(1), match.group(2)) if match else (message, None)
+        where = f" field {at.lstrip('.')!r}" if at else ""
+        return self.fail(
+            number, f"malformed {kind} line:{where} {problem}", "re-record the cassette, or correct the value by hand"
+        )
+
+    def _misplaced_event(self, number: int, obj: EventLine) -> CassetteError:
+        call = self.calls.get(obj.call_index)
+        if call is None or call.outcome is not None:
+            return self._unknown_call(number, obj.call_index)
+        if call.status is None:
+            return self.fail(number, f"event for call {obj.call_index} before its response line")
+        expected = call.event_total
+        return self.fail(number, f"event_index {obj.event_index!r} of call {call.index}, expected {expected}")
+
+    def _unknown_call(self, number: int, index: int) -> CassetteError:
+        if index not in self.calls:
+            return self.fail(number, f"call {index!r} has no request line before this line")
+        return self.fail(number, f"line for call {index} after its call_end")
+
+    def _call(self, number: int, index: int) -> RecordedCall:
+        call = self.calls.get(index)
+        if call is None or call.outcome is not None:
+            raise self._unknown_call(number, index)
+        return call
+
+    def _line_header(self, number: int, obj: HeaderLine) -> None:
+        raise self.fail(number, "a second header line: only line 1 may be a header", _RERECORD)
+
+    def _line_request(self, number: int, obj: RequestLine) -> None:
+        index = obj.call_index
+        if index in self.calls:
+            raise self.fail(number, f"call_index {index!r} is repeated")
+        self.calls[index] = RecordedCall(
+            index=index,
+            method=obj.method,
+            url=obj.url,
+            request_headers=obj.headers,
+            body=None if obj.body is None else obj.body.stored(),
+            line=number,
+            lazy=LazyChunks(self.source) if self.source is not None else None,
+        )
+
+    def _line_response(self, number: int, obj: ResponseLine) -> None:
+        call = self._call(number, obj.call_index)
+        if call.status is not None:
+            raise self.fail(number, f"a second response line for call {call.index}")
+        call.status = obj.status
+        self.streaming[call.index] = call
+        call.response_headers = obj.headers
+        call.http_version = obj.http_version
+
+    def _line_call_end(self, number: int, obj: CallEndLine) -> None:
+        call = self._call(number, obj.call_index)
+        if obj.event_count != call.event_total:
+            raise self.fail(
+                number,
+                f"call {call.index} ends with event_count {obj.event_count!r} but has {call.event_total} events",
+            )
+        if obj.outcome != "error" and call.status is None:
+            raise self.fail(number, f"call {call.index} ends {obj.outcome!r} without a response line")
+        if obj.error is not None:
+            call.error_class = obj.error.class_
+            call.error_message = obj.error.message
+        call.outcome = obj.outcome
+        self.streaming.pop(call.index, None)
+
+    def finish(self) -> Cassette:
+        if self.header is None:
+            raise self.fail(1, "the file is empty: no header line", "record the cassette again")
+        for call in self.calls.values():
+            if call.outcome is None:
+                raise self.fail(
+                    call.line, f"call {call.index} has no call_end line: the recording was interrupted", _RERECORD
+                )
+        indexes = sorted(self.calls)
+        for position, index in enumerate(indexes):
+            if index != position:
+                raise self.fail(
+                    self.calls[index].line, f"call_index {index}: call {position} is missing (calls are 0, 1, 2...)"
+                )
+        return Cassette(self.path, self.header, [self.calls[i] for i in indexes])
+
+
+# --- checking --------------------------------------------------------------------------------------------
 
 
 @dataclass(frozen=True)
@@ -622,32 +736,14 @@ def problems(path: str, blocks: Iterable[bytes]) -> Iterator[Finding]:
     """Every unreadable or malformed line, then the first structural problem (a missing call_end, a line out
     of order), then notes on incomplete calls when there was no problem. Reads block by block: memory stays
     bounded by the longest line and the number of calls."""
-    parser = _Parser(path, "outline")
-    structural = True
-    found = False
+    parser = Parser(path, "outline")
+    found: list[CassetteError] = []
     try:
-        for first, _, block in split_blocks(blocks, path):
-            try:
-                objects: list[Line] = _decoder.decode_lines(block) if first > 1 else []
-            except (msgspec.MsgspecError, RecursionError):
-                objects = []
-            if not one_value_per_line(block, block.count(b"\n"), objects):  # a line is unreadable, or line 1
-                objects = []
-                for number, line in enumerate(block.split(b"\n")[:-1], start=first):
-                    try:
-                        objects.append(parser.decode(number, line))
-                    except CassetteError as error:
-                        found = True
-                        yield _finding(error)
-                if found:
-                    structural = False
-            if structural:
-                try:
-                    parser.add_parsed_lines(first, objects, None)
-                except CassetteError as error:
-                    found, structural = True, False
-                    yield _finding(error)
-    except CassetteError as error:
+        for run in parser.runs(blocks):
+            before = len(found)
+            parser.take(run, problems=found)
+            yield from map(_finding, found[before:])
+    except CassetteError as error:  # a line too long, or cut off
         yield _finding(error)
         return
     if found:
@@ -691,283 +787,6 @@ def _lost_bodies(path: str, call: RecordedCall) -> Iterator[Finding]:
             _LOST_FIX,
             True,
         )
-
-
-_FIELD_AT = re.compile(r"^(.*?)(?: - at `\$(.*)`)?$", re.DOTALL)
-
-
-class _Parser:
-    """Feeds lines through the schema and the call structure. Modes: ``memory`` keeps every chunk, ``lazy``
-    keeps where each event line is, ``outline`` keeps no chunk (for checking and listing)."""
-
-    def __init__(
-        self, path: str, mode: Literal["memory", "lazy", "outline"], source: ChunkSource | None = None
-    ) -> None:
-        self.path = path
-        self.mode = mode
-        self.source = source
-        self.header: dict[str, Any] | None = None
-        self.calls: dict[int, RecordedCall] = {}
-        self.streaming: dict[int, RecordedCall] = {}  # calls with a response line and no call_end yet
-        self._handlers: dict[type, Callable[[int, Any, int, int], None]] = {
-            HeaderLine: self._line_header,
-            RequestLine: self._line_request,
-            ResponseLine: self._line_response,
-            EventLine: self._line_event,
-            CallEndLine: self._line_call_end,
-        }
-
-    def fail(self, line: int | None, problem: str, fix: str = "") -> CassetteError:
-        return CassetteError(self.path, line, problem, fix)
-
-    def decode(self, number: int, line: bytes) -> Line:
-        """One line through the schema, or a CassetteError naming the line and the field."""
-        if number == 1:
-            return self._decode_header(line)
-        try:
-            return _decoder.decode(line)
-        except RecursionError:
-            raise self.fail(number, "unreadable line: JSON nested too deeply", _RERECORD) from None
-        except msgspec.ValidationError as error:
-            raise self._invalid(number, line, str(error)) from None
-        except msgspec.DecodeError as error:
-            raise self.fail(number, f"unreadable line: not valid JSON ({error})", _RERECORD) from None
-
-    def _decode_header(self, line: bytes) -> HeaderLine:
-        try:
-            obj = _untyped.decode(line)
-        except RecursionError:
-            raise self.fail(1, "unreadable line: JSON nested too deeply", _RERECORD) from None
-        except msgspec.DecodeError as error:
-            raise self.fail(1, f"unreadable line: not valid JSON ({error})", _RERECORD) from None
-        if not isinstance(obj, dict) or obj.get("type") != "header":
-            raise self.fail(1, "line 1 is not a header line", "the file is not a vcr_transport cassette")
-        version = obj.get("format_version")
-        if version.__class__ is not int or version != FORMAT_VERSION:
-            raise self.fail(
-                1,
-                f"format_version {version!r} is not supported; this vcr_transport reads version {FORMAT_VERSION}",
-                "re-record the cassette, or use the vcr_transport version that wrote it",
-            )
-        self.header = obj
-        return HeaderLine(format_version=version)
-
-    def _invalid(self, number: int, line: bytes, message: str) -> CassetteError:
-        try:
-            obj = _untyped.decode(line)
-        except (msgspec.MsgspecError, RecursionError):  # pragma: no cover - the typed decode read it
-            obj = None
-        kind = obj.get("type") if isinstance(obj, dict) else None
-        if not isinstance(obj, dict):
-            return self.fail(number, f"expected a JSON object, found {type(obj).__name__}", _RERECORD)
-        if kind not in ("header", "request", "response", "event", "call_end"):
-            return self.fail(
-                number,
-                f"unknown line type {kind!r}",
-                f"expected one of {_KINDS}; a newer vcr_transport may have written it",
-            )
-        if kind == "call_end" and message.endswith("at `$.outcome`") and obj.get("outcome") not in OUTCOMES:
-            return self.fail(
-                number, f"unknown outcome {obj.get('outcome')!r}; expected one of {', '.join(OUTCOMES)}", _RERECORD
-            )
-        match = _FIELD_AT.match(message)
-        problem, at = (match.group(1), match.group(2)) if match else (message, None)
-        where = f" field {at.lstrip('.')!r}" if at else ""
-        return self.fail(
-            number, f"malformed {kind} line:{where} {problem}", "re-record the cassette, or correct the value by hand"
-        )
-
-    def parse_line(self, number: int, line: bytes, start: int) -> None:
-        self.add_parsed_line(number, self.decode(number, line), start, start + len(line))
-
-    def parse_block(self, first: int, start: int, block: bytes, count: int | None = None) -> None:
-        """Whole lines (newlines included) from line ``first`` at byte ``start``; raises the first problem.
-        ``count``: the number of lines in ``block``, when the caller has counted them."""
-        lines = block.count(b"\n") if count is None else count
-        rest: bytes | memoryview = block
-        if first == 1:
-            end = block.index(b"\n")
-            self.parse_line(1, block[:end], start)
-            first, start, lines = 2, start + end + 1, lines - 1
-            rest = memoryview(block)[end + 1 :]  # not a copy of the whole file
-        # One decode of the whole block in C is much faster than a decode per line; when it fails, the
-        # line-by-line decode names the line that is wrong. (The lines are split apart only when needed.)
-        try:
-            objects: list[Line] | None = _decoder.decode_lines(rest)
-        except (msgspec.MsgspecError, RecursionError):
-            objects = None
-        if objects is None or not one_value_per_line(rest, lines, objects):
-            split = bytes(rest).split(b"\n")
-            split.pop()
-            for number, line in enumerate(split, start=first):
-                self.parse_line(number, line, start)
-                start += len(line) + 1
-            return
-        starts = None
-        if self.mode == "lazy":
-            lengths = map(len, bytes(rest).split(b"\n")[:-1])
-            starts = list(accumulate(map(_plus_one, lengths), initial=start))
-        self.add_parsed_lines(first, objects, starts)
-
-    def add_parsed_lines(self, first: int, objects: list[Line], starts: list[int] | None) -> None:
-        """Decoded lines from line ``first``; ``starts`` are their byte offsets (with one more, the end), given
-        in lazy mode. The one loop over every event of a load: the call of the last event, its counts and
-        its lists' appends are kept in locals while its events follow one another."""
-        get = self.streaming.get
-        unset = msgspec.UNSET
-        keep = self.mode != "outline"
-        number = first - 1
-        call: RecordedCall | None = None
-        index = -1  # no call's: the first event sets call, its counts and its appends
-        total = size = 0
-        unused: list[Any] = []
-        add_chunk = add_span = add_offset = unused.append
-        for position, obj in enumerate(objects):
-            number += 1
-            if not isinstance(obj, EventLine):
-                if call is not None:
-                    call.event_total, call.size, call, index = total, size, None, -1
-                if starts is None:
-                    self.add_parsed_line(number, obj, 0, 0)
-                else:
-                    self.add_parsed_line(number, obj, starts[position], starts[position + 1] - 1)
-                continue
-            if obj.call_index != index:
-                if call is not None:
-                    call.event_total, call.size = total, size
-                call = get(obj.call_index)
-                if call is None:
-                    self._line_event(number, obj, 0, 0)  # raises the problem
-                    return  # pragma: no cover
-                index, total, size = obj.call_index, call.event_total, call.size
-                add_chunk, add_offset = call.chunks.append, call.offsets.append
-                if call.lazy is not None:
-                    add_span = call.lazy.spans.append
-            if obj.event_index != total:
-                call.event_total, call.size = total, size  # type: ignore[union-attr]
-                self._line_event(number, obj, 0, 0)  # raises the problem
-                return  # pragma: no cover
-            total += 1
-            text = obj.text
-            if text.__class__ is not str or obj.base64 is not unset:
-                chunk = self._chunk(number, obj)
-                size += len(chunk)
-                if not keep:
-                    continue
-            elif not keep:
-                continue
-            elif starts is None:
-                chunk = text.encode()
-                size += len(chunk)
-                add_chunk(chunk)
-                add_offset(obj.t)
-                continue
-            else:  # lazy: only the size is needed now (len of ASCII text is its byte count)
-                size += len(text) if text.isascii() else len(text.encode())
-            if starts is not None:
-                add_span((starts[position], starts[position + 1] - 1))
-            else:
-                add_chunk(chunk)
-            add_offset(obj.t)
-        if call is not None:
-            call.event_total, call.size = total, size
-
-    def _chunk(self, number: int, obj: EventLine) -> bytes:
-        try:
-            return obj.chunk()
-        except ValueError as error:
-            raise self.fail(number, f"malformed event line: {error}", _RERECORD) from None
-
-    def add_parsed_line(self, number: int, obj: Line, start: int, end: int) -> None:
-        if self.header is None and number != 1:
-            raise self.fail(number, "line 1 is not a header line", "the file is not a vcr_transport cassette")
-        self._handlers[obj.__class__](number, obj, start, end)
-
-    def _line_header(self, number: int, obj: HeaderLine, start: int, end: int) -> None:
-        if number != 1:
-            raise self.fail(number, "a second header line: only line 1 may be a header", _RERECORD)
-
-    def _call(self, number: int, index: int) -> RecordedCall:
-        call = self.calls.get(index)
-        if call is None:
-            raise self.fail(number, f"call {index!r} has no request line before this line")
-        if call.outcome is not None:
-            raise self.fail(number, f"line for call {index} after its call_end")
-        return call
-
-    def _line_request(self, number: int, obj: RequestLine, start: int, end: int) -> None:
-        index = obj.call_index
-        if index in self.calls:
-            raise self.fail(number, f"call_index {index!r} is repeated")
-        self.calls[index] = RecordedCall(
-            index=index,
-            method=obj.method,
-            url=obj.url,
-            request_headers=obj.headers,
-            body=None if obj.body is None else obj.body.stored(),
-            line=number,
-            lazy=LazyChunks(self.source) if self.source is not None else None,
-        )
-
-    def _line_response(self, number: int, obj: ResponseLine, start: int, end: int) -> None:
-        call = self._call(number, obj.call_index)
-        if call.status is not None:
-            raise self.fail(number, f"a second response line for call {call.index}")
-        call.status = obj.status
-        self.streaming[call.index] = call
-        call.response_headers = obj.headers
-        call.http_version = obj.http_version
-
-    def _line_event(self, number: int, obj: EventLine, start: int, end: int) -> None:
-        call = self.calls.get(obj.call_index)
-        if call is None or call.outcome is not None or call.status is None:
-            self._call(number, obj.call_index)
-            raise self.fail(number, f"event for call {obj.call_index} before its response line")
-        if obj.event_index != call.event_total:
-            expected = call.event_total
-            raise self.fail(number, f"event_index {obj.event_index!r} of call {call.index}, expected {expected}")
-        chunk = self._chunk(number, obj)
-        call.event_total += 1
-        call.size += len(chunk)
-        mode = self.mode
-        if mode == "outline":
-            return
-        if call.lazy is not None:
-            call.lazy.spans.append((start, end))
-        else:
-            call.chunks.append(chunk)
-        call.offsets.append(obj.t)
-
-    def _line_call_end(self, number: int, obj: CallEndLine, start: int, end: int) -> None:
-        call = self._call(number, obj.call_index)
-        if obj.event_count != call.event_total:
-            raise self.fail(
-                number,
-                f"call {call.index} ends with event_count {obj.event_count!r} but has {call.event_total} events",
-            )
-        if obj.outcome != "error" and call.status is None:
-            raise self.fail(number, f"call {call.index} ends {obj.outcome!r} without a response line")
-        if obj.error is not None:
-            call.error_class = obj.error.class_
-            call.error_message = obj.error.message
-        call.outcome = obj.outcome
-        self.streaming.pop(call.index, None)
-
-    def finish(self) -> Cassette:
-        if self.header is None:
-            raise self.fail(1, "the file is empty: no header line", "record the cassette again")
-        for call in self.calls.values():
-            if call.outcome is None:
-                raise self.fail(
-                    call.line, f"call {call.index} has no call_end line: the recording was interrupted", _RERECORD
-                )
-        indexes = sorted(self.calls)
-        for position, index in enumerate(indexes):
-            if index != position:
-                raise self.fail(
-                    self.calls[index].line, f"call_index {index}: call {position} is missing (calls are 0, 1, 2...)"
-                )
-        return Cassette(self.path, self.header, [self.calls[i] for i in indexes])
 
 
 def header_problem(first_line: bytes) -> str | None:

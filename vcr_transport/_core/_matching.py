@@ -5,16 +5,16 @@ from __future__ import annotations
 import base64
 import copy
 import fnmatch
-import functools
 import hashlib
 import re
 from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
-from urllib.parse import SplitResult, parse_qsl, urlsplit
+from urllib.parse import parse_qsl, urlsplit
 
-from .._exceptions import MISSING
 from ._bodies import MultipartPart, multipart_boundary, multipart_pieces, part_text
+from ._display import MISSING
 from ._format import StoredBody
+from ._memo import Memo
 
 __all__ = [
     "MATCH_ON_NAMES",
@@ -26,8 +26,8 @@ __all__ = [
     "comparable_parts",
     "find_first_difference",
     "is_volatile_response_header",
+    "iter_differences",
     "parse_field_path",
-    "split_url",
 ]
 
 NON_DETERMINISTIC_FIELD_NAMES: frozenset[str] = frozenset({"timestamp"})
@@ -92,35 +92,26 @@ VOLATILE_RESPONSE_HEADERS: frozenset[str] = frozenset(
         "x-cache-hits",
     }
 )
+
+
+def _glob_pattern(globs: Iterable[str]) -> re.Pattern[str] | None:
+    """One pattern matching a name any of ``globs`` matches (fnmatch's rules, case-sensitive), or None."""
+    globs = sorted(globs)
+    return re.compile("|".join(fnmatch.translate(glob) for glob in globs)) if globs else None
+
+
 _VOLATILE_RESPONSE_EXACT = frozenset(name for name in VOLATILE_RESPONSE_HEADERS if "*" not in name)
-_VOLATILE_RESPONSE_GLOBS = tuple(name for name in VOLATILE_RESPONSE_HEADERS if "*" in name)
+_VOLATILE_RESPONSE_GLOBS = _glob_pattern(name for name in VOLATILE_RESPONSE_HEADERS if "*" in name)
 
 
-@functools.lru_cache(maxsize=4096)
 def is_volatile_response_header(lower_name: str) -> bool:
     """Whether a response header (lower-case name) is one of ``VOLATILE_RESPONSE_HEADERS``."""
-    return lower_name in _VOLATILE_RESPONSE_EXACT or any(
-        fnmatch.fnmatchcase(lower_name, glob) for glob in _VOLATILE_RESPONSE_GLOBS
+    return lower_name in _VOLATILE_RESPONSE_EXACT or (
+        _VOLATILE_RESPONSE_GLOBS is not None and _VOLATILE_RESPONSE_GLOBS.match(lower_name) is not None
     )
 
 
 Difference = tuple[str, Any, Any]
-
-_SPLIT_URLS: dict[str, SplitResult] = {}  # URL -> urlsplit(URL): a request's URL is split by several steps
-_REMEMBERED_URLS = 1024  # then forgotten all at once
-
-
-def split_url(url: str) -> SplitResult:
-    """``urlsplit(url)``, remembered for the last URLs (the steps a request goes through each split its URL,
-    and a replayed request's URL is its recorded call's)."""
-    parts = _SPLIT_URLS.get(url)
-    if parts is None:
-        parts = urlsplit(url)
-        if len(_SPLIT_URLS) >= _REMEMBERED_URLS:
-            _SPLIT_URLS.clear()
-        _SPLIT_URLS[url] = parts
-    return parts
-
 
 # vcrpy's matcher names that ``match_on`` takes (``uri`` is scheme, host, port, path and query together).
 MATCH_ON_NAMES = ("method", "scheme", "host", "port", "path", "query", "headers", "body", "uri")
@@ -194,36 +185,28 @@ def _step_matches(step: str | int, key: str | int) -> bool:
 def _drop_fields(value: Any, names: frozenset[str], paths: tuple[FieldPath, ...] = ()) -> Any:
     """``value`` without the keys in ``names`` (at any depth) and the fields ``paths`` point to: a dict loses
     the key, a list keeps the position with ``<ignored>`` in it, so later positions keep their numbers."""
-    if not paths:
-        return _drop_names(value, names)
     if isinstance(value, dict):
         kept: dict[str, Any] = {}
         for key, child in value.items():
-            if key in names:
-                continue
-            below = tuple(path[1:] for path in paths if isinstance(path[0], str) and _step_matches(path[0], key))
-            if () in below:
-                continue
-            kept[key] = _drop_fields(child, names, below)
+            below = _below(paths, key) if paths else ()
+            if key not in names and () not in below:
+                kept[key] = _drop_fields(child, names, below)
         return kept
     if isinstance(value, list):
         items: list[Any] = []
         for position, child in enumerate(value):
-            below = tuple(path[1:] for path in paths if _step_matches(path[0], position))
+            below = _below(paths, position) if paths else ()
             items.append(_IGNORED if () in below else _drop_fields(child, names, below))
         return items
     return value
 
 
-def _drop_names(value: Any, names: frozenset[str]) -> Any:
-    """``_drop_fields`` with no paths (the usual case), without working out which paths go below each key."""
-    if isinstance(value, dict):
-        return {key: _drop_names(child, names) for key, child in value.items() if key not in names}
-    if isinstance(value, list):
-        return [_drop_names(child, names) for child in value]
-    return value
+def _below(paths: tuple[FieldPath, ...], key: str | int) -> tuple[FieldPath, ...]:
+    """What is left of the paths whose first step matches ``key`` (an empty path: ``key`` itself)."""
+    return tuple(path[1:] for path in paths if _step_matches(path[0], key))
 
 
+_LENGTH_SPELLINGS = frozenset({"content-length", "Content-Length", "CONTENT-LENGTH"})  # as clients send it
 _BOUNDARY_PARAMETER = re.compile(r';\s*boundary="?[^";]*"?', re.IGNORECASE)
 # The name tempfile gives a file by default: "tmp" and eight random characters (then a suffix).
 _TEMPFILE_NAME = re.compile(r"(?<![A-Za-z0-9])tmp[a-z0-9_]{8}(?=\.|$)")
@@ -264,6 +247,20 @@ def _multi_dict(pairs: Iterable[tuple[str, Any]]) -> dict[str, Any]:
     return result
 
 
+def _own_cookies(header: str, server_cookies: frozenset[str]) -> str:
+    """A ``cookie`` header without the cookies named in ``server_cookies`` ("" when none is left)."""
+    pairs = [pair.strip() for pair in header.replace(",", ";").split(";")]
+    return "; ".join(pair for pair in pairs if pair and pair.partition("=")[0].strip() not in server_cookies)
+
+
+def _chosen_parts(match_on: Iterable[str] | None) -> frozenset[str] | None:
+    """The parts ``match_on`` compares (``uri`` stands for every URL part), or None for everything."""
+    if match_on is None:
+        return None
+    chosen = frozenset(match_on)
+    return chosen | frozenset(_URL_PARTS) if "uri" in chosen else chosen
+
+
 class RequestMatcher:
     """Turns a recorded or incoming request into the fields that matching compares.
 
@@ -290,21 +287,19 @@ class RequestMatcher:
         server_cookies: Iterable[str] = (),
     ) -> None:
         self.server_cookies = frozenset(server_cookies)
-        chosen = None if match_on is None else frozenset(match_on)
-        if chosen is not None and "uri" in chosen:
-            chosen |= frozenset(_URL_PARTS)
-        self._match_on = chosen
-        removed = {name.lower() for name in compare_headers}
-        volatile = (VOLATILE_HEADERS | {name.lower() for name in ignore_headers}) - removed
+        self._match_on = _chosen_parts(match_on)
+        self._removed = frozenset(name.lower() for name in compare_headers)
+        volatile = (VOLATILE_HEADERS | {name.lower() for name in ignore_headers}) - self._removed
         self._exact = frozenset(name for name in volatile if "*" not in name and "?" not in name)
-        self._globs = tuple(name for name in volatile if name not in self._exact)
-        self._removed = frozenset(removed)
+        self._globs = _glob_pattern(volatile - self._exact)
         parsed = [(name, parse_field_path(name)) for name in ignore_fields]
         self._fields = NON_DETERMINISTIC_FIELD_NAMES | frozenset(name for name, path in parsed if path is None)
         self._paths = tuple(path for _, path in parsed if path is not None)
-        self._volatile_cache: dict[str, bool] = {}
-        # URL -> its "url" field: shared by the fields of every request to it (don't change it)
-        self._url_fields: dict[str, dict[str, Any]] = {}
+        self._length_volatile = self.is_volatile("content-length")
+        # What a client's requests share, and a replayed request shares with its recorded call, worked out
+        # once (don't change the values): the headers' comparable form, and each URL's "url" field.
+        self._headers: Memo[tuple[tuple[str, str], ...], tuple[dict[str, Any], str]] = Memo()
+        self._urls: Memo[str, dict[str, Any]] = Memo()
 
     def with_server_cookies(self, names: Iterable[str]) -> RequestMatcher:
         """This matcher, comparing requests' ``cookie`` headers without the cookies ``names`` too."""
@@ -313,17 +308,14 @@ class RequestMatcher:
             return self
         twin = copy.copy(self)
         twin.server_cookies = self.server_cookies | names
-        twin._volatile_cache, twin._url_fields = {}, {}
+        twin._headers = Memo()  # the cookie header compares otherwise
         return twin
 
     def is_volatile(self, lower_name: str) -> bool:
-        cached = self._volatile_cache.get(lower_name)
-        if cached is None:
-            cached = lower_name not in self._removed and (
-                lower_name in self._exact or any(fnmatch.fnmatchcase(lower_name, glob) for glob in self._globs)
-            )
-            self._volatile_cache[lower_name] = cached
-        return cached
+        """Whether a request header (lower-case name) is left out of matching."""
+        if lower_name in self._exact:
+            return True
+        return self._globs is not None and lower_name not in self._removed and self._globs.match(lower_name) is not None
 
     def comparable(self, method: str, url: str, headers: Iterable[tuple[str, str]], body: StoredBody) -> dict[str, Any]:
         """The request as the dict that paths like ``body.messages[0].content`` point into."""
@@ -338,22 +330,27 @@ class RequestMatcher:
 
     def comparable_headers(self, headers: Iterable[tuple[str, str]]) -> tuple[dict[str, Any], str]:
         """The headers part of ``comparable_request`` (the ones compared, lower-case names, repeated ones
-        joined with ", "), and the content type: what requests to different URLs with the same headers share.
-        The dict may be shared by the fields of many requests: don't change it."""
-        kept = [(name.lower(), value) for name, value in headers if not self.is_volatile(name.lower())]
+        joined with ", "), and the content type: what requests to different URLs with the same headers share
+        (worked out once for them: a client's requests repeat their headers, content-length aside). The
+        dict may be shared by the fields of many requests: don't change it."""
+        listed = list(headers)
+        # Another spelling of content-length stays in the key: only a miss more, never a wrong entry.
+        key = tuple([pair for pair in listed if pair[0] not in _LENGTH_SPELLINGS] if self._length_volatile else listed)
+        return self._headers.get(key, lambda: self._comparable_headers(listed))
+
+    def _comparable_headers(self, headers: list[tuple[str, str]]) -> tuple[dict[str, Any], str]:
+        lowered = [(name.lower(), value) for name, value in headers]
+        kept = [(name, value) for name, value in lowered if not self.is_volatile(name)]
         merged = {name: ", ".join(v) if isinstance(v, list) else v for name, v in _multi_dict(kept).items()}
         content_type = merged.get("content-type", "")
         if "boundary" in content_type and multipart_boundary(content_type) is not None:
             # A random value per request (httpx2 draws it): the parts are compared instead.
             merged["content-type"] = _BOUNDARY_PARAMETER.sub("", content_type)
         if self.server_cookies and "cookie" in merged:
-            own = [
-                pair
-                for pair in merged["cookie"].replace(",", ";").split(";")
-                if pair.partition("=")[0].strip() not in self.server_cookies and pair.strip()
-            ]
-            merged["cookie"] = "; ".join(pair.strip() for pair in own)
-            if not own:
+            own = _own_cookies(merged["cookie"], self.server_cookies)
+            if own:
+                merged["cookie"] = own
+            else:
                 del merged["cookie"]
         return merged, content_type
 
@@ -362,26 +359,31 @@ class RequestMatcher:
     ) -> tuple[dict[str, Any], str]:
         """``comparable_request`` from the URL and the result of ``comparable_headers``. The dicts in the
         result may be shared with other requests' fields: don't change them."""
-        if self._match_on is not None:
-            return self._chosen_fields(method, split_url(url), headers), content_type
-        url_fields = self._url_fields.get(url)
-        if url_fields is None:
-            parts = split_url(url)
-            host = parts.hostname or ""
-            port = parts.port
-            if port is not None:
-                host = f"{host}:{port}"
-            url_fields = {
-                "scheme": parts.scheme,
-                "host": host,
-                "path": parts.path or "/",
-                "query": _multi_dict(parse_qsl(parts.query, keep_blank_values=True)),
-            }
-            if len(self._url_fields) >= _REMEMBERED_URLS:
-                self._url_fields.clear()
-            self._url_fields[url] = url_fields
-        fields = {"method": method.upper(), "url": url_fields, "headers": headers, "body": None}
+        url_fields = self._urls.get(url, lambda: self._url_fields(url))
+        chosen = self._match_on
+        if chosen is None:
+            return {"method": method.upper(), "url": url_fields, "headers": headers, "body": None}, content_type
+        # The fields match_on leaves out are None on both sides, so they never differ.
+        fields = {
+            "method": method.upper() if "method" in chosen else None,
+            "url": url_fields,
+            "headers": headers if "headers" in chosen else {},
+            "body": None,
+        }
         return fields, content_type
+
+    def _url_fields(self, url: str) -> dict[str, Any]:
+        """The "url" field: the host with its port (all of them, or those ``match_on`` names, with the port
+        on its own, a default one spelled out)."""
+        parts = urlsplit(url)
+        host = parts.hostname or ""
+        query = _multi_dict(parse_qsl(parts.query, keep_blank_values=True))
+        if self._match_on is None:
+            host = f"{host}:{parts.port}" if parts.port is not None else host
+            return {"scheme": parts.scheme, "host": host, "path": parts.path or "/", "query": query}
+        port = parts.port if parts.port is not None else _DEFAULT_PORTS.get(parts.scheme)
+        fields = {"scheme": parts.scheme, "host": host, "port": port, "path": parts.path or "/", "query": query}
+        return {key: value if key in self._match_on else None for key, value in fields.items()}
 
     def with_body(self, fields: dict[str, Any], content_type: str, body: StoredBody) -> dict[str, Any]:
         """``fields`` and ``content_type`` from ``comparable_request`` with ``body`` in place (``fields`` is
@@ -389,24 +391,6 @@ class RequestMatcher:
         if self._match_on is not None and "body" not in self._match_on:
             return dict(fields)
         return {**fields, "body": self._comparable_body(body, content_type)}
-
-    def _chosen_fields(self, method: str, parts: Any, headers: dict[str, Any]) -> dict[str, Any]:
-        """The fields ``match_on`` names; the others are None on both sides, so they never differ (the body
-        is added by ``with_body``)."""
-        chosen = self._match_on or frozenset()
-        url = {
-            "scheme": parts.scheme,
-            "host": parts.hostname or "",
-            "port": parts.port if parts.port is not None else _DEFAULT_PORTS.get(parts.scheme),
-            "path": parts.path or "/",
-            "query": _multi_dict(parse_qsl(parts.query, keep_blank_values=True)),
-        }
-        return {
-            "method": method.upper() if "method" in chosen else None,
-            "url": {key: value if key in chosen else None for key, value in url.items()},
-            "headers": headers if "headers" in chosen else {},
-            "body": None,
-        }
 
     def _comparable_body(self, body: StoredBody, content_type: str) -> Any:
         if body is None:

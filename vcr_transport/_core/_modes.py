@@ -9,6 +9,10 @@ whether ``CI`` is set; the shells only carry out the step decided here.
 | ``record-on-miss`` | replayed while requests match; from the first miss on, forwarded and recorded   |
 | ``auto``         | ``replay`` when the cassette exists, else ``record`` (never under ``CI``)         |
 
+``serve`` replays its cassettes to any request in any order, each call as often as it is asked for; its
+record-on-miss *appends*: each miss is forwarded and recorded after the recorded calls, which keep answering
+(``Decision(appending=True)``).
+
 A missing cassette refuses every request (fails closed) in every mode that would read it (one that exists
 but can't be read fails where it is opened, before any request: see ``_session``).
 
@@ -30,7 +34,7 @@ from collections.abc import Callable, Iterable
 from urllib.parse import SplitResult, urlsplit
 
 from .._exceptions import CassetteError, ModeError
-from ._matching import split_url
+from ._memo import Memo
 
 __all__ = [
     "ENVIRONMENT_VARIABLE",
@@ -84,8 +88,12 @@ def is_ignored_host(url: str, hosts: Iterable[str]) -> bool:
 def passthrough_rule_for(url: str, rules: Iterable[tuple[str, str]]) -> tuple[str, str] | None:
     """The first rule the URL falls under, or None. A rule's host matches with or without the URL's port."""
     parts = urlsplit(url)
-    path = parts.path or "/"
-    for rule in _rules_for_host(parts, rules):
+    return _rule_for_path(parts.path or "/", _rules_for_host(parts, rules))
+
+
+def _rule_for_path(path: str, rules: Iterable[tuple[str, str]]) -> tuple[str, str] | None:
+    """The first of ``rules`` whose path glob matches ``path`` (``/x/*`` matches ``/x`` too), or None."""
+    for rule in rules:
         path_glob = rule[1]
         if fnmatch.fnmatchcase(path, path_glob) or (path_glob.endswith("/*") and path == path_glob[:-2]):
             return rule
@@ -136,7 +144,11 @@ class Step(enum.Enum):
 
 class Decision:
     """The state of one cassette in one concrete mode: which step the next request meets, and what a replay
-    miss turns into. Thread-safe: the first miss of record-on-miss switches to recording exactly once."""
+    miss turns into. Thread-safe: the first miss of record-on-miss switches to recording exactly once.
+
+    ``appending`` is record-on-miss as ``serve`` does it, for a cassette that answers any matching request
+    as often as it comes: every request is replayed first, and each miss is recorded after the recorded
+    calls, which go on answering (the recording, holding every recorded call, starts with the cassette)."""
 
     def __init__(
         self,
@@ -147,6 +159,7 @@ class Decision:
         passthrough: Iterable[str] = (),
         passthrough_replay: str = "empty",
         ignore_hosts: Iterable[str] = (),
+        appending: bool = False,
     ) -> None:
         if mode not in MODES or mode == "auto":
             raise ValueError(f"a decision needs a concrete mode, not {mode!r}")
@@ -159,29 +172,26 @@ class Decision:
         self.readable = readable
         # record-on-miss with no cassette yet records from the first call.
         self.recording = mode == "record" or (mode == "record-on-miss" and readable and not exists)
+        self.appending = appending and mode == "record-on-miss" and readable and exists
         self.diverged_at: int | None = None
         self._lock = threading.Lock()
-        self._passes: dict[str, bool] = {}  # URL -> whether a passthrough rule covers it
-        self._host_rules: dict[str, tuple[tuple[str, str], ...]] = {}  # netloc -> the rules for its host
+        # netloc -> the passthrough rules for its host: a client's requests go to few hosts, most under none
+        self._host_rules: Memo[str, tuple[tuple[str, str], ...]] = Memo()
+
+    @property
+    def records_at_start(self) -> bool:
+        """Whether the recording starts with the cassette (record, record-on-miss of a missing cassette, and
+        appending) rather than at the first miss."""
+        return self.recording or self.appending
 
     def step_for(self, url: str) -> Step:
         """The step a request to ``url`` meets: an ignored host passes through, then the passthrough rules,
         then ``next_step()``."""
         if self.ignore_hosts and is_ignored_host(url, self.ignore_hosts):
             return Step.PASS_THROUGH
-        passes = self._passes.get(url)
-        if passes is None:
-            # The rules for the URL's host, found once per host: most URLs have none, and no path to match.
-            parts = split_url(url)
-            rules = self._host_rules.get(parts.netloc)
-            if rules is None:
-                rules = _rules_for_host(parts, self.passthrough)
-                if len(self._host_rules) < 1024:
-                    self._host_rules[parts.netloc] = rules
-            passes = bool(rules) and passthrough_rule_for(url, rules) is not None
-            if len(self._passes) < 1024:  # a client's URLs repeat: remembered, up to a bound
-                self._passes[url] = passes
-        if passes:
+        parts = urlsplit(url)
+        rules = self._host_rules.get(parts.netloc, lambda: _rules_for_host(parts, self.passthrough))
+        if rules and _rule_for_path(parts.path or "/", rules) is not None:
             if self.mode == "off" or self.recording:
                 return Step.PASS_THROUGH
             return Step.EMPTY if self.passthrough_replay == "empty" else Step.BLOCK
@@ -195,11 +205,14 @@ class Decision:
         return Step.RECORD if self.recording else Step.REPLAY
 
     def after_miss(self, call_index: int, start_recording: Callable[[int], None]) -> Step:
-        """A replayed request missed at ``call_index``: replay raises; record-on-miss records from there on.
-        The first miss calls ``start_recording(call_index)`` (under a lock, before any request can meet the
-        RECORD step); later misses find it started."""
+        """A replayed request missed at ``call_index``: replay raises; record-on-miss records from there on
+        (appending: records this request, the recording already started). The first miss calls
+        ``start_recording(call_index)`` (under a lock, before any request can meet the RECORD step); later
+        misses find it started."""
         if self.mode != "record-on-miss":
             return Step.RAISE
+        if self.appending:
+            return Step.RECORD
         with self._lock:
             if not self.recording:
                 start_recording(call_index)

@@ -1,9 +1,17 @@
-"""The options of a cassette, declared once. No I/O.
+"""Every option, declared once. No I/O.
 
-Every entry point takes the same keyword options: ``ReplayTransport``, the recording transports (their
-redaction options), ``transport()``, ``async_transport()``, ``use_cassette()`` and the pytest marker. The
-fields of ``Options`` drive their validation, the ``[tool.vcr_transport]`` merge and the marker's argument
-check. To add an option, add a field here (with its ``help``), then use it where it acts.
+``Options`` is the one declaration of what a cassette is replayed and recorded with, and of what the block
+or test around it does. Each field carries its meaning, its validator (a value: ``_Flag()``,
+``_Choice(...)``, ...) and where it can be set (``Knob``): which entry points take it as a keyword
+argument, the pytest marker, ``[tool.vcr_transport]``, a pytest ini setting, an environment variable, a
+command-line option. Everything reads these fields: the keyword checking of ``ReplayTransport``, the
+recording transports, ``transport()``, ``use_cassette()`` and the marker (``from_arguments``), the pyproject
+merge (``with_settings``), the ini settings and the compatibility mode's defaults (the pytest plugin), and
+the options table in the README (``options_table``, checked by a test). Settings of the project or the run
+that belong to no cassette (``cassette_dir``, the parse cache's folder, the compatibility switch, ``CI``) are
+``SETTINGS``, declared below the fields.
+
+To add an option: add a field here with its ``Knob``, then use it where it acts.
 """
 
 from __future__ import annotations
@@ -12,215 +20,564 @@ import dataclasses
 import math
 import re
 from collections.abc import Callable, Iterable, Mapping
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, NamedTuple
 
 from .._exceptions import CassetteError
 from ._faults import Fault, parse_fault
-from ._matching import MATCH_ON_NAMES, RequestMatcher, parse_field_path
-from ._modes import PASSTHROUGH_ANSWERS, parse_passthrough_rule
-from ._redaction import Redactor
+from ._modes import ENVIRONMENT_VARIABLE, MODES, PASSTHROUGH_ANSWERS, check_mode, parse_passthrough_rule
 
-__all__ = ["CAUGHT_MISMATCH_ACTIONS", "MISMATCH_ACTIONS", "Options"]
+if TYPE_CHECKING:
+    from ._matching import RequestMatcher
+    from ._redaction import Redactor
+
+__all__ = [
+    "CACHE_DIR_VARIABLE",
+    "CASSETTE_DIR_SETTING",
+    "CAUGHT_MISMATCH_ACTIONS",
+    "COMPAT_INI",
+    "ENTRIES",
+    "MISMATCH_ACTIONS",
+    "PARSE_CACHE_VARIABLE",
+    "SETTINGS",
+    "UNPLAYED_ACTIONS",
+    "Knob",
+    "Options",
+    "Setting",
+    "compile_patterns",
+    "options_table",
+]
 
 PassthroughAnswer = Literal["empty", "block"]
-
 MISMATCH_ACTIONS = ("auto", "raise", "respond")
 MismatchAction = Literal["auto", "raise", "respond"]
 # What a replay mismatch that the code under test caught does when the block or the test ends.
 CAUGHT_MISMATCH_ACTIONS = ("raise", "ignore")
 CaughtMismatchAction = Literal["raise", "ignore"]
+# What recorded calls that no request asked for do when the block or the test ends.
+UNPLAYED_ACTIONS = ("error", "warn", "ignore", "partial")
+UnplayedAction = Literal["error", "warn", "ignore", "partial"]
+PARSE_CACHE_VARIABLE = "VCR_TRANSPORT_PARSE_CACHE"
+CACHE_DIR_VARIABLE = "VCR_TRANSPORT_CACHE_DIR"
+CASSETTE_DIR_SETTING = "cassette_dir"
+COMPAT_INI = "vcr_transport_compat"
+
+# The entry points that take options as keyword arguments, as the table names them: the recording
+# transports, ReplayTransport, transport() (and async_transport()), use_cassette(). The marker is a column
+# of its own.
+Entry = Literal["recording", "replay", "transport", "block"]
+ENTRIES: dict[str, str] = {
+    "recording": "RecordingTransport",
+    "replay": "ReplayTransport",
+    "transport": "transport()",
+    "block": "use_cassette()",
+}
+_EVERYWHERE: tuple[Entry, ...] = ("recording", "replay", "transport", "block")
+_REPLAYING: tuple[Entry, ...] = ("replay", "transport", "block")
 
 
-def _option(default: Any, help: str, *, kind: str, settings: bool = False, record: bool = False) -> Any:
-    """A field with what it means (``help``), how its value is checked (``kind``), whether
-    ``[tool.vcr_transport]`` may carry it (``settings``: lists there add to the code's) and whether it applies
-    while recording (``record``)."""
-    return dataclasses.field(
-        default=default, metadata={"help": help, "kind": kind, "settings": settings, "record": record}
+# --- validators: each a value that checks (and normalises) one option --------------------------------------
+#
+# A validator is called with (value, name, where) and returns the value to keep, or raises a TypeError (the
+# wrong type) or a ValueError (a wrong value) whose message starts with ``where``. ``values`` is what the
+# options table says it takes.
+
+
+def _wrong(where: str, name: str, expected: str, value: Any) -> TypeError:
+    return TypeError(f"{where}: option {name} must be {expected}, not {value!r}")
+
+
+def _items(value: Any, name: str, where: str, expected: str = "a list") -> tuple[Any, ...]:
+    """A list option's items: a bare string would be taken apart letter by letter, so it is refused."""
+    if isinstance(value, str | bytes) or not isinstance(value, Iterable):
+        raise _wrong(where, name, expected, value)
+    return tuple(value)
+
+
+class _Flag:
+    values: str = "`True`, `False`"
+
+    def __call__(self, value: Any, name: str, where: str) -> bool:
+        if not isinstance(value, bool):
+            raise _wrong(where, name, "True or False", value)
+        return value
+
+
+class _Seconds:
+    values: str = "seconds (a number >= 0), `None`"
+
+    def __call__(self, value: Any, name: str, where: str) -> float | None:
+        if value is None:
+            return None
+        if isinstance(value, bool) or not isinstance(value, int | float):
+            raise _wrong(where, name, "a number of seconds or None", value)
+        if not math.isfinite(value) or value < 0:
+            raise ValueError(f"{where}: option {name} must be a finite number >= 0, not {value!r}")
+        return float(value)
+
+
+class _Choice:
+    def __init__(self, choices: tuple[str, ...]) -> None:
+        self.choices = choices
+
+    @property
+    def values(self) -> str:
+        return ", ".join(f"`{choice!r}`" for choice in self.choices)
+
+    def __call__(self, value: Any, name: str, where: str) -> str:
+        if value not in self.choices:
+            raise ValueError(
+                f"{where}: option {name} must be one of {', '.join(map(repr, self.choices))}, not {value!r}"
+            )
+        return str(value)
+
+
+class _Mode:
+    """A mode name, or None (resolved by the precedence of ``_config``). A wrong name is a ModeError."""
+
+    values: str = ", ".join(f"`{mode!r}`" for mode in MODES)
+
+    def __call__(self, value: Any, name: str, where: str) -> str | None:
+        return None if value is None else check_mode(value, "argument")
+
+
+class _MatchOn:
+    values: str = (
+        "`None`, a list of vcrpy's names (`method`, `scheme`, `host`, `port`, `path`, `query`, `headers`, "
+        "`body`, `uri`)"
     )
+
+    def __call__(self, value: Any, name: str, where: str) -> tuple[str, ...] | None:
+        from ._matching import MATCH_ON_NAMES  # lazily: matching is heavy, and checking a marker is not
+
+        if value is None:
+            return None
+        items = _items(value, name, where, f"None or a list of {', '.join(MATCH_ON_NAMES)}")
+        unknown = [item for item in items if item not in MATCH_ON_NAMES]
+        if unknown:
+            raise ValueError(
+                f"{where}: option {name}: unknown name(s) {', '.join(map(repr, unknown))}; "
+                f"valid: {', '.join(MATCH_ON_NAMES)}"
+            )
+        return items
+
+
+def _field_path(item: str) -> object:
+    from ._matching import parse_field_path  # lazily, as above
+
+    return parse_field_path(item)
+
+
+class _Strings:
+    """A list of non-empty strings, each parsed by ``parse`` when given (a ValueError names the option)."""
+
+    def __init__(self, values: str, parse: Callable[[str], object] | None = None) -> None:
+        self.values = values
+        self.parse = parse
+
+    def __call__(self, value: Any, name: str, where: str) -> tuple[str, ...]:
+        items = _items(value, name, where)
+        if not all(isinstance(item, str) and item for item in items):
+            raise _wrong(where, name, "a list of non-empty strings", value)
+        if self.parse is not None:
+            for item in items:
+                try:
+                    self.parse(item)
+                except ValueError as error:
+                    raise ValueError(f"{where}: option {name}: {error}") from None
+        return items
+
+
+def compile_patterns(patterns: Iterable[Any], where: str) -> tuple[re.Pattern[str], ...]:
+    """Regular expressions compiled; one that does not compile is a ValueError naming it after ``where``."""
+    compiled = []
+    for pattern in patterns:
+        try:
+            compiled.append(re.compile(pattern))
+        except re.error as error:
+            raise ValueError(f"{where}: {pattern!r} is not a regular expression: {error}") from None
+    return tuple(compiled)
+
+
+class _Regexes:
+    """A list of regular expressions (text, or compiled ones when ``compiled_ok``), kept as given.
+    ``bare``: messages name the option without the word "option" (as the network guard's always have)."""
+
+    values = "a list of regular expressions"
+
+    def __init__(self, *, compiled_ok: bool = True, bare: bool = False) -> None:
+        self.compiled_ok = compiled_ok
+        self.bare = bare
+
+    def __call__(self, value: Any, name: str, where: str) -> tuple[Any, ...]:
+        label = f"{where}: {name}" if self.bare else f"{where}: option {name}"
+        if self.bare and (isinstance(value, str | bytes) or not isinstance(value, Iterable)):
+            raise TypeError(f"{label} must be a list of regular expressions, not {value!r}")
+        items = _items(value, name, where)
+        allowed = (str, re.Pattern) if self.compiled_ok else (str,)
+        if not all(isinstance(item, allowed) for item in items):
+            raise _wrong(where, name, "a list of regular expressions", value)
+        compile_patterns((item for item in items if isinstance(item, str)), label)
+        return items
+
+
+class _Functions:
+    values: str = "a list of functions `str -> str`"
+
+    def __call__(self, value: Any, name: str, where: str) -> tuple[Callable[[str], str], ...]:
+        items = _items(value, name, where)
+        if not all(callable(item) for item in items):
+            raise _wrong(where, name, "a list of functions taking and returning a string", value)
+        return items
+
+
+class _Faults:
+    values: str = "a list of faults (`Fault`, a mapping, or text `KIND:key=value,...`)"
+
+    def __call__(self, value: Any, name: str, where: str) -> tuple[Fault, ...]:
+        items = _items(value, name, where)
+        try:
+            return tuple(parse_fault(item) for item in items)
+        except (TypeError, ValueError) as error:
+            raise type(error)(f"{where}: option {name}: {error}") from None
+
+
+Check = _Flag | _Seconds | _Choice | _Mode | _MatchOn | _Strings | _Regexes | _Functions | _Faults
+
+_FLAG = _Flag()
+_SECONDS = _Seconds()
+_NAMES = _Strings("a list of names (globs allowed)")
+
+
+# --- where an option can be set --------------------------------------------------------------------------
+
+_UNSET: Any = object()
+
+
+class Knob(NamedTuple):
+    """What an option means and where it can be set.
+
+    ``entries``: the entry points taking it as a keyword argument (``ENTRIES``); ``marker``: whether the pytest
+    marker takes it. ``pyproject``: ``"adds"`` (a list there goes in front of the code's own), ``"fills"`` (a
+    value there applies when the code sets none), ``"read"`` (read where it acts: the mode's precedence), or
+    ``""``. ``ini``: the pytest ini setting that sets it for the run (between the marker and pyproject);
+    ``env``: the environment variable; ``flags``: command-line options. ``compat``: the pytest-recording
+    compatibility mode's default, when it differs; ``shown``: the default as the table shows it, when not the
+    field's own."""
+
+    help: str
+    check: Check
+    entries: tuple[Entry, ...] = _REPLAYING
+    marker: bool = True
+    pyproject: Literal["adds", "fills", "read", ""] = ""
+    ini: str = ""
+    env: str = ""
+    flags: tuple[str, ...] = ()
+    compat: Any = _UNSET
+    shown: str = ""
+
+    @property
+    def has_compat_default(self) -> bool:
+        return self.compat is not _UNSET
+
+    @property
+    def choices(self) -> tuple[str, ...]:
+        """The values of an option that takes one of a few names (empty for the others)."""
+        return self.check.choices if isinstance(self.check, _Choice) else ()
+
+
+def _option(default: Any, help: str, check: Check, *entries: Entry, **where: Any) -> Any:
+    """An option field: its default, what it means, its validator, the entry points taking it (by default the
+    replaying ones) and where else it can be set (``Knob``)."""
+    knob = Knob(help, check, entries or _REPLAYING, **where)
+    return dataclasses.field(default=default, metadata={"knob": knob})
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
 class Options:
-    """What a cassette is replayed and recorded with. Unknown names and wrong types are refused."""
+    """What a cassette is replayed and recorded with, and what the block or test around it does. Unknown
+    names and wrong values are refused, whether given as keyword arguments or to ``Options(...)`` itself."""
 
+    # --- replay: ReplayTransport, transport(), use_cassette(), the marker ---------------------------------
     ordered: bool = _option(
         True,
-        "request n is compared with recorded call n; False pairs each request with the first unplayed recorded "
-        "call that matches it",
-        kind="bool",
+        "request n is compared with recorded call n; False pairs each request with the first unplayed "
+        "recorded call that matches it",
+        _FLAG,
     )
     pace: float | None = _option(
-        None, "reproduce the recorded gaps between chunks, scaled by this factor (1.0 = real time)", kind="seconds"
+        None,
+        "reproduce the recorded gaps between chunks, scaled by this factor (1.0 = real time)",
+        _SECONDS,
+        flags=("serve: --pace",),
     )
     max_retry_after: float | None = _option(
         0.01,
-        "a recorded retryable response's retry delay is shortened to this many seconds, unless it made the SDK "
-        "give up (openai: over 120 s; an HTTP date is kept as the seconds it meant when recorded); None keeps it",
-        kind="seconds",
+        "a recorded retryable response's retry delay is shortened to this many seconds, unless it made the "
+        "SDK give up (openai: over 120 s; an HTTP date is kept as the seconds it meant when recorded); None "
+        "keeps it",
+        _SECONDS,
     )
     on_mismatch: MismatchAction = _option(
         "auto",
-        "'raise' raises ReplayMismatch; 'respond' answers with a non-retryable 400 carrying the mismatch line; "
-        "'auto' responds to clients that retry transport exceptions, raises for the rest",
-        kind="mismatch",
+        "'raise' raises ReplayMismatch; 'respond' answers with a non-retryable 400 carrying the mismatch "
+        "line; 'auto' responds to clients that retry transport exceptions, raises for the rest",
+        _Choice(MISMATCH_ACTIONS),
     )
     caught_mismatch: CaughtMismatchAction = _option(
         "raise",
-        "a replay mismatch that the code under test caught (an SDK or the app swallowed it and went on): 'raise' "
-        "raises the first one again when use_cassette's block ends or the test is torn down; 'ignore' leaves it, "
-        "and the test passes or fails on what the code did with it (the pytest-recording compatibility mode's "
-        "default, as vcrpy)",
-        kind="caught_mismatch",
-        settings=True,
+        "a replay mismatch that the code under test caught (an SDK or the app swallowed it and went on): "
+        "'raise' raises the first one again when use_cassette's block ends or the test is torn down; "
+        "'ignore' leaves it, and the test passes or fails on what the code did with it (the "
+        "pytest-recording compatibility mode's default, as vcrpy)",
+        _Choice(CAUGHT_MISMATCH_ACTIONS),
+        pyproject="fills",
+        ini="vcr_caught_mismatch",
+        compat="ignore",
     )
     faults: tuple[Fault, ...] = _option(
         (),
         "faults injected into replay, as text ('cut:after=3', 'status:code=429', 'delay:seconds=2', "
         "'stall:after=2,seconds=30', 'corrupt:chunk=1'; call=N, path=GLOB, probability=P, seed=S aim them) "
         "or vcr_transport.Fault objects",
-        kind="faults",
+        _Faults(),
+        flags=("serve: --fault",),
     )
     match_on: tuple[str, ...] | None = _option(
         None,
         "what matching compares, in vcrpy's names (method, scheme, host, port, path, query, headers, body; "
-        "uri for the whole URL); None compares everything. With a list, headers compares only the headers the "
-        "recording kept. A cassette imported from vcrpy carries vcrpy's default in its header; this overrides it",
-        kind="match_on",
-        settings=True,
+        "uri for the whole URL); None compares everything. With a list, headers compares only the headers "
+        "the recording kept. A cassette imported from vcrpy carries vcrpy's default in its header; this "
+        "overrides it",
+        _MatchOn(),
+        pyproject="fills",
     )
     ignore_headers: tuple[str, ...] = _option(
-        (), "more header names (globs allowed) that matching ignores", kind="names", settings=True
+        (),
+        "more header names (globs allowed) that matching ignores",
+        _NAMES,
+        pyproject="adds",
+        flags=("serve: --ignore-header (every header unless --match-headers)",),
     )
     compare_headers: tuple[str, ...] = _option(
-        (), "header names taken out of the volatile set: matching compares them", kind="names", settings=True
+        (), "header names taken out of the volatile set: matching compares them", _NAMES, pyproject="adds"
     )
     ignore_fields: tuple[str, ...] = _option(
         (),
-        "more body fields that matching skips: a bare key name wherever it appears, or a path from body with "
-        "globs (body.contents[*].parts[*].functionCall.id)",
-        kind="fields",
-        settings=True,
+        "more body fields that matching skips: a bare key name wherever it appears, or a path from body "
+        "with globs (body.contents[*].parts[*].functionCall.id)",
+        _Strings("a list of keys or field paths", _field_path),
+        pyproject="adds",
+        flags=("serve: --ignore-field",),
     )
     passthrough: tuple[str, ...] = _option(
         (),
-        "more host/path globs (api.example.com/v1/traces/*) whose requests are never recorded: forwarded while "
-        "recording or off, answered as passthrough_replay says in replay; added to the telemetry defaults",
-        kind="passthrough",
-        settings=True,
+        "more host/path globs (api.example.com/v1/traces/*) whose requests are never recorded: forwarded "
+        "while recording or off, answered as passthrough_replay says in replay; added to the telemetry "
+        "defaults",
+        _Strings("a list of `host[:port][/path]` globs", parse_passthrough_rule),
+        pyproject="adds",
     )
     ignore_hosts: tuple[str, ...] = _option(
         (),
-        "hosts (globs allowed, no port) whose requests never meet the cassette: in every mode they go on to the "
-        "client's own transport, unrecorded (vcrpy's ignore_hosts and ignore_localhost)",
-        kind="names",
-        settings=True,
+        "hosts (globs allowed, no port) whose requests never meet the cassette: in every mode they go on to "
+        "the client's own transport, unrecorded (vcrpy's ignore_hosts and ignore_localhost)",
+        _Strings("a list of host globs"),
+        pyproject="adds",
     )
     passthrough_replay: PassthroughAnswer = _option(
         "empty",
         "what a passthrough request meets in replay: 'empty' an empty 204 response, 'block' a NetworkBlockedError",
-        kind="passthrough_answer",
-        settings=True,
+        _Choice(PASSTHROUGH_ANSWERS),
+        pyproject="fills",
     )
+    parse_cache: bool = _option(
+        True,
+        "keep what the parser accepted of a cassette over 256 KB in a cache keyed by the XXH3-128 hash of "
+        "its bytes ($VCR_TRANSPORT_CACHE_DIR, else $XDG_CACHE_HOME/vcr_transport/parse, else "
+        "~/.cache/vcr_transport/parse), so the next replay of the same bytes skips parsing; False neither "
+        "reads nor writes it (nor does 0, false, no or off in the environment variable)",
+        _FLAG,
+        pyproject="fills",
+        env=PARSE_CACHE_VARIABLE,
+    )
+
+    # --- recording: also the recording transports ----------------------------------------------------------
     redact_names: tuple[str, ...] = _option(
-        (), "more secret names (whole names and name suffixes)", kind="names", settings=True, record=True
+        (),
+        "more secret names (whole names and name suffixes)",
+        _Strings("a list of names"),
+        *_EVERYWHERE,
+        pyproject="adds",
     )
     redact_patterns: tuple[str | re.Pattern[str], ...] = _option(
-        (), "more regular expressions whose matches are secrets", kind="patterns", settings=True, record=True
+        (),
+        "more regular expressions whose matches are secrets",
+        _Regexes(),
+        *_EVERYWHERE,
+        pyproject="adds",
     )
     redact_with: tuple[Callable[[str], str], ...] = _option(
-        (), "functions that get every string and return it with their secrets replaced", kind="callables", record=True
+        (), "functions that get every string and return it with their secrets replaced", _Functions(), *_EVERYWHERE
     )
     keep_failures: bool = _option(
         False,
         "keep calls that got no response or a 401/403, and recordings whose block ended with an exception "
         "(never one cut by Ctrl-C or an exit); by default such a recording leaves the older cassette as it was",
-        kind="bool",
-        record=True,
+        _FLAG,
+        *_EVERYWHERE,
     )
     plain_bodies: bool = _option(
         True,
-        "while recording, ask the upstream for uncompressed responses (accept-encoding: identity), so the cassette "
-        "holds readable text; False forwards the caller's accept-encoding and keeps the compressed wire form",
-        kind="bool",
-        record=True,
-    )
-    parse_cache: bool = _option(
-        True,
-        "keep what the parser accepted of a cassette over 256 KB in a cache keyed by the XXH3-128 hash of its bytes "
-        "($VCR_TRANSPORT_CACHE_DIR, else $XDG_CACHE_HOME/vcr_transport/parse, else ~/.cache/vcr_transport/parse), "
-        "so the next replay of the same bytes skips parsing; False neither reads nor writes it",
-        kind="bool",
-        settings=True,
+        "while recording, ask the upstream for uncompressed responses (accept-encoding: identity), so the "
+        "cassette holds readable text; False forwards the caller's accept-encoding and keeps the compressed "
+        "wire form",
+        _FLAG,
+        *_EVERYWHERE,
     )
 
-    # The names the caller gave (from_arguments): as_arguments passes them on even at their default value, so
-    # an explicit ordered=True still overrides an imported cassette's header.
-    given: frozenset[str] = dataclasses.field(default=frozenset(), compare=False, repr=False, metadata={"kind": ""})
+    # --- the block or test around the cassette: transport() (the mode only), use_cassette(), the marker ---
+    mode: str | None = _option(
+        None,
+        "the mode (off, record, replay, record-on-miss, auto); None leaves it to the pytest option "
+        "--vcr-mode, then VCR_TRANSPORT_MODE, then [tool.vcr_transport], then auto (see _config)",
+        _Mode(),
+        "transport",
+        "block",
+        pyproject="read",
+        env=ENVIRONMENT_VARIABLE,
+        flags=("--vcr-mode", "compat: --record-mode, --disable-recording"),
+        compat="replay",
+        shown="`'auto'`",
+    )
+    unplayed: UnplayedAction = _option(
+        "error",
+        "what recorded calls that no request asked for do when the block ends or the test passed: 'error' "
+        "raises UnplayedCallsError, 'warn' warns UnplayedCallsWarning, 'partial' raises only when some "
+        "calls were played and some not, 'ignore' leaves them (the compatibility mode's default, as vcrpy)",
+        _Choice(UNPLAYED_ACTIONS),
+        "block",
+        ini="vcr_unplayed",
+        compat="ignore",
+    )
+    block_network: bool = _option(
+        False,
+        "in replay, the network guard for the block: every route beyond loopback raises "
+        "NetworkBlockedError (always on for a test's cassette under the pytest plugin)",
+        _FLAG,
+        "block",
+        marker=False,
+        flags=("compat: --block-network, @pytest.mark.block_network",),
+        shown="`False` (the plugin: `True`)",
+    )
+    allowed_hosts: tuple[str, ...] = _option(
+        (),
+        "regular expressions of hosts the network guard lets through, matched from the start of the host "
+        "(pytest-recording's --allowed-hosts)",
+        _Regexes(compiled_ok=False, bare=True),
+        "block",
+        marker=False,
+        flags=("compat: --allowed-hosts, vcr_config",),
+    )
+    missing_ok_unused: bool = _option(
+        False,
+        "a missing cassette that no request asked for is no error when the block ends (the first request "
+        "still raises it); the plugin's tests have it",
+        _FLAG,
+        "block",
+        marker=False,
+        shown="`False` (the plugin: `True`)",
+    )
+
+    # The names the caller gave (from_arguments, overridden): they win over a cassette header's match_on and
+    # ordered even at their default value, so an explicit ordered=True still overrides an imported cassette.
+    given: frozenset[str] = dataclasses.field(default=frozenset(), compare=False, repr=False)
+    where: dataclasses.InitVar[str] = "Options"
+
+    def __post_init__(self, where: str) -> None:
+        for field in _knob_fields():
+            value = getattr(self, field.name)
+            if value is not field.default:
+                object.__setattr__(self, field.name, _knob(field).check(value, field.name, where))
 
     @classmethod
-    def names(cls) -> tuple[str, ...]:
-        return tuple(field.name for field in _option_fields(cls))
+    def names(cls, entry: Entry | Literal["marker"] | None = None) -> tuple[str, ...]:
+        """The options an entry point takes (``"marker"`` for the marker; None: every option)."""
+        return tuple(field.name for field in _knob_fields() if _takes(_knob(field), entry))
 
     @classmethod
-    def recording_names(cls) -> tuple[str, ...]:
-        return tuple(field.name for field in _option_fields(cls) if field.metadata["record"])
+    def knob(cls, name: str) -> Knob:
+        return _knob(next(field for field in _knob_fields() if field.name == name))
 
     @classmethod
     def from_arguments(
-        cls, arguments: Mapping[str, Any], *, where: str = "options", recording: bool = False
+        cls, arguments: Mapping[str, Any], *, where: str = "options", entry: Entry | Literal["marker"] | None = None
     ) -> Options:
         """Options from keyword arguments, each checked: an unknown name is a TypeError listing the valid
-        ones, a wrong value a TypeError or ValueError naming the option. ``recording``: only the options
-        that act while recording are valid (the recording transports)."""
-        valid = cls.recording_names() if recording else cls.names()
+        ones (those ``entry`` takes), a wrong value a TypeError or ValueError naming the option."""
+        valid = cls.names(entry)
         unknown = set(arguments) - set(valid)
         if unknown:
             raise TypeError(
                 f"{where}: unknown option(s) {', '.join(sorted(unknown))}; valid: {', '.join(sorted(valid))}"
             )
-        fields = {field.name: field for field in _option_fields(cls)}
-        checked = {
-            name: _checked(name, fields[name].metadata["kind"], value, where) for name, value in arguments.items()
-        }
-        return cls(**checked, given=frozenset(arguments))
+        return cls(**arguments, given=frozenset(arguments), where=where)
+
+    @classmethod
+    def of(
+        cls,
+        options: Options | None,
+        arguments: Mapping[str, Any],
+        *,
+        where: str,
+        entry: Entry | None = None,
+    ) -> Options:
+        """What an entry point was given: an ``Options`` object, or keyword options (not both)."""
+        if options is None:
+            return cls.from_arguments(arguments, where=where, entry=entry)
+        if not isinstance(options, Options):
+            raise TypeError(f"{where}: options must be a vcr_transport.Options, not {options!r}")
+        if arguments:
+            raise TypeError(
+                f"{where}: pass options=Options(...) or keyword options, not both (got {', '.join(sorted(arguments))})"
+            )
+        return options
+
+    def overridden(self, **changes: Any) -> Options:
+        """These options with ``changes``, which count as given (they win over a cassette header)."""
+        return dataclasses.replace(self, **changes, given=self.given | frozenset(changes))
+
+    def explicit(self) -> frozenset[str]:
+        """The options given, or set to other than their default (by the code or ``[tool.vcr_transport]``):
+        those win over a cassette header."""
+        changed = {field.name for field in _knob_fields() if getattr(self, field.name) != field.default}
+        return self.given | changed
 
     def with_settings(self, settings: Mapping[str, Any], *, where: str) -> Options:
-        """These options with the lists of ``[tool.vcr_transport]`` added in front of the code's own."""
+        """These options with ``[tool.vcr_transport]`` merged: its lists in front of the code's own (``adds``),
+        its single values where the code set none (``fills``; an option given at its default value counts as
+        set, so the marker's and the ini's win over pyproject)."""
         added: dict[str, Any] = {}
-        for field in _option_fields(self):
-            if field.metadata["settings"] and field.name in settings:
-                extra = _checked(field.name, field.metadata["kind"], settings[field.name], where)
-                if field.metadata["kind"] == "match_on" or not isinstance(extra, tuple):
-                    # a single value: the code's own wins when it set one
-                    if getattr(self, field.name) == field.default:
-                        added[field.name] = extra
-                    continue
+        explicit = self.explicit()
+        for field in _knob_fields():
+            knob = _knob(field)
+            if field.name not in settings or knob.pyproject not in ("adds", "fills"):
+                continue
+            extra: Any = knob.check(settings[field.name], field.name, where)
+            if knob.pyproject == "adds":
                 added[field.name] = (*extra, *getattr(self, field.name))
+            elif field.name not in explicit:
+                added[field.name] = extra
         return dataclasses.replace(self, **added) if added else self
-
-    def redactor(self) -> Redactor:
-        """The redaction rules: the defaults plus these options' additions."""
-        return Redactor(self.redact_names, self.redact_patterns, self.redact_with)
-
-    def matcher(self) -> RequestMatcher:
-        """What matching compares: the defaults adjusted by these options."""
-        return RequestMatcher(
-            ignore_headers=self.ignore_headers,
-            compare_headers=self.compare_headers,
-            ignore_fields=self.ignore_fields,
-            match_on=self.match_on,
-        )
 
     def with_cassette_header(self, header: Mapping[str, Any], explicit: Iterable[str], *, path: str) -> Options:
         """These options with the cassette header's ``match_on`` and ``ordered`` (written by ``import``) for
         those not in ``explicit``. A malformed value is a CassetteError naming line 1 and the field."""
         given = set(explicit)
         taken: dict[str, Any] = {}
-        for name, kind in (("match_on", "match_on"), ("ordered", "bool")):
+        for name in ("match_on", "ordered"):
             if name in header and name not in given:
                 try:
-                    taken[name] = _checked(name, kind, header[name], "header")
+                    taken[name] = self.knob(name).check(header[name], name, "header")
                 except (TypeError, ValueError) as error:
                     raise CassetteError(
                         path,
@@ -230,97 +587,148 @@ class Options:
                     ) from None
         return dataclasses.replace(self, **taken) if taken else self
 
-    def as_arguments(self) -> dict[str, Any]:
-        """The options given or different from their defaults, as keyword arguments."""
-        return {
-            field.name: getattr(self, field.name)
-            for field in _option_fields(self)
-            if field.name in self.given or getattr(self, field.name) != field.default
-        }
+    def redactor(self) -> Redactor:
+        """The redaction rules: the defaults plus these options' additions."""
+        from ._redaction import Redactor
+
+        return Redactor(self.redact_names, self.redact_patterns, self.redact_with)
+
+    def matcher(self) -> RequestMatcher:
+        """What matching compares: the defaults adjusted by these options."""
+        from ._matching import RequestMatcher
+
+        return RequestMatcher(
+            ignore_headers=self.ignore_headers,
+            compare_headers=self.compare_headers,
+            ignore_fields=self.ignore_fields,
+            match_on=self.match_on,
+        )
 
 
-def _option_fields(options: Options | type[Options]) -> tuple[dataclasses.Field[Any], ...]:
-    """The option fields (not the bookkeeping of which were given)."""
-    return tuple(field for field in dataclasses.fields(options) if field.metadata["kind"])
+def _knob(field: dataclasses.Field[Any]) -> Knob:
+    knob: Knob = field.metadata["knob"]
+    return knob
 
 
-def _checked(name: str, kind: str, value: Any, where: str) -> Any:
-    def wrong(expected: str) -> TypeError:
-        return TypeError(f"{where}: option {name} must be {expected}, not {value!r}")
+def _knob_fields() -> tuple[dataclasses.Field[Any], ...]:
+    """The option fields, in declaration order (not the bookkeeping of which were given)."""
+    return _OPTION_FIELDS
 
-    if kind == "bool":
-        if not isinstance(value, bool):
-            raise wrong("True or False")
-        return value
-    if kind == "seconds":
-        if value is None:
-            return None
-        if isinstance(value, bool) or not isinstance(value, int | float):
-            raise wrong("a number of seconds or None")
-        if not math.isfinite(value) or value < 0:
-            raise ValueError(f"{where}: option {name} must be a finite number >= 0, not {value!r}")
-        return float(value)
-    if kind == "passthrough_answer":
-        if value not in PASSTHROUGH_ANSWERS:
-            raise ValueError(
-                f"{where}: option {name} must be one of {', '.join(map(repr, PASSTHROUGH_ANSWERS))}, not {value!r}"
-            )
-        return value
-    if kind == "match_on":
-        if value is None:
-            return None
-        if isinstance(value, str | bytes) or not isinstance(value, Iterable):
-            raise wrong(f"None or a list of {', '.join(MATCH_ON_NAMES)}")
-        items = tuple(value)
-        unknown = [item for item in items if item not in MATCH_ON_NAMES]
-        if unknown:
-            raise ValueError(
-                f"{where}: option {name}: unknown name(s) {', '.join(map(repr, unknown))}; "
-                f"valid: {', '.join(MATCH_ON_NAMES)}"
-            )
-        return items
-    if kind in ("mismatch", "caught_mismatch"):
-        valid = MISMATCH_ACTIONS if kind == "mismatch" else CAUGHT_MISMATCH_ACTIONS
-        if value not in valid:
-            raise ValueError(f"{where}: option {name} must be one of {', '.join(map(repr, valid))}, not {value!r}")
-        return value
-    # Lists: a bare string would be taken apart letter by letter, so it is refused.
-    if isinstance(value, str | bytes) or not isinstance(value, Iterable):
-        raise wrong("a list")
-    items = tuple(value)
-    if kind == "faults":
-        try:
-            return tuple(parse_fault(item) for item in items)
-        except (TypeError, ValueError) as error:
-            raise type(error)(f"{where}: option {name}: {error}") from None
-    if kind in ("names", "fields", "passthrough") and not all(isinstance(item, str) and item for item in items):
-        raise wrong("a list of non-empty strings")
-    parse = {"fields": parse_field_path, "passthrough": parse_passthrough_rule}.get(kind)
-    for item in items if parse else ():
-        try:
-            parse(item)  # type: ignore[misc]
-        except ValueError as error:
-            raise ValueError(f"{where}: option {name}: {error}") from None
-    if kind == "patterns":
-        for item in items:
-            if isinstance(item, re.Pattern):
-                continue
-            if not isinstance(item, str):
-                raise wrong("a list of regular expressions")
-            try:
-                re.compile(item)
-            except re.error as error:
-                raise ValueError(f"{where}: option {name}: {item!r} is not a regular expression: {error}") from None
-    if kind == "callables" and not all(callable(item) for item in items):
-        raise wrong("a list of functions taking and returning a string")
-    return items
+
+_OPTION_FIELDS = tuple(field for field in dataclasses.fields(Options) if "knob" in field.metadata)
+
+
+def _takes(knob: Knob, entry: Entry | Literal["marker"] | None) -> bool:
+    if entry is None:
+        return True
+    return knob.marker if entry == "marker" else entry in knob.entries
+
+
+# --- settings of the project or the run, which belong to no one cassette ----------------------------------
+
+
+class Setting(NamedTuple):
+    """A setting read where it acts, with the columns of the options table."""
+
+    name: str
+    values: str
+    default: str
+    help: str
+    pyproject: bool = False
+    ini: str = ""
+    env: str = ""
+
+
+SETTINGS: tuple[Setting, ...] = (
+    Setting(
+        CASSETTE_DIR_SETTING,
+        "a folder",
+        "every `cassettes` folder under the project",
+        "where the vcr-transport commands look for cassettes when given no path",
+        pyproject=True,
+    ),
+    Setting(
+        "parse cache folder",
+        "a folder",
+        "`$XDG_CACHE_HOME/vcr_transport/parse`, else `~/.cache/vcr_transport/parse`",
+        "where the parse cache keeps its entries",
+        env=CACHE_DIR_VARIABLE,
+    ),
+    Setting(
+        "compatibility mode",
+        "`pytest-recording`",
+        "unset",
+        "serve a pytest-recording suite unchanged (see Migrating)",
+        ini=COMPAT_INI,
+    ),
+    Setting("CI", "set or not", "unset", "when set, auto never records: a missing cassette is an error", env="CI"),
+)
+
+
+def _code(text: str) -> str:
+    return f"`{text}`" if text else ""
+
+
+def _marked(text: str) -> str:
+    """Command-line options and markers in a text as code."""
+    return re.sub(r"(--[\w-]+|@pytest\.mark\.\w+)", r"`\1`", text)
+
+
+# How the table shows each way [tool.vcr_transport] takes an option.
+_PYPROJECT = {"adds": "adds", "fills": "default", "read": "yes", "": ""}
+
+
+def _row(*cells: str) -> str:
+    return "| " + " | ".join(cells) + " |"
+
+
+def _option_row(field: dataclasses.Field[Any]) -> str:
+    knob = _knob(field)
+    default = knob.shown or f"`{field.default!r}`"
+    if knob.has_compat_default:
+        default += f" (compat: `{knob.compat!r}`)"
+    arguments = "all" if knob.entries == _EVERYWHERE else ", ".join(ENTRIES[entry] for entry in knob.entries)
+    elsewhere = "; ".join([*([_code(knob.env)] if knob.env else []), *map(_marked, knob.flags)])
+    marker = "yes" if knob.marker else ""
+    return _row(
+        f"`{field.name}`",
+        knob.check.values,
+        default,
+        arguments,
+        marker,
+        _PYPROJECT[knob.pyproject],
+        _code(knob.ini),
+        elsewhere,
+    )
+
+
+def options_table() -> str:
+    """The README's table of every option and setting: what it takes, its default, and where it can be set."""
+    rows = [
+        _row(
+            "option",
+            "values",
+            "default",
+            "arguments",
+            "marker",
+            "`[tool.vcr_transport]`",
+            "ini",
+            "environment, command line",
+        ),
+        _row(*["---"] * 8),
+        *map(_option_row, _knob_fields()),
+    ]
+    for setting in SETTINGS:
+        name = _code(setting.name) if setting.name.isidentifier() else setting.name
+        pyproject = "yes" if setting.pyproject else ""
+        rows.append(
+            _row(name, setting.values, setting.default, "", "", pyproject, _code(setting.ini), _code(setting.env))
+        )
+    return "\n".join(rows) + "\n"
 
 
 Options.__doc__ = (
     (Options.__doc__ or "")
     + "\n\n"
-    + "\n".join(
-        f"- ``{field.name}`` (default ``{field.default!r}``): {field.metadata['help']}"
-        for field in _option_fields(Options)
-    )
+    + "\n".join(f"- ``{field.name}`` (default ``{field.default!r}``): {_knob(field).help}" for field in _knob_fields())
 )

@@ -31,7 +31,7 @@ import json
 import re
 import threading
 from collections.abc import Callable, Iterable, Mapping
-from typing import Any
+from typing import Any, NamedTuple
 from urllib.parse import quote, quote_plus, unquote, unquote_plus
 
 import ahocorasick_rs
@@ -43,6 +43,7 @@ from ._credentials import (
     looks_like_credential,
     may_hold_prefixed,
 )
+from ._memo import Memo
 
 __all__ = [
     "MIN_PROPAGATED_LENGTH",
@@ -278,76 +279,133 @@ def _cookie_pairs(value: str, response: bool) -> tuple[list[tuple[str, str, str]
 
 # What may follow the last word of a secret name up to the closing quote of its JSON key, in lower-cased
 # text: separators (any character but a letter or digit, which would make another word) and escapes.
-_KEY_END = r'(?:[^a-z0-9"]|%[0-9a-f]{2}|\\u[0-9a-f]{4})*"'
+_KEY_END = rb'(?:[^a-z0-9"]|%[0-9a-f]{2}|\\u[0-9a-f]{4})*"'
 # What may follow that quote up to the key's colon, in the UTF-8 of lower-cased text: whitespace (any that
 # ``\s`` in text matches: a byte of a character that isn't ASCII stands for it) and, in JSON nested in a
 # JSON string, whitespace escaped (``\n``, ``\\u0020``, and so on at any depth). A key is always followed
 # by a colon: text with a secret name's word followed by a quote and no colon (prose ending with
 # "password") has no key to walk.
 _AFTER_KEY = rb"[\s\x1c-\x1f\x80-\xff\\ntru0-9a-f]*:"
+# JSON's escapes, read as two spaces where they stand for a separator (``\n``, ``\t``...) inside a key.
+_JSON_ESCAPE = re.compile(rb"\\[bfnrt]|\\.")
+# Every query or fragment parameter, also one inside another's value: a piece of the text may start there.
+_PARAMETER = re.compile(rb"(?=[?&;#]([A-Za-z0-9_.%\-]{1,64})=[^&#\s\"'<>\\])")
 
 
-def _name_probe(word: str, words: frozenset[str]) -> re.Pattern[bytes]:
-    """An expression finding, in the UTF-8 of lower-cased text, ``word`` completed to any of ``words``
-    that holds it, at the end of a JSON key (plain, nested in a JSON string, or escaped). (A character
-    that isn't ASCII is a separator, as each of its bytes is.)"""
-    tails = {other[start + len(word) :] for other in words for start in _occurrences(word, other)}
-    completions = "|".join(map(re.escape, sorted(tails, key=lambda tail: (-len(tail), tail))))
-    return re.compile(
-        (re.escape(word) + (f"(?:{completions})" if tails != {""} else "") + _KEY_END).encode() + _AFTER_KEY
+class _Names(NamedTuple):
+    """For the last words of a redactor's secret names: the words searched for ("key" already finds
+    "apikey": only words no other word is part of), the probe of the end of a JSON key from where one of
+    them starts (the word completed to a word that holds it, then what ``_KEY_END`` and ``_AFTER_KEY``
+    allow), and the two searches of a redactor that has learned nothing."""
+
+    words: tuple[str, ...]
+    probe: re.Pattern[bytes]
+    search: _Search
+    prefilter: _Search
+
+
+class _Search(NamedTuple):
+    """One pass over the UTF-8 of lower-cased text (Aho-Corasick, in Rust) finds, in this order, the
+    catalogue's prefixes (for the prefilter only: redaction finds them in the text's tokens, and short ones
+    occur in any prose), the secret names' last words, the catalogue's keywords and the redactor's learned
+    forms (``forms``) lower-cased. ``words``, ``keywords`` and ``learned`` are where each group starts among
+    the patterns; ``exact`` says that a learned form occurs in a text only where its lower case is found in
+    the text's (every form is ASCII)."""
+
+    finder: ahocorasick_rs.BytesAhoCorasick
+    forms: tuple[str, ...]
+    words: int
+    keywords: int
+    learned: int
+    exact: bool
+
+    @classmethod
+    def build(cls, words: tuple[str, ...], forms: tuple[str, ...], *, with_prefixes: bool = False) -> _Search:
+        prefixes = [prefix.lower() for prefix in PREFIX_PATTERNS] if with_prefixes else []
+        lowered = sorted({form.encode("utf-8", "surrogatepass").lower() for form in forms})
+        patterns = [*prefixes, *(word.encode() for word in words), *KEYWORD_PATTERNS, *lowered]
+        keywords = len(prefixes) + len(words)
+        return cls(
+            ahocorasick_rs.BytesAhoCorasick(patterns),
+            forms,
+            len(prefixes),
+            keywords,
+            keywords + len(KEYWORD_PATTERNS),
+            all(form.isascii() for form in forms),
+        )
+
+    def scan(self, text: str) -> _Scan:
+        lowered = text.lower()
+        data = lowered.encode("utf-8", "surrogatepass")
+        unsure = not text.isascii() and ("\u0130" in text or "\u212a" in text)
+        return _new_scan((self, lowered, data, self.finder.find_matches_as_indexes(data, overlapping=True), unsure))
+
+
+class _Scan(NamedTuple):
+    """What a search found in a text: its lower case (not kept for a scan of bytes), that lower case's
+    UTF-8 (``data``), the (pattern, start, end) of every pattern found there (``hits``), and whether the
+    text holds U+0130 or the Kelvin sign, the only characters whose lower case holds an ASCII letter."""
+
+    search: _Search
+    lowered: str
+    data: bytes
+    hits: list[tuple[int, int, int]]
+    unsure: bool
+
+    @staticmethod
+    def of_bytes(search: _Search, data: bytes) -> _Scan:
+        """The scan of lower-cased UTF-8 (in which neither of those characters is)."""
+        return _new_scan((search, "", data, search.finder.find_matches_as_indexes(data, overlapping=True), False))
+
+    def may_hold_secret_key(self, probe: re.Pattern[bytes]) -> bool:
+        """Whether a JSON key in the text may end with a secret name's last word: ``probe`` (see ``_Names``)
+        matches where one occurs. Prose that merely mentions a token or a key is not walked as JSON. (In
+        text holding U+0130 or the Kelvin sign, any name word is enough.)"""
+        if not self.hits:
+            return False
+        words = self.words()
+        if words and self.unsure:
+            return True
+        data = self.data
+        return any(probe.match(data, start) for start, _ in words)
+
+    def words(self) -> list[tuple[int, int]]:
+        """Where secret-name words are, in ``data``."""
+        if not self.hits:
+            return []
+        first, end = self.search.words, self.search.keywords
+        return [(start, stop) for index, start, stop in self.hits if first <= index < end]
+
+    def keywords(self) -> list[int]:
+        """The index in ``KEYWORD_PATTERNS`` of each catalogue keyword found."""
+        if not self.hits:
+            return []
+        first, end = self.search.keywords, self.search.learned
+        return [index - first for index, _, _ in self.hits if first <= index < end]
+
+    def clear_of(self, forms: tuple[str, ...]) -> bool:
+        """Whether the text surely holds none of ``forms``: the search's own forms, none found."""
+        search = self.search
+        return forms is search.forms and search.exact and (not self.hits or max(self.hits)[0] < search.learned)
+
+
+_new_scan = functools.partial(tuple.__new__, _Scan)  # _Scan(*fields), without NamedTuple's Python __new__
+
+
+def _names(words: frozenset[str]) -> _Names:
+    searched = tuple(sorted(w for w in words if not any(o != w and o in w for o in words)))
+    ends = {other[start:] for word in searched for other in words for start in _occurrences(word, other)}
+    completions = b"|".join(re.escape(end.encode()) for end in sorted(ends, key=lambda end: (-len(end), end)))
+    return _Names(
+        searched,
+        re.compile(b"(?:" + completions + b")" + _KEY_END + _AFTER_KEY),
+        _Search.build(searched, ()),
+        _Search.build(searched, (), with_prefixes=True),
     )
 
 
-# Up to this many known forms are searched for one by one; more, in one pass first (once the same forms
-# have been searched for in this many texts).
-_FORMS_SEARCHED_ONE_BY_ONE = 4
-# Text with more than one quote in this many characters has its secret-name words found in one pass;
-# other text is tried at its quotes.
-_QUOTE_SPARSE = 32
-# Pieces of text between quotes that end no secret name are remembered when at most this long, up to
-# this many per redactor.
-_REMEMBERED_PART = 256
-_REMEMBERED_PARTS = 4096
-_KEY_CHARS = frozenset("abcdefghijklmnopqrstuvwxyz0123456789")
-_HEX = frozenset("0123456789abcdef")
-
-
-def _ends_with_key_end(part: str, ends: tuple[str, ...]) -> bool:
-    """Whether lower-cased ``part`` ends with one of ``ends`` followed only by what ``_KEY_END`` allows
-    before its quote: what ``_name_probe`` finds, for text followed by a quote. Trailing separators and
-    escapes are taken off one at a time from the end (an escape ends with a hex digit, a separator
-    with no letter or digit, so only one reading of the tail exists), trying ``ends`` at each step."""
-    while part:
-        if part.endswith(ends):
-            return True
-        if part[-1] not in _KEY_CHARS:
-            part = part[:-1]
-        elif part[-3:-2] == "%" and part[-2] in _HEX and part[-1] in _HEX:
-            part = part[:-3]
-        elif part[-6:-4] == "\\u" and all(char in _HEX for char in part[-4:]):
-            part = part[:-6]
-        else:
-            return False
-    return False
-
-
-@functools.lru_cache(maxsize=16)
-def _name_search(
-    words: frozenset[str],
-) -> tuple[tuple[str, ...], tuple[re.Pattern[bytes], ...], tuple[str, ...], ahocorasick_rs.BytesAhoCorasick]:
-    """For the last words of the secret names: the words searched for ("key" already finds "apikey":
-    only words no other word is part of), the probe of each, what the probes match before the key end
-    (each word completed to a word that holds it), and a finder of every occurrence of every searched
-    word, then of the catalogue's keywords, in one pass over the UTF-8 of lower-cased text (Aho-Corasick,
-    in Rust). Shared by the redactors with the same names."""
-    searched = tuple(sorted(w for w in words if not any(o != w and o in w for o in words)))
-    probes = tuple(_name_probe(word, words) for word in searched)
-    ends = tuple(sorted({other[start:] for word in searched for other in words for start in _occurrences(word, other)}))
-    finder = ahocorasick_rs.BytesAhoCorasick([word.encode() for word in searched] + KEYWORD_PATTERNS)
-    return searched, probes, ends, finder
-
-
-_Finder = ahocorasick_rs.BytesAhoCorasick
+# Shared by the redactors with the same names (one per cassette): a program has few sets of them.
+_NAMES: Memo[frozenset[str], _Names] = Memo(16)
 
 
 def _occurrences(part: str, text: str) -> Iterable[int]:
@@ -361,6 +419,30 @@ def _has_ascii_escapes(text: str) -> bool:
     return ("%" in text and _PERCENT_ASCII.search(text) is not None) or (
         "\\u00" in text and _UNICODE_ASCII.search(text) is not None
     )
+
+
+def _utf8(text: str | bytes) -> bytes | None:
+    """The UTF-8 of ``text`` (of bytes that aren't, their ``surrogateescape`` text's), or None when the text
+    holds U+0130 or the Kelvin sign, whose lower case holds an ASCII letter that the bytes' doesn't."""
+    if isinstance(text, str):
+        data = text.encode("utf-8", "surrogatepass")
+    else:
+        data = text
+        if not data.isascii():
+            try:
+                data.decode("utf-8")
+            except UnicodeDecodeError:
+                data = data.decode("utf-8", "surrogateescape").encode("utf-8", "surrogatepass")
+    if data.isascii() or not any(special in data for special in _LOWERING_TO_ASCII):
+        return data
+    return None
+
+
+def _may_hold_escape(data: bytes) -> bool:
+    """A ``\\u`` escape, JSON's ``\\/``, the ``%XX`` of an ASCII character, or URL userinfo."""
+    if (b"\\" in data and (b"\\u" in data or b"\\/" in data)) or (b"@" in data and b"://" in data):
+        return True
+    return b"%" in data and _PERCENT_ASCII_BYTES.search(data) is not None
 
 
 def _decode_escapes(text: str) -> str:
@@ -495,6 +577,16 @@ def _any_escaping(value: str) -> re.Pattern[str]:
     return re.compile("".join(parts))
 
 
+def _learnable(part: str) -> bool:
+    """A part of a secret worth learning: long enough, no piece of the placeholder, not structure."""
+    return (
+        len(part) >= MIN_PROPAGATED_LENGTH
+        and part not in PLACEHOLDER
+        and PLACEHOLDER not in part
+        and not is_structure(part)
+    )
+
+
 def _credential_parts(value: str) -> list[str]:
     """A secret value and what it carries: the credential of ``Scheme credential``, the ``user:password``
     inside ``Basic`` and its password, the values of ``name=value; name=value`` (cookies, connection
@@ -540,50 +632,40 @@ class Redactor:
         self._query_names = frozenset(_words(name) for name in QUERY_SECRET_NAMES)
         self._suffixes = _SECRET_SUFFIXES + tuple(extra)
         # A JSON key can only be secret if the lower-cased text holds the last word of some secret name.
-        words = {words[-1] for words in (*self._names, *self._suffixes) if words}
-        self._name_words, self._name_probes, self._name_ends, self._finder = _name_search(frozenset(words))
+        words = frozenset(words[-1] for words in (*self._names, *self._suffixes) if words)
+        self._words = _NAMES.get(words, lambda: _names(words))
         self._patterns = tuple(re.compile(p) if isinstance(p, str) else p for p in patterns)
         self._callables = tuple(callables)
-        self._name_cache: dict[tuple[str, bool], bool] = {}
-        self._keyless_parts: set[str] = set()
         self._lock = threading.Lock()
         self._known: set[str] = set()
         self._learned: set[str] = set()  # values whose parts have been added to the known values
         self._forms: tuple[str, ...] = ()  # every form of every known value, longest first
-        # The same forms and, once built, a finder of their UTF-8 in one pass: whether the text holds any;
-        # and (when every form is ASCII) the name and keyword finder that also finds their lower case, so
-        # that the one pass over the lower-cased text tells whether any form may occur (one value, so
-        # that a thread never sees forms with another set's finders).
-        self._known_forms: tuple[tuple[str, ...], _Finder | None, _Finder | None] = ((), None, None)
-        self._forms_searched = 0  # texts searched for these forms one by one
-        self._patterns_by_value: dict[str, re.Pattern[str]] = {}
-        # Header lists and values as redaction left them, while the known forms were these (redact_headers).
-        self._header_values: tuple[
-            tuple[str, ...], dict[tuple[tuple[str, str], ...], tuple[tuple[str, str], ...]], dict[str, str]
-        ] = ((), {}, {})
-        # For could_redact_data: the forms it was built for, and one finder of the catalogue's prefixes,
-        # the name words, the catalogue's keywords and those forms, all lower-cased.
-        self._data_finder: tuple[tuple[str, ...], _Finder] | None = None
+        # Worked out once (the names and header values of a cassette repeat from call to call), and for the
+        # learned forms as they are (a header value, and the search, are worked out again once one is learned).
+        self._secret_names: Memo[tuple[str, bool], bool] = Memo(4096)
+        self._header_values: Memo[str, str] = Memo(4096)
+        self._header_lists: Memo[tuple[tuple[str, str], ...], list[tuple[str, str]]] = Memo(1024)
+        self._searches: Memo[tuple[str, ...], _Search] = Memo(1)
+        self._prefilters: Memo[tuple[str, ...], _Search] = Memo(1)
 
     # --- names -----------------------------------------------------------------------------------------
 
     def is_secret_name(self, name: str, *, query: bool = False) -> bool:
         """Whether ``name`` (a header, JSON key, or with ``query`` a query parameter or form field) holds a
         secret. Case, separators, ``%XX`` and ``\\uXXXX`` escapes don't matter."""
-        cached = self._name_cache.get((name, query))
-        if cached is None:
-            words = _words(name)
-            cached = (
-                bool(words)
-                and not _ends_with(words, _NOT_SECRET_SUFFIXES)
-                and (
-                    words in self._names
-                    or _ends_with(words, self._suffixes)
-                    or (query and (words in self._query_names or _ends_with(words, _QUERY_SECRET_SUFFIXES)))
-                )
+        return self._secret_names.get((name, query), lambda: self._names_a_secret(name, query))
+
+    def _names_a_secret(self, name: str, query: bool) -> bool:
+        words = _words(name)
+        return (
+            bool(words)
+            and not _ends_with(words, _NOT_SECRET_SUFFIXES)
+            and (
+                words in self._names
+                or _ends_with(words, self._suffixes)
+                or (query and (words in self._query_names or _ends_with(words, _QUERY_SECRET_SUFFIXES)))
             )
-            self._name_cache[(name, query)] = cached
-        return cached
+        )
 
     def _removes_value(self, name: str, value: Any, response: bool) -> bool:
         """Booleans, null and JSON-schema definitions are never secrets; a bare ``token`` in a response is a
@@ -602,65 +684,38 @@ class Redactor:
         (``is_structure``: hostnames, paths, dates, plain numbers), are not learned."""
         if value in self._learned:  # its parts are known already: nothing is ever forgotten
             return
-        fresh = [
-            part
-            for part in _credential_parts(value)
-            if len(part) >= MIN_PROPAGATED_LENGTH and part not in self._known and part not in PLACEHOLDER
-            and PLACEHOLDER not in part and not is_structure(part)
-        ]  # fmt: skip
-        if not fresh:
-            self._learned.add(value)
-            return
+        fresh = [part for part in _credential_parts(value) if part not in self._known and _learnable(part)]
         with self._lock:
             self._learned.add(value)
+            fresh = [part for part in fresh if part not in self._known]
+            if not fresh:
+                return
             self._known.update(fresh)
-            forms = {form for known in self._known for form in _encoded_forms(known)}
-            forms = {form for form in forms if form not in PLACEHOLDER}
-            ordered = tuple(sorted(forms, key=lambda form: (-len(form), form)))
-            self._known_forms = (ordered, None, None)
-            self._forms_searched = 0
-            self._forms = ordered
+            forms = {form for part in fresh for form in _encoded_forms(part) if form not in PLACEHOLDER}
+            if not forms.issubset(self._forms):
+                self._forms = tuple(sorted(forms.union(self._forms), key=lambda form: (-len(form), form)))
 
     def _learn_all(self, values: Iterable[str]) -> None:
         for value in values:
             if len(value) >= MIN_PROPAGATED_LENGTH:
                 self.learn(value)
 
-    def _remove_known(self, text: str) -> str:
-        forms, finder, _ = self._known_forms
-        if finder is None and len(forms) > _FORMS_SEARCHED_ONE_BY_ONE:
-            # Built once the forms have stayed the same for a few texts: not again after each value learned.
-            self._forms_searched += 1
-            if self._forms_searched <= _FORMS_SEARCHED_ONE_BY_ONE:
-                return self._remove_forms(forms, text)
-            finder = ahocorasick_rs.BytesAhoCorasick([form.encode("utf-8", "surrogatepass") for form in forms])
-            # An ASCII form occurs in a text only where its lower case occurs in the text's lower case (an
-            # ASCII letter lower-cases alone, whatever surrounds it).
-            combined = None
-            if all(form.isascii() for form in forms):
-                lowered_forms = sorted({form.lower().encode() for form in forms})
-                combined = ahocorasick_rs.BytesAhoCorasick(
-                    [word.encode() for word in self._name_words] + KEYWORD_PATTERNS + lowered_forms
-                )
-            with self._lock:
-                if self._known_forms[0] is forms:
-                    self._known_forms = (forms, finder, combined)
-        # The UTF-8 of a form is in the UTF-8 of any text holding it: with none found, nothing changes.
-        if finder is not None and not finder.find_matches_as_indexes(text.encode("utf-8", "surrogatepass")):
-            return text
-        return self._remove_forms(forms, text)
+    def _search(self, *, prefilter: bool = False) -> _Search:
+        """The search (or the prefilter's) for the learned forms as they are, built once searched for."""
+        forms = self._forms
+        if not forms:
+            return self._words.prefilter if prefilter else self._words.search
+        if prefilter:
+            return self._prefilters.get(
+                forms, lambda: _Search.build(self._words.words, forms, with_prefixes=True), forms
+            )
+        return self._searches.get(forms, lambda: _Search.build(self._words.words, forms), forms)
 
-    def _remove_forms(self, forms: tuple[str, ...], text: str) -> str:
-        for form in forms:
+    def _remove_known(self, text: str) -> str:
+        for form in self._forms:  # longest first
             if form in text:
                 text = text.replace(form, PLACEHOLDER)
         return text
-
-    def _remove_escaped(self, text: str, value: str) -> str:
-        pattern = self._patterns_by_value.get(value)
-        if pattern is None:
-            pattern = self._patterns_by_value.setdefault(value, _any_escaping(value))
-        return pattern.sub(PLACEHOLDER, text)
 
     # --- text ------------------------------------------------------------------------------------------
 
@@ -672,42 +727,44 @@ class Redactor:
             return text
         escaped_names = False
         if ("%" in text or "\\u00" in text) and _has_ascii_escapes(text):
-            decoded = _decode_escapes(text)
-            if decoded != text:
-                hidden: list[str] = []
-                lowered = decoded.lower()
-                escaped_names = any(map(lowered.__contains__, self._name_words))
-                self._redact_builtin(decoded, response, hidden)
-                hidden += [value for value in self._known if value in decoded]
-                for value in hidden:
-                    if len(value) >= MIN_PROPAGATED_LENGTH and PLACEHOLDER not in value:
-                        text = self._remove_escaped(text, value)
-                self._learn_all(hidden)
+            text, escaped_names = self._redact_escaped(text, response)
+        scan = (self._search() if self._forms else self._words.search).scan(text)
         found: list[str] = []
-        text, clear_of = self._redact_builtin(text, response, found, escaped_names)
-        self._learn_all(found)
-        if self._forms and clear_of is not self._forms:
-            text = self._remove_known(text)
+        redacted = self._redact_builtin(text, scan, response, found, escaped_names)
+        if found:
+            self._learn_all(found)
+        if self._forms and (redacted is not text or not scan.clear_of(self._forms)):
+            redacted = self._remove_known(redacted)
         for pattern in self._patterns:
-            text = pattern.sub(PLACEHOLDER, text)
+            redacted = pattern.sub(PLACEHOLDER, redacted)
         for function in self._callables:
-            text = function(text)
-        return text
+            redacted = function(redacted)
+        return redacted
+
+    def _redact_escaped(self, text: str, response: bool) -> tuple[str, bool]:
+        """``text`` without the secrets that only its ``%XX`` and ``\\u`` escapes decoded show (learned), and
+        whether a secret name's word shows only then."""
+        decoded = _decode_escapes(text)
+        if decoded == text:
+            return text, False
+        scan = self._search().scan(decoded)
+        hidden: list[str] = []
+        self._redact_builtin(decoded, scan, response, hidden)
+        hidden += [value for value in self._known if value in decoded]
+        for value in hidden:
+            if len(value) >= MIN_PROPAGATED_LENGTH and PLACEHOLDER not in value:
+                text = _any_escaping(value).sub(PLACEHOLDER, text)
+        self._learn_all(hidden)
+        return text, any(map(scan.lowered.__contains__, self._words.words))
 
     def _redact_builtin(
-        self, text: str, response: bool, found: list[str], escaped_names: bool = False
-    ) -> tuple[str, tuple[str, ...] | None]:
-        """The default rules over ``text``; every value removed is appended to ``found``. ``escaped_names``:
-        the text holds a secret name only once its escapes are decoded. Returns the text redacted, and the
-        known forms none of which it holds, when that was learned on the way (or None)."""
+        self, text: str, scan: _Scan, response: bool, found: list[str], escaped_names: bool = False
+    ) -> str:
+        """The default rules over ``text`` (``scan`` is the search's pass over it); every value removed is
+        appended to ``found``. ``escaped_names``: the text holds a secret name only once its escapes are
+        decoded."""
         original = text
-        lowered = text.lower()
-        data = lowered.encode("utf-8", "surrogatepass")
-        forms, _, combined = self._known_forms
-        hits = (combined or self._finder).find_matches_as_indexes(data, overlapping=True)
-        names = len(self._name_words)
-        keywords_end = names + len(KEYWORD_PATTERNS)
-        if '"' in text and (escaped_names or self._may_hold_secret_key(text, lowered, data, hits)):
+        if '"' in text and (escaped_names or scan.may_hold_secret_key(self._words.probe)):
             text = self._redact_json_names(text, response, found)
         if "=" in text:
             text = _QUERY.sub(lambda match: self._replace_query(match, found), text)
@@ -717,44 +774,8 @@ class Redactor:
             text = _URL.sub(lambda match: self._redact_url_path(match.group(), found), text)
         # The catalogue finds keywords by their positions in the lower-cased text: of the text as it is now.
         if text is not original:
-            return self._redact_shapes(text, text.lower(), found), None
-        keywords = [index - names for index, _, _ in hits if names <= index < keywords_end] if hits else []
-        text = self._redact_shapes(text, lowered, found, keywords)
-        clear = (
-            text is original
-            and combined is not None
-            and (not hits or all(index < keywords_end for index, _, _ in hits))
-        )
-        return text, forms if clear else None
-
-    def _may_hold_secret_key(self, text: str, lowered: str, data: bytes, hits: list[tuple[int, int, int]]) -> bool:
-        """Whether a JSON key in ``text`` (``lowered`` is ``text.lower()``, ``data`` its UTF-8 and ``hits``
-        what ``_finder`` finds there) may end with a secret name's
-        last word: the word, then only separators or escapes, then the key's closing quote (where quotes
-        are dense, also followed by its colon: see ``_AFTER_KEY``). Prose that
-        merely mentions a token or a key is not walked as JSON. (U+0130 and the Kelvin sign are the only
-        characters whose lower case holds an ASCII letter: with one of them, the answer is yes.)"""
-        if not text.isascii() and ("\u0130" in text or "\u212a" in text):
-            return any(map(lowered.__contains__, self._name_words))
-        names = len(self._name_words)
-        if not hits or not any(index < names for index, _, _ in hits):
-            return False  # both ways below look for a name word that occurs: none does
-        if lowered.count('"') * _QUOTE_SPARSE > len(lowered):
-            # The probe of each name word tried where the word occurs.
-            probes = self._name_probes
-            return any(index < names and probes[index].match(data, start) for index, start, _ in hits)
-        # Few quotes (prose in a JSON string): a probe match ends at a quote, so the text before each quote
-        # is tried, each distinct short piece once per redactor (keys and framing repeat).
-        parts = set(lowered.split('"')[:-1])
-        parts.difference_update(self._keyless_parts)
-        for part in parts:
-            if _ends_with_key_end(part, self._name_ends):
-                return True
-            if len(part) <= _REMEMBERED_PART:
-                if len(self._keyless_parts) >= _REMEMBERED_PARTS:
-                    self._keyless_parts.clear()
-                self._keyless_parts.add(part)
-        return False
+            return self._redact_shapes(text, text.lower(), found)
+        return self._redact_shapes(text, scan.lowered, found, scan.keywords())
 
     def _redact_shapes(
         self, text: str, lowered: str | None, found: list[str], keywords: list[int] | None = None
@@ -891,14 +912,15 @@ class Redactor:
         and both keep the cookies' names and a ``set-cookie``'s attributes (only the values are learned).
         The other headers are redacted as text."""
         pairs = tuple(pairs)
-        # Headers repeat from call to call: while the learned values stay the same, each distinct list and
-        # each distinct value is redacted once (what that found was learned then, and nothing is forgotten).
+        if self._callables:  # a user's function may not answer the same twice
+            return self._redacted_headers(pairs)
+        # Header lists repeat from call to call (what they lead to be learned was learned the first time).
         try:
-            known = self._remembered_headers()[1].get(pairs)
+            return list(self._header_lists.get(pairs, lambda: self._redacted_headers(pairs), self._forms))
         except TypeError:  # pairs given as lists: redacted, not remembered
-            known, pairs = None, tuple(map(tuple, pairs))  # type: ignore[arg-type]
-        if known is not None:
-            return list(known)
+            return self._redacted_headers(tuple(map(tuple, pairs)))  # type: ignore[arg-type]
+
+    def _redacted_headers(self, pairs: tuple[tuple[str, str], ...]) -> list[tuple[str, str]]:
         secret = [self.is_secret_name(name) for name, _ in pairs]
         for (name, value), is_secret in zip(pairs, secret, strict=True):
             if not is_secret:
@@ -909,19 +931,10 @@ class Redactor:
                     self.learn(item)
             else:
                 self.learn(value)
-        forms, lists, values = self._remembered_headers()  # after what was just learned
-        redacted = [
-            (
-                name,
-                self._secret_header_value(name, value)
-                if is_secret
-                else self._redact_header_value(value, forms, values),
-            )
+        return [
+            (name, self._secret_header_value(name, value) if is_secret else self._header_value(value))
             for (name, value), is_secret in zip(pairs, secret, strict=True)
         ]
-        if self._forms is forms and not self._callables and len(lists) < _REMEMBERED_PARTS:
-            lists[pairs] = tuple(redacted)
-        return redacted
 
     def _secret_header_value(self, name: str, value: str) -> str:
         """What a secret-named header keeps: nothing, or the shape of its cookies (see ``redact_headers``)."""
@@ -932,26 +945,11 @@ class Redactor:
         kept = [head + (PLACEHOLDER if item else "") + tail for head, item, tail in pairs]
         return ";".join(kept) + (self.redact_text(rest) if rest else "")
 
-    def _remembered_headers(
-        self,
-    ) -> tuple[tuple[str, ...], dict[tuple[tuple[str, str], ...], tuple[tuple[str, str], ...]], dict[str, str]]:
-        """The header lists and values redacted while the learned values were what they are now."""
-        remembered = self._header_values
-        if remembered[0] is not self._forms:
-            remembered = self._header_values = (self._forms, {}, {})
-        return remembered
-
-    def _redact_header_value(self, value: str, forms: tuple[str, ...], remembered: dict[str, str]) -> str:
-        """``redact_text(value)``, remembered in ``remembered`` while the learned values are ``forms``. Not
-        with user callables, which may not answer the same twice."""
-        if self._callables or self._forms is not forms:
+    def _header_value(self, value: str) -> str:
+        """``redact_text(value)``: header values repeat from call to call (a user's function excepted)."""
+        if self._callables:
             return self.redact_text(value)
-        redacted = remembered.get(value)
-        if redacted is None:
-            redacted = self.redact_text(value)
-            if self._forms is forms and len(remembered) < _REMEMBERED_PARTS:  # it learned nothing new
-                remembered[value] = redacted
-        return redacted
+        return self._header_values.get(value, lambda: self.redact_text(value), self._forms)
 
     def redact_form(self, text: str) -> str:
         """A form-encoded body: each field named like a secret loses its value (learned, decoded); the rest
@@ -974,84 +972,58 @@ class Redactor:
         holding it can tell by identity that nothing was learned since."""
         return self._forms
 
-    def could_redact_data(self, data: bytes) -> bool:
-        """``could_redact`` of the text of ``data`` (UTF-8; a byte that isn't is the surrogate
-        ``surrogateescape`` gives it), mostly answered from the bytes: one pass finds, in their lower case,
-        every catalogue prefix, name word, keyword and learned form at once, and only what it finds is
-        looked at further (the text itself is read only for a name word, a ``=``, or bytes that aren't
-        plain UTF-8). Learns nothing."""
+    def could_redact(self, text: str | bytes) -> bool:
+        """Whether ``redact_text`` could change ``text`` (or its UTF-8, bytes that aren't being read with
+        ``surrogateescape``) or a piece of it, or ``redact_value`` the keys and strings of it read as JSON.
+        False only when none of the redactor's rules can apply: no user pattern or callable, no ``\\u``
+        escape or JSON's ``\\/``, no ``%XX`` of an ASCII character, no URL userinfo, no catalogue prefix
+        anywhere, no catalogue keyword in its lower case, no secret name's word at the end of a JSON key, no
+        secret-named query or fragment parameter after its ``?``, ``&``, ``;`` or ``#``, no form of a learned
+        value. (Not a prefilter for ``redact_form``: a form's first field has no separator before it.)
+        Answered from the UTF-8 in one pass over its lower case (for catalogue prefixes, name words,
+        keywords and learned forms at once); only what that finds is looked at further. Learns nothing."""
         if self._patterns or self._callables:
             return True
+        data = text.encode("utf-8", "surrogatepass") if isinstance(text, str) else text
         if not data.isascii():
-            try:
-                text = data.decode("utf-8")
-            except UnicodeDecodeError:
-                return self.could_redact(data.decode("utf-8", "surrogateescape"))
-            if any(special in data for special in _LOWERING_TO_ASCII):
-                return self.could_redact(text)
-        # The text's ASCII characters are its UTF-8's ASCII bytes, and no other character lower-cases
-        # to an ASCII one (but the two tested above): an ASCII pattern occurring in the UTF-8 of the
-        # text's lower case occurs in the lower case of the bytes, and so does a learned form's UTF-8.
-        if b"\\" in data and (b"\\u" in data or b"\\/" in data):
-            return True
-        if (b"%" in data and _PERCENT_ASCII_BYTES.search(data) is not None) or (b"@" in data and b"://" in data):
-            return True
-        forms = self._forms
-        built = self._data_finder
-        if built is None or built[0] is not forms:
-            patterns = [prefix.lower() for prefix in PREFIX_PATTERNS] + [word.encode() for word in self._name_words]
-            patterns += KEYWORD_PATTERNS + [form.encode("utf-8", "surrogatepass").lower() for form in forms]
-            built = self._data_finder = (forms, ahocorasick_rs.BytesAhoCorasick(patterns))
-        hits = built[1].find_matches_as_indexes(data.lower(), overlapping=True)
-        prefixes = len(PREFIX_PATTERNS)
-        words_end = prefixes + len(self._name_words)
-        if any(index >= words_end for index, _, _ in hits):
-            return True  # a keyword, or perhaps a learned form
-        if any(index >= prefixes for index, _, _ in hits) or b"=" in data:
-            return self.could_redact(data.decode("utf-8", "surrogateescape"))  # a name word, a parameter
-        return bool(hits) and may_hold_prefixed(data)
-
-    def could_redact(self, text: str) -> bool:
-        """Whether ``redact_text`` could change ``text`` or a piece of it, or ``redact_value`` the keys and
-        strings of ``text`` read as JSON. False only when none of the redactor's rules can apply: no user
-        pattern or callable, no ``\\u`` escape or JSON's ``\\/``, no ``%XX`` of an ASCII character, no
-        URL userinfo, no catalogue prefix anywhere in the text, no catalogue keyword (nor, with a quote,
-        secret-name word) in its lower case, no secret-named query or fragment parameter after its ``?``,
-        ``&``, ``;`` or ``#``, no form of a learned value. (Not a prefilter for ``redact_form``: a form's
-        first field has no separator before it.) Learns nothing."""
-        if self._patterns or self._callables:
-            return True
-        if "\\u" in text or "\\/" in text or _has_ascii_escapes(text) or ("@" in text and "://" in text):
-            return True
-        if may_hold_prefixed(text.encode("utf-8", "surrogatepass")):
-            return True
-        # Name words first, catalogue keywords after them.
-        lowered = text.lower()
-        data = lowered.encode("utf-8", "surrogatepass")
-        hits = self._finder.find_matches_as_indexes(data, overlapping=True)
-        names = len(self._name_words)
-        if any(index >= names for index, _, _ in hits):
-            return True
-        # A name word matters only at the end of a JSON key: in the text, and in the text read as JSON, whose
-        # \n, \t, \r, \b and \f are separators there (each pair of characters read as two spaces).
-        if hits and '"' in text:
-            if self._may_hold_secret_key(text, lowered, data, hits):
+            utf8 = _utf8(text)
+            if utf8 is None:
                 return True
-            if "\\" in text:
-                view = re.sub(r"\\[bfnrt]|\\.", lambda match: "  " if match[0][1] in "bfnrt" else match[0], text)
-                viewed = view.lower()
-                data = viewed.encode("utf-8", "surrogatepass")
-                if self._may_hold_secret_key(
-                    view, viewed, data, self._finder.find_matches_as_indexes(data, overlapping=True)
-                ):
-                    return True
-        if "=" in text:
-            # Every parameter, also one inside another's value: a piece of the text may start there.
-            for match in re.finditer(r"(?=[?&;#]([A-Za-z0-9_.%\-]{1,64})=[^&#\s\"'<>\\])", text):
-                if self.is_secret_name(match[1], query=True):
-                    return True
-        forms = self._forms
-        return bool(forms) and any(map(text.__contains__, forms))
+            data = utf8
+        if _may_hold_escape(data):
+            return True
+        # The text's ASCII characters are its UTF-8's ASCII bytes, and no other character lower-cases to an
+        # ASCII one (but the two ``_utf8`` leaves out): an ASCII pattern occurring in the UTF-8 of the text's
+        # lower case occurs in the lower case of the bytes, and so does a learned form's UTF-8.
+        search = self._search(prefilter=True) if self._forms else self._words.prefilter
+        lowered = data.lower()
+        hits = search.finder.find_matches_as_indexes(lowered, overlapping=True)
+        if hits and self._found_may_redact(data, _new_scan((search, "", lowered, hits, False))):
+            return True
+        return b"=" in data and any(
+            self.is_secret_name(match[1].decode("ascii"), query=True) for match in _PARAMETER.finditer(data)
+        )
+
+    def _found_may_redact(self, data: bytes, scan: _Scan) -> bool:
+        """Whether what the search found in ``data`` may be redacted: a keyword or a learned form, a
+        catalogue prefix (in its case), a secret name's word that may end a JSON key."""
+        search, hits = scan.search, scan.hits
+        if max(hits)[0] >= search.keywords:
+            return True  # a keyword, or perhaps a learned form
+        if min(hits)[0] < search.words and may_hold_prefixed(data):
+            return True
+        return b'"' in data and self._may_hold_key(data, scan)
+
+    def _may_hold_key(self, data: bytes, scan: _Scan) -> bool:
+        """Whether a secret name's word may end a JSON key in ``data``: in it, or in it read as JSON, whose
+        ``\\n``, ``\\t``, ``\\r``, ``\\b`` and ``\\f`` are separators there (each read as two spaces)."""
+        probe = self._words.probe
+        if scan.may_hold_secret_key(probe):
+            return True
+        if b"\\" not in data or not scan.words():
+            return False
+        view = _JSON_ESCAPE.sub(lambda match: b"  " if match[0][1:] in b"bfnrt" else match[0], data).lower()
+        return _Scan.of_bytes(scan.search, view).may_hold_secret_key(probe)
 
 
 def remove_secret_values(obj: Any) -> Any:

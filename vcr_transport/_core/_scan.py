@@ -115,34 +115,53 @@ def _scan_cassette_line(redactor: Redactor, line: str, number: int, calls: dict[
         return []
     if not isinstance(obj, dict):
         return []
-    found: list[str] = []
     kind = obj.get("type")
-    response = kind in ("response", "event")
+    found, obj = _header_secrets(redactor, obj, calls)
+    cleaned = redactor.redact_value(obj, response=kind in ("response", "event"))
+    found += [
+        before if isinstance(before, str) else json.dumps(before) for _, before, _ in iter_differences(obj, cleaned)
+    ]
+    found += _payload_secrets(redactor, obj, kind in ("response", "event"))
+    if kind == "event":
+        _collect_event(obj, number, calls.setdefault(obj.get("call_index"), _Call()))
+    return found
+
+
+def _header_secrets(
+    redactor: Redactor, obj: dict[str, Any], calls: dict[Any, _Call]
+) -> tuple[list[str], dict[str, Any]]:
+    """The secrets in a line's headers (a response's content-encodings noted for its stream), and the line
+    without them."""
     headers = obj.get("headers")
-    if isinstance(headers, list) and all(isinstance(p, list) and len(p) == 2 for p in headers):
-        pairs = [(str(name), str(value)) for name, value in headers]
-        found += [v for (_, v), (_, r) in zip(pairs, redactor.redact_headers(pairs), strict=True) if v != r]
-        if kind == "response":
-            calls.setdefault(obj.get("call_index"), _Call()).encodings = content_encodings(pairs)
-        obj = {key: value for key, value in obj.items() if key != "headers"}
-    cleaned = redactor.redact_value(obj, response=response)
-    for _, before, _after in iter_differences(obj, cleaned):
-        found.append(before if isinstance(before, str) else json.dumps(before))
+    if not (isinstance(headers, list) and all(isinstance(p, list) and len(p) == 2 for p in headers)):
+        return [], obj
+    pairs = [(str(name), str(value)) for name, value in headers]
+    found = [v for (_, v), (_, r) in zip(pairs, redactor.redact_headers(pairs), strict=True) if v != r]
+    if obj.get("type") == "response":
+        calls.setdefault(obj.get("call_index"), _Call()).encodings = content_encodings(pairs)
+    return found, {key: value for key, value in obj.items() if key != "headers"}
+
+
+def _payload_secrets(redactor: Redactor, obj: dict[str, Any], response: bool) -> list[str]:
+    """The secrets in a line's base64 payloads (a chunk's, a body's), decoded and gunzipped."""
     body = obj.get("body")
+    found: list[str] = []
     for encoded in (obj.get("base64"), body.get("base64") if isinstance(body, dict) else None):
         if isinstance(encoded, str) and (data := _decoded_payload(encoded)) is not None:
             found += scan_text(redactor, data.decode("utf-8", "surrogateescape"), response)
-    if kind == "event":
-        call = calls.setdefault(obj.get("call_index"), _Call())
-        call.first_line = call.first_line or number
-        if isinstance(obj.get("text"), str):
-            call.payload += obj["text"].encode("utf-8", "surrogateescape")
-        elif isinstance(obj.get("base64"), str):
-            try:
-                call.payload += base64.b64decode(obj["base64"])
-            except (binascii.Error, ValueError):
-                pass
     return found
+
+
+def _collect_event(obj: dict[str, Any], number: int, call: _Call) -> None:
+    """Add an event line's chunk to its call's stream, searched whole once the file is read."""
+    call.first_line = call.first_line or number
+    if isinstance(obj.get("text"), str):
+        call.payload += obj["text"].encode("utf-8", "surrogateescape")
+    elif isinstance(obj.get("base64"), str):
+        try:
+            call.payload += base64.b64decode(obj["base64"])
+        except (binascii.Error, ValueError):
+            pass
 
 
 def _scan_stream(redactor: Redactor, payload: bytes, encodings: list[str]) -> list[str]:

@@ -4,7 +4,6 @@ content-encoded bodies, searched decoded. No I/O."""
 
 from __future__ import annotations
 
-import importlib
 import json
 import re
 from collections.abc import Hashable, Iterator, Sequence
@@ -15,14 +14,18 @@ import msgspec
 
 from ._bodies import content_codec, content_encodings, decode_stacked, encode_stacked
 from ._redaction import Redactor
+from ._sse import Event, data_of, decode_events
 
 _first = itemgetter(0)  # a (chunk, tag) pair's chunk
 
 __all__ = [
+    "BATCH",
     "EncodedBodyRedactor",
     "StreamRedactor",
     "changed_span",
     "delta_channels",
+    "delta_edits",
+    "delta_texts",
     "redact_body",
 ]
 
@@ -35,7 +38,7 @@ _STEP = 2048  # how far back a cut moves when a secret crosses it
 # The cassette's copy of a stream waits for its end so that secrets spread over SSE deltas are found;
 # past this many bytes it is written anyway (deltas are then searched per held part).
 MAX_HOLD = 8 * 1024 * 1024
-# Chunks are taken in by batches of about this many bytes (see StreamRedactor._feed_batch).
+# The recorder hands chunks to ``StreamRedactor.feed_many`` in batches of about this many bytes.
 BATCH = 32 * 1024
 
 
@@ -47,14 +50,15 @@ class StreamRedactor:
     secret at the cut is seen whole. After the lines, the text that SSE delta events carry piece by piece
     (see ``delta_channels``) is reassembled and searched; a secret found there is removed from every piece
     that carries part of it, each piece staying valid JSON. Chunks are held until ``finish`` (or until
-    ``max_hold`` bytes are held, when they are released). ``feed`` returns the chunks (with the tag given
-    for each) ready for the cassette, in order; ``finish`` returns the rest. Every chunk fed comes out
+    ``max_hold`` bytes are held, when they are released). ``feed_many`` returns the chunks (with the tag
+    given for each) ready for the cassette, in order; ``finish`` returns the rest. Every chunk fed comes out
     exactly once. Where a replacement spans a boundary, the earlier chunk carries the whole placeholder.
     With ``deltas`` false (a body that isn't an event stream), the delta search is left out.
 
-    Chunks are taken in by batches of about ``BATCH`` bytes (``feed_many`` takes its chunks as one): a
-    batch no piece of whose text any rule could change passes through in one step, any other is taken in
-    a chunk at a time; the result is the same.
+    The chunks given to ``feed_many`` (the recorder's batch of about ``BATCH`` bytes) are taken in together
+    when no piece of their text, nor of the line pending before them, could be redacted (``_clear``): they
+    pass as they came, in one step; otherwise they are taken in a chunk at a time. The cassette gets the
+    same bytes either way (``tests/test_chunk_batches.py``).
     """
 
     def __init__(
@@ -78,50 +82,29 @@ class StreamRedactor:
         self._segments: list[tuple[int, int]] = []  # (output slot, byte count) of the bytes in _line
         self._held: list[tuple[bytes, Any]] = []
         self._held_size = 0
-        self._batch: list[tuple[bytes, Any]] = []  # fed, not yet taken in
-        self._batch_size = 0
-        # The learned forms when the pending line was last found clear of anything to redact (None: not
-        # found so): while the redactor has learned nothing since, redacting it would change nothing.
-        self._line_clear_of: tuple[str, ...] | None = None
-        self._checked_forms: tuple[str, ...] = ()  # the learned forms of the last ``_clear`` check
 
     def feed(self, chunk: bytes, tag: Any) -> list[tuple[bytes, Any]]:
-        self._batch.append((chunk, tag))
-        self._batch_size += len(chunk)
-        if self._batch_size < BATCH:
-            return []
-        return self._feed_batch()
+        """``feed_many`` of one chunk."""
+        return self.feed_many([(chunk, tag)])
 
     def feed_many(self, chunks: Sequence[tuple[bytes, Any]]) -> list[tuple[bytes, Any]]:
-        """``feed`` of each of ``chunks`` in turn, their pieces ready for the cassette returned together."""
-        self._batch += chunks
-        return self._feed_batch()
+        """Take in ``chunks``; return the pieces ready for the cassette."""
+        return self._take_in(list(chunks), last=False)
 
     def finish(self, last: Sequence[tuple[bytes, Any]] = ()) -> list[tuple[bytes, Any]]:
-        """What is left for the cassette, after ``feed_many(last)``."""
-        self._batch += last
-        batch = self._batch
-        if batch and not self._outputs and not self._line and not self._held and self._clear(batch):
-            # Nothing taken in yet (a body that came at once) and nothing to redact: the chunks as they
-            # came, what taking them in and releasing them all would give.
-            self._batch, self._batch_size = [], 0
-            self._hold(batch)
-            return self._release_held()
-        ready = self._feed_batch()
+        """Take in ``last``, the body's last chunks; return what is left for the cassette."""
+        ready = self._take_in(list(last), last=True)
         self._redact_line()
         for slot in range(len(self._outputs)):
             self._seal(slot)
         self._hold(self._release())
         return ready + self._release_held()
 
-    def _feed_batch(self) -> list[tuple[bytes, Any]]:
-        """Take in the chunks fed since the last batch: all at once when no secret can be in their text
-        (nor in the line pending before them), else one by one. Either way the cassette gets the same."""
-        batch, self._batch, self._batch_size = self._batch, [], 0
-        if not batch:
-            return []
-        if self._clear(batch):
-            self._pass_through(batch)
+    def _take_in(self, batch: list[tuple[bytes, Any]], last: bool) -> list[tuple[bytes, Any]]:
+        """Take in ``batch`` as it is when nothing in it (nor in the pending line) could be redacted, else a
+        chunk at a time. With ``last``, the pending line ends with it."""
+        if (batch or (last and self._line)) and self._clear(batch):
+            self._pass_through(batch, last)
             return []
         ready = []
         for chunk, tag in batch:
@@ -137,40 +120,36 @@ class StreamRedactor:
             return False
         if len(text) > self._max_line and max(map(len, text.split(b"\n"))) > self._max_line:
             return False
-        self._checked_forms = self._redactor.learned_forms  # before the check: a value learned during it counts
-        return not self._redactor.could_redact_data(text)
+        return not self._redactor.could_redact(text)
 
-    def _pass_through(self, batch: list[tuple[bytes, Any]]) -> None:
-        """Take ``batch`` in as it is: what ``_feed_one`` of each chunk gives when nothing is redacted."""
-        last = len(batch) - 1
-        while last >= 0 and b"\n" not in batch[last][0]:
-            last -= 1
+    def _pass_through(self, batch: list[tuple[bytes, Any]], last: bool) -> None:
+        """Take ``batch`` in as it is: what ``_feed_one`` of each chunk gives when nothing is redacted (and,
+        with ``last``, what ``finish`` then gives for the pending line)."""
+        ends = len(batch) if last else _after_last_line_break(batch)
         ready: list[tuple[bytes, Any]] = []
-        if last >= 0:  # the pending line ends in the batch: it goes to its chunks, all of them then sealed
-            line = bytes(self._line)
-            self._emit(line, line, self._segments)
-            for slot, _ in self._segments:
-                self._seal(slot)
-            self._line, self._segments = bytearray(), []
-            ready = self._release()
-            ready += batch[:last]
-            chunk, tag = batch[last]
-            cut = chunk.rfind(b"\n") + 1
+        if ends or last:  # the pending line ends in the batch: it goes to its chunks, all of them then sealed
+            if self._segments:
+                line = bytes(self._line)
+                self._emit(line, line, self._segments)
+                for slot, _ in self._segments:
+                    self._seal(slot)
+                self._line, self._segments = bytearray(), []
+            ready = self._release() + batch[: ends - 1] if ends else self._release()
+        if ends:
+            chunk, tag = batch[ends - 1]
+            cut = len(chunk) if last else chunk.rfind(b"\n") + 1
             if cut == len(chunk):
                 ready.append((chunk, tag))
             else:
                 self._outputs.append((bytearray(chunk[:cut]), tag, False))
                 self._take(len(self._outputs) - 1, chunk[cut:])
-        for chunk, tag in batch[last + 1 :]:  # chunks with no line break: pending, or sealed when empty
+        for chunk, tag in batch[ends:]:  # chunks with no line break: pending, or sealed when empty
             self._outputs.append((bytearray(), tag, not chunk))
             if chunk:
                 self._take(len(self._outputs) - 1, chunk)
-        # The pending line is a piece of the text ``_clear`` found clear (could_redact covers every piece).
-        self._line_clear_of = self._checked_forms
         self._hold(ready + self._release())
 
     def _feed_one(self, chunk: bytes, tag: Any) -> list[tuple[bytes, Any]]:
-        self._line_clear_of = None  # the pending line grows unchecked
         slot = len(self._outputs)
         self._outputs.append((bytearray(), tag, False))
         cut = chunk.rfind(b"\n") + 1
@@ -220,13 +199,9 @@ class StreamRedactor:
         if not self._segments:
             return
         original = bytes(self._line)
-        if self._line_clear_of is not None and self._line_clear_of is self._redactor.learned_forms:
-            redacted = original  # found clear, and nothing learned since
-        else:
-            text = original.decode("utf-8", "surrogateescape")
-            redacted_text = self._redactor.redact_text(text, response=True)
-            redacted = original if redacted_text == text else redacted_text.encode("utf-8", "surrogateescape")
-        self._line_clear_of = None
+        text = original.decode("utf-8", "surrogateescape")
+        redacted_text = self._redactor.redact_text(text, response=True)
+        redacted = original if redacted_text == text else redacted_text.encode("utf-8", "surrogateescape")
         self._emit(original, redacted, self._segments)
         for slot, _ in self._segments[:-1]:
             self._seal(slot)
@@ -282,6 +257,8 @@ class StreamRedactor:
             self._outputs[slot][0].extend(piece)
 
     def _release(self) -> list[tuple[bytes, Any]]:
+        if not self._outputs:
+            return []
         released = 0
         while released < len(self._outputs) and self._outputs[released][2]:
             released += 1
@@ -291,6 +268,14 @@ class StreamRedactor:
         del self._outputs[:released]
         self._segments = [(slot - released, count) for slot, count in self._segments]
         return ready
+
+
+def _after_last_line_break(batch: list[tuple[bytes, Any]]) -> int:
+    """1 + the index of the last chunk of ``batch`` holding a line break (0: none does)."""
+    for index in range(len(batch) - 1, -1, -1):
+        if b"\n" in batch[index][0]:
+            return index + 1
+    return 0
 
 
 def changed_span(original: Sequence[Any], redacted: Sequence[Any]) -> tuple[int, int]:
@@ -342,53 +327,66 @@ def _split_edited(original: bytes, edits: Sequence[Edit], sizes: Sequence[int]) 
 
 # --- text carried by SSE delta events -----------------------------------------------------------------
 
-_DATA_LINE = re.compile(rb"^data:[ \t]?(\{[^\r\n]*)", re.MULTILINE)
 _STRING_REST = re.compile(rb'(?:[^"\\]|\\.)*"')
 Piece = tuple[int, int, str]  # the raw span of a JSON string's content in the body, and its value
+Values = Iterator[tuple[Hashable, str, str]]  # (channel, JSON key, value) of each piece of text
 
 
-def _delta_values(event: Any) -> Iterator[tuple[Hashable, str, str]]:
+def _delta_values(event: Any) -> Values:
     """(channel, JSON key, value) of each piece of text an SSE event carries, per vendor protocol, in the
     order the keys appear in the event."""
     if not isinstance(event, dict):
         return
     kind = event.get("type")
     if isinstance(kind, str):
-        delta = event.get("delta")
-        if kind == "content_block_delta" and isinstance(delta, dict):  # anthropic
-            for key in ("text", "partial_json", "thinking"):
-                if isinstance(delta.get(key), str):
-                    yield ("anthropic", event.get("index"), key), key, delta[key]
-        elif kind.endswith(".delta") and isinstance(delta, str):  # openai Responses API
-            yield (
-                ("responses", kind, event.get("item_id"), event.get("output_index"), event.get("content_index")),
-                ("delta"),
-                delta,
-            )
+        yield from _typed_values(event, kind)
         return
-    choices = event.get("choices")
-    if isinstance(choices, list):  # openai chat completions
-        for position, choice in enumerate(choices):
-            delta = choice.get("delta") if isinstance(choice, dict) else None
-            if not isinstance(delta, dict):
-                continue
-            index = choice.get("index", position)
-            if isinstance(delta.get("content"), str):
-                yield ("chat", index), "content", delta["content"]
-            for call_position, call in enumerate(delta.get("tool_calls") or ()):
-                function = call.get("function") if isinstance(call, dict) else None
-                if isinstance(function, dict) and isinstance(function.get("arguments"), str):
-                    call_index = call.get("index", call_position)
-                    yield ("chat", index, "tool", call_index), "arguments", function["arguments"]
-    candidates = event.get("candidates")
-    if isinstance(candidates, list):  # Gemini
-        for position, candidate in enumerate(candidates):
-            content = candidate.get("content") if isinstance(candidate, dict) else None
-            parts = content.get("parts") if isinstance(content, dict) else None
-            for part in parts if isinstance(parts, list) else ():
-                if isinstance(part, dict) and isinstance(part.get("text"), str):
-                    index = candidate.get("index", position)
-                    yield ("gemini", index, bool(part.get("thought"))), "text", part["text"]
+    choices, candidates = event.get("choices"), event.get("candidates")
+    if isinstance(choices, list):
+        yield from _chat_values(choices)
+    if isinstance(candidates, list):
+        yield from _gemini_values(candidates)
+
+
+def _typed_values(event: dict[str, Any], kind: str) -> Values:
+    """Anthropic's ``content_block_delta`` and the Responses API's ``*.delta`` events."""
+    delta = event.get("delta")
+    if kind == "content_block_delta" and isinstance(delta, dict):
+        for key in ("text", "partial_json", "thinking"):
+            if isinstance(delta.get(key), str):
+                yield ("anthropic", event.get("index"), key), key, delta[key]
+    elif kind.endswith(".delta") and isinstance(delta, str):
+        channel = ("responses", kind, event.get("item_id"), event.get("output_index"), event.get("content_index"))
+        yield channel, "delta", delta
+
+
+def _chat_values(choices: list[Any]) -> Values:
+    """openai chat completions: each choice's ``delta.content`` and tool calls' ``function.arguments``."""
+    for position, choice in enumerate(choices):
+        delta = choice.get("delta") if isinstance(choice, dict) else None
+        if not isinstance(delta, dict):
+            continue
+        index = choice.get("index", position)
+        if isinstance(delta.get("content"), str):
+            yield ("chat", index), "content", delta["content"]
+        for call_position, call in enumerate(delta.get("tool_calls") or ()):
+            function = call.get("function") if isinstance(call, dict) else None
+            if isinstance(function, dict) and isinstance(function.get("arguments"), str):
+                yield ("chat", index, "tool", call.get("index", call_position)), "arguments", function["arguments"]
+
+
+def _gemini_values(candidates: list[Any]) -> Values:
+    """Gemini: ``candidates[].content.parts[].text``, thoughts apart."""
+    for position, candidate in enumerate(candidates):
+        content = candidate.get("content") if isinstance(candidate, dict) else None
+        parts = content.get("parts") if isinstance(content, dict) else None
+        for part in parts if isinstance(parts, list) else ():
+            if isinstance(part, dict) and isinstance(part.get("text"), str):
+                yield ("gemini", candidate.get("index", position), bool(part.get("thought"))), "text", part["text"]
+
+
+def _may_carry_deltas(data: bytes) -> bool:
+    return b'"delta"' in data or b'"candidates"' in data
 
 
 def delta_channels(body: bytes) -> dict[Hashable, list[Piece]]:
@@ -396,22 +394,34 @@ def delta_channels(body: bytes) -> dict[Hashable, list[Piece]]:
     call, one anthropic content block, one Responses API item, one Gemini candidate), with the raw span of
     each piece in ``body``. Events that aren't JSON, or carry no delta, are skipped."""
     channels: dict[Hashable, list[Piece]] = {}
-    for line in _DATA_LINE.finditer(body):
-        raw = line.group(1)
-        if b'"delta"' not in raw and b'"candidates"' not in raw:
+    for event in decode_events(body):
+        if not event.dispatched or not _may_carry_deltas(event.data):
             continue
         try:
-            event = json.loads(raw)
+            parsed = json.loads(event.data)
         except ValueError:
             continue
-        search = line.start(1)
-        for channel, key, value in _delta_values(event):
-            span = _find_string(body, line.end(1), search, key, value)
+        search, limit = _data_span(body, event)
+        for channel, key, value in _delta_values(parsed):
+            span = _find_string(body, limit, search, key, value)
             if span is None:
                 break  # a spelling we can't place: leave this event as it is
             channels.setdefault(channel, []).append((span[0], span[1], value))
             search = span[1]
     return channels
+
+
+def _data_span(body: bytes, event: Event) -> tuple[int, int]:
+    """Where the values of an event's ``data`` fields start and end in ``body``."""
+    start = end = position = event.start
+    for line in event.lines:
+        position = body.find(line, position)  # only line ends lie between one line and the next
+        if line.partition(b":")[0] == b"data":
+            if start == event.start:
+                start = position + 5
+            end = position + len(line)
+        position += len(line)
+    return start, end
 
 
 class _ChatDelta(msgspec.Struct, gc=False):
@@ -434,95 +444,63 @@ class _ChatChunk(msgspec.Struct, gc=False):
 
 
 _CHAT_CHUNKS = msgspec.json.Decoder(list[_ChatChunk])
-_LONE_SURROGATE = re.compile(rb"\\u[dD][89abAB]")
-_EVENT_BREAK = b"\n\ndata: "
-_DONE_EVENT = b"[DONE]\n\n"
 
 
-def _plain_chat_texts(body: bytes) -> dict[Hashable, list[str]] | None:
-    """``_chat_texts`` of a body made only of ``data: {...}`` events each followed by a blank line (and
-    perhaps ``data: [DONE]``), with no ``\\u`` escape: its events cut apart at the event breaks alone,
-    with no line split. None for any other body. (A JSON string holds no raw line break, so every event
-    break found is one; anything else between the events is not JSON and fails to decode.)"""
-    if not body.startswith(b"data: {") or not body.endswith(b"\n\n") or (b"\\" in body and b"\\u" in body):
-        return None
-    events = body.split(_EVENT_BREAK)
-    if events[-1] == _DONE_EVENT:  # the break before it took the last event's blank line
+def delta_texts(body: bytes) -> dict[Hashable, list[str]]:
+    """The text pieces per channel of an SSE body's delta events: the values of ``delta_channels``,
+    without their spans. A stream of openai chat chunks of text alone (what most streams are) is read in
+    one pass by msgspec, into the few fields that matter; any other in the general way."""
+    events = data_of(body)
+    if events and events[-1] == b"[DONE]":
         events.pop()
-    else:
-        events[-1] = events[-1][:-2]
-    events[0] = b"[" + events[0][6:]
-    events[-1] += b"]"
-    return _chat_texts(b",".join(events), len(events))
+    texts = _chat_texts(events)
+    if texts is not None:
+        return texts
+    texts = {}
+    for event in _parsed([data for data in events if _may_carry_deltas(data)]):
+        for channel, _, value in _delta_values(event):
+            texts.setdefault(channel, []).append(value)
+    return texts
 
 
-def _chat_texts(data: bytes, count: int) -> dict[Hashable, list[str]] | None:
-    """The text pieces per channel when ``data`` is a JSON array of ``count`` openai chat chunks, each with
-    at most one choice and no tool call, decoded with msgspec into the few fields that matter: what the
-    loop in ``delta_edits`` gives for them. None for any other stream (or JSON this fast path could read
-    differently: more values than lines, integers beyond 64 bits)."""
+def _chat_texts(events: list[bytes]) -> dict[Hashable, list[str]] | None:
+    """``delta_texts`` when every event is an openai chat chunk with at most one choice and no tool call;
+    None for any other stream (or for data holding more than one value: more values than events). msgspec
+    reads what json reads the same; what it refuses (an escaped lone surrogate, NaN) is read by json."""
+    if len(events) < 2:
+        data = b"[" + b"".join(events) + b"]"
+    else:  # a JSON array of the events, in one copy of their text
+        data = b",".join([b"[" + events[0], *events[1:-1], events[-1] + b"]"])
     try:
         chunks = _CHAT_CHUNKS.decode(data)
     except (msgspec.DecodeError, msgspec.ValidationError):
         return None
-    if len(chunks) != count:
+    if len(chunks) != len(events):
         return None
     texts: dict[int, list[str]] = {}
     for chunk in chunks:
-        choices = chunk.choices
-        if len(choices) != 1:
-            if choices:
-                return None
-            continue
-        choice = choices[0]
-        delta = choice.delta
+        if len(chunk.choices) > 1:
+            return None
+        delta = chunk.choices[0].delta if chunk.choices else None
         if delta is not None and delta.content is not None:
-            pieces = texts.get(choice.index)
-            if pieces is None:
-                texts[choice.index] = [delta.content]
-            else:
-                pieces.append(delta.content)
-    # orjson reads an integer beyond 64 bits as a float: channels so numbered are left to it.
-    if any(not -(2**63) <= index < 2**64 for index in texts):
-        return None
+            texts.setdefault(chunk.choices[0].index, []).append(delta.content)
     return {("chat", index): pieces for index, pieces in texts.items()}
 
 
-def _delta_lines(body: bytes) -> list[bytes]:
-    """The JSON of every SSE data line that may carry a delta."""
-    return [raw for raw in _data_lines(body) if b'"delta"' in raw or b'"candidates"' in raw]
-
-
-def _delta_events(lines: list[bytes]) -> Iterator[Any]:
-    """The parsed JSON of SSE data lines (orjson when it is installed)."""
-    try:
-        loads: Any = importlib.import_module("orjson").loads
-    except ImportError:
-        loads = json.loads
-    try:  # one parse of them all as a JSON array: far cheaper than one call per line
-        events = loads(b"[" + b",".join(lines) + b"]")
-    except ValueError:  # orjson.JSONDecodeError is a ValueError too
-        events = None
-    if isinstance(events, list) and len(events) == len(lines):
-        yield from events
+def _parsed(events: list[bytes]) -> Iterator[Any]:
+    """The JSON of each event's data (one that isn't JSON is skipped), as ``json.loads`` reads it."""
+    try:  # one parse of them all as a JSON array: far cheaper than one call per event
+        parsed = json.loads(b"[" + b",".join(events) + b"]")
+    except ValueError:
+        parsed = None
+    if isinstance(parsed, list) and len(parsed) == len(events):
+        yield from parsed
         return
-    for raw in lines:  # a line that isn't JSON (or holds more than one value) is skipped on its own
+    for data in events:  # one that isn't JSON (or holds more than one value) is skipped on its own
         try:
-            yield loads(raw)
+            yield json.loads(data)
         except ValueError:
             continue
-
-
-def _data_lines(body: bytes) -> list[bytes]:
-    """What ``_DATA_LINE.findall(body)`` gives (the JSON object of every data line), found with
-    ``bytes.split`` and ``startswith``: a regular expression anchored at each line start is far slower."""
-    found = []
-    for line in body.split(b"\n"):
-        if line.startswith(b"data:"):
-            rest = line[6:] if line[5:6] in (b" ", b"\t") else line[5:]
-            if rest.startswith(b"{"):
-                found.append(rest.partition(b"\r")[0])
-    return found
 
 
 def _find_string(body: bytes, limit: int, position: int, key: str, value: str) -> tuple[int, int] | None:
@@ -545,50 +523,17 @@ def _find_string(body: bytes, limit: int, position: int, key: str, value: str) -
 def delta_edits(body: bytes, redactor: Redactor) -> list[Edit]:
     """Edits removing every secret found in the reassembled text of a channel from each piece that
     carries part of it: the first such piece gets the replacement, the others lose their part."""
-    if b'"delta"' not in body and b'"candidates"' not in body:
+    if not _may_carry_deltas(body):
         return []
     # Reassemble cheaply first; find the pieces' raw spans only when a channel holds a secret.
-    texts = _plain_chat_texts(body)
-    if texts is None:
-        lines = _delta_lines(body)
-        data = b"[" + b",".join(lines) + b"]"
-        # msgspec and orjson read an escaped lone surrogate differently: such text is left to orjson.
-        texts = None if b"\\u" in data and _LONE_SURROGATE.search(data) else _chat_texts(data, len(lines))
-        if texts is None:
-            texts = _reassembled(lines)
-    if not any(len(values) > 1 and _redacts(redactor, "".join(values)) for values in texts.values()):
+    if not any(len(values) > 1 and _redacts(redactor, "".join(values)) for values in delta_texts(body).values()):
         return []
     return _channel_edits(body, redactor)
 
 
 def _redacts(redactor: Redactor, text: str) -> bool:
-    """Whether ``redactor`` changes this text of a response (asked of its UTF-8 first: far cheaper)."""
-    try:
-        data = text.encode()
-    except UnicodeEncodeError:  # a lone surrogate, from an escape
-        data = None
-    if data is not None and not redactor.could_redact_data(data):
-        return False
-    return redactor.redact_text(text, response=True) != text
-
-
-def _reassembled(lines: list[bytes]) -> dict[Hashable, list[str]]:
-    """The text pieces per channel of these SSE data lines."""
-    texts: dict[Hashable, list[str]] = {}
-    for event in _delta_events(lines):
-        choices = event.get("choices") if isinstance(event, dict) else None
-        # The usual openai chat chunk (one choice, text only) taken directly: what _delta_values yields.
-        if isinstance(choices, list) and len(choices) == 1 and "candidates" not in event and "type" not in event:
-            choice = choices[0]
-            delta = choice.get("delta") if isinstance(choice, dict) else None
-            if isinstance(delta, dict) and not delta.get("tool_calls"):
-                content = delta.get("content")
-                if isinstance(content, str):
-                    texts.setdefault(("chat", choice.get("index", 0)), []).append(content)
-                continue
-        for channel, _, value in _delta_values(event):
-            texts.setdefault(channel, []).append(value)
-    return texts
+    """Whether ``redactor`` changes this text of a response (the prefilter asked first: far cheaper)."""
+    return redactor.could_redact(text) and redactor.redact_text(text, response=True) != text
 
 
 def _channel_edits(body: bytes, redactor: Redactor) -> list[Edit]:
@@ -599,29 +544,35 @@ def _channel_edits(body: bytes, redactor: Redactor) -> list[Edit]:
             continue  # a whole piece was searched with its line
         text = "".join(value for _, _, value in pieces)
         redacted = redactor.redact_text(text, response=True)
-        if redacted == text:
-            continue
-        start, end = changed_span(text, redacted)
-        replacement = redacted[start : end + len(redacted) - len(text)]
-        offset, placed = 0, False
-        for raw_start, raw_end, value in pieces:
-            low, high = offset, offset + len(value)
-            offset = high
-            if start < end:
-                overlaps = low < end and high > start
-            else:  # an insertion: the piece holding its position
-                overlaps = low <= start <= high and not placed
-            if not overlaps:
-                continue
-            new = value[: max(0, start - low)]
-            if not placed:
-                new += replacement
-                placed = True
-            if high > end:
-                new += value[end - low :]
-            if new != value:
-                edits.append((raw_start, raw_end, json.dumps(new, ensure_ascii=False)[1:-1].encode()))
+        if redacted != text:
+            edits += _piece_edits(pieces, text, redacted)
     return sorted(edits)
+
+
+def _piece_edits(pieces: list[Piece], text: str, redacted: str) -> list[Edit]:
+    """The edits of each piece of ``text`` that carries part of what ``redacted`` changed."""
+    start, end = changed_span(text, redacted)
+    replacement = redacted[start : end + len(redacted) - len(text)]
+    edits: list[Edit] = []
+    offset, placed = 0, False
+    for raw_start, raw_end, value in pieces:
+        low, high = offset, offset + len(value)
+        offset = high
+        if start < end:
+            overlaps = low < end and high > start
+        else:  # an insertion: the piece holding its position
+            overlaps = low <= start <= high and not placed
+        if not overlaps:
+            continue
+        new = value[: max(0, start - low)]
+        if not placed:
+            new += replacement
+            placed = True
+        if high > end:
+            new += value[end - low :]
+        if new != value:
+            edits.append((raw_start, raw_end, json.dumps(new, ensure_ascii=False)[1:-1].encode()))
+    return edits
 
 
 def redact_body(body: bytes, redactor: Redactor) -> bytes:

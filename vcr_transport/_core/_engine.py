@@ -1,4 +1,5 @@
-"""Choosing the recorded call that answers each request, and the headers it is replayed with. No I/O."""
+"""The replay engine: choosing the recorded call that answers each request, and the headers it is replayed
+with. No I/O (the replay transports are ``_replay.py``, built on ``_session.py``)."""
 
 from __future__ import annotations
 
@@ -8,14 +9,13 @@ import email.utils
 import json
 import math
 import threading
-from typing import Any, NamedTuple
-
-import msgspec
+from typing import Any
 
 from .._exceptions import ReplayMismatch
-from ._bodies import binary_body, content_encoding, content_type_of, redact_url, stored_body, unredactable
-from ._format import Cassette, RecordedCall, StoredBody
+from ._bodies import body_headers, redact_url, stored_body
+from ._format import Cassette, RecordedCall
 from ._matching import RequestMatcher
+from ._memo import Memo
 from ._redaction import Redactor, cookie_names
 
 __all__ = ["RETRYABLE_STATUSES", "ReplayEngine", "replay_headers"]
@@ -25,8 +25,6 @@ RETRYABLE_STATUSES = frozenset({408, 409, 429}) | frozenset(range(500, 600))
 # anthropic never stops for a delay, it sleeps it (capped at 4,294,967 s); google-genai ignores the header.
 SDK_MAX_RETRY_AFTER = 120.0
 _RETRY_HEADERS = ("retry-after-ms", "retry-after")
-_SHARED_ENTRIES = 1024  # distinct header lists remembered; then forgotten all at once
-_LENGTH_SPELLINGS = frozenset({"content-length", "Content-Length", "CONTENT-LENGTH"})  # as clients send it
 
 
 def _header(headers: list[tuple[str, str]], name: str) -> str | None:
@@ -102,13 +100,8 @@ def replay_headers(
     seconds it meant when recorded (counted from the response's ``date`` header, else from the cassette's
     ``created`` time, ``created``), so that the decision doesn't depend on the day of the replay. A date
     with neither reference is kept as recorded."""
-    headers = list(call.response_headers)
-    if call.complete:
-        length = str(call.size)
-        headers = [(k, length if k.lower() == "content-length" else v) for k, v in headers]
-    should_retry = _header(headers, "x-should-retry")
-    retried = should_retry == "true" or (should_retry != "false" and call.status in RETRYABLE_STATUSES)
-    if max_retry_after is None or not retried:
+    headers = _with_true_length(call)
+    if max_retry_after is None or not _retried(call.status, headers):
         return headers
     delay, from_date = _retry_after_seconds(headers, _recorded_at(call, created))
     if from_date and delay is None:
@@ -121,44 +114,27 @@ def replay_headers(
     return [*kept, ("retry-after-ms", f"{shortened * 1000:g}"), ("retry-after", f"{shortened:g}")]
 
 
-class _IncomingHeaders(NamedTuple):
-    """What a request's headers (but a volatile content-length) give: shared by a client's requests."""
-
-    generation: object  # the redactor's learned forms when these were made (see ReplayEngine.incoming_fields)
-    comparable: tuple[dict[str, Any], str]  # RequestMatcher.comparable_headers of the redacted headers
-    content_type: str  # as stored_body reads the body: content_type_of the headers
-    encoding: str  # content_encoding of the headers
-    json_body: bool  # whether stored_body reads a body sent with these headers as JSON (when it parses)
+def _with_true_length(call: RecordedCall) -> list[tuple[str, str]]:
+    """The recorded headers, content-length made the size of the replayed bytes when the call completed."""
+    if not call.complete:
+        return list(call.response_headers)
+    length = str(call.size)
+    return [(k, length if k.lower() == "content-length" else v) for k, v in call.response_headers]
 
 
-class _Exact(NamedTuple):
-    """A recorded call as a request that is exactly it arrives: see ``ReplayEngine._is_exactly``."""
-
-    method: str  # upper case, as the fields have it
-    url: str
-    headers: dict[str, Any]  # the comparable headers of the recorded call
-    sent: bytes | None  # the body as sent (see _sent_bytes); None: no fast match for this call
-
-
-def _sent_bytes(body: StoredBody) -> bytes | None:
-    """Bytes whose stored body is surely ``body`` when nothing in them is redacted and they are read as JSON
-    with no content-encoding: b"" for no body; the compact JSON of a JSON body, when reading it back gives a
-    value equal to the stored one (not for NaN, say). None for any other body."""
-    if body is None:
-        return b""
-    if "json" not in body:
-        return None
-    value = body["json"]
-    try:
-        sent = msgspec.json.encode(value)
-        same = bool(msgspec.json.decode(sent) == value)
-    except (msgspec.MsgspecError, RecursionError, TypeError, ValueError, OverflowError):
-        return None
-    return sent if same else None
+def _retried(status: int | None, headers: list[tuple[str, str]]) -> bool:
+    """Whether an SDK retries a response: ``x-should-retry`` says so, else its status is retryable."""
+    should_retry = _header(headers, "x-should-retry")
+    return should_retry == "true" or (should_retry != "false" and status in RETRYABLE_STATUSES)
 
 
 class ReplayEngine:
-    """Chooses the recorded call that answers each request, or says which field differs. No I/O."""
+    """Chooses the recorded call that answers each request, or says which field differs. No I/O.
+
+    Each request is turned into the fields matching compares (``incoming_fields``, redacted as the recorder
+    redacted it), then ``select`` pairs it with a recorded call: the next one (ordered), or the first
+    unplayed one that matches. A recorded call's fields are worked out once, when first compared.
+    """
 
     def __init__(
         self,
@@ -187,117 +163,25 @@ class ReplayEngine:
         self.first_mismatch: ReplayMismatch | None = None
         # What re-records this cassette in the caller's situation; said by every mismatch.
         self.record_hint = ""
-        self._recorded: list[dict[str, Any] | None] = [None] * len(cassette.calls)
         self._lock = threading.Lock()
-        self._exact: list[_Exact | None] = [None] * len(cassette.calls)
-        # incoming headers (but content-length, when volatile) -> what they give: shared by every URL, see
-        # incoming_fields
-        self._incoming_headers: dict[tuple[tuple[str, str], ...], _IncomingHeaders] = {}
-        # URL -> (the redactor's learned forms then, whether redact_url could change the URL)
-        self._url_redactable: dict[str, tuple[object, bool]] = {}
-        # recorded headers -> the same, for recorded calls (already redacted)
-        self._recorded_headers: dict[tuple[tuple[str, str], ...], tuple[dict[str, Any], str]] = {}
-        self._length_volatile = matcher.is_volatile("content-length")
-
-    def _recorded_headers_of(self, call: RecordedCall) -> tuple[dict[str, Any], str]:
-        key = tuple(call.request_headers)
-        headers = self._recorded_headers.get(key)
-        if headers is None:
-            headers = self.matcher.comparable_headers(call.request_headers)
-            _remember(self._recorded_headers, key, headers)
-        return headers
+        # call index -> its fields: unordered matching compares a request with many calls, each many times
+        self._recorded: Memo[int, dict[str, Any]] = Memo(size=max(1, len(cassette.calls)))
 
     def _recorded_fields(self, index: int) -> dict[str, Any]:
-        fields = self._recorded[index]
-        if fields is None:
-            call = self.cassette.calls[index]
-            matcher = self.matcher
-            fields = matcher.with_body(
-                *matcher.request_fields(call.method, call.url, *self._recorded_headers_of(call)), call.body
-            )
-            self._recorded[index] = fields
-        return fields
-
-    def _headers_of(self, headers: list[tuple[str, str]]) -> _IncomingHeaders:
-        """What ``headers`` give (redacted, comparable), made once and reused for as long as the redactor has
-        learned no new secret (a new one could change how they redact)."""
-        redactor = self.redactor
-        generation = redactor.learned_forms
-        if self._length_volatile:
-            # Another spelling of the name stays in the key: only a miss more, never a wrong entry.
-            key = tuple([pair for pair in headers if pair[0] not in _LENGTH_SPELLINGS])
-        else:
-            key = tuple(headers)
-        cached = self._incoming_headers.get(key)
-        if cached is None or cached.generation is not generation:
-            # The headers first, as the recorder does: what they teach the redactor counts for the URL.
-            comparable = self.matcher.comparable_headers(redactor.redact_headers(headers))
-            content_type = content_type_of(headers)
-            encoding = content_encoding(headers)
-            json_body = not encoding and "json" in content_type and not binary_body([("content-type", content_type)])
-            # What was learned from these headers counts: the generation after redacting them.
-            cached = _IncomingHeaders(redactor.learned_forms, comparable, content_type, encoding, json_body)
-            _remember(self._incoming_headers, key, cached)
-        return cached
+        call = self.cassette.calls[index]
+        return self._recorded.get(
+            index, lambda: self.matcher.comparable(call.method, call.url, call.request_headers, call.body)
+        )
 
     def incoming_fields(self, method: str, url: str, headers: list[tuple[str, str]], body: bytes) -> dict[str, Any]:
-        """A request as ``comparable`` gives it, redacted as the recorder redacted it. What a client's
-        repeated requests share (their headers but content-length) is redacted once and reused, whatever the
-        URL, for as long as the redactor has learned no new secret (a new one could change how they redact)."""
-        return self._fields(method, url, self._headers_of(headers), body)
-
-    def _fields(self, method: str, url: str, shared: _IncomingHeaders, body: bytes) -> dict[str, Any]:
+        """A request as ``RequestMatcher.comparable`` gives it, redacted as the recorder redacted it: the
+        headers first, then the URL and the body (what the headers teach the redactor counts for both)."""
         redactor = self.redactor
-        fields = self.matcher.request_fields(method, redact_url(url, redactor), *shared.comparable)
-        stored = stored_body(body, shared.content_type, redactor, encoding=shared.encoding)
-        return self.matcher.with_body(*fields, stored)
-
-    def choose(self, method: str, url: str, headers: list[tuple[str, str]], body: bytes) -> RecordedCall:
-        """``select(incoming_fields(method, url, headers, body))``: the same call chosen, the same mismatch
-        raised, the same secrets learned. Quicker when the call due (ordered), or the first unplayed one, is
-        exactly the request: then nothing is parsed or compared field by field (see ``_is_exactly``)."""
-        shared = self._headers_of(headers)
-        with self._lock:
-            unplayed = (
-                self.position
-                if self.ordered
-                else next((i for i, played in enumerate(self.played) if not played), len(self.played))
-            )
-            if unplayed < len(self.played) and self._is_exactly(unplayed, method, url, shared, body):
-                if self.ordered:
-                    self.position += 1
-                self.played[unplayed] = True
-                return self.cassette.calls[unplayed]
-        return self.select(self._fields(method, url, shared, body))
-
-    def _is_exactly(self, index: int, method: str, url: str, shared: _IncomingHeaders, body: bytes) -> bool:
-        """Whether a request surely gives the fields of recorded call ``index``, the way ``incoming_fields``
-        makes them: the same method, the same URL that redaction leaves alone, headers whose comparable
-        form is the call's, and no body for a call with none, or a JSON body (no content-encoding) that
-        redaction leaves alone and whose bytes are the compact JSON of the call's (read back equal to it).
-        Then the fields are equal, and so is whatever ignore_fields or match_on leave of them. False says
-        nothing: the fields are then made and compared."""
-        exact = self._exact[index]
-        if exact is None:
-            call = self.cassette.calls[index]
-            exact = _Exact(call.method.upper(), call.url, self._recorded_headers_of(call)[0], _sent_bytes(call.body))
-            self._exact[index] = exact
-        if exact.sent != body or exact.url != url or exact.method != method.upper():
-            return False
-        if exact.headers is not shared.comparable[0] and exact.headers != shared.comparable[0]:
-            return False
-        if body and not (shared.json_body and unredactable(body, self.redactor)):
-            return False
-        return not self._url_may_redact(url)
-
-    def _url_may_redact(self, url: str) -> bool:
-        """``redactor.could_redact(url)``, remembered per URL while the redactor learns nothing new."""
-        generation = self.redactor.learned_forms
-        cached = self._url_redactable.get(url)
-        if cached is None or cached[0] is not generation:
-            cached = (generation, self.redactor.could_redact(url))
-            _remember(self._url_redactable, url, cached)
-        return cached[1]
+        redacted = redactor.redact_headers(headers)
+        content_type, encoding, _ = body_headers(headers)
+        redacted_url = redact_url(url, redactor)
+        stored = stored_body(body, content_type, redactor, encoding=encoding)
+        return self.matcher.comparable(method, redacted_url, redacted, stored)
 
     def select(self, incoming: dict[str, Any]) -> RecordedCall:
         with self._lock:
@@ -366,13 +250,6 @@ class ReplayEngine:
 
     def unplayed(self) -> list[tuple[int, str, str]]:
         return [(c.index, c.method, c.url) for c in self.cassette.calls if not self.played[c.index]]
-
-
-def _remember(cache: dict[Any, Any], key: Any, value: Any) -> None:
-    """``cache[key] = value``, the cache emptied first when it holds _SHARED_ENTRIES entries."""
-    if len(cache) >= _SHARED_ENTRIES:
-        cache.clear()
-    cache[key] = value
 
 
 _COMPARED_CHARACTERS = 4000  # enough to tell requests apart; SequenceMatcher is quadratic in the worst case

@@ -1,0 +1,77 @@
+"""A call's recording in the core, with no file and no HTTP library: bytes and header pairs in, encoded lines
+out, which read back as the call."""
+
+from __future__ import annotations
+
+from vcr_transport._core._call_recording import BATCH, CallBook, CallRecording
+from vcr_transport._core._format import Cassette, encode_line, header_line
+from vcr_transport._core._redaction import PLACEHOLDER, Redactor
+
+SECRET = "sk-proj-COREabcdefghijklmnopqrstuvwxyz0123456789"
+SSE = [("content-type", "text/event-stream")]
+
+
+def _read(lines: list[bytes]) -> Cassette:
+    return Cassette.parse(encode_line(header_line()) + b"".join(lines), "core.jsonl")
+
+
+def _call(book: CallBook | None = None) -> tuple[CallRecording, list[bytes]]:
+    call = CallRecording(book or CallBook(), Redactor(), started=1_000)
+    headers = [("authorization", f"Bearer {SECRET}"), ("content-type", "application/json")]
+    return call, call.request("POST", "https://api.test/v1/chat", headers, b'{"q": 1}')
+
+
+def test_a_call_is_its_lines() -> None:
+    call, lines = _call()
+    lines += call.response(200, SSE, "HTTP/1.1")
+    chunks = [b"data: one\n\n", f"data: {SECRET}\n\n".encode(), b"\xff not text", b"data: [DONE]\n\n"]
+    for number, chunk in enumerate(chunks):
+        if call.take(chunk, 2_000 + 1_000 * number):
+            lines += call.batch()
+    assert not call.ended
+    assert call.close("complete")
+    lines += call.end_lines()
+    assert not call.close("complete"), "an ended call stays ended"
+    [recorded] = _read(lines).calls
+    assert (recorded.status, recorded.outcome, recorded.event_total) == (200, "complete", len(chunks))
+    assert recorded.body == {"json": {"q": 1}} and SECRET not in str(recorded.request_headers)
+    assert recorded.chunks[2] == b"\xff not text" and PLACEHOLDER.encode() in recorded.chunks[1]
+    assert recorded.offsets == [0.000001, 0.000002, 0.000003, 0.000004]
+
+
+def test_chunks_are_taken_in_batches_and_written_in_groups() -> None:
+    call, lines = _call()
+    lines += call.response(200, [("content-type", "text/plain")], "HTTP/1.1")
+    chunk = b"x" * 1000
+    batches = [number for number in range(3 * BATCH // 1000) if call.take(chunk, 1_000 + number)]
+    assert len(batches) == 2, "a batch is full each time the chunks taken reach BATCH bytes"
+    call.close("closed_early")
+    ends = call.end_lines()
+    assert len(ends) == 3, "a held body comes out in groups of about BATCH bytes, the call's end with the last"
+    [recorded] = _read(lines + ends).calls
+    assert recorded.chunks == [chunk] * (3 * BATCH // 1000) and recorded.outcome == "closed_early"
+
+
+def test_nothing_is_written_after_the_end_nor_once_the_recording_is_broken() -> None:
+    call, lines = _call()
+    lines += call.response(200, SSE, "HTTP/1.1")
+    call.close("error", ("httpx2.ReadError", "peer reset"))
+    call.take(b"data: late\n\n", 5_000)
+    assert call.batch() == [] and call.pending == []
+    book = CallBook()
+    broken, _ = _call(book)
+    book.break_down("a write failed")
+    assert broken.response(200, SSE, "HTTP/1.1") == []
+    broken.take(b"data: x\n\n", 5_000)
+    assert broken.batch() == [] and broken.pending == [], "what a broken recording takes is dropped"
+
+
+def test_a_stream_that_stopped_after_its_protocol_ended_says_so() -> None:
+    call, _ = _call()
+    call.response(200, SSE, "HTTP/1.1")
+    call.take(b"data: one\n\ndata: [DO", 2_000)
+    call.batch()
+    assert not call.protocol_ended()
+    call.take(b"NE]\n\n", 3_000)
+    call.batch()
+    assert call.protocol_ended()
