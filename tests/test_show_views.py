@@ -482,6 +482,7 @@ def test_a_card_shows_what_is_new_images_parts_and_identifiers_as_written(tmp_pa
     assert browser.evaluate("document.querySelector('#call-3 table.parts img.shown').naturalWidth") == 2
     # A secret removed inside a body is red; the credential header's removal is grey.
     assert _visible(browser, "#call-2 mark.secret:not(.expected)") == 2  # the badge and the message's mark
+    assert "1 secret removed from bodies" in browser.evaluate("document.getElementById('call-2').innerText")
     assert _visible(browser, "#call-0 mark.secret:not(.expected)") == 0
     fetched = [url for url in browser.requests if not url.startswith("data:image/png;base64,")]
     assert fetched == [page.resolve().as_uri()], "images come from the page itself, nothing else is fetched"

@@ -146,9 +146,10 @@ def call_data(view: CallView) -> dict[str, Any]:
     }
     if view.status is not None:
         data.update(_response(view))
-    headers = json.dumps([data["qh"], data["ph"]], ensure_ascii=False)
-    data["xh"] = headers.count(PLACEHOLDER)
-    data["xb"] = json.dumps(data, ensure_ascii=False).count(PLACEHOLDER) - data["xh"]
+    data["xh"] = json.dumps([data["qh"], data["ph"]], ensure_ascii=False).count(PLACEHOLDER)
+    # The messages and the reply are read from the bodies: counted there once, not twice.
+    bodies = [view.request_body, view.text if view.status is not None else ""]
+    data["xb"] = json.dumps(bodies, ensure_ascii=False).count(PLACEHOLDER)
     return data
 
 
