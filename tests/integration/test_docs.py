@@ -229,6 +229,7 @@ def test_the_python_blocks_of_a_page_run(page: Path, offline: Path, capsys: pyte
 PYTEST_BLOCKS = [block for block in PYTHON if block.kind == "pytest"]
 
 
+@pytest.mark.docs
 def test_the_test_files_of_the_docs_pass(pytester: pytest.Pytester) -> None:
     """Every test file of the docs, in one pytest run (in replay, offline): each passes."""
     assert PYTEST_BLOCKS
@@ -245,6 +246,7 @@ def test_the_test_files_of_the_docs_pass(pytester: pytest.Pytester) -> None:
     assert set(outcomes) <= {"passed", "warnings"}, output
 
 
+@pytest.mark.docs
 def test_the_tutorial(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> None:
     """Record against a vendor-shaped server, replay with it stopped, change the prompt, see the mismatch
     the page shows."""
