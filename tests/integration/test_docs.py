@@ -12,6 +12,9 @@ A code block's kind comes from a comment on the line before its fence (``tests/d
   the reader supplies; either is compiled, not run;
 - ``<!-- doc-test: cassette -->``: a ``json`` block whose lines are a cassette; the strict parser reads it.
 
+Besides, ``package/typecheck.py`` (a step of .ci/run) type-checks the Python blocks with mypy --strict and pyright;
+``<!-- doc-test: KIND untyped -->`` keeps a block that shows an error on purpose out of it.
+
 Blocks in other languages are checked by what they are: ``toml``, ``yaml``, ``ini`` and ``json`` parse,
 ``[tool.vcr_transport]`` tables pass the options' own checks, and every ``vcr-transport`` command line of a
 ``console`` block parses with the command's parser.
