@@ -71,6 +71,8 @@ def _child(scenario: str, work: bool, folder: str) -> None:
         if work:
             drive(floor_transport(calls), BASE, calls)
         return
+    if scenario.endswith("openai"):
+        path = Path(folder) / "bench-openai.jsonl"  # what the openai SDK sends, recorded through it
     if not path.exists():
         raise SystemExit("the cassette is recorded before the counted runs")
     cache = scenario not in ("replay_cold_raw", "replay_openai")
@@ -117,13 +119,15 @@ def main() -> None:
         _child(args.child, args.work, args.folder)
         return
     import vcr_transport
-    from benchmarks.run import drive_raw, floor_transport, workload
+    from benchmarks.run import drive_openai, drive_raw, floor_transport, workload
 
     environment = {**os.environ, "PYTHONHASHSEED": "0"}
     results: dict[str, Any] = {"checkout": str(Path(vcr_transport.__file__).parent.parent)}
     with tempfile.TemporaryDirectory() as folder:
         calls = workload(json_calls=20, sse_calls=20)
         drive_raw(vcr_transport.RecordingTransport(floor_transport(calls), Path(folder) / "bench.jsonl"), BASE, calls)
+        sdk = vcr_transport.RecordingTransport(floor_transport(calls), Path(folder) / "bench-openai.jsonl")
+        drive_openai(sdk, BASE, calls)
         warm = workload(json_calls=1, sse_calls=1, chunks=2)
         drive_raw(vcr_transport.RecordingTransport(floor_transport(warm), Path(folder) / "warm.jsonl"), BASE, warm)
         for scenario, (title, units, unit) in SCENARIOS.items():
