@@ -20,6 +20,7 @@ from typing import Any
 
 from ._config import PytestRun, cassette_mode, current_run, find_pyproject, how_to_record, read_settings, resolve_mode
 from ._core._bodies import stored_body_bytes
+from ._core._conversation import request_label
 from ._core._format import lines_before_call
 from ._core._modes import Decision, Step
 from ._core._options import Options
@@ -250,10 +251,28 @@ class CassetteSession:
             return []
         return self.replayer.engine.unplayed()
 
-    def assert_all_played(self) -> None:
+    def unplayed_labels(self) -> dict[int, str]:
+        """What tells the unplayed calls apart: call index -> model and first words (``request_label``)."""
+        if self.replayer is None:
+            return {}
+        calls = self.replayer.engine.cassette.calls
+        labels = {}
+        for index, _, url in self.unplayed_calls():
+            body = calls[index].body
+            label = request_label(url, body.get("json") if body is not None else None)
+            if label:
+                labels[index] = label
+        return labels
+
+    def unplayed_error(self) -> UnplayedCallsError | None:
+        """The unplayed calls as the error that reports them, or None when every call was played."""
         unplayed = self.unplayed_calls()
-        if unplayed:
-            raise UnplayedCallsError(str(self.path), unplayed)
+        return UnplayedCallsError(str(self.path), unplayed, self.unplayed_labels()) if unplayed else None
+
+    def assert_all_played(self) -> None:
+        error = self.unplayed_error()
+        if error is not None:
+            raise error
 
     def close(self, failure: BaseException | None = None) -> None:
         """Commit a recording, or drop it when ``failure`` (or an exception propagating now) ended its block;
