@@ -36,6 +36,7 @@ __all__ = [
     "ResolvedMode",
     "cassette_folders",
     "cassette_mode",
+    "configured_source",
     "current_run",
     "find_pyproject",
     "how_to_record",
@@ -157,7 +158,14 @@ def cassette_mode(resolved: ResolvedMode, path: Path, environ: Mapping[str, str]
         exists=path.exists(),
         ci=bool(environ.get("CI")),
         how_to_record=how_to_record(resolved),
+        configured=resolved.source if configured_source(resolved) else "",
     )
+
+
+def configured_source(resolved: ResolvedMode) -> bool:
+    """Whether the mode came from the project's configuration (the environment, pyproject), not an explicit
+    choice (the argument, ``--vcr-mode``) or the default."""
+    return resolved.source.startswith("environment") or resolved.source.endswith("[tool.vcr_transport]")
 
 
 SKIPPED_FOLDERS = frozenset(

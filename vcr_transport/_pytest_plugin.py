@@ -242,6 +242,7 @@ _SUMMARY = (
     ("mismatched", "{} with a replay mismatch"),
     ("unplayed", "{} left with unplayed calls"),
     ("missing", "{} missing"),
+    ("refused", "{} not recorded under CI"),
     ("unreadable", "{} unreadable"),
 )
 

@@ -33,7 +33,15 @@ __all__ = ["cassette_report", "full_traceback_wanted", "raised_mismatch"]
 
 MAX_UNPLAYED_SHOWN = 4
 ONE_LINE = 72  # characters of the exception the test got: its line stays within 100
-_FIX_STARTS = ("if the change is intended", "the marker's mode=", "record it where", "fix:", "the test made fewer")
+# The lines a fix starts with: the exception the test got goes before them, so that the fix stays last.
+_FIX_STARTS = (
+    "if the change is intended",
+    "the marker's mode=",
+    "record it where",
+    "to record on purpose",
+    "fix:",
+    "the test made fewer",
+)
 
 
 def full_traceback_wanted(config: pytest.Config) -> bool:
@@ -164,6 +172,11 @@ def _refused(item: pytest.Item, broken: CassetteError, source: str) -> tuple[lis
                 "record it where the real API is reachable, then commit it:",
                 f"    pytest --vcr-mode=record-on-miss {_node(item)}",
             ]
+    elif broken.problem.endswith("never records when CI is set"):
+        lines += [
+            "to record on purpose, choose it for the run (it wins over the configuration):",
+            f"    pytest --vcr-mode=record {_node(item)}",
+        ]
     elif broken.fix:
         lines.append(f"fix: {broken.fix}")
     return lines, f"cassette {where}: {broken.problem}"

@@ -677,3 +677,73 @@ def test_a_mismatch_is_short_for_every_sdk_and_names_the_cheapest_fix(
     long = project.runpytest("--vcr-mode=replay", "--tb=long")
     long.assert_outcomes(failed=1)
     assert any("site-packages" in text for text in long.stdout.lines), "--tb=long keeps the SDK's frames"
+
+
+@pytest.mark.parametrize("sdk", SDK_NAMES)
+def test_a_missing_cassette_and_a_configured_record_in_ci_are_short_failures(
+    project: pytest.Pytester, upstream: Any, sdk: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("COLUMNS", "200")
+    monkeypatch.setenv("CI", "1")
+    write_sdk_tests(project, sdk, upstream.url, ["hi there"])
+    result = project.runpytest("-p", "no:randomly")
+    result.assert_outcomes(failed=1)  # a failure at the test's first request, not an error at its setup
+    failure = failure_lines(result)
+    assert len(failure) <= 15, "\n".join(failure)
+    problem = (
+        "cassette cassettes/test_app/test_chat.jsonl: no such cassette, and auto mode never records when CI is set"
+    )
+    assert sdk_errors(failure) == [
+        problem,
+        "record it where the real API is reachable, then commit it:",
+        '    pytest --vcr-mode=record-on-miss "test_app.py::test_chat"',
+    ]
+    assert f"FAILED test_app.py::test_chat - {problem}" in result.stdout.lines
+    result.stdout.fnmatch_lines(["cassettes: 1 missing"])
+    assert not upstream.received, "nothing reached the vendor"
+
+    # A recording mode from the environment does not record under CI; the explicit option does.
+    monkeypatch.setenv("VCR_TRANSPORT_MODE", "record")
+    refused = project.runpytest("-p", "no:randomly")
+    refused.assert_outcomes(failed=1)
+    assert sdk_errors(failure_lines(refused)) == [
+        "cassette cassettes/test_app/test_chat.jsonl: mode record from environment VCR_TRANSPORT_MODE never "
+        "records when CI is set",
+        "to record on purpose, choose it for the run (it wins over the configuration):",
+        '    pytest --vcr-mode=record "test_app.py::test_chat"',
+    ]
+    assert not upstream.received
+    project.runpytest("-p", "no:randomly", "--vcr-mode=record").assert_outcomes(passed=1)
+    assert len(upstream.received) == 1, "the explicit --vcr-mode records, CI or not"
+
+
+def sdk_errors(failure: list[str]) -> list[str]:
+    """A report's E lines without the two that depend on the SDK: the exception it raised (anthropic's own
+    400 error), and how many of its frames were hidden."""
+    said = [line.removeprefix("E   ") for line in failure if line.startswith("E ")]
+    return [line for line in said if not line.startswith(("(the test failed with ", "hidden: "))]
+
+
+@pytest.mark.parametrize("sdk", SDK_NAMES)
+def test_unplayed_calls_are_a_short_failure_told_apart_by_model_and_words(
+    project: pytest.Pytester, upstream: Any, sdk: str
+) -> None:
+    prompts = ["hi there", "tell me about cats please, in one long sentence", "and dogs"]
+    write_sdk_tests(project, sdk, upstream.url, prompts)
+    project.runpytest("--vcr-mode=record").assert_outcomes(passed=1)
+    upstream.stop()
+    write_sdk_tests(project, sdk, upstream.url, prompts[:1])
+    result = project.runpytest("--vcr-mode=replay", "-p", "no:randomly")
+    result.assert_outcomes(failed=1)  # a failure, not an error at teardown
+    failure = failure_lines(result)
+    assert len(failure) <= 15, "\n".join(failure)
+    model = SDK_MODEL[sdk]
+    assert sdk_errors(failure) == [
+        "2 recorded call(s) were never played from cassettes/test_app/test_chat.jsonl:",
+        f'  call 1: {model} "tell me about cats please, in ..."',
+        f'  call 2: {model} "and dogs"',
+        "the test made fewer requests than were recorded; if that is intended, re-record it:",
+        '    pytest --vcr-mode=record "test_app.py::test_chat"',
+        "(or let it pass: @pytest.mark.vcr_transport(unplayed='ignore'))",
+    ]
+    assert not any("ERROR at teardown" in line for line in result.stdout.lines)
