@@ -15,20 +15,23 @@ import os
 import threading
 from collections.abc import Awaitable, Callable
 from pathlib import Path
-from types import ModuleType
-from typing import Any
+from types import ModuleType, TracebackType
+from typing import TYPE_CHECKING, Any, Literal, Self, Unpack
 
 from ._config import PytestRun, cassette_mode, current_run, find_pyproject, how_to_record, read_settings, resolve_mode
 from ._core._bodies import stored_body_bytes
 from ._core._conversation import request_label
 from ._core._format import lines_before_call
-from ._core._modes import Decision, Step
+from ._core._modes import Decision, Mode, Step
 from ._core._options import Options
 from ._exceptions import CassetteError, ReplayMismatch, UnplayedCallsError
 from ._http import header_pairs, library_of
-from ._lifecycle import ClosingSides, TransportLifecycle, propagating
+from ._lifecycle import AsyncTransport, ClosingSides, SyncTransport, TransportBase, TransportLifecycle, propagating
 from ._recording import AsyncRecordingTransport, CassetteRecorder, RecordingTransport
 from ._replay import Replayer, answers_with_error_response, error_response, kept_out
+
+if TYPE_CHECKING:
+    from ._core._typed_options import ReplayOptions, TransportOptions
 
 __all__ = [
     "CassetteRequest",
@@ -335,7 +338,12 @@ class ModeTransport(TransportLifecycle):
     inner transport is created when first needed, from ``library``."""
 
     def __init__(
-        self, session: CassetteSession, library: ModuleType, *, inner: Any = None, async_inner: Any = None
+        self,
+        session: CassetteSession,
+        library: ModuleType,
+        *,
+        inner: SyncTransport | None = None,
+        async_inner: AsyncTransport | None = None,
     ) -> None:
         self.session = session
         self.library = library
@@ -381,7 +389,7 @@ class ModeTransport(TransportLifecycle):
         return await self.session.handle_async(request, self.async_inner)
 
 
-class ReplayTransport:
+class ReplayTransport(TransportBase):
     """Answers each request from a cassette, byte- and chunk-exact. Holds no HTTP client, opens no socket:
     a session in replay mode, with no transport to pass a request on to.
 
@@ -394,7 +402,9 @@ class ReplayTransport:
     chunks. ``sleep`` and ``async_sleep`` are what ``pace``, delays and stalls wait with.
     """
 
-    def __init__(self, path: str | os.PathLike[str], *, options: Options | None = None, **arguments: Any) -> None:
+    def __init__(
+        self, path: str | os.PathLike[str], *, options: Options | None = None, **arguments: Unpack[ReplayOptions]
+    ) -> None:
         self.path = os.fspath(path)
         given = Options.of(options, arguments, where="ReplayTransport", entry="replay")
         self.session = CassetteSession(path, "replay", "argument", given)
@@ -454,17 +464,31 @@ class ReplayTransport:
     async def aclose(self) -> None:
         pass
 
-    def __enter__(self) -> ReplayTransport:
+    def __enter__(self) -> Self:
         return self
 
-    def __exit__(self, *args: object) -> None:
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None = None,
+        exc_value: BaseException | None = None,
+        traceback: TracebackType | None = None,
+    ) -> None:
         self.close()
 
-    async def __aenter__(self) -> ReplayTransport:
+    async def __aenter__(self) -> Self:
         return self
 
-    async def __aexit__(self, *args: object) -> None:
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None = None,
+        exc_value: BaseException | None = None,
+        traceback: TracebackType | None = None,
+    ) -> None:
         await self.aclose()
+
+
+# The HTTP library whose default transports ``transport()`` creates, by name.
+Library = Literal["httpx2", "httpx"]
 
 
 def _library(library: ModuleType | str | None) -> ModuleType:
@@ -476,12 +500,12 @@ def _library(library: ModuleType | str | None) -> ModuleType:
 def transport(
     path: str | os.PathLike[str],
     *,
-    mode: str | None = None,
-    inner: Any = None,
-    async_inner: Any = None,
-    library: ModuleType | str | None = None,
+    mode: Mode | None = None,
+    inner: SyncTransport | None = None,
+    async_inner: AsyncTransport | None = None,
+    library: ModuleType | Library | None = None,
     options: Options | None = None,
-    **arguments: Any,
+    **arguments: Unpack[TransportOptions],
 ) -> ModeTransport:
     """A transport for the resolved mode (argument, pytest option, VCR_TRANSPORT_MODE, pyproject, auto).
 
@@ -498,12 +522,12 @@ def transport(
 def async_transport(
     path: str | os.PathLike[str],
     *,
-    mode: str | None = None,
-    inner: Any = None,
-    sync_inner: Any = None,
-    library: ModuleType | str | None = None,
+    mode: Mode | None = None,
+    inner: AsyncTransport | None = None,
+    sync_inner: SyncTransport | None = None,
+    library: ModuleType | Library | None = None,
     options: Options | None = None,
-    **arguments: Any,
+    **arguments: Unpack[TransportOptions],
 ) -> ModeTransport:
     """``transport`` for async clients: ``inner`` is the async transport (default ``AsyncHTTPTransport()``)."""
     given = Options.of(options, arguments, where="async_transport()", entry="transport")

@@ -26,7 +26,8 @@ cassette records (or in ``off``), and while it replays it meets ``passthrough_re
 204) or ``block`` (NetworkBlockedError). Ignored hosts (the ``ignore_hosts`` option, vcrpy's ``ignore_hosts``
 and ``ignore_localhost``) never meet the cassette: in every mode their requests go on to the client's own
 transport, unrecorded.
-To add a mode: add it to ``MODES``, to ``concrete_mode`` if it resolves to another, and to ``Decision``.
+To add a mode: add it to ``Mode`` (``MODES`` is its values), to ``concrete_mode`` if it resolves to another,
+and to ``Decision``.
 """
 
 from __future__ import annotations
@@ -35,6 +36,7 @@ import enum
 import fnmatch
 import threading
 from collections.abc import Callable, Iterable
+from typing import Literal, get_args
 from urllib.parse import SplitResult, urlsplit
 
 from .._exceptions import CassetteError, ModeError
@@ -47,6 +49,7 @@ __all__ = [
     "RECORDING_MODES",
     "TELEMETRY_PASSTHROUGH",
     "Decision",
+    "Mode",
     "Step",
     "check_mode",
     "concrete_mode",
@@ -55,7 +58,9 @@ __all__ = [
     "passthrough_rule_for",
 ]
 
-MODES = ("off", "record", "replay", "record-on-miss", "auto")
+# A mode name, as the type of every ``mode=`` argument (a type checker refuses mode="recrod").
+Mode = Literal["off", "record", "replay", "record-on-miss", "auto"]
+MODES: tuple[Mode, ...] = get_args(Mode)
 ENVIRONMENT_VARIABLE = "VCR_TRANSPORT_MODE"
 PASSTHROUGH_ANSWERS = ("empty", "block")
 
