@@ -45,6 +45,7 @@ from ._compat import add_compat_options, compat_active, configure_compat
 from ._config import PytestRun, cassette_folders, find_pyproject, published_run, read_settings
 from ._core._modes import MODES
 from ._core._options import Options
+from ._exceptions import VcrTransportError
 from ._ledger import Ledger, ledger_path, new_ledger, write_ledger
 
 if TYPE_CHECKING:  # imported by the first test that opens a cassette, not when the plugin loads
@@ -132,6 +133,10 @@ def pytest_configure(config: pytest.Config) -> None:
         "markers",
         "vcr_transport(path=None, mode=None, unplayed=None, **options): run the test inside a vcr_transport cassette",
     )
+    try:  # an unknown key in [tool.vcr_transport] (a typo: redact_name) stops the run before it starts
+        read_settings(find_pyproject())
+    except VcrTransportError as error:
+        raise pytest.UsageError(str(error)) from None
     config.stash[_RUN] = _PluginRun(config.getoption("vcr_mode"))
     configure_compat(config)
     config.stash[_INCOMPLETE] = []

@@ -747,3 +747,16 @@ def test_unplayed_calls_are_a_short_failure_told_apart_by_model_and_words(
         "(or let it pass: @pytest.mark.vcr_transport(unplayed='ignore'))",
     ]
     assert not any("ERROR at teardown" in line for line in result.stdout.lines)
+
+
+def test_an_unknown_pyproject_key_stops_the_run_naming_the_file_key_and_closest_name(project: pytest.Pytester) -> None:
+    project.makepyprojecttoml("[tool.vcr_transport]\nredact_name = ['customer_secret']\n")
+    project.makepyfile(test_plain="def test_plain():\n    pass\n")
+    result = project.runpytest()
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(
+        [
+            f"ERROR: {project.path / 'pyproject.toml'}: ?tool.vcr_transport? has no setting redact_name; did you "
+            "mean redact_names? valid: caught_mismatch, *"
+        ]
+    )
