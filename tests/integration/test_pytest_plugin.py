@@ -151,6 +151,13 @@ def test_xdist_workers_write_their_own_cassettes(project: pytest.Pytester) -> No
     project.runpytest_subprocess(*LEAN, "-n", "2", "--vcr-mode=replay").assert_outcomes(passed=3)
     ledger = json.loads((project.path / ".vcr_transport" / "ledger.json").read_text())
     assert ledger["complete"] is True, ledger
+    # The state folder ignores itself, as .pytest_cache/ does.
+    assert (project.path / ".vcr_transport" / ".gitignore").read_text().splitlines()[-1] == "*"
+    assert (
+        (project.path / ".vcr_transport" / "CACHEDIR.TAG")
+        .read_text()
+        .startswith("Signature: 8a477f597d28d172789f06886806bc55\n")
+    )
     assert len(ledger["cassettes"]) == 3, "the workers' cassettes reach the one ledger"
 
 
@@ -760,3 +767,21 @@ def test_an_unknown_pyproject_key_stops_the_run_naming_the_file_key_and_closest_
             "mean redact_names? valid: caught_mismatch, *"
         ]
     )
+
+
+def test_the_state_folder_ignores_itself(project: pytest.Pytester) -> None:
+    import shutil
+    import subprocess
+
+    write_tests(project, ["hi"])
+    project.runpytest("--vcr-mode=record", "-k", "test_chat").assert_outcomes(passed=1)
+    folder = project.path / ".vcr_transport"
+    assert (folder / ".gitignore").read_text() == "# Created by vcr_transport automatically.\n*\n"
+    assert (folder / "CACHEDIR.TAG").read_text().startswith("Signature: 8a477f597d28d172789f06886806bc55\n")
+    if shutil.which("git") is None:
+        pytest.skip("git is not installed")
+    subprocess.run(["git", "init", "-q", str(project.path)], check=True)
+    ignored = subprocess.run(
+        ["git", "-C", str(project.path), "check-ignore", ".vcr_transport/ledger.json"], capture_output=True, text=True
+    )
+    assert ignored.returncode == 0 and ignored.stdout.strip() == ".vcr_transport/ledger.json"
