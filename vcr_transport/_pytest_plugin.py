@@ -21,8 +21,10 @@ cassetter's ``vcr`` so that both can be installed during a migration.)
 - ``vcr_cassette.requests``: the recorded requests with their ``play_count`` (like vcrpy's ``vcr.requests``).
 - ini ``vcr_transport_compat = pytest-recording``: serve a pytest-recording suite unchanged (``_compat.py``).
 - The run publishes ``--vcr-mode`` to every entry point, keeps the usage ledger (``_ledger.py``) and ends
-  with a summary of what became of the cassettes. A replay mismatch fails a test in a few lines that start
-  with the mismatch (``-vv`` shows the whole traceback).
+  with a summary of what became of the cassettes. A failure the cassette explains (a mismatch, a refused
+  request, unplayed calls) is reported in a few lines by ``_pytest_reports.py`` (``--tb=long`` and ``-vv``
+  show the whole traceback). A passed test's cassette is checked when its body ends (``pytest_runtest_call``),
+  so what it missed fails the test rather than its teardown.
 - In replay, the test can't reach the network: every in-process route beyond loopback (connect, UDP, DNS,
   asyncio, the C socket class) raises NetworkBlockedError; see ``_guard.py``. Subprocesses are not covered.
 """

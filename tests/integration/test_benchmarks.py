@@ -56,4 +56,4 @@ def test_plugin_start_compares_the_same_suite_with_and_without_the_plugin() -> N
 
     figures = plugin_start.measure(repeats=1, tests=2)
     assert set(figures) == {"without_plugin_ms", "with_plugin_ms", "added_ms", "ratio"}
-    assert figures["added_ms"] == round(figures["with_plugin_ms"] - figures["without_plugin_ms"], 1)
+    assert abs(figures["added_ms"] - (figures["with_plugin_ms"] - figures["without_plugin_ms"])) <= 0.11
