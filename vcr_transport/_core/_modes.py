@@ -9,6 +9,10 @@ whether ``CI`` is set; the shells only carry out the step decided here.
 | ``record-on-miss`` | replayed while requests match; from the first miss on, forwarded and recorded   |
 | ``auto``         | ``replay`` when the cassette exists, else ``record`` (never under ``CI``)         |
 
+Under ``CI`` a recording mode that came from the configuration (pyproject, ``VCR_TRANSPORT_MODE``) does not
+record either: ``record`` is refused, ``record-on-miss`` replays. An explicit choice (the argument,
+``--vcr-mode``) records.
+
 ``serve`` replays its cassettes to any request in any order, each call as often as it is asked for; its
 record-on-miss *appends*: each miss is forwarded and recorded after the recorded calls, which keep answering
 (``Decision(appending=True)``).
@@ -42,6 +46,7 @@ __all__ = [
     "ENVIRONMENT_VARIABLE",
     "MODES",
     "PASSTHROUGH_ANSWERS",
+    "RECORDING_MODES",
     "TELEMETRY_PASSTHROUGH",
     "Decision",
     "Mode",
@@ -119,8 +124,23 @@ def check_mode(name: str, source: str) -> str:
     return name
 
 
-def concrete_mode(mode: str, path: str, *, exists: bool, ci: bool, how_to_record: str) -> str:
-    """``auto`` made into ``replay`` or ``record`` for one cassette; other modes as they are."""
+RECORDING_MODES = ("record", "record-on-miss")
+
+
+def concrete_mode(mode: str, path: str, *, exists: bool, ci: bool, how_to_record: str, configured: str = "") -> str:
+    """``auto`` made into ``replay`` or ``record`` for one cassette; other modes as they are. ``configured``:
+    where the mode came from when that is the project's configuration (pyproject, the environment), not an
+    explicit choice (the argument, ``--vcr-mode``). Under ``CI`` such a mode never records: ``record`` is a
+    CassetteError saying where it came from, ``record-on-miss`` replays (a miss fails)."""
+    if ci and configured and mode in RECORDING_MODES:
+        if mode == "record-on-miss":
+            return "replay"
+        raise CassetteError(
+            path,
+            None,
+            f"mode {mode} from {configured} never records when CI is set",
+            "to record on purpose, choose it for the run: pytest --vcr-mode=record (or mode='record' as the argument)",
+        )
     if mode != "auto":
         return mode
     if exists:

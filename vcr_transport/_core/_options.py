@@ -17,6 +17,7 @@ To add an option: add a field here with its ``Knob``, then use it where it acts.
 from __future__ import annotations
 
 import dataclasses
+import difflib
 import math
 import re
 from collections.abc import Callable, Iterable, Mapping
@@ -48,7 +49,9 @@ __all__ = [
     "Setting",
     "compile_patterns",
     "options_table",
+    "pyproject_names",
     "typed_options_module",
+    "unknown_settings",
 ]
 
 PassthroughAnswer = Literal["empty", "block"]
@@ -688,6 +691,20 @@ SETTINGS: tuple[Setting, ...] = (
     ),
     Setting("CI", "set or not", "unset", "when set, auto never records: a missing cassette is an error", env="CI"),
 )
+
+
+def pyproject_names() -> tuple[str, ...]:
+    """The keys ``[tool.vcr_transport]`` takes: the options it sets, then the project settings."""
+    options = (field.name for field in _knob_fields() if _knob(field).pyproject)
+    return (*options, *(setting.name for setting in SETTINGS if setting.pyproject))
+
+
+def unknown_settings(settings: Mapping[str, Any]) -> list[tuple[str, str]]:
+    """The keys of ``[tool.vcr_transport]`` that are no setting, each with the closest valid name ("" when
+    none is close), so that a typo (``redact_name``) is an error rather than a rule that never applies."""
+    valid = pyproject_names()
+    unknown = [key for key in settings if key not in valid]
+    return [(key, next(iter(difflib.get_close_matches(key, valid, n=1, cutoff=0.6)), "")) for key in unknown]
 
 
 def _code(text: str) -> str:
