@@ -76,7 +76,8 @@ def _child(scenario: str, work: bool, folder: str) -> None:
     if not path.exists():
         raise SystemExit("the cassette is recorded before the counted runs")
     cache = scenario not in ("replay_cold_raw", "replay_openai")
-    drive(vcr_transport.ReplayTransport(Path(folder) / "warm.jsonl", parse_cache=False), BASE, warm)
+    warm_path = Path(folder) / ("warm-openai.jsonl" if scenario.endswith("openai") else "warm.jsonl")
+    drive(vcr_transport.ReplayTransport(warm_path, parse_cache=False), BASE, warm)
     if work:
         drive(vcr_transport.ReplayTransport(path, parse_cache=cache), BASE, calls)
 
@@ -130,6 +131,8 @@ def main() -> None:
         drive_openai(sdk, BASE, calls)
         warm = workload(json_calls=1, sse_calls=1, chunks=2)
         drive_raw(vcr_transport.RecordingTransport(floor_transport(warm), Path(folder) / "warm.jsonl"), BASE, warm)
+        warm_sdk = vcr_transport.RecordingTransport(floor_transport(warm), Path(folder) / "warm-openai.jsonl")
+        drive_openai(warm_sdk, BASE, warm)
         for scenario, (title, units, unit) in SCENARIOS.items():
             if args.only and scenario not in args.only:
                 continue
