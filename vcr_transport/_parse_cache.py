@@ -15,8 +15,10 @@ Turn it off with the option ``parse_cache=False`` (also ``parse_cache = false`` 
 or ``VCR_TRANSPORT_PARSE_CACHE=0``. Entries are written to a temporary file and renamed into place (safe under
 parallel workers); entries unused for ``STALE_DAYS`` are removed when a process writes its first entry.
 
-An entry is written right after the parse, in the opening thread: marshalling the calls holds the GIL, so a
-background thread would only move that time, not save it (measured: ``benchmarks.cold_cache``).
+An entry is written the second time the same bytes are opened (a small ``.seen`` marker holds the key of the
+first), right after the parse: a cassette opened once, as every cassette of a fresh CI run is, costs the
+cache its hash and the marker only, never the marshalling of an entry (``benchmarks.cold_cache``,
+``benchmarks.instructions``).
 
 The layout of an entry is the fields of ``RecordedCall`` (their names are part of the layout stamp): a field
 added to the record changes the layout, and older entries are simply not used.
@@ -106,8 +108,28 @@ def load_or_parse(data: bytes, path: str) -> Cassette:
             os.utime(entry)  # used: not stale
         return found[1]
     cassette = Cassette.parse(data, path)  # a cassette the parser refuses raises here: nothing is cached
-    store(entry, key, len(data), cassette)
+    if _seen_before(entry, key):
+        store(entry, key, len(data), cassette)
     return cassette
+
+
+def _seen_before(entry: Path, key: str) -> bool:
+    """Whether these bytes were opened before (their key is in the entry's marker), else mark them seen. The
+    entry is written at the second open: a cassette opened once, as every cassette of a fresh CI run is,
+    costs the cache only its hash and this marker, never the entry's marshalling."""
+    marker = entry.with_suffix(".seen")
+    try:
+        if marker.read_text(encoding="ascii") == key:
+            return True
+    except (OSError, ValueError):
+        pass
+    with contextlib.suppress(OSError):
+        try:
+            marker.write_text(key, encoding="ascii")
+        except FileNotFoundError:  # the first marker: the folder is made then
+            marker.parent.mkdir(parents=True, exist_ok=True)
+            marker.write_text(key, encoding="ascii")
+    return False
 
 
 def _load(entry: Path, size: int, path: str) -> tuple[str, Cassette] | None:
@@ -171,5 +193,5 @@ def _remove_stale_once(folder: Path) -> None:
     with contextlib.suppress(OSError), os.scandir(folder) as entries:
         for entry in entries:
             with contextlib.suppress(OSError):
-                if entry.name.endswith((".marshal", ".tmp")) and entry.stat().st_mtime < oldest:
+                if entry.name.endswith((".marshal", ".seen", ".tmp")) and entry.stat().st_mtime < oldest:
                     os.unlink(entry.path)

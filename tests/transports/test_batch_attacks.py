@@ -369,6 +369,7 @@ def test_the_parse_cache_survives_parallel_writers_a_swapped_entry_and_a_folder_
     first, second = tmp_path / "first.jsonl", tmp_path / "second.jsonl"
     _record(first, CHUNKS)
     _record(second, CHUNKS[::-1])
+    _replay(first)  # its bytes marked seen: each child's open then writes the entry, racing the others
     children = [
         subprocess.Popen(
             [sys.executable, "-c", textwrap.dedent(_LOADS_ONCE), str(first)],
