@@ -36,6 +36,10 @@ def side_by_side(recorded: Any, incoming: Any, limit: int = 80) -> tuple[str, st
     end = 0  # the length of the common end, not reaching into the common start
     while end < shortest - start and recorded[-1 - end] == incoming[-1 - end]:
         end += 1
+    while start and recorded[start - 1].isalnum():  # whole words: [concise] against [verbose]
+        start -= 1
+    while end and recorded[-end].isalnum():
+        end -= 1
     return _window(recorded, start, len(recorded) - end), _window(incoming, start, len(incoming) - end)
 
 
