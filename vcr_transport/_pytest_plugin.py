@@ -289,6 +289,9 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
         elif mismatch is not None and mismatch.headline not in str(report.longrepr):
             # The SDK swallowed the mismatch and the test failed on what followed: say what changed.
             report.sections.append(("vcr_transport: replay mismatch", str(mismatch)))
+        shown = raised or mismatch
+        if shown is not None and item.config.get_verbosity() >= 2:
+            report.sections.append(("vcr_transport: the differing values, whole", shown.full_values()))
     return report
 
 
@@ -315,7 +318,10 @@ def _short_mismatch_report(
     lines = str(mismatch).splitlines()
     if excinfo.value is not mismatch:
         lines.append(f"(the SDK raised {type(excinfo.value).__qualname__}: {str(excinfo.value).splitlines()[0]})")
-    lines.append(f"hidden: {len(excinfo.traceback) - 1} frames of the SDK and vcr_transport; -vv shows them")
+    lines.append(
+        f"hidden: {len(excinfo.traceback) - 1} frames of the SDK and vcr_transport; -vv shows them, and the "
+        "differing values whole"
+    )
     location = ReprFileLocation(str(entry.path), entry.lineno + 1, "ReplayMismatch")
     source = [f">   {entry.statement}".rstrip(), *(f"E   {line}" for line in lines)]
     crash = ReprFileLocation(
