@@ -1,7 +1,19 @@
 """The ``vcr-transport`` command: see, check, manage and serve cassettes.
 
-Only ``serve`` opens connections: it replays cassettes over HTTP and, asked to, records through a proxy.
-``--json`` gives machine-readable output where it makes sense."""
+Only ``serve`` and ``drift`` open connections: ``serve`` replays cassettes over HTTP and, asked to, records
+through a proxy; ``drift`` sends a cassette's requests to the live API to compare the answers' shapes.
+
+Conventions, the same for every command (each ``--help`` says them too):
+
+- **Exit status** as diff(1) and ``git diff --exit-code``: 0 all is well (the same, nothing found), 1 a
+  difference or a problem was found, 2 trouble (a missing file, a cassette that can't be read, options that
+  don't go together, no network).
+- **Output**: text for people, ``--json`` for scripts (an object whose ``json_version`` says its shape,
+  docs/reference/cli-json.md); paths as the user would type them, the same in both. Colour on a terminal
+  (``NO_COLOR`` and ``FORCE_COLOR`` honoured, ``_term``), and a progress line on stderr when a long run
+  goes to a terminal.
+- This module parses and prints; ``_manage`` does the work on the files, ``_render`` the text.
+"""
 
 from __future__ import annotations
 
@@ -15,19 +27,21 @@ from pathlib import Path
 from typing import Any
 
 from ._config import ENVIRONMENT_VARIABLE, MODES, find_pyproject, set_mode_in_pyproject
-from ._core._diff import cassette_differences
+from ._core._diff import compared_calls
 from ._core._format import Cassette, RecordedCall
 from ._core._options import Options
 from ._core._view import call_view
 from ._exceptions import CassetteError, VcrTransportError
-from ._html import html_page
 from ._manage import (
+    ImportOutcome,
     UsageProblem,
     cassette_summary,
-    check_deletable,
     find_cassettes,
+    git_setup,
+    import_files,
     project_status,
     prune_reasons,
+    remove_cassettes,
     scan,
     split_cassettes,
     verify,
@@ -35,9 +49,13 @@ from ._manage import (
 from ._render import (
     diff_json,
     diff_lines,
+    drift_json,
+    drift_lines,
+    import_line,
     import_summary,
+    list_json,
     list_lines,
-    plural,
+    removal_lines,
     scan_json,
     scan_lines,
     show_json,
@@ -45,11 +63,13 @@ from ._render import (
     status_lines,
     textconv_lines,
     verify_lines,
+    versioned,
 )
 from ._storage import read_cassette
-from ._vcrpy import ImportProblem, NotACassette, import_vcrpy, plan_imports
+from ._term import Paint, Progress, colour_wanted
+from ._vcrpy import ImportProblem
 
-__all__ = ["main"]
+__all__ = ["build_parser", "main"]
 
 
 def _print_lines(lines: Iterable[str]) -> None:
@@ -61,13 +81,17 @@ def _print_json(value: Any, **options: Any) -> None:
     print(json.dumps(value, indent=2, **options))
 
 
+def _paint() -> Paint:
+    return Paint(colour_wanted(sys.stdout))
+
+
 # --- status and mode ------------------------------------------------------------------------------------
 
 
 def command_status(args: argparse.Namespace) -> int:
     status = project_status(args.mode)
     if args.json:
-        _print_json(status.as_json())
+        _print_json(versioned(status.as_json()))
     else:
         _print_lines(status_lines(status))
     return 0
@@ -89,13 +113,13 @@ def command_set_mode(args: argparse.Namespace) -> int:
 def command_list(args: argparse.Namespace) -> int:
     summaries = [cassette_summary(path) for path in find_cassettes(args.paths)]
     if args.json:
-        _print_json([summary.as_json() for summary in summaries])
+        _print_json(list_json(summaries))
     else:
-        _print_lines(list_lines(summaries))
+        _print_lines(list_lines(summaries, _paint()))
     return 0
 
 
-def _textconv(path: str) -> int:
+def _textconv(path: str, volatile: bool) -> int:
     """git's textconv driver: the cassette one line per field; a file that is no readable cassette is shown as
     it is, under a line saying why, so that ``git diff`` still works."""
     try:
@@ -104,17 +128,33 @@ def _textconv(path: str) -> int:
         print(f"(not a readable cassette: {str(error).splitlines()[0]})")
         sys.stdout.write(Path(path).read_text(encoding="utf-8", errors="replace"))
         return 0
-    _print_lines(textconv_lines(cassette))
+    _print_lines(textconv_lines(cassette, volatile=volatile))
     return 0
 
 
-def _html(args: argparse.Namespace) -> int:
-    page = html_page(read_cassette(args.cassette), read_cassette(args.other) if args.other else None)
-    if args.output:
-        Path(args.output).write_text(page, encoding="utf-8")
-        print(f"wrote {args.output} ({len(page.encode('utf-8'))} bytes): open it in a browser")
+def _write(output: str | None, text: str, what: str) -> None:
+    """``text`` into the file ``output`` (saying so), or to stdout without one (or with ``-``)."""
+    if output and output != "-":
+        Path(output).write_text(text, encoding="utf-8")
+        print(f"wrote {output} ({len(text.encode('utf-8'))} bytes): {what}")
     else:
-        sys.stdout.write(page)
+        sys.stdout.write(text)
+
+
+def _html(args: argparse.Namespace) -> int:
+    from ._html import html_page
+
+    page = html_page(read_cassette(args.cassette), read_cassette(args.other) if args.other else None)
+    _write(args.output, page, "open it in a browser")
+    return 0
+
+
+def _har(args: argparse.Namespace) -> int:
+    from ._har import har_log
+
+    cassette = read_cassette(args.cassette, lazy=True)
+    log = har_log(cassette, _chosen_calls(cassette, args.call))
+    _write(args.har, json.dumps(log, indent=1, ensure_ascii=False) + "\n", "open it in a HAR viewer or devtools")
     return 0
 
 
@@ -123,11 +163,13 @@ def _show_problem(args: argparse.Namespace) -> str | None:
     if args.other and not args.html:
         return "a second cassette is shown with --html only; for field differences: vcr-transport diff A B"
     if args.output and not args.html:
-        return "-o/--output is for --html"
-    if sum([args.json, args.textconv, args.html]) > 1:
-        return "choose one of --json, --textconv, --html"
+        return "-o/--output is for --html (--har takes its own FILE)"
+    if sum([args.json, args.textconv, args.html, args.har is not None]) > 1:
+        return "choose one of --json, --textconv, --html, --har"
     if args.textconv and args.call is not None:
         return "--textconv shows the whole cassette; drop --call"
+    if args.volatile and not args.textconv:
+        return "--volatile is for --textconv (show and --json always show every header)"
     return None
 
 
@@ -145,9 +187,11 @@ def command_show(args: argparse.Namespace) -> int:
     if problem:
         raise UsageProblem(problem)
     if args.textconv:
-        return _textconv(args.cassette)
+        return _textconv(args.cassette, args.volatile)
     if args.html:
         return _html(args)
+    if args.har is not None:
+        return _har(args)
     cassette = read_cassette(args.cassette, lazy=True)  # chunks are read call by call as they are shown
     views = (call_view(call) for call in _chosen_calls(cassette, args.call))  # one at a time: each holds a body
     if args.json:
@@ -158,11 +202,17 @@ def command_show(args: argparse.Namespace) -> int:
 
 
 def command_verify(args: argparse.Namespace) -> int:
-    verification = verify(args.paths, strict=args.strict)
+    progress = Progress("verify")
+    try:
+        verification = verify(
+            args.paths, strict=args.strict, progress=lambda done, total: progress.update(f"{done} of {total} cassettes")
+        )
+    finally:
+        progress.close()
     if args.json:
-        _print_json(verification.as_json())
+        _print_json(versioned(verification.as_json()))
     else:
-        _print_lines(verify_lines(verification))
+        _print_lines(verify_lines(verification, _paint()))
     return 1 if verification.problems else 0
 
 
@@ -171,54 +221,58 @@ def command_verify(args: argparse.Namespace) -> int:
 
 def command_diff(args: argparse.Namespace) -> int:
     a, b = read_cassette(args.a), read_cassette(args.b)
-    found = list(cassette_differences(a, b))
+    compared = list(compared_calls(a, b, volatile=args.volatile))
     if args.json:
-        _print_json(diff_json(found), default=str)
+        _print_json(diff_json(a, b, compared), default=str)
     else:
-        _print_lines(diff_lines(a, b, found))
-    return 1 if found else 0
+        _print_lines(diff_lines(a, b, compared, _paint()))
+    return 1 if any(call.differences for call in compared) else 0
 
 
 # --- scan -----------------------------------------------------------------------------------------------
 
 
+def _megabytes(size: int) -> str:
+    return f"{size / 1e6:,.1f} MB"
+
+
 def command_scan(args: argparse.Namespace) -> int:
-    report = scan(args.paths, args.name or (), args.pattern or ())
+    progress = Progress("scan")
+
+    def advance(files: int, total: int, done: int, size: int) -> None:
+        progress.update(f"{files:,} of {total:,} files, {_megabytes(done)} of {_megabytes(size)}")
+
+    try:
+        report = scan(args.paths, args.name or (), args.pattern or (), progress=advance)
+    finally:
+        progress.close()
     if args.json:
         _print_json(scan_json(report))
     else:
-        _print_lines(scan_lines(report))
-    return 1 if report.hits else 0
+        _print_lines(scan_lines(report, _paint()))
+    return 1 if report.hits or report.problems else 0
 
 
 # --- delete and prune -----------------------------------------------------------------------------------
 
 
-def _remove(paths: list[Path], yes: bool, why: dict[Path, str]) -> int:
-    """Delete (``yes``) or list what would be deleted, each path with why; refused unless all are cassettes."""
-    check_deletable(paths)
-    for path in paths:
-        print(f"{'deleted' if yes else 'would delete'} {path}  ({why[path]})")
-        if yes:
-            path.unlink()
-    if not yes and paths:
-        print("dry run: nothing was deleted; add --yes to delete")
-    if not paths:
-        print("nothing to delete")
+def _print_removal(args: argparse.Namespace, why: dict[Path, str], skipped: list[tuple[Path, str]]) -> int:
+    removal = remove_cassettes(why, yes=args.yes, skipped=skipped)
+    if args.json:
+        _print_json(versioned(removal.as_json()))
+    else:
+        _print_lines(removal_lines(removal))
     return 0
 
 
 def command_delete(args: argparse.Namespace) -> int:
-    paths = [Path(p) for p in args.cassettes]
-    return _remove(paths, args.yes, {p: "named" for p in paths})
+    return _print_removal(args, {Path(p): "named" for p in args.cassettes}, [])
 
 
 def command_prune(args: argparse.Namespace) -> int:
     cassettes, others = split_cassettes(find_cassettes([args.dir] if args.dir else []))
-    for path, problem in others:
-        print(f"skipped {path}: not a cassette ({problem}); prune only deletes cassettes")
     why = prune_reasons(cassettes, older_than=args.older_than, force=args.force)
-    return _remove(sorted(why), args.yes, why)
+    return _print_removal(args, {path: why[path] for path in sorted(why)}, others)
 
 
 # --- import ---------------------------------------------------------------------------------------------
@@ -229,34 +283,69 @@ def command_import(args: argparse.Namespace) -> int:
     cassette that can't be converted (a body that can't be recovered, a file that would not read back) is
     refused in one line; the run goes on. Ends with a summary; exits 1 when a cassette was refused or none of
     the files was one."""
-    try:
-        plan = plan_imports(args.files, args.out)
-    except ImportProblem as problem:
-        raise UsageProblem(str(problem)) from None
-    converted, calls = 0, 0
-    refused: list[CassetteError] = []
-    skipped = 0
-    for source, target in plan:
-        try:
-            count = import_vcrpy(source, target)
-        except ImportProblem as problem:
-            raise UsageProblem(str(problem)) from None
-        except NotACassette as other:
-            skipped += 1
-            print(f"skipped: {other}")
-            continue
-        except CassetteError as error:
-            refused.append(error)
-            one_line = str(error).replace("\n  fix: ", "; fix: ")
-            print(f"refused: {one_line}", file=sys.stderr)
-            continue
-        converted, calls = converted + 1, calls + count
-        print(f"imported {plural(count, 'call')}: {source} -> {target}")
-    if converted:
-        print("note: vcrpy keeps no chunk boundaries, so each body came in whole, as one chunk; re-record to get them")
-        print("note: these cassettes match as vcrpy did (match_on in their header); see the docs to tighten it")
-    print(import_summary(converted, calls, refused, skipped))
+    outcomes: list[ImportOutcome] = []
+    for outcome in import_files(args.files, args.out):
+        outcomes.append(outcome)
+        if not args.json:
+            print(import_line(outcome), file=sys.stderr if outcome.refused is not None else sys.stdout)
+    converted = [o for o in outcomes if o.refused is None and o.skipped is None]
+    refused = [o.refused for o in outcomes if o.refused is not None]
+    skipped = sum(o.skipped is not None for o in outcomes)
+    calls = sum(o.calls for o in converted)
+    if args.json:
+        files = [outcome.as_json() for outcome in outcomes]
+        _print_json(versioned({"files": files, "converted": len(converted), "calls": calls}))
+    else:
+        if converted:
+            print(
+                "note: vcrpy keeps no chunk boundaries, so each body came in whole, as one chunk; re-record to get them"
+            )
+            print("note: these cassettes match as vcrpy did (match_on in their header); see the docs to tighten it")
+        print(import_summary(len(converted), calls, refused, skipped))
     return 1 if refused or not converted else 0
+
+
+# --- drift ----------------------------------------------------------------------------------------------
+
+
+def command_drift(args: argparse.Namespace) -> int:
+    from ._drift import DriftProblem, check_drift  # lazily: it imports httpx2
+
+    upstreams = dict(_upstreams(args.upstream or []))
+    progress = Progress("drift")
+    try:
+        report = check_drift(
+            find_cassettes(args.cassettes),
+            upstreams=upstreams,
+            timeout=args.timeout,
+            progress=lambda done, total: progress.update(f"{done} of {total} calls"),
+        )
+    except DriftProblem as problem:
+        raise UsageProblem(str(problem)) from None
+    finally:
+        progress.close()
+    if args.json:
+        _print_json(drift_json(report))
+    else:
+        _print_lines(drift_lines(report, _paint()))
+    return report.exit_status
+
+
+# --- git-setup and completion ---------------------------------------------------------------------------
+
+
+def command_git_setup(args: argparse.Namespace) -> int:
+    for line in git_setup(Path.cwd(), sys.executable, dry_run=args.dry_run):
+        print(line)
+    return 0
+
+
+def command_completion(args: argparse.Namespace) -> int:
+    from importlib import resources
+
+    script = resources.files("vcr_transport").joinpath("completions", f"vcr-transport.{args.shell}")
+    sys.stdout.write(script.read_text(encoding="utf-8"))
+    return 0
 
 
 # --- serve ----------------------------------------------------------------------------------------------
@@ -306,7 +395,7 @@ def command_serve(args: argparse.Namespace) -> int:
     return 0
 
 
-# --- entry point ----------------------------------------------------------------------------------------
+# --- the parser: every command with a description, its defaults, examples and exit status ---------------
 
 
 def _version() -> str:
@@ -315,94 +404,308 @@ def _version() -> str:
     return __version__
 
 
-@functools.cache  # argparse parsers are reusable; building one costs more than checking a small cassette
-def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
-        prog="vcr-transport",
-        description="See, check, manage and serve vcr_transport cassettes. "
-        "Only serve, as a recording proxy, records or uses the network.",
-        epilog="Without a path, commands look in cassette_dir of [tool.vcr_transport], else in every folder "
-        "named 'cassettes' under the project. 'vcr-transport COMMAND --help' describes one command.",
-    )
-    parser.add_argument("--version", action="version", version=f"%(prog)s {_version()}")
-    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+TROUBLE = "trouble: a path that isn't there, a cassette that can't be read, options that don't go together"
+_REPORTED = {"0": "done", "2": TROUBLE}
 
-    status = commands.add_parser("status", help="the mode in force, where it came from, and the cassettes found")
-    status.add_argument("--mode", choices=MODES, help="an explicit mode, as a script would pass it")
-    status.add_argument("--json", action="store_true", help="machine-readable output")
+
+def _command(
+    commands: Any,
+    name: str,
+    summary: str,
+    description: str,
+    examples: Iterable[str],
+    exits: dict[str, str] | None = None,
+) -> argparse.ArgumentParser:
+    """A subcommand whose help gives a description, examples and its exit status (0/1/2)."""
+    codes = exits or _REPORTED
+    epilog = "examples:\n" + "".join(f"  {example}\n" for example in examples)
+    epilog += "\nexit status:\n" + "".join(f"  {code}  {meaning}\n" for code, meaning in codes.items())
+    return commands.add_parser(  # type: ignore[no-any-return]
+        name,
+        help=summary,
+        description=description,
+        epilog=epilog,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+
+
+def _json_flag(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--json", action="store_true", help="machine-readable output (versioned shapes: docs/reference/cli-json.md)"
+    )
+
+
+def _add_status_and_modes(commands: Any) -> None:
+    status = _command(
+        commands,
+        "status",
+        "the mode in force, where it came from, and the cassettes found",
+        "The mode in force (argument, VCR_TRANSPORT_MODE, pyproject.toml, or the default auto) and where it "
+        "came from, the cassette folders, and how many cassettes and calls they hold. Works with broken "
+        "cassettes (it counts them).",
+        ["vcr-transport status", "vcr-transport status --mode replay --json"],
+    )
+    status.add_argument("--mode", choices=MODES, help="an explicit mode, as a script would pass it (default: none)")
+    _json_flag(status)
     status.set_defaults(run=command_status)
     for mode in MODES:
-        persist = commands.add_parser(mode, help=f"save mode {mode!r} in pyproject.toml [tool.vcr_transport]")
+        persist = _command(
+            commands,
+            mode,
+            f"save mode {mode!r} in pyproject.toml [tool.vcr_transport]",
+            f"Save mode {mode!r} in [tool.vcr_transport] of the nearest pyproject.toml (created when there is "
+            "none), leaving the rest of the file as it was. VCR_TRANSPORT_MODE still takes precedence.",
+            [f"vcr-transport {mode}"],
+        )
         persist.set_defaults(run=command_set_mode)
 
-    listing = commands.add_parser("list", help="one line per cassette: version, calls, size, completeness, hosts")
-    listing.add_argument("paths", nargs="*", metavar="DIR")
-    listing.add_argument("--json", action="store_true", help="machine-readable output")
+
+def _add_list_show(commands: Any) -> None:
+    listing = _command(
+        commands,
+        "list",
+        "one line per cassette: version, calls, size, completeness, hosts",
+        "One line per cassette: format version, number of calls, size, whether every call is complete, and the "
+        "hosts. A cassette that can't be read is listed as UNREADABLE with why (verify says more).",
+        ["vcr-transport list", "vcr-transport list tests/cassettes --json"],
+    )
+    listing.add_argument("paths", nargs="*", metavar="DIR", help="folders or files (default: the project's)")
+    _json_flag(listing)
     listing.set_defaults(run=command_list)
 
-    show = commands.add_parser("show", help="a cassette call by call; --textconv for git diff, --html for a page")
+    show = _command(
+        commands,
+        "show",
+        "a cassette call by call; --textconv for git diff, --html for a page, --har for devtools",
+        "A cassette call by call: method, URL, the request body, status and headers, timings, a stream "
+        "event by event (content-encodings undone), incomplete calls marked. --textconv gives one line per "
+        "field for git's diff driver (volatile fields left out), --html one self-contained HTML page, --har "
+        "a HAR 1.2 file for browser devtools and HAR viewers.",
+        [
+            "vcr-transport show tests/cassettes/chat.jsonl --call 1",
+            "vcr-transport show chat.jsonl --html -o chat.html",
+            "vcr-transport show old.jsonl new.jsonl --html -o review.html",
+            "vcr-transport show chat.jsonl --har chat.har",
+        ],
+    )
     show.add_argument("cassette")
     show.add_argument("other", nargs="?", metavar="CASSETTE_B", help="with --html: show B and what changed from A")
-    show.add_argument("--call", type=int, metavar="N", help="only call N")
-    show.add_argument("--json", action="store_true", help="machine-readable output")
+    show.add_argument("--call", type=int, metavar="N", help="only call N (default: every call)")
+    _json_flag(show)
     show.add_argument("--textconv", action="store_true", help="one line per field, for git diff (a textconv driver)")
+    show.add_argument("--volatile", action="store_true", help="with --textconv: show volatile headers and fields too")
     show.add_argument("--html", action="store_true", help="one self-contained HTML page (offline)")
-    show.add_argument("-o", "--output", metavar="FILE", help="with --html: write the page here, not to stdout")
+    show.add_argument("-o", "--output", metavar="FILE", help="with --html: write the page here (default: stdout)")
+    show.add_argument("--har", metavar="FILE", help="write the calls as a HAR 1.2 file ('-': stdout)")
     show.set_defaults(run=command_show)
 
-    diff = commands.add_parser("diff", help="what differs between two cassettes, call by call; exit 1 when they differ")
+
+def _add_diff_verify_scan(commands: Any) -> None:
+    diff = _command(
+        commands,
+        "diff",
+        "what differs between two cassettes, call by call; exit 1 when they differ",
+        "What differs between two cassettes, field by field. Calls are paired by their requests, not by "
+        "position; what changes on every recording (request ids, dates, rate-limit counters, the ids in "
+        "answers) is left out unless --volatile; whitespace-only and padding-only changes are said so; long "
+        "values (base64, images) are cut to a head, a length and a hash.",
+        ["vcr-transport diff old.jsonl new.jsonl", "vcr-transport diff --json a.jsonl b.jsonl"],
+        {"0": "the cassettes are the same", "1": "they differ", "2": TROUBLE},
+    )
     diff.add_argument("a")
     diff.add_argument("b")
-    diff.add_argument("--json", action="store_true", help="machine-readable output")
+    diff.add_argument("--volatile", action="store_true", help="show the volatile differences too")
+    _json_flag(diff)
     diff.set_defaults(run=command_diff)
 
-    verify = commands.add_parser("verify", help="check cassettes for CI; exit 1 on problems")
-    verify.add_argument("paths", nargs="*", metavar="CASSETTE_OR_DIR")
-    verify.add_argument("--strict", action="store_true", help="incomplete calls are problems too")
-    verify.add_argument("--json", action="store_true", help="machine-readable output")
-    verify.set_defaults(run=command_verify)
+    verify_ = _command(
+        commands,
+        "verify",
+        "check cassettes for CI; exit 1 on problems",
+        "Check cassettes by the format's own rules: the version, every value, every call_end with its count, "
+        "orphan lines, unreadable lines (file:line). Incomplete calls are notes (problems with --strict); a "
+        "folder with no cassette is a problem.",
+        ["vcr-transport verify", "vcr-transport verify tests/cassettes --strict --json"],
+        {"0": "no problem", "1": "problems found", "2": TROUBLE},
+    )
+    verify_.add_argument("paths", nargs="*", metavar="CASSETTE_OR_DIR", help="(default: the project's cassettes)")
+    verify_.add_argument("--strict", action="store_true", help="incomplete calls are problems too")
+    _json_flag(verify_)
+    verify_.set_defaults(run=command_verify)
 
-    scan = commands.add_parser("scan", help="find secrets in cassettes or any files; exit 1 when found")
-    scan.add_argument("paths", nargs="+", metavar="PATH")
-    scan.add_argument("--name", action="append", help="another secret name (repeatable)")
-    scan.add_argument("--pattern", action="append", help="another secret regex (repeatable)")
-    scan.add_argument("--json", action="store_true", help="machine-readable output")
-    scan.set_defaults(run=command_scan)
+    scan_ = _command(
+        commands,
+        "scan",
+        "find secrets in cassettes or any files; exit 1 when found",
+        "Find secrets in cassettes or any text file with the redaction engine itself: secret shapes, "
+        "secret-named keys, NAME=value lines, base64 payloads, each recorded stream reassembled. Findings are "
+        "masked. A line nested too deep to read as JSON is searched as text and reported.",
+        ["vcr-transport scan tests/cassettes", "vcr-transport scan . --name x-internal-token --json"],
+        {"0": "no secret found", "1": "secrets found, or a line that could not be scanned whole", "2": TROUBLE},
+    )
+    scan_.add_argument("paths", nargs="+", metavar="PATH")
+    scan_.add_argument("--name", action="append", help="another secret name (repeatable)")
+    scan_.add_argument("--pattern", action="append", help="another secret regex (repeatable)")
+    _json_flag(scan_)
+    scan_.set_defaults(run=command_scan)
 
-    delete = commands.add_parser("delete", help="delete cassettes (a dry run unless --yes)")
+
+def _add_delete_prune_import(commands: Any) -> None:
+    removed = {"0": "done (or a dry run)", "2": TROUBLE + "; a path that is not a cassette (nothing is deleted)"}
+    delete = _command(
+        commands,
+        "delete",
+        "delete cassettes (a dry run unless --yes)",
+        "Delete cassettes; a dry run without --yes. Only cassettes (a regular file whose first line is a "
+        "cassette header): anything else named refuses the whole command.",
+        ["vcr-transport delete tests/cassettes/old.jsonl", "vcr-transport delete tests/cassettes/old.jsonl --yes"],
+        removed,
+    )
     delete.add_argument("cassettes", nargs="+")
-    delete.add_argument("--yes", action="store_true", help="really delete")
+    delete.add_argument("--yes", action="store_true", help="really delete (default: a dry run)")
+    _json_flag(delete)
     delete.set_defaults(run=command_delete)
 
-    prune = commands.add_parser(
-        "prune", help="delete cassettes the last test run did not use, or old ones (a dry run unless --yes)"
+    prune = _command(
+        commands,
+        "prune",
+        "delete cassettes the last test run did not use, or old ones (a dry run unless --yes)",
+        "Delete the cassettes no test used in the last complete run (the pytest plugin's ledger), or those "
+        "not modified for DAYS; a dry run without --yes. After a partial run it refuses and says why. Files "
+        "that are not cassettes are skipped.",
+        ["vcr-transport prune", "vcr-transport prune --older-than 90 --yes"],
+        removed,
     )
-    prune.add_argument("dir", nargs="?")
+    prune.add_argument("dir", nargs="?", help="(default: the project's cassette folders)")
     prune.add_argument("--older-than", type=float, metavar="DAYS", help="by age instead of by the last test run")
-    prune.add_argument("--yes", action="store_true", help="really delete")
+    prune.add_argument("--yes", action="store_true", help="really delete (default: a dry run)")
     prune.add_argument("--force", action="store_true", help="prune by the last run even when it was partial")
+    _json_flag(prune)
     prune.set_defaults(run=command_prune)
 
-    importing = commands.add_parser("import", help="convert vcrpy YAML cassettes to this format, redacting on the way")
+    importing = _command(
+        commands,
+        "import",
+        "convert vcrpy YAML cassettes to this format, redacting on the way",
+        "Convert vcrpy YAML cassettes (files, or folders searched recursively) to JSONL cassettes, redacting "
+        "on the way. YAML that is no vcrpy cassette is skipped; a cassette that can't be converted is refused "
+        "with why, and the run goes on. Needs PyYAML.",
+        ["vcr-transport import tests/cassettes --out tests/cassettes_v1"],
+        {"0": "every cassette converted", "1": "a cassette was refused, or none of the files was one", "2": TROUBLE},
+    )
     importing.add_argument("files", nargs="+", metavar="FILE_OR_DIR")
     importing.add_argument("--out", help="folder for the converted cassettes (default: beside each file)")
+    _json_flag(importing)
     importing.set_defaults(run=command_import)
-    serve = commands.add_parser("serve", help="replay cassettes over HTTP to any client, or record through a proxy")
+
+
+def _add_drift_tools(commands: Any) -> None:
+    drift = _command(
+        commands,
+        "drift",
+        "send a cassette's requests to the live API and compare the answers' shapes (uses the network)",
+        "Send each recorded request to the live upstream (the host it was recorded with, or --upstream), with "
+        "the credentials of the environment (OPENAI_API_KEY, ANTHROPIC_API_KEY, GEMINI_API_KEY or "
+        "GOOGLE_API_KEY) in place of the removed ones, and compare the answer's shape with the recording: "
+        "status, content type, JSON structure and types, stream event types. Writes nothing; each call is "
+        "reported identical or changed, with the field paths that changed. Costs what the requests cost.",
+        [
+            "vcr-transport drift tests/cassettes/chat.jsonl",
+            "vcr-transport drift chat.jsonl --upstream openai=http://127.0.0.1:8000",
+        ],
+        {"0": "every answer has the recorded shape", "1": "a shape changed", "2": TROUBLE + "; a request failed"},
+    )
+    drift.add_argument("cassettes", nargs="+", metavar="CASSETTE_OR_DIR")
+    drift.add_argument(
+        "--upstream", action="append", metavar="VENDOR=URL", help="send openai|anthropic|google calls here"
+    )
+    drift.add_argument("--timeout", type=float, default=60.0, help="seconds per request (default: 60)")
+    _json_flag(drift)
+    drift.set_defaults(run=command_drift)
+
+    setup = _command(
+        commands,
+        "git-setup",
+        "set up git diff's textconv driver for cassettes, with this interpreter's path",
+        "Add '**/cassettes/**/*.jsonl diff=vcr' to .gitattributes and set diff.vcr.textconv in this clone's "
+        "git config to this Python's absolute path with '-m vcr_transport show --textconv', so git diff and "
+        "git log -p work without an active virtualenv. Run it again if the virtualenv moves.",
+        ["vcr-transport git-setup", "vcr-transport git-setup --dry-run"],
+    )
+    setup.add_argument("--dry-run", action="store_true", help="say what would be done, change nothing")
+    setup.set_defaults(run=command_git_setup)
+
+    completion = _command(
+        commands,
+        "completion",
+        "print a shell completion script (bash, zsh, fish)",
+        "Print the completion script for a shell; it was generated from this parser when the package was built "
+        "and needs nothing at run time.",
+        [
+            "vcr-transport completion bash > ~/.local/share/bash-completion/completions/vcr-transport",
+            "vcr-transport completion zsh > ~/.zfunc/_vcr-transport",
+            "vcr-transport completion fish > ~/.config/fish/completions/vcr-transport.fish",
+        ],
+    )
+    completion.add_argument("shell", choices=("bash", "zsh", "fish"))
+    completion.set_defaults(run=command_completion)
+
+
+def _add_serve(commands: Any) -> None:
+    serve = _command(
+        commands,
+        "serve",
+        "replay cassettes over HTTP to any client, or record through a proxy",
+        "Replay cassettes over HTTP/1.1 to any client, whatever its language, on 127.0.0.1; or, with --mode "
+        "record or record-on-miss and --upstream, record through a proxy. Requests are matched across every "
+        "cassette given, unordered; a miss gets a 400 naming the nearest recorded call.",
+        [
+            "vcr-transport serve tests/cassettes/chat.jsonl --port 8000",
+            "vcr-transport serve new.jsonl --mode record --upstream openai=https://api.openai.com",
+        ],
+        {"0": "stopped", "2": TROUBLE},
+    )
     serve.add_argument("paths", nargs="+", metavar="CASSETTE_OR_DIR")
-    serve.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1)")
-    serve.add_argument("--port", type=int, default=0, help="port (default 0: a free one, printed)")
-    serve.add_argument("--mode", choices=("replay", "record", "record-on-miss"), default="replay")
+    serve.add_argument("--host", default="127.0.0.1", help="address to listen on (default: 127.0.0.1)")
+    serve.add_argument("--port", type=int, default=0, help="port (default: 0, a free one, printed)")
+    serve.add_argument(
+        "--mode", choices=("replay", "record", "record-on-miss"), default="replay", help="(default: replay)"
+    )
     serve.add_argument(
         "--upstream", action="append", metavar="VENDOR=URL", help="openai|anthropic|google=URL (record modes)"
     )
-    serve.add_argument("--pace", type=float, nargs="?", const=1.0, metavar="FACTOR", help="recorded timing")
+    serve.add_argument(
+        "--pace", type=float, nargs="?", const=1.0, metavar="FACTOR", help="recorded timing (1.0 when given alone)"
+    )
     serve.add_argument("--fault", action="append", metavar="SPEC", help="inject a fault, e.g. cut:after=3")
     serve.add_argument("--match-headers", action="store_true", help="compare request headers too (as in-process)")
     serve.add_argument("--ignore-header", action="append", metavar="NAME", help="a header matching skips")
     serve.add_argument("--ignore-field", action="append", metavar="FIELD", help="a body field matching skips")
     serve.add_argument("--allow-remote", action="store_true", help="listen beyond loopback (keys cross in clear)")
-    serve.add_argument("--grace", type=float, default=30.0, help="seconds calls in flight get on SIGTERM")
+    serve.add_argument("--grace", type=float, default=30.0, help="seconds calls in flight get on SIGTERM (default: 30)")
     serve.set_defaults(run=command_serve)
+
+
+@functools.cache  # argparse parsers are reusable; building one costs more than checking a small cassette
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="vcr-transport",
+        description="See, check, manage and serve vcr_transport cassettes. "
+        "Only serve, as a recording proxy, records; only serve and drift use the network.",
+        epilog="Without a path, commands look in cassette_dir of [tool.vcr_transport], else in every folder "
+        "named 'cassettes' under the project. 'vcr-transport COMMAND --help' describes one command.\n\n"
+        "exit status: 0 all is well, 1 a difference or a problem was found, 2 trouble.\n"
+        "colour: on a terminal; NO_COLOR=1 turns it off, FORCE_COLOR=1 on.",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument("--version", action="version", version=f"%(prog)s {_version()}")
+    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    _add_status_and_modes(commands)
+    _add_list_show(commands)
+    _add_diff_verify_scan(commands)
+    _add_delete_prune_import(commands)
+    _add_serve(commands)
+    _add_drift_tools(commands)
     return parser
 
 
@@ -410,12 +713,9 @@ def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
         return int(args.run(args))
-    except (UsageProblem, ImportProblem) as problem:
+    except (UsageProblem, ImportProblem, VcrTransportError) as problem:
         print(f"vcr-transport {args.command}: {problem}", file=sys.stderr)
         return 2
-    except VcrTransportError as error:
-        print(f"vcr-transport {args.command}: {error}", file=sys.stderr)
-        return 1
     except BrokenPipeError:  # the output was piped into head or less, which stopped reading
         sys.stderr.close()
         return 0

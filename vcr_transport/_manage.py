@@ -1,36 +1,54 @@
 """The work of the management commands, on the files: finding a project's cassettes, the project's status, a
-cassette's summary (``list``), what ``verify`` reports, the secrets ``scan`` finds, and what ``delete`` and
-``prune`` may remove. Never the network. The CLI prints what these return (``_render``)."""
+cassette's summary (``list``), what ``verify`` reports, the secrets ``scan`` finds, what ``delete`` and
+``prune`` may remove and removing it, and converting vcrpy cassettes (``import``). Never the network. The CLI
+prints what these return (``_render``).
+
+Every path these report is shown as the user would type it (``shown_path``): relative to the working folder
+when inside it, in the text and in ``--json`` alike.
+"""
 
 from __future__ import annotations
 
 import os
+import re
+import shlex
+import subprocess
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
 from ._config import SKIPPED_FOLDERS, cassette_folders, find_pyproject, resolve_mode
+from ._core._format import MAX_NESTING, Finding
 from ._core._redaction import Redactor
 from ._core._scan import scan_document
 from ._exceptions import CassetteError
 from ._ledger import LedgerProblem, read_ledger
 from ._storage import check_cassette, not_a_cassette, read_cassette, read_outline
+from ._vcrpy import ImportProblem, NotACassette, import_vcrpy, plan_imports
 
 __all__ = [
     "CassetteSummary",
+    "ImportOutcome",
+    "Problem",
     "ProjectStatus",
+    "Removal",
     "ScanReport",
+    "SecretFound",
     "UsageProblem",
     "Verification",
     "cassette_summary",
     "check_deletable",
     "find_cassettes",
+    "git_setup",
+    "import_files",
     "project_status",
     "prune_reasons",
+    "remove_cassettes",
     "scan",
+    "shown_path",
     "split_cassettes",
     "verify",
 ]
@@ -39,6 +57,43 @@ __all__ = [
 class UsageProblem(Exception):
     """A command that can't be carried out as given (a path that isn't there, a file that is no cassette, a
     partial test run to prune by...); the message says what to do."""
+
+
+def shown_path(path: str | Path) -> str:
+    """A path as the user would type it: relative to the working folder when inside it, else as it is."""
+    try:
+        return str(Path(path).resolve().relative_to(Path.cwd().resolve()))
+    except (ValueError, OSError):
+        return str(path)
+
+
+_FIELD = re.compile(r"\bfield '([^']+)'")
+
+
+@dataclass
+class Problem:
+    """Something a command found wrong, as ``--json`` gives it: ``{path, line, field, message, fix}`` (the
+    line and field are null when unknown; the fix is "" when there is none to give)."""
+
+    path: str
+    line: int | None
+    message: str
+    fix: str = ""
+    field: str | None = None
+
+    @classmethod
+    def of(cls, finding: Finding | CassetteError) -> Problem:
+        """A cassette's problem (``verify``'s findings, a CassetteError), its field read from the message."""
+        message = finding.problem
+        named = _FIELD.search(message)
+        return cls(shown_path(finding.path), finding.line, message, finding.fix, named[1] if named else None)
+
+    def __str__(self) -> str:
+        where = self.path if self.line is None else f"{self.path}:{self.line}"
+        return f"{where}: {self.message}" + (f"\n  fix: {self.fix}" if self.fix else "")
+
+    def as_json(self) -> dict[str, Any]:
+        return {"path": self.path, "line": self.line, "field": self.field, "message": self.message, "fix": self.fix}
 
 
 def _project_root() -> Path:
@@ -87,7 +142,7 @@ class ProjectStatus:
             "mode": self.mode,
             "source": self.source,
             "ci": self.ci,
-            "cassette_dirs": [str(f) for f in self.folders],
+            "cassette_dirs": [shown_path(f) for f in self.folders],
             "cassettes": self.cassettes,
             "broken": self.broken,
             "calls": self.calls,
@@ -117,7 +172,7 @@ class CassetteSummary:
 
     path: Path
     size: int
-    problem: str | None = None
+    problem: Problem | None = None
     format_version: Any = None
     calls: int = 0
     hosts: list[str] = field(default_factory=list)
@@ -125,9 +180,14 @@ class CassetteSummary:
 
     def as_json(self) -> dict[str, Any]:
         if self.problem is not None:
-            return {"path": str(self.path), "size": self.size, "readable": False, "problem": self.problem}
+            return {
+                "path": shown_path(self.path),
+                "size": self.size,
+                "readable": False,
+                "problem": self.problem.as_json(),
+            }
         return {
-            "path": str(self.path),
+            "path": shown_path(self.path),
             "size": self.size,
             "readable": True,
             "format_version": self.format_version,
@@ -143,7 +203,7 @@ def cassette_summary(path: Path) -> CassetteSummary:
     try:
         cassette = read_outline(path)
     except CassetteError as error:
-        return CassetteSummary(path, path.stat().st_size, problem=str(error))
+        return CassetteSummary(path, path.stat().st_size, problem=Problem.of(error))
     return CassetteSummary(
         path,
         path.stat().st_size,
@@ -163,36 +223,42 @@ class Verification:
     were recorded incomplete (problems too when ``strict``)."""
 
     cassettes: int
-    problems: list[str]
-    notes: list[str]
+    problems: list[Problem]
+    notes: list[Problem]
     with_problems: int  # cassettes with at least one problem
 
     def as_json(self) -> dict[str, Any]:
-        return {"cassettes": self.cassettes, "problems": self.problems, "incomplete": self.notes}
+        return {
+            "cassettes": self.cassettes,
+            "problems": [problem.as_json() for problem in self.problems],
+            "incomplete": [note.as_json() for note in self.notes],
+        }
 
 
-def _findings(path: Path, strict: bool) -> tuple[list[str], list[str]]:
+def _findings(path: Path, strict: bool) -> tuple[list[Problem], list[Problem]]:
     """(problems, notes) of one cassette: a call recorded incomplete is a note, or with ``strict`` a problem."""
     findings = list(check_cassette(path))
     if strict:
-        return [str(f) for f in findings], []
-    return [str(f) for f in findings if not f.incomplete], [str(f) for f in findings if f.incomplete]
+        return [Problem.of(f) for f in findings], []
+    return [Problem.of(f) for f in findings if not f.incomplete], [Problem.of(f) for f in findings if f.incomplete]
 
 
-def verify(named: Sequence[str], *, strict: bool) -> Verification:
+def verify(named: Sequence[str], *, strict: bool, progress: Callable[[int, int], None] | None = None) -> Verification:
     """``verify`` of the cassettes ``named`` (files and folders), or of the project's when none is named. A
-    named folder without a cassette is a problem."""
+    named folder without a cassette is a problem. ``progress(done, total)`` is called after each cassette."""
     paths = find_cassettes(named)
-    problems: list[str] = []
-    notes: list[str] = []
+    problems: list[Problem] = []
+    notes: list[Problem] = []
     with_problems = 0
-    for path in paths:
+    for done, path in enumerate(paths, start=1):
         found, incomplete = _findings(path, strict)
         problems += found
         notes += incomplete
         with_problems += bool(found)
-    empty = [str(p) for p in named if Path(p).is_dir() and not _cassettes_in([p])]
-    problems += [f"{folder}: no cassette (*.jsonl) in this folder" for folder in empty]
+        if progress is not None:
+            progress(done, len(paths))
+    empty = [p for p in named if Path(p).is_dir() and not _cassettes_in([p])]
+    problems += [Problem(shown_path(folder), None, "no cassette (*.jsonl) in this folder") for folder in empty]
     return Verification(len(paths), problems, notes, with_problems)
 
 
@@ -205,27 +271,89 @@ def _masked(secret: str) -> str:
     return (secret[:4] + "…" + f"({len(secret)} chars)") if len(secret) > 4 else "…"
 
 
-def _scan_file(path: Path, redactor: Redactor) -> Iterator[tuple[int, str]]:
-    """(line, masked secret) for every secret in a file, by the redaction engine (``_core._scan``); nothing
-    for a file that can't be read."""
+def _depth(line: str) -> int:
+    """How deeply the JSON arrays and objects of a line nest (brackets inside strings not counted)."""
+    depth = deepest = 0
+    in_string = escaped = False
+    for character in line:
+        if in_string:
+            if escaped:
+                escaped = False
+            elif character == "\\":
+                escaped = True
+            elif character == '"':
+                in_string = False
+        elif character == '"':
+            in_string = True
+        elif character in "[{":
+            depth += 1
+            deepest = max(deepest, depth)
+        elif character in "]}":
+            depth -= 1
+    return deepest
+
+
+def _too_deep(lines: list[str]) -> list[int]:
+    """The numbers of the lines that nest deeper than a cassette line may (``MAX_NESTING``)."""
+    return [
+        number
+        for number, line in enumerate(lines, start=1)
+        if line.count("[") + line.count("{") > MAX_NESTING and _depth(line) > MAX_NESTING
+    ]
+
+
+NESTED_TOO_DEEP = "nested too deep to scan as JSON; its text was searched, its JSON values were not"
+_DEEP_FIX = f"no cassette line nests deeper than {MAX_NESTING} levels: the file is damaged or not a cassette"
+
+
+def _scan_file(path: Path, redactor: Redactor) -> tuple[list[tuple[int, str]], list[Problem]]:
+    """(line, masked secret) for every secret in a file, by the redaction engine (``_core._scan``), and the
+    lines that could not be scanned whole; nothing for a file that can't be read. A line nested too deep for
+    the engine's JSON reading (it raises RecursionError) is searched as text and reported as a problem."""
     try:
         text = path.read_text(encoding="utf-8", errors="surrogateescape")
     except OSError:
-        return
-    for number, secret in scan_document(redactor, text):
-        yield number, _masked(secret)
+        return [], []
+    try:
+        return [(number, _masked(secret)) for number, secret in scan_document(redactor, text)], []
+    except RecursionError:
+        pass
+    lines = text.splitlines(keepends=True)  # numbered as scan_document numbers them
+    deep = _too_deep(lines)
+    for number in deep:  # a line that does not start with "{" is searched as text, not read as JSON
+        lines[number - 1] = " " + lines[number - 1]
+    problems = [Problem(shown_path(path), number, NESTED_TOO_DEEP, _DEEP_FIX) for number in deep]
+    try:
+        found = [(number, _masked(secret)) for number, secret in scan_document(redactor, "".join(lines))]
+    except RecursionError:  # deep somewhere this search can't tell: the file as a whole
+        return [], [Problem(shown_path(path), None, "nested too deep to scan", _DEEP_FIX)]
+    return found, problems
+
+
+@dataclass
+class SecretFound:
+    path: Path
+    line: int
+    secret: str  # masked: its first four characters and its length
+
+    def as_json(self) -> dict[str, Any]:
+        problem = Problem(
+            shown_path(self.path),
+            self.line,
+            f"secret-shaped value {self.secret}",
+            "remove it (or re-record with the name added to redaction) and rotate the credential",
+        )
+        return problem.as_json() | {"secret": self.secret}
 
 
 @dataclass
 class ScanReport:
     files: list[Path]  # every file scanned
-    hits: list[tuple[Path, int, str]]  # (file, line, masked secret)
+    hits: list[SecretFound]
+    problems: list[Problem] = field(default_factory=list)  # lines that could not be scanned whole
 
 
-def scan(named: Sequence[str], names: Sequence[str], patterns: Sequence[str]) -> ScanReport:
-    """``scan`` of the files named and every file under the folders named, with the redaction rules plus
-    the secret ``names`` and regex ``patterns`` given."""
-    redactor = Redactor(names, patterns)
+def _files_in(named: Sequence[str]) -> list[Path]:
     files: list[Path] = []
     for raw in named:
         path = Path(raw)
@@ -235,8 +363,38 @@ def scan(named: Sequence[str], names: Sequence[str], patterns: Sequence[str]) ->
             files.append(path)
         else:
             raise UsageProblem(f"{path}: no such file or folder")
-    hits = [(path, number, secret) for path in files for number, secret in _scan_file(path, redactor)]
-    return ScanReport(files, hits)
+    return files
+
+
+def _size(path: Path) -> int:
+    try:
+        return path.stat().st_size
+    except OSError:
+        return 0
+
+
+def scan(
+    named: Sequence[str],
+    names: Sequence[str],
+    patterns: Sequence[str],
+    progress: Callable[[int, int, int, int], None] | None = None,
+) -> ScanReport:
+    """``scan`` of the files named and every file under the folders named, with the redaction rules plus
+    the secret ``names`` and regex ``patterns`` given. ``progress(files done, files, bytes done, bytes)`` is
+    called after each file."""
+    redactor = Redactor(names, patterns)
+    files = _files_in(named)
+    sizes = [_size(path) for path in files]
+    total, done = sum(sizes), 0
+    report = ScanReport(files, [])
+    for number, (path, size) in enumerate(zip(files, sizes, strict=True), start=1):
+        found, problems = _scan_file(path, redactor)
+        report.hits += [SecretFound(path, line, secret) for line, secret in found]
+        report.problems += problems
+        done += size
+        if progress is not None:
+            progress(number, len(files), done, total)
+    return report
 
 
 # --- delete and prune -----------------------------------------------------------------------------------
@@ -251,6 +409,33 @@ def check_deletable(paths: Sequence[Path]) -> None:
             + "; ".join(f"{path} is not a cassette ({problem})" for path, problem in refused.items())
             + ". delete and prune only remove vcr_transport cassettes (a file whose first line is a cassette header)"
         )
+
+
+@dataclass
+class Removal:
+    """What ``delete`` or ``prune`` removed (``deleted``) or would remove (a dry run), each with why, and
+    the files ``prune`` skipped as no cassettes."""
+
+    deleted: bool
+    removed: list[tuple[Path, str]]
+    skipped: list[tuple[Path, str]] = field(default_factory=list)
+
+    def as_json(self) -> dict[str, Any]:
+        return {
+            "deleted": self.deleted,
+            "cassettes": [{"path": shown_path(path), "why": why} for path, why in self.removed],
+            "skipped": [{"path": shown_path(path), "why": why} for path, why in self.skipped],
+        }
+
+
+def remove_cassettes(why: dict[Path, str], *, yes: bool, skipped: Sequence[tuple[Path, str]] = ()) -> Removal:
+    """Delete the cassettes ``why`` names (``yes``), or say which would be deleted; refused as a whole
+    (``check_deletable``) unless every one is a cassette."""
+    paths = list(why)
+    check_deletable(paths)
+    for path in paths if yes else ():
+        path.unlink()
+    return Removal(yes, [(path, why[path]) for path in paths], list(skipped))
 
 
 def split_cassettes(paths: Sequence[Path]) -> tuple[list[Path], list[tuple[Path, str]]]:
@@ -288,3 +473,100 @@ def prune_reasons(cassettes: Sequence[Path], *, older_than: float | None, force:
         for path in cassettes
         if path.resolve() not in ledger.cassettes
     }
+
+
+# --- import ---------------------------------------------------------------------------------------------
+
+
+@dataclass
+class ImportOutcome:
+    """What became of one YAML file: converted (``calls``), skipped as no vcrpy cassette (``skipped``: why),
+    or refused (``refused``: the CassetteError that says why)."""
+
+    source: Path
+    target: Path
+    calls: int = 0
+    skipped: str | None = None
+    refused: CassetteError | None = None
+
+    def as_json(self) -> dict[str, Any]:
+        if self.refused is not None:
+            return {
+                "source": shown_path(self.source),
+                "outcome": "refused",
+                "problem": Problem.of(self.refused).as_json(),
+            }
+        if self.skipped is not None:
+            return {"source": shown_path(self.source), "outcome": "skipped", "why": self.skipped}
+        return {
+            "source": shown_path(self.source),
+            "outcome": "imported",
+            "target": shown_path(self.target),
+            "calls": self.calls,
+        }
+
+
+def import_files(files: Sequence[str], out: str | None) -> Iterator[ImportOutcome]:
+    """Convert every YAML file named (folders: searched recursively), one outcome per file as it is done. A
+    mistake of the command itself (a missing input, two inputs for one output, no PyYAML) is a UsageProblem,
+    before anything is written."""
+    try:
+        plan = plan_imports(files, out)
+    except ImportProblem as problem:
+        raise UsageProblem(str(problem)) from None
+    for source, target in plan:
+        try:
+            yield ImportOutcome(source, target, calls=import_vcrpy(source, target))
+        except ImportProblem as problem:
+            raise UsageProblem(str(problem)) from None
+        except NotACassette as other:
+            yield ImportOutcome(source, target, skipped=str(other))
+        except CassetteError as error:
+            yield ImportOutcome(source, target, refused=error)
+
+
+# --- git-setup ------------------------------------------------------------------------------------------
+
+GIT_ATTRIBUTES_LINE = "**/cassettes/**/*.jsonl diff=vcr"
+
+
+def _git(root: Path, *args: str) -> str:
+    try:
+        done = subprocess.run(["git", *args], cwd=root, capture_output=True, text=True, check=False, timeout=60)
+    except FileNotFoundError:
+        raise UsageProblem("git is not installed (or not on PATH)") from None
+    if done.returncode:
+        raise UsageProblem(f"git {' '.join(args)}: {done.stderr.strip() or 'failed'}")
+    return done.stdout.strip()
+
+
+def git_setup(root: Path, python: str, *, dry_run: bool = False) -> list[str]:
+    """Set up git's diff driver for cassettes in the clone ``root`` is in: the ``.gitattributes`` line, and
+    ``diff.vcr.textconv`` as ``python``'s absolute path running ``-m vcr_transport show --textconv`` (so no
+    virtualenv needs to be active). Not ``cachetextconv``: git keeps that cache in notes, which need a
+    committer identity, and ``git diff`` fails where none is set (a CI container). What was done (or,
+    ``dry_run``, what would be), one line each."""
+    top = Path(_git(root, "rev-parse", "--show-toplevel"))
+    command = f"{shlex.quote(str(Path(python).absolute()))} -m vcr_transport show --textconv"
+    attributes = top / ".gitattributes"
+    existing = attributes.read_text(encoding="utf-8") if attributes.exists() else ""
+    would = "would " if dry_run else ""
+    said: list[str] = []
+    if GIT_ATTRIBUTES_LINE in (line.strip() for line in existing.splitlines()):
+        said.append(f"{shown_path(attributes)} already has '{GIT_ATTRIBUTES_LINE}'")
+    else:
+        if not dry_run:
+            separator = "\n" if existing and not existing.endswith("\n") else ""
+            attributes.write_text(existing + separator + GIT_ATTRIBUTES_LINE + "\n", encoding="utf-8")
+        said.append(f"{would}add '{GIT_ATTRIBUTES_LINE}' to {shown_path(attributes)}")
+    if not dry_run:
+        _git(top, "config", "diff.vcr.textconv", command)
+    said.append(f"{would}set diff.vcr.textconv = {command} in this clone")
+    said.append(
+        "git diff and git log -p now show cassettes one field per line; git diff --no-textconv shows the raw lines"
+    )
+    said.append(
+        "without this setting (another clone), git shows the raw JSONL lines; with a path that no longer runs "
+        "(a removed virtualenv), git diff fails: run vcr-transport git-setup again"
+    )
+    return said

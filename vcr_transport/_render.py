@@ -1,7 +1,13 @@
 """What the ``vcr-transport`` command prints, as lines of text (and the dicts ``--json`` prints): a cassette
 call by call (``show``), one line per field for git's ``textconv`` driver, the differences between two
 cassettes, and the reports of the management commands. A call is rendered from its view
-(``_core._view.CallView``); the HTML page is ``_html``."""
+(``_core._view.CallView``); the HTML page is ``_html``, the HAR file ``_har``.
+
+Text is coloured by role through a ``Paint`` (``_term``: plain unless the output is a terminal that wants
+colour). Every ``--json`` document is an object whose ``json_version`` says its shape (``JSON_VERSION``;
+docs/reference/cli-json.md describes each); a new field may be added within a version, a field changed or removed
+makes the next one.
+"""
 
 from __future__ import annotations
 
@@ -9,23 +15,40 @@ import base64
 import json
 from collections import Counter
 from collections.abc import Iterable, Iterator, Sequence
-from pathlib import Path
 from typing import Any
 
 from ._core._conversation import Message, ToolCall
-from ._core._diff import CallDifference, changed_words
-from ._core._display import shorten
+from ._core._diff import ComparedCall, Difference, changed_words, reading_order, recorded_concurrently
+from ._core._display import MISSING, shorten
 from ._core._format import FORMAT_VERSION, Cassette
+from ._core._matching import RequestMatcher, is_volatile_response_header
+from ._core._review import Part, cut_long, described_bytes, quiet
+from ._core._shape import DriftReport
 from ._core._view import NOT_JSON, CallView, call_view
 from ._exceptions import CassetteError
-from ._manage import CassetteSummary, ProjectStatus, ScanReport, Verification
+from ._manage import (
+    CassetteSummary,
+    ImportOutcome,
+    ProjectStatus,
+    Removal,
+    ScanReport,
+    Verification,
+    shown_path,
+)
+from ._term import PLAIN, Paint
 
 __all__ = [
+    "JSON_VERSION",
     "diff_json",
     "diff_lines",
+    "drift_json",
+    "drift_lines",
+    "import_line",
     "import_summary",
+    "list_json",
     "list_lines",
     "plural",
+    "removal_lines",
     "scan_json",
     "scan_lines",
     "show_json",
@@ -33,7 +56,15 @@ __all__ = [
     "status_lines",
     "textconv_lines",
     "verify_lines",
+    "versioned",
 ]
+
+JSON_VERSION = 1
+
+
+def versioned(payload: dict[str, Any]) -> dict[str, Any]:
+    """A ``--json`` document: ``json_version`` first, then the command's fields."""
+    return {"json_version": JSON_VERSION, **payload}
 
 
 def plural(count: int, noun: str) -> str:
@@ -49,6 +80,12 @@ def _pretty(value: Any) -> str:
 
 def _indented(text: str, indent: str = "    ") -> list[str]:
     return [f"{indent}{line}" for line in text.splitlines()]
+
+
+def _part_lines(parts: list[Part], prefix: str) -> Iterator[str]:
+    """One line per multipart part: ``prefix[name]: filename=…, type, size, hash`` (text parts by value)."""
+    for part in parts:
+        yield f"{prefix}[{part.name if part.name is not None else ''}]: {part.described}"
 
 
 # --- show: a cassette call by call ----------------------------------------------------------------------
@@ -99,7 +136,9 @@ def _shown_response(view: CallView) -> Iterator[str]:
         yield from [f"    {event.raw}" for event in view.stream]
     elif view.json is not NOT_JSON:
         yield "  body:"
-        yield from _indented(_pretty(view.json))
+        yield from _indented(_pretty(cut_long(view.json)))
+    elif view.binary:
+        yield f"  body: {view.content_type or 'binary'}, {described_bytes(view.body)}"
     else:
         yield f"  body: {_body_as_text(view)[:2000]}"
 
@@ -109,9 +148,14 @@ def _shown_call(view: CallView) -> Iterator[str]:
     yield ""
     yield f"call {view.index}: {view.method} {view.url}{mark}"
     body = view.request_body
-    if body is not None:
+    if view.parts is not None:
+        yield f"  request body: multipart, {plural(len(view.parts), 'part')}"
+        yield from _part_lines(view.parts, "    parts")
+    elif body is not None:
         yield "  request body:"
-        yield from _indented(_pretty(body["json"]) if "json" in body else str(next(iter(body.values()))))
+        yield from _indented(
+            _pretty(cut_long(body["json"])) if "json" in body else str(cut_long(next(iter(body.values()))))
+        )
     if view.status is None:
         yield f"  no response: {view.error}"
         return
@@ -122,7 +166,9 @@ def _shown_call(view: CallView) -> Iterator[str]:
 
 def show_json(cassette: Cassette, views: Iterable[CallView]) -> dict[str, Any]:
     """``show --json``: the cassette's path and header, and each of ``views`` (``call_json``)."""
-    return {"path": cassette.path, "header": cassette.header, "calls": [call_json(view) for view in views]}
+    return versioned(
+        {"path": shown_path(cassette.path), "header": cassette.header, "calls": [call_json(view) for view in views]}
+    )
 
 
 def show_lines(cassette: Cassette, views: Iterable[CallView]) -> Iterator[str]:
@@ -147,89 +193,170 @@ def _block(label: str, text: str, indent: str = "  ") -> Iterator[str]:
 
 
 def _tool_call(call: ToolCall) -> str:
-    return f"{call.name}({call.arguments})"
+    return f"{call.name}({cut_long(call.arguments)})"
 
 
 def _message_lines(messages: list[Message], tools: list[str]) -> Iterator[str]:
     for number, message in enumerate(messages):
         if message.text:
-            yield from _block(f"request.messages[{number}].{message.role}", message.text)
+            yield from _block(f"request.messages[{number}].{message.role}", cut_long(message.text))
         for tool_call in message.tool_calls:
             yield f"  request.messages[{number}].{message.role}.tool_call: {_tool_call(tool_call)}"
     if tools:
         yield f"  request.tools: {', '.join(tools)}"
 
 
-def _reply_lines(view: CallView) -> Iterator[str]:
+def _event_line(raw: str, name: str, data: str, volatile: bool) -> str:
+    """A stream event as textconv shows it: as it came with ``volatile``; else, when its data is JSON,
+    without its volatile fields, its padding as ``…`` and long values cut (``_review``)."""
+    if volatile:
+        return raw
+    try:
+        parsed = json.loads(data)
+    except ValueError:
+        return raw
+    shown = json.dumps(cut_long(quiet(parsed)), ensure_ascii=False)
+    return f"event: {name} | data: {shown}" if name else f"data: {shown}"
+
+
+def _reply_lines(view: CallView, volatile: bool) -> Iterator[str]:
     if view.reply.text:
-        yield from _block("response.text", view.reply.text)
+        yield from _block("response.text", cut_long(view.reply.text))
     for tool_call in view.reply.tool_calls:
         yield f"  response.tool_call: {_tool_call(tool_call)}"
     stream, body = view.readable_stream, view.reply_body
     if stream is not None:
         yield f"  response.stream: {len(stream)} events in {view.chunk_count} chunks"
         for number, event in enumerate(stream):
-            yield f"  response.stream[{number}]: {event.raw}"
+            yield f"  response.stream[{number}]: {_event_line(event.raw, event.name, event.data, volatile)}"
+    elif view.binary and view.status is not None:
+        yield f"  response.body: {view.content_type or 'binary'}, {described_bytes(view.body)}"
     elif isinstance(body, dict | list):
-        yield from _block("response.body", _pretty(body))
+        yield from _block("response.body", _pretty(cut_long(body if volatile else quiet(body))))
     elif body is not None:
-        yield from _block("response.body", str(body))
+        yield from _block("response.body", str(cut_long(body)))
 
 
-def call_lines(view: CallView) -> Iterator[str]:
+def call_lines(view: CallView, *, volatile: bool = False, label: str | None = None) -> Iterator[str]:
     """One call, one line per field (a text or JSON spread over several lines is indented below its
-    field); timings are left out: they change on every recording."""
-    yield f"call {view.index}: {view.method} {view.url}"
+    field). Timings are left out: they change on every recording; so are volatile headers and fields
+    (``_review``) unless ``volatile``. ``label``: how the call is named (``call N`` by default)."""
+    matcher = RequestMatcher()
+    yield f"{label or f'call {view.index}'}: {view.method} {view.url}"
     for name, value in view.request_headers:
-        yield f"  request.headers.{name.lower()}: {value}"
+        if volatile or not matcher.is_volatile(name.lower()):
+            yield f"  request.headers.{name.lower()}: {value}"
     body = view.request_body
     if body is not None and "json" in body:
         yield from _message_lines(view.messages, view.tools)
-        yield from _block("request.body", _pretty(body["json"]))
+        yield from _block("request.body", _pretty(cut_long(body["json"])))
+    elif view.parts is not None:
+        yield from _part_lines(view.parts, "  request.body.parts")
     elif body is not None:
         kind, value = next(iter(body.items()))
-        yield from _block(f"request.body.{kind}", str(value))
+        yield from _block(f"request.body.{kind}", str(cut_long(value)))
     if view.status is None:
         yield f"  error: {view.error}"
         return
     yield f"  response.status: {view.status} {view.http_version}"
     for name, value in view.response_headers:
-        yield f"  response.headers.{name.lower()}: {value}"
-    yield from _reply_lines(view)
+        if volatile or not is_volatile_response_header(name.lower()):
+            yield f"  response.headers.{name.lower()}: {value}"
+    yield from _reply_lines(view, volatile)
     yield f"  outcome: {view.outcome}" + (f": {view.error}" if view.outcome == "error" else "")
 
 
-def textconv_lines(cassette: Cassette) -> Iterator[str]:
+def textconv_lines(cassette: Cassette, *, volatile: bool = False) -> Iterator[str]:
     """``show --textconv``, git's textconv driver: the whole cassette, one line per field (``call_lines``),
-    calls separated by a blank line, so a re-recording shows in ``git diff`` as the fields that changed."""
-    yield f"cassette format v{cassette.header.get('format_version')}, {len(cassette.calls)} calls"
-    for call in cassette.calls:
+    calls separated by a blank line, so a re-recording shows in ``git diff`` as the fields that changed.
+    Calls recorded concurrently are listed by their requests and not numbered (``reading_order``): a
+    re-recording that finished them in another order then shows no change."""
+    concurrent = recorded_concurrently(cassette)
+    yield f"cassette format v{cassette.header.get('format_version')}, {len(cassette.calls)} calls" + (
+        " (recorded concurrently: listed by request)" if concurrent else ""
+    )
+    for call in reading_order(cassette):
         yield ""
-        yield from call_lines(call_view(call))
+        yield from call_lines(call_view(call), volatile=volatile, label="call" if concurrent else None)
 
 
 # --- diff ----------------------------------------------------------------------------------------------
 
 
-def _change(left: Any, right: Any) -> str:
-    """A difference as the terminal shows it: two texts by their changed words, anything else by value."""
+def _value(value: Any) -> str:
+    return "<missing>" if value is MISSING else shorten(cut_long(value))
+
+
+def _change(difference: Difference, paint: Paint) -> str:
+    """A difference as the terminal shows it: two texts by their changed words, anything else by value;
+    whitespace and padding changes said so."""
+    left, right = difference.a, difference.b
+    if difference.kind == "padding":
+        return paint(f"padding only: the random padding of {left} changed", "dim")
+    if difference.kind in ("added", "removed"):
+        return paint(
+            f"only in {'B' if difference.kind == 'added' else 'A'}: {left if right is MISSING else right}", "warn"
+        )
     if isinstance(left, str) and isinstance(right, str) and any(" " in text or "\n" in text for text in (left, right)):
-        return changed_words(left, right)
-    return f"{shorten(left)} -> {shorten(right)}"
+        words = changed_words(left, right)
+        if difference.kind == "whitespace":
+            return paint("whitespace only: ", "dim") + shorten(left) + " -> " + shorten(right)
+        return _painted_words(words, paint)
+    return f"{paint(_value(left), 'bad')} -> {paint(_value(right), 'good')}"
 
 
-def diff_lines(a: Cassette, b: Cassette, found: Sequence[CallDifference]) -> Iterator[str]:
-    """``diff``: one line per difference, then how many there are between the two cassettes."""
-    for index, path, left, right in found:
-        yield f"call {index}, field {path}: {_change(left, right)}"
-    yield (
-        f"{plural(len(found), 'difference')} between {a.path} ({plural(len(a.calls), 'call')}) "
-        f"and {b.path} ({plural(len(b.calls), 'call')})"
+def _painted_words(words: str, paint: Paint) -> str:
+    """``changed_words``' output with its removed pieces red and its added ones green (on a terminal)."""
+    if not paint.enabled:
+        return words
+    return (
+        words.replace("[-", "\x1b[31m[-")
+        .replace("-]", "-]\x1b[0m")
+        .replace("{+", "\x1b[32m{+")
+        .replace("+}", "+}\x1b[0m")
     )
 
 
-def diff_json(found: Sequence[CallDifference]) -> list[dict[str, Any]]:
-    return [{"call_index": i, "field_path": p, "a": x, "b": y} for i, p, x, y in found]
+def diff_lines(a: Cassette, b: Cassette, compared: Sequence[ComparedCall], paint: Paint = PLAIN) -> Iterator[str]:
+    """``diff``: one line per difference (``call N, field PATH: change``), then how many there are between
+    the two cassettes, and how many volatile ones were left out."""
+    found = [difference for call in compared for difference in call.differences]
+    for difference in found:
+        yield f"call {difference.call}, field {difference.path}: {_change(difference, paint)}"
+    hidden = sum(call.hidden for call in compared)
+    note = f"; {plural(hidden, 'volatile difference')} not shown (--volatile shows them)" if hidden else ""
+    yield (
+        f"{plural(len(found), 'difference')} between {a.path} ({plural(len(a.calls), 'call')}) "
+        f"and {b.path} ({plural(len(b.calls), 'call')}){note}"
+    )
+
+
+def _json_value(value: Any) -> Any:
+    return None if value is MISSING else cut_long(value)
+
+
+def diff_json(a: Cassette, b: Cassette, compared: Sequence[ComparedCall]) -> dict[str, Any]:
+    """``diff --json``: the two cassettes, whether they are the same, and each difference."""
+    found = [difference for call in compared for difference in call.differences]
+    return versioned(
+        {
+            "a": {"path": shown_path(a.path), "calls": len(a.calls)},
+            "b": {"path": shown_path(b.path), "calls": len(b.calls)},
+            "same": not found,
+            "differences": [
+                {
+                    "a_call": d.a_call,
+                    "b_call": d.b_call,
+                    "field_path": d.path,
+                    "kind": d.kind,
+                    "a": _json_value(d.a),
+                    "b": _json_value(d.b),
+                }
+                for d in found
+            ],
+            "volatile_hidden": sum(call.hidden for call in compared),
+        }
+    )
 
 
 # --- the management commands' reports -------------------------------------------------------------------
@@ -249,14 +376,6 @@ def status_lines(status: ProjectStatus) -> Iterator[str]:
     )
 
 
-def _shown_path(path: Path) -> str:
-    """A path as the user would type it: relative to the working folder when inside it."""
-    try:
-        return str(path.resolve().relative_to(Path.cwd().resolve()))
-    except ValueError:
-        return str(path)
-
-
 def _size(size: float) -> str:
     for unit in ("B", "KB", "MB", "GB"):
         if size < 1024 or unit == "GB":
@@ -266,40 +385,76 @@ def _size(size: float) -> str:
 
 
 def _list_row(summary: CassetteSummary) -> list[str]:
-    shown, size = _shown_path(summary.path), _size(summary.size)
+    shown, size = shown_path(summary.path), _size(summary.size)
     if summary.problem is not None:
-        return [shown, "", "", size, f"UNREADABLE: {summary.problem.splitlines()[0]}"]
+        return [shown, "", "", size, f"UNREADABLE: cassette {str(summary.problem).splitlines()[0]}"]
     state = f"incomplete calls {summary.incomplete_calls}" if summary.incomplete_calls else "all complete"
     calls = plural(summary.calls, "call")
     return [shown, f"v{summary.format_version}", calls, size, state, ", ".join(summary.hosts)]
 
 
-def list_lines(summaries: Sequence[CassetteSummary]) -> Iterator[str]:
+def list_lines(summaries: Sequence[CassetteSummary], paint: Paint = PLAIN) -> Iterator[str]:
     """``list``: one row per cassette, in columns (the last, the hosts, is not padded)."""
     table = [_list_row(summary) for summary in summaries]
     widths = [max((len(cells[i]) for cells in table if i < len(cells) - 1), default=0) for i in range(5)]
     for cells in table:
-        yield "  ".join([*(cell.ljust(widths[i]) for i, cell in enumerate(cells[:-1])), cells[-1]]).rstrip()
+        line = "  ".join([*(cell.ljust(widths[i]) for i, cell in enumerate(cells[:-1])), cells[-1]]).rstrip()
+        yield paint(line, "bad") if "UNREADABLE: " in cells[-1] else line
     if not table:
         yield "no cassettes found"
 
 
-def verify_lines(verification: Verification) -> Iterator[str]:
-    yield from [f"PROBLEM {problem}" for problem in verification.problems]
-    yield from [f"note    {note} (recorded incomplete; replays as recorded)" for note in verification.notes]
+def list_json(summaries: Sequence[CassetteSummary]) -> dict[str, Any]:
+    return versioned({"cassettes": [summary.as_json() for summary in summaries]})
+
+
+def verify_lines(verification: Verification, paint: Paint = PLAIN) -> Iterator[str]:
+    yield from [f"{paint('PROBLEM', 'bad')} {problem}" for problem in verification.problems]
+    notes = verification.notes
+    yield from [f"{paint('note', 'warn')}    {note} (recorded incomplete; replays as recorded)" for note in notes]
     yield (
         f"{plural(verification.cassettes, 'cassette')} checked, {verification.with_problems} with problems, "
         f"format version {FORMAT_VERSION}"
     )
 
 
-def scan_lines(report: ScanReport) -> Iterator[str]:
-    yield from [f"{path}:{number}: secret-shaped value {secret}" for path, number, secret in report.hits]
-    yield f"{plural(len(report.files), 'file')} scanned, {plural(len(report.hits), 'secret')} found"
+def scan_lines(report: ScanReport, paint: Paint = PLAIN) -> Iterator[str]:
+    for hit in report.hits:
+        yield f"{shown_path(hit.path)}:{hit.line}: {paint('secret-shaped value', 'bad')} {hit.secret}"
+    yield from [f"{paint('PROBLEM', 'bad')} {problem}" for problem in report.problems]
+    problems = f", {plural(len(report.problems), 'line')} not scanned whole" if report.problems else ""
+    yield f"{plural(len(report.files), 'file')} scanned, {plural(len(report.hits), 'secret')} found{problems}"
 
 
-def scan_json(report: ScanReport) -> list[dict[str, Any]]:
-    return [{"path": str(path), "line": number, "secret": secret} for path, number, secret in report.hits]
+def scan_json(report: ScanReport) -> dict[str, Any]:
+    return versioned(
+        {
+            "files": len(report.files),
+            "secrets": [hit.as_json() for hit in report.hits],
+            "problems": [problem.as_json() for problem in report.problems],
+        }
+    )
+
+
+def removal_lines(removal: Removal) -> Iterator[str]:
+    """``delete`` and ``prune``: what was skipped, what was (or would be) deleted and why."""
+    for path, why in removal.skipped:
+        yield f"skipped {shown_path(path)}: not a cassette ({why}); prune only deletes cassettes"
+    for path, why in removal.removed:
+        yield f"{'deleted' if removal.deleted else 'would delete'} {shown_path(path)}  ({why})"
+    if not removal.deleted and removal.removed:
+        yield "dry run: nothing was deleted; add --yes to delete"
+    if not removal.removed:
+        yield "nothing to delete"
+
+
+def import_line(outcome: ImportOutcome) -> str:
+    """One converted, skipped or refused file (a refusal goes to stderr)."""
+    if outcome.refused is not None:
+        return "refused: " + str(outcome.refused).replace("\n  fix: ", "; fix: ")
+    if outcome.skipped is not None:
+        return f"skipped: {outcome.skipped}"
+    return f"imported {plural(outcome.calls, 'call')}: {outcome.source} -> {outcome.target}"
 
 
 def import_summary(converted: int, calls: int, refused: Sequence[CassetteError], skipped: int = 0) -> str:
@@ -319,3 +474,32 @@ def import_summary(converted: int, calls: int, refused: Sequence[CassetteError],
     if not converted and not refused:
         summary += ": none of the YAML files is a vcrpy cassette, nothing was imported"
     return summary
+
+
+# --- drift ----------------------------------------------------------------------------------------------
+
+
+def drift_lines(report: DriftReport, paint: Paint = PLAIN) -> Iterator[str]:
+    """``drift``: one line per call (identical, changed or failed), each changed field path below it, then
+    the counts."""
+    for call in report.calls:
+        where = f"{call.path} call {call.index}: {call.method} {call.url}"
+        if call.outcome == "identical":
+            yield f"{where}: {paint('identical shape', 'good')}"
+        elif call.outcome == "changed":
+            fields = plural(len(call.changes), "field")
+            yield f"{where}: {paint(f'changed shape ({fields})', 'warn')}"
+            for change in call.changes:
+                yield f"  {change.path}: {change.recorded} -> {change.live}"
+        else:
+            yield f"{where}: {paint('not checked', 'bad')}: {call.error}"
+    counts = Counter(call.outcome for call in report.calls)
+    yield (
+        f"{plural(len(report.calls), 'call')} in {plural(report.cassettes, 'cassette')}: {counts['identical']} "
+        f"identical, {counts['changed']} changed, {counts['failed']} not checked"
+    )
+
+
+def drift_json(report: DriftReport) -> dict[str, Any]:
+    """``drift --json``: each call's outcome and changed field paths."""
+    return versioned({"cassettes": report.cassettes, "calls": [call.as_json() for call in report.calls]})

@@ -228,10 +228,11 @@ def replays_as_written(path: Path, data: bytes) -> str:
 
 
 def cli_refuses(path: Path, capsys: pytest.CaptureFixture[str], listing: bool = True) -> None:
-    """verify and show exit 1 with a message naming the file, never a traceback; list marks it unreadable."""
-    for command in (["verify", str(path)], ["show", str(path)]):
+    """verify exits 1 (a problem found), show 2 (trouble: it can't show it), each with a message naming the file,
+    never a traceback; list marks it unreadable."""
+    for command, expected in ((["verify", str(path)], 1), (["show", str(path)], 2)):
         capsys.readouterr()
-        assert cli_main(command) == 1, command
+        assert cli_main(command) == expected, command
         captured = capsys.readouterr()
         assert str(path) in captured.out + captured.err and "Traceback" not in captured.out + captured.err
     if listing:
@@ -399,7 +400,7 @@ def test_a_path_that_is_not_a_regular_file_is_refused_without_blocking(
     assert status == "raised" and isinstance(error, vcr_transport.CassetteError), error
     assert str(odd_path) in str(error) and "not a cassette file" in str(error)
     status, code = _finishes(lambda: cli_main(["show", str(odd_path)]))
-    assert (status, code) == ("ok", 1) and "not a cassette file" in capsys.readouterr().err
+    assert (status, code) == ("ok", 2) and "not a cassette file" in capsys.readouterr().err
     status, code = _finishes(lambda: cli_main(["verify", str(odd_path)]))
     out = capsys.readouterr().out
     assert (status, code) == ("ok", 1), out

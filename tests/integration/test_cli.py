@@ -45,7 +45,12 @@ def cli(cwd: Path, *args: str, env: dict[str, str] | None = None) -> subprocess.
 
 @pytest.fixture(scope="module")
 def project(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A project with cassettes recorded from openai and anthropic, plus a truncated and a wrong-version one."""
+    return make_project(tmp_path_factory)
+
+
+def make_project(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A project with cassettes recorded from openai and anthropic, plus a truncated and a wrong-version one
+    (each test module that uses it makes its own, with its own ``project`` fixture)."""
     root = tmp_path_factory.mktemp("project")
     (root / "pyproject.toml").write_text('[project]\nname = "demo"  # keep me\n\n[tool.ruff]\nline-length = 99\n')
     folder = root / "tests" / "cassettes"
@@ -122,7 +127,10 @@ def test_list_gives_one_line_per_cassette(project: Path) -> None:
     )
     assert "UNREADABLE: cassette" in lines["tests/cassettes/truncated.jsonl"]
     assert "format_version 7 is not supported" in lines["tests/cassettes/wrong_version.jsonl"]
-    rows = json.loads(cli(project, "list", "--json").stdout)
+    listed = json.loads(cli(project, "list", "--json").stdout)
+    assert listed["json_version"] == 1
+    rows = listed["cassettes"]
+    assert all(not row["path"].startswith("/") for row in rows), "paths relative, as in the text"
     assert {row["path"].rsplit("/", 1)[1]: row.get("calls") for row in rows}["openai.jsonl"] == 2
 
 
@@ -148,7 +156,7 @@ def test_show_renders_calls_streams_and_gzip(project: Path) -> None:
     missing = cli(project, "show", "tests/cassettes/openai.jsonl", "--call", "9")
     assert missing.returncode == 2 and "there is no call 9" in missing.stderr
     broken = cli(project, "show", "tests/cassettes/truncated.jsonl")
-    assert broken.returncode == 1 and "truncated.jsonl:" in broken.stderr and "cut off" in broken.stderr
+    assert broken.returncode == 2 and "truncated.jsonl:" in broken.stderr and "cut off" in broken.stderr
 
 
 def test_diff_names_fields_call_by_call(project: Path) -> None:
@@ -159,12 +167,16 @@ def test_diff_names_fields_call_by_call(project: Path) -> None:
     text_lines = [line for line in result.stdout.splitlines() if line.startswith("call 1, field response.text:")]
     assert text_lines == ["call 1, field response.text: echo:[-cats-]{+dogs+} héllo ✓ 日本"], result.stdout
     whole = json.loads(cli(project, "diff", "--json", *result.args[2:4]).stdout)
+    assert whole["json_version"] == 1 and whole["same"] is False
+    assert whole["a"] == {"path": "tests/cassettes/openai.jsonl", "calls": 2}
     assert {
-        "call_index": 1,
+        "a_call": 1,
+        "b_call": 1,
         "field_path": "response.text",
+        "kind": "changed",
         "a": "echo:cats héllo ✓ 日本",
         "b": "echo:dogs héllo ✓ 日本",
-    } in whole
+    } in whole["differences"]
     assert not any(line.startswith("call 0,") for line in result.stdout.splitlines())
     same = cli(project, "diff", "tests/cassettes/openai.jsonl", "tests/cassettes/openai.jsonl")
     assert same.returncode == 0 and same.stdout.startswith("0 differences")
@@ -364,5 +376,5 @@ def test_help_is_written_for_the_terminal(tmp_path: Path, command: list[str]) ->
         words = " ".join(result.stdout.split())
         assert (
             "See, check, manage and serve vcr_transport cassettes. "
-            "Only serve, as a recording proxy, records or uses the network." in words
+            "Only serve, as a recording proxy, records; only serve and drift use the network." in words
         )

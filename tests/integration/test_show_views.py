@@ -4,6 +4,7 @@ with networking off."""
 
 from __future__ import annotations
 
+import base64
 import json
 import os
 import shutil
@@ -253,21 +254,41 @@ def test_the_page_shows_calls_timeline_secrets_and_differences(
 
     browser.open(page)
     assert browser.requests == [page.resolve().as_uri()], "the page loads nothing but itself"
-    assert _visible(browser, "article.call") == 2
+    # A B opens on the changed calls, their cards open.
+    assert _ids(browser, "tr.row") == ["row-1"] and _ids(browser, "article.call") == ["call-1"]
+    assert browser.evaluate("document.getElementById('changed-only').checked") is True
     text = browser.evaluate("document.body.innerText")
-    assert "echo:hello" in text and "echo:count to six" in text, "replies reassembled, the stream's too"
+    assert "echo:count to six" in text, "the stream's reply reassembled"
     stream_chunks = len(read_cassette(after).calls[1].events)
     assert _visible(browser, "#call-1 .timeline svg rect.tick") == stream_chunks > 1
-    assert _visible(browser, "#call-0 .timeline") == 0, "a JSON answer has no timeline"
-    assert _visible(browser, "mark.secret") >= 2, "removed secrets are highlighted on both calls"
-    assert _visible(browser, "#call-1 .badge.chg") == 1 and _visible(browser, "#call-0 .badge.chg") == 0
+    assert _visible(browser, "#call-1 .badge.chg") == 1
     assert "count to five" in browser.evaluate("document.getElementById('diffs').innerText")
-    assert _visible(browser, "#call-0 details table.h") == 0, "headers start folded"
-    browser.evaluate("document.querySelector('#call-0 details').open = true")
-    assert _visible(browser, "#call-0 details table.h") == 1
+    # The credential header's removal is expected: grey, in the folded headers, never a red badge.
+    assert _visible(browser, "#call-1 .badge.quiet") == 1 and _visible(browser, "#call-1 mark.secret") == 0
+    assert _visible(browser, "#call-1 details table.h") == 0, "headers start folded"
+    browser.evaluate("document.querySelector('#call-1 details:not(.earlier)').open = true")
+    assert _visible(browser, "#call-1 details table.h") == 1 and _visible(browser, "#call-1 mark.secret.expected") == 1
+    # Every call again; a row's click opens its card, a JSON answer has no timeline.
+    browser.evaluate("const c = document.getElementById('changed-only'); c.click()")
+    assert _ids(browser, "tr.row") == ["row-0", "row-1"]
+    browser.evaluate("document.getElementById('row-0').click()")
+    assert "echo:hello" in browser.evaluate("document.getElementById('call-0').innerText")
+    assert _visible(browser, "#call-0 .timeline") == 0
     shot = browser.screenshot(tmp_path / "page.png")
     print(f"screenshot: {shot}")
     assert shot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def _ids(browser: Browser, selector: str) -> list[str]:
+    return list(browser.evaluate(f"[...document.querySelectorAll({json.dumps(selector)})].map(e => e.id)"))
+
+
+def _open_at(browser: Browser, page: Path, fragment: str) -> None:
+    browser.send("Page.navigate", url=page.resolve().as_uri() + fragment)
+    for _ in range(200):
+        if browser.evaluate("document.readyState") == "complete":
+            return
+        browser.evaluate("new Promise(r => setTimeout(r, 50))")
 
 
 def _big_cassette(path: Path, calls: int) -> None:
@@ -317,24 +338,156 @@ def _big_cassette(path: Path, calls: int) -> None:
 
 
 @needs_browser
-def test_a_10000_call_cassette_renders_50_calls_a_page(tmp_path: Path, browser: Browser) -> None:
+def test_a_10000_call_cassette_is_an_overview_of_100_rows_a_page(tmp_path: Path, browser: Browser) -> None:
     cassette, page = tmp_path / "big.jsonl", tmp_path / "big.html"
     _big_cassette(cassette, 10_000)
     assert cli(tmp_path, "show", "--html", str(cassette), "-o", str(page)).returncode == 0
     print(f"10,000-call page: {page.stat().st_size} bytes from a {cassette.stat().st_size}-byte cassette")
     browser.open(page)
-    assert _visible(browser, "article.call") == 50
-    assert "page 1 of 200" in browser.evaluate("document.getElementById('where').innerText")
+    assert _visible(browser, "tr.row") == 100 and _visible(browser, "article.call") == 0, "cards open on demand"
+    assert "page 1 of 100" in browser.evaluate("document.getElementById('where').innerText")
+    row = browser.evaluate("document.getElementById('row-7').innerText").split("\t")
+    assert row[:6] == ["7", "POST", "/v1/chat/completions", "m", "200", "complete"] and row[6] == "30 ms"
     browser.evaluate("document.getElementById('next').click()")
-    shown = browser.evaluate("[...document.querySelectorAll('article.call')].map(e => e.id)")
-    assert shown == [f"call-{i}" for i in range(50, 100)]
-    assert "answer 50 done" in browser.evaluate("document.getElementById('call-50').innerText")
+    assert _ids(browser, "tr.row") == [f"row-{i}" for i in range(100, 200)]
     browser.evaluate(
         "const f = document.getElementById('filter'); f.value = 'question 9999'; f.dispatchEvent(new Event('input'))"
     )
-    assert browser.evaluate("[...document.querySelectorAll('article.call')].map(e => e.id)") == ["call-9999"]
+    assert _ids(browser, "tr.row") == ["row-9999"]
     browser.screenshot(tmp_path / "big.png")
     print(f"screenshot: {tmp_path / 'big.png'}")
+
+
+@needs_browser
+def test_deep_links_and_j_k_navigation(tmp_path: Path, browser: Browser) -> None:
+    cassette, page = tmp_path / "big.jsonl", tmp_path / "big.html"
+    _big_cassette(cassette, 1_000)
+    assert cli(tmp_path, "show", "--html", str(cassette), "-o", str(page)).returncode == 0
+    _open_at(browser, page, "#call-517")
+    assert _ids(browser, "article.call") == ["call-517"], "the link opens its call, on its page"
+    assert "page 6 of 10" in browser.evaluate("document.getElementById('where').innerText")
+    assert "answer 517 done" in browser.evaluate("document.getElementById('call-517').innerText")
+    assert browser.evaluate("document.getElementById('row-517').getBoundingClientRect().top") < 200, "scrolled to"
+    press = "document.dispatchEvent(new KeyboardEvent('keydown', {key: %s}))"
+    browser.evaluate(press % "'j'")
+    assert _ids(browser, "article.call") == ["call-518"] and browser.evaluate("location.hash") == "#call-518"
+    browser.evaluate(press % "'k'")
+    browser.evaluate(press % "'k'")
+    assert _ids(browser, "article.call") == ["call-516"]
+    browser.evaluate(press % "'Enter'")
+    assert _ids(browser, "article.call") == [], "Enter folds the selected call"
+    browser.evaluate("location.hash = '#call-3'")
+    browser.evaluate("new Promise(r => setTimeout(r, 50))")
+    assert "call-3" in _ids(browser, "article.call") and "page 1 of 10" in browser.evaluate(
+        "document.getElementById('where').innerText"
+    )
+
+
+@needs_browser
+def test_a_1000_call_page_renders_within_a_generous_bound(tmp_path: Path, browser: Browser) -> None:
+    """The issue asks for under a second; measured in the browser, from the script's start to the overview
+    drawn, with a generous bound for a shared machine."""
+    cassette, page = tmp_path / "big.jsonl", tmp_path / "big.html"
+    _big_cassette(cassette, 1_000)
+    assert cli(tmp_path, "show", "--html", str(cassette), "-o", str(page)).returncode == 0
+    browser.open(page)
+    rendered = browser.evaluate("window.RENDERED_MS")
+    print(f"1,000-call page rendered in {rendered:.0f} ms")
+    assert _visible(browser, "tr.row") == 100 and 0 < rendered < 3000
+
+
+def _agent_cassette(path: Path) -> None:
+    """An agent loop of three calls, each resending the history; a tool named in mixed case; an image in the
+    second request; a secret removed inside the third's body; and a multipart upload."""
+    picture = "data:image/png;base64," + base64.b64encode(_PNG).decode()
+    history: list[dict[str, Any]] = [{"role": "user", "content": "what is the weather in Paris?"}]
+    tools = [{"type": "function", "function": {"name": "get_Weather", "parameters": {}}}]
+    bodies = [
+        {"model": "gpt-4o", "messages": list(history), "tools": tools},
+        {"model": "gpt-4o", "messages": [*history, {"role": "assistant", "content": "let me look"},
+         {"role": "user", "content": [{"type": "text", "text": "this picture"},
+                                      {"type": "image_url", "image_url": {"url": picture}}]}], "tools": tools},
+        {"model": "gpt-4o-mini", "messages": [*history, {"role": "assistant", "content": "let me look"},
+         {"role": "user", "content": "my key is [secret removed], is that fine?"}]},
+    ]  # fmt: skip
+    lines = [{"type": "header", "format_version": 1}]
+    for index, body in enumerate(bodies):
+        lines += _json_call(index, "https://api.openai.com/v1/chat/completions", [], {"json": body})
+    boundary = "b0undary"
+    upload = (
+        (
+            f'--{boundary}\r\nContent-Disposition: form-data; name="purpose"\r\n\r\nvision\r\n'
+            f'--{boundary}\r\nContent-Disposition: form-data; name="file"; filename="cat.png"\r\n'
+            "Content-Type: image/png\r\n\r\n"
+        ).encode()
+        + _PNG
+        + f"\r\n--{boundary}--\r\n".encode()
+    )
+    headers = [["content-type", f"multipart/form-data; boundary={boundary}"]]
+    lines += _json_call(3, "https://api.openai.com/v1/files", headers, {"base64": base64.b64encode(upload).decode()})
+    path.write_bytes(b"".join(encode_line(line) for line in lines))
+
+
+# A 2x2 PNG, so that the page has a real image to draw.
+_PNG = base64.b64decode(
+    "iVBORw0KGgoAAAANSUhEUgAAAAIAAAACCAIAAAD91JpzAAAAFklEQVR4nGP8z8DAwMDAxMDAwMDAAAANHQEDasKb6QAAAABJRU5ErkJggg=="
+)
+
+
+def _json_call(index: int, url: str, headers: list[list[str]], body: Any) -> list[dict[str, Any]]:
+    answer = {"model": "gpt-4o", "choices": [{"message": {"role": "assistant", "content": f"answer {index}"}}],
+              "usage": {"prompt_tokens": 10 + index, "completion_tokens": 3}}  # fmt: skip
+    return [
+        {
+            "type": "request",
+            "call_index": index,
+            "method": "POST",
+            "url": url,
+            "headers": [["authorization", "[secret removed]"], *headers],
+            "body": body,
+        },  # fmt: skip
+        {
+            "type": "response",
+            "call_index": index,
+            "status": 200,
+            "headers": [["content-type", "application/json"]],
+            "http_version": "HTTP/1.1",
+        },  # fmt: skip
+        {"type": "event", "call_index": index, "event_index": 0, "t": 0.2 * (index + 1), "text": json.dumps(answer)},
+        {"type": "call_end", "call_index": index, "event_count": 1, "outcome": "complete"},
+    ]
+
+
+@needs_browser
+def test_a_card_shows_what_is_new_images_parts_and_identifiers_as_written(tmp_path: Path, browser: Browser) -> None:
+    cassette, page = tmp_path / "agent.jsonl", tmp_path / "agent.html"
+    _agent_cassette(cassette)
+    assert cli(tmp_path, "show", "--html", str(cassette), "-o", str(page)).returncode == 0
+    browser.open(page)
+    row = browser.evaluate("document.getElementById('row-2').innerText").split("\t")
+    assert row[3] == "gpt-4o-mini" and row[7:9] == ["12", "3"], "the model and tokens in and out"
+    for index in range(4):
+        browser.evaluate(f"document.getElementById('row-{index}').click()")
+    # Call 1 resends call 0's message: folded, and the new ones shown.
+    assert _visible(browser, "#call-1 details.earlier") == 1 and _visible(browser, "#call-1 .msg.new") == 2
+    assert "1 earlier message" in browser.evaluate("document.querySelector('#call-1 details.earlier').innerText")
+    assert _visible(browser, "#call-1 .msg.user:not(.new)") == 0, "the earlier message is folded away"
+    assert "tools: get_Weather" in browser.evaluate("document.getElementById('call-0').innerText")
+    # Images drawn as images, from the page itself.
+    width = browser.evaluate("document.querySelector('#call-1 img.shown').naturalWidth")
+    assert width == 2
+    assert _visible(browser, "#call-3 table.parts tr.part") == 2
+    parts = browser.evaluate("document.querySelector('#call-3 table.parts').innerText")
+    assert "cat.png" in parts and "image/png" in parts and "vision" in parts
+    assert browser.evaluate("document.querySelector('#call-3 table.parts img.shown').naturalWidth") == 2
+    # A secret removed inside a body is red; the credential header's removal is grey.
+    assert _visible(browser, "#call-2 mark.secret:not(.expected)") == 2  # the badge and the message's mark
+    assert "1 secret removed from bodies" in browser.evaluate("document.getElementById('call-2').innerText")
+    assert _visible(browser, "#call-0 mark.secret:not(.expected)") == 0
+    fetched = [url for url in browser.requests if not url.startswith("data:image/png;base64,")]
+    assert fetched == [page.resolve().as_uri()], "images come from the page itself, nothing else is fetched"
+    shot = browser.screenshot(tmp_path / "agent.png", full_page=True)
+    print(f"screenshot: {shot}")
 
 
 def test_the_page_embeds_its_data_safely(tmp_path: Path) -> None:

@@ -12,6 +12,7 @@ body.
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
@@ -26,6 +27,7 @@ __all__ = [
     "body_reply",
     "parse_sse",
     "request_messages",
+    "request_model",
     "request_tools",
     "stream_reply",
 ]
@@ -53,10 +55,14 @@ class SseEvent:
 
 @dataclass
 class Reply:
-    """What a response says: its text and its tool calls, a stream's joined from its events."""
+    """What a response says: its text and its tool calls, a stream's joined from its events; the model that
+    answered and the tokens it counted (None when the response doesn't say)."""
 
     text: str = ""
     tool_calls: list[ToolCall] = field(default_factory=list)
+    model: str = ""
+    input_tokens: int | None = None
+    output_tokens: int | None = None
 
 
 # --- the request ----------------------------------------------------------------------------------------
@@ -178,6 +184,17 @@ def _tool_names(tool: Any) -> list[str]:
     return [str(next(iter(tool)))] if tool else []
 
 
+_MODEL_IN_PATH = re.compile(r"/models/([^/:]+)")  # gemini: .../models/gemini-2.5-flash:generateContent
+
+
+def request_model(body: Any, url: str = "") -> str:
+    """The model a request asks for: its body's ``model``, else (Gemini) the one in its URL; "" for none."""
+    if isinstance(body, dict) and isinstance(body.get("model"), str):
+        return str(body["model"])
+    found = _MODEL_IN_PATH.search(url)
+    return found.group(1) if found else ""
+
+
 def request_tools(body: Any) -> list[str]:
     """The names of the tools a request offers, in any vendor's shape."""
     if not isinstance(body, dict) or not isinstance(body.get("tools"), list):
@@ -209,6 +226,9 @@ class _Assembler:
         self.text: list[str] = []
         self.calls: list[ToolCall] = []
         self._by_key: dict[Any, ToolCall] = {}
+        self.model = ""
+        self.input_tokens: int | None = None
+        self.output_tokens: int | None = None
 
     def call(self, key: Any, name: str) -> ToolCall:
         """The tool call a stream builds under ``key`` (its choice and position, block index or item id),
@@ -228,12 +248,40 @@ class _Assembler:
             for item in piece:
                 self.add(item)
         elif isinstance(piece, dict):
+            self._usage(piece)
             for read in _PROTOCOLS:
                 if read(self, piece):
                     return
 
+    def _usage(self, piece: dict[str, Any]) -> None:
+        """The model and token counts a piece carries, at its top or in its ``message`` (anthropic's
+        message_start) or ``response`` (the Responses API's events); a later count replaces an earlier one
+        (anthropic's message_delta carries the running output count)."""
+        for holder in (piece, piece.get("message"), piece.get("response")):
+            if not isinstance(holder, dict):
+                continue
+            model = holder.get("model", holder.get("modelVersion"))
+            if isinstance(model, str) and model:
+                self.model = model
+            usage = holder.get("usage", holder.get("usageMetadata"))
+            if isinstance(usage, dict):
+                self.input_tokens = _count(usage, _INPUT_TOKENS, self.input_tokens)
+                self.output_tokens = _count(usage, _OUTPUT_TOKENS, self.output_tokens)
+
     def reply(self) -> Reply:
-        return Reply("".join(self.text), self.calls)
+        return Reply("".join(self.text), self.calls, self.model, self.input_tokens, self.output_tokens)
+
+
+_INPUT_TOKENS = ("prompt_tokens", "input_tokens", "promptTokenCount")  # chat; anthropic and Responses; gemini
+_OUTPUT_TOKENS = ("completion_tokens", "output_tokens", "candidatesTokenCount")
+
+
+def _count(usage: dict[str, Any], names: tuple[str, ...], before: int | None) -> int | None:
+    for name in names:
+        value = usage.get(name)
+        if isinstance(value, int) and not isinstance(value, bool):
+            return value
+    return before
 
 
 # Each reader takes one JSON object and says whether it was of its protocol's shape.

@@ -22,10 +22,12 @@ from ._conversation import (
     body_reply,
     parse_sse,
     request_messages,
+    request_model,
     request_tools,
     stream_reply,
 )
 from ._format import RecordedCall, StoredBody
+from ._review import Part, request_parts
 
 __all__ = ["NOT_JSON", "CallView", "call_view"]
 
@@ -83,6 +85,21 @@ class CallView:
         if self.stream is not None:
             return stream_reply(self.stream)
         return body_reply(self.json) if self.json is not NOT_JSON else Reply()
+
+    @functools.cached_property
+    def parts(self) -> list[Part] | None:
+        """The parts of a multipart request body (``_review.request_parts``); None for other bodies."""
+        return request_parts(self.request_body, self.request_headers)
+
+    @property
+    def model(self) -> str:
+        """The model the request asks for, else the one the response names; "" when neither says."""
+        return request_model(self.request_json, self.url) or self.reply.model
+
+    @property
+    def duration(self) -> float | None:
+        """Seconds from the request to the last chunk; None without a chunk."""
+        return self.chunk_times[-1] if self.chunk_times else None
 
     @property
     def request_json(self) -> Any:

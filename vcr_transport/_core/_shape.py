@@ -1,0 +1,152 @@
+"""The shape of an answer, for ``vcr-transport drift``: does the live API still answer as the cassette says?
+No I/O (``_drift`` sends the requests).
+
+An answer's shape is what code reading it depends on, never its values: the status, the media type, and the
+body's structure, as one set of types per field path (``body.choices[*].message.content``: ``string``;
+``[*]`` is any element of an array, the union of them all). A stream's shape is its event types (the
+``event:`` name, else the data's ``type`` or ``object``, else ``data``) and, per type, the union of its
+events' data shapes (``events[content_block_delta].delta.text``). Two shapes differ by the paths that came,
+went or changed types (``compare_shapes``), in field-path order.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import defaultdict
+from dataclasses import dataclass, field
+from typing import Any
+
+from ._view import NOT_JSON, CallView
+
+__all__ = ["DriftCall", "DriftReport", "Shape", "ShapeChange", "answer_shape", "compare_shapes"]
+
+
+def _type(value: Any) -> str:
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "boolean"
+    if isinstance(value, int):
+        return "integer"
+    if isinstance(value, float):
+        return "number"
+    if isinstance(value, str):
+        return "string"
+    return "array" if isinstance(value, list) else "object"
+
+
+def _walk(value: Any, path: str, into: dict[str, set[str]]) -> None:
+    into[path].add(_type(value))
+    if isinstance(value, dict):
+        for key, item in value.items():
+            _walk(item, f"{path}.{key}", into)
+    elif isinstance(value, list):
+        for item in value:
+            _walk(item, f"{path}[*]", into)
+
+
+@dataclass
+class Shape:
+    """What ``drift`` compares: the status, the media type and the types at each field path."""
+
+    status: int | None
+    media_type: str
+    fields: dict[str, set[str]] = field(default_factory=dict)
+
+
+def _event_type(name: str, data: Any) -> str:
+    if name:
+        return name
+    if isinstance(data, dict):
+        for key in ("type", "object"):
+            if isinstance(data.get(key), str):
+                return str(data[key])
+    return "data"
+
+
+def answer_shape(view: CallView) -> Shape:
+    """The shape of a call's answer (this module's docstring)."""
+    fields: dict[str, set[str]] = defaultdict(set)
+    media_type = view.content_type.split(";", 1)[0].strip()
+    if view.stream is not None:
+        for event in view.stream:
+            try:
+                data: Any = json.loads(event.data)
+            except ValueError:
+                name = event.name or (event.data.strip() if event.data.strip() == "[DONE]" else "data")
+                fields[f"events[{name}]"].add("text")
+                continue
+            _walk(data, f"events[{_event_type(event.name, data)}]", fields)
+    elif view.json is not NOT_JSON:
+        _walk(view.json, "body", fields)
+    elif view.body:
+        fields["body"].add("binary" if view.binary else "text")
+    return Shape(view.status, media_type, dict(fields))
+
+
+@dataclass
+class ShapeChange:
+    """One way the live answer's shape differs: a field path, its types in the recording and live
+    (``"-"`` where the path is absent)."""
+
+    path: str
+    recorded: str
+    live: str
+
+    def as_json(self) -> dict[str, str]:
+        return {"field_path": self.path, "recorded": self.recorded, "live": self.live}
+
+
+def _types(types: set[str] | None) -> str:
+    return "|".join(sorted(types)) if types else "-"
+
+
+def compare_shapes(recorded: Shape, live: Shape) -> list[ShapeChange]:
+    """How ``live`` differs from ``recorded``: status, media type, then each field path, in order."""
+    changes: list[ShapeChange] = []
+    if recorded.status != live.status:
+        changes.append(ShapeChange("status", str(recorded.status), str(live.status)))
+    if recorded.media_type != live.media_type:
+        changes.append(ShapeChange("content-type", recorded.media_type or "-", live.media_type or "-"))
+    for path in sorted(recorded.fields.keys() | live.fields.keys()):
+        before, after = recorded.fields.get(path), live.fields.get(path)
+        if before != after:
+            changes.append(ShapeChange(path, _types(before), _types(after)))
+    return changes
+
+
+@dataclass
+class DriftCall:
+    """One recorded call sent again: ``identical`` shape, ``changed`` (with how), or ``failed`` (``error``
+    says why: no credentials, no connection)."""
+
+    path: str
+    index: int
+    method: str
+    url: str
+    outcome: str
+    changes: list[ShapeChange] = field(default_factory=list)
+    error: str = ""
+
+    def as_json(self) -> dict[str, Any]:
+        return {
+            "path": self.path,
+            "call": self.index,
+            "method": self.method,
+            "url": self.url,
+            "outcome": self.outcome,
+            "changes": [change.as_json() for change in self.changes],
+            "error": self.error or None,
+        }
+
+
+@dataclass
+class DriftReport:
+    cassettes: int
+    calls: list[DriftCall]
+
+    @property
+    def exit_status(self) -> int:
+        """2 when a call could not be sent, else 1 when a shape changed, else 0."""
+        outcomes = {call.outcome for call in self.calls}
+        return 2 if "failed" in outcomes else 1 if "changed" in outcomes else 0
