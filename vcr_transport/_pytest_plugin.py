@@ -44,7 +44,7 @@ from _pytest._code.code import ExceptionInfo, ReprEntry, ReprExceptionInfo, Repr
 
 from ._compat import add_compat_options, compat_active, configure_compat
 from ._config import PytestRun, cassette_folders, find_pyproject, published_run, read_settings
-from ._core._display import shorten
+from ._core._display import side_by_side
 from ._core._modes import MODES
 from ._core._options import Options
 from ._exceptions import ReplayMismatch
@@ -323,12 +323,13 @@ def _short_mismatch_report(
         "differing values whole"
     )
     location = ReprFileLocation(str(entry.path), entry.lineno + 1, "ReplayMismatch")
+    recorded, incoming = side_by_side(mismatch.recorded, mismatch.incoming, 40)
     source = [f">   {entry.statement}".rstrip(), *(f"E   {line}" for line in lines)]
     crash = ReprFileLocation(
         str(entry.path),
         entry.lineno + 1,
-        f"field {mismatch.field_path}: recorded {shorten(mismatch.recorded, 40)}, "
-        f"incoming {shorten(mismatch.incoming, 40)} (replay mismatch at call {mismatch.call_index})",
+        f"field {mismatch.field_path}: recorded {recorded}, incoming {incoming} (replay mismatch at call "
+        f"{mismatch.call_index})",
     )
     traceback = ReprTraceback([ReprEntry(source, None, None, location, "short")], None, "short")
     return ReprExceptionInfo(reprtraceback=traceback, reprcrash=crash)

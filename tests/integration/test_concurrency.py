@@ -279,3 +279,53 @@ def test_record_on_miss_of_one_changed_concurrent_prompt_writes_a_cassette_that_
     assert [r["call_index"] for r in requests] == [0, 1, 2, 3]
     upstream.stop()
     _replays(_gather, name, upstream.url, path, changed, seed=3)
+
+
+MARKER_TESTS = """
+import asyncio
+import os
+import random
+
+import openai
+import pytest
+
+PROMPTS = {prompts!r}
+
+
+def gather(order):
+    async def run():
+        client = openai.AsyncOpenAI(api_key="sk-not-a-key-0000", base_url=os.environ["VENDOR"] + "/v1", max_retries=0)
+        replies = await asyncio.gather(
+            *(client.chat.completions.create(model="m", messages=[{{"role": "user", "content": p}}]) for p in order)
+        )
+        await client.close()
+        return [reply.choices[0].message.content for reply in replies]
+
+    return asyncio.run(run())
+
+
+@pytest.mark.vcr_transport(path="cassettes/agents.jsonl", mode="record")
+def test_record():
+    gather(PROMPTS)
+
+
+@pytest.mark.vcr_transport(path="cassettes/agents.jsonl", mode="replay")
+@pytest.mark.parametrize("seed", range(10))
+def test_replay(seed):
+    order = list(PROMPTS)
+    random.Random(seed).shuffle(order)
+    assert gather(order) == ["echo:" + p for p in order]
+"""
+
+
+def test_the_marker_replays_concurrent_calls_in_any_order(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, upstream: Upstream
+) -> None:
+    _slow(upstream, "openai")
+    monkeypatch.setenv("VENDOR", upstream.url)
+    monkeypatch.delenv("VCR_TRANSPORT_MODE", raising=False)
+    pytester.makepyfile(test_agents=MARKER_TESTS.format(prompts=PROMPTS))
+    pytester.runpytest_inprocess("-p", "no:randomly", "-k", "test_record").assert_outcomes(passed=1)
+    upstream.stop()
+    result = pytester.runpytest_inprocess("-p", "no:randomly", "-k", "test_replay")
+    result.assert_outcomes(passed=10)
