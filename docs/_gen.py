@@ -7,13 +7,16 @@ Three parts are generated from the code, so they can't drift from it:
 - ``schema``: the JSON Schema of a cassette line, from the format's msgspec types (``msgspec.json.schema``),
   also written to ``docs/reference/cassette-schema.json``.
 
-Each sits in a page between ``<!-- generated: NAME -->`` and ``<!-- end generated: NAME -->``. The build
+One more file is generated from ``Options``, though it is the package's, not the docs': the TypedDicts that type
+each entry point's keyword options, ``vcr_transport/_core/_typed_options.py`` (``typed_options_module``).
+
+Each generated part sits in a page between ``<!-- generated: NAME -->`` and ``<!-- end generated: NAME -->``. The build
 (``mkdocs build``, which loads this file as a hook) replaces what is there with what the code gives now;
 ``tests/test_docs.py`` checks that the committed pages already hold it, and
 
     .venv/bin/python docs/_gen.py
 
-rewrites them.
+rewrites them (and the two generated files).
 """
 
 from __future__ import annotations
@@ -142,6 +145,16 @@ def schema_text() -> str:
     return json.dumps(cassette_schema(), indent=2, ensure_ascii=False) + "\n"
 
 
+def typed_options_text() -> str:
+    """``vcr_transport/_core/_typed_options.py``: each entry point's keyword options, as a TypedDict."""
+    from vcr_transport._core._options import typed_options_module
+
+    return typed_options_module()
+
+
+TYPED_OPTIONS_FILE = ROOT / "vcr_transport" / "_core" / "_typed_options.py"
+
+
 def schema_block() -> str:
     return "```json\n" + schema_text() + "```"
 
@@ -177,6 +190,8 @@ def stale() -> list[str]:
     ]
     if not SCHEMA_FILE.exists() or SCHEMA_FILE.read_text("utf-8") != schema_text():
         found.append(str(SCHEMA_FILE.relative_to(ROOT)))
+    if not TYPED_OPTIONS_FILE.exists() or TYPED_OPTIONS_FILE.read_text("utf-8") != typed_options_text():
+        found.append(str(TYPED_OPTIONS_FILE.relative_to(ROOT)))
     return found
 
 
@@ -185,6 +200,7 @@ def write() -> list[str]:
     for page in pages():
         page.write_text(fill(page.read_text("utf-8")), "utf-8")
     SCHEMA_FILE.write_text(schema_text(), "utf-8")
+    TYPED_OPTIONS_FILE.write_text(typed_options_text(), "utf-8")
     return changed
 
 

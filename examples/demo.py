@@ -30,8 +30,10 @@ class ChunkTap(httpx2.BaseTransport):
         self.chunks: list[bytes] = []
 
     def handle_request(self, request: httpx2.Request) -> httpx2.Response:
-        response = self.inner.handle_request(request)
-        inner_stream, seen = response.stream, self.chunks
+        response: httpx2.Response = self.inner.handle_request(request)
+        stream, seen = response.stream, self.chunks
+        assert isinstance(stream, httpx2.SyncByteStream)  # as the client itself asserts
+        inner_stream: httpx2.SyncByteStream = stream
 
         class Tapped(httpx2.SyncByteStream):
             def __iter__(self) -> Any:
@@ -62,7 +64,7 @@ def session(transport: Any, base_url: str) -> tuple[str, list[str], list[bytes]]
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     parser.add_argument("--write", type=Path, help="keep the recorded cassette at this path")
     args = parser.parse_args()
     cassette = args.write or Path(tempfile.mkdtemp()) / "openai_demo.jsonl"

@@ -4,12 +4,14 @@ python examples/genai_example.py            # replay: no server, no key, no netw
 python examples/genai_example.py --record   # re-record against examples/local_vendor.py
 """
 
+# pyright: reportUnknownMemberType=false
+# (google-genai's own signatures are partly unknown to pyright in strict mode: its types, not ours.)
+
 from __future__ import annotations
 
 import asyncio
 import sys
 from pathlib import Path
-from typing import Any
 
 import httpx2
 from google import genai
@@ -24,12 +26,12 @@ CASSETTES = Path(__file__).resolve().parents[1] / "cassettes" / "genai"
 KEY = "example-not-a-real-key"
 
 
-def constructor_way(mode: str) -> str:
+def constructor_way(mode: vcr_transport.Mode) -> str:
     """1. A transport passed to the client: one object serves both the sync and the async client, which
     google-genai needs (with only the sync one, client.aio calls would go to the network)."""
     path = CASSETTES / "constructor.jsonl"
     if mode == "record":
-        transport: Any = vcr_transport.RecordingTransport(
+        transport: vcr_transport.RecordingTransport | vcr_transport.ReplayTransport = vcr_transport.RecordingTransport(
             httpx2.HTTPTransport(), path, async_inner=httpx2.AsyncHTTPTransport()
         )
     else:
@@ -54,7 +56,7 @@ def constructor_way(mode: str) -> str:
         client.close()  # the cassette is committed once both clients are closed
 
 
-def context_manager_way(mode: str) -> str:
+def context_manager_way(mode: vcr_transport.Mode) -> str:
     """2. A context manager around a script: the SDK's own async client, streaming."""
 
     async def script() -> str:
@@ -69,7 +71,7 @@ def context_manager_way(mode: str) -> str:
         return asyncio.run(script())
 
 
-def environment_way(_mode: str) -> str:
+def environment_way(_mode: vcr_transport.Mode) -> str:
     """3. VCR_TRANSPORT_MODE decides record or replay; the code doesn't change."""
     transport = vcr_transport.transport(CASSETTES / "environment.jsonl")
     options = types.HttpOptions(

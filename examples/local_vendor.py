@@ -9,10 +9,10 @@ import os
 import sys
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Generator
 from contextlib import contextmanager, nullcontext
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any
+from typing import Any, Literal, cast
 
 HOST = "127.0.0.1"
 PORT = 8765  # fixed, so that recorded URLs replay as they are
@@ -90,7 +90,7 @@ def _events(path: str, body: dict[str, Any], words: list[str]) -> tuple[Any, lis
 class _Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
 
-    def log_message(self, *args: Any) -> None:
+    def log_message(self, format: str, *args: Any) -> None:
         pass
 
     def do_POST(self) -> None:
@@ -110,10 +110,11 @@ class _Handler(BaseHTTPRequestHandler):
         self.send_header("transfer-encoding", "chunked")
         self.end_headers()
         for event in events:
-            name, data = event if isinstance(event, tuple) else (None, event)
+            # (event name, data), or data alone
+            name, payload = cast("tuple[str | None, Any]", event if isinstance(event, tuple) else (None, event))
             text = (
                 f"event: {name}\n" if name else ""
-            ) + f"data: {data if isinstance(data, str) else json.dumps(data)}\n\n"
+            ) + f"data: {payload if isinstance(payload, str) else json.dumps(payload)}\n\n"
             chunk = text.encode()
             self.wfile.write(b"%x\r\n%s\r\n" % (len(chunk), chunk))
             self.wfile.flush()
@@ -121,10 +122,10 @@ class _Handler(BaseHTTPRequestHandler):
         self.wfile.write(b"0\r\n\r\n")
 
 
-def run_example(sdk: str, *ways: Callable[[str], str]) -> None:
+def run_example(sdk: str, *ways: Callable[[Literal["record", "replay"]], str]) -> None:
     """Run an example's ways in; ``--record`` records them against this server, else they replay offline.
     The mode also goes into VCR_TRANSPORT_MODE, which the environment way reads."""
-    mode = "record" if "--record" in sys.argv else "replay"
+    mode: Literal["record", "replay"] = "record" if "--record" in sys.argv else "replay"
     os.environ["VCR_TRANSPORT_MODE"] = mode
     with running() if mode == "record" else nullcontext(BASE_URL):
         results = [way(mode) for way in ways]
@@ -133,7 +134,7 @@ def run_example(sdk: str, *ways: Callable[[str], str]) -> None:
 
 
 @contextmanager
-def running(port: int = PORT) -> Iterator[str]:
+def running(port: int = PORT) -> Generator[str]:
     """The server, for the length of a ``with`` block; yields its base URL."""
     server = ThreadingHTTPServer((HOST, port), _Handler)
     threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True).start()

@@ -23,9 +23,10 @@ KEY = "sk-example-not-a-real-key-0000000000"
 BASE_URL = local_vendor.BASE_URL + "/v1"
 
 
-def constructor_way(mode: str) -> str:
+def constructor_way(mode: vcr_transport.Mode) -> str:
     """1. A transport passed to the client's constructor."""
     path = CASSETTES / "constructor.jsonl"
+    transport: httpx2.BaseTransport  # what our transports are to a type checker
     if mode == "record":
         transport = vcr_transport.RecordingTransport(httpx2.HTTPTransport(), path)
     else:
@@ -36,7 +37,7 @@ def constructor_way(mode: str) -> str:
     return str(reply.choices[0].message.content)
 
 
-def context_manager_way(mode: str) -> str:
+def context_manager_way(mode: vcr_transport.Mode) -> str:
     """2. A context manager around a script: the SDK's own async client, streaming."""
 
     async def script() -> str:
@@ -50,7 +51,7 @@ def context_manager_way(mode: str) -> str:
         return asyncio.run(script())
 
 
-def environment_way(_mode: str) -> str:
+def environment_way(_mode: vcr_transport.Mode) -> str:
     """3. VCR_TRANSPORT_MODE decides record or replay; the code doesn't change."""
     with httpx2.Client(transport=vcr_transport.transport(CASSETTES / "environment.jsonl")) as http:
         client = openai.OpenAI(api_key=KEY, base_url=BASE_URL, http_client=http)

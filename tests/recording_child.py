@@ -22,6 +22,9 @@ import vcr_transport
 
 
 def main() -> None:
+    # Ctrl-C as a user's process gets it, even when the test run started with SIGINT ignored (a background
+    # job of a non-interactive shell passes SIG_IGN on, and Python then installs no KeyboardInterrupt).
+    signal.signal(signal.SIGINT, signal.default_int_handler)
     way, cassette, url, ready_after = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4])
     limited = len(sys.argv) > 5
     if limited:

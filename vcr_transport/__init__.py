@@ -24,9 +24,10 @@ if _typing.TYPE_CHECKING:
     from ._core._faults import Fault
     from ._core._format import FORMAT_VERSION
     from ._core._matching import NON_DETERMINISTIC_FIELD_NAMES, VOLATILE_HEADERS, find_first_difference
-    from ._core._modes import MODES
+    from ._core._modes import MODES, Mode
     from ._core._options import Options
     from ._core._redaction import PLACEHOLDER, SECRET_FIELD_NAMES, Redactor, remove_secret_values
+    from ._core._typed_options import BlockOptions, RecordingOptions, ReplayOptions, TransportOptions
     from ._recording import AsyncRecordingTransport, CassetteRecorder, RecordingTransport
     from ._session import CassetteSession, ModeTransport, ReplayTransport, async_transport, transport
 
@@ -39,11 +40,16 @@ _LAZY = {
     "VOLATILE_HEADERS": "._core._matching",
     "find_first_difference": "._core._matching",
     "MODES": "._core._modes",
+    "Mode": "._core._modes",
     "Options": "._core._options",
     "PLACEHOLDER": "._core._redaction",
     "SECRET_FIELD_NAMES": "._core._redaction",
     "Redactor": "._core._redaction",
     "remove_secret_values": "._core._redaction",
+    "BlockOptions": "._core._typed_options",
+    "RecordingOptions": "._core._typed_options",
+    "ReplayOptions": "._core._typed_options",
+    "TransportOptions": "._core._typed_options",
     "AsyncRecordingTransport": "._recording",
     "CassetteRecorder": "._recording",
     "RecordingTransport": "._recording",
@@ -82,21 +88,26 @@ __all__ = [
     "SECRET_FIELD_NAMES",
     "VOLATILE_HEADERS",
     "AsyncRecordingTransport",
+    "BlockOptions",
     "CassetteError",
     "CassetteOwnerError",
     "CassetteRecorder",
     "CassetteSession",
     "Fault",
+    "Mode",
     "ModeError",
     "ModeTransport",
     "NetworkBlockedError",
     "Options",
     "RecordedError",
     "RecordingNotSavedWarning",
+    "RecordingOptions",
     "RecordingTransport",
     "Redactor",
     "ReplayMismatch",
+    "ReplayOptions",
     "ReplayTransport",
+    "TransportOptions",
     "UnplayedCallsError",
     "UnplayedCallsWarning",
     "VcrTransportError",

@@ -26,9 +26,10 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from ._config import ENVIRONMENT_VARIABLE, MODES, find_pyproject, set_mode_in_pyproject
+from ._config import ENVIRONMENT_VARIABLE, MODES, check_settings, edit_setting, find_pyproject, read_settings
 from ._core._diff import compared_calls
 from ._core._format import Cassette, RecordedCall
+from ._core._modes import check_mode
 from ._core._options import Options
 from ._core._view import call_view
 from ._exceptions import CassetteError, VcrTransportError
@@ -97,14 +98,50 @@ def command_status(args: argparse.Namespace) -> int:
     return 0
 
 
-def command_set_mode(args: argparse.Namespace) -> int:
+def command_config(args: argparse.Namespace) -> int:
+    """``config get [KEY]``, ``config set KEY VALUE``, ``config unset KEY``: [tool.vcr_transport] of the nearest
+    pyproject.toml, edited with tomlkit (comments and layout kept; refused when it can't edit safely)."""
     pyproject = find_pyproject() or Path.cwd() / "pyproject.toml"
+    if args.action == "get":
+        settings = read_settings(pyproject if pyproject.exists() else None)
+        if args.key is not None:
+            check_settings({args.key: None}, pyproject)
+        for key in [args.key] if args.key else sorted(settings):
+            print(f"{key} = {json.dumps(settings[key])}" if key in settings else f"{key}: not set in {pyproject}")
+        return 0
+    if args.key is None:
+        raise UsageProblem(f"config {args.action} needs a key, e.g. vcr-transport config {args.action} mode")
+    if args.action == "set" and args.value is None:
+        raise UsageProblem(f"config set {args.key} needs a value, e.g. vcr-transport config set mode replay")
+    value = None if args.action == "unset" else _setting_value(args.key, args.value)
     text = pyproject.read_text(encoding="utf-8") if pyproject.exists() else ""
-    pyproject.write_text(set_mode_in_pyproject(text, args.command), encoding="utf-8")
-    print(f"mode {args.command} saved in {pyproject} [tool.vcr_transport]")
-    if os.environ.get(ENVIRONMENT_VARIABLE):
+    pyproject.write_text(edit_setting(text, args.key, value, where=str(pyproject)), encoding="utf-8")
+    done = f"{args.key} = {json.dumps(value)} saved in" if value is not None else f"{args.key} removed from"
+    print(f"{done} {pyproject} [tool.vcr_transport]")
+    if args.key == "mode" and os.environ.get(ENVIRONMENT_VARIABLE):
         print(f"note: {ENVIRONMENT_VARIABLE}={os.environ[ENVIRONMENT_VARIABLE]} is set and takes precedence")
+    if args.key == "mode" and value in ("record", "record-on-miss"):
+        print("note: committed, this records wherever the tests run; under CI it is refused (--vcr-mode records)")
     return 0
+
+
+def _setting_value(key: str, text: str) -> Any:
+    """A value from the command line: TOML (``true``, ``["a", "b"]``, ``'x'``) when it parses, else the text; checked
+    as the setting's own validator checks it."""
+    import tomllib
+
+    try:
+        value: Any = tomllib.loads(f"value = {text}")["value"]
+    except tomllib.TOMLDecodeError:
+        value = text
+    if key == "mode":
+        check_mode(str(value), f"config set {key}")
+    elif key in Options.names():
+        try:
+            Options.knob(key).check(value, key, f"config set {key}")
+        except (TypeError, ValueError) as error:
+            raise UsageProblem(str(error)) from None
+    return value
 
 
 # --- list, show, verify ---------------------------------------------------------------------------------
@@ -448,16 +485,25 @@ def _add_status_and_modes(commands: Any) -> None:
     status.add_argument("--mode", choices=MODES, help="an explicit mode, as a script would pass it (default: none)")
     _json_flag(status)
     status.set_defaults(run=command_status)
-    for mode in MODES:
-        persist = _command(
-            commands,
-            mode,
-            f"save mode {mode!r} in pyproject.toml [tool.vcr_transport]",
-            f"Save mode {mode!r} in [tool.vcr_transport] of the nearest pyproject.toml (created when there is "
-            "none), leaving the rest of the file as it was. VCR_TRANSPORT_MODE still takes precedence.",
-            [f"vcr-transport {mode}"],
-        )
-        persist.set_defaults(run=command_set_mode)
+    config = _command(
+        commands,
+        "config",
+        "get, set or unset a setting of pyproject.toml [tool.vcr_transport]",
+        "Read or change [tool.vcr_transport] of the nearest pyproject.toml (created when there is none), edited "
+        "with a round-trip TOML library: comments and layout stay; an edit that would change anything else is "
+        'refused. A value is TOML when it parses (true, ["a", "b"]), else text. A recording mode saved here '
+        "never records under CI; for one run, pytest --vcr-mode=... is the switch.",
+        [
+            "vcr-transport config set mode replay",
+            "vcr-transport config get mode",
+            "vcr-transport config set redact_names '[\"customer_secret\"]'",
+            "vcr-transport config unset mode",
+        ],
+    )
+    config.add_argument("action", choices=("get", "set", "unset"))
+    config.add_argument("key", nargs="?", help="a [tool.vcr_transport] key, e.g. mode (get: every key when none)")
+    config.add_argument("value", nargs="?", help="the value to set")
+    config.set_defaults(run=command_config)
 
 
 def _add_list_show(commands: Any) -> None:

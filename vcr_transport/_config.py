@@ -17,7 +17,6 @@ modes mean, and ``auto`` under ``CI``, is decided in ``_core/_modes.py``. Nothin
 from __future__ import annotations
 
 import os
-import re
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -25,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from ._core._modes import ENVIRONMENT_VARIABLE, MODES, check_mode, concrete_mode
-from ._core._options import CASSETTE_DIR_SETTING
+from ._core._options import CASSETTE_DIR_SETTING, pyproject_names, unknown_settings
 from ._exceptions import VcrTransportError
 
 __all__ = [
@@ -36,13 +35,16 @@ __all__ = [
     "ResolvedMode",
     "cassette_folders",
     "cassette_mode",
+    "configured_source",
     "current_run",
     "find_pyproject",
     "how_to_record",
     "published_run",
     "read_settings",
     "resolve_mode",
-    "set_mode_in_pyproject",
+    "UnsafeEdit",
+    "check_settings",
+    "edit_setting",
 ]
 
 
@@ -107,7 +109,21 @@ def read_settings(pyproject: Path | None) -> dict[str, Any]:
     settings = document.get("tool", {}).get("vcr_transport", {})
     if not isinstance(settings, dict):
         raise VcrTransportError(f"{pyproject}: [tool.vcr_transport] must be a table")
+    check_settings(settings, pyproject)
     return settings
+
+
+def check_settings(settings: Mapping[str, Any], pyproject: Path) -> None:
+    """An unknown key in ``[tool.vcr_transport]`` is a VcrTransportError naming the file, the key and the closest
+    valid name: ``redact_name`` for ``redact_names`` would otherwise be a redaction rule that never applies."""
+    unknown = unknown_settings(settings)
+    if unknown:
+        key, closest = unknown[0]
+        hint = f"did you mean {closest}? " if closest else ""
+        more = f" (and {', '.join(k for k, _ in unknown[1:])})" if len(unknown) > 1 else ""
+        raise VcrTransportError(
+            f"{pyproject}: [tool.vcr_transport] has no setting {key}{more}; {hint}valid: {', '.join(pyproject_names())}"
+        )
 
 
 def resolve_mode(
@@ -157,7 +173,14 @@ def cassette_mode(resolved: ResolvedMode, path: Path, environ: Mapping[str, str]
         exists=path.exists(),
         ci=bool(environ.get("CI")),
         how_to_record=how_to_record(resolved),
+        configured=resolved.source if configured_source(resolved) else "",
     )
+
+
+def configured_source(resolved: ResolvedMode) -> bool:
+    """Whether the mode came from the project's configuration (the environment, pyproject), not an explicit
+    choice (the argument, ``--vcr-mode``) or the default."""
+    return resolved.source.startswith("environment") or resolved.source.endswith("[tool.vcr_transport]")
 
 
 SKIPPED_FOLDERS = frozenset(
@@ -180,20 +203,57 @@ def cassette_folders(root: Path) -> list[Path]:
     return sorted(found)
 
 
-def set_mode_in_pyproject(text: str, mode: str) -> str:
-    """Set ``mode`` in [tool.vcr_transport] of a pyproject.toml's text, leaving every other line as it was."""
-    check_mode(mode, "the command line")
-    line = f'mode = "{mode}"'
-    lines = text.splitlines(keepends=True)
-    heading = re.compile(r"\s*\[tool\.vcr_transport\]\s*(#.*)?$")
-    table = next((i for i, entry in enumerate(lines) if heading.match(entry)), None)
-    if table is None:
-        prefix = "" if not text or text.endswith("\n\n") else ("\n" if text.endswith("\n") else "\n\n")
-        return f"{text}{prefix}[tool.vcr_transport]\n{line}\n"
-    end = next((i for i in range(table + 1, len(lines)) if re.match(r"\s*\[", lines[i])), len(lines))
-    for i in range(table + 1, end):
-        if re.match(r"\s*mode\s*=", lines[i]):
-            lines[i] = line + "\n"
-            return "".join(lines)
-    lines.insert(table + 1, line + "\n")
-    return "".join(lines)
+class UnsafeEdit(VcrTransportError):
+    """``edit_setting`` can't change a pyproject.toml without touching more than the one setting."""
+
+
+def edit_setting(text: str, key: str, value: Any, *, where: str = "pyproject.toml") -> str:
+    """A pyproject.toml's text with ``key`` of ``[tool.vcr_transport]`` set to ``value`` (None: removed), edited
+    with a round-trip TOML library (tomlkit): comments, order and layout stay as they were. The result is read
+    back: when anything but that one key changed, or the file does not parse, it is refused (UnsafeEdit)."""
+    import tomllib
+
+    import tomlkit  # lazily: only ``vcr-transport config`` edits files
+    from tomlkit.exceptions import TOMLKitError
+
+    if key not in pyproject_names():
+        check_settings({key: value}, Path(where))
+    try:
+        before = tomllib.loads(text)
+        document = tomlkit.parse(text)
+        tool = document.setdefault("tool", tomlkit.table(is_super_table=True))
+        table = tool.get("vcr_transport")
+        if table is None:
+            if value is None:
+                return text
+            tool["vcr_transport"] = table = tomlkit.table()
+        if value is None:
+            table.pop(key, None)
+        else:
+            table[key] = value
+        edited = tomlkit.dumps(document)
+        after = tomllib.loads(edited)
+    except (tomllib.TOMLDecodeError, TOMLKitError, TypeError, ValueError, AttributeError) as error:
+        raise UnsafeEdit(f"{where}: can't edit [tool.vcr_transport] safely ({error}); edit it by hand") from None
+    expected = _with_setting(before, key, value)
+    if after != expected:
+        raise UnsafeEdit(
+            f"{where}: can't edit [tool.vcr_transport] safely (the edit would change more than {key}); edit it by hand"
+        )
+    return edited
+
+
+def _with_setting(document: dict[str, Any], key: str, value: Any) -> dict[str, Any]:
+    """What a parsed pyproject.toml should read as once ``key`` is set (None: removed)."""
+    tool = dict(document.get("tool", {}))
+    settings = dict(tool.get("vcr_transport", {}))
+    if value is None:
+        settings.pop(key, None)
+    else:
+        settings[key] = value
+    if settings or "vcr_transport" in tool:
+        tool["vcr_transport"] = settings
+    result = dict(document)
+    if tool or "tool" in document:
+        result["tool"] = tool
+    return result

@@ -17,13 +17,17 @@ import sys
 import warnings
 from collections.abc import Callable
 from types import ModuleType
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar, Unpack
 
+from ._core._modes import Mode
 from ._core._options import Options
-from ._exceptions import CassetteOwnerError, UnplayedCallsError, UnplayedCallsWarning
+from ._exceptions import CassetteOwnerError, UnplayedCallsWarning
 from ._http import transport_choice
 from ._patch import Patch
 from ._session import CassetteRequest, CassetteSession, open_session
+
+if TYPE_CHECKING:
+    from ._core._typed_options import BlockOptions
 
 __all__ = ["PATCHER", "ClientPatcher", "use_cassette"]
 
@@ -160,9 +164,9 @@ class use_cassette:  # noqa: N801 - reads as a function, like contextlib's
         self,
         path: str | os.PathLike[str],
         *,
-        mode: str | None = None,
+        mode: Mode | None = None,
         options: Options | None = None,
-        **arguments: Any,
+        **arguments: Unpack[BlockOptions],
     ) -> None:
         self.path = path
         given = Options.of(options, arguments, where="use_cassette()", entry="block")
@@ -218,11 +222,11 @@ class use_cassette:  # noqa: N801 - reads as a function, like contextlib's
         session.raise_if_broken(unless_missing_and_unused=session.options.missing_ok_unused)
         if session.first_mismatch is not None and session.options.caught_mismatch == "raise":
             raise session.first_mismatch
-        unplayed, action = session.unplayed_calls(), session.options.unplayed
+        action = session.options.unplayed
         if action == "partial" and not any(request.play_count for request in session.requests):
             return  # none of the calls was played: a test that took another path
-        if unplayed and action != "ignore":
-            error = UnplayedCallsError(str(session.path), unplayed)
+        error = session.unplayed_error() if action != "ignore" else None
+        if error is not None:
             if action in ("error", "partial"):
                 raise error
             warnings.warn(str(error), UnplayedCallsWarning, stacklevel=3)

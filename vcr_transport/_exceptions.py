@@ -133,13 +133,19 @@ _SHOWN = 10  # the differing fields a message lists
 
 
 class UnplayedCallsError(VcrTransportError):
-    """Recorded calls that no request asked for, listed by index, method and URL."""
+    """Recorded calls that no request asked for, listed by index, method and URL, and by what tells LLM calls
+    to one URL apart (``labels``: call index -> the model and the first words of the last user message)."""
 
-    def __init__(self, cassette: str, unplayed: list[tuple[int, str, str]]) -> None:
+    def __init__(
+        self, cassette: str, unplayed: list[tuple[int, str, str]], labels: dict[int, str] | None = None
+    ) -> None:
         self.cassette = cassette
         self.unplayed = unplayed
+        self.labels = labels or {}
         lines = [f"{len(unplayed)} recorded call(s) were never played from {cassette}:"]
-        lines += [f"  call {index}: {method} {url}" for index, method, url in unplayed]
+        for index, method, url in unplayed:
+            label = self.labels.get(index)
+            lines.append(f"  call {index}: {method} {url}" + (f" ({label})" if label else ""))
         lines.append("the code under test made fewer requests than were recorded; re-record if that is intended")
         super().__init__("\n".join(lines))
 

@@ -1,8 +1,9 @@
 """The usage ledger: which cassettes the last pytest run used, and whether that run was complete, for
 ``vcr-transport prune``.
 
-It is one JSON file, ``.vcr_transport/ledger.json`` under the pytest rootdir (add ``.vcr_transport/`` to
-``.gitignore``). The plugin's main process writes it twice: when the run starts (``complete: false``, so a run
+It is one JSON file, ``.vcr_transport/ledger.json`` under the pytest rootdir. The folder ignores itself, as
+``.pytest_cache/`` does: it holds a ``.gitignore`` of ``*`` and a ``CACHEDIR.TAG``, so it never reaches git or
+a backup. The plugin's main process writes it twice: when the run starts (``complete: false``, so a run
 that dies leaves an incomplete ledger rather than an older run's), and when it finishes, with every cassette
 opened through any entry point (the marker, ``use_cassette()``, ``transport()``), every cassette a collected
 test's marker names, and whether the run was complete: no test selection, no early stop, no crashed worker.
@@ -43,7 +44,7 @@ class Ledger:
 def write_ledger(root: Path, ledger: Ledger) -> None:
     """Replace the ledger whole (a private temporary file moved over it)."""
     path = ledger_path(root)
-    path.parent.mkdir(parents=True, exist_ok=True)
+    _make_state_folder(path.parent)
     document: dict[str, Any] = {
         "ledger_version": LEDGER_VERSION,
         "run": ledger.run,
@@ -57,6 +58,25 @@ def write_ledger(root: Path, ledger: Ledger) -> None:
         json.dump(document, file, indent=1)
         file.write("\n")
     os.replace(temporary, path)
+
+
+# What pytest writes into .pytest_cache/, for the same reasons (https://bford.info/cachedir/).
+GITIGNORE = "# Created by vcr_transport automatically.\n*\n"
+CACHEDIR_TAG = (
+    "Signature: 8a477f597d28d172789f06886806bc55\n"
+    "# This file is a cache directory tag created by vcr_transport.\n"
+    "# For information about cache directory tags, see:\n"
+    "#\thttps://bford.info/cachedir/spec.html\n"
+)
+
+
+def _make_state_folder(folder: Path) -> None:
+    """The plugin's state folder, ignoring itself: a ``.gitignore`` of ``*`` and a ``CACHEDIR.TAG``."""
+    folder.mkdir(parents=True, exist_ok=True)
+    for name, text in ((".gitignore", GITIGNORE), ("CACHEDIR.TAG", CACHEDIR_TAG)):
+        marker = folder / name
+        if not marker.exists():
+            marker.write_text(text, encoding="utf-8")
 
 
 def new_ledger(run: str) -> Ledger:

@@ -1,12 +1,17 @@
-"""What a transport seam looks like (Protocols for requests and sync/async transports), and the close /
-aclose / enter / exit lifecycle shared by our transports that serve a sync and an async client."""
+"""What a transport seam looks like (Protocols for requests and sync/async transports), the base our
+transports show a type checker (``TransportBase``), and the close / aclose / enter / exit lifecycle shared by
+our transports that serve a sync and an async client."""
 
 from __future__ import annotations
 
 import sys
 from collections.abc import AsyncIterator, Callable, Iterator
 from types import TracebackType
-from typing import Any, Protocol, Self, runtime_checkable
+from typing import TYPE_CHECKING, Any, Protocol, Self, runtime_checkable
+
+if TYPE_CHECKING:
+    import httpx
+    import httpx2
 
 __all__ = [
     "AsyncTransport",
@@ -14,6 +19,7 @@ __all__ = [
     "ClosingSides",
     "HttpRequest",
     "SyncTransport",
+    "TransportBase",
     "TransportLifecycle",
     "propagating",
 ]
@@ -61,6 +67,25 @@ class ByteStream(Protocol):
     async def aclose(self) -> None: ...
 
 
+if TYPE_CHECKING:
+
+    class TransportBase(httpx2.BaseTransport, httpx2.AsyncBaseTransport, httpx.BaseTransport, httpx.AsyncBaseTransport):
+        """To a type checker, our transports are transports of both libraries, sync and async, so that
+        ``httpx2.Client(transport=...)``, ``httpx.AsyncClient(transport=...)`` and the rest accept them.
+        Clients type their ``transport`` parameter with their library's base classes, and one object of ours
+        serves both libraries and both sides, which no class can inherit at runtime. The two libraries type
+        ``handle_request`` with their own requests and responses: here they take and give any."""
+
+        def handle_request(self, request: Any) -> Any: ...
+
+        async def handle_async_request(self, request: Any) -> Any: ...
+
+else:
+    # At runtime, a plain object: the transports duck-type the contract (clients check the response's stream,
+    # which ``_http.stream_class`` gives in the request's own library) and import no library they don't use.
+    TransportBase = object
+
+
 class ClosingSides:
     """Runs ``finish(failure)`` once every side (sync, async) that carried a request has been closed.
 
@@ -94,7 +119,7 @@ def propagating() -> BaseException | None:
     return sys.exc_info()[1]
 
 
-class TransportLifecycle:
+class TransportLifecycle(TransportBase):
     """close / aclose / ``with`` / ``async with`` for a transport that wraps an optional sync and an
     optional async inner transport and finishes once every side it used is closed.
 
@@ -140,9 +165,12 @@ class TransportLifecycle:
         return self
 
     def __exit__(
-        self, exc_type: type[BaseException] | None, exc: BaseException | None, traceback: TracebackType | None
+        self,
+        exc_type: type[BaseException] | None = None,
+        exc_value: BaseException | None = None,
+        traceback: TracebackType | None = None,
     ) -> None:
-        self._close_sync(exc)
+        self._close_sync(exc_value)
 
     async def __aenter__(self) -> Self:
         enter = getattr(self._inner_to_close("async"), "__aenter__", None)
@@ -151,6 +179,9 @@ class TransportLifecycle:
         return self
 
     async def __aexit__(
-        self, exc_type: type[BaseException] | None, exc: BaseException | None, traceback: TracebackType | None
+        self,
+        exc_type: type[BaseException] | None = None,
+        exc_value: BaseException | None = None,
+        traceback: TracebackType | None = None,
     ) -> None:
-        await self._close_async(exc)
+        await self._close_async(exc_value)

@@ -21,8 +21,10 @@ cassetter's ``vcr`` so that both can be installed during a migration.)
 - ``vcr_cassette.requests``: the recorded requests with their ``play_count`` (like vcrpy's ``vcr.requests``).
 - ini ``vcr_transport_compat = pytest-recording``: serve a pytest-recording suite unchanged (``_compat.py``).
 - The run publishes ``--vcr-mode`` to every entry point, keeps the usage ledger (``_ledger.py``) and ends
-  with a summary of what became of the cassettes. A replay mismatch fails a test in a few lines that start
-  with the mismatch (``-vv`` shows the whole traceback).
+  with a summary of what became of the cassettes. A failure the cassette explains (a mismatch, a refused
+  request, unplayed calls) is reported in a few lines by ``_pytest_reports.py`` (``--tb=long`` and ``-vv``
+  show the whole traceback). A passed test's cassette is checked when its body ends (``pytest_runtest_call``),
+  so what it missed fails the test rather than its teardown.
 - In replay, the test can't reach the network: every in-process route beyond loopback (connect, UDP, DNS,
   asyncio, the C socket class) raises NetworkBlockedError; see ``_guard.py``. Subprocesses are not covered.
 """
@@ -40,14 +42,12 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import pytest
-from _pytest._code.code import ExceptionInfo, ReprEntry, ReprExceptionInfo, ReprFileLocation, ReprTraceback
 
 from ._compat import add_compat_options, compat_active, configure_compat
 from ._config import PytestRun, cassette_folders, find_pyproject, published_run, read_settings
-from ._core._display import side_by_side
 from ._core._modes import MODES
 from ._core._options import Options
-from ._exceptions import ReplayMismatch
+from ._exceptions import VcrTransportError
 from ._ledger import Ledger, ledger_path, new_ledger, write_ledger
 
 if TYPE_CHECKING:  # imported by the first test that opens a cassette, not when the plugin loads
@@ -120,10 +120,9 @@ class _PluginRun(PytestRun):
 _RUN = pytest.StashKey[_PluginRun]()
 _LEDGER = pytest.StashKey[Ledger]()
 _INCOMPLETE = pytest.StashKey[list[str]]()
-_CALL_FAILED = pytest.StashKey[bool]()
-_CALL_PASSED = pytest.StashKey[bool]()  # the test's body ran and passed: only then are unplayed calls checked
 _CALL_FAILURE = pytest.StashKey[BaseException]()  # what failed the test: its recording is not saved
 _CASSETTE = pytest.StashKey["use_cassette"]()
+_CHECKED_AT_END = pytest.StashKey[bool]()  # the test's body passed; the cassette's check at its end failed it
 _WORKER_DATA = "vcr_transport_run"
 
 
@@ -136,6 +135,10 @@ def pytest_configure(config: pytest.Config) -> None:
         "markers",
         "vcr_transport(path=None, mode=None, unplayed=None, **options): run the test inside a vcr_transport cassette",
     )
+    try:  # an unknown key in [tool.vcr_transport] (a typo: redact_name) stops the run before it starts
+        read_settings(find_pyproject())
+    except VcrTransportError as error:
+        raise pytest.UsageError(str(error)) from None
     config.stash[_RUN] = _PluginRun(config.getoption("vcr_mode"))
     configure_compat(config)
     config.stash[_INCOMPLETE] = []
@@ -246,6 +249,7 @@ _SUMMARY = (
     ("mismatched", "{} with a replay mismatch"),
     ("unplayed", "{} left with unplayed calls"),
     ("missing", "{} missing"),
+    ("refused", "{} not recorded under CI"),
     ("unreadable", "{} unreadable"),
 )
 
@@ -255,7 +259,7 @@ def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pyte
         return
     run = config.stash[_RUN]
     counts = Counter(outcome for outcome in run.outcomes.values() if outcome not in ("off", "not needed"))
-    if not counts and not run.used:
+    if (not counts and not run.used) or config.option.no_summary:
         return
     parts = [phrase.format(counts[outcome]) for outcome, phrase in _SUMMARY if counts[outcome]]
     parts += _never_used(config, run)
@@ -273,66 +277,49 @@ def _never_used(config: pytest.Config, run: _PluginRun) -> list[str]:
 
 
 @pytest.hookimpl(wrapper=True)
+def pytest_runtest_call(item: pytest.Item) -> Any:
+    # A test whose body passed is checked here, so that what its cassette missed (a mismatch the code caught,
+    # unplayed calls, a refused request the SDK swallowed) fails the test, rather than erroring its teardown.
+    result = yield
+    cassette = item.stash.get(_CASSETTE, None)
+    if cassette is not None:
+        try:
+            cassette.check()
+        except BaseException:
+            item.stash[_CHECKED_AT_END] = True
+            raise
+    return result
+
+
+@pytest.hookimpl(wrapper=True)
 def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Any:
     report = yield
-    if report.when == "call" and report.passed:
-        item.stash[_CALL_PASSED] = True
     if report.when == "call" and report.failed:
-        item.stash[_CALL_FAILED] = True
         if call.excinfo is not None:
             item.stash[_CALL_FAILURE] = call.excinfo.value
         cassette = item.stash.get(_CASSETTE, None)
-        mismatch = cassette.session.first_mismatch if cassette and cassette.session else None
-        raised = _raised_mismatch(call.excinfo)
-        if raised is not None and item.config.get_verbosity() < 2:
-            report.longrepr = _short_mismatch_report(item, call.excinfo, raised)
-        elif mismatch is not None and mismatch.headline not in str(report.longrepr):
-            # The SDK swallowed the mismatch and the test failed on what followed: say what changed.
-            report.sections.append(("vcr_transport: replay mismatch", str(mismatch)))
-        shown = raised or mismatch
-        if shown is not None and item.config.get_verbosity() >= 2:
-            report.sections.append(("vcr_transport: the differing values, whole", shown.full_values()))
+        if cassette is not None and cassette.session is not None and call.excinfo is not None:
+            _report_failure(item, call.excinfo, cassette, report)
     return report
 
 
-def _raised_mismatch(excinfo: ExceptionInfo[BaseException] | None) -> ReplayMismatch | None:
-    """The ReplayMismatch a test failed with, itself or as the cause of what the SDK raised."""
-    error: BaseException | None = excinfo.value if excinfo is not None else None
-    seen = 0
-    while error is not None and seen < 10:
-        if isinstance(error, ReplayMismatch):
-            return error
-        error, seen = error.__cause__ or error.__context__, seen + 1
-    return None
+def _report_failure(item: pytest.Item, excinfo: Any, cassette: use_cassette, report: pytest.TestReport) -> None:
+    """Our short report when the cassette explains the failure (``_pytest_reports``); with the whole traceback
+    asked for, pytest's, plus the mismatch when the SDK swallowed it."""
+    from ._pytest_reports import cassette_report, full_traceback_wanted, raised_mismatch
 
-
-def _short_mismatch_report(
-    item: pytest.Item, excinfo: ExceptionInfo[BaseException] | None, mismatch: ReplayMismatch
-) -> ReprExceptionInfo:
-    """A failure that starts with the mismatch line and shows the test's own line, not the SDK's and our
-    frames; the summary line names the field."""
-    assert excinfo is not None
-    test_file = str(item.path)
-    own = [entry for entry in excinfo.traceback if str(entry.path) == test_file]
-    entry = own[-1] if own else excinfo.traceback[-1]
-    lines = str(mismatch).splitlines()
-    if excinfo.value is not mismatch:
-        lines.append(f"(the SDK raised {type(excinfo.value).__qualname__}: {str(excinfo.value).splitlines()[0]})")
-    lines.append(
-        f"hidden: {len(excinfo.traceback) - 1} frames of the SDK and vcr_transport; -vv shows them, and the "
-        "differing values whole"
-    )
-    location = ReprFileLocation(str(entry.path), entry.lineno + 1, "ReplayMismatch")
-    recorded, incoming = side_by_side(mismatch.recorded, mismatch.incoming, 40)
-    source = [f">   {entry.statement}".rstrip(), *(f"E   {line}" for line in lines)]
-    crash = ReprFileLocation(
-        str(entry.path),
-        entry.lineno + 1,
-        f"field {mismatch.field_path}: recorded {recorded}, incoming {incoming} (replay mismatch at call "
-        f"{mismatch.call_index})",
-    )
-    traceback = ReprTraceback([ReprEntry(source, None, None, location, "short")], None, "short")
-    return ReprExceptionInfo(reprtraceback=traceback, reprcrash=crash)
+    if not full_traceback_wanted(item.config):
+        short = cassette_report(item, excinfo, cassette, at_end=item.stash.get(_CHECKED_AT_END, False))
+        if short is not None:
+            report.longrepr = short
+        return
+    mismatch = cassette.session.first_mismatch if cassette.session is not None else None
+    raised = raised_mismatch(excinfo.value)
+    if mismatch is not None and raised is None:
+        report.sections.append(("vcr_transport: replay mismatch", str(mismatch)))
+    shown = raised or mismatch
+    if shown is not None and item.config.get_verbosity() >= 2:
+        report.sections.append(("vcr_transport: the differing values, whole", shown.full_values()))
 
 
 def cassette_name(node_name: str) -> str:
@@ -400,9 +387,7 @@ def open_test_cassette(
     try:
         yield cassette
     finally:
-        cassette.close(
-            check=request.node.stash.get(_CALL_PASSED, False), failure=request.node.stash.get(_CALL_FAILURE, None)
-        )
+        cassette.close(check=False, failure=request.node.stash.get(_CALL_FAILURE, None))
 
 
 @pytest.fixture

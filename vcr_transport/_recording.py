@@ -16,7 +16,7 @@ import warnings
 import weakref
 from collections.abc import AsyncIterator, Callable, Iterator, Sequence
 from importlib import metadata
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar, Unpack
 
 from ._core._call_recording import CallBook, CallRecording
 from ._core._format import header_line
@@ -39,6 +39,9 @@ from ._http import (
 )
 from ._lifecycle import AsyncTransport, ByteStream, ClosingSides, HttpRequest, SyncTransport, TransportLifecycle
 from ._storage import CassetteWriter
+
+if TYPE_CHECKING:
+    from ._core._typed_options import RecordingOptions
 
 __all__ = ["AsyncRecordingTransport", "CassetteRecorder", "ClosingSides", "RecordingTransport"]
 
@@ -461,7 +464,7 @@ class _RecordingBase(TransportLifecycle):
         path: str | os.PathLike[str] | None,
         recorder: CassetteRecorder | None,
         options: Options | None,
-        arguments: dict[str, Any],
+        arguments: RecordingOptions,
     ) -> None:
         if recorder is None and path is None:
             raise TypeError("pass the cassette's path, or recorder= to record into a shared CassetteRecorder")
@@ -557,7 +560,7 @@ class RecordingTransport(_RecordingBase):
         async_inner: AsyncTransport | None = None,
         recorder: CassetteRecorder | None = None,
         options: Options | None = None,
-        **arguments: Any,
+        **arguments: Unpack[RecordingOptions],
     ) -> None:
         super().__init__(inner, async_inner, path, recorder, options, arguments)
 
@@ -577,7 +580,7 @@ class AsyncRecordingTransport(_RecordingBase):
         sync_inner: SyncTransport | None = None,
         recorder: CassetteRecorder | None = None,
         options: Options | None = None,
-        **arguments: Any,
+        **arguments: Unpack[RecordingOptions],
     ) -> None:
         super().__init__(sync_inner, inner, path, recorder, options, arguments)
 

@@ -25,6 +25,7 @@ from ._http import header_pairs, library_of, rebuild_error, stainless_sender_let
 from ._storage import read_cassette
 
 __all__ = [
+    "CALL_INDEX_EXTENSION",
     "STAINLESS_HEADERS",
     "Replayer",
     "answers_with_error_response",
@@ -216,7 +217,7 @@ class Replayer:
             call.status,
             headers=[(k.encode("latin-1"), v.encode("latin-1")) for k, v in headers],
             stream=stream,
-            extensions={"http_version": call.http_version.encode("ascii")},
+            extensions={"http_version": call.http_version.encode("ascii"), CALL_INDEX_EXTENSION: call.index},
         )
 
     def distance(self, request: Any, body: bytes, call_index: int) -> tuple[int, float]:
@@ -231,6 +232,9 @@ class Replayer:
 
 # Headers every Stainless-generated SDK sends with every request (openai, anthropic and their Azure, Bedrock
 # and Vertex clients, whatever the User-Agent a framework gives them).
+# The response extension that says which recorded call answered (serve's access log reads it).
+CALL_INDEX_EXTENSION = "vcr_transport.call_index"
+
 STAINLESS_HEADERS = frozenset({"x-stainless-lang", "x-stainless-retry-count"})
 
 

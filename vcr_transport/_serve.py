@@ -1,6 +1,7 @@
 """``vcr-transport serve``: cassettes replayed over HTTP/1.1 to any client, or recorded through a proxy.
 
-The server is asyncio's own streams, no framework: each recorded chunk is written as its own HTTP chunk
+The server is asyncio's own streams framed by h11 (RFC 9112's rules, a malformed request answered with a
+400), no framework: each recorded chunk is written as its own HTTP chunk
 and drained before the next (an ASGI server would stand between the chunk and the socket, with its own
 buffering); a connection is a coroutine, so 100 concurrent streams cost 100 coroutines; shutdown is in our
 hands, so a recording commits only after the calls in flight have ended.
@@ -23,6 +24,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
+import h11
 import httpx2
 
 from ._core._bodies import redact_url
@@ -30,7 +32,7 @@ from ._core._options import Options
 from ._exceptions import ReplayMismatch, VcrTransportError
 from ._http import header_pairs
 from ._recording import CassetteRecorder
-from ._replay import error_response
+from ._replay import CALL_INDEX_EXTENSION, error_response
 from ._session import CassetteSession
 
 __all__ = [
@@ -53,6 +55,7 @@ _HOP_BY_HOP = frozenset(
     {"connection", "keep-alive", "proxy-connection", "te", "trailer", "transfer-encoding", "upgrade", "host"}
 )
 _MAX_HEAD = 64 * 1024
+_READ_SIZE = 64 * 1024
 _UPSTREAM_TIMEOUT = {"connect": 30.0, "read": 600.0, "write": 60.0, "pool": 30.0}
 
 
@@ -134,57 +137,75 @@ class _Request:
     keep_alive: bool
 
 
-async def _read_request(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> _Request | None:
-    """The next request on a connection, or None when the client closed it between requests."""
-    try:
-        head = await reader.readuntil(b"\r\n\r\n")
-    except asyncio.IncompleteReadError as error:
-        if error.partial.strip():
-            raise _BadRequest("the request head ended early") from None
-        return None
-    except asyncio.LimitOverrunError:
-        raise _BadRequest("request head over 64 KiB") from None
-    method, target, version, headers = _parse_head(head)
-    fields = {name.lower(): value for name, value in headers}
-    if fields.get("expect", "").lower() == "100-continue":
-        writer.write(b"HTTP/1.1 100 Continue\r\n\r\n")
-        await writer.drain()
-    if "chunked" in fields.get("transfer-encoding", "").lower():
-        body = await _read_chunked(reader)
-        headers = [(n, v) for n, v in headers if n.lower() != "transfer-encoding"]
-        headers.append(("content-length", str(len(body))))
-    else:
-        body = await reader.readexactly(int(fields.get("content-length") or 0))
-    connection = fields.get("connection", "").lower()
-    keep_alive = "close" not in connection if version == "HTTP/1.1" else "keep-alive" in connection
-    return _Request(method.upper(), target, headers, body, keep_alive)
+class _Wire:
+    """One connection's HTTP/1.1, framed by h11 (RFC 9112: conflicting lengths, chunked bodies with
+    trailers, bad chunk sizes and over-long heads are refused as 400s), over asyncio's streams."""
 
+    def __init__(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        self.reader, self.writer = reader, writer
+        self.connection = h11.Connection(h11.SERVER, max_incomplete_event_size=_MAX_HEAD)
 
-def _parse_head(head: bytes) -> tuple[str, str, str, list[tuple[str, str]]]:
-    """(method, target, HTTP version, headers) of a request head."""
-    lines = head.decode("latin-1").split("\r\n")
-    try:
-        method, target, version = lines[0].split(" ")
-    except ValueError:
-        raise _BadRequest(f"bad request line {lines[0]!r}") from None
-    headers = []
-    for line in filter(None, lines[1:]):
-        name, colon, value = line.partition(":")
-        if not colon:
-            raise _BadRequest(f"bad header line {line!r}")
-        headers.append((name.strip(), value.strip()))
-    return method, target, version, headers
+    async def _next_event(self) -> Any:
+        while True:
+            try:
+                event = self.connection.next_event()
+            except h11.RemoteProtocolError as error:
+                raise _BadRequest(str(error)) from None
+            if event is not h11.NEED_DATA:
+                return event
+            if self.connection.they_are_waiting_for_100_continue:
+                self.writer.write(self.connection.send(h11.InformationalResponse(status_code=100, headers=[])))
+                await self.writer.drain()
+            self.connection.receive_data(await self.reader.read(_READ_SIZE))
 
+    async def read_request(self) -> _Request | None:
+        """The next request on the connection, or None when the client closed it between requests."""
+        event = await self._next_event()
+        if isinstance(event, h11.ConnectionClosed):
+            return None
+        if not isinstance(event, h11.Request):  # pragma: no cover - h11 gives a request first
+            raise _BadRequest(f"expected a request, got {type(event).__name__}")
+        parts: list[bytes] = []
+        while not isinstance(body := await self._next_event(), h11.EndOfMessage):
+            if isinstance(body, h11.ConnectionClosed):
+                raise _BadRequest("the request body ended early")
+            parts.append(bytes(body.data))
+        content = b"".join(parts)
+        headers = [(name.decode("latin-1"), value.decode("latin-1")) for name, value in event.headers.raw_items()]
+        if any(name.lower() == "transfer-encoding" for name, _ in headers):  # the body came whole: say its length
+            headers = [(n, v) for n, v in headers if n.lower() != "transfer-encoding"]
+            headers.append(("content-length", str(len(content))))
+        keep_alive = self.connection.their_state is not h11.MUST_CLOSE
+        return _Request(
+            event.method.decode("ascii").upper(), event.target.decode("latin-1"), headers, content, keep_alive
+        )
 
-async def _read_chunked(reader: asyncio.StreamReader) -> bytes:
-    """A chunked request body, its chunks joined."""
-    parts = []
-    while True:
-        size = int((await reader.readuntil(b"\r\n")).split(b";")[0], 16)
-        parts.append(await reader.readexactly(size))
-        await reader.readexactly(2)
-        if size == 0:
-            return b"".join(parts)
+    def head(self, status: int, reason: str, headers: list[tuple[str, str]], bodiless: bool) -> bytes:
+        framing = [] if bodiless else [("transfer-encoding", "chunked")]
+        return self.connection.send(
+            h11.Response(status_code=status, reason=reason.encode("latin-1"), headers=[*headers, *framing])
+        )
+
+    def chunk(self, data: bytes) -> bytes:
+        return self.connection.send(h11.Data(data=data))
+
+    def end(self) -> bytes:
+        return self.connection.send(h11.EndOfMessage())
+
+    def next_cycle(self) -> bool:
+        """Whether the connection can carry another request (then ready for it)."""
+        if self.connection.our_state is h11.DONE and self.connection.their_state is h11.DONE:
+            self.connection.start_next_cycle()
+            return True
+        return False
+
+    def refuse(self, problem: str) -> None:
+        """Answer a malformed request with a 400 saying why, then close."""
+        body = f"bad request: {problem}\n".encode()
+        self.writer.write(
+            b"HTTP/1.1 400 Bad Request\r\nconnection: close\r\ncontent-type: text/plain\r\ncontent-length: %d\r\n\r\n%s"
+            % (len(body), body)
+        )
 
 
 def _origins(calls: Sequence[Any]) -> dict[tuple[str, str], list[str]]:
@@ -232,6 +253,7 @@ class CassetteServer:
         self._idle = asyncio.Event()
         self._connections: set[asyncio.Task[None]] = set()
         self.url = ""
+        self._log_redactor = config.options.redactor()
 
     def _session(self, path: Path) -> CassetteSession:
         hint = "serve it with --mode record-on-miss --upstream VENDOR=URL to record it"
@@ -250,9 +272,10 @@ class CassetteServer:
 
     # -- answering ---------------------------------------------------------------------------------------
 
-    def _replayed(self, request: _Request) -> Any:
-        """The response from the cassettes; None when the request is to be forwarded and recorded (record, a
-        miss in record-on-miss); in replay, a miss is answered against the nearest recorded call."""
+    def _replayed(self, request: _Request) -> tuple[Any, str]:
+        """The response from the cassettes and what the access log says of it (the call that answered, or
+        the mismatch); no response when the request is to be forwarded and recorded (record, a miss in
+        record-on-miss). In replay, a miss is answered against the nearest recorded call."""
         path = urlsplit(request.target).path or "/"
         nearest: tuple[tuple[int, float], ReplayMismatch] | None = None
         for session, replayer, origins in self._replaying:
@@ -267,13 +290,14 @@ class CassetteServer:
                         nearest = (distance, miss)
                     continue
                 if response is not None:
-                    return response
+                    index = response.extensions.get(CALL_INDEX_EXTENSION)
+                    return response, f"call {index} of {session.path.name}"
         if self.recording is not None:
-            return None
+            return None, "forwarded, recorded"
         problem = (
             nearest[1] if nearest else ServeError(f"{request.method} {request.target}: the cassettes hold no call")
         )
-        return error_response(httpx2, "replay_mismatch", problem)
+        return error_response(httpx2, "replay_mismatch", problem), str(problem).splitlines()[0]
 
     async def _forwarded(self, request: _Request) -> Any:
         vendor = vendor_of(urlsplit(request.target).path, request.headers)
@@ -297,46 +321,52 @@ class CassetteServer:
         except httpx2.TransportError as error:
             return _json_error(502, "upstream_error", f"{upstream}: {type(error).__name__}: {error}")
 
-    async def _answer(self, request: _Request, writer: asyncio.StreamWriter) -> bool:
-        """Answer one request; whether the connection can carry another."""
+    async def _answer(self, request: _Request, wire: _Wire) -> bool:
+        """Answer one request and log it; whether the connection can carry another."""
         try:
-            response = self._replayed(request)
-        except Exception:  # a recorded failure with no response: the connection fails, as it did
-            writer.transport.abort()
+            response, note = self._replayed(request)
+        except Exception as error:  # a recorded failure with no response: the connection fails, as it did
+            self._log(request, "-", f"connection cut, as recorded ({type(error).__name__})")
+            wire.writer.transport.abort()
             return False
         if response is None:
             response = await self._forwarded(request)
+        self._log(request, str(response.status_code), note)
         try:
-            return await _send(response, request, writer)
+            return await _send(response, request, wire)
         finally:
             await response.aclose()
+
+    def _log(self, request: _Request, status: str, note: str) -> None:
+        """The access log: one line per request (method, path with its query redacted, status, what answered)."""
+        target = redact_url("http://serve" + request.target, self._log_redactor).removeprefix("http://serve")
+        self.say(f"{request.method} {target} {status} {note}")
 
     async def _connection(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         task = asyncio.current_task()
         assert task is not None
         self._connections.add(task)
+        wire = _Wire(reader, writer)
         try:
             while True:
-                request = await _read_request(reader, writer)
+                request = await wire.read_request()
                 if request is None:
                     break
                 self._in_flight += 1
                 self._idle.clear()
                 try:
-                    keep_alive = await self._answer(request, writer) and request.keep_alive
+                    keep_alive = await self._answer(request, wire) and request.keep_alive
                 finally:
                     self._in_flight -= 1
                     if not self._in_flight:
                         self._idle.set()
-                if not keep_alive:
+                if not (keep_alive and wire.next_cycle()):
                     break
         except _BadRequest as problem:
-            body = f"bad request: {problem}\n".encode()
-            writer.write(
-                b"HTTP/1.1 400 Bad Request\r\nconnection: close\r\ncontent-length: %d\r\n\r\n%s" % (len(body), body)
-            )
-        except (ConnectionError, asyncio.IncompleteReadError, ValueError):
-            pass  # the client went away, or sent something that is not HTTP
+            self.say(f"- - 400 bad request: {problem}")
+            wire.refuse(str(problem))
+        except (ConnectionError, asyncio.IncompleteReadError, h11.LocalProtocolError):
+            pass  # the client went away mid-answer
         except asyncio.CancelledError:
             writer.transport.abort()
         finally:
@@ -414,10 +444,11 @@ def _json_error(status: int, error_type: str, message: str) -> Any:
     )
 
 
-async def _send(response: Any, request: _Request, writer: asyncio.StreamWriter) -> bool:
+async def _send(response: Any, request: _Request, wire: _Wire) -> bool:
     """Write a response: the head once the first body chunk is ready (so a delayed first byte delays the
     status line too), then each chunk as its own HTTP chunk, drained before the next. A stream that fails
     aborts the connection, as the recorded or injected failure did. Whether the connection is reusable."""
+    writer = wire.writer
     bodiless = request.method == "HEAD" or response.status_code in (204, 304) or response.status_code < 200
     chunks = response.stream.__aiter__()
     try:
@@ -425,22 +456,17 @@ async def _send(response: Any, request: _Request, writer: asyncio.StreamWriter) 
     except Exception:
         writer.transport.abort()
         return False
-    reason = response.reason_phrase or "Unknown"
-    head = [f"HTTP/1.1 {response.status_code} {reason}"]
-    head += [
-        f"{n}: {v}" for n, v in header_pairs(response.headers) if n.lower() not in _HOP_BY_HOP | {"content-length"}
-    ]
-    if not bodiless:
-        head.append("transfer-encoding: chunked")
-    writer.write(("\r\n".join(head) + "\r\n\r\n").encode("latin-1"))
+    headers = [(n, v) for n, v in header_pairs(response.headers) if n.lower() not in _HOP_BY_HOP | {"content-length"}]
+    writer.write(wire.head(response.status_code, response.reason_phrase or "Unknown", headers, bodiless))
     if bodiless:
+        writer.write(wire.end())
         await writer.drain()
         return True
     chunk = first
     try:
         while chunk is not None:
             if chunk:
-                writer.write(b"%x\r\n%s\r\n" % (len(chunk), chunk))
+                writer.write(wire.chunk(chunk))
                 await writer.drain()
             chunk = await anext(chunks, None)
     except (ConnectionError, asyncio.CancelledError):
@@ -448,7 +474,7 @@ async def _send(response: Any, request: _Request, writer: asyncio.StreamWriter) 
     except Exception:
         writer.transport.abort()  # no terminating chunk: the client sees the cut
         return False
-    writer.write(b"0\r\n\r\n")
+    writer.write(wire.end())
     await writer.drain()
     return True
 

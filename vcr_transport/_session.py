@@ -15,19 +15,23 @@ import os
 import threading
 from collections.abc import Awaitable, Callable
 from pathlib import Path
-from types import ModuleType
-from typing import Any
+from types import ModuleType, TracebackType
+from typing import TYPE_CHECKING, Any, Literal, Self, Unpack
 
 from ._config import PytestRun, cassette_mode, current_run, find_pyproject, how_to_record, read_settings, resolve_mode
 from ._core._bodies import stored_body_bytes
+from ._core._conversation import request_label
 from ._core._format import lines_before_call, lines_of_calls
-from ._core._modes import Decision, Step
+from ._core._modes import Decision, Mode, Step
 from ._core._options import Options
 from ._exceptions import CassetteError, ReplayMismatch, UnplayedCallsError
 from ._http import header_pairs, library_of
-from ._lifecycle import ClosingSides, TransportLifecycle, propagating
+from ._lifecycle import AsyncTransport, ClosingSides, SyncTransport, TransportBase, TransportLifecycle, propagating
 from ._recording import AsyncRecordingTransport, CassetteRecorder, RecordingTransport
 from ._replay import Replayer, answers_with_error_response, error_response, kept_out
+
+if TYPE_CHECKING:
+    from ._core._typed_options import ReplayOptions, TransportOptions
 
 __all__ = [
     "CassetteRequest",
@@ -80,6 +84,7 @@ class CassetteSession:
         record_hint: str = "",
         run: PytestRun | None = None,
         serving: bool = False,
+        refusal: CassetteError | None = None,
     ) -> None:
         self.path = Path(path)
         self.mode = mode
@@ -93,9 +98,11 @@ class CassetteSession:
         self._sent: list[CassetteRequest] = []  # requests forwarded and recorded in this session
         self._sent_lock = threading.Lock()
         # Fail closed: a cassette that can't be read answers every request with its diagnostic.
-        self.broken: CassetteError | None = None
+        # ``refusal``: the mode refused this cassette (CI); every request meets it, as a missing cassette's.
+        self.broken: CassetteError | None = refusal
+        self.refusal = refusal
         self.existed = self.path.exists()
-        replays = mode == "replay" or (mode == "record-on-miss" and self.existed)
+        replays = refusal is None and (mode == "replay" or (mode == "record-on-miss" and self.existed))
         self.replayer = self._open(path, serving) if replays else None
         self.decision = Decision(
             mode,
@@ -256,7 +263,7 @@ class CassetteSession:
         not exist when no request asked for it (vcrpy lets such a test pass)."""
         if self.broken is None:
             return
-        if unless_missing_and_unused and not self.existed and self.refused == 0:
+        if unless_missing_and_unused and (not self.existed or self.refusal is not None) and self.refused == 0:
             return
         raise self.broken
 
@@ -265,10 +272,28 @@ class CassetteSession:
             return []
         return self.replayer.engine.unplayed()
 
-    def assert_all_played(self) -> None:
+    def unplayed_labels(self) -> dict[int, str]:
+        """What tells the unplayed calls apart: call index -> model and first words (``request_label``)."""
+        if self.replayer is None:
+            return {}
+        calls = self.replayer.engine.cassette.calls
+        labels = {}
+        for index, _, url in self.unplayed_calls():
+            body = calls[index].body
+            label = request_label(url, body.get("json") if body is not None else None)
+            if label:
+                labels[index] = label
+        return labels
+
+    def unplayed_error(self) -> UnplayedCallsError | None:
+        """The unplayed calls as the error that reports them, or None when every call was played."""
         unplayed = self.unplayed_calls()
-        if unplayed:
-            raise UnplayedCallsError(str(self.path), unplayed)
+        return UnplayedCallsError(str(self.path), unplayed, self.unplayed_labels()) if unplayed else None
+
+    def assert_all_played(self) -> None:
+        error = self.unplayed_error()
+        if error is not None:
+            raise error
 
     def close(self, failure: BaseException | None = None) -> None:
         """Commit a recording, or drop it when ``failure`` (or an exception propagating now) ended its block;
@@ -281,13 +306,15 @@ class CassetteSession:
 
     def outcome(self) -> str:
         """What became of the cassette, for the end-of-run summary: off, not needed (no cassette, and no request
-        asked for one), missing (a request asked for it), unreadable, recorded, re-recorded, recorded unchanged
-        (a re-record that left the file as it was), not saved, mismatched, unplayed (recorded calls nobody
-        asked for) or replayed."""
+        asked for one), missing (a request asked for it), refused (a recording refused under CI), unreadable,
+        recorded, re-recorded, recorded unchanged (a re-record that left the file as it was), not saved,
+        mismatched, unplayed (recorded calls nobody asked for) or replayed."""
         if self.mode == "off":
             return "off"
+        if self.refusal is not None and self.existed:
+            return "refused" if self.refused else "not needed"
         if self.broken is not None:
-            if self.broken.problem == "no such cassette":
+            if self.broken.problem.startswith("no such cassette") or self.refusal is not None:
                 return "missing" if self.refused else "not needed"
             return "unreadable"
         if self._recorder is not None:
@@ -307,10 +334,17 @@ def open_session(path: str | os.PathLike[str], mode: str | None, options: Option
     pyproject = find_pyproject()
     resolved = resolve_mode(mode, pyproject=pyproject)
     merged = options.with_settings(read_settings(pyproject), where=f"{pyproject} [tool.vcr_transport]")
-    concrete = cassette_mode(resolved, Path(path))
-    return CassetteSession(
-        Path(path), concrete, resolved.source, merged, record_hint=how_to_record(resolved), run=current_run()
-    )
+    hint = how_to_record(resolved)
+    try:
+        concrete = cassette_mode(resolved, Path(path))
+    except CassetteError as refusal:  # auto or a configured record under CI, with no cassette to replay
+        if not merged.missing_ok_unused:
+            raise
+        # The plugin's tests fail at their first request, as for a missing cassette; one with none passes.
+        return CassetteSession(
+            Path(path), "replay", resolved.source, merged, record_hint=hint, run=current_run(), refusal=refusal
+        )
+    return CassetteSession(Path(path), concrete, resolved.source, merged, record_hint=hint, run=current_run())
 
 
 class ModeTransport(TransportLifecycle):
@@ -319,7 +353,12 @@ class ModeTransport(TransportLifecycle):
     inner transport is created when first needed, from ``library``."""
 
     def __init__(
-        self, session: CassetteSession, library: ModuleType, *, inner: Any = None, async_inner: Any = None
+        self,
+        session: CassetteSession,
+        library: ModuleType,
+        *,
+        inner: SyncTransport | None = None,
+        async_inner: AsyncTransport | None = None,
     ) -> None:
         self.session = session
         self.library = library
@@ -365,7 +404,7 @@ class ModeTransport(TransportLifecycle):
         return await self.session.handle_async(request, self.async_inner)
 
 
-class ReplayTransport:
+class ReplayTransport(TransportBase):
     """Answers each request from a cassette, byte- and chunk-exact. Holds no HTTP client, opens no socket:
     a session in replay mode, with no transport to pass a request on to.
 
@@ -378,7 +417,9 @@ class ReplayTransport:
     chunks. ``sleep`` and ``async_sleep`` are what ``pace``, delays and stalls wait with.
     """
 
-    def __init__(self, path: str | os.PathLike[str], *, options: Options | None = None, **arguments: Any) -> None:
+    def __init__(
+        self, path: str | os.PathLike[str], *, options: Options | None = None, **arguments: Unpack[ReplayOptions]
+    ) -> None:
         self.path = os.fspath(path)
         given = Options.of(options, arguments, where="ReplayTransport", entry="replay")
         self.session = CassetteSession(path, "replay", "argument", given)
@@ -438,17 +479,31 @@ class ReplayTransport:
     async def aclose(self) -> None:
         pass
 
-    def __enter__(self) -> ReplayTransport:
+    def __enter__(self) -> Self:
         return self
 
-    def __exit__(self, *args: object) -> None:
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None = None,
+        exc_value: BaseException | None = None,
+        traceback: TracebackType | None = None,
+    ) -> None:
         self.close()
 
-    async def __aenter__(self) -> ReplayTransport:
+    async def __aenter__(self) -> Self:
         return self
 
-    async def __aexit__(self, *args: object) -> None:
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None = None,
+        exc_value: BaseException | None = None,
+        traceback: TracebackType | None = None,
+    ) -> None:
         await self.aclose()
+
+
+# The HTTP library whose default transports ``transport()`` creates, by name.
+Library = Literal["httpx2", "httpx"]
 
 
 def _library(library: ModuleType | str | None) -> ModuleType:
@@ -460,12 +515,12 @@ def _library(library: ModuleType | str | None) -> ModuleType:
 def transport(
     path: str | os.PathLike[str],
     *,
-    mode: str | None = None,
-    inner: Any = None,
-    async_inner: Any = None,
-    library: ModuleType | str | None = None,
+    mode: Mode | None = None,
+    inner: SyncTransport | None = None,
+    async_inner: AsyncTransport | None = None,
+    library: ModuleType | Library | None = None,
     options: Options | None = None,
-    **arguments: Any,
+    **arguments: Unpack[TransportOptions],
 ) -> ModeTransport:
     """A transport for the resolved mode (argument, pytest option, VCR_TRANSPORT_MODE, pyproject, auto).
 
@@ -482,12 +537,12 @@ def transport(
 def async_transport(
     path: str | os.PathLike[str],
     *,
-    mode: str | None = None,
-    inner: Any = None,
-    sync_inner: Any = None,
-    library: ModuleType | str | None = None,
+    mode: Mode | None = None,
+    inner: AsyncTransport | None = None,
+    sync_inner: SyncTransport | None = None,
+    library: ModuleType | Library | None = None,
     options: Options | None = None,
-    **arguments: Any,
+    **arguments: Unpack[TransportOptions],
 ) -> ModeTransport:
     """``transport`` for async clients: ``inner`` is the async transport (default ``AsyncHTTPTransport()``)."""
     given = Options.of(options, arguments, where="async_transport()", entry="transport")

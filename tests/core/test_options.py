@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import typing
 import warnings
 from pathlib import Path
 from typing import Any
@@ -46,6 +47,25 @@ def test_the_docs_table_is_the_declared_one() -> None:
         assert f"| `{name}` |" in table
     for setting in SETTINGS:
         assert setting.name in table
+
+
+def test_the_keyword_options_typeddicts_are_the_declared_ones() -> None:
+    """_typed_options.py is what Options gives (generated), and each entry point's TypedDict holds exactly the
+    options the entry point takes as keyword arguments, beside its named parameters (mode)."""
+    from vcr_transport._core import _typed_options
+    from vcr_transport._core._options import TYPED_OPTIONS, typed_options_module
+
+    assert Path(_typed_options.__file__).read_text(encoding="utf-8") == typed_options_module(), (
+        "vcr_transport/_core/_typed_options.py differs from Options: run .venv/bin/python docs/_gen.py"
+    )
+    for name, (entry, _, named) in TYPED_OPTIONS.items():
+        typed = getattr(_typed_options, name)
+        assert set(typed.__annotations__) == set(Options.names(entry)) - set(named), name
+        assert not typed.__required_keys__, name
+    assert set(_typed_options.EveryOption.__annotations__) == set(Options.names())
+    # The public names: the TypedDict of each function's **options, and Mode for mode=.
+    assert vcr_transport.TransportOptions is _typed_options.TransportOptions
+    assert typing.get_args(vcr_transport.Mode) == vcr_transport.MODES
 
 
 def test_every_option_has_a_knob_and_its_default_passes_its_own_validator() -> None:

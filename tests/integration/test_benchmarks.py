@@ -49,3 +49,11 @@ def test_goals_are_judged_from_the_results() -> None:
     # cold behind cassetter, warm over 1.2x, chunks all there, 5 us a chunk, 40 us a call, first byte, import,
     # replay memory, the 1,000,000-line open in 2.5 s, flat per-call cost
     assert met == [False, False, True, False, True, True, True, True, False, True]
+
+
+def test_plugin_start_compares_the_same_suite_with_and_without_the_plugin() -> None:
+    from benchmarks import plugin_start
+
+    figures = plugin_start.measure(repeats=1, tests=2)
+    assert set(figures) == {"without_plugin_ms", "with_plugin_ms", "added_ms", "ratio"}
+    assert abs(figures["added_ms"] - (figures["with_plugin_ms"] - figures["without_plugin_ms"])) <= 0.11

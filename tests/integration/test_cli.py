@@ -100,18 +100,70 @@ def test_status_shows_mode_source_and_counts_even_with_broken_cassettes(project:
 
 
 @pytest.mark.parametrize("mode", ["record", "replay", "off", "auto", "record-on-miss"])
-def test_mode_commands_persist_in_pyproject_keeping_the_rest(project: Path, mode: str) -> None:
+def test_config_set_mode_keeps_the_rest_of_pyproject(project: Path, mode: str) -> None:
     before = (project / "pyproject.toml").read_text()
-    result = cli(project, mode)
-    assert result.returncode == 0 and f"mode {mode} saved in" in result.stdout
+    result = cli(project, "config", "set", "mode", mode)
+    assert result.returncode == 0, result.stderr
+    assert (
+        result.stdout.splitlines()[0] == f'mode = "{mode}" saved in {project / "pyproject.toml"} [tool.vcr_transport]'
+    )
     after = (project / "pyproject.toml").read_text()
     assert 'name = "demo"  # keep me' in after and "line-length = 99" in after
     assert after.count("[tool.vcr_transport]") == 1 and after.count("mode = ") == 1
+    assert cli(project, "config", "get", "mode").stdout == f'mode = "{mode}"\n'
     assert (
         cli(project, "status").stdout.splitlines()[0]
         == f"mode: {mode}  (from {project / 'pyproject.toml'} [tool.vcr_transport])"
     )
+    assert cli(project, "config", "unset", "mode").returncode == 0
+    assert (project / "pyproject.toml").read_text() == after.replace(f'mode = "{mode}"\n', "")
     (project / "pyproject.toml").write_text(before)
+
+
+def test_config_edits_a_dotted_key_pyproject_and_keeps_inline_comments(project: Path) -> None:
+    pyproject = project / "pyproject.toml"
+    before = pyproject.read_text()
+    pyproject.write_text('[project]\nname = "demo"\n\n[tool]\nvcr_transport.mode = "record"  # why: see #12\n')
+    assert cli(project, "config", "set", "mode", "replay").returncode == 0
+    assert (
+        pyproject.read_text() == '[project]\nname = "demo"\n\n[tool]\nvcr_transport.mode = "replay"  # why: see #12\n'
+    )
+    assert cli(project, "config", "set", "redact_names", '["customer_secret"]').returncode == 0
+    assert 'redact_names = ["customer_secret"]' in pyproject.read_text()
+    assert cli(project, "status").returncode == 0, "the edited file still reads"
+    pyproject.write_text(before)
+
+
+def test_config_refuses_unknown_keys_and_wrong_values_and_old_mode_commands_are_gone(project: Path) -> None:
+    pyproject = project / "pyproject.toml"
+    before = pyproject.read_text()
+    result = cli(project, "config", "set", "redact_name", '["x"]')
+    assert result.returncode == 2
+    assert result.stderr.startswith(
+        f"vcr-transport config: {pyproject}: [tool.vcr_transport] has no setting redact_name; did you mean "
+        "redact_names? valid: "
+    )
+    assert cli(project, "config", "set", "mode", "recrod").stderr == (
+        "vcr-transport config: unknown vcr_transport mode 'recrod' (from config set mode); valid modes: off, "
+        "record, replay, record-on-miss, auto\n"
+    )
+    assert pyproject.read_text() == before
+    assert cli(project, "record").returncode == 2, "the old top-level mode commands are removed"
+
+
+def test_an_unknown_key_in_pyproject_is_an_error_wherever_the_file_is_read(project: Path) -> None:
+    pyproject = project / "pyproject.toml"
+    before = pyproject.read_text()
+    pyproject.write_text(before + '\n[tool.vcr_transport]\nredact_name = ["customer_secret"]\n')
+    result = cli(project, "status")
+    pyproject.write_text(before)
+    assert result.returncode == 2
+    assert result.stderr == (
+        f"vcr-transport status: {pyproject}: [tool.vcr_transport] has no setting redact_name; did you mean "
+        "redact_names? valid: caught_mismatch, match_on, ignore_headers, compare_headers, ignore_fields, "
+        "passthrough, ignore_hosts, passthrough_replay, parse_cache, redact_names, redact_patterns, mode, "
+        "cassette_dir\n"
+    )
 
 
 def test_list_gives_one_line_per_cassette(project: Path) -> None:

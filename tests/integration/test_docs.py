@@ -1,7 +1,7 @@
 """The documentation under docs/: its generated parts are current, its code blocks run, its cassette schema
 holds for every cassette in the repository.
 
-A code block's kind comes from a comment on the line before its fence:
+A code block's kind comes from a comment on the line before its fence (``tests/doc_blocks.py`` reads them):
 
 - no comment, or ``<!-- doc-test: run -->``: a Python block is run. The Python blocks of a page run in order
   in one namespace, in a folder holding a copy of the repository's cassettes, offline, under the network
@@ -12,6 +12,9 @@ A code block's kind comes from a comment on the line before its fence:
   the reader supplies; either is compiled, not run;
 - ``<!-- doc-test: cassette -->``: a ``json`` block whose lines are a cassette; the strict parser reads it.
 
+Besides, ``package/typecheck.py`` (a step of .ci/run) type-checks the Python blocks with mypy --strict and pyright;
+``<!-- doc-test: KIND untyped -->`` keeps a block that shows an error on purpose out of it.
+
 Blocks in other languages are checked by what they are: ``toml``, ``yaml``, ``ini`` and ``json`` parse,
 ``[tool.vcr_transport]`` tables pass the options' own checks, and every ``vcr-transport`` command line of a
 ``console`` block parses with the command's parser.
@@ -21,7 +24,6 @@ from __future__ import annotations
 
 import argparse
 import configparser
-import dataclasses
 import importlib.util
 import json
 import re
@@ -29,7 +31,6 @@ import shlex
 import shutil
 import subprocess
 import sys
-import textwrap
 import tomllib
 from collections.abc import Iterator
 from pathlib import Path
@@ -37,17 +38,13 @@ from types import ModuleType
 from typing import Any
 
 import pytest
+from doc_blocks import DOCS, KINDS, ROOT, Block, blocks
 
 from vcr_transport import Options
 from vcr_transport._cli import build_parser
 from vcr_transport._core import _format
 from vcr_transport._guard import NetworkGuard
 
-ROOT = Path(__file__).resolve().parents[2]
-DOCS = ROOT / "docs"
-KINDS = ("run", "pytest", "tutorial", "live", "sketch", "cassette")
-_FENCE = re.compile(r"^(?P<indent>[ ]*)```(?P<lang>[\w-]*)[^\n]*\n(?P<body>.*?)^(?P=indent)```[ ]*$", re.M | re.S)
-_KIND = re.compile(r"<!-- doc-test: (?P<kind>[a-z]+) -->\s*$")
 # Cassette names the docs use, and the committed cassettes that stand in for them.
 STAND_INS = {"chat.jsonl": "openai/constructor.jsonl", "gemini.jsonl": "genai/constructor.jsonl"}
 
@@ -60,33 +57,8 @@ def _gen() -> ModuleType:
     return module
 
 
-@dataclasses.dataclass(frozen=True)
-class Block:
-    page: Path
-    line: int
-    lang: str
-    code: str
-    kind: str
-
-    @property
-    def where(self) -> str:
-        return f"{self.page.relative_to(ROOT)}:{self.line}"
-
-
-def _blocks(page: Path) -> list[Block]:
-    text = page.read_text("utf-8")
-    found = []
-    for match in _FENCE.finditer(text):
-        before = text[: match.start()].rstrip("\n").rsplit("\n", 1)[-1]
-        kind = _KIND.search(before)
-        code = textwrap.dedent("\n".join(line[len(match["indent"]) :] for line in match["body"].splitlines()) + "\n")
-        line = text.count("\n", 0, match.start()) + 1
-        found.append(Block(page, line, match["lang"], code, kind["kind"] if kind else "run"))
-    return found
-
-
 PAGES = sorted(DOCS.rglob("*.md"))
-BLOCKS = [block for page in [ROOT / "README.md", *PAGES] for block in _blocks(page)]
+BLOCKS = [block for page in [ROOT / "README.md", *PAGES] for block in blocks(page)]
 PYTHON = [block for block in BLOCKS if block.lang == "python"]
 
 
@@ -229,6 +201,7 @@ def test_the_python_blocks_of_a_page_run(page: Path, offline: Path, capsys: pyte
 PYTEST_BLOCKS = [block for block in PYTHON if block.kind == "pytest"]
 
 
+@pytest.mark.docs
 def test_the_test_files_of_the_docs_pass(pytester: pytest.Pytester) -> None:
     """Every test file of the docs, in one pytest run (in replay, offline): each passes."""
     assert PYTEST_BLOCKS
@@ -245,6 +218,7 @@ def test_the_test_files_of_the_docs_pass(pytester: pytest.Pytester) -> None:
     assert set(outcomes) <= {"passed", "warnings"}, output
 
 
+@pytest.mark.docs
 def test_the_tutorial(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> None:
     """Record against a vendor-shaped server, replay with it stopped, change the prompt, see the mismatch
     the page shows."""
@@ -254,7 +228,7 @@ def test_the_tutorial(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
     finally:
         sys.path.remove(str(ROOT / "examples"))
     page = DOCS / "tutorial" / "index.md"
-    (test_file,) = [block for block in _blocks(page) if block.kind == "tutorial"]
+    (test_file,) = [block for block in blocks(page) if block.kind == "tutorial"]
     text = page.read_text("utf-8")
     tests = pytester.mkdir("tests")
     (tests / "test_chat.py").write_text(test_file.code)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import textwrap
+from typing import Any
 
 import pytest
 
@@ -74,12 +75,13 @@ def test_a_missing_cassette_in_ci_says_how_to_record_it(
     write_tests(project, ["hi"])
     monkeypatch.setenv("CI", "1")
     result = project.runpytest("-k", "test_chat")
-    result.assert_outcomes(errors=1)
+    result.assert_outcomes(failed=1)  # at the test's first request, not an error at its setup
     result.stdout.fnmatch_lines(
         [
-            "*cassette *test_chat.jsonl: no such cassette, and auto mode never records when CI is set",
-            "*fix: record it where the real API is reachable: run pytest with --vcr-mode=record "
-            "(or set VCR_TRANSPORT_MODE=record); then commit it",
+            "E   cassette cassettes/test_llm/test_chat.jsonl: no such cassette, and auto mode never records when CI "
+            "is set",
+            "E   record it where the real API is reachable, then commit it:",
+            'E       pytest --vcr-mode=record-on-miss "test_llm.py::test_chat"',
         ]
     )
 
@@ -89,11 +91,11 @@ def test_unplayed_calls_fail_the_test_by_default_and_can_warn(project: pytest.Py
     project.runpytest("--vcr-mode=record", "-k", "test_chat").assert_outcomes(passed=1)
     write_tests(project, ["hi"])
     result = project.runpytest("--vcr-mode=replay", "-k", "test_chat")
-    result.assert_outcomes(passed=1, errors=1)
+    result.assert_outcomes(failed=1)  # a failure of the test, not an error at its teardown
     result.stdout.fnmatch_lines(
         [
-            "*1 recorded call(s) were never played from *test_chat.jsonl:",
-            "*  call 1: POST https://api.example.test/v1/chat",
+            "E   1 recorded call(s) were never played from cassettes/test_llm/test_chat.jsonl:",
+            "E     call 1: POST https://api.example.test/v1/chat",
         ]
     )
     result = project.runpytest("--vcr-mode=replay", "-k", "test_chat", "-o", "vcr_unplayed=ignore")
@@ -150,6 +152,13 @@ def test_xdist_workers_write_their_own_cassettes(project: pytest.Pytester) -> No
     project.runpytest_subprocess(*LEAN, "-n", "2", "--vcr-mode=replay").assert_outcomes(passed=3)
     ledger = json.loads((project.path / ".vcr_transport" / "ledger.json").read_text())
     assert ledger["complete"] is True, ledger
+    # The state folder ignores itself, as .pytest_cache/ does.
+    assert (project.path / ".vcr_transport" / ".gitignore").read_text().splitlines()[-1] == "*"
+    assert (
+        (project.path / ".vcr_transport" / "CACHEDIR.TAG")
+        .read_text()
+        .startswith("Signature: 8a477f597d28d172789f06886806bc55\n")
+    )
     assert len(ledger["cassettes"]) == 3, "the workers' cassettes reach the one ledger"
 
 
@@ -193,6 +202,13 @@ def test_a_test_failing_after_an_sdk_swallowed_the_mismatch_shows_it(project: py
     result.assert_outcomes(failed=1)
     result.stdout.fnmatch_lines(
         [
+            "E   replay mismatch at call 0, field body.p: recorded 'record', incoming 'replay'",
+            "E   (the test failed with AssertionError: assert '' == 'ok')",
+        ]
+    )
+    verbose = project.runpytest("--vcr-mode=replay", "-vv")
+    verbose.stdout.fnmatch_lines(
+        [
             "*vcr_transport: replay mismatch*",
             "replay mismatch at call 0, field body.p: recorded 'record', incoming 'replay'",
         ]
@@ -223,10 +239,10 @@ def test_answer(request):
 @pytest.mark.parametrize(
     ("marker", "ini", "outcome"),
     [
-        ("", None, "error"),  # the native default: raised again at teardown
+        ("", None, "failed"),  # the native default: raised again when the test ends
         ("", "ignore", "passed"),
         (", caught_mismatch='ignore'", None, "passed"),
-        (", caught_mismatch='raise'", "ignore", "error"),  # the marker's wins over the ini
+        (", caught_mismatch='raise'", "ignore", "failed"),  # the marker's wins over the ini
     ],
 )
 def test_a_mismatch_the_code_caught_is_raised_at_teardown_unless_ignored(
@@ -239,12 +255,13 @@ def test_a_mismatch_the_code_caught_is_raised_at_teardown_unless_ignored(
         result.assert_outcomes(passed=1)
         result.stdout.fnmatch_lines(["cassettes: 1 with a replay mismatch"])
     else:
-        result.assert_outcomes(passed=1, errors=1)
+        result.assert_outcomes(failed=1)  # a failure of the test, not an error at its teardown
         result.stdout.fnmatch_lines(
             [
-                "*ERROR at teardown of test_answer*",
-                "E   *ReplayMismatch: replay mismatch at call 1, field call_index: recorded '1 call(s) (0..0)', "
+                "*_ test_answer _*",
+                "E   replay mismatch at call 1, field call_index: recorded '1 call(s) (0..0)', "
                 "incoming 'POST https://api.example.test/v1/traces'",
+                "E   (the code under test caught it and went on; caught_mismatch='ignore' lets it)",
             ]
         )
 
@@ -257,7 +274,7 @@ def test_the_ini_caught_mismatch_wins_over_pyproject(project: pytest.Pytester) -
     )
     project.runpytest("--vcr-mode=replay").assert_outcomes(passed=1)
     result = project.runpytest("--vcr-mode=replay", "-o", "vcr_caught_mismatch=raise")
-    result.assert_outcomes(passed=1, errors=1)
+    result.assert_outcomes(failed=1)
 
 
 def test_an_unknown_unplayed_is_refused_naming_where_it_came_from(project: pytest.Pytester) -> None:
@@ -562,3 +579,210 @@ def test_a_session_scoped_client_replays_in_any_order_and_under_xdist(project: p
     project.runpytest("--vcr-mode=replay", backwards[0]).assert_outcomes(passed=1)
     pytest.importorskip("xdist")
     project.runpytest_subprocess(*LEAN, "-n", "2", "--vcr-mode=replay").assert_outcomes(passed=3)
+
+
+# --- the everyday loop, through each SDK against the loopback upstream (real vendor headers) ---------------
+
+SDK_CLIENTS = {
+    "openai": """
+import openai
+
+def ask(*prompts):
+    client = openai.OpenAI(api_key="sk-test", base_url=URL + "/v1", max_retries=0)
+    return [
+        client.chat.completions.create(model="gpt-4o-mini", messages=[{"role": "user", "content": p}])
+        .choices[0].message.content
+        for p in prompts
+    ]
+""",
+    "anthropic": """
+import anthropic
+
+def ask(*prompts):
+    client = anthropic.Anthropic(api_key="sk-ant-test", base_url=URL)
+    return [
+        client.messages.create(model="claude-haiku-4-5", max_tokens=64, messages=[{"role": "user", "content": p}])
+        .content[0].text
+        for p in prompts
+    ]
+""",
+    "genai": """
+from google import genai
+from google.genai import types
+
+def ask(*prompts):
+    client = genai.Client(api_key="AIza-test", http_options=types.HttpOptions(base_url=URL))
+    return [client.models.generate_content(model="gemini-2.5-flash", contents=p).text for p in prompts]
+""",
+}
+SDK_TEST = """
+import pytest
+
+@pytest.mark.vcr_transport
+def test_chat():
+    assert all(reply.startswith("echo:") for reply in ask(*PROMPTS))
+"""
+PROMPT_FIELD = {
+    "openai": "body.messages[0].content",
+    "anthropic": "body.messages[0].content",
+    "genai": "body.contents[0].parts[0].text",
+}
+SDK_MODEL = {"openai": "gpt-4o-mini", "anthropic": "claude-haiku-4-5", "genai": "gemini-2.5-flash"}
+SDK_NAMES = sorted(SDK_CLIENTS)
+
+
+def write_sdk_tests(pytester: pytest.Pytester, sdk: str, url: str, prompts: list[str]) -> None:
+    pytester.makepyfile(test_app=f"URL = {url!r}\nPROMPTS = {prompts!r}\n{SDK_CLIENTS[sdk]}{SDK_TEST}")
+
+
+def failure_lines(result: pytest.RunResult, name: str = "test_chat") -> list[str]:
+    """The lines of one test's report in the FAILURES section, between its title and the next section."""
+    out = result.stdout.lines
+    start = next(i for i, line in enumerate(out) if f"_ {name} _" in line)
+    end = next(i for i, line in enumerate(out) if i > start and (line.startswith(("=", "-", "_")) or not line))
+    return out[start + 1 : end]
+
+
+@pytest.mark.parametrize("sdk", SDK_NAMES)
+def test_a_mismatch_is_short_for_every_sdk_and_names_the_cheapest_fix(
+    project: pytest.Pytester, upstream: Any, sdk: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("COLUMNS", "200")  # the short summary line whole
+    write_sdk_tests(project, sdk, upstream.url, ["hi there"])
+    project.runpytest("--vcr-mode=record").assert_outcomes(passed=1)
+    upstream.stop()
+    write_sdk_tests(project, sdk, upstream.url, ["hello there"])
+    result = project.runpytest("--vcr-mode=replay", "-p", "no:randomly")
+    result.assert_outcomes(failed=1)
+    failure = failure_lines(result)
+    assert len(failure) <= 15, "\n".join(failure)
+    errors = [line for line in failure if line.startswith("E ")]
+    headline = f"replay mismatch at call 0, field {PROMPT_FIELD[sdk]}: recorded 'hi there', incoming 'hello there'"
+    assert errors[0] == f"E   {headline}"
+    assert errors[1] == "E   cassette: cassettes/test_app/test_chat.jsonl"
+    assert 'E       pytest --vcr-mode=record-on-miss "test_app.py::test_chat"' in errors
+    assert "E   (--lf instead of the test id: every test that failed; --vcr-mode=record starts over)" in errors
+    if sdk == "anthropic":  # it raises its own 400 error `from None`: named in one line
+        said = [line for line in errors if line.startswith("E   (the test failed with anthropic.BadRequestError: ")]
+        assert len(said) == 1 and len(said[0]) <= 100, errors
+    assert not any("_base_client.py" in line or "_session.py" in line for line in failure)
+    assert (
+        f"FAILED test_app.py::test_chat - field {PROMPT_FIELD[sdk]}: recorded 'hi there', incoming 'hello there' "
+        "(replay mismatch at call 0)" in result.stdout.lines
+    )
+    result.stdout.fnmatch_lines(["cassettes: 1 with a replay mismatch"])
+
+    line = project.runpytest("--vcr-mode=replay", "--tb=line")
+    line.assert_outcomes(failed=1)
+    crash = [text for text in line.stdout.lines if text.startswith(str(project.path / "test_app.py:"))]
+    assert [text.split(":", 2)[2] for text in crash] == [
+        f" field {PROMPT_FIELD[sdk]}: recorded 'hi there', incoming 'hello there' (replay mismatch at call 0)"
+    ]
+    quiet = project.runpytest("--vcr-mode=replay", "--no-summary")
+    quiet.assert_outcomes(failed=1)
+    assert "cassettes: 1 with a replay mismatch" not in quiet.stdout.str(), "--no-summary drops our section"
+
+    long = project.runpytest("--vcr-mode=replay", "--tb=long")
+    long.assert_outcomes(failed=1)
+    assert any("site-packages" in text for text in long.stdout.lines), "--tb=long keeps the SDK's frames"
+
+
+@pytest.mark.parametrize("sdk", SDK_NAMES)
+def test_a_missing_cassette_and_a_configured_record_in_ci_are_short_failures(
+    project: pytest.Pytester, upstream: Any, sdk: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("COLUMNS", "200")
+    monkeypatch.setenv("CI", "1")
+    write_sdk_tests(project, sdk, upstream.url, ["hi there"])
+    result = project.runpytest("-p", "no:randomly")
+    result.assert_outcomes(failed=1)  # a failure at the test's first request, not an error at its setup
+    failure = failure_lines(result)
+    assert len(failure) <= 15, "\n".join(failure)
+    problem = (
+        "cassette cassettes/test_app/test_chat.jsonl: no such cassette, and auto mode never records when CI is set"
+    )
+    assert sdk_errors(failure) == [
+        problem,
+        "record it where the real API is reachable, then commit it:",
+        '    pytest --vcr-mode=record-on-miss "test_app.py::test_chat"',
+    ]
+    assert f"FAILED test_app.py::test_chat - {problem}" in result.stdout.lines
+    result.stdout.fnmatch_lines(["cassettes: 1 missing"])
+    assert not upstream.received, "nothing reached the vendor"
+
+    # A recording mode from the environment does not record under CI; the explicit option does.
+    monkeypatch.setenv("VCR_TRANSPORT_MODE", "record")
+    refused = project.runpytest("-p", "no:randomly")
+    refused.assert_outcomes(failed=1)
+    assert sdk_errors(failure_lines(refused)) == [
+        "cassette cassettes/test_app/test_chat.jsonl: mode record from environment VCR_TRANSPORT_MODE never "
+        "records when CI is set",
+        "to record on purpose, choose it for the run (it wins over the configuration):",
+        '    pytest --vcr-mode=record "test_app.py::test_chat"',
+    ]
+    assert not upstream.received
+    project.runpytest("-p", "no:randomly", "--vcr-mode=record").assert_outcomes(passed=1)
+    assert len(upstream.received) == 1, "the explicit --vcr-mode records, CI or not"
+
+
+def sdk_errors(failure: list[str]) -> list[str]:
+    """A report's E lines without the two that depend on the SDK: the exception it raised (anthropic's own
+    400 error), and how many of its frames were hidden."""
+    said = [line.removeprefix("E   ") for line in failure if line.startswith("E ")]
+    return [line for line in said if not line.startswith(("(the test failed with ", "hidden: "))]
+
+
+@pytest.mark.parametrize("sdk", SDK_NAMES)
+def test_unplayed_calls_are_a_short_failure_told_apart_by_model_and_words(
+    project: pytest.Pytester, upstream: Any, sdk: str
+) -> None:
+    prompts = ["hi there", "tell me about cats please, in one long sentence", "and dogs"]
+    write_sdk_tests(project, sdk, upstream.url, prompts)
+    project.runpytest("--vcr-mode=record").assert_outcomes(passed=1)
+    upstream.stop()
+    write_sdk_tests(project, sdk, upstream.url, prompts[:1])
+    result = project.runpytest("--vcr-mode=replay", "-p", "no:randomly")
+    result.assert_outcomes(failed=1)  # a failure, not an error at teardown
+    failure = failure_lines(result)
+    assert len(failure) <= 15, "\n".join(failure)
+    model = SDK_MODEL[sdk]
+    assert sdk_errors(failure) == [
+        "2 recorded call(s) were never played from cassettes/test_app/test_chat.jsonl:",
+        f'  call 1: {model} "tell me about cats please, in ..."',
+        f'  call 2: {model} "and dogs"',
+        "the test made fewer requests than were recorded; if that is intended, re-record it:",
+        '    pytest --vcr-mode=record "test_app.py::test_chat"',
+        "(or let it pass: @pytest.mark.vcr_transport(unplayed='ignore'))",
+    ]
+    assert not any("ERROR at teardown" in line for line in result.stdout.lines)
+
+
+def test_an_unknown_pyproject_key_stops_the_run_naming_the_file_key_and_closest_name(project: pytest.Pytester) -> None:
+    project.makepyprojecttoml("[tool.vcr_transport]\nredact_name = ['customer_secret']\n")
+    project.makepyfile(test_plain="def test_plain():\n    pass\n")
+    result = project.runpytest()
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(
+        [
+            f"ERROR: {project.path / 'pyproject.toml'}: ?tool.vcr_transport? has no setting redact_name; did you "
+            "mean redact_names? valid: caught_mismatch, *"
+        ]
+    )
+
+
+def test_the_state_folder_ignores_itself(project: pytest.Pytester) -> None:
+    import shutil
+    import subprocess
+
+    write_tests(project, ["hi"])
+    project.runpytest("--vcr-mode=record", "-k", "test_chat").assert_outcomes(passed=1)
+    folder = project.path / ".vcr_transport"
+    assert (folder / ".gitignore").read_text() == "# Created by vcr_transport automatically.\n*\n"
+    assert (folder / "CACHEDIR.TAG").read_text().startswith("Signature: 8a477f597d28d172789f06886806bc55\n")
+    if shutil.which("git") is None:
+        pytest.skip("git is not installed")
+    subprocess.run(["git", "init", "-q", str(project.path)], check=True)
+    ignored = subprocess.run(
+        ["git", "-C", str(project.path), "check-ignore", ".vcr_transport/ledger.json"], capture_output=True, text=True
+    )
+    assert ignored.returncode == 0 and ignored.stdout.strip() == ".vcr_transport/ledger.json"

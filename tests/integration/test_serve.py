@@ -7,6 +7,7 @@ import asyncio
 import json
 import os
 import signal
+import socket
 import stat
 import subprocess
 import sys
@@ -15,6 +16,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 import httpx2
 import openai
@@ -285,9 +287,10 @@ def test_record_on_miss_appends_and_the_recorded_calls_keep_answering(tmp_path: 
     body = json.dumps(recorded.body["json"] if recorded.body else None).encode()
     hello = _Request("POST", "/v1/chat/completions", recorded.request_headers, body, True)
     missed = _Request("POST", "/v1/chat/completions", recorded.request_headers, body.replace(b"hello", b"new"), True)
-    assert server._replayed(hello).status_code == 200
-    assert server._replayed(missed) is None  # forwarded and recorded
-    assert server._replayed(hello).status_code == 200  # again, after the miss
+    assert server._replayed(hello)[0].status_code == 200
+    assert server._replayed(missed) == (None, "forwarded, recorded")
+    response, note = server._replayed(hello)  # again, after the miss
+    assert response.status_code == 200 and note == f"call 0 of {cassette.name}"
     assert server.recording is not None and server.recorder is not None
     assert server.recording.diverged_at is None  # nothing cut off: every recorded call is kept
     server.recording.close(KeyboardInterrupt())
@@ -338,3 +341,76 @@ def test_faults_reach_sdks_through_serve() -> None:
                 seen.append(chunk.choices[0].delta.content or "")
         client.close()
     assert seen == ["echo: ", "stream "]  # the two chunks before the cut
+
+
+def _exchange(url: str, raw: bytes) -> bytes:
+    """``raw`` bytes sent to the server as they are, and everything it answers until it closes."""
+    host, port = urlsplit(url).hostname, urlsplit(url).port
+    with socket.create_connection((host, port), timeout=10) as connection:
+        connection.sendall(raw)
+        answer = b""
+        while data := connection.recv(65536):
+            answer += data
+    return answer
+
+
+HELLO_BODY = json.dumps(HELLO).encode()
+
+
+@pytest.mark.parametrize(
+    ("name", "raw", "problem"),
+    [
+        (
+            "two Content-Length headers that disagree",
+            b"POST /v1/chat/completions HTTP/1.1\r\nhost: x\r\ncontent-length: 3\r\ncontent-length: 5\r\n\r\nabcde",
+            b"content-length",
+        ),
+        (
+            "a chunk size that is not hex",
+            b"POST /v1/chat/completions HTTP/1.1\r\nhost: x\r\ntransfer-encoding: chunked\r\n\r\n"
+            b"zz\r\nabc\r\n0\r\n\r\n",
+            b"chunk",
+        ),
+        ("a request line that is not HTTP", b"HELLO\r\n\r\n", b""),
+        ("a header line without a colon", b"GET / HTTP/1.1\r\nhost: x\r\nnot a header\r\n\r\n", b""),
+    ],
+    ids=lambda value: value if isinstance(value, str) else "",
+)
+def test_a_malformed_request_gets_a_400_saying_why(name: str, raw: bytes, problem: bytes) -> None:
+    with served(str(DEMO)) as server:
+        answer = _exchange(server.url, raw)
+    assert answer.startswith(b"HTTP/1.1 400 Bad Request\r\n"), (name, answer[:200])
+    assert b"bad request: " in answer and problem in answer.lower(), (name, answer)
+    assert "400 bad request" in server.output, "the access log names the refusal"
+
+
+def test_a_chunked_body_with_a_trailer_is_framed_and_the_connection_carries_the_next_request() -> None:
+    chunked = b"%x\r\n%s\r\n0\r\nx-trailer: yes\r\n\r\n" % (len(HELLO_BODY), HELLO_BODY)
+    first = (
+        b"POST /v1/chat/completions HTTP/1.1\r\nhost: x\r\ncontent-type: application/json\r\n"
+        b"transfer-encoding: chunked\r\n\r\n" + chunked
+    )
+    second = (
+        b"POST /v1/chat/completions HTTP/1.1\r\nhost: x\r\ncontent-type: application/json\r\n"
+        b"connection: close\r\ncontent-length: %d\r\n\r\n%s" % (len(HELLO_BODY), HELLO_BODY)
+    )
+    with served(str(DEMO)) as server:
+        answer = _exchange(server.url, first + second)
+    assert answer.count(b"HTTP/1.1 200 ") == 2, answer[:500]
+    recorded = b"".join(recorded_chunks(DEMO, 0))
+    bodies = [raw_chunks(part.partition(b"\r\n\r\n")[2]) for part in answer.split(b"HTTP/1.1 200 ")[1:]]
+    assert [b"".join(body) for body in bodies] == [recorded, recorded]
+
+
+def test_the_access_log_has_one_line_per_request_naming_what_answered() -> None:
+    secret = "sk-proj-LOGabcdefghijklmnopqrstuvwxyz0123456789"
+    with served(str(DEMO)) as server:
+        post(f"{server.url}/v1/chat/completions", HELLO)
+        post(f"{server.url}/v1/chat/completions?api_key={secret}", HELLO)
+    lines = [line for line in server.output.splitlines() if line.startswith("POST ")]
+    assert len(lines) == 2, server.output
+    assert lines[0] == "POST /v1/chat/completions 200 call 0 of openai_demo.jsonl"
+    assert lines[1].startswith(
+        "POST /v1/chat/completions?api_key=[secret removed] 400 replay mismatch at call 0, field url.query.api_key"
+    )
+    assert secret not in server.output, "the log redacts the query"

@@ -108,6 +108,7 @@ _SIGINT_IN_A_BATCH = """
     import vcr_transport
     from vcr_transport._core._stream_redaction import StreamRedactor
 
+    signal.signal(signal.SIGINT, signal.default_int_handler)  # even if the run was started with SIGINT ignored
     cassette, url = sys.argv[1], sys.argv[2]
     feed_many = StreamRedactor.feed_many
     def interrupted_once(self, chunks):

@@ -608,16 +608,12 @@ def test_compat_checks_no_unplayed_calls_and_leaves_a_caught_mismatch(
     result.assert_outcomes(passed=1)
     result.stdout.fnmatch_lines(["cassettes: 1 left with unplayed calls"])
     result = pytester.runpytest_inprocess("-p", "no:cassetter", "-o", "vcr_unplayed=partial")
-    result.assert_outcomes(passed=1, errors=1)
-    result.stdout.fnmatch_lines(
-        ["E   *UnplayedCallsError: 2 recorded call(s) were never played from *test_fewer_calls.jsonl:"]
-    )
+    result.assert_outcomes(failed=1)  # the test fails when its body ends, not at teardown
+    result.stdout.fnmatch_lines(["E   2 recorded call(s) were never played from *test_fewer_calls.jsonl:"])
     pytester.makepyfile(test_lenient=LENIENT_TESTS.replace("PROMPTS", "'a', 'changed', 'c'"))
     result = pytester.runpytest_inprocess("-p", "no:cassetter")
     result.assert_outcomes(passed=1)
     result.stdout.fnmatch_lines(["cassettes: 1 with a replay mismatch"])
     result = pytester.runpytest_inprocess("-p", "no:cassetter", "-o", "vcr_caught_mismatch=raise")
-    result.assert_outcomes(passed=1, errors=1)
-    result.stdout.fnmatch_lines(
-        ["E   *ReplayMismatch: replay mismatch at call 1, field body.prompt: recorded 'b', incoming 'changed'"]
-    )
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(["E   replay mismatch at call 1, field body.prompt: recorded 'b', incoming 'changed'"])

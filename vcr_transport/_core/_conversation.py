@@ -26,6 +26,7 @@ __all__ = [
     "ToolCall",
     "body_reply",
     "parse_sse",
+    "request_label",
     "request_messages",
     "request_model",
     "request_tools",
@@ -168,6 +169,26 @@ def request_messages(body: Any) -> list[Message]:
     if isinstance(items, list):
         messages += [message for message in map(_input_message, items) if message is not None]
     return messages
+
+
+_GEMINI_MODEL = re.compile(r"/models/([^/:?]+)")
+
+
+def request_label(url: str, body: Any, words: int = 6) -> str:
+    """What tells one LLM request from another when they all go to the same URL: the model and the first
+    ``words`` words of the last user message (``gpt-4o-mini "tell me about cats"``); "" when the body says
+    neither (not an LLM request)."""
+    model = body.get("model") if isinstance(body, dict) else None
+    if not isinstance(model, str) or not model:
+        found = _GEMINI_MODEL.search(url)
+        model = found.group(1) if found else ""
+    said = [message.text for message in request_messages(body) if message.role == "user" and message.text]
+    parts = [model] if model else []
+    if said:
+        first = said[-1].split()
+        text = " ".join(first[:words]) + (" ..." if len(first) > words else "")
+        parts.append(json.dumps(text, ensure_ascii=False))
+    return " ".join(parts)
 
 
 def _tool_names(tool: Any) -> list[str]:

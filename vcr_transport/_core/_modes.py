@@ -9,6 +9,10 @@ whether ``CI`` is set; the shells only carry out the step decided here.
 | ``record-on-miss`` | replayed while requests match; from the first miss on, forwarded and recorded   |
 | ``auto``         | ``replay`` when the cassette exists, else ``record`` (never under ``CI``)         |
 
+Under ``CI`` a recording mode that came from the configuration (pyproject, ``VCR_TRANSPORT_MODE``) does not
+record either: ``record`` is refused, ``record-on-miss`` replays. An explicit choice (the argument,
+``--vcr-mode``) records.
+
 ``serve`` replays its cassettes to any request in any order, each call as often as it is asked for; its
 record-on-miss *appends*: each miss is forwarded and recorded after the recorded calls, which keep answering
 (``Decision(appending=True)``).
@@ -22,7 +26,8 @@ cassette records (or in ``off``), and while it replays it meets ``passthrough_re
 204) or ``block`` (NetworkBlockedError). Ignored hosts (the ``ignore_hosts`` option, vcrpy's ``ignore_hosts``
 and ``ignore_localhost``) never meet the cassette: in every mode their requests go on to the client's own
 transport, unrecorded.
-To add a mode: add it to ``MODES``, to ``concrete_mode`` if it resolves to another, and to ``Decision``.
+To add a mode: add it to ``Mode`` (``MODES`` is its values), to ``concrete_mode`` if it resolves to another,
+and to ``Decision``.
 """
 
 from __future__ import annotations
@@ -31,6 +36,7 @@ import enum
 import fnmatch
 import threading
 from collections.abc import Callable, Iterable
+from typing import Literal, get_args
 from urllib.parse import SplitResult, urlsplit
 
 from .._exceptions import CassetteError, ModeError
@@ -40,8 +46,10 @@ __all__ = [
     "ENVIRONMENT_VARIABLE",
     "MODES",
     "PASSTHROUGH_ANSWERS",
+    "RECORDING_MODES",
     "TELEMETRY_PASSTHROUGH",
     "Decision",
+    "Mode",
     "Step",
     "check_mode",
     "concrete_mode",
@@ -50,7 +58,9 @@ __all__ = [
     "passthrough_rule_for",
 ]
 
-MODES = ("off", "record", "replay", "record-on-miss", "auto")
+# A mode name, as the type of every ``mode=`` argument (a type checker refuses mode="recrod").
+Mode = Literal["off", "record", "replay", "record-on-miss", "auto"]
+MODES: tuple[Mode, ...] = get_args(Mode)
 ENVIRONMENT_VARIABLE = "VCR_TRANSPORT_MODE"
 PASSTHROUGH_ANSWERS = ("empty", "block")
 
@@ -114,8 +124,23 @@ def check_mode(name: str, source: str) -> str:
     return name
 
 
-def concrete_mode(mode: str, path: str, *, exists: bool, ci: bool, how_to_record: str) -> str:
-    """``auto`` made into ``replay`` or ``record`` for one cassette; other modes as they are."""
+RECORDING_MODES = ("record", "record-on-miss")
+
+
+def concrete_mode(mode: str, path: str, *, exists: bool, ci: bool, how_to_record: str, configured: str = "") -> str:
+    """``auto`` made into ``replay`` or ``record`` for one cassette; other modes as they are. ``configured``:
+    where the mode came from when that is the project's configuration (pyproject, the environment), not an
+    explicit choice (the argument, ``--vcr-mode``). Under ``CI`` such a mode never records: ``record`` is a
+    CassetteError saying where it came from, ``record-on-miss`` replays (a miss fails)."""
+    if ci and configured and mode in RECORDING_MODES:
+        if mode == "record-on-miss":
+            return "replay"
+        raise CassetteError(
+            path,
+            None,
+            f"mode {mode} from {configured} never records when CI is set",
+            "to record on purpose, choose it for the run: pytest --vcr-mode=record (or mode='record' as the argument)",
+        )
     if mode != "auto":
         return mode
     if exists:

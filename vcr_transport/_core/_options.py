@@ -17,6 +17,7 @@ To add an option: add a field here with its ``Knob``, then use it where it acts.
 from __future__ import annotations
 
 import dataclasses
+import difflib
 import math
 import re
 from collections.abc import Callable, Iterable, Mapping
@@ -24,11 +25,14 @@ from typing import TYPE_CHECKING, Any, Literal, NamedTuple
 
 from .._exceptions import CassetteError
 from ._faults import Fault, parse_fault
-from ._modes import ENVIRONMENT_VARIABLE, MODES, PASSTHROUGH_ANSWERS, check_mode, parse_passthrough_rule
+from ._modes import ENVIRONMENT_VARIABLE, MODES, PASSTHROUGH_ANSWERS, Mode, check_mode, parse_passthrough_rule
 
 if TYPE_CHECKING:
+    from typing import Unpack
+
     from ._matching import Normalizer, RequestMatcher
     from ._redaction import Redactor
+    from ._typed_options import EveryOption
 
 __all__ = [
     "CACHE_DIR_VARIABLE",
@@ -45,6 +49,9 @@ __all__ = [
     "Setting",
     "compile_patterns",
     "options_table",
+    "pyproject_names",
+    "typed_options_module",
+    "unknown_settings",
 ]
 
 PassthroughAnswer = Literal["empty", "block"]
@@ -79,7 +86,8 @@ _REPLAYING: tuple[Entry, ...] = ("replay", "transport", "block")
 #
 # A validator is called with (value, name, where) and returns the value to keep, or raises a TypeError (the
 # wrong type) or a ValueError (a wrong value) whose message starts with ``where``. ``values`` is what the
-# options table says it takes.
+# options table says it takes; ``accepts`` is the type of what a caller may pass, as the keyword arguments'
+# TypedDicts (``typed_options_module``) declare it.
 
 
 def _wrong(where: str, name: str, expected: str, value: Any) -> TypeError:
@@ -95,6 +103,7 @@ def _items(value: Any, name: str, where: str, expected: str = "a list") -> tuple
 
 class _Flag:
     values: str = "`True`, `False`"
+    accepts: str = "bool"
 
     def __call__(self, value: Any, name: str, where: str) -> bool:
         if not isinstance(value, bool):
@@ -104,6 +113,7 @@ class _Flag:
 
 class _Seconds:
     values: str = "seconds (a number >= 0), `None`"
+    accepts: str = "float | None"
 
     def __call__(self, value: Any, name: str, where: str) -> float | None:
         if value is None:
@@ -123,6 +133,10 @@ class _Choice:
     def values(self) -> str:
         return ", ".join(f"`{choice!r}`" for choice in self.choices)
 
+    @property
+    def accepts(self) -> str:
+        return "Literal[" + ", ".join(f'"{choice}"' for choice in self.choices) + "]"
+
     def __call__(self, value: Any, name: str, where: str) -> str:
         if value not in self.choices:
             raise ValueError(
@@ -135,6 +149,7 @@ class _Mode:
     """A mode name, or None (resolved by the precedence of ``_config``). A wrong name is a ModeError."""
 
     values: str = ", ".join(f"`{mode!r}`" for mode in MODES)
+    accepts: str = "Mode | None"
 
     def __call__(self, value: Any, name: str, where: str) -> str | None:
         return None if value is None else check_mode(value, "argument")
@@ -145,6 +160,7 @@ class _MatchOn:
         "`None`, a list of vcrpy's names (`method`, `scheme`, `host`, `port`, `path`, `query`, `headers`, "
         "`body`, `uri`)"
     )
+    accepts: str = "Iterable[str] | None"
 
     def __call__(self, value: Any, name: str, where: str) -> tuple[str, ...] | None:
         from ._matching import MATCH_ON_NAMES  # lazily: matching is heavy, and checking a marker is not
@@ -169,6 +185,8 @@ def _field_path(item: str) -> object:
 
 class _Strings:
     """A list of non-empty strings, each parsed by ``parse`` when given (a ValueError names the option)."""
+
+    accepts: str = "Iterable[str]"
 
     def __init__(self, values: str, parse: Callable[[str], object] | None = None) -> None:
         self.values = values
@@ -207,6 +225,7 @@ class _Regexes:
     def __init__(self, *, compiled_ok: bool = True, bare: bool = False) -> None:
         self.compiled_ok = compiled_ok
         self.bare = bare
+        self.accepts = "Iterable[str | re.Pattern[str]]" if compiled_ok else "Iterable[str]"
 
     def __call__(self, value: Any, name: str, where: str) -> tuple[Any, ...]:
         label = f"{where}: {name}" if self.bare else f"{where}: option {name}"
@@ -222,6 +241,7 @@ class _Regexes:
 
 class _Functions:
     values: str = "a list of functions `str -> str`"
+    accepts: str = "Iterable[Callable[[str], str]]"
 
     def __call__(self, value: Any, name: str, where: str) -> tuple[Callable[[str], str], ...]:
         items = _items(value, name, where)
@@ -232,6 +252,7 @@ class _Functions:
 
 class _Ordered:
     values: str = "`'concurrent'`, `True`, `False`"
+    accepts: str = 'bool | Literal["concurrent"]'
 
     def __call__(self, value: Any, name: str, where: str) -> bool | str:
         if value is True or value is False or value == "concurrent":
@@ -241,6 +262,7 @@ class _Ordered:
 
 class _Replacements:
     values: str = "a list of (regular expression, replacement) pairs"
+    accepts: str = "Iterable[tuple[str | re.Pattern[str], str]]"
 
     def __call__(self, value: Any, name: str, where: str) -> tuple[tuple[str | re.Pattern[str], str], ...]:
         items = _items(value, name, where)
@@ -261,6 +283,7 @@ class _Replacements:
 
 class _Normalizers:
     values: str = "a list of functions `(path, value) -> value`"
+    accepts: str = "Iterable[Callable[[str, Any], Any]]"
 
     def __call__(self, value: Any, name: str, where: str) -> tuple[Callable[[str, Any], Any], ...]:
         items = _items(value, name, where)
@@ -271,6 +294,7 @@ class _Normalizers:
 
 class _Faults:
     values: str = "a list of faults (`Fault`, a mapping, or text `KIND:key=value,...`)"
+    accepts: str = "Iterable[Fault | str | Mapping[str, Any]]"
 
     def __call__(self, value: Any, name: str, where: str) -> tuple[Fault, ...]:
         items = _items(value, name, where)
@@ -511,7 +535,7 @@ class Options:
     )
 
     # --- the block or test around the cassette: transport() (the mode only), use_cassette(), the marker ---
-    mode: str | None = _option(
+    mode: Mode | None = _option(
         None,
         "the mode (off, record, replay, record-on-miss, auto); None leaves it to the pytest option "
         "--vcr-mode, then VCR_TRANSPORT_MODE, then [tool.vcr_transport], then auto (see _config)",
@@ -567,6 +591,13 @@ class Options:
     # ordered even at their default value, so an explicit ordered=True still overrides an imported cassette.
     given: frozenset[str] = dataclasses.field(default=frozenset(), compare=False, repr=False)
     where: dataclasses.InitVar[str] = "Options"
+
+    if TYPE_CHECKING:
+        # What a type checker sees of the generated __init__: the options as a caller passes them (lists where
+        # the fields keep tuples, text faults), so that Options(ignore_fields=["model"]) checks and a typo doesn't.
+        def __init__(
+            self, *, given: frozenset[str] = ..., where: str = ..., **options: Unpack[EveryOption]
+        ) -> None: ...
 
     def __post_init__(self, where: str) -> None:
         for field in _knob_fields():
@@ -747,6 +778,20 @@ SETTINGS: tuple[Setting, ...] = (
 )
 
 
+def pyproject_names() -> tuple[str, ...]:
+    """The keys ``[tool.vcr_transport]`` takes: the options it sets, then the project settings."""
+    options = (field.name for field in _knob_fields() if _knob(field).pyproject)
+    return (*options, *(setting.name for setting in SETTINGS if setting.pyproject))
+
+
+def unknown_settings(settings: Mapping[str, Any]) -> list[tuple[str, str]]:
+    """The keys of ``[tool.vcr_transport]`` that are no setting, each with the closest valid name ("" when
+    none is close), so that a typo (``redact_name``) is an error rather than a rule that never applies."""
+    valid = pyproject_names()
+    unknown = [key for key in settings if key not in valid]
+    return [(key, next(iter(difflib.get_close_matches(key, valid, n=1, cutoff=0.6)), "")) for key in unknown]
+
+
 def _code(text: str) -> str:
     return f"`{text}`" if text else ""
 
@@ -807,6 +852,69 @@ def options_table() -> str:
             _row(name, setting.values, setting.default, "", "", pyproject, _code(setting.ini), _code(setting.env))
         )
     return "\n".join(rows) + "\n"
+
+
+# --- the keyword options' types (PEP 692), generated into _typed_options.py -------------------------------
+
+# Each entry point's TypedDict, what it types, and the options it takes as named parameters instead.
+TYPED_OPTIONS: dict[str, tuple[Entry | None, str, tuple[str, ...]]] = {
+    "RecordingOptions": ("recording", "``RecordingTransport`` and ``AsyncRecordingTransport``", ()),
+    "ReplayOptions": ("replay", "``ReplayTransport``", ()),
+    "TransportOptions": ("transport", "``transport()`` and ``async_transport()`` (``mode`` is their own)", ("mode",)),
+    "BlockOptions": ("block", "``use_cassette()`` (``mode`` is its own)", ("mode",)),
+    "EveryOption": (None, "``Options(...)``", ()),
+}
+# The names an ``accepts`` may use, and where they come from.
+_TYPING_IMPORTS = (
+    ("re", "import re"),
+    ("Callable", "from collections.abc import Callable"),
+    ("Iterable", "from collections.abc import Iterable"),
+    ("Mapping", "from collections.abc import Mapping"),
+    ("Any", "from typing import Any"),
+    ("Literal", "from typing import Literal"),
+    ("Fault", "from ._faults import Fault"),
+    ("Mode", "from ._modes import Mode"),
+)
+
+
+def typed_options_module() -> str:
+    """The source of ``_typed_options.py``: for each entry point a TypedDict of the options it takes as keyword
+    arguments, each typed as its validator ``accepts`` it (``**options: Unpack[ReplayOptions]``, PEP 692)."""
+    classes: list[str] = []
+    for name, (entry, what, named) in TYPED_OPTIONS.items():
+        lines = [f"class {name}(TypedDict, total=False):", f'    """The keyword options of {what}."""', ""]
+        lines += [
+            f"    {field.name}: {_knob(field).check.accepts}"
+            for field in _knob_fields()
+            if _takes(_knob(field), entry) and field.name not in named
+        ]
+        classes.append("\n".join(lines) + "\n")
+    body = "\n\n".join(classes)
+    used = [line for word, line in _TYPING_IMPORTS if re.search(rf"\b{word}\b", body)]
+    plain = sorted(line for line in used if line.startswith("import "))
+    external = [line for line in used if line.startswith("from ") and not line.startswith("from .")]
+    typing_names = sorted(line.removeprefix("from typing import ") for line in external if "typing" in line)
+    abc_names = sorted(line.removeprefix("from collections.abc import ") for line in external if "abc" in line)
+    imports = [*plain]
+    if abc_names:
+        imports.append(f"from collections.abc import {', '.join(abc_names)}")
+    imports.append(f"from typing import {', '.join([*typing_names, 'TypedDict'])}")
+    local = [line for line in used if line.startswith("from .")]
+    all_names = "\n".join(f'    "{name}",' for name in sorted(TYPED_OPTIONS))
+    return (
+        '"""The keyword options of each entry point, as TypedDicts: ``**options: Unpack[ReplayOptions]`` (PEP 692)\n'
+        "lets a type checker refuse an unknown option or a wrong value, and an IDE complete them.\n\n"
+        "Generated from the fields of ``Options`` (``_options.typed_options_module``): do not edit, run\n"
+        "``python docs/_gen.py``. ``tests/core/test_options.py`` checks that it is current.\n"
+        '"""\n\n'
+        "from __future__ import annotations\n\n"
+        + "\n".join(imports)
+        + "\n\n"
+        + "\n".join(local)
+        + ("\n\n" if local else "")
+        + f"__all__ = [\n{all_names}\n]\n\n\n"
+        + body
+    )
 
 
 Options.__doc__ = (

@@ -5,14 +5,10 @@
 #    source ~/.local/share/bash_completion/vcr-transport
 # See also: https://github.com/scop/bash-completion/blob/main/doc/configuration.md
 
-_shtab_vcr_transport_subparsers=(status off record replay record-on-miss auto list show diff verify scan delete prune import serve drift git-setup completion)
+_shtab_vcr_transport_subparsers=(status config list show diff verify scan delete prune import serve drift git-setup completion)
 
 _shtab_vcr_transport_status_option_strings=(-h --help --mode --json)
-_shtab_vcr_transport_off_option_strings=(-h --help)
-_shtab_vcr_transport_record_option_strings=(-h --help)
-_shtab_vcr_transport_replay_option_strings=(-h --help)
-_shtab_vcr_transport_record_on_miss_option_strings=(-h --help)
-_shtab_vcr_transport_auto_option_strings=(-h --help)
+_shtab_vcr_transport_config_option_strings=(-h --help)
 _shtab_vcr_transport_list_option_strings=(-h --help --json)
 _shtab_vcr_transport_show_option_strings=(-h --help --call --json --textconv --volatile --html -o --output --har)
 _shtab_vcr_transport_diff_option_strings=(-h --help --volatile --json)
@@ -30,23 +26,16 @@ _shtab_vcr_transport_option_strings=(-h --help --version)
 
 
 _shtab_vcr_transport_status___mode_choices=(off record replay record-on-miss auto)
+_shtab_vcr_transport_config_pos_0_choices=(get set unset)
 _shtab_vcr_transport_serve___mode_choices=(replay record record-on-miss)
 _shtab_vcr_transport_completion_pos_0_choices=(bash zsh fish)
-_shtab_vcr_transport_pos_0_choices=(status off record replay record-on-miss auto list show diff verify scan delete prune import serve drift git-setup completion)
+_shtab_vcr_transport_pos_0_choices=(status config list show diff verify scan delete prune import serve drift git-setup completion)
 
 _shtab_vcr_transport_status__h_nargs=0
 _shtab_vcr_transport_status___help_nargs=0
 _shtab_vcr_transport_status___json_nargs=0
-_shtab_vcr_transport_off__h_nargs=0
-_shtab_vcr_transport_off___help_nargs=0
-_shtab_vcr_transport_record__h_nargs=0
-_shtab_vcr_transport_record___help_nargs=0
-_shtab_vcr_transport_replay__h_nargs=0
-_shtab_vcr_transport_replay___help_nargs=0
-_shtab_vcr_transport_record_on_miss__h_nargs=0
-_shtab_vcr_transport_record_on_miss___help_nargs=0
-_shtab_vcr_transport_auto__h_nargs=0
-_shtab_vcr_transport_auto___help_nargs=0
+_shtab_vcr_transport_config__h_nargs=0
+_shtab_vcr_transport_config___help_nargs=0
 _shtab_vcr_transport_list_pos_0_nargs='*'
 _shtab_vcr_transport_list__h_nargs=0
 _shtab_vcr_transport_list___help_nargs=0

@@ -50,7 +50,7 @@ function _shtab_vcr_transport_using
   test "$_shtab_vcr_transport_cmdpath" = "$argv"
 end
 
-set -g _shtab_vcr_transport_commands status off record replay record-on-miss auto list show diff verify scan delete prune import serve drift git-setup completion
+set -g _shtab_vcr_transport_commands status config list show diff verify scan delete prune import serve drift git-setup completion
 set -g _shtab_vcr_transport_opts_with_value --call --fault --grace --har --host --ignore-field --ignore-header --mode --name --older-than --out --output --pace --pattern --port --timeout --upstream -o
 
 complete -c vcr-transport -e
@@ -62,16 +62,9 @@ complete -c vcr-transport -n '_shtab_vcr_transport_using; and test $_shtab_vcr_t
 complete -c vcr-transport -n '_shtab_vcr_transport_using status' -s h -l help -d 'show this help message and exit'
 complete -c vcr-transport -n '_shtab_vcr_transport_using status' -l mode -xka "off record replay record-on-miss auto" -d 'an explicit mode, as a script would pass it (default: none)'
 complete -c vcr-transport -n '_shtab_vcr_transport_using status' -l json -d 'machine-readable output (versioned shapes: docs/reference/cli-json.md)'
-complete -c vcr-transport -n '_shtab_vcr_transport_using; and test $_shtab_vcr_transport_npos -eq 0' -a off -d 'Save mode '"'"'off'"'"' in [tool.vcr_transport] of the nearest pyproject.toml (created when there is none), leaving the rest of the file as it was. VCR_TRANSPORT_MODE still takes precedence.'
-complete -c vcr-transport -n '_shtab_vcr_transport_using off' -s h -l help -d 'show this help message and exit'
-complete -c vcr-transport -n '_shtab_vcr_transport_using; and test $_shtab_vcr_transport_npos -eq 0' -a record -d 'Save mode '"'"'record'"'"' in [tool.vcr_transport] of the nearest pyproject.toml (created when there is none), leaving the rest of the file as it was. VCR_TRANSPORT_MODE still takes precedence.'
-complete -c vcr-transport -n '_shtab_vcr_transport_using record' -s h -l help -d 'show this help message and exit'
-complete -c vcr-transport -n '_shtab_vcr_transport_using; and test $_shtab_vcr_transport_npos -eq 0' -a replay -d 'Save mode '"'"'replay'"'"' in [tool.vcr_transport] of the nearest pyproject.toml (created when there is none), leaving the rest of the file as it was. VCR_TRANSPORT_MODE still takes precedence.'
-complete -c vcr-transport -n '_shtab_vcr_transport_using replay' -s h -l help -d 'show this help message and exit'
-complete -c vcr-transport -n '_shtab_vcr_transport_using; and test $_shtab_vcr_transport_npos -eq 0' -a record-on-miss -d 'Save mode '"'"'record-on-miss'"'"' in [tool.vcr_transport] of the nearest pyproject.toml (created when there is none), leaving the rest of the file as it was. VCR_TRANSPORT_MODE still takes precedence.'
-complete -c vcr-transport -n '_shtab_vcr_transport_using record-on-miss' -s h -l help -d 'show this help message and exit'
-complete -c vcr-transport -n '_shtab_vcr_transport_using; and test $_shtab_vcr_transport_npos -eq 0' -a auto -d 'Save mode '"'"'auto'"'"' in [tool.vcr_transport] of the nearest pyproject.toml (created when there is none), leaving the rest of the file as it was. VCR_TRANSPORT_MODE still takes precedence.'
-complete -c vcr-transport -n '_shtab_vcr_transport_using auto' -s h -l help -d 'show this help message and exit'
+complete -c vcr-transport -n '_shtab_vcr_transport_using; and test $_shtab_vcr_transport_npos -eq 0' -a config -d 'Read or change [tool.vcr_transport] of the nearest pyproject.toml (created when there is none), edited with a round-trip TOML library: comments and layout stay; an edit that would change anything else is refused. A value is TOML when it parses (true, ["a", "b"]), else text. A recording mode saved here never records under CI; for one run, pytest --vcr-mode=... is the switch.'
+complete -c vcr-transport -n '_shtab_vcr_transport_using config' -s h -l help -d 'show this help message and exit'
+complete -c vcr-transport -n '_shtab_vcr_transport_using config; and test $_shtab_vcr_transport_npos -eq 0' -ka "get set unset" -d action
 complete -c vcr-transport -n '_shtab_vcr_transport_using; and test $_shtab_vcr_transport_npos -eq 0' -a list -d 'One line per cassette: format version, number of calls, size, whether every call is complete, and the hosts. A cassette that can'"'"'t be read is listed as UNREADABLE with why (verify says more).'
 complete -c vcr-transport -n '_shtab_vcr_transport_using list' -s h -l help -d 'show this help message and exit'
 complete -c vcr-transport -n '_shtab_vcr_transport_using list' -l json -d 'machine-readable output (versioned shapes: docs/reference/cli-json.md)'

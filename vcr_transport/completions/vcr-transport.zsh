@@ -10,19 +10,15 @@
 
 _shtab_vcr_transport_commands() {
   local _commands=(
-    auto:'Save mode '"'"'auto'"'"' in [tool.vcr_transport] of the nearest pyproject.toml (created when there is none), leaving the rest of the file as it was. VCR_TRANSPORT_MODE still takes precedence.'
     completion:'Print the completion script for a shell; it was generated from this parser when the package was built and needs nothing at run time.'
+    config:'Read or change [tool.vcr_transport] of the nearest pyproject.toml (created when there is none), edited with a round-trip TOML library: comments and layout stay; an edit that would change anything else is refused. A value is TOML when it parses (true, ["a", "b"]), else text. A recording mode saved here never records under CI; for one run, pytest --vcr-mode=... is the switch.'
     delete:'Delete cassettes; a dry run without --yes. Only cassettes (a regular file whose first line is a cassette header): anything else named refuses the whole command.'
     diff:'What differs between two cassettes, field by field. Calls are paired by their requests, not by position; what changes on every recording (request ids, dates, rate-limit counters, the ids in answers) is left out unless --volatile; whitespace-only and padding-only changes are said so; long values (base64, images) are cut to a head, a length and a hash.'
     drift:'Send each recorded request to the live upstream (the host it was recorded with, or --upstream), with the credentials of the environment (OPENAI_API_KEY, ANTHROPIC_API_KEY, GEMINI_API_KEY or GOOGLE_API_KEY) in place of the removed ones, and compare the answer'"'"'s shape with the recording: status, content type, JSON structure and types, stream event types. Writes nothing; each call is reported identical or changed, with the field paths that changed. Costs what the requests cost.'
     git-setup:'Add '"'"'**/cassettes/**/*.jsonl diff=vcr'"'"' to .gitattributes and set diff.vcr.textconv in this clone'"'"'s git config to this Python'"'"'s absolute path with '"'"'-m vcr_transport show --textconv'"'"', so git diff and git log -p work without an active virtualenv. Run it again if the virtualenv moves.'
     import:'Convert vcrpy YAML cassettes (files, or folders searched recursively) to JSONL cassettes, redacting on the way. YAML that is no vcrpy cassette is skipped; a cassette that can'"'"'t be converted is refused with why, and the run goes on. Needs PyYAML.'
     list:'One line per cassette: format version, number of calls, size, whether every call is complete, and the hosts. A cassette that can'"'"'t be read is listed as UNREADABLE with why (verify says more).'
-    off:'Save mode '"'"'off'"'"' in [tool.vcr_transport] of the nearest pyproject.toml (created when there is none), leaving the rest of the file as it was. VCR_TRANSPORT_MODE still takes precedence.'
     prune:'Delete the cassettes no test used in the last complete run (the pytest plugin'"'"'s ledger), or those not modified for DAYS; a dry run without --yes. After a partial run it refuses and says why. Files that are not cassettes are skipped.'
-    record:'Save mode '"'"'record'"'"' in [tool.vcr_transport] of the nearest pyproject.toml (created when there is none), leaving the rest of the file as it was. VCR_TRANSPORT_MODE still takes precedence.'
-    record-on-miss:'Save mode '"'"'record-on-miss'"'"' in [tool.vcr_transport] of the nearest pyproject.toml (created when there is none), leaving the rest of the file as it was. VCR_TRANSPORT_MODE still takes precedence.'
-    replay:'Save mode '"'"'replay'"'"' in [tool.vcr_transport] of the nearest pyproject.toml (created when there is none), leaving the rest of the file as it was. VCR_TRANSPORT_MODE still takes precedence.'
     scan:'Find secrets in cassettes or any text file with the redaction engine itself: secret shapes, secret-named keys, NAME=value lines, base64 payloads, each recorded stream reassembled. Findings are masked. A line nested too deep to read as JSON is searched as text and reported.'
     serve:'Replay cassettes over HTTP/1.1 to any client, whatever its language, on 127.0.0.1; or, with --mode record or record-on-miss and --upstream, record through a proxy. Requests are matched across every cassette given, unordered; a miss gets a 400 naming the nearest recorded call.'
     show:'A cassette call by call: method, URL, the request body, status and headers, timings, a stream event by event (content-encodings undone), incomplete calls marked. --textconv gives one line per field for git'"'"'s diff driver (volatile fields left out), --html one self-contained HTML page, --har a HAR 1.2 file for browser devtools and HAR viewers.'
@@ -40,13 +36,6 @@ _shtab_vcr_transport_options=(
 # guard to ensure default positional specs are added only once per session
 _shtab_vcr_transport_defaults_added=0
 
-_shtab_vcr_transport_auto_options=(
-  "(- : *)"{-h,--help}"[show this help message and exit]"
-)
-
-# guard to ensure default positional specs are added only once per session
-_shtab_vcr_transport_auto_defaults_added=0
-
 _shtab_vcr_transport_completion_options=(
   "(- : *)"{-h,--help}"[show this help message and exit]"
   ":shell:(bash zsh fish)"
@@ -54,6 +43,16 @@ _shtab_vcr_transport_completion_options=(
 
 # guard to ensure default positional specs are added only once per session
 _shtab_vcr_transport_completion_defaults_added=0
+
+_shtab_vcr_transport_config_options=(
+  "(- : *)"{-h,--help}"[show this help message and exit]"
+  ":action:(get set unset)"
+  ":a \[tool.vcr_transport\] key, e.g. mode (get\: every key when none):"
+  ":the value to set:"
+)
+
+# guard to ensure default positional specs are added only once per session
+_shtab_vcr_transport_config_defaults_added=0
 
 _shtab_vcr_transport_delete_options=(
   "(- : *)"{-h,--help}"[show this help message and exit]"
@@ -114,13 +113,6 @@ _shtab_vcr_transport_list_options=(
 # guard to ensure default positional specs are added only once per session
 _shtab_vcr_transport_list_defaults_added=0
 
-_shtab_vcr_transport_off_options=(
-  "(- : *)"{-h,--help}"[show this help message and exit]"
-)
-
-# guard to ensure default positional specs are added only once per session
-_shtab_vcr_transport_off_defaults_added=0
-
 _shtab_vcr_transport_prune_options=(
   "(- : *)"{-h,--help}"[show this help message and exit]"
   "--older-than[by age instead of by the last test run]:DAYS:"
@@ -132,27 +124,6 @@ _shtab_vcr_transport_prune_options=(
 
 # guard to ensure default positional specs are added only once per session
 _shtab_vcr_transport_prune_defaults_added=0
-
-_shtab_vcr_transport_record_options=(
-  "(- : *)"{-h,--help}"[show this help message and exit]"
-)
-
-# guard to ensure default positional specs are added only once per session
-_shtab_vcr_transport_record_defaults_added=0
-
-_shtab_vcr_transport_record_on_miss_options=(
-  "(- : *)"{-h,--help}"[show this help message and exit]"
-)
-
-# guard to ensure default positional specs are added only once per session
-_shtab_vcr_transport_record_on_miss_defaults_added=0
-
-_shtab_vcr_transport_replay_options=(
-  "(- : *)"{-h,--help}"[show this help message and exit]"
-)
-
-# guard to ensure default positional specs are added only once per session
-_shtab_vcr_transport_replay_defaults_added=0
 
 _shtab_vcr_transport_scan_options=(
   "(- : *)"{-h,--help}"[show this help message and exit]"
@@ -238,19 +209,15 @@ _shtab_vcr_transport() {
       (( CURRENT += 1 ))
       curcontext="${curcontext%:*:*}:_shtab_vcr_transport-$line[1]:"
       case $line[1] in
-        auto) _arguments -C -s $_shtab_vcr_transport_auto_options ;;
         completion) _arguments -C -s $_shtab_vcr_transport_completion_options ;;
+        config) _arguments -C -s $_shtab_vcr_transport_config_options ;;
         delete) _arguments -C -s $_shtab_vcr_transport_delete_options ;;
         diff) _arguments -C -s $_shtab_vcr_transport_diff_options ;;
         drift) _arguments -C -s $_shtab_vcr_transport_drift_options ;;
         git-setup) _arguments -C -s $_shtab_vcr_transport_git_setup_options ;;
         import) _arguments -C -s $_shtab_vcr_transport_import_options ;;
         list) _arguments -C -s $_shtab_vcr_transport_list_options ;;
-        off) _arguments -C -s $_shtab_vcr_transport_off_options ;;
         prune) _arguments -C -s $_shtab_vcr_transport_prune_options ;;
-        record) _arguments -C -s $_shtab_vcr_transport_record_options ;;
-        record-on-miss) _arguments -C -s $_shtab_vcr_transport_record_on_miss_options ;;
-        replay) _arguments -C -s $_shtab_vcr_transport_replay_options ;;
         scan) _arguments -C -s $_shtab_vcr_transport_scan_options ;;
         serve) _arguments -C -s $_shtab_vcr_transport_serve_options ;;
         show) _arguments -C -s $_shtab_vcr_transport_show_options ;;

@@ -1,0 +1,241 @@
+"""The pytest plugin's failure reports: short, ours, whatever the SDK made of the error.
+
+Imported by the plugin when a test with a cassette fails, never when it loads. A test whose cassette saw a
+replay mismatch, refused a request (a missing cassette, a recording refused under ``CI``) or left recorded
+calls unplayed fails with at most 15 lines:
+
+- what happened first (the mismatch line, the missing cassette, the unplayed calls told apart by model and
+  first words), the test's own line, and the exception the test got, named in one line;
+- the cheapest fix: the test's node id with ``--vcr-mode=record-on-miss`` (``--lf`` for every test that
+  failed), ``--vcr-mode=record`` only as the way to start over;
+- the short summary line (``FAILED test_x.py::test_chat - field body.prompt: ...``) names the field.
+
+``--tb=long``, ``--tb=native`` and ``-vv`` keep pytest's whole traceback; ``--tb=line`` gives the summary line.
+"""
+
+from __future__ import annotations
+
+import shlex
+import sys
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import pytest
+from _pytest._code.code import ExceptionInfo, ReprEntry, ReprExceptionInfo, ReprFileLocation, ReprTraceback
+
+from ._core._display import side_by_side
+from ._exceptions import CassetteError, ReplayMismatch, UnplayedCallsError
+
+if TYPE_CHECKING:
+    from ._context import use_cassette
+
+__all__ = ["cassette_report", "full_traceback_wanted", "raised_mismatch"]
+
+MAX_UNPLAYED_SHOWN = 4
+MAX_LINES = 15  # of a short report
+ONE_LINE = 72  # characters of the exception the test got: its line stays within 100
+# The lines a fix starts with: the exception the test got goes before them, so that the fix stays last.
+_FIX_STARTS = (
+    "if the change is intended",
+    "the marker's mode=",
+    "record it where",
+    "to record on purpose",
+    "fix:",
+    "the test made fewer",
+)
+
+
+def full_traceback_wanted(config: pytest.Config) -> bool:
+    """``--tb=long``, ``--tb=native`` or ``-vv``: pytest's own report, whole."""
+    return config.getoption("tbstyle", "auto") in ("long", "native") or config.get_verbosity() >= 2
+
+
+def raised_mismatch(error: BaseException | None) -> ReplayMismatch | None:
+    """The ReplayMismatch a test failed with, itself or as the cause or context of what the SDK raised."""
+    seen = 0
+    while error is not None and seen < 10:
+        if isinstance(error, ReplayMismatch):
+            return error
+        error, seen = error.__cause__ or error.__context__, seen + 1
+    return None
+
+
+def _raised(error: BaseException | None, kind: type[BaseException]) -> BaseException | None:
+    seen = 0
+    while error is not None and seen < 10:
+        if isinstance(error, kind):
+            return error
+        error, seen = error.__cause__ or error.__context__, seen + 1
+    return None
+
+
+def cassette_report(
+    item: pytest.Item, excinfo: ExceptionInfo[BaseException], cassette: use_cassette, *, at_end: bool = False
+) -> ReprExceptionInfo | None:
+    """Our report of a failed test, when its cassette explains the failure; None leaves pytest's. ``at_end``:
+    the test's body passed, and the cassette's check when it ended raised."""
+    session = cassette.session
+    error = excinfo.value
+    if session is None:
+        return None
+    reported: BaseException
+    if isinstance(error, UnplayedCallsError):
+        reported = error
+        lines, crash = _unplayed(item, error)
+    elif (mismatch := raised_mismatch(error) or session.first_mismatch) is not None:
+        reported = mismatch
+        lines, crash = _mismatch(item, mismatch, session.source)
+        if error is mismatch and at_end:
+            lines.append("(the code under test caught it and went on; caught_mismatch='ignore' lets it)")
+    elif session.broken is not None and (session.refused or _raised(error, CassetteError) is session.broken):
+        reported = session.broken
+        lines, crash = _refused(item, session.broken, session.source)
+    else:
+        return None
+    if error is not reported:  # before the fix, which stays last
+        at = next((i for i, line in enumerate(lines) if line.startswith(_FIX_STARTS)), len(lines))
+        lines.insert(at, f"(the test failed with {_one_line(error)})")
+    hidden = len(excinfo.traceback) - (1 if _raised_in_test(item, excinfo) else 0)
+    if hidden > 0 and not isinstance(error, UnplayedCallsError):
+        lines.append(f"hidden: {hidden} frames of the SDK and vcr_transport; --tb=long shows them")
+    return _repr(item, excinfo, lines, crash)
+
+
+def _one_line(error: BaseException) -> str:
+    cls = type(error)
+    top = cls.__module__.split(".")[0]
+    module = sys.modules.get(top)
+    name = cls.__qualname__
+    if top != "builtins":
+        name = f"{top}.{name}" if getattr(module, name, None) is cls else f"{cls.__module__}.{name}"
+    message = str(error).splitlines()[0] if str(error) else ""
+    return shorten_text(f"{name}: {message}" if message else name, ONE_LINE)
+
+
+def shorten_text(text: str, limit: int) -> str:
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def _node(item: pytest.Item) -> str:
+    return shlex.quote(item.nodeid) if any(c in item.nodeid for c in " []()'\"$") else f'"{item.nodeid}"'
+
+
+def _relative(item: pytest.Item, path: str | Path) -> str:
+    try:
+        return str(Path(path).resolve().relative_to(item.config.rootpath.resolve()))
+    except ValueError:
+        return str(path)
+
+
+def _marker_pins_mode(source: str) -> bool:
+    return source == "argument"
+
+
+def _record_on_miss_hint(item: pytest.Item, source: str, what: str) -> list[str]:
+    """The cheapest fix: this test alone, from the call that changed; ``--lf`` for every failed test."""
+    if _marker_pins_mode(source):
+        return [
+            f"the marker's mode= wins over --vcr-mode: to {what}, set mode='record-on-miss' in it, run",
+            f"    pytest {_node(item)}",
+            "and set it back",
+        ]
+    return [
+        f"if the change is intended, {what}:",
+        f"    pytest --vcr-mode=record-on-miss {_node(item)}",
+        "(--lf instead of the test id: every test that failed; --vcr-mode=record starts over)",
+    ]
+
+
+def _mismatch(item: pytest.Item, mismatch: ReplayMismatch, source: str) -> tuple[list[str], str]:
+    lines = []
+    for line in str(mismatch).splitlines():
+        if line.startswith("to re-record:"):
+            continue
+        if line.startswith("cassette: "):
+            line = "cassette: " + _relative(item, line.removeprefix("cassette: "))
+        lines.append(line)
+    lines += _record_on_miss_hint(item, source, f"re-record this test from call {mismatch.call_index} on")
+    recorded, incoming = side_by_side(mismatch.recorded, mismatch.incoming, 40)
+    crash = (
+        f"field {mismatch.field_path}: recorded {recorded}, incoming {incoming} (replay mismatch at call "
+        f"{mismatch.call_index})"
+    )
+    return _fitted(lines, len(mismatch.differences)), crash
+
+
+def _fitted(lines: list[str], differences: int) -> list[str]:
+    """The lines of a mismatch within ``MAX_LINES`` (two kept free for the exception the test got and the
+    hidden frames): the list of differing fields cut short first, the rest whole."""
+    listed = [i for i, line in enumerate(lines) if line.startswith("  ") and i and not line.startswith("    ")]
+    room = MAX_LINES - 2 - (len(lines) - len(listed))
+    if len(listed) <= room or not listed:
+        return lines
+    keep = max(1, room - 1)
+    cut = listed[keep:]
+    shown = lines[: cut[0]] + lines[cut[-1] + 1 :]
+    more = differences - keep
+    shown.insert(cut[0], f"  and {more} more (-vv shows them all, whole)")
+    return shown
+
+
+def _refused(item: pytest.Item, broken: CassetteError, source: str) -> tuple[list[str], str]:
+    where = _relative(item, broken.path)
+    lines = [f"cassette {where}: {broken.problem}"]
+    if broken.problem == "no such cassette" or broken.problem.startswith("no such cassette,"):
+        if _marker_pins_mode(source):
+            lines.append(f"fix: {broken.fix}")
+        else:
+            lines += [
+                "record it where the real API is reachable, then commit it:",
+                f"    pytest --vcr-mode=record-on-miss {_node(item)}",
+            ]
+    elif broken.problem.endswith("never records when CI is set"):
+        lines += [
+            "to record on purpose, choose it for the run (it wins over the configuration):",
+            f"    pytest --vcr-mode=record {_node(item)}",
+        ]
+    elif broken.fix:
+        lines.append(f"fix: {broken.fix}")
+    return lines, f"cassette {where}: {broken.problem}"
+
+
+def _unplayed(item: pytest.Item, error: UnplayedCallsError) -> tuple[list[str], str]:
+    where = _relative(item, error.cassette)
+    lines = [f"{len(error.unplayed)} recorded call(s) were never played from {where}:"]
+    described = []
+    for index, method, url in error.unplayed:
+        label = error.labels.get(index) or f"{method} {url}"
+        described.append(f"call {index}: {label}")
+    lines += [f"  {text}" for text in described[:MAX_UNPLAYED_SHOWN]]
+    if len(described) > MAX_UNPLAYED_SHOWN:
+        lines.append(f"  ... and {len(described) - MAX_UNPLAYED_SHOWN} more ('vcr-transport show {where}')")
+    lines += [
+        "the test made fewer requests than were recorded; if that is intended, re-record it:",
+        f"    pytest --vcr-mode=record {_node(item)}",
+        "(or let it pass: @pytest.mark.vcr_transport(unplayed='ignore'))",
+    ]
+    return lines, f"{len(error.unplayed)} recorded call(s) never played: {described[0]}"
+
+
+def _raised_in_test(item: pytest.Item, excinfo: ExceptionInfo[BaseException]) -> bool:
+    return any(str(entry.path) == str(item.path) for entry in excinfo.traceback)
+
+
+def _repr(
+    item: pytest.Item, excinfo: ExceptionInfo[BaseException], lines: list[str], crash_message: str
+) -> ReprExceptionInfo:
+    """A report whose one entry is the test's own line (or, when the test's code was done, its ``def``)."""
+    own = [entry for entry in excinfo.traceback if str(entry.path) == str(item.path)]
+    kind = type(_raised(excinfo.value, ReplayMismatch) or excinfo.value).__name__
+    if own:
+        path, lineno, source = str(own[-1].path), own[-1].lineno + 1, [f">   {own[-1].statement}".rstrip()]
+    else:
+        path_, lineno_, _ = item.reportinfo()
+        path, lineno, source = str(path_), (lineno_ or 0) + 1, []
+        kind = "at the end of the test"
+    crash = ReprFileLocation(path, lineno, crash_message)
+    if item.config.getoption("tbstyle", "auto") == "line":  # pytest prints the crash line alone
+        return ReprExceptionInfo(reprtraceback=ReprTraceback([], None, "line"), reprcrash=crash)
+    location = ReprFileLocation(path, lineno, kind)
+    entry = ReprEntry([*source, *(f"E   {line}" for line in lines)], None, None, location, "short")
+    return ReprExceptionInfo(reprtraceback=ReprTraceback([entry], None, "short"), reprcrash=crash)
