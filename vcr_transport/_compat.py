@@ -23,23 +23,32 @@ each claims ``@pytest.mark.vcr`` and ``--record-mode``. Then:
 - The ``vcr_config`` fixture's (and the marker's) ``match_on`` becomes ours (an explicit one beats a cassette's
   header); ``ignore_hosts`` and ``ignore_localhost`` become ``ignore_hosts`` (those requests go on to the
   client's own transport, unrecorded); ``filter_headers`` and ``filter_query_parameters`` names become
-  redacted names. The rest of vcrpy's configuration (serializers, hooks, decode_compressed_response...) has
-  no meaning here and is ignored.
+  redacted names; ``before_record_request`` becomes a normaliser (below). The rest of vcrpy's configuration
+  (serializers, decode_compressed_response...) has no meaning here and is ignored.
 - The ``vcr`` fixture is the open cassette seen as vcrpy's ``Cassette``: ``requests`` (each with
   ``play_count``), ``play_count``, ``play_counts``, ``all_played``, ``len()`` and ``record_mode``.
   pytest-recording's ``record_mode``, ``disable_recording`` and ``allowed_hosts`` fixtures are there too.
-- A conftest's ``pytest_recording_configure(config, vcr)`` hook is accepted and not called: it configures
-  vcrpy (serializers, matchers, hooks), which doesn't serve the suite here.
+- A conftest's ``pytest_recording_configure(config, vcr)`` hook is called once, with a stand-in for vcrpy's
+  ``VCR`` that keeps the custom matchers it registers (``register_matcher``) and accepts everything else
+  (serializers, persisters), which has no meaning here.
+- vcrpy's custom comparison maps onto the normalisers where it can: ``before_record_request`` becomes a
+  ``normalize_with`` function applied to the recorded and the incoming request alike before they are
+  compared (a request it drops, returning None, is compared as it is; what is recorded is not changed by it:
+  ``redact_with`` does that). A registered custom matcher named in ``match_on`` compares two requests, which
+  no normaliser can stand for: it is left out, the rest of ``match_on`` compared, and the run's summary says
+  so in one line.
 """
 
 from __future__ import annotations
 
 import collections
 import importlib.util
+import json
 import os
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
+from urllib.parse import parse_qsl, urlsplit
 
 import pytest
 
@@ -57,6 +66,8 @@ __all__ = [
     "allowed_hosts_of",
     "compat_active",
     "configure_compat",
+    "VcrRegistrations",
+    "before_record_request_normalizer",
     "options_from_vcr_config",
 ]
 
@@ -76,7 +87,7 @@ VCRPY_LOCALHOST = ["localhost", "0.0.0.0", "127.0.0.1"]
 
 class _RecordingHookspec:
     """pytest-recording's hook, declared so that a conftest implementing it loads (pytest refuses a
-    conftest with an unknown ``pytest_`` hook); it is never called."""
+    conftest with an unknown ``pytest_`` hook); it is called once, with ``VcrRegistrations``."""
 
     @pytest.hookspec
     def pytest_recording_configure(self, config: pytest.Config, vcr: Any) -> None:
@@ -184,23 +195,131 @@ def cassette_stem(node: pytest.Item) -> str:
     return name
 
 
-def options_from_vcr_config(config: dict[str, Any], where: str) -> dict[str, Any]:
-    """Our options from a vcr_config: match_on kept (``raw_body`` is ``body``), ignored hosts (and
-    ``ignore_localhost``) kept out of the cassette, filtered names redacted."""
+class VcrRegistrations:
+    """What a conftest's ``pytest_recording_configure(config, vcr)`` registers on vcrpy's ``VCR``, as far as
+    it means anything here: the custom matchers, by name. Every other call or setting is accepted and does
+    nothing."""
+
+    def __init__(self) -> None:
+        self.matchers: dict[str, Callable[..., Any]] = {}
+
+    def register_matcher(self, name: str, matcher: Callable[..., Any]) -> None:
+        self.matchers[name] = matcher
+
+    def __getattr__(self, name: str) -> Any:
+        if name.startswith("_"):
+            raise AttributeError(name)
+        return lambda *args, **kwargs: None
+
+
+def options_from_vcr_config(
+    config: dict[str, Any], where: str, registered: VcrRegistrations | None = None, notes: set[str] | None = None
+) -> dict[str, Any]:
+    """Our options from a vcr_config: match_on kept (``raw_body`` is ``body``; a registered custom matcher
+    left out, with a line in ``notes``), ignored hosts (and ``ignore_localhost``) kept out of the cassette,
+    filtered names redacted, ``before_record_request`` a ``normalize_with`` function."""
+    hook = config.get("before_record_request")
     found = {
-        "match_on": _match_on_of(config, where),
+        "match_on": _match_on_of(config, where, registered or VcrRegistrations(), set() if notes is None else notes),
         "ignore_hosts": _ignored_hosts_of(config),
         "redact_names": _filtered_names_of(config),
+        "normalize_with": (before_record_request_normalizer(hook),) if callable(hook) else None,
     }
     return {name: value for name, value in found.items() if value is not None}
 
 
-def _match_on_of(config: dict[str, Any], where: str) -> tuple[str, ...] | None:
+def before_record_request_normalizer(hook: Callable[[Any], Any]) -> Callable[[str, Any], Any]:
+    """vcrpy's ``before_record_request`` as a ``normalize_with`` function: at the whole request (path ""), the
+    comparable fields are shown to ``hook`` as a vcrpy request (method, uri, headers, body), and what it
+    returns is compared: its method, the compared headers it kept (their values as it left them), its body
+    (JSON parsed when it is JSON), its URL's path and query. A request it drops (None) is compared as it is."""
+
+    def normalize(path: str, value: Any) -> Any:
+        if path or not isinstance(value, dict):
+            return value
+        changed = hook(_vcrpy_request(value))
+        return value if changed is None else _fields_of(changed, value)
+
+    return normalize
+
+
+def _vcrpy_request(fields: dict[str, Any]) -> Any:
+    from urllib.parse import urlencode
+
+    url = fields["url"]
+    query = urlencode(url.get("query") or {}, doseq=True)
+    uri = f"{url.get('scheme')}://{url.get('host')}{url.get('path') or '/'}" + (f"?{query}" if query else "")
+    body = fields["body"]
+    data = body.encode() if isinstance(body, str) else json.dumps(body).encode() if body is not None else b""
+    return _Request(fields["method"] or "GET", uri, data, dict(fields["headers"]))
+
+
+class _Request:
+    """The parts of vcrpy's ``Request`` a ``before_record_request`` hook reads and writes (vcrpy need not be
+    installed)."""
+
+    def __init__(self, method: str, uri: str, body: bytes, headers: dict[str, str]) -> None:
+        self.method = method
+        self.uri = uri
+        self.body = body
+        self.headers = headers
+
+    @property
+    def url(self) -> str:
+        return self.uri
+
+    @property
+    def path(self) -> str:
+        return urlsplit(self.uri).path
+
+    @property
+    def host(self) -> str:
+        return urlsplit(self.uri).hostname or ""
+
+
+def _fields_of(request: Any, before: dict[str, Any]) -> dict[str, Any]:
+    headers = {str(name).lower(): value for name, value in dict(request.headers).items()}
+    body: Any = request.body if request.body is not None else b""
+    if isinstance(body, bytes):
+        body = body.decode("utf-8", "replace")
+    if not isinstance(before["body"], str):
+        try:
+            body = json.loads(body) if body else ""
+        except ValueError:
+            pass
+    url = dict(before["url"])
+    parts = urlsplit(str(request.uri))
+    url["path"] = parts.path or "/"
+    if url.get("query") is not None:
+        query: dict[str, Any] = {}
+        for name, item in parse_qsl(parts.query, keep_blank_values=True):
+            query.setdefault(name, []).append(item)
+        url["query"] = {name: items[0] if len(items) == 1 else items for name, items in query.items()}
+    return {
+        **before,
+        "method": str(request.method).upper() if before["method"] is not None else None,
+        "url": url,
+        "headers": {name: headers[name] for name in before["headers"] if name in headers},
+        "body": body if before["body"] is not None else None,
+    }
+
+
+def _match_on_of(
+    config: dict[str, Any], where: str, registered: VcrRegistrations, notes: set[str]
+) -> tuple[str, ...] | None:
     if "match_on" not in config:
         return None
     from ._core._matching import MATCH_ON_NAMES  # lazily: only a vcr test's cassette needs matching
 
     names = ["body" if name == "raw_body" else name for name in config["match_on"]]
+    custom = [name for name in names if name in registered.matchers and name not in MATCH_ON_NAMES]
+    if custom:
+        notes.add(
+            f"vcr_transport can't apply vcrpy's custom matcher(s) {', '.join(map(repr, custom))} (a comparison of "
+            "two requests): the rest of match_on is compared; a normalize_with function that makes both sides "
+            "equal where they may differ stands for one"
+        )
+        names = [name for name in names if name not in custom]
     unknown = [name for name in names if name not in MATCH_ON_NAMES]
     if unknown:
         raise pytest.UsageError(
@@ -327,8 +446,28 @@ class VcrpyCassette:
         return getattr(self._cassette, name)
 
 
+_REGISTERED = pytest.StashKey[VcrRegistrations]()
+
+
+def _registrations(config: pytest.Config) -> VcrRegistrations:
+    """What the conftests' ``pytest_recording_configure`` hooks registered, called once per run."""
+    registered = config.stash.get(_REGISTERED, None)
+    if registered is None:
+        registered = config.stash[_REGISTERED] = VcrRegistrations()
+        config.hook.pytest_recording_configure(config=config, vcr=registered)
+    return registered
+
+
 class RecordingCompat:
-    """pytest-recording's fixtures, registered as a plugin when the mode is on."""
+    """pytest-recording's fixtures, registered as a plugin when the mode is on. ``notes``: what of the
+    suite's vcrpy configuration can't be applied, said once at the end of the run."""
+
+    def __init__(self) -> None:
+        self.notes: set[str] = set()
+
+    def pytest_terminal_summary(self, terminalreporter: Any) -> None:
+        for note in sorted(self.notes):
+            terminalreporter.write_line(note)
 
     @pytest.fixture
     def vcr_config(self) -> dict[str, Any]:
@@ -387,10 +526,13 @@ class RecordingCompat:
         stem = request.getfixturevalue("default_cassette_name")
         if marker is not None and marker.args:
             stem = str(marker.args[0]).removesuffix(".yaml").removesuffix(".yml")
+        options = options_from_vcr_config(
+            config, f"vcr_config of {request.node.nodeid}", _registrations(request.config), self.notes
+        )
         arguments = {
             "mode": compat_mode(request.config, config),
             "allowed_hosts": request.getfixturevalue("allowed_hosts"),
-            **options_from_vcr_config(config, f"vcr_config of {request.node.nodeid}"),
+            **options,
         }
         arguments = with_run_options(request.config, arguments)
         with open_test_cassette(request, folder / f"{stem}.jsonl", arguments) as cassette:

@@ -19,6 +19,7 @@ of the caller's own HTTP library, not as one of these.
 
 from __future__ import annotations
 
+from collections.abc import Sequence as _Sequence
 from typing import Any
 
 __all__ = [
@@ -59,7 +60,11 @@ class ReplayMismatch(VcrTransportError):
 
     The first line of the message is always
     ``replay mismatch at call N, field PATH: recorded R, incoming I``.
-    The values in the message are redacted and shortened; the attributes hold them whole.
+    Then, when more fields differ, each of them (at most ten, then how many more), what kind of difference
+    it is and what would replay it (``notes``), and how to re-record. The values in the message are
+    redacted and shortened (a long string as a window around its first differing character); the
+    attributes hold them whole: ``recorded`` and ``incoming`` the first field's, ``differences`` every
+    differing field as (path, recorded, incoming).
     """
 
     def __init__(
@@ -73,36 +78,58 @@ class ReplayMismatch(VcrTransportError):
         event_index: int | None = None,
         detail: str = "",
         record_hint: str = "",
+        differences: _Sequence[tuple[str, Any, Any]] = (),
+        notes: _Sequence[str] = (),
+        rerecord: bool = True,
     ) -> None:
+        from ._core._display import side_by_side  # here: importing the package loads this module alone
+
         self.call_index = call_index
         self.field_path = field_path
         self.recorded = recorded
         self.incoming = incoming
         self.cassette = cassette
         self.event_index = event_index
+        self.differences: list[tuple[str, Any, Any]] = list(differences) or [(field_path, recorded, incoming)]
+        self.notes = list(notes)
         lines = [self.headline]
+        if len(self.differences) > 1:
+            lines.append(f"{len(self.differences)} fields differ from recorded call {call_index}:")
+            for path, was, now in self.differences[:_SHOWN]:
+                shown_was, shown_now = side_by_side(was, now)
+                lines.append(f"  {path}: recorded {shown_was}, incoming {shown_now}")
+            if len(self.differences) > _SHOWN:
+                lines.append(f"  and {len(self.differences) - _SHOWN} more (all of them: the exception's differences)")
+        lines += self.notes
         if detail:
             lines.append(detail)
         if cassette:
             lines.append(f"cassette: {cassette}")
-        how = record_hint or (
-            "record it with RecordingTransport(inner, path), or build the transport with "
-            "vcr_transport.transport(path) and set VCR_TRANSPORT_MODE=record"
-        )
-        lines.append(
-            f"to re-record: {how}; the mode record-on-miss instead of record keeps the calls before call "
-            f"{call_index} and records from it"
-        )
+        if rerecord:
+            how = record_hint or (
+                "record it with RecordingTransport(inner, path), or build the transport with "
+                "vcr_transport.transport(path) and set VCR_TRANSPORT_MODE=record"
+            )
+            lines.append(
+                f"to re-record: {how}; the mode record-on-miss instead of record keeps the calls this run "
+                "replayed and records from the first miss"
+            )
         super().__init__("\n".join(lines))
 
     @property
     def headline(self) -> str:
-        from ._core._display import shorten  # here: importing the package loads this module alone
+        from ._core._display import side_by_side
 
-        return (
-            f"replay mismatch at call {self.call_index}, field {self.field_path}: "
-            f"recorded {shorten(self.recorded)}, incoming {shorten(self.incoming)}"
-        )
+        recorded, incoming = side_by_side(self.recorded, self.incoming)
+        where = f"replay mismatch at call {self.call_index}, field {self.field_path}"
+        return f"{where}: recorded {recorded}, incoming {incoming}"
+
+    def full_values(self) -> str:
+        """Every differing field with its values whole, one field after another (what ``-vv`` shows)."""
+        return "\n".join(f"{path}:\n  recorded {was!r}\n  incoming {now!r}" for path, was, now in self.differences)
+
+
+_SHOWN = 10  # the differing fields a message lists
 
 
 class UnplayedCallsError(VcrTransportError):

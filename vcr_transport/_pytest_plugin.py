@@ -314,8 +314,12 @@ def _report_failure(item: pytest.Item, excinfo: Any, cassette: use_cassette, rep
             report.longrepr = short
         return
     mismatch = cassette.session.first_mismatch if cassette.session is not None else None
-    if mismatch is not None and raised_mismatch(excinfo.value) is None:
+    raised = raised_mismatch(excinfo.value)
+    if mismatch is not None and raised is None:
         report.sections.append(("vcr_transport: replay mismatch", str(mismatch)))
+    shown = raised or mismatch
+    if shown is not None and item.config.get_verbosity() >= 2:
+        report.sections.append(("vcr_transport: the differing values, whole", shown.full_values()))
 
 
 def cassette_name(node_name: str) -> str:

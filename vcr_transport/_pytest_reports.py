@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING
 import pytest
 from _pytest._code.code import ExceptionInfo, ReprEntry, ReprExceptionInfo, ReprFileLocation, ReprTraceback
 
-from ._core._display import shorten
+from ._core._display import side_by_side
 from ._exceptions import CassetteError, ReplayMismatch, UnplayedCallsError
 
 if TYPE_CHECKING:
@@ -32,6 +32,7 @@ if TYPE_CHECKING:
 __all__ = ["cassette_report", "full_traceback_wanted", "raised_mismatch"]
 
 MAX_UNPLAYED_SHOWN = 4
+MAX_LINES = 15  # of a short report
 ONE_LINE = 72  # characters of the exception the test got: its line stays within 100
 # The lines a fix starts with: the exception the test got goes before them, so that the fix stays last.
 _FIX_STARTS = (
@@ -154,11 +155,27 @@ def _mismatch(item: pytest.Item, mismatch: ReplayMismatch, source: str) -> tuple
             line = "cassette: " + _relative(item, line.removeprefix("cassette: "))
         lines.append(line)
     lines += _record_on_miss_hint(item, source, f"re-record this test from call {mismatch.call_index} on")
+    recorded, incoming = side_by_side(mismatch.recorded, mismatch.incoming, 40)
     crash = (
-        f"field {mismatch.field_path}: recorded {shorten(mismatch.recorded, 40)}, "
-        f"incoming {shorten(mismatch.incoming, 40)} (replay mismatch at call {mismatch.call_index})"
+        f"field {mismatch.field_path}: recorded {recorded}, incoming {incoming} (replay mismatch at call "
+        f"{mismatch.call_index})"
     )
-    return lines, crash
+    return _fitted(lines, len(mismatch.differences)), crash
+
+
+def _fitted(lines: list[str], differences: int) -> list[str]:
+    """The lines of a mismatch within ``MAX_LINES`` (two kept free for the exception the test got and the
+    hidden frames): the list of differing fields cut short first, the rest whole."""
+    listed = [i for i, line in enumerate(lines) if line.startswith("  ") and i and not line.startswith("    ")]
+    room = MAX_LINES - 2 - (len(lines) - len(listed))
+    if len(listed) <= room or not listed:
+        return lines
+    keep = max(1, room - 1)
+    cut = listed[keep:]
+    shown = lines[: cut[0]] + lines[cut[-1] + 1 :]
+    more = differences - keep
+    shown.insert(cut[0], f"  and {more} more (-vv shows them all, whole)")
+    return shown
 
 
 def _refused(item: pytest.Item, broken: CassetteError, source: str) -> tuple[list[str], str]:

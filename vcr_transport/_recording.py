@@ -139,6 +139,7 @@ class _Recording:
         keep_failures: bool,
         plain_bodies: bool,
         matcher: RequestMatcher,
+        deferred_lines: Sequence[bytes] = (),
     ) -> None:
         self.path = path
         self.redactor = redactor
@@ -147,6 +148,7 @@ class _Recording:
         self.plain_bodies = plain_bodies
         self.book = CallBook(first_index, kept_calls=first_index if kept_lines else 0)
         self._kept_lines = list(kept_lines)
+        self._deferred_lines = list(deferred_lines)
         self._lock = threading.Lock()
         self._writer: CassetteWriter | None = None
         self._calls: dict[int, _Call] = {}  # the calls not ended yet
@@ -185,6 +187,9 @@ class _Recording:
         for group in groups[:-1]:
             writer.write_lines(group)
         writer.write_lines(groups[-1], flush)
+        if self._deferred_lines:  # after the first new request: the kept calls it overlapped end here
+            writer.write_lines(b"".join(line + b"\n" for line in self._deferred_lines))
+            self._deferred_lines = []
 
     def forget(self, index: int) -> None:
         """Call ``index`` ended: closing the recording has nothing left to end there."""
@@ -275,9 +280,12 @@ class CassetteRecorder:
         keep_failures: bool = False,
         plain_bodies: bool = True,
         matcher: RequestMatcher | None = None,
+        deferred_lines: Sequence[bytes] = (),
     ) -> None:
         """``kept_lines`` (calls replayed before a miss) are copied byte for byte; new calls then start at
-        ``first_index``. ``keep_failures`` keeps calls that got no response or a 401/403, and recordings
+        ``first_index``; ``deferred_lines`` (kept calls' call_end lines) are written after the first new
+        line, so the first new call counts as overlapping those calls.
+        ``keep_failures`` keeps calls that got no response or a 401/403, and recordings
         whose block ended with an exception (never one cut by Ctrl-C or an exit). ``plain_bodies`` asks the
         upstream for uncompressed responses. ``matcher`` says which requests are the same as the older
         cassette's (default: matching's defaults): a call recorded again with the same request and response
@@ -292,6 +300,7 @@ class CassetteRecorder:
             keep_failures,
             plain_bodies,
             matcher or RequestMatcher(),
+            deferred_lines,
         )
         self._finalizer = weakref.finalize(self, self._recording.finish, None)
         self._finalizer.atexit = False
@@ -302,7 +311,13 @@ class CassetteRecorder:
 
     @classmethod
     def from_options(
-        cls, path: str | os.PathLike[str], options: Options, *, kept_lines: Sequence[bytes] = (), first_index: int = 0
+        cls,
+        path: str | os.PathLike[str],
+        options: Options,
+        *,
+        kept_lines: Sequence[bytes] = (),
+        first_index: int = 0,
+        deferred_lines: Sequence[bytes] = (),
     ) -> CassetteRecorder:
         """A recorder with what ``options`` say of recording: the redaction rules, ``keep_failures``,
         ``plain_bodies``, and the matching a quiet re-record compares calls with. The one place a recorder is
@@ -312,6 +327,7 @@ class CassetteRecorder:
             options.redactor(),
             kept_lines=kept_lines,
             first_index=first_index,
+            deferred_lines=deferred_lines,
             keep_failures=options.keep_failures,
             plain_bodies=options.plain_bodies,
             matcher=options.matcher(),

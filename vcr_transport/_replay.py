@@ -176,7 +176,13 @@ class Replayer:
         cassette = read_cassette(path, cache=options.parse_cache)
         self.options = options.with_cassette_header(cassette.header, options.explicit(), path=self.path)
         self.engine = ReplayEngine(
-            cassette, self.options.matcher(), self.options.redactor(), ordered=self.options.ordered, reuse=reuse
+            cassette,
+            self.options.matcher(),
+            self.options.redactor(),
+            ordered=self.options.ordered,
+            reuse=reuse,
+            repeats=self.options.allow_playback_repeats,
+            normalizer=self.options.normalizer(),
         )
         self._faults = FaultSchedule(self.options.faults)
         self.sleep: Callable[[float], None] = time.sleep

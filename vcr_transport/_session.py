@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any, Literal, Self, Unpack
 from ._config import PytestRun, cassette_mode, current_run, find_pyproject, how_to_record, read_settings, resolve_mode
 from ._core._bodies import stored_body_bytes
 from ._core._conversation import request_label
-from ._core._format import lines_before_call
+from ._core._format import lines_before_call, lines_of_calls
 from ._core._modes import Decision, Mode, Step
 from ._core._options import Options
 from ._exceptions import CassetteError, ReplayMismatch, UnplayedCallsError
@@ -135,6 +135,8 @@ class CassetteSession:
             self.broken = CassetteError(error.path, None, error.problem, f"record it first: {hint}") if hint else error
             return None
         replayer.engine.record_hint = self.record_hint
+        # record-on-miss: the first miss ends replay, atomically with what was played (see _record_from)
+        replayer.engine.stop_at_miss = self.mode == "record-on-miss" and not serving
         return replayer
 
     @property
@@ -148,10 +150,23 @@ class CassetteSession:
         return self._recorder
 
     def _record_from(self, call_index: int) -> None:
-        """Record from recorded call ``call_index`` on, the calls before it kept byte for byte (none when
-        the cassette is recorded afresh)."""
-        kept = lines_before_call(self.path.read_bytes(), call_index) if call_index else []
-        self._recorder = CassetteRecorder.from_options(self.path, self.options, kept_lines=kept, first_index=call_index)
+        """Start recording. At record-on-miss's first miss: keep exactly the calls this run replayed (in
+        file order, renumbered 0, 1, 2...; byte for byte where their number stays), the new calls numbered
+        after them. The kept calls of a group the run was in the middle of have their call_end written after
+        the first new request, so the calls recorded next count as concurrent with them and the cassette
+        replays in the orders this run can take. Else (the cassette recorded afresh, or served and appended
+        to) the calls before ``call_index``."""
+        engine = self.replayer.engine if self.replayer is not None else None
+        deferred: list[bytes] = []
+        if engine is not None and engine.kept is not None:
+            kept, deferred = lines_of_calls(self.path.read_bytes(), engine.kept, engine.open_calls)
+            first = len(engine.kept)
+        else:
+            kept = lines_before_call(self.path.read_bytes(), call_index) if call_index else []
+            first = call_index
+        self._recorder = CassetteRecorder.from_options(
+            self.path, self.options, kept_lines=kept, deferred_lines=deferred, first_index=first
+        )
 
     def _recording(self) -> CassetteRecorder:
         if self._recorder is None:  # pragma: no cover - every recording step has a recorder by now

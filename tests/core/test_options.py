@@ -181,7 +181,12 @@ def test_the_recorder_is_built_from_the_options_everywhere_serve_included(tmp_pa
         ({"passthrough_replay": "block"}, {}, "block"),
         ({"passthrough_replay": "block"}, {"passthrough_replay": "empty"}, "empty"),
         ({"mode": "record"}, {}, None),  # the mode is resolved by its precedence, not merged
-        ({"ordered": False}, {}, True),  # not an option [tool.vcr_transport] carries
+        ({"ordered": False}, {}, "concurrent"),  # not an option [tool.vcr_transport] carries
+        (
+            {"normalize_patterns": [["run-[0-9]+", "run-N"]]},
+            {"normalize_patterns": [("x", "y")]},
+            (("run-[0-9]+", "run-N"), ("x", "y")),
+        ),
     ],
 )
 def test_pyproject_adds_lists_and_fills_values(settings: dict[str, Any], given: dict[str, Any], expected: Any) -> None:

@@ -22,6 +22,8 @@ from vcr_transport._core._format import (
     encode_line,
     event_lines,
     header_line,
+    line_place,
+    overlap_groups,
     request_line,
     response_line,
 )
@@ -261,6 +263,10 @@ def test_interleaved_calls_keep_their_old_lines_and_stay_a_valid_cassette() -> N
     old_call_0 = [line for line in old.split(b"\n") if b'"call_index":0' in line]
     assert [line for line in merged.split(b"\n") if b'"call_index":0' in line] == old_call_0
     assert merged.split(b"\n")[0] == new.split(b"\n")[0], "a file that changed gets the new header"
+    # The kept call's call_end stands where the new one does: the two calls still overlapped.
+    places = [line_place(line) for line in merged.split(b"\n")[1:] if line]
+    assert places.index(("call_end", 0)) > places.index(("request", 1))
+    assert overlap_groups(cassette.calls) == [0, 0]
     # The same file again: unchanged, whatever the header says.
     again = quiet.prints("again", [old.replace(b'"created":"then"', b'"created":"later"')], old=False)
     assert again is not None and quiet.plan(old_prints, again).unchanged

@@ -786,3 +786,21 @@ def test_the_state_folder_ignores_itself(project: pytest.Pytester) -> None:
         ["git", "-C", str(project.path), "check-ignore", ".vcr_transport/ledger.json"], capture_output=True, text=True
     )
     assert ignored.returncode == 0 and ignored.stdout.strip() == ".vcr_transport/ledger.json"
+
+
+def test_a_mismatch_of_many_fields_stays_within_the_short_reports_lines() -> None:
+    """The list of differing fields is cut first, with how many more; the notes and the fix stay whole."""
+    from vcr_transport import ReplayMismatch
+    from vcr_transport._pytest_reports import MAX_LINES, _fitted
+
+    differences = [(f"body.k{i:02}", i, -i) for i in range(12)]
+    mismatch = ReplayMismatch(
+        0, "body.k00", 0, 0, cassette="c.jsonl", differences=differences, notes=["body.k01 looks like a note"]
+    )
+    lines = [line for line in str(mismatch).splitlines() if not line.startswith("to re-record")]
+    lines += ["if the change is intended, re-record:", "    pytest --vcr-mode=record-on-miss t.py::x", "(--lf)"]
+    fitted = _fitted(lines, len(differences))
+    assert len(lines) > MAX_LINES - 2 >= len(fitted)
+    assert fitted[:2] == lines[:2] and fitted[-5:] == lines[-5:]
+    assert fitted[2:7] == [f"  body.k{i:02}: recorded {i}, incoming {-i}" for i in range(5)]
+    assert fitted[7] == "  and 7 more (-vv shows them all, whole)"

@@ -248,8 +248,12 @@ VCRPY_SHAPED_TESTS = """
 import httpx2
 import pytest
 
+CALLED = []
+
 def pytest_recording_configure(config, vcr):
-    raise AssertionError("vcrpy's hook is never called")
+    CALLED.append(config)
+    vcr.register_serializer("yaml", object())  # accepted; no meaning here
+    vcr.register_matcher("same_prompt", lambda r1, r2: None)
 
 @pytest.fixture
 def vcr_config():
@@ -275,7 +279,7 @@ def test_vcrpy_cassette_view(vcr):
 
 
 def test_pytest_recording_compat_vcrpy_shapes(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> None:
-    """A conftest's pytest_recording_configure loads (never called); ignore_localhost and ignore_hosts send
+    """A conftest's pytest_recording_configure is called once, with a stand-in; ignore_localhost and ignore_hosts send
     those requests to the client's own transport with no cassette; ``vcr`` answers as vcrpy's Cassette."""
     import httpx2
 
@@ -299,6 +303,70 @@ def test_pytest_recording_compat_vcrpy_shapes(pytester: pytest.Pytester, monkeyp
     assert "cassettes: 1 left with unplayed calls" in result.stdout.str().replace("\n", " ")
     assert "unreadable" not in result.stdout.str()
     assert sorted(path.name for path in cassette.parent.iterdir()) == ["test_vcrpy_cassette_view.jsonl"]
+
+
+NORMALISED_TESTS = """
+import json
+import time
+
+import httpx2
+import pytest
+
+def pytest_recording_configure(config, vcr):
+    vcr.register_matcher("same_prompt", lambda r1, r2: None)
+
+@pytest.fixture
+def vcr_config():
+    def scrub(request):
+        body = json.loads(request.body)
+        body["sent_at"] = "<when>"
+        request.body = json.dumps(body).encode()
+        return request
+    return {"before_record_request": scrub, "match_on": ["method", "path", "same_prompt", "body"]}
+
+@pytest.mark.vcr
+def test_prompt(vcr):
+    with httpx2.Client() as client:
+        reply = client.post("https://api.example.test/v1/chat", json={"q": "hi", "sent_at": time.time()})
+    assert reply.json() == {"answer": "hello"}
+
+@pytest.mark.vcr
+def test_changed_prompt(vcr):
+    with httpx2.Client() as client:
+        with pytest.raises(Exception, match="replay mismatch at call 0, field body.q"):
+            client.post("https://api.example.test/v1/chat", json={"q": "bye", "sent_at": time.time()})
+"""
+
+
+def test_compat_maps_before_record_request_onto_a_normaliser_and_says_what_it_cannot_map(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """vcrpy's before_record_request is applied to both sides before comparing (a timestamp it scrubs
+    replays); a registered custom matcher in match_on is left out, said in one line at the end of the run."""
+    import httpx2
+
+    import vcr_transport
+
+    monkeypatch.delenv("VCR_TRANSPORT_MODE", raising=False)
+    pytester.makeini("[pytest]\nvcr_transport_compat = pytest-recording\n")
+    folder = pytester.path / "cassettes" / "test_normalised"
+    folder.mkdir(parents=True)
+    for name in ("test_prompt", "test_changed_prompt"):
+        with vcr_transport.use_cassette(folder / f"{name}.jsonl", mode="record"):
+            answer = httpx2.MockTransport(lambda request: httpx2.Response(200, json={"answer": "hello"}))
+            with httpx2.Client(transport=answer) as client:
+                client.post("https://api.example.test/v1/chat", json={"q": "hi", "sent_at": 1.0})
+    conftest, tests = NORMALISED_TESTS.split("@pytest.mark.vcr", 1)
+    pytester.makeconftest(conftest)
+    pytester.makepyfile(test_normalised="import time\nimport httpx2\nimport pytest\n@pytest.mark.vcr" + tests)
+    result = pytester.runpytest_inprocess("-p", "no:cassetter")
+    result.assert_outcomes(passed=2)
+    lines = [line for line in result.stdout.lines if "custom matcher" in line]
+    assert lines == [
+        "vcr_transport can't apply vcrpy's custom matcher(s) 'same_prompt' (a comparison of two requests): the rest "
+        "of match_on is compared; a normalize_with function that makes both sides equal where they may differ "
+        "stands for one"
+    ]
 
 
 def test_a_replay_transport_refuses_an_ignored_host_it_cannot_send_on(tmp_path: Path) -> None:

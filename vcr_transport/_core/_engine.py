@@ -9,16 +9,18 @@ import email.utils
 import json
 import math
 import threading
-from typing import Any
+from collections.abc import Sequence
+from typing import Any, NoReturn
 
 from .._exceptions import ReplayMismatch
 from ._bodies import body_headers, redact_url, stored_body
-from ._format import Cassette, RecordedCall
-from ._matching import RequestMatcher
+from ._explain import reordered_lists, volatile_suggestion
+from ._format import Cassette, RecordedCall, overlap_groups
+from ._matching import Normalizer, RequestMatcher
 from ._memo import Memo
 from ._redaction import Redactor, cookie_names
 
-__all__ = ["RETRYABLE_STATUSES", "ReplayEngine", "replay_headers"]
+__all__ = ["CONCURRENT", "ORDERINGS", "RETRYABLE_STATUSES", "SHOWN_DIFFERENCES", "ReplayEngine", "replay_headers"]
 
 RETRYABLE_STATUSES = frozenset({408, 409, 429}) | frozenset(range(500, 600))
 # openai stops retrying when a finite retry delay exceeds this (openai._constants.MAX_RETRY_AFTER_DELAY);
@@ -128,12 +130,34 @@ def _retried(status: int | None, headers: list[tuple[str, str]]) -> bool:
     return should_retry == "true" or (should_retry != "false" and status in RETRYABLE_STATUSES)
 
 
+# How replay orders the calls (the ``ordered`` option): calls that overlapped while recording in any order
+# among themselves and the rest in recorded order (the default); every call in recorded order; any order.
+CONCURRENT = "concurrent"
+ORDERINGS: tuple[bool | str, ...] = (CONCURRENT, True, False)
+# How many differing fields a mismatch lists (the exception holds them all).
+SHOWN_DIFFERENCES = 10
+
+
 class ReplayEngine:
-    """Chooses the recorded call that answers each request, or says which field differs. No I/O.
+    """Chooses the recorded call that answers each request, or says how it differs. No I/O.
 
     Each request is turned into the fields matching compares (``incoming_fields``, redacted as the recorder
-    redacted it), then ``select`` pairs it with a recorded call: the next one (ordered), or the first
-    unplayed one that matches. A recorded call's fields are worked out once, when first compared.
+    redacted it, then normalised by ``normalizer``), then ``select`` pairs it with a recorded call:
+
+    - ``ordered="concurrent"`` (the default): the calls of the group due (``overlap_groups``: calls that
+      overlapped in time while recording) in any order, each request taking the first unplayed call of the
+      group that it matches; a group is due once every earlier one is played. A sequential app makes
+      groups of one call: its order is checked call by call.
+    - ``ordered=True``: request n is compared with recorded call n.
+    - ``ordered=False``: the first unplayed call that matches, anywhere.
+
+    Identical requests are answered in recorded order in all three. ``repeats`` (allow_playback_repeats): a
+    request that matches no call due, but a played one, is answered by the last played one that matches.
+    ``reuse`` (unordered only, ``serve``): one that matches no unplayed call is answered by the first played
+    one that matches. ``stop_at_miss`` (record-on-miss): the first miss ends replay; ``kept`` then holds the
+    calls played until then and ``open_calls`` those of them whose group still had unplayed calls (the run
+    was in the middle of it), and every later request misses.
+    A recorded call's fields are worked out once, when first compared; the groups once per cassette.
     """
 
     def __init__(
@@ -142,13 +166,14 @@ class ReplayEngine:
         matcher: RequestMatcher,
         redactor: Redactor,
         *,
-        ordered: bool = True,
+        ordered: bool | str = CONCURRENT,
         reuse: bool = False,
+        repeats: bool = False,
+        normalizer: Normalizer | None = None,
     ) -> None:
-        """``reuse`` (unordered only): a request that matches no unplayed call may be answered by a played
-        one again (a server answers the same request as often as it comes)."""
         self.cassette = cassette
         self.reuse = reuse
+        self.repeats = repeats
         self.matcher = matcher.with_server_cookies(
             name
             for call in cassette.calls
@@ -156,10 +181,23 @@ class ReplayEngine:
             if key.lower() == "set-cookie"
             for name in cookie_names(value, response=True)
         )
+        self.normalizer = normalizer if normalizer else None
         self.redactor = redactor
         self.ordered = ordered
         self.played = [False] * len(cassette.calls)
-        self.position = 0
+        self.position = 0  # ordered=True: the call due
+        self.group_of = overlap_groups(cassette.calls)
+        self._ranges: list[range] = []
+        for index, group in enumerate(self.group_of):
+            if group == len(self._ranges):
+                self._ranges.append(range(index, index + 1))
+            else:
+                self._ranges[group] = range(self._ranges[group].start, index + 1)
+        self._left = [len(span) for span in self._ranges]  # unplayed calls per group
+        self.group = 0  # ordered="concurrent": the group due
+        self.stop_at_miss = False
+        self.kept: tuple[int, ...] | None = None
+        self.open_calls: tuple[int, ...] = ()
         self.first_mismatch: ReplayMismatch | None = None
         # What re-records this cassette in the caller's situation; said by every mismatch.
         self.record_hint = ""
@@ -170,8 +208,12 @@ class ReplayEngine:
     def _recorded_fields(self, index: int) -> dict[str, Any]:
         call = self.cassette.calls[index]
         return self._recorded.get(
-            index, lambda: self.matcher.comparable(call.method, call.url, call.request_headers, call.body)
+            index, lambda: self._comparable(call.method, call.url, call.request_headers, call.body)
         )
+
+    def _comparable(self, method: str, url: str, headers: list[tuple[str, str]], body: Any) -> dict[str, Any]:
+        fields = self.matcher.comparable(method, url, headers, body)
+        return self.normalizer(fields) if self.normalizer is not None else fields
 
     def incoming_fields(self, method: str, url: str, headers: list[tuple[str, str]], body: bytes) -> dict[str, Any]:
         """A request as ``RequestMatcher.comparable`` gives it, redacted as the recorder redacted it: the
@@ -181,25 +223,67 @@ class ReplayEngine:
         content_type, encoding, _ = body_headers(headers)
         redacted_url = redact_url(url, redactor)
         stored = stored_body(body, content_type, redactor, encoding=encoding)
-        return self.matcher.comparable(method, redacted_url, redacted, stored)
+        return self._comparable(method, redacted_url, redacted, stored)
+
+    def _matches(self, index: int, incoming: dict[str, Any]) -> bool:
+        return self.matcher.difference(self._recorded_fields(index), incoming) is None
 
     def select(self, incoming: dict[str, Any]) -> RecordedCall:
         with self._lock:
-            if self.ordered:
-                index = self.position
-                self._check(index, incoming)
-                self.position += 1
-            else:
-                index = self._first_match(incoming)
-            self.played[index] = True
+            if self.kept is not None:
+                self._mismatch(len(self.played), "call_index", "replay ended at an earlier miss", _describe(incoming))
+            index = self._choose(incoming)
+            if index is None and self.repeats:
+                index = self._last_played_match(incoming)
+            if index is None:
+                self._miss(incoming)
+            elif not self.played[index]:
+                self.played[index] = True
+                self._left[self.group_of[index]] -= 1
             return self.cassette.calls[index]
+
+    def _last_played_match(self, incoming: dict[str, Any]) -> int | None:
+        played = self.played
+        return next((i for i in reversed(range(len(played))) if played[i] and self._matches(i, incoming)), None)
+
+    def _choose(self, incoming: dict[str, Any]) -> int | None:
+        """The call that answers a request in this ordering, or None."""
+        played = self.played
+        if self.ordered is True:
+            index = self.position
+            if index < len(played) and self._matches(index, incoming):
+                self.position += 1
+                return index
+            return None
+        if self.ordered is False:
+            found = next((i for i, done in enumerate(played) if not done and self._matches(i, incoming)), None)
+            if found is None and self.reuse:
+                found = next((i for i, done in enumerate(played) if done and self._matches(i, incoming)), None)
+            return found
+        while self.group < len(self._ranges) and not self._left[self.group]:
+            self.group += 1
+        return next((i for i in self._due() if self._matches(i, incoming)), None)
+
+    def _due(self) -> list[int]:
+        """The unplayed calls a request may take now, in recorded order."""
+        if self.ordered is True:
+            return [self.position] if self.position < len(self.played) else []
+        if self.ordered is False:
+            return [i for i, done in enumerate(self.played) if not done]
+        if self.group >= len(self._ranges):
+            return []
+        return [i for i in self._ranges[self.group] if not self.played[i]]
 
     def put_back(self, call: RecordedCall) -> None:
         """Undo the selection of ``call``, the last one selected: the next matching request gets it again
         (a fault answered the request in its place)."""
         with self._lock:
-            self.played[call.index] = False
-            if self.ordered and self.position == call.index + 1:
+            if self.played[call.index]:
+                self.played[call.index] = False
+                group = self.group_of[call.index]
+                self._left[group] += 1
+                self.group = min(self.group, group)
+            if self.ordered is True and self.position == call.index + 1:
                 self.position = call.index
 
     def distance(self, index: int, incoming: dict[str, Any]) -> tuple[int, float]:
@@ -215,34 +299,89 @@ class ReplayEngine:
         )
         return (0 if same_route else 1, unalike)
 
-    def _check(self, index: int, incoming: dict[str, Any]) -> None:
+    def _miss(self, incoming: dict[str, Any]) -> NoReturn:
+        """Raise the mismatch of a request no call answers: every field in which it differs from the call
+        due (for a group, or unordered, the closest), what kind of difference it is, and what would replay
+        it. In record-on-miss, replay ends here."""
         calls = self.cassette.calls
-        if index >= len(calls):
+        candidates = self._due()
+        if self.ordered is False and self.reuse:
+            candidates += [i for i, done in enumerate(self.played) if done]
+        if self.stop_at_miss:
+            self.kept = tuple(i for i, done in enumerate(self.played) if done)
+            self.open_calls = tuple(i for i in self.kept if self._left[self.group_of[i]])
+        if not candidates:
+            count = len(calls)
+            index = len(self.played) if self.ordered is not True else self.position
             self._mismatch(
                 index,
                 "call_index",
-                f"{len(calls)} call(s) (0..{len(calls) - 1})" if calls else "no calls",
+                f"{count} call(s) (0..{count - 1})" if calls else "no calls",
                 _describe(incoming),
-                detail=f"the cassette recorded {len(calls)} call(s); this request would be call {index}",
+                detail=f"the cassette recorded {count} call(s); this request would be call {index}",
             )
-        difference = self.matcher.difference(self._recorded_fields(index), incoming)
-        if difference is not None:
-            self._mismatch(index, *difference)
-
-    def _first_match(self, incoming: dict[str, Any]) -> int:
-        unplayed = [i for i, played in enumerate(self.played) if not played]
-        candidates = unplayed + [i for i, played in enumerate(self.played) if played] if self.reuse else unplayed
-        for index in candidates:
-            if self.matcher.difference(self._recorded_fields(index), incoming) is None:
-                return index
         # The nearest: the same method and path first, then the most alike body; the earliest on a tie.
-        closest = min(candidates, key=lambda i: self.distance(i, incoming), default=len(self.played))
-        self._check(closest, incoming)
-        raise AssertionError("unreachable: _check raises")  # pragma: no cover
+        best = min(candidates, key=lambda i: self.distance(i, incoming)) if len(candidates) > 1 else candidates[0]
+        recorded = self._recorded_fields(best)
+        differences = self.matcher.differences(recorded, incoming)
+        notes: list[str] = []
+        same = next(
+            (i for i, done in enumerate(self.played) if not done and i != best and self._matches(i, incoming)), None
+        )
+        if same is not None:
+            notes.append(self._order_note(best, same))
+        for path in reordered_lists(recorded, incoming, (d[0] for d in differences)):
+            notes.append(
+                f"{path} holds the same items as recorded, in another order: that is the app's own "
+                "nondeterminism (tool results appended as they complete, a set made a list); give it a fixed "
+                "order, or compare it sorted: normalize_with=[lambda path, value: sorted(value, key=repr) "
+                f'if path == "{path}" else value]'
+            )
+        for path, was, now in differences[:SHOWN_DIFFERENCES]:
+            suggestion = volatile_suggestion(path, was, now)
+            if suggestion:
+                notes.append(suggestion)
+        path, was, now = differences[0]
+        self._mismatch(best, path, was, now, differences=differences, notes=notes, rerecord=same is None)
 
-    def _mismatch(self, index: int, path: str, recorded: Any, incoming: Any, *, detail: str = "") -> None:
+    def _order_note(self, due: int, same: int) -> str:
+        """What to say when the request is another unplayed call exactly: the order differs."""
+        if self.ordered is True:
+            return (
+                f"the request is recorded call {same} exactly: the calls came in another order than recorded, and "
+                "ordered=True checks every call's place; the default, ordered='concurrent', lets calls that "
+                "overlapped while recording come in any order, and ordered=False lets every call"
+            )
+        return (
+            f"the request is recorded call {same} exactly: the calls came in another order than recorded. Calls "
+            f"{min(due, same)} and {max(due, same)} did not overlap while recording (one ended before the other "
+            "started), so their order is checked; if the app runs them concurrently, record them running "
+            "together again, or pass ordered=False to accept any order"
+        )
+
+    def _mismatch(
+        self,
+        index: int,
+        path: str,
+        recorded: Any,
+        incoming: Any,
+        *,
+        detail: str = "",
+        differences: Sequence[tuple[str, Any, Any]] = (),
+        notes: Sequence[str] = (),
+        rerecord: bool = True,
+    ) -> NoReturn:
         mismatch = ReplayMismatch(
-            index, path, recorded, incoming, cassette=self.cassette.path, detail=detail, record_hint=self.record_hint
+            index,
+            path,
+            recorded,
+            incoming,
+            cassette=self.cassette.path,
+            detail=detail,
+            record_hint=self.record_hint,
+            differences=differences,
+            notes=notes,
+            rerecord=rerecord,
         )
         if self.first_mismatch is None:
             self.first_mismatch = mismatch

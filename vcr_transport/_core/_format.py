@@ -61,7 +61,9 @@ __all__ = [
     "header_problem",
     "line_place",
     "lines_before_call",
+    "lines_of_calls",
     "load_streaming",
+    "overlap_groups",
     "problems",
     "request_line",
     "response_line",
@@ -356,9 +358,63 @@ def line_place(line: bytes) -> tuple[str, int]:
 
 
 def lines_before_call(data: bytes, call_index: int) -> list[bytes]:
-    """The raw lines (header excluded) of the calls before ``call_index``, in file order, byte for byte:
-    what record-on-miss keeps. ``data`` is a cassette that was read successfully."""
+    """The raw lines (header excluded) of the calls before ``call_index``, in file order, byte for byte.
+    ``data`` is a cassette that was read successfully."""
     return [line for line in data.split(b"\n")[1:] if line and 0 <= line_place(line)[1] < call_index]
+
+
+def lines_of_calls(
+    data: bytes, indexes: Iterable[int], open_calls: Iterable[int] = ()
+) -> tuple[list[bytes], list[bytes]]:
+    """What record-on-miss keeps of a cassette that was read successfully: the lines of the calls
+    ``indexes`` (those this run replayed) in file order, numbered 0, 1, 2... in the order of their old
+    numbers (a line whose number stays is kept byte for byte), and apart, the call_end lines of
+    ``open_calls``: the recording writes them after its first new request line, so that the calls recorded
+    next count as overlapping those (they ran concurrently with them), and replay again in any order among
+    them."""
+    renumber = {old: new for new, old in enumerate(sorted(set(indexes)))}
+    held = frozenset(open_calls)
+    kept: list[bytes] = []
+    deferred: list[bytes] = []
+    for line in data.split(b"\n")[1:]:
+        if not line:
+            continue
+        kind, index = line_place(line)
+        if index not in renumber:
+            continue
+        if renumber[index] != index:
+            line = _renumbered(line, index, renumber[index])
+        (deferred if kind == "call_end" and index in held else kept).append(line)
+    return kept, deferred
+
+
+def _renumbered(line: bytes, old: int, new: int) -> bytes:
+    """A line with another call_index: the field as the encoder writes it (second, after the type) is
+    replaced in place; a line written otherwise is encoded again."""
+    written = b'","call_index":%d,' % old
+    at = line.find(written)
+    if 0 < at < 24:
+        return line[:at] + b'","call_index":%d,' % new + line[at + len(written) :]
+    obj = json.loads(line)
+    obj["call_index"] = new
+    return encode_line(obj).rstrip(b"\n")
+
+
+def overlap_groups(calls: Sequence[RecordedCall]) -> list[int]:
+    """The concurrency group of each call, by index: calls that overlapped in time while recording share
+    one. A call whose request line comes before the call_end line of an earlier call started before that
+    call ended; the recorder numbers calls as their requests start and writes each line as it happens, so
+    the line order says so, with no field for it. A group is a run of consecutive calls (every call between
+    two overlapping calls started after the first and before the second, so before the first ended)."""
+    groups: list[int] = []
+    group = -1
+    latest_end = 0  # the last call_end line of the calls so far
+    for call in calls:
+        if call.line > latest_end or group < 0:
+            group += 1
+        groups.append(group)
+        latest_end = max(latest_end, call.end_line)
+    return groups
 
 
 # --- the model -------------------------------------------------------------------------------------------
@@ -388,6 +444,7 @@ class RecordedCall:
     error_message: str = ""
     line: int = 0
     event_total: int = 0
+    end_line: int = 0  # the line of its call_end: what calls overlapped while recording (``overlap_groups``)
     lazy: LazyChunks | None = None  # last: every field before it is plain data (the parse cache keeps them)
 
     @property
@@ -690,6 +747,7 @@ class Parser:
             call.error_class = obj.error.class_
             call.error_message = obj.error.message
         call.outcome = obj.outcome
+        call.end_line = number
         self.streaming.pop(call.index, None)
 
     def finish(self) -> Cassette:

@@ -7,7 +7,7 @@ import copy
 import fnmatch
 import hashlib
 import re
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import Any
 from urllib.parse import parse_qsl, urlsplit
 
@@ -24,6 +24,7 @@ __all__ = [
     "FieldPath",
     "RequestMatcher",
     "comparable_parts",
+    "Normalizer",
     "find_first_difference",
     "is_volatile_response_header",
     "iter_differences",
@@ -410,11 +411,56 @@ class RequestMatcher:
         """The first differing field, looking at method, URL, headers and body in that order."""
         if recorded == incoming:
             return None
+        return next(self._differences(recorded, incoming), None)
+
+    def differences(self, recorded: Mapping[str, Any], incoming: Mapping[str, Any]) -> list[Difference]:
+        """Every differing field, in the order ``difference`` looks (its first is the first of these)."""
+        if recorded == incoming:
+            return []
+        return list(self._differences(recorded, incoming))
+
+    def _differences(self, recorded: Mapping[str, Any], incoming: Mapping[str, Any]) -> Iterator[Difference]:
         if self._match_on is not None:  # headers the recording does not have were filtered out: not compared
             kept = recorded["headers"]
             incoming = {**incoming, "headers": {k: v for k, v in incoming["headers"].items() if k in kept}}
         for section in ("method", "url", "headers", "body"):
-            difference = next(iter_differences(recorded[section], incoming[section], section), None)
-            if difference is not None:
-                return difference
-        return None
+            yield from iter_differences(recorded[section], incoming[section], section)
+
+
+class Normalizer:
+    """What both sides of a comparison are normalised with before they are compared: ``patterns`` (regular
+    expression, replacement) are substituted in every string of the request, then each of ``functions`` is
+    called with every field, top-down, from the whole request (path ``""``) through each section
+    (``body``) down to each leaf (``body.metadata.run_id``), and returns the value to compare (the value
+    itself to leave it). Paths are those of a mismatch. Only comparison sees the result: what is stored or
+    sent never changes."""
+
+    def __init__(
+        self,
+        patterns: Iterable[tuple[re.Pattern[str], str]] = (),
+        functions: Iterable[Callable[[str, Any], Any]] = (),
+    ) -> None:
+        self.patterns = tuple(patterns)
+        self.functions = tuple(functions)
+
+    def __bool__(self) -> bool:
+        return bool(self.patterns or self.functions)
+
+    def __call__(self, fields: dict[str, Any]) -> dict[str, Any]:
+        """The comparable fields normalised (a new dict: ``fields`` may share parts with other requests)."""
+        normalized = self._node("", fields)
+        if not isinstance(normalized, dict):
+            raise TypeError(f"normalize_with: a function returned {normalized!r} for the whole request, not a dict")
+        return normalized
+
+    def _node(self, path: str, value: Any) -> Any:
+        if isinstance(value, str) and value is not MISSING:
+            for pattern, replacement in self.patterns:
+                value = pattern.sub(replacement, value)
+        for function in self.functions:
+            value = function(path, value)
+        if isinstance(value, dict):
+            return {key: self._node(f"{path}.{key}" if path else str(key), child) for key, child in value.items()}
+        if isinstance(value, list):
+            return [self._node(f"{path}[{position}]", child) for position, child in enumerate(value)]
+        return value

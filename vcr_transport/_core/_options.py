@@ -30,7 +30,7 @@ from ._modes import ENVIRONMENT_VARIABLE, MODES, PASSTHROUGH_ANSWERS, Mode, chec
 if TYPE_CHECKING:
     from typing import Unpack
 
-    from ._matching import RequestMatcher
+    from ._matching import Normalizer, RequestMatcher
     from ._redaction import Redactor
     from ._typed_options import EveryOption
 
@@ -250,6 +250,48 @@ class _Functions:
         return items
 
 
+class _Ordered:
+    values: str = "`'concurrent'`, `True`, `False`"
+    accepts: str = 'bool | Literal["concurrent"]'
+
+    def __call__(self, value: Any, name: str, where: str) -> bool | str:
+        if value is True or value is False or value == "concurrent":
+            return value  # type: ignore[no-any-return]
+        raise _wrong(where, name, "'concurrent', True or False", value)
+
+
+class _Replacements:
+    values: str = "a list of (regular expression, replacement) pairs"
+    accepts: str = "Iterable[tuple[str | re.Pattern[str], str]]"
+
+    def __call__(self, value: Any, name: str, where: str) -> tuple[tuple[str | re.Pattern[str], str], ...]:
+        items = _items(value, name, where)
+        pairs = []
+        for item in items:
+            if (
+                isinstance(item, str | bytes)
+                or not isinstance(item, Iterable)
+                or len(pair := tuple(item)) != 2
+                or not isinstance(pair[0], str | re.Pattern)
+                or not isinstance(pair[1], str)
+            ):
+                raise _wrong(where, name, "a list of (regular expression, replacement) pairs", value)
+            pairs.append((pair[0], pair[1]))
+        compile_patterns((pattern for pattern, _ in pairs if isinstance(pattern, str)), f"{where}: option {name}")
+        return tuple(pairs)
+
+
+class _Normalizers:
+    values: str = "a list of functions `(path, value) -> value`"
+    accepts: str = "Iterable[Callable[[str, Any], Any]]"
+
+    def __call__(self, value: Any, name: str, where: str) -> tuple[Callable[[str, Any], Any], ...]:
+        items = _items(value, name, where)
+        if not all(callable(item) for item in items):
+            raise _wrong(where, name, "a list of functions taking a field path and a value", value)
+        return items
+
+
 class _Faults:
     values: str = "a list of faults (`Fault`, a mapping, or text `KIND:key=value,...`)"
     accepts: str = "Iterable[Fault | str | Mapping[str, Any]]"
@@ -262,7 +304,20 @@ class _Faults:
             raise type(error)(f"{where}: option {name}: {error}") from None
 
 
-Check = _Flag | _Seconds | _Choice | _Mode | _MatchOn | _Strings | _Regexes | _Functions | _Faults
+Check = (
+    _Flag
+    | _Seconds
+    | _Choice
+    | _Mode
+    | _MatchOn
+    | _Strings
+    | _Regexes
+    | _Functions
+    | _Faults
+    | _Ordered
+    | _Replacements
+    | _Normalizers
+)
 
 _FLAG = _Flag()
 _SECONDS = _Seconds()
@@ -319,11 +374,13 @@ class Options:
     names and wrong values are refused, whether given as keyword arguments or to ``Options(...)`` itself."""
 
     # --- replay: ReplayTransport, transport(), use_cassette(), the marker ---------------------------------
-    ordered: bool = _option(
-        True,
-        "request n is compared with recorded call n; False pairs each request with the first unplayed "
-        "recorded call that matches it",
-        _FLAG,
+    ordered: bool | str = _option(
+        "concurrent",
+        "'concurrent': calls that overlapped in time while recording replay in any order among themselves, "
+        "every other call in its recorded order; True: request n is compared with recorded call n; False: "
+        "each request is paired with the first unplayed recorded call that matches it. Identical requests "
+        "are answered in recorded order",
+        _Ordered(),
     )
     pace: float | None = _option(
         None,
@@ -389,6 +446,27 @@ class Options:
         _Strings("a list of keys or field paths", _field_path),
         pyproject="adds",
         flags=("serve: --ignore-field",),
+    )
+    normalize_patterns: tuple[tuple[str | re.Pattern[str], str], ...] = _option(
+        (),
+        "(regular expression, replacement) pairs substituted in every string of the recorded and the "
+        "incoming request before they are compared (a timestamp inside a prompt); what is stored or sent "
+        "never changes",
+        _Replacements(),
+        pyproject="adds",
+    )
+    normalize_with: tuple[Callable[[str, Any], Any], ...] = _option(
+        (),
+        "functions called with (field path, value) for every field of the recorded and the incoming request, "
+        "from the whole request (path '') down to each leaf (body.metadata.run_id), returning the value to "
+        "compare; what is stored or sent never changes",
+        _Normalizers(),
+    )
+    allow_playback_repeats: bool = _option(
+        False,
+        "a request whose every recorded answer was used is answered again by the last one (a poll made once "
+        "more than recorded; vcrpy's allow_playback_repeats)",
+        _FLAG,
     )
     passthrough: tuple[str, ...] = _option(
         (),
@@ -620,6 +698,13 @@ class Options:
         from ._redaction import Redactor
 
         return Redactor(self.redact_names, self.redact_patterns, self.redact_with)
+
+    def normalizer(self) -> Normalizer:
+        """What both sides of a comparison are normalised with: ``normalize_patterns``, ``normalize_with``."""
+        from ._matching import Normalizer
+
+        patterns = ((re.compile(pattern), replacement) for pattern, replacement in self.normalize_patterns)
+        return Normalizer(patterns, self.normalize_with)
 
     def matcher(self) -> RequestMatcher:
         """What matching compares: the defaults adjusted by these options."""

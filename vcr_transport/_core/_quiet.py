@@ -198,9 +198,11 @@ class QuietComparison:
 
 
 def merged_lines(path: str, new_blocks: Iterable[bytes], plan: QuietPlan, old: ChunkSource) -> Iterator[bytes]:
-    """The new recording (its header first) with each kept call's lines replaced by its old lines, which
-    are written together where the new call's request line stands."""
+    """The new recording (its header first) with each kept call's lines replaced by its old lines: written
+    together where the new call's request line stands, all but its call_end, which stands where the new
+    call_end does (the line order says which calls overlapped: ``overlap_groups``)."""
     header = True
+    ends: dict[int, bytes] = {}  # the old call_end line of each kept call whose request was written
     for run in Parser(path).runs(new_blocks):
         copied: list[bytes] = []  # lines of this run given out as they are, not yet yielded
         for line in io.BytesIO(run):
@@ -217,7 +219,11 @@ def merged_lines(path: str, new_blocks: Iterable[bytes], plan: QuietPlan, old: C
                 yield b"".join(copied)
                 copied = []
             if kind == "request":
-                for span_start, span_end in spans:
-                    yield old.read(span_start, span_end)
+                lines = b"".join(old.read(span_start, span_end) for span_start, span_end in spans)
+                last = lines.rfind(b"\n", 0, len(lines) - 1) + 1  # where its last line, the call_end, starts
+                ends[index] = lines[last:]
+                yield lines[:last]
+            elif kind == "call_end":
+                yield ends.pop(index)
         if copied:
             yield b"".join(copied)

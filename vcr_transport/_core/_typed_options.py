@@ -36,7 +36,7 @@ class RecordingOptions(TypedDict, total=False):
 class ReplayOptions(TypedDict, total=False):
     """The keyword options of ``ReplayTransport``."""
 
-    ordered: bool
+    ordered: bool | Literal["concurrent"]
     pace: float | None
     max_retry_after: float | None
     on_mismatch: Literal["auto", "raise", "respond"]
@@ -46,6 +46,9 @@ class ReplayOptions(TypedDict, total=False):
     ignore_headers: Iterable[str]
     compare_headers: Iterable[str]
     ignore_fields: Iterable[str]
+    normalize_patterns: Iterable[tuple[str | re.Pattern[str], str]]
+    normalize_with: Iterable[Callable[[str, Any], Any]]
+    allow_playback_repeats: bool
     passthrough: Iterable[str]
     ignore_hosts: Iterable[str]
     passthrough_replay: Literal["empty", "block"]
@@ -60,7 +63,7 @@ class ReplayOptions(TypedDict, total=False):
 class TransportOptions(TypedDict, total=False):
     """The keyword options of ``transport()`` and ``async_transport()`` (``mode`` is their own)."""
 
-    ordered: bool
+    ordered: bool | Literal["concurrent"]
     pace: float | None
     max_retry_after: float | None
     on_mismatch: Literal["auto", "raise", "respond"]
@@ -70,6 +73,9 @@ class TransportOptions(TypedDict, total=False):
     ignore_headers: Iterable[str]
     compare_headers: Iterable[str]
     ignore_fields: Iterable[str]
+    normalize_patterns: Iterable[tuple[str | re.Pattern[str], str]]
+    normalize_with: Iterable[Callable[[str, Any], Any]]
+    allow_playback_repeats: bool
     passthrough: Iterable[str]
     ignore_hosts: Iterable[str]
     passthrough_replay: Literal["empty", "block"]
@@ -84,7 +90,7 @@ class TransportOptions(TypedDict, total=False):
 class BlockOptions(TypedDict, total=False):
     """The keyword options of ``use_cassette()`` (``mode`` is its own)."""
 
-    ordered: bool
+    ordered: bool | Literal["concurrent"]
     pace: float | None
     max_retry_after: float | None
     on_mismatch: Literal["auto", "raise", "respond"]
@@ -94,6 +100,9 @@ class BlockOptions(TypedDict, total=False):
     ignore_headers: Iterable[str]
     compare_headers: Iterable[str]
     ignore_fields: Iterable[str]
+    normalize_patterns: Iterable[tuple[str | re.Pattern[str], str]]
+    normalize_with: Iterable[Callable[[str, Any], Any]]
+    allow_playback_repeats: bool
     passthrough: Iterable[str]
     ignore_hosts: Iterable[str]
     passthrough_replay: Literal["empty", "block"]
@@ -112,7 +121,7 @@ class BlockOptions(TypedDict, total=False):
 class EveryOption(TypedDict, total=False):
     """The keyword options of ``Options(...)``."""
 
-    ordered: bool
+    ordered: bool | Literal["concurrent"]
     pace: float | None
     max_retry_after: float | None
     on_mismatch: Literal["auto", "raise", "respond"]
@@ -122,6 +131,9 @@ class EveryOption(TypedDict, total=False):
     ignore_headers: Iterable[str]
     compare_headers: Iterable[str]
     ignore_fields: Iterable[str]
+    normalize_patterns: Iterable[tuple[str | re.Pattern[str], str]]
+    normalize_with: Iterable[Callable[[str, Any], Any]]
+    allow_playback_repeats: bool
     passthrough: Iterable[str]
     ignore_hosts: Iterable[str]
     passthrough_replay: Literal["empty", "block"]

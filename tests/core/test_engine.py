@@ -1,0 +1,276 @@
+"""The replay engine: concurrency groups from the cassette's line order, the three orderings, repeats, and
+what a mismatch says (every difference, its kind, the option that replays it)."""
+
+from __future__ import annotations
+
+import json
+import random
+import re
+from pathlib import Path
+from typing import Any
+
+import httpx2
+import pytest
+
+import vcr_transport
+from vcr_transport import ReplayMismatch
+from vcr_transport._core._display import side_by_side
+from vcr_transport._core._explain import reordered_lists, volatile_suggestion
+from vcr_transport._core._format import (
+    Cassette,
+    call_end_line,
+    encode_line,
+    header_line,
+    lines_of_calls,
+    overlap_groups,
+    request_line,
+    response_line,
+)
+
+URL = "https://api.example.test/v1/chat"
+HEADERS = [("accept", "*/*"), ("content-type", "application/json")]
+
+
+def _write(path: Path, order: list[tuple[str, int]], bodies: dict[int, Any]) -> Path:
+    """A cassette whose lines come in ``order``: ("start", n) writes call n's request and response lines,
+    ("end", n) its call_end line, as a recorder writes them while calls run."""
+    lines = [encode_line(header_line())]
+    for step, index in order:
+        if step == "start":
+            lines.append(encode_line(request_line(index, "POST", URL, HEADERS, {"json": bodies[index]})))
+            lines.append(encode_line(response_line(index, 200, [("content-type", "application/json")])))
+        else:
+            lines.append(encode_line(call_end_line(index, 0, "complete")))
+    path.write_bytes(b"".join(lines))
+    return path
+
+
+def _sequential(count: int) -> list[tuple[str, int]]:
+    return [step for index in range(count) for step in (("start", index), ("end", index))]
+
+
+def test_groups_come_from_the_line_order(tmp_path: Path) -> None:
+    bodies = {i: {"q": i} for i in range(6)}
+    order = [("start", 0), ("end", 0), ("start", 1), ("start", 2), ("end", 1), ("start", 3), ("end", 2)]
+    order += [("end", 3), ("start", 4), ("end", 4), ("start", 5), ("end", 5)]
+    cassette = Cassette.parse(_write(tmp_path / "c.jsonl", order, bodies).read_bytes(), "c")
+    # 1 and 2 overlap; 3 starts after 1 ended but before 2 did: one group of three. 4 and 5 ran alone.
+    assert overlap_groups(cassette.calls) == [0, 1, 1, 1, 2, 3]
+
+
+def test_a_group_replays_in_any_order_and_the_rest_in_recorded_order(tmp_path: Path) -> None:
+    bodies = {i: {"q": f"q{i}"} for i in range(6)}
+    order = [("start", 0), ("end", 0), *[("start", i) for i in range(1, 5)], *[("end", i) for i in range(1, 5)]]
+    path = _write(tmp_path / "c.jsonl", [*order, ("start", 5), ("end", 5)], bodies)
+    shuffler = random.Random(25)
+    for _ in range(20):
+        middle = [1, 2, 3, 4]
+        shuffler.shuffle(middle)
+        transport = vcr_transport.ReplayTransport(path)
+        with httpx2.Client(transport=transport) as client:
+            for index in [0, *middle, 5]:
+                assert client.post(URL, json=bodies[index]).status_code == 200
+        assert transport.unplayed_calls() == []
+
+
+def test_order_between_groups_is_still_checked(tmp_path: Path) -> None:
+    bodies = {i: {"q": f"q{i}"} for i in range(3)}
+    path = _write(tmp_path / "c.jsonl", _sequential(3), bodies)
+    with httpx2.Client(transport=vcr_transport.ReplayTransport(path)) as client:
+        client.post(URL, json=bodies[0])
+        with pytest.raises(ReplayMismatch) as caught:
+            client.post(URL, json=bodies[2])
+    message = str(caught.value)
+    assert message.splitlines()[0] == "replay mismatch at call 1, field body.q: recorded 'q1', incoming 'q2'"
+    assert "the request is recorded call 2 exactly: the calls came in another order" in message
+    assert "ordered=False" in message
+    assert "to re-record" not in message  # the order differs: re-recording is not the fix
+
+
+def test_strict_and_free_orderings_stay_available(tmp_path: Path) -> None:
+    bodies = {i: {"q": f"q{i}"} for i in range(2)}
+    path = _write(tmp_path / "c.jsonl", [("start", 0), ("start", 1), ("end", 0), ("end", 1)], bodies)
+    with httpx2.Client(transport=vcr_transport.ReplayTransport(path, ordered=True)) as client:
+        with pytest.raises(ReplayMismatch, match="ordered=True checks every call's place"):
+            client.post(URL, json=bodies[1])
+    sequential = _write(tmp_path / "s.jsonl", _sequential(2), bodies)
+    with httpx2.Client(transport=vcr_transport.ReplayTransport(sequential, ordered=False)) as client:
+        client.post(URL, json=bodies[1])
+        client.post(URL, json=bodies[0])
+
+
+def test_identical_requests_in_a_group_are_answered_in_recorded_order(tmp_path: Path) -> None:
+    bodies = {0: {"q": "same"}, 1: {"q": "same"}, 2: {"q": "other"}}
+    path = _write(
+        tmp_path / "c.jsonl", [("start", 0), ("start", 1), ("start", 2), ("end", 0), ("end", 1), ("end", 2)], bodies
+    )
+    transport = vcr_transport.ReplayTransport(path)
+    seen = []
+    with httpx2.Client(transport=transport) as client:
+        for body in ({"q": "same"}, {"q": "other"}, {"q": "same"}):
+            client.post(URL, json=body)
+            seen.append(list(transport.engine.played))
+    assert seen == [[True, False, False], [True, False, True], [True, True, True]]
+
+
+def test_repeats_answer_again_with_the_last_recorded_answer_only_when_asked(tmp_path: Path) -> None:
+    bodies = {0: {"poll": 1}, 1: {"poll": 1}}
+    path = _write(tmp_path / "c.jsonl", _sequential(2), bodies)
+    with httpx2.Client(transport=vcr_transport.ReplayTransport(path)) as client:
+        client.post(URL, json=bodies[0])
+        client.post(URL, json=bodies[0])
+        with pytest.raises(ReplayMismatch, match="field call_index"):
+            client.post(URL, json=bodies[0])
+    transport = vcr_transport.ReplayTransport(path, allow_playback_repeats=True)
+    with httpx2.Client(transport=transport) as client:
+        for _ in range(4):
+            assert client.post(URL, json=bodies[0]).status_code == 200
+    with pytest.raises(TypeError, match="allow_playback_repeats must be True or False"):
+        vcr_transport.ReplayTransport(path, allow_playback_repeats="yes")
+
+
+def test_every_differing_field_is_reported_with_the_full_values_on_the_exception(tmp_path: Path) -> None:
+    recorded = {"model": "m1", "temperature": 0.1, "messages": [{"role": "user", "content": "hi"}]}
+    path = _write(tmp_path / "c.jsonl", _sequential(1), {0: recorded})
+    incoming = {"model": "m2", "temperature": 0.7, "messages": [{"role": "user", "content": "bye"}]}
+    with httpx2.Client(transport=vcr_transport.ReplayTransport(path)) as client:
+        with pytest.raises(ReplayMismatch) as caught:
+            client.post(URL, json=incoming)
+    error = caught.value
+    lines = str(error).splitlines()
+    assert lines[0] == "replay mismatch at call 0, field body.messages[0].content: recorded 'hi', incoming 'bye'"
+    assert lines[1] == "3 fields differ from recorded call 0:"
+    assert lines[2:5] == [
+        "  body.messages[0].content: recorded 'hi', incoming 'bye'",
+        "  body.model: recorded 'm1', incoming 'm2'",
+        "  body.temperature: recorded 0.1, incoming 0.7",
+    ]
+    assert error.differences == [
+        ("body.messages[0].content", "hi", "bye"),
+        ("body.model", "m1", "m2"),
+        ("body.temperature", 0.1, 0.7),
+    ]
+    assert (error.call_index, error.field_path, error.recorded, error.incoming) == (
+        0,
+        "body.messages[0].content",
+        "hi",
+        "bye",
+    )
+    assert "recorded 'm1'\n  incoming 'm2'" in error.full_values()
+
+
+def test_the_list_is_bounded(tmp_path: Path) -> None:
+    path = _write(tmp_path / "c.jsonl", _sequential(1), {0: {f"k{i:02}": i for i in range(14)}})
+    with httpx2.Client(transport=vcr_transport.ReplayTransport(path)) as client:
+        with pytest.raises(ReplayMismatch) as caught:
+            client.post(URL, json={f"k{i:02}": -i - 1 for i in range(14)})
+    message = str(caught.value)
+    assert "14 fields differ" in message and "  and 4 more (all of them: the exception's differences)" in message
+    assert "body.k09" in message and "body.k10" not in message
+    assert len(caught.value.differences) == 14
+
+
+def test_a_changed_word_in_a_long_prompt_is_shown_in_a_window_on_both_sides() -> None:
+    before = "You are a helpful assistant. " * 40
+    recorded = before + "Be concise. Answer in English." + before
+    incoming = before + "Be verbose. Answer in English." + before
+    shown_recorded, shown_incoming = side_by_side(recorded, incoming)
+    assert "Be [concise]. Answer" in shown_recorded and "Be [verbose]. Answer" in shown_incoming
+    assert shown_recorded.startswith("'...") and shown_recorded.endswith("...'")
+    assert len(shown_recorded) < 120
+    assert side_by_side("short", "other") == ("'short'", "'other'")
+
+
+def test_a_list_in_another_order_is_named() -> None:
+    recorded = {"body": {"messages": [{"tool": "a"}, {"tool": "b"}, {"tool": "c"}]}}
+    incoming = {"body": {"messages": [{"tool": "b"}, {"tool": "a"}, {"tool": "c"}]}}
+    assert reordered_lists(recorded, incoming, ["body.messages[0].tool", "body.messages[1].tool"]) == ["body.messages"]
+    assert reordered_lists(recorded, {"body": {"messages": [{"tool": "x"}] * 3}}, ["body.messages[0].tool"]) == []
+
+
+@pytest.mark.parametrize(
+    ("recorded", "incoming", "says"),
+    [
+        ("1b4e28ba-2fa1-11d2-883f-0016d3cca427", "6fa459ea-ee8a-3ca4-894e-db77e160355e", "looks like a UUID"),
+        ("Now: 2024-05-01T10:00:00Z. Hi", "Now: 2026-12-02T01:12:03Z. Hi", "holds an ISO timestamp"),
+        ("on Wed, 01 May 2024 10:00:00 GMT", "on Thu, 02 Dec 2026 01:12:03 GMT", "holds a timestamp"),
+        (1714557600, 1796000000, "looks like a Unix-epoch time"),
+        ("see /tmp/pytest-1/run3/a.txt", "see /tmp/pytest-7/run9/a.txt", "holds a temporary path"),
+        ("upload tmpk3j2_8xz.wav", "upload tmpa9b8c7d6.wav", "holds a temporary path"),
+        ("id 0123456789abcdef0123", "id fedcba98765432100123", "holds a hex id"),
+    ],
+)
+def test_volatile_values_are_recognised(recorded: Any, incoming: Any, says: str) -> None:
+    assert says in volatile_suggestion("body.x", recorded, incoming)
+
+
+def test_plain_changes_get_no_volatile_suggestion() -> None:
+    assert volatile_suggestion("body.x", "Be concise", "Be verbose") == ""
+    assert volatile_suggestion("body.n", 3, 4) == ""
+
+
+def _suggested(message: str) -> dict[str, Any]:
+    """The options a mismatch suggests, as written in it, evaluated as keyword arguments."""
+    found = re.findall(r"to replay it, pass (\w+=.*)$", message, re.MULTILINE)
+    assert found, message
+    return {name: value for text in found for name, value in eval(f"dict({text})").items()}  # noqa: S307
+
+
+def test_suggestions_applied_as_written_make_it_replay(tmp_path: Path) -> None:
+    recorded = {
+        "messages": [{"content": "The time is 2024-05-01T10:00:00.123456+00:00. Plan the day."}],
+        "metadata": {"run_id": "1b4e28ba-2fa1-11d2-883f-0016d3cca427"},
+    }
+    incoming = {
+        "messages": [{"content": "The time is 2026-12-02T01:12:03.000001+00:00. Plan the day."}],
+        "metadata": {"run_id": "6fa459ea-ee8a-3ca4-894e-db77e160355e"},
+    }
+    path = _write(tmp_path / "c.jsonl", _sequential(1), {0: recorded})
+    with httpx2.Client(transport=vcr_transport.ReplayTransport(path)) as client:
+        with pytest.raises(ReplayMismatch) as caught:
+            client.post(URL, json=incoming)
+    options = _suggested(str(caught.value))
+    assert set(options) == {"ignore_fields", "normalize_patterns"}
+    assert options["ignore_fields"] == ["body.metadata.run_id"]
+    with httpx2.Client(transport=vcr_transport.ReplayTransport(path, **options)) as client:
+        assert client.post(URL, json=incoming).status_code == 200
+    stored = json.loads(path.read_text().splitlines()[1])["body"]["json"]
+    assert stored == recorded, "normalisers never change what is stored"
+
+
+def test_normalize_with_gets_paths_and_values_and_both_sides(tmp_path: Path) -> None:
+    path = _write(tmp_path / "c.jsonl", _sequential(1), {0: {"seed": 1, "tools": ["b", "a"]}})
+    seen: list[str] = []
+
+    def normalise(field: str, value: Any) -> Any:
+        seen.append(field)
+        if field == "body.seed":
+            return 0
+        return sorted(value) if field == "body.tools" else value
+
+    with httpx2.Client(transport=vcr_transport.ReplayTransport(path, normalize_with=[normalise])) as client:
+        assert client.post(URL, json={"seed": 99, "tools": ["a", "b"]}).status_code == 200
+    assert {"", "body", "body.seed", "body.tools", "body.tools[0]", "method", "url.path"} <= set(seen)
+    with pytest.raises(TypeError, match="normalize_with must be a list of functions"):
+        vcr_transport.ReplayTransport(path, normalize_with=["not callable"])
+    with pytest.raises(ValueError, match="is not a regular expression"):
+        vcr_transport.ReplayTransport(path, normalize_patterns=[("(", "x")])
+
+
+def test_record_on_miss_keeps_the_played_calls_renumbered_and_holds_the_open_ones_ends(tmp_path: Path) -> None:
+    bodies = {i: {"q": f"q{i}"} for i in range(5)}
+    order = [("start", 0), ("end", 0), *[("start", i) for i in range(1, 5)], *[("end", i) for i in range(1, 5)]]
+    data = _write(tmp_path / "c.jsonl", order, bodies).read_bytes()
+    kept, deferred = lines_of_calls(data, [0, 2, 4], open_calls=[2, 4])
+    places = [(json.loads(line)["type"], json.loads(line)["call_index"]) for line in kept]
+    assert places == [
+        ("request", 0),
+        ("response", 0),
+        ("call_end", 0),
+        ("request", 1),
+        ("response", 1),
+        ("request", 2),
+        ("response", 2),
+    ]
+    assert [json.loads(line)["call_index"] for line in deferred] == [1, 2]
+    assert kept[0] == data.split(b"\n")[1], "a call whose number stays is kept byte for byte"
