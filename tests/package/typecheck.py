@@ -33,8 +33,9 @@ USER_SIDE = HERE / "typing_user_side.py"
 SKETCH_HEADER = (
     '# mypy: disable-error-code="name-defined"\n# pyright: reportUndefinedVariable=false, reportUnusedImport=false\n'
 )
-# The run blocks of a page are one namespace, and reuse names (a client of each SDK).
-RUN_HEADER = "# mypy: allow-redefinition-new, local-partial-types\n"
+# The run blocks of a page are one namespace, and reuse names (a client of each SDK); each block, written to be
+# read alone, imports what it uses again.
+RUN_HEADER = "# mypy: allow-redefinition-new, local-partial-types\n# pyright: reportDuplicateImport=false\n"
 _IMPORT = re.compile(r"^(?:import|from) \S+.*$", re.M)
 
 
