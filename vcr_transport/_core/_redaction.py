@@ -43,6 +43,7 @@ from ._credentials import (
     looks_like_credential,
     may_hold_prefixed,
 )
+from ._format import encode_line
 from ._memo import Memo
 
 __all__ = [
@@ -555,6 +556,14 @@ def _occurrences(part: str, text: str) -> Iterable[int]:
         start = text.find(part, start + 1)
 
 
+def _exact_finder(forms: tuple[str, ...]) -> ahocorasick_rs.BytesAhoCorasick:
+    """A search for the learned forms as they are written in a cassette line: their UTF-8, and the JSON
+    escapes ``encode_line`` writes."""
+    patterns = {form.encode("utf-8", "surrogateescape") for form in forms}
+    patterns |= {json.dumps(form, ensure_ascii=False)[1:-1].encode("utf-8", "surrogateescape") for form in forms}
+    return ahocorasick_rs.BytesAhoCorasick(sorted(patterns))
+
+
 def _has_ascii_escapes(text: str) -> bool:
     return ("%" in text and _PERCENT_ASCII.search(text) is not None) or (
         "\\u00" in text and _UNICODE_ASCII.search(text) is not None
@@ -851,6 +860,7 @@ class Redactor:
         self._header_lists: Memo[tuple[tuple[str, str], ...], list[tuple[str, str]]] = Memo(1024)
         self._searches: Memo[tuple[str, ...], _Search] = Memo(1)
         self._prefilters: Memo[tuple[str, ...], _Search] = Memo(1)
+        self._exact_finders: Memo[tuple[str, ...], ahocorasick_rs.BytesAhoCorasick] = Memo(1)
 
     # --- names -----------------------------------------------------------------------------------------
 
@@ -914,6 +924,64 @@ class Redactor:
                 forms, lambda: _Search.build(self._words.words, forms, with_prefixes=True), forms
             )
         return self._searches.get(forms, lambda: _Search.build(self._words.words, forms), forms)
+
+    # --- the final pass at commit ------------------------------------------------------------------------
+
+    def final_pass(self, line: bytes) -> bytes:
+        """A cassette line (with its newline) without any value this redactor has learned, wherever it was
+        learned: a token first seen under a name that isn't secret and later sent as ``Bearer T`` leaves the
+        lines written before it too. Strings (keys included) lose every learned form; base64 payloads are
+        decoded, searched as text and encoded again when one is found. A line holding none (one search of
+        its bytes) is returned as it is."""
+        if not self.holds_learned(line):
+            return line
+        try:
+            obj = json.loads(line)
+        except ValueError:
+            return line  # not a line this pass can rewrite safely: the parser reports it
+        scrubbed = self._scrub_learned(obj)
+        return line if scrubbed == obj else encode_line(scrubbed)
+
+    def holds_learned(self, data: bytes) -> bool:
+        """Whether ``data`` (cassette lines) holds a learned form as a cassette line writes it (base64
+        payloads included: a learned value's base64, at each alignment, is one of its forms)."""
+        forms = self._forms
+        if not forms:
+            return False
+        finder = self._exact_finders.get(forms, lambda: _exact_finder(forms), forms)
+        return bool(finder.find_matches_as_indexes(data))
+
+    @property
+    def longest_learned(self) -> int:
+        """The length in bytes of the longest form ``holds_learned`` searches for (at most)."""
+        return max((len(form.encode("utf-8", "surrogateescape")) * 6 for form in self._forms[:1]), default=0)
+
+    def _scrub_learned(self, obj: Any) -> Any:
+        if isinstance(obj, str):
+            return self._remove_known(obj)
+        if isinstance(obj, dict):
+            return {
+                (self._remove_known(key) if isinstance(key, str) else key): (
+                    self._scrub_base64(value)
+                    if key == "base64" and isinstance(value, str)
+                    else self._scrub_learned(value)
+                )
+                for key, value in obj.items()
+            }
+        if isinstance(obj, list):
+            return [self._scrub_learned(item) for item in obj]
+        return obj
+
+    def _scrub_base64(self, payload: str) -> str:
+        try:
+            data = base64.b64decode(payload, validate=True)
+        except (binascii.Error, ValueError):
+            return payload
+        text = data.decode("utf-8", "surrogateescape")
+        scrubbed = self._remove_known(text)
+        if scrubbed == text:
+            return payload
+        return base64.b64encode(scrubbed.encode("utf-8", "surrogateescape")).decode("ascii")
 
     def _remove_known(self, text: str) -> str:
         for form in self._forms:  # longest first
