@@ -75,9 +75,7 @@ FAKES: dict[str, Fake] = {
     "posthog key": _token(lambda r: r.choice(["phx_", "phc_"]) + _run(r, ALNUM, 43)),
     "mapbox secret token": _token(lambda r: "sk.eyJ1Ijoi" + _run(r, ALNUM, 40) + "." + _run(r, ALNUM + "_-", 22)),
     "1password service account token": _token(lambda r: "ops_eyJzaWduSW5BZGRyZXNzIjoi" + _run(r, ALNUM, 120)),
-    "netlify/heroku-style prefixed token": _token(
-        lambda r: r.choice(["nfp_", "HRKU-"]) + _run(r, ALNUM, 40)
-    ),
+    "netlify/heroku-style prefixed token": _token(lambda r: r.choice(["nfp_", "HRKU-"]) + _run(r, ALNUM, 40)),
     "cloudflare origin ca key": _token(lambda r: "v1.0-" + _run(r, HEX, 24) + "-" + _run(r, HEX, 146)),
     "microsoft teams webhook": lambda r: (
         "https://contoso.webhook.office.com/webhookb2/"

@@ -762,7 +762,8 @@ def test_round_three_secrets_never_reach_the_cassette_and_look_alikes_stay(sdk: 
     kept += ["KEEP-debug-level", "KEEP-prose-author", "KEEP-prose-tokenizer", "Key: the main point"]
     kept += [f"{name}={value}" for name, value in KEPT_QUERY.items()]
     over_redacted = [value for value in kept if value not in haystack]
-    print(f"{sdk.id} round three: {len(leaked)} of {len(planted)} leaked, {len(over_redacted)} of {len(kept)} over-redacted")
+    figures = f"{len(leaked)} of {len(planted)} leaked, {len(over_redacted)} of {len(kept)} over-redacted"
+    print(f"{sdk.id} round three: {figures}")
     assert leaked == [], f"{len(leaked)} of {len(planted)} planted secrets leaked: {leaked}"
     assert over_redacted == [], f"look-alikes removed: {over_redacted}"
     assert '"max_tokens":77' in haystack.replace(" ", "") and '"token_count":12345' in haystack.replace(" ", "")

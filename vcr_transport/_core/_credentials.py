@@ -215,7 +215,9 @@ CATALOGUE: tuple[CredentialFormat, ...] = (
     _prefixed("posthog key", ("phx_", "phc_"), r"ph[xc]_[A-Za-z0-9]{40,}"),
     _prefixed("mapbox secret token", ("sk.eyJ",), r"sk\.eyJ[A-Za-z0-9_-]{20,}\.[A-Za-z0-9_-]{20,}"),
     _prefixed("1password service account token", ("ops_eyJ",), r"ops_eyJ[A-Za-z0-9+/=_-]{50,}"),
-    _prefixed("netlify/heroku-style prefixed token", ("nfp_", "HRKU-"), r"(?:nfp_[A-Za-z0-9]{36,}|HRKU-[A-Za-z0-9_-]{30,})"),
+    _prefixed(
+        "netlify/heroku-style prefixed token", ("nfp_", "HRKU-"), r"(?:nfp_[A-Za-z0-9]{36,}|HRKU-[A-Za-z0-9_-]{30,})"
+    ),
     _prefixed("cloudflare origin ca key", ("v1.0-",), r"v1\.0-[a-f0-9]{24}-[a-f0-9]{146}"),
     _prefixed("age secret key", ("AGE-SECRET-KEY-",), r"AGE-SECRET-KEY-1[QPZRY9X8GF2TVDW0S3JN54KHCE6MUA7L]{58}"),
     # Cloud

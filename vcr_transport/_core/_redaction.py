@@ -342,10 +342,13 @@ _SIBLING_NAME = re.compile(
     r"\"(?:[Nn]ame|[Kk]ey|Parameter(?:Name|Key)|OutputKey|[Vv]ariable|env_?[Vv]ar)\"\s*:\s*\"(?P<name>(?:[^\"\\]|\\.){1,200})\""
 )
 _SIBLING_VALUE = re.compile(r"\"(?:[Vv]alue|ParameterValue|OutputValue|[Ss]ecret_?[Vv]alue)\"\s*:")
+# The authorization schemes a value may start with (``Authorization: Bearer X``: X is the value).
+_SCHEMES = r"(?i:bearer|basic|token|digest|apikey|key)"
 # A ``name: value`` or ``NAME=value`` line in free text (a real or a JSON-escaped line start, a quote).
 _ASSIGNMENT = re.compile(
     r"(?:(?<![^\n\r\"'`])|(?<=\\n)|(?<=\\r)|(?<=\\t))[ \t]*(?:export[ \t]+|-[ \t]+)?"
-    r"(?P<name>[A-Za-z_][A-Za-z0-9_.\-]{1,63})[ \t]*[:=][ \t]*[\"']?(?:(?i:bearer|basic|token|digest|apikey|key)[ \t]+)?(?P<value>(?!\[secret removed\]|(?i:bearer|basic|token|digest|apikey|key)[ \t])[^\s\"'`\\,;]{4,})"
+    r"(?P<name>[A-Za-z_][A-Za-z0-9_.\-]{1,63})[ \t]*[:=][ \t]*[\"']?(?:" + _SCHEMES + r"[ \t]+)?"
+    r"(?P<value>(?!\[secret removed\]|" + _SCHEMES + r"[ \t])[^\s\"'`\\,;]{4,})"
 )
 # What follows a secret name's word in such a line (in lower case): for the prefilter, from any word.
 _ASSIGNMENT_TAIL = re.compile(rb"[a-z0-9_.\-]*[ \t]*[:=][ \t]*[\"']?[^\s\"'`\\,;]{4,}")
@@ -1241,15 +1244,20 @@ class Redactor:
         if len(obj) > 12 or not any(isinstance(key, str) and _folded(key) in _SIBLING_VALUE_KEYS for key in obj):
             return []
         if not any(
-            isinstance(key, str) and _folded(key) in _SIBLING_NAME_KEYS and isinstance(name, str)
-            and len(name) < 200 and self.is_secret_name(name, header=True)
+            isinstance(key, str)
+            and _folded(key) in _SIBLING_NAME_KEYS
+            and isinstance(name, str)
+            and len(name) < 200
+            and self.is_secret_name(name, header=True)
             for key, name in obj.items()
         ):
             return []
         return [
             key
             for key, value in obj.items()
-            if isinstance(key, str) and _folded(key) in _SIBLING_VALUE_KEYS and value is not None
+            if isinstance(key, str)
+            and _folded(key) in _SIBLING_VALUE_KEYS
+            and value is not None
             and not isinstance(value, bool)
         ]
 
