@@ -784,3 +784,27 @@ def test_the_final_pass_removes_a_value_learned_after_its_line_was_written() -> 
     decoded = base64.b64decode(json.loads(redactor.final_pass(binary))["base64"])
     assert token.encode() not in decoded and PLACEHOLDER.encode() in decoded
     assert redactor.holds_learned(early) and not redactor.holds_learned(cleaned)
+
+
+def test_base64_text_documents_are_searched_decoded_and_encoded_again() -> None:
+    text = b"notes\nDB_PASSWORD=Zq7hunter2222\nkey sk-proj-abcdefghijklmnopqrstuvwxyz012345\n"
+    doc = base64.b64encode(text).decode()
+    image = base64.b64encode(b"\x89PNG\r\n DB_PASSWORD=elsewhere0 sk-proj-notLearnedHere0123456789abcdefgh").decode()
+    body = {
+        "anthropic": {"type": "document", "source": {"type": "base64", "media_type": "text/plain", "data": doc}},
+        "openai": {"type": "file", "file": {"file_data": "data:text/plain;base64," + doc}},
+        "gemini": {"inline_data": {"mime_type": "text/markdown", "data": doc}},
+        "image": {"type": "base64", "media_type": "image/png", "data": image},
+    }
+    redactor = Redactor()
+    assert redactor.could_redact(json.dumps(body))
+    out = redactor.redact_value(body)
+    payloads = [
+        out["anthropic"]["source"]["data"],
+        out["openai"]["file"]["file_data"].partition(",")[2],
+        out["gemini"]["inline_data"]["data"],
+    ]
+    for payload in payloads:
+        decoded = base64.b64decode(payload)
+        assert b"Zq7hunter2222" not in decoded and b"sk-proj-" not in decoded and decoded.startswith(b"notes\n")
+    assert out["image"] == body["image"], "a binary media type is kept as it came"

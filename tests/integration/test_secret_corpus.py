@@ -11,6 +11,7 @@ import functools
 import gzip
 import json
 import random
+import re
 import string
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -683,6 +684,14 @@ def _round_three(sdk: Sdk, cassette: Path) -> tuple[list[Planted], str]:
     body["api_keys"] = [plant("json", "api_keys[0]"), plant("json", "api_keys[1]")]
     body["env"] = [{"name": "MISTRAL_API_KEY", "value": plant("json", "sibling env")}]
     body["Parameter"] = {"Name": "/prod/db/password", "Type": "SecureString", "Value": plant("json", "ssm")}
+    document = base64.b64encode(f"DB_PASSWORD={plant('base64 text', 'document')}\n".encode()).decode()
+    body["attachments"] = [
+        {"type": "base64", "media_type": "text/plain", "data": document},
+        {
+            "file_data": "data:text/plain;base64,"
+            + base64.b64encode(f"api_key: {plant('base64 text', 'data url')}".encode()).decode()
+        },
+    ]
     shapes = [plant("prompt", kind, build, 40) for kind, build in ROUND_THREE_SHAPES.items()]
     redis = plant("prompt", "redis empty user", length=20)
     hashed = plant("prompt", "password with # and ?", length=20)
@@ -747,7 +756,14 @@ def _round_three(sdk: Sdk, cassette: Path) -> tuple[list[Planted], str]:
             transport.close()
     finally:
         upstream.stop()
-    return planted, _haystack(cassette)
+    haystack = _haystack(cassette)
+    # Base64 runs anywhere in the cassette (documents, data URLs), decoded.
+    for run in re.findall(r"[A-Za-z0-9+/]{24,}={0,2}", haystack):
+        try:
+            haystack += "\n" + base64.b64decode(run + "=" * (-len(run) % 4)).decode("utf-8", "replace")
+        except ValueError:
+            pass
+    return planted, haystack
 
 
 def _round_three_ids() -> list[Any]:

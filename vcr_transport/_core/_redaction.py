@@ -342,6 +342,14 @@ _SIBLING_NAME = re.compile(
     r"\"(?:[Nn]ame|[Kk]ey|Parameter(?:Name|Key)|OutputKey|[Vv]ariable|env_?[Vv]ar)\"\s*:\s*\"(?P<name>(?:[^\"\\]|\\.){1,200})\""
 )
 _SIBLING_VALUE = re.compile(r"\"(?:[Vv]alue|ParameterValue|OutputValue|[Ss]ecret_?[Vv]alue)\"\s*:")
+# Media types whose base64 payloads are text, searched decoded: in a data URL, or beside a ``data`` member.
+_TEXT_MEDIA = re.compile(
+    r"(?i:text/|application/(?:json|xml|yaml|x-yaml|toml|x-sh|javascript|x-python)|[^;,]*\+(?:json|xml))"
+)
+_TEXT_DATA_URL = re.compile(r"data:(?i:text/|application/(?:json|xml|yaml|x-yaml|toml|x-sh|javascript))[^,]*;base64,")
+_TEXT_MEDIA_BYTES = re.compile(
+    rb"text/|application/(?:json|xml|yaml|x-yaml|toml|x-sh|javascript|x-python)|\+(?:json|xml)"
+)
 # The authorization schemes a value may start with (``Authorization: Bearer X``: X is the value).
 _SCHEMES = r"(?i:bearer|basic|token|digest|apikey|key)"
 # A ``name: value`` or ``NAME=value`` line in free text (a real or a JSON-escaped line start, a quote).
@@ -557,6 +565,18 @@ def _occurrences(part: str, text: str) -> Iterable[int]:
     while start >= 0:
         yield start
         start = text.find(part, start + 1)
+
+
+def _text_payload(obj: Mapping[Any, Any]) -> str | None:
+    """The key of a base64 payload whose sibling says it is text (``media_type``, ``mime_type``,
+    ``mimeType``: ``text/*``, JSON, XML, YAML...), or None."""
+    if "data" not in obj or not isinstance(obj["data"], str):
+        return None
+    for key in ("media_type", "mime_type", "mimeType", "mediaType"):
+        media = obj.get(key)
+        if isinstance(media, str) and _TEXT_MEDIA.match(media):
+            return "data"
+    return None
 
 
 def _exact_finder(forms: tuple[str, ...]) -> ahocorasick_rs.BytesAhoCorasick:
@@ -1216,13 +1236,19 @@ class Redactor:
 
     def _redact_structure(self, obj: Any, response: bool) -> Any:
         if isinstance(obj, str):
+            if obj.startswith("data:") and _TEXT_DATA_URL.match(obj):
+                head, _, payload = obj.partition(",")
+                return head + "," + self._redact_base64_text(payload, response)
             return self.redact_text(obj, response=response)
         if isinstance(obj, Mapping):
             redacted: dict[Any, Any] = {}
             siblings = self._sibling_values(obj)
+            text_data = _text_payload(obj)
             for key, value in obj.items():
                 if key in siblings or (isinstance(key, str) and self._removes_value(key, value, response)):
                     value = PLACEHOLDER
+                elif key == text_data:
+                    value = self._redact_base64_text(value, response)
                 else:
                     value = self._redact_structure(value, response)
                 if isinstance(key, str):
@@ -1237,6 +1263,19 @@ class Redactor:
         if isinstance(obj, list | tuple):
             return [self._redact_structure(item, response) for item in obj]
         return obj
+
+    def _redact_base64_text(self, payload: str, response: bool) -> str:
+        """A base64 payload of a text media type (an Anthropic ``document``, an OpenAI ``file_data`` data URL,
+        Gemini ``inline_data``): decoded, redacted as text and encoded again when it held a secret; as it
+        came when it isn't base64 of UTF-8 text."""
+        try:
+            text = base64.b64decode(payload, validate=True).decode("utf-8")
+        except (binascii.Error, ValueError):
+            return self.redact_text(payload, response=response)
+        redacted = self.redact_text(text, response=response)
+        if redacted == text:
+            return self.redact_text(payload, response=response)
+        return base64.b64encode(redacted.encode("utf-8")).decode("ascii")
 
     def _sibling_values(self, obj: Mapping[Any, Any]) -> list[str]:
         """The keys of the values a sibling names as secrets: ``{"name": "MISTRAL_API_KEY", "value": ...}``
@@ -1347,6 +1386,10 @@ class Redactor:
             data = utf8
         if _may_hold_escape(data):
             return True
+        if b"base64" in data or b'"data"' in data:
+            # A base64 payload of a text media type is searched decoded (``_redact_base64_text``).
+            if _TEXT_MEDIA_BYTES.search(data.lower()):
+                return True
         # The text's ASCII characters are its UTF-8's ASCII bytes, and no other character lower-cases to an
         # ASCII one (but the two ``_utf8`` leaves out): an ASCII pattern occurring in the UTF-8 of the text's
         # lower case occurs in the lower case of the bytes, and so does a learned form's UTF-8.
