@@ -231,7 +231,7 @@ CATALOGUE: tuple[CredentialFormat, ...] = (
         ("aws",),
         re.compile(
             r"aws[A-Za-z0-9_ .-]{0,30}?(?:secret|key)[A-Za-z0-9_ .-]{0,20}?[\"']?\s*[:=]?\s*[\"']?"
-            r"(?P<secret>(?<![A-Za-z0-9+/])[A-Za-z0-9+/]{40}(?![A-Za-z0-9+/=]))",
+            r"(?P<secret>(?<![A-Za-z0-9+/])[A-Za-z0-9+/]{40}(?![A-Za-z0-9+/=.]))",
             re.IGNORECASE,
         ),
         lowercase_keywords=True,
@@ -241,7 +241,7 @@ CATALOGUE: tuple[CredentialFormat, ...] = (
         "aws secret access key after an access key id",
         ("AKIA", "ASIA"),
         r"(?:AKIA|ASIA)[A-Z0-9]{16}(?:[^A-Za-z0-9+/]|[A-Za-z_ ]{1,40}[:=])[^A-Za-z0-9+/]{0,20}"
-        r"(?P<secret>[A-Za-z0-9+/]{40})",
+        r"(?P<secret>[A-Za-z0-9+/]{40})(?!\.)",  # a JWT's first part is 40 characters too
     ),
     CredentialFormat(
         "azure connection string key",
