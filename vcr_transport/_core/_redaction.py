@@ -358,7 +358,7 @@ _ASSIGNMENT = re.compile(
     r"(?P<name>[A-Za-z_][A-Za-z0-9_.\-]{1,63})[ \t]*[:=][ \t]*[\"']?(?:" + _SCHEMES + r"[ \t]+)?"
     r"(?P<value>(?!\[secret removed\]|" + _SCHEMES + r"[ \t])[^\s\"'`\\,;]{4,})"
 )
-# What follows a secret name's word in such a line (in lower case): for the prefilter, from any word.
+# What follows a secret name's word in such a line, in lower-cased UTF-8 (``_may_assign``).
 _ASSIGNMENT_TAIL = re.compile(rb"[a-z0-9_.\-]*[ \t]*[:=][ \t]*[\"']?[^\s\"'`\\,;]{4,}")
 _ENV_NAME = re.compile(r"[A-Z][A-Z0-9_]*")
 _URL = re.compile(r"\b[A-Za-z][A-Za-z0-9+.-]*://[^\s\"'<>\\]+")
@@ -423,7 +423,7 @@ def _cookie_pairs(value: str, response: bool) -> tuple[list[tuple[str, str, str]
 
 # What may follow a secret name's word up to the closing quote of its JSON key, in lower-cased text: any
 # word may make a name secret (``token_value``), so anything but the quote.
-_KEY_END = rb'[^"]*"'
+_KEY_END = rb'[^"]*+"'
 # What may follow that quote up to the key's colon, in the UTF-8 of lower-cased text: whitespace (any that
 # ``\s`` in text matches: a byte of a character that isn't ASCII stands for it) and, in JSON nested in a
 # JSON string, whitespace escaped (``\n``, ``\\u0020``, and so on at any depth). A key is always followed
@@ -503,14 +503,20 @@ class _Scan(NamedTuple):
         """The scan of lower-cased UTF-8 (in which neither of those characters is)."""
         return _new_scan((search, "", data, search.finder.find_matches_as_indexes(data, overlapping=True), False))
 
-    def may_hold_secret_key(self, probe: re.Pattern[bytes], named: Callable[[int, int], bool] | None = None) -> bool:
+    def may_hold_secret_key(
+        self,
+        probe: re.Pattern[bytes],
+        named: Callable[[int, int], bool] | None = None,
+        words: list[tuple[int, int]] | None = None,
+    ) -> bool:
         """Whether a JSON key in the text may hold a secret name's word: ``probe`` (see ``_Names``) matches
         where one occurs, and ``named`` (given where the key starts and ends in ``data``) says it may be a
-        secret name. Prose that merely mentions a token or a key is not walked as JSON. (In text holding
-        U+0130 or the Kelvin sign, any name word is enough.)"""
+        secret name; ``words``, ``words()`` when the caller has it. Prose that merely mentions a token or a key
+        is not walked as JSON. (In text holding U+0130 or the Kelvin sign, any name word is enough.)"""
         if not self.hits:
             return False
-        words = self.words()
+        if words is None:
+            words = self.words()
         if words and self.unsure:
             return True
         data = self.data
@@ -565,6 +571,12 @@ def _occurrences(part: str, text: str) -> Iterable[int]:
     while start >= 0:
         yield start
         start = text.find(part, start + 1)
+
+
+def _may_assign(data: bytes, words: list[tuple[int, int]]) -> bool:
+    """Whether a secret name's word (at ``words`` in ``data``, lower-cased UTF-8) is in a name that a
+    ``name: value`` or ``NAME=value`` assignment could have (the only texts ``_ASSIGNMENT`` is run on)."""
+    return any(_ASSIGNMENT_TAIL.match(data, end) for _, end in words)
 
 
 def _text_payload(obj: Mapping[Any, Any]) -> str | None:
@@ -1059,11 +1071,20 @@ class Redactor:
         appended to ``found``. ``escaped_names``: the text holds a secret name only once its escapes are
         decoded."""
         original = text
+        words = scan.words()
         if '"' in text and (
-            escaped_names or scan.may_hold_secret_key(self._words.probe) or _SIBLING_VALUE.search(text)
+            escaped_names
+            or (
+                bool(words)
+                and (
+                    scan.may_hold_secret_key(self._words.probe, self._key_at_positions(text, scan), words)
+                    # a sibling naming a secret: a name word somewhere, and a "value" member
+                    or _SIBLING_VALUE_BYTES.search(scan.data) is not None
+                )
+            )
         ):
             text = self._redact_json_names(text, response, found)
-        if (":" in text or "=" in text) and scan.words():
+        if words and (":" in text or "=" in text) and _may_assign(scan.data, words):
             text = _ASSIGNMENT.sub(lambda match: self._replace_assignment(match, response, found), text)
         if "=" in text:
             text = _QUERY.sub(lambda match: self._replace_query(match, found), text)
@@ -1410,9 +1431,32 @@ class Redactor:
             return True  # a keyword, or perhaps a learned form
         if min(hits)[0] < search.words and may_hold_prefixed(data):
             return True
-        if (b":" in data or b"=" in data) and any(_ASSIGNMENT_TAIL.match(scan.data, end) for _, end in scan.words()):
+        if (b":" in data or b"=" in data) and _may_assign(scan.data, scan.words()):
             return True
         return b'"' in data and self._may_hold_key(data, scan)
+
+    def _key_at_positions(self, text: str, scan: _Scan) -> Callable[[int, int], bool]:
+        """For ``may_hold_secret_key``: whether the key of ``text`` between two positions of its lower case's
+        UTF-8 (``scan.data``) may be secret, read in ``text`` itself. Lower-casing keeps the number of
+        characters (but for U+0130, with which ``may_hold_secret_key`` doesn't ask), so the key's characters
+        are at the same places in the text."""
+        if text.isascii():
+            return lambda start, end: self._key_may_be_secret(text[start:end])
+
+        def named(start: int, end: int) -> bool:
+            data = scan.data
+            first = len(data[:start].decode("utf-8", "surrogatepass"))
+            last = first + len(data[start:end].decode("utf-8", "surrogatepass"))
+            return self._key_may_be_secret(text[first:last])
+
+        return named
+
+    def _key_may_be_secret(self, name: str) -> bool:
+        """Whether a JSON key (as written) may be a secret name, once its escapes are decoded."""
+        if "\\" in name:
+            decoded = _json_string(name)
+            return decoded is None or self.is_secret_name(decoded) or self.is_secret_name(name)
+        return self.is_secret_name(name)
 
     def _may_hold_key(self, data: bytes, scan: _Scan) -> bool:
         """Whether a secret name may be a JSON key in ``data``, or name a sibling ``value`` (see
@@ -1422,13 +1466,8 @@ class Redactor:
             return True
 
         def named(start: int, end: int) -> bool:
-            # The key in ``data`` (the same positions as in its lower case): escaped or not ASCII, it may
-            # be anything once decoded.
-            key = data[start:end].decode("utf-8", "surrogateescape")
-            if "\\" in key:
-                decoded = _json_string(key)
-                return decoded is None or self.is_secret_name(decoded) or self.is_secret_name(key)
-            return self.is_secret_name(key)
+            # The key in ``data`` (the same positions as in its lower case).
+            return self._key_may_be_secret(data[start:end].decode("utf-8", "surrogateescape"))
 
         probe = self._words.probe
         if scan.may_hold_secret_key(probe, named):
