@@ -347,6 +347,7 @@ _TEXT_MEDIA = re.compile(
     r"(?i:text/|application/(?:json|xml|yaml|x-yaml|toml|x-sh|javascript|x-python)|[^;,]*\+(?:json|xml))"
 )
 _TEXT_DATA_URL = re.compile(r"data:(?i:text/|application/(?:json|xml|yaml|x-yaml|toml|x-sh|javascript))[^,]*;base64,")
+_MEDIA_MARKERS = (b"text/", b"application/", b"+json", b"+xml")
 _TEXT_MEDIA_BYTES = re.compile(
     rb"text/|application/(?:json|xml|yaml|x-yaml|toml|x-sh|javascript|x-python)|\+(?:json|xml)"
 )
@@ -421,9 +422,8 @@ def _cookie_pairs(value: str, response: bool) -> tuple[list[tuple[str, str, str]
     return found, rest
 
 
-# What may follow a secret name's word up to the closing quote of its JSON key, in lower-cased text: any
-# word may make a name secret (``token_value``), so anything but the quote.
-_KEY_END = rb'[^"]*+"'
+# A secret name's word may stand anywhere in a JSON key (``token_value``): what follows it up to the closing
+# quote of the key is anything but a quote (found by ``bytes.find``), and then comes ``_AFTER_KEY``.
 # What may follow that quote up to the key's colon, in the UTF-8 of lower-cased text: whitespace (any that
 # ``\s`` in text matches: a byte of a character that isn't ASCII stands for it) and, in JSON nested in a
 # JSON string, whitespace escaped (``\n``, ``\\u0020``, and so on at any depth). A key is always followed
@@ -439,10 +439,9 @@ _PARAMETER = re.compile(rb"(?=[?&;#]([A-Za-z0-9_.%\-]{1,64})=[^&#\s\"'<>\\])")
 
 
 class _Names(NamedTuple):
-    """For the last words of a redactor's secret names: the words searched for ("key" already finds
-    "apikey": only words no other word is part of), the probe of the end of a JSON key from where one of
-    them starts (the word completed to a word that holds it, then what ``_KEY_END`` and ``_AFTER_KEY``
-    allow), and the two searches of a redactor that has learned nothing."""
+    """For the words of a redactor's secret names: the words searched for ("key" already finds "apikey":
+    only words no other word is part of), the probe of what follows the closing quote of a JSON key
+    (``_AFTER_KEY``, up to its colon), and the two searches of a redactor that has learned nothing."""
 
     words: tuple[str, ...]
     probe: re.Pattern[bytes]
@@ -467,7 +466,8 @@ class _Search(NamedTuple):
 
     @classmethod
     def build(cls, words: tuple[str, ...], forms: tuple[str, ...], *, with_prefixes: bool = False) -> _Search:
-        prefixes = [prefix.lower() for prefix in PREFIX_PATTERNS] if with_prefixes else []
+        # The prefilter's: the catalogue's prefixes, and the text media types of base64 payloads.
+        prefixes = [prefix.lower() for prefix in PREFIX_PATTERNS] + list(_MEDIA_MARKERS) if with_prefixes else []
         lowered = sorted({form.encode("utf-8", "surrogatepass").lower() for form in forms})
         patterns = [*prefixes, *(word.encode() for word in words), *KEYWORD_PATTERNS, *lowered]
         keywords = len(prefixes) + len(words)
@@ -520,10 +520,15 @@ class _Scan(NamedTuple):
         if words and self.unsure:
             return True
         data = self.data
+        # The next quote after a word, and whether a key's colon follows it: shared by the words before it.
+        after, quote, key = -1, -1, False
         for start, _ in words:
-            if probe.match(data, start) and (
-                named is None or named(data.rfind(b'"', 0, start) + 1, data.find(b'"', start))
-            ):
+            if not after <= start <= quote:
+                after, quote = start, data.find(b'"', start)
+                if quote < 0:
+                    continue
+                key = probe.match(data, quote + 1) is not None
+            if quote >= 0 and key and (named is None or named(data.rfind(b'"', 0, start) + 1, quote)):
                 return True
         return False
 
@@ -552,11 +557,9 @@ _new_scan = functools.partial(tuple.__new__, _Scan)  # _Scan(*fields), without N
 
 def _names(words: frozenset[str]) -> _Names:
     searched = tuple(sorted(w for w in words if not any(o != w and o in w for o in words)))
-    ends = {other[start:] for word in searched for other in words for start in _occurrences(word, other)}
-    completions = b"|".join(re.escape(end.encode()) for end in sorted(ends, key=lambda end: (-len(end), end)))
     return _Names(
         searched,
-        re.compile(b"(?:" + completions + b")" + _KEY_END + _AFTER_KEY),
+        re.compile(_AFTER_KEY),
         _Search.build(searched, ()),
         _Search.build(searched, (), with_prefixes=True),
     )
@@ -1079,7 +1082,7 @@ class Redactor:
                 and (
                     scan.may_hold_secret_key(self._words.probe, self._key_at_positions(text, scan), words)
                     # a sibling naming a secret: a name word somewhere, and a "value" member
-                    or _SIBLING_VALUE_BYTES.search(scan.data) is not None
+                    or (b"value" in scan.data and _SIBLING_VALUE_BYTES.search(scan.data) is not None)
                 )
             )
         ):
@@ -1407,10 +1410,6 @@ class Redactor:
             data = utf8
         if _may_hold_escape(data):
             return True
-        if b"base64" in data or b'"data"' in data:
-            # A base64 payload of a text media type is searched decoded (``_redact_base64_text``).
-            if _TEXT_MEDIA_BYTES.search(data.lower()):
-                return True
         # The text's ASCII characters are its UTF-8's ASCII bytes, and no other character lower-cases to an
         # ASCII one (but the two ``_utf8`` leaves out): an ASCII pattern occurring in the UTF-8 of the text's
         # lower case occurs in the lower case of the bytes, and so does a learned form's UTF-8.
@@ -1429,8 +1428,8 @@ class Redactor:
         search, hits = scan.search, scan.hits
         if max(hits)[0] >= search.keywords:
             return True  # a keyword, or perhaps a learned form
-        if min(hits)[0] < search.words and may_hold_prefixed(data):
-            return True
+        if min(hits)[0] < search.words and (may_hold_prefixed(data) or _TEXT_MEDIA_BYTES.search(scan.data)):
+            return True  # a catalogue prefix, or a base64 payload of a text type (``_redact_base64_text``)
         if (b":" in data or b"=" in data) and _may_assign(scan.data, scan.words()):
             return True
         return b'"' in data and self._may_hold_key(data, scan)
@@ -1462,7 +1461,7 @@ class Redactor:
         """Whether a secret name may be a JSON key in ``data``, or name a sibling ``value`` (see
         ``_sibling_values``): in it, or in it read as JSON, whose ``\\n``, ``\\t``, ``\\r``, ``\\b`` and
         ``\\f`` are separators there (each read as two spaces)."""
-        if _SIBLING_VALUE_BYTES.search(scan.data) and scan.words():
+        if b"value" in scan.data and _SIBLING_VALUE_BYTES.search(scan.data) and scan.words():
             return True
 
         def named(start: int, end: int) -> bool:
