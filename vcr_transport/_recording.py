@@ -226,7 +226,7 @@ class _Recording:
         reason = self.book.why_not_saved(keep_failures=self.keep_failures)
         if not reason:
             assert writer is not None, "a recording worth saving wrote its lines"
-            self.unchanged = not writer.commit(QuietComparison(self.matcher, self.redactor))
+            self.unchanged = not writer.commit(QuietComparison(self.matcher, self.redactor), self.redactor)
             self.saved = True
         else:
             self._drop(reason, failure, at_exit)

@@ -15,11 +15,13 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Iterat
 from types import ModuleType
 from typing import Any
 
+from ._core._bodies import redact_url
 from ._core._engine import ReplayEngine, replay_headers
 from ._core._faults import Fault, FaultSchedule, corrupt_chunk
 from ._core._format import RecordedCall
 from ._core._modes import Step
 from ._core._options import Options
+from ._core._redaction import Redactor
 from ._exceptions import NetworkBlockedError
 from ._http import header_pairs, library_of, rebuild_error, stainless_sender_lets_exceptions_through, stream_class
 from ._storage import read_cassette
@@ -254,18 +256,20 @@ def answers_with_error_response(on_mismatch: str, headers: list[tuple[str, str]]
     return not stainless_sender_lets_exceptions_through()
 
 
-def kept_out(library: ModuleType, request: Any, step: Step) -> Any:
+def kept_out(library: ModuleType, request: Any, step: Step, redactor: Redactor) -> Any:
     """A passthrough request in replay: an empty 204 (``Step.EMPTY``), or NetworkBlockedError (``Step.BLOCK``,
-    and ``Step.PASS_THROUGH``: a ReplayTransport has no transport to send an ignored host's request on)."""
+    and ``Step.PASS_THROUGH``: a ReplayTransport has no transport to send an ignored host's request on). The
+    message names the URL redacted (a ``?key=`` would reach the CI log)."""
+    url = redact_url(str(request.url), redactor)
     if step is Step.EMPTY:
         return library.Response(204, headers=[("x-vcr-transport", "passthrough")])
     if step is Step.PASS_THROUGH:
         raise NetworkBlockedError(
-            f"{request.method} {request.url}: ignore_hosts names its host, but a ReplayTransport has no transport "
+            f"{request.method} {url}: ignore_hosts names its host, but a ReplayTransport has no transport "
             "to send it on; use use_cassette() or transport(), which send it on with the client's own transport"
         )
     raise NetworkBlockedError(
-        f"{request.method} {request.url} matches a passthrough rule, so it is never recorded, and replay does not "
+        f"{request.method} {url} matches a passthrough rule, so it is never recorded, and replay does not "
         "forward it (passthrough_replay='block'); use passthrough_replay='empty' to answer it with an empty 204"
     )
 

@@ -19,7 +19,7 @@ from types import ModuleType, TracebackType
 from typing import TYPE_CHECKING, Any, Literal, Self, Unpack
 
 from ._config import PytestRun, cassette_mode, current_run, find_pyproject, how_to_record, read_settings, resolve_mode
-from ._core._bodies import stored_body_bytes
+from ._core._bodies import redact_url, stored_body, stored_body_bytes
 from ._core._conversation import request_label
 from ._core._format import lines_before_call, lines_of_calls
 from ._core._modes import Decision, Mode, Step
@@ -209,7 +209,7 @@ class CassetteSession:
         if step is Step.RECORD:
             return None
         if step in (Step.PASS_THROUGH, Step.EMPTY, Step.BLOCK):
-            return kept_out(library_of(request), request, step)
+            return kept_out(library_of(request), request, step, self.options.redactor())
         if step is Step.REFUSE:
             assert self.broken is not None
             self.refused += 1
@@ -229,10 +229,16 @@ class CassetteSession:
         raise error
 
     def _note_sent(self, request: Any, body: bytes) -> None:
+        # What a test reads here is printed by a failing assert: values redacted as the cassette's are.
         redactor = self.options.redactor()
-        headers = redactor.redact_headers(header_pairs(request.headers))
+        pairs = header_pairs(request.headers)
+        headers = redactor.redact_headers(pairs)
+        content_type = next((value for name, value in pairs if name.lower() == "content-type"), "")
+        encoding = ", ".join(value for name, value in pairs if name.lower() == "content-encoding")
+        redacted = stored_body_bytes(stored_body(body, content_type, redactor, encoding=encoding))
+        url = redact_url(str(request.url), redactor)
         with self._sent_lock:
-            self._sent.append(CassetteRequest(request.method, redactor.redact_text(str(request.url)), headers, body, 0))
+            self._sent.append(CassetteRequest(request.method, url, headers, redacted, 0))
 
     @property
     def requests(self) -> list[CassetteRequest]:

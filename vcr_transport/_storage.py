@@ -19,6 +19,7 @@ from typing import Any
 from . import _parse_cache
 from ._core._format import Cassette, Finding, encode_line, header_problem, load_streaming, problems
 from ._core._quiet import QuietComparison, merged_lines
+from ._core._redaction import Redactor
 from ._exceptions import CassetteError
 
 __all__ = [
@@ -216,18 +217,21 @@ class CassetteWriter:
             if not self.closed:
                 self._discard()
 
-    def commit(self, quiet: QuietComparison | None = None) -> bool:
+    def commit(self, quiet: QuietComparison | None = None, final_pass: Redactor | None = None) -> bool:
         """Sync the new cassette to disk, check that it reads back (the strict parser, line by line, with
         bounded memory: a file that doesn't is removed and raises a CassetteError naming its line, and the
         old cassette stays), move it over the old one, sync the folder (once). With ``quiet``,
         the calls that are the same as the old cassette's keep their old lines byte for byte, and when every
         call is the same the old file is left as it was (see ``_core._quiet``). Returns whether the
-        cassette was replaced."""
+        cassette was replaced. ``final_pass``: the cassette's redactor, whose learned values leave every
+        line first (``Redactor.final_pass``), also those written before a value was learned."""
         replaced = False
         with self._lock:
             if not self.closed:
                 try:
                     self._file.flush()
+                    if final_pass is not None:
+                        self._final_pass(final_pass)
                     final = self._quieted(quiet) if quiet is not None else self.temporary
                     if final is None:
                         self._discard()  # the cassette already holds these calls
@@ -264,6 +268,36 @@ class CassetteWriter:
                 "free disk space or fix the folder's permissions, then record again",
             )
         return replaced
+
+    def _final_pass(self, redactor: Redactor) -> None:
+        """Rewrite the temporary file without the values learned after their lines were written, when it
+        holds any (searched by blocks, overlapping by the longest form)."""
+        overlap = redactor.longest_learned
+        if not overlap:
+            return
+        tail = b""
+        found = False
+        for block in _file_blocks(self.temporary):
+            if redactor.holds_learned(tail + block):
+                found = True
+                break
+            tail = block[-overlap:]
+        if not found:
+            return
+        descriptor, rewritten = tempfile.mkstemp(
+            prefix=f".{self.target.name}.{os.getpid()}.", suffix=".partial", dir=self.target.parent
+        )
+        try:
+            with os.fdopen(descriptor, "wb", buffering=1 << 16) as out, self.temporary.open("rb") as lines:
+                os.fchmod(out.fileno(), 0o600)
+                out.writelines(map(redactor.final_pass, lines))
+                out.flush()
+                os.fsync(out.fileno())
+        except BaseException:
+            Path(rewritten).unlink(missing_ok=True)
+            raise
+        self.temporary.unlink(missing_ok=True)
+        self.temporary = Path(rewritten)
 
     def _quieted(self, quiet: QuietComparison) -> Path | None:
         """The file to move over the cassette: the recording as written, or a copy of it holding the old

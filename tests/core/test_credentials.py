@@ -63,6 +63,39 @@ FAKES: dict[str, Fake] = {
     "langsmith key": _token(lambda r: "lsv2_pt_" + _run(r, HEX, 32) + "_" + _run(r, HEX, 10)),
     "tavily key": _token(lambda r: "tvly-dev-" + _run(r, ALNUM, 32)),
     "pinecone key": _token(lambda r: "pcsk_" + _run(r, ALNUM, 6) + "_" + _run(r, ALNUM, 60)),
+    "nvidia nim key": _token(lambda r: "nvapi-" + _run(r, ALNUM + "_-", 64)),
+    "cerebras key": _token(lambda r: "csk-" + _run(r, ALNUM, 48)),
+    "together key": _token(lambda r: "tgp_v1_" + _run(r, ALNUM + "_-", 43)),
+    "elevenlabs key": _token(lambda r: "sk_" + _run(r, HEX, 48)),
+    "voyage key": _token(lambda r: "pa-" + _run(r, ALNUM + "_-", 43)),
+    "anyscale key": _token(lambda r: "esecret_" + _run(r, ALNUM, 26)),
+    "vault token": _token(lambda r: r.choice(["hvs.", "hvb."]) + _run(r, ALNUM + "_-", 92)),
+    "docker token": _token(lambda r: "dckr_pat_" + _run(r, ALNUM + "_-", 27)),
+    "tailscale key": _token(lambda r: "tskey-auth-k" + _run(r, ALNUM, 10) + "CNTRL-" + _run(r, ALNUM, 33)),
+    "posthog key": _token(lambda r: r.choice(["phx_", "phc_"]) + _run(r, ALNUM, 43)),
+    "mapbox secret token": _token(lambda r: "sk.eyJ1Ijoi" + _run(r, ALNUM, 40) + "." + _run(r, ALNUM + "_-", 22)),
+    "1password service account token": _token(lambda r: "ops_eyJzaWduSW5BZGRyZXNzIjoi" + _run(r, ALNUM, 120)),
+    "netlify/heroku-style prefixed token": _token(lambda r: r.choice(["nfp_", "HRKU-"]) + _run(r, ALNUM, 40)),
+    "cloudflare origin ca key": _token(lambda r: "v1.0-" + _run(r, HEX, 24) + "-" + _run(r, HEX, 146)),
+    "microsoft teams webhook": lambda r: (
+        "https://contoso.webhook.office.com/webhookb2/"
+        + (secret := f"{_run(r, HEX, 8)}-{_run(r, HEX, 4)}@{_run(r, HEX, 8)}/IncomingWebhook/{_run(r, HEX, 32)}"),
+        secret,
+    ),
+    "zapier webhook": lambda r: (
+        "https://hooks.zapier.com/hooks/catch/" + (secret := _run(r, string.digits, 7) + "/" + _run(r, ALNUM, 7)) + "/",
+        secret,
+    ),
+    "telegram bot token in a url path": lambda r: (
+        "https://api.telegram.org/bot"
+        + (secret := _run(r, string.digits, 10) + ":" + _run(r, ALNUM + "_-", 35))
+        + "/sendMessage",
+        secret,
+    ),
+    "aws secret access key after an access key id": lambda r: (
+        f"AKIA{_run(r, 'ABCDEFGHIJKLMNOPQRSTUVWXYZ234567', 16)} {(secret := _b64(r, 40))}",
+        secret,
+    ),
     "github token": _token(lambda r: r.choice(["ghp_", "gho_", "ghu_", "ghs_", "ghr_"]) + _run(r, ALNUM, 36)),
     "github fine-grained token": _token(lambda r: "github_pat_" + _run(r, ALNUM, 22) + "_" + _run(r, ALNUM, 59)),
     "gitlab token": _token(lambda r: "glpat-" + _run(r, ALNUM + "_-", 20)),

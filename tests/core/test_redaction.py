@@ -698,3 +698,113 @@ def test_a_learned_value_or_a_user_rule_makes_any_text_redactable() -> None:
     assert redactor.could_redact(plain)
     assert Redactor(patterns=[r"nothing"]).could_redact("hello")
     assert Redactor(callables=[str.upper]).could_redact("hello")
+
+
+# --- names that generalise, siblings, free text, userinfo, the final pass -------------------------------
+
+ANY_WORD_SECRETS = ["X-Auth-Key", "accesstoken", "clientsecret", "privatekey", "private_key_pem", "auth"]
+ANY_WORD_SECRETS += ["credentials", "api_keys", "SecretString", "hapikey", "app_key", "license_key", "userPassword"]
+ANY_WORD_SECRETS += ["access_tokens", "xsrftoken", "auth_token_value", "DB_PASSWORDS", "masterKey"]
+ANY_WORD_KEPT = ["max_tokens", "token_type", "tokenizer", "author", "monkey", "keywords", "secret_name"]
+ANY_WORD_KEPT += ["api_key_id", "password_hint", "token_count", "tokenBudget", "prompt_cache_key", "public_key"]
+ANY_WORD_KEPT += ["eos_token_id", "pagetoken", "maxtokens", "hotkeys", "authority", "sort_key"]
+
+
+@pytest.mark.parametrize("name", ANY_WORD_SECRETS)
+def test_a_secret_word_anywhere_makes_a_name_secret(name: str) -> None:
+    assert Redactor().is_secret_name(name)
+    assert remove_secret_values({name: "value-of-it"}) == {name: PLACEHOLDER}
+
+
+@pytest.mark.parametrize("name", ANY_WORD_KEPT)
+def test_descriptors_counters_and_look_alikes_stay_kept(name: str) -> None:
+    assert not Redactor().is_secret_name(name)
+    assert remove_secret_values({name: "value-of-it"}) == {name: "value-of-it"}
+
+
+def test_key_is_a_secret_anywhere_in_a_header_or_query_name_but_not_in_json() -> None:
+    redactor = Redactor()
+    for name in ("Fastly-Key", "x-rapidapi-key", "DD-APPLICATION-KEY", "x-portkey-virtual-key"):
+        assert redactor.is_secret_name(name, header=True) and redactor.is_secret_name(name, query=True), name
+    assert not redactor.is_secret_name("Fastly-Key"), "in JSON, 'key' after a word that isn't a qualifier is data"
+    assert not redactor.is_secret_name("Idempotency-Key", header=True)
+    assert not redactor.is_secret_name("x-ratelimit-remaining-tokens", header=True)
+    assert redactor.redact_headers([("X-Honeycomb-Team", "hc-team-key-0123")]) == [("X-Honeycomb-Team", PLACEHOLDER)]
+    url = "https://api.openweathermap.org/data/2.5/weather?q=Paris&appid=0123abcd4567efgh"
+    assert Redactor().redact_text(url) == url.replace("0123abcd4567efgh", PLACEHOLDER)
+
+
+def test_a_value_named_by_its_sibling_is_a_secret() -> None:
+    env = {"env": [{"name": "MISTRAL_API_KEY", "value": "mistral-9f8e7d6c"}, {"name": "DEBUG", "value": "1"}]}
+    expected = {"env": [{"name": "MISTRAL_API_KEY", "value": PLACEHOLDER}, {"name": "DEBUG", "value": "1"}]}
+    assert Redactor().redact_value(env) == expected
+    assert json.loads(Redactor().redact_text(json.dumps(env))) == expected
+    ssm = {"Parameter": {"Name": "/prod/db/password", "Type": "SecureString", "Value": "s3cr3t-v4lue", "Version": 3}}
+    assert json.loads(Redactor().redact_text(json.dumps(ssm)))["Parameter"]["Value"] == PLACEHOLDER
+    assert Redactor().could_redact(json.dumps(ssm))
+    metadata = {"key": "source_url", "value": "https://example.test/a"}
+    assert Redactor().redact_value(metadata) == metadata
+
+
+@pytest.mark.parametrize(
+    ("text", "secret"),
+    [
+        ("config:\nOPENAI_API_KEY=Zq7abc123def456\nDEBUG=1", "Zq7abc123def456"),
+        ("  api_key: Zq7abc123def456\n", "Zq7abc123def456"),
+        ('{"content": "my file:\\nexport GROQ_TOKEN=Zq7abc123def456\\n"}', "Zq7abc123def456"),
+        ("password: hunter22", "hunter22"),
+        ("redis://:Zq7redisPassw0rd@cache.internal:6379", "Zq7redisPassw0rd"),
+        ("postgres://app:pa#ss?w0rd@db.internal/app", "pa#ss?w0rd"),
+    ],
+)
+def test_assignments_in_free_text_and_userinfo_lose_their_value(text: str, secret: str) -> None:
+    redactor = Redactor()
+    assert redactor.could_redact(text)
+    redacted = redactor.redact_text(text)
+    assert secret not in redacted and PLACEHOLDER in redacted
+    assert redactor.redact_text(redacted) == redacted
+
+
+@pytest.mark.parametrize("text", ["Key: the main point", "author: Jane Austen", "max_tokens=4096", "Tokens: many"])
+def test_prose_and_counters_that_look_like_assignments_stay(text: str) -> None:
+    assert Redactor().redact_text(text) == text
+
+
+def test_the_final_pass_removes_a_value_learned_after_its_line_was_written() -> None:
+    redactor = Redactor()
+    token = "Zq9loginTokenValue1234567"
+    early = (json.dumps({"type": "event", "text": json.dumps({"key": token})}) + "\n").encode()
+    payload = base64.b64encode(f"data: {token}\n".encode()).decode()
+    binary = (json.dumps({"type": "event", "base64": payload}) + "\n").encode()
+    assert redactor.redact_text(early.decode()) == early.decode(), "a 'key' in JSON is data: nothing is learned"
+    assert redactor.final_pass(early) == early
+    redactor.redact_headers([("authorization", f"Token {token}")])
+    cleaned = redactor.final_pass(early)
+    assert token not in cleaned.decode() and PLACEHOLDER in json.loads(cleaned)["text"]
+    decoded = base64.b64decode(json.loads(redactor.final_pass(binary))["base64"])
+    assert token.encode() not in decoded and PLACEHOLDER.encode() in decoded
+    assert redactor.holds_learned(early) and not redactor.holds_learned(cleaned)
+
+
+def test_base64_text_documents_are_searched_decoded_and_encoded_again() -> None:
+    text = b"notes\nDB_PASSWORD=Zq7hunter2222\nkey sk-proj-abcdefghijklmnopqrstuvwxyz012345\n"
+    doc = base64.b64encode(text).decode()
+    image = base64.b64encode(b"\x89PNG\r\n DB_PASSWORD=elsewhere0 sk-proj-notLearnedHere0123456789abcdefgh").decode()
+    body = {
+        "anthropic": {"type": "document", "source": {"type": "base64", "media_type": "text/plain", "data": doc}},
+        "openai": {"type": "file", "file": {"file_data": "data:text/plain;base64," + doc}},
+        "gemini": {"inline_data": {"mime_type": "text/markdown", "data": doc}},
+        "image": {"type": "base64", "media_type": "image/png", "data": image},
+    }
+    redactor = Redactor()
+    assert redactor.could_redact(json.dumps(body))
+    out = redactor.redact_value(body)
+    payloads = [
+        out["anthropic"]["source"]["data"],
+        out["openai"]["file"]["file_data"].partition(",")[2],
+        out["gemini"]["inline_data"]["data"],
+    ]
+    for payload in payloads:
+        decoded = base64.b64decode(payload)
+        assert b"Zq7hunter2222" not in decoded and b"sk-proj-" not in decoded and decoded.startswith(b"notes\n")
+    assert out["image"] == body["image"], "a binary media type is kept as it came"

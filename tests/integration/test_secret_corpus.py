@@ -11,6 +11,7 @@ import functools
 import gzip
 import json
 import random
+import re
 import string
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -605,3 +606,198 @@ def test_scan_finds_every_planted_secret_detect_secrets_finds(tmp_path: Path) ->
     assert theirs, "detect-secrets found nothing: the cross-check would prove nothing"
     missed = [f"{p.location}/{p.format}" for p in theirs if p not in ours]
     assert missed == [], f"detect-secrets found these and scan did not: {missed}"
+
+
+# --- round three: what real applications and their tools send ----------------------------------------
+# Credential names the old rules didn't read (any secret word, run-together lower case, plurals, a value
+# named by a sibling, secret-store answers), key shapes and webhook URLs the catalogue lacked, userinfo with
+# an empty user or a `#`/`?` in its password, `NAME=value` lines in a prompt, an AWS secret beside its key
+# id, and a token learned only after the calls that carried it. Each through the SDK to the loopback
+# upstream; the kept corpus holds look-alikes that are not secrets and must come through as sent.
+
+ROUND_THREE_HEADERS = ["X-Auth-Key", "x-rapidapi-key", "Fastly-Key", "DD-APPLICATION-KEY", "X-Honeycomb-Team"]
+ROUND_THREE_HEADERS += ["x-portkey-virtual-key", "Helicone-Auth"]
+ROUND_THREE_QUERY = ["appid", "auth", "hapikey", "license_key", "app_key"]
+ROUND_THREE_JSON = ["accesstoken", "clientsecret", "privatekey", "private_key_pem", "auth", "credentials"]
+ROUND_THREE_JSON += ["SecretString", "masterKey", "userPassword"]
+ROUND_THREE_SHAPES: dict[str, Callable[[str], str]] = {
+    "nvidia": lambda c: "nvapi-" + c,
+    "cerebras": lambda c: "csk-" + c,
+    "together": lambda c: "tgp_v1_" + c,
+    "elevenlabs": lambda c: "sk_" + hashlib_hex(c, 48),
+    "voyage": lambda c: "pa-" + c,
+    "vault": lambda c: "hvs." + c + c,
+    "docker": lambda c: "dckr_pat_" + c,
+    "posthog": lambda c: "phx_" + c,
+    "slack webhook": lambda c: "https://hooks.slack.com/services/T0123ABCD/B0123ABCD/" + c[:24],
+    "teams webhook": lambda c: f"https://contoso.webhook.office.com/webhookb2/{c}@{c[:12]}/IncomingWebhook/{c}",
+    "zapier webhook": lambda c: f"https://hooks.zapier.com/hooks/catch/1234567/{c}/",
+    "telegram bot path": lambda c: f"https://api.telegram.org/bot123456789:{c[:35]}/sendMessage",
+}
+# Values that look like the above but are not secrets: each must reach the cassette as sent.
+KEPT_JSON = {
+    "max_tokens": 77,
+    "prompt_cache_key": "KEEP-cache-key-value",
+    "token_type": "KEEP-Bearer-type",
+    "next_page_token": "KEEP-next-page-token",
+    "eos_token": "KEEP-eos-token",
+    "tokenizer": "KEEP-tokenizer-name",
+    "author": "KEEP-author-name",
+    "monkey": "KEEP-monkey-value",
+    "keywords": "KEEP-keywords-value",
+    "secret_name": "KEEP-secret-name",
+    "api_key_id": "KEEP-api-key-id",
+    "password_hint": "KEEP-password-hint",
+    "token_count": 12345,
+    "sort_key": "KEEP-sort-key",
+    "public_key": "KEEP-public-key",
+    "idempotency_key": "KEEP-idempotency",
+    "env": [{"name": "DEBUG_LEVEL", "value": "KEEP-debug-level"}],
+}
+KEPT_PROMPT = "author: KEEP-prose-author\nKey: the main point\nTokenizer: KEEP-prose-tokenizer\nmax_tokens=4096"
+KEPT_QUERY = {"page_token": "KEEP-query-page", "sort_key": "KEEP-query-sort", "tokens": "KEEP-query-tokens"}
+
+
+def hashlib_hex(seed: str, length: int) -> str:
+    import hashlib
+
+    return (hashlib.sha256(seed.encode()).hexdigest() * 2)[:length]
+
+
+def _round_three(sdk: Sdk, cassette: Path) -> tuple[list[Planted], str]:
+    """Record the round-three corpus through ``sdk``; the planted secrets and the cassette's haystack."""
+    import anthropic
+    import openai
+
+    rng = random.Random("round-three-" + sdk.id)
+    planted: list[Planted] = []
+
+    def plant(location: str, kind: str, build: Callable[[str], str] = lambda c: c, length: int = 32) -> str:
+        core = _core(rng, length)
+        secret = build(core)
+        planted.append(Planted(location, kind, secret, core))
+        return secret
+
+    headers = {name: plant("header", name) for name in ROUND_THREE_HEADERS}
+    query = {name: plant("query", name) for name in ROUND_THREE_QUERY}
+    body: dict[str, Any] = {name: plant("json", name) for name in ROUND_THREE_JSON}
+    body["api_keys"] = [plant("json", "api_keys[0]"), plant("json", "api_keys[1]")]
+    body["env"] = [{"name": "MISTRAL_API_KEY", "value": plant("json", "sibling env")}]
+    body["Parameter"] = {"Name": "/prod/db/password", "Type": "SecureString", "Value": plant("json", "ssm")}
+    document = base64.b64encode(f"DB_PASSWORD={plant('base64 text', 'document')}\n".encode()).decode()
+    body["attachments"] = [
+        {"type": "base64", "media_type": "text/plain", "data": document},
+        {
+            "file_data": "data:text/plain;base64,"
+            + base64.b64encode(f"api_key: {plant('base64 text', 'data url')}".encode()).decode()
+        },
+    ]
+    shapes = [plant("prompt", kind, build, 40) for kind, build in ROUND_THREE_SHAPES.items()]
+    redis = plant("prompt", "redis empty user", length=20)
+    hashed = plant("prompt", "password with # and ?", length=20)
+    env_line = plant("prompt", "API_KEY= line", length=24)
+    yaml_line = plant("prompt", "api_key: line", length=24)
+    aws_secret = plant("prompt", "aws secret beside its key id", lambda c: c[:40], 40)
+    prompt = (
+        "Summarise this config file:\n"
+        f"OPENAI_API_KEY={env_line}\n  api_key: {yaml_line}\n"
+        f"url: redis://:{redis}@cache.internal:6379/0\n"
+        f"db: postgres://app:{hashed[:8]}#{hashed[8:14]}?{hashed[14:]}@db.internal/app\n"
+        f"aws: AKIAQ7ABCDEFGHIJKLMN {aws_secret}\n" + "\n".join(shapes) + "\n" + KEPT_PROMPT
+    )
+    response_secret = plant("response", "SecretString answer")
+    login_token = plant("response", "learned too late: login key then Token auth")
+    upstream = Upstream().start()
+    upstream.routes["/v1/chat/completions"] = openai_reply
+    upstream.routes["/v1/messages"] = anthropic_reply
+    upstream.routes["/v1/login"] = lambda received: Reply.json({"key": login_token, "user": "ann"})
+    upstream.routes["/v1/secret"] = lambda received: Reply.json(
+        {"ARN": "arn:aws:secretsmanager:eu-west-1:1:secret:x", "Name": "prod/db", "SecretString": response_secret}
+    )
+    upstream.routes["/"] = lambda received: Reply.json({"ok": True})
+    if sdk.is_async:
+        transport: Any = vcr_transport.AsyncRecordingTransport(httpx2.AsyncHTTPTransport(), cassette)
+    else:
+        transport = vcr_transport.RecordingTransport(httpx2.HTTPTransport(), cassette)
+    http = httpx2.AsyncClient(transport=transport) if sdk.is_async else httpx2.Client(transport=transport)
+    common: dict[str, Any] = {"http_client": http, "max_retries": 0, "default_headers": headers}
+    if sdk.name == "openai":
+        cls: Any = openai.AsyncOpenAI if sdk.is_async else openai.OpenAI
+        client = cls(api_key="sk-proj-TESTKEYabcdefghijklmnopqrstuvwxyz0123", base_url=upstream.url + "/v1", **common)
+    else:
+        cls = anthropic.AsyncAnthropic if sdk.is_async else anthropic.Anthropic
+        client = cls(api_key="sk-ant-api03-TESTKEYabcdefghijklmnopqrstuvwxyz0123", base_url=upstream.url, **common)
+    path = "/login" if sdk.name == "openai" else "/v1/login"
+    prefix = "" if sdk.name == "openai" else "/v1"
+
+    async def run() -> None:
+        async def done(result: Any) -> Any:
+            return await result if sdk.is_async else result
+
+        messages = [{"role": "user", "content": prompt}]
+        extra = {"extra_body": body | KEPT_JSON, "extra_query": query | KEPT_QUERY}
+        if sdk.name == "openai":
+            await done(client.chat.completions.create(model="m", messages=messages, **extra))
+        else:
+            await done(client.messages.create(model="m", max_tokens=9, messages=messages, **extra))
+        await done(client.post(path, cast_to=object, body={"username": "ann"}))
+        await done(client.post(prefix + "/secret", cast_to=object, body={"SecretId": "prod/db"}))
+        await done(
+            client.get(prefix + "/me", cast_to=object, options={"headers": {"Authorization": f"Token {login_token}"}})
+        )
+        if sdk.is_async:
+            await client.close()
+            await transport.aclose()
+
+    try:
+        asyncio.run(run())
+        if not sdk.is_async:
+            client.close()
+            transport.close()
+    finally:
+        upstream.stop()
+    haystack = _haystack(cassette)
+    # Base64 runs anywhere in the cassette (documents, data URLs), decoded.
+    for run in re.findall(r"[A-Za-z0-9+/]{24,}={0,2}", haystack):
+        try:
+            haystack += "\n" + base64.b64decode(run + "=" * (-len(run) % 4)).decode("utf-8", "replace")
+        except ValueError:
+            pass
+    return planted, haystack
+
+
+def _round_three_ids() -> list[Any]:
+    return [pytest.param(sdk, id=sdk.id) for sdk in SDKS if sdk.library is httpx2 and sdk.name != "genai"]
+
+
+@pytest.mark.parametrize("sdk", _round_three_ids())
+def test_round_three_secrets_never_reach_the_cassette_and_look_alikes_stay(sdk: Sdk, tmp_path: Path) -> None:
+    planted, haystack = _round_three(sdk, tmp_path / "c.jsonl")
+    leaked = [f"{p.location}/{p.format}" for p in _leaked(planted, haystack)]
+    kept = [value for value in KEPT_JSON.values() if isinstance(value, str)]
+    kept += ["KEEP-debug-level", "KEEP-prose-author", "KEEP-prose-tokenizer", "Key: the main point"]
+    kept += [f"{name}={value}" for name, value in KEPT_QUERY.items()]
+    over_redacted = [value for value in kept if value not in haystack]
+    figures = f"{len(leaked)} of {len(planted)} leaked, {len(over_redacted)} of {len(kept)} over-redacted"
+    print(f"{sdk.id} round three: {figures}")
+    assert leaked == [], f"{len(leaked)} of {len(planted)} planted secrets leaked: {leaked}"
+    assert over_redacted == [], f"look-alikes removed: {over_redacted}"
+    assert '"max_tokens":77' in haystack.replace(" ", "") and '"token_count":12345' in haystack.replace(" ", "")
+
+
+def test_messages_and_the_requests_a_test_reads_hold_only_redacted_values(tmp_path: Path) -> None:
+    """Outside the cassette: the NetworkBlockedError of an ignored host names the URL redacted, and the
+    requests a test reads (``vcr_cassette.requests``) hold redacted URLs, headers and bodies, since a
+    failing assert prints them into CI logs."""
+    key, password = "Q7ignoredHostKey0123456789", "Q7passwordInTheBody01234"
+    cassette = tmp_path / "c.jsonl"
+    with vcr_transport.use_cassette(cassette, mode="record") as recorded:
+        with httpx2.Client(transport=httpx2.MockTransport(lambda request: httpx2.Response(200))) as client:
+            client.post(f"https://api.example.test/one?key={key}", json={"user": "ann", "password": password})
+        requests = recorded.requests
+    assert requests and all(key not in r.url and password.encode() not in r.body for r in requests)
+    assert b"ann" in requests[0].body, "the rest of the body is kept"
+    replay = vcr_transport.ReplayTransport(cassette, ignore_hosts=["localhost"])
+    with httpx2.Client(transport=replay) as client, pytest.raises(vcr_transport.NetworkBlockedError) as caught:
+        client.get(f"http://localhost/x?api_key={key}&q=1")
+    assert key not in str(caught.value) and "q=1" in str(caught.value)

@@ -140,6 +140,12 @@ CATALOGUE: tuple[CredentialFormat, ...] = (
     _prefixed("langsmith key", ("lsv2_",), r"lsv2_(?:pt|sk)_[0-9a-f]{32}_[0-9a-f]{10}"),
     _prefixed("tavily key", ("tvly-",), r"tvly-(?:dev-)?[A-Za-z0-9]{24,}"),
     _prefixed("pinecone key", ("pcsk_",), r"pcsk_[A-Za-z0-9_]{40,}"),
+    _prefixed("nvidia nim key", ("nvapi-",), r"nvapi-[A-Za-z0-9_-]{40,}"),
+    _prefixed("cerebras key", ("csk-",), r"csk-[A-Za-z0-9]{32,}"),
+    _prefixed("together key", ("tgp_v1_",), r"tgp_v1_[A-Za-z0-9_-]{32,}"),
+    _prefixed("elevenlabs key", ("sk_",), r"sk_[0-9a-f]{48}"),
+    _prefixed("voyage key", ("pa-",), r"pa-[A-Za-z0-9_-]{40,}"),
+    _prefixed("anyscale key", ("esecret_",), r"esecret_[A-Za-z0-9]{20,}"),
     # Source hosting and package registries
     _prefixed("github token", ("ghp_", "gho_", "ghu_", "ghs_", "ghr_"), r"gh[pousr]_[A-Za-z0-9]{36,}"),
     _prefixed("github fine-grained token", ("github_pat_",), r"github_pat_[A-Za-z0-9_]{60,}"),
@@ -159,6 +165,23 @@ CATALOGUE: tuple[CredentialFormat, ...] = (
         "discord webhook",
         ("/api/webhooks/",),
         re.compile(r"discord(?:app)?\.com/api/webhooks/(?P<secret>\d{5,25}/[A-Za-z0-9_-]{40,})"),
+    ),
+    CredentialFormat(
+        "microsoft teams webhook",
+        ("webhook.office.com/", "/webhookb2/"),
+        re.compile(r"/webhookb2/(?P<secret>[A-Za-z0-9@/_.-]{40,})", re.IGNORECASE),
+        lowercase_keywords=True,
+    ),
+    CredentialFormat(
+        "zapier webhook",
+        ("hooks.zapier.com/",),
+        re.compile(r"hooks\.zapier\.com/hooks/catch/(?P<secret>[0-9]+/[A-Za-z0-9]+)"),
+        anchored=True,
+    ),
+    CredentialFormat(
+        "telegram bot token in a url path",
+        ("/bot",),
+        re.compile(r"/bot(?P<secret>\d{5,12}:[A-Za-z0-9_-]{30,50})(?![A-Za-z0-9_-])"),
     ),
     CredentialFormat(
         "telegram bot token",
@@ -185,6 +208,17 @@ CATALOGUE: tuple[CredentialFormat, ...] = (
     _prefixed("sentry token", ("sntrys_", "sntryu_"), r"sntry[su]_[A-Za-z0-9+/=_-]{40,}"),
     _prefixed("new relic key", ("NRAK-",), r"NRAK-[A-Z0-9]{27}"),
     _prefixed("atlassian token", ("ATATT3",), r"ATATT3[A-Za-z0-9_=-]{100,}"),
+    # Developer platforms
+    _prefixed("vault token", ("hvs.", "hvb.", "hvr."), r"hv[sbr]\.[A-Za-z0-9_-]{24,}"),
+    _prefixed("docker token", ("dckr_pat_", "dckr_oat_"), r"dckr_(?:pat|oat)_[A-Za-z0-9_-]{27,}"),
+    _prefixed("tailscale key", ("tskey-",), r"tskey-[a-z]+-[A-Za-z0-9]{6,}-[A-Za-z0-9]{16,}"),
+    _prefixed("posthog key", ("phx_", "phc_"), r"ph[xc]_[A-Za-z0-9]{40,}"),
+    _prefixed("mapbox secret token", ("sk.eyJ",), r"sk\.eyJ[A-Za-z0-9_-]{20,}\.[A-Za-z0-9_-]{20,}"),
+    _prefixed("1password service account token", ("ops_eyJ",), r"ops_eyJ[A-Za-z0-9+/=_-]{50,}"),
+    _prefixed(
+        "netlify/heroku-style prefixed token", ("nfp_", "HRKU-"), r"(?:nfp_[A-Za-z0-9]{36,}|HRKU-[A-Za-z0-9_-]{30,})"
+    ),
+    _prefixed("cloudflare origin ca key", ("v1.0-",), r"v1\.0-[a-f0-9]{24}-[a-f0-9]{146}"),
     _prefixed("age secret key", ("AGE-SECRET-KEY-",), r"AGE-SECRET-KEY-1[QPZRY9X8GF2TVDW0S3JN54KHCE6MUA7L]{58}"),
     # Cloud
     _prefixed(
@@ -196,12 +230,18 @@ CATALOGUE: tuple[CredentialFormat, ...] = (
         "aws secret access key after an aws name",
         ("aws",),
         re.compile(
-            r"aws[A-Za-z0-9_ .-]{0,30}?(?:secret|key)[A-Za-z0-9_ .-]{0,20}?[\"']?\s*[:=]\s*[\"']?"
-            r"(?P<secret>(?<![A-Za-z0-9+/])[A-Za-z0-9+/]{40}(?![A-Za-z0-9+/=]))",
+            r"aws[A-Za-z0-9_ .-]{0,30}?(?:secret|key)[A-Za-z0-9_ .-]{0,20}?[\"']?\s*[:=]?\s*[\"']?"
+            r"(?P<secret>(?<![A-Za-z0-9+/])[A-Za-z0-9+/]{40}(?![A-Za-z0-9+/=.]))",
             re.IGNORECASE,
         ),
         lowercase_keywords=True,
         anchored=True,
+    ),
+    _prefixed(
+        "aws secret access key after an access key id",
+        ("AKIA", "ASIA"),
+        r"(?:AKIA|ASIA)[A-Z0-9]{16}(?:[^A-Za-z0-9+/]|[A-Za-z_ ]{1,40}[:=])[^A-Za-z0-9+/]{0,20}"
+        r"(?P<secret>[A-Za-z0-9+/]{40})(?!\.)",  # a JWT's first part is 40 characters too
     ),
     CredentialFormat(
         "azure connection string key",

@@ -43,6 +43,7 @@ from ._credentials import (
     looks_like_credential,
     may_hold_prefixed,
 )
+from ._format import encode_line
 from ._memo import Memo
 
 __all__ = [
@@ -74,6 +75,7 @@ SECRET_FIELD_NAMES: frozenset[str] = frozenset(
         "ocp-apim-subscription-key",
         "x-auth-token",
         "private-token",
+        "x-honeycomb-team",
         "cookie",
         "set-cookie",
         # OAuth 2.0 (RFC 6749, RFC 7523, RFC 7636) and OpenID Connect
@@ -106,7 +108,7 @@ SECRET_FIELD_NAMES: frozenset[str] = frozenset(
 # `code`, Azure SAS `sig`, signed-URL signatures. In JSON they are ordinary data (Gemini's customMetadata
 # `key`, an error `code`, Anthropic's thinking `signature`).
 QUERY_SECRET_NAMES: frozenset[str] = frozenset(
-    {"key", "code", "sig", "signature", "x-amz-signature", "x-goog-signature"}
+    {"key", "code", "sig", "signature", "x-amz-signature", "x-goog-signature", "appid", "hapikey"}
 )
 
 # A name whose words end with one of these is a secret too: github_token, stripe_secret_key, db_password,
@@ -144,6 +146,122 @@ _NOT_SECRET_SUFFIXES: tuple[tuple[str, ...], ...] = (
     ("sync", "token"),
     *((special, "token") for special in ("eos", "bos", "pad", "unk", "sep", "cls", "mask", "start", "end", "stop")),
 )
+# Any of these words (singular or plural), wherever it stands in a name, makes the name secret:
+# ``auth_token_value``, ``X-Auth-Key``, ``credentials``, ``SecretString``, ``private_key_pem``. Unless a word
+# after it says the value is about the secret, not the secret (``DESCRIPTOR_WORDS``: ``token_type``,
+# ``secret_name``, ``password_hint``), or the name is a kept one (``_NOT_SECRET_SUFFIXES``).
+_ANYWHERE_WORDS = frozenset(
+    {"token", "secret", "password", "passwd", "pwd", "passphrase", "credential", "jwt", "auth", "authorization"}
+)
+# "key" is data in JSON (a metadata key, a cache key, a sort key): there it is a secret after one of these
+# words only (``api_key``, ``app_key``, ``license_key``, ``auth_key``). In a header or a query name, "key"
+# is a secret wherever it stands (``Fastly-Key``, ``DD-APPLICATION-KEY``, ``x-rapidapi-key``), but for the
+# names of ``_NOT_SECRET_KEYS``.
+_KEY_QUALIFIERS = frozenset(
+    {"api", "apis", "secret", "private", "access", "account", "session", "subscription", "functions", "auth"}
+    | {"app", "application", "license", "licence", "master", "admin", "client", "signing", "encryption", "service"}
+    | {"global", "user", "write", "read", "ingest", "ingestion", "deploy", "server", "management", "virtual"}
+)
+_NOT_SECRET_KEYS: tuple[tuple[str, ...], ...] = (
+    ("idempotency", "key"),
+    ("cache", "key"),
+    ("sort", "key"),
+    ("partition", "key"),
+    ("primary", "key"),
+    ("foreign", "key"),
+    ("object", "key"),
+    ("routing", "key"),
+    ("dedup", "key"),
+    ("dedupe", "key"),
+    ("public", "key"),
+    ("header", "key"),
+)
+# Qualifiers that make "tokens" a list of credentials (``access_tokens``), where alone it is a count.
+_TOKEN_QUALIFIERS = frozenset({"access", "refresh", "id", "api", "auth", "bearer", "session", "oauth", "personal"})
+# A word after the secret one that makes the name a description of the secret, not the secret itself.
+DESCRIPTOR_WORDS = frozenset(
+    {"id", "ids", "type", "types", "kind", "name", "names", "count", "counts", "limit", "limits", "remaining"}
+    | {"reset", "used", "usage", "length", "len", "size", "budget", "url", "uri", "urls", "endpoint", "expires"}
+    | {"expiry", "expiration", "ttl", "prefix", "hint", "last4", "present", "provided", "required", "enabled"}
+    | {"configured", "env", "var", "file", "path", "ref", "arn", "version", "policy", "format", "location"}
+    | {"label", "status", "method", "methods", "mode", "provider", "algorithm", "alg", "fingerprint", "scope"}
+    | {"scopes", "field", "param", "parameter", "placement", "strategy", "created", "updated", "rotated"}
+    | {"description", "title", "source", "index", "offset", "logprob", "logprobs", "probability", "rank"}
+)
+# The words that are split out of run-together lower case: ``accesstoken``, ``clientsecret``, ``privatekey``,
+# ``hapikey``, ``apikeys``. A run-together word is split when it is made of these words only, or ends with two
+# or more of them of which the last is a secret word (``hapikey``: h, api, key; but ``monkey`` stays one), or
+# ends with a secret word other than key (``xsrftoken``).
+_DICTIONARY = (
+    _ANYWHERE_WORDS
+    | _KEY_QUALIFIERS
+    | _TOKEN_QUALIFIERS
+    | {"key", "keys", "tokens", "secrets", "passwords", "credentials", "cookie", "string", "value", "id"}
+    | {"page", "next", "max", "num", "input", "output", "total", "count", "type", "name", "pass", "phrase"}
+)
+_SUFFIX_WORDS = ("token", "secret", "password", "passwd", "passphrase", "credential", "credentials", "secrets")
+_PLURALS = {
+    "secrets": "secret",
+    "passwords": "password",
+    "credentials": "credential",
+    "passphrases": "passphrase",
+    "jwts": "jwt",
+    "keys": "key",
+    "cookies": "cookie",
+}
+
+
+def _split_run_together(word: str) -> tuple[str, ...]:
+    """``word`` (lower case, no separators) as the words of ``_DICTIONARY`` it is made of, when it is."""
+    whole = _segment(word)
+    if whole is not None:
+        return whole
+    for start in range(1, len(word) - 2):
+        tail = _segment(word[start:])
+        if tail is not None and (len(tail) >= 2 or tail[-1] in _SUFFIX_WORDS) and tail[-1] in _SECRET_ENDS:
+            return (word[:start], *tail)
+    return (word,)
+
+
+_SECRET_ENDS = frozenset({*_ANYWHERE_WORDS, "key", "keys", "secrets", "passwords", "credentials"})
+
+
+@functools.lru_cache(maxsize=4096)
+def _segment(word: str) -> tuple[str, ...] | None:
+    """``word`` as the fewest words of ``_DICTIONARY``, or None."""
+    if word in _DICTIONARY:
+        return (word,)
+    best: tuple[str, ...] | None = None
+    for end in range(2, len(word) - 1):
+        head = word[:end]
+        if head in _DICTIONARY:
+            rest = _segment(word[end:])
+            if rest is not None and (best is None or len(rest) + 1 < len(best)):
+                best = (head, *rest)
+    return best
+
+
+def _secret_by_word(words: tuple[str, ...], loose: bool) -> bool:
+    """Whether a secret word stands anywhere in ``words`` with no descriptor after it (see above); with
+    ``loose`` (a header, a query parameter, an environment variable), "key" is one wherever it stands."""
+    last = -1
+    for index, word in enumerate(words):
+        singular = _PLURALS.get(word, word)
+        before = words[index - 1] if index else ""
+        if singular in _ANYWHERE_WORDS:
+            last = index
+        elif singular == "key" and ((loose and word == "key") or before in _KEY_QUALIFIERS):
+            if (before, "key") not in _NOT_SECRET_KEYS:
+                last = index
+        elif word == "tokens" and before in _TOKEN_QUALIFIERS:
+            last = index
+    if last < 0:
+        return False
+    if (words[last - 1] if last else "", _PLURALS.get(words[last], words[last])) in _NOT_SECRET_SUFFIXES:
+        return False
+    return not any(word in DESCRIPTOR_WORDS for word in words[last + 1 :])
+
+
 # The keys a JSON-schema definition is made of: an object of these only (with a "type", "properties"...)
 # is a schema, even under a name like "password", and keeps its contents.
 _SCHEMA_KEYWORDS = frozenset(
@@ -215,8 +333,35 @@ _NESTED_JSON = re.compile(r"\"(?P<body>[\[{](?:[^\"\\]|\\.)*)\"")
 _QUOTED_PLACEHOLDER = f'"{PLACEHOLDER}"'
 _QUERY = re.compile(r"(?P<sep>[?&;#])(?P<name>[A-Za-z0-9_.%\-]{1,64})=(?P<value>\[secret removed\]|[^&#\s\"'<>\\]+)")
 _USERINFO = re.compile(
-    r"(?P<scheme>\b[A-Za-z][A-Za-z0-9+.-]*://)(?P<user>[^/\s@:\[\]\"'?#]+)(?::(?P<password>[^/\s@\"'?#]*))?@"
+    r"(?P<scheme>\b[A-Za-z][A-Za-z0-9+.-]*://)(?P<user>[^/\s@:\[\]\"'?#]*)(?::(?P<password>[^/\s@\"']*))?@"
 )
+# The members of an object that names its sibling's value (``_sibling_values``), folded (``_folded``).
+_SIBLING_NAME_KEYS = frozenset({"name", "key", "parametername", "parameterkey", "outputkey", "variable", "envvar"})
+_SIBLING_VALUE_KEYS = frozenset({"value", "parametervalue", "outputvalue", "secretvalue"})
+_SIBLING_NAME = re.compile(
+    r"\"(?:[Nn]ame|[Kk]ey|Parameter(?:Name|Key)|OutputKey|[Vv]ariable|env_?[Vv]ar)\"\s*:\s*\"(?P<name>(?:[^\"\\]|\\.){1,200})\""
+)
+_SIBLING_VALUE = re.compile(r"\"(?:[Vv]alue|ParameterValue|OutputValue|[Ss]ecret_?[Vv]alue)\"\s*:")
+# Media types whose base64 payloads are text, searched decoded: in a data URL, or beside a ``data`` member.
+_TEXT_MEDIA = re.compile(
+    r"(?i:text/|application/(?:json|xml|yaml|x-yaml|toml|x-sh|javascript|x-python)|[^;,]*\+(?:json|xml))"
+)
+_TEXT_DATA_URL = re.compile(r"data:(?i:text/|application/(?:json|xml|yaml|x-yaml|toml|x-sh|javascript))[^,]*;base64,")
+_MEDIA_MARKERS = (b"text/", b"application/", b"+json", b"+xml")
+_TEXT_MEDIA_BYTES = re.compile(
+    rb"text/|application/(?:json|xml|yaml|x-yaml|toml|x-sh|javascript|x-python)|\+(?:json|xml)"
+)
+# The authorization schemes a value may start with (``Authorization: Bearer X``: X is the value).
+_SCHEMES = r"(?i:bearer|basic|token|digest|apikey|key)"
+# A ``name: value`` or ``NAME=value`` line in free text (a real or a JSON-escaped line start, a quote).
+_ASSIGNMENT = re.compile(
+    r"(?:(?<![^\n\r\"'`])|(?<=\\n)|(?<=\\r)|(?<=\\t))[ \t]*(?:export[ \t]+|-[ \t]+)?"
+    r"(?P<name>[A-Za-z_][A-Za-z0-9_.\-]{1,63})[ \t]*[:=][ \t]*[\"']?(?:" + _SCHEMES + r"[ \t]+)?"
+    r"(?P<value>(?!\[secret removed\]|" + _SCHEMES + r"[ \t])[^\s\"'`\\,;]{4,})"
+)
+# What follows a secret name's word in such a line, in lower-cased UTF-8 (``_may_assign``).
+_ASSIGNMENT_TAIL = re.compile(rb"[a-z0-9_.\-]*[ \t]*[:=][ \t]*[\"']?[^\s\"'`\\,;]{4,}")
+_ENV_NAME = re.compile(r"[A-Z][A-Z0-9_]*")
 _URL = re.compile(r"\b[A-Za-z][A-Za-z0-9+.-]*://[^\s\"'<>\\]+")
 _PATH_SEGMENT = re.compile(r"(?<=/)[^/?#]{8,}")
 _AUTH_SCHEME = re.compile(r"(?P<scheme>[A-Za-z][A-Za-z0-9-]*)\s+(?P<credential>\S{8,})")
@@ -277,9 +422,8 @@ def _cookie_pairs(value: str, response: bool) -> tuple[list[tuple[str, str, str]
     return found, rest
 
 
-# What may follow the last word of a secret name up to the closing quote of its JSON key, in lower-cased
-# text: separators (any character but a letter or digit, which would make another word) and escapes.
-_KEY_END = rb'(?:[^a-z0-9"]|%[0-9a-f]{2}|\\u[0-9a-f]{4})*"'
+# A secret name's word may stand anywhere in a JSON key (``token_value``): what follows it up to the closing
+# quote of the key is anything but a quote (found by ``bytes.find``), and then comes ``_AFTER_KEY``.
 # What may follow that quote up to the key's colon, in the UTF-8 of lower-cased text: whitespace (any that
 # ``\s`` in text matches: a byte of a character that isn't ASCII stands for it) and, in JSON nested in a
 # JSON string, whitespace escaped (``\n``, ``\\u0020``, and so on at any depth). A key is always followed
@@ -288,20 +432,24 @@ _KEY_END = rb'(?:[^a-z0-9"]|%[0-9a-f]{2}|\\u[0-9a-f]{4})*"'
 _AFTER_KEY = rb"[\s\x1c-\x1f\x80-\xff\\ntru0-9a-f]*:"
 # JSON's escapes, read as two spaces where they stand for a separator (``\n``, ``\t``...) inside a key.
 _JSON_ESCAPE = re.compile(rb"\\[bfnrt]|\\.")
+# A sibling ``value`` member (``{"name": "MISTRAL_API_KEY", "value": ...}``), in lower-cased UTF-8.
+_SIBLING_VALUE_BYTES = re.compile(rb'value\\*"')
 # Every query or fragment parameter, also one inside another's value: a piece of the text may start there.
 _PARAMETER = re.compile(rb"(?=[?&;#]([A-Za-z0-9_.%\-]{1,64})=[^&#\s\"'<>\\])")
 
 
 class _Names(NamedTuple):
-    """For the last words of a redactor's secret names: the words searched for ("key" already finds
-    "apikey": only words no other word is part of), the probe of the end of a JSON key from where one of
-    them starts (the word completed to a word that holds it, then what ``_KEY_END`` and ``_AFTER_KEY``
-    allow), and the two searches of a redactor that has learned nothing."""
+    """For the words of a redactor's secret names: the words searched for ("key" already finds "apikey":
+    only words no other word is part of), the probe of what follows the closing quote of a JSON key
+    (``_AFTER_KEY``, up to its colon), and the two searches of a redactor that has learned nothing."""
 
     words: tuple[str, ...]
     probe: re.Pattern[bytes]
     search: _Search
     prefilter: _Search
+
+
+_DFA_PATTERNS = 400
 
 
 class _Search(NamedTuple):
@@ -321,12 +469,16 @@ class _Search(NamedTuple):
 
     @classmethod
     def build(cls, words: tuple[str, ...], forms: tuple[str, ...], *, with_prefixes: bool = False) -> _Search:
-        prefixes = [prefix.lower() for prefix in PREFIX_PATTERNS] if with_prefixes else []
+        # The prefilter's: the catalogue's prefixes, and the text media types of base64 payloads.
+        prefixes = [prefix.lower() for prefix in PREFIX_PATTERNS] + list(_MEDIA_MARKERS) if with_prefixes else []
         lowered = sorted({form.encode("utf-8", "surrogatepass").lower() for form in forms})
         patterns = [*prefixes, *(word.encode() for word in words), *KEYWORD_PATTERNS, *lowered]
         keywords = len(prefixes) + len(words)
+        # A DFA, which the library builds by itself for 100 patterns at most: twice as fast as its NFA, and
+        # the defaults are more than 100. (Many learned forms make a DFA big: then the library chooses.)
+        implementation = ahocorasick_rs.Implementation.DFA if len(patterns) <= _DFA_PATTERNS else None
         return cls(
-            ahocorasick_rs.BytesAhoCorasick(patterns),
+            ahocorasick_rs.BytesAhoCorasick(patterns, implementation=implementation),
             forms,
             len(prefixes),
             keywords,
@@ -357,17 +509,34 @@ class _Scan(NamedTuple):
         """The scan of lower-cased UTF-8 (in which neither of those characters is)."""
         return _new_scan((search, "", data, search.finder.find_matches_as_indexes(data, overlapping=True), False))
 
-    def may_hold_secret_key(self, probe: re.Pattern[bytes]) -> bool:
-        """Whether a JSON key in the text may end with a secret name's last word: ``probe`` (see ``_Names``)
-        matches where one occurs. Prose that merely mentions a token or a key is not walked as JSON. (In
-        text holding U+0130 or the Kelvin sign, any name word is enough.)"""
+    def may_hold_secret_key(
+        self,
+        probe: re.Pattern[bytes],
+        named: Callable[[int, int], bool] | None = None,
+        words: list[tuple[int, int]] | None = None,
+    ) -> bool:
+        """Whether a JSON key in the text may hold a secret name's word: ``probe`` (see ``_Names``) matches
+        where one occurs, and ``named`` (given where the key starts and ends in ``data``) says it may be a
+        secret name; ``words``, ``words()`` when the caller has it. Prose that merely mentions a token or a key
+        is not walked as JSON. (In text holding U+0130 or the Kelvin sign, any name word is enough.)"""
         if not self.hits:
             return False
-        words = self.words()
+        if words is None:
+            words = self.words()
         if words and self.unsure:
             return True
         data = self.data
-        return any(probe.match(data, start) for start, _ in words)
+        # The next quote after a word, and whether a key's colon follows it: shared by the words before it.
+        after, quote, key = -1, -1, False
+        for start, _ in words:
+            if not after <= start <= quote:
+                after, quote = start, data.find(b'"', start)
+                if quote < 0:
+                    continue
+                key = probe.match(data, quote + 1) is not None
+            if quote >= 0 and key and (named is None or named(data.rfind(b'"', 0, start) + 1, quote)):
+                return True
+        return False
 
     def words(self) -> list[tuple[int, int]]:
         """Where secret-name words are, in ``data``."""
@@ -394,11 +563,9 @@ _new_scan = functools.partial(tuple.__new__, _Scan)  # _Scan(*fields), without N
 
 def _names(words: frozenset[str]) -> _Names:
     searched = tuple(sorted(w for w in words if not any(o != w and o in w for o in words)))
-    ends = {other[start:] for word in searched for other in words for start in _occurrences(word, other)}
-    completions = b"|".join(re.escape(end.encode()) for end in sorted(ends, key=lambda end: (-len(end), end)))
     return _Names(
         searched,
-        re.compile(b"(?:" + completions + b")" + _KEY_END + _AFTER_KEY),
+        re.compile(_AFTER_KEY),
         _Search.build(searched, ()),
         _Search.build(searched, (), with_prefixes=True),
     )
@@ -413,6 +580,32 @@ def _occurrences(part: str, text: str) -> Iterable[int]:
     while start >= 0:
         yield start
         start = text.find(part, start + 1)
+
+
+def _may_assign(data: bytes, words: list[tuple[int, int]]) -> bool:
+    """Whether a secret name's word (at ``words`` in ``data``, lower-cased UTF-8) is in a name that a
+    ``name: value`` or ``NAME=value`` assignment could have (the only texts ``_ASSIGNMENT`` is run on)."""
+    return any(_ASSIGNMENT_TAIL.match(data, end) for _, end in words)
+
+
+def _text_payload(obj: Mapping[Any, Any]) -> str | None:
+    """The key of a base64 payload whose sibling says it is text (``media_type``, ``mime_type``,
+    ``mimeType``: ``text/*``, JSON, XML, YAML...), or None."""
+    if "data" not in obj or not isinstance(obj["data"], str):
+        return None
+    for key in ("media_type", "mime_type", "mimeType", "mediaType"):
+        media = obj.get(key)
+        if isinstance(media, str) and _TEXT_MEDIA.match(media):
+            return "data"
+    return None
+
+
+def _exact_finder(forms: tuple[str, ...]) -> ahocorasick_rs.BytesAhoCorasick:
+    """A search for the learned forms as they are written in a cassette line: their UTF-8, and the JSON
+    escapes ``encode_line`` writes."""
+    patterns = {form.encode("utf-8", "surrogateescape") for form in forms}
+    patterns |= {json.dumps(form, ensure_ascii=False)[1:-1].encode("utf-8", "surrogateescape") for form in forms}
+    return ahocorasick_rs.BytesAhoCorasick(sorted(patterns))
 
 
 def _has_ascii_escapes(text: str) -> bool:
@@ -462,10 +655,74 @@ def _decode_escapes(text: str) -> str:
     return text.replace("\\/", "/")
 
 
+def _folded(key: str) -> str:
+    return key.lower().replace("_", "")
+
+
+def _enclosing_object(text: str, position: int) -> tuple[int, int] | None:
+    """The ``{`` and the end (after its ``}``) of the innermost JSON object holding ``position``."""
+    stack: list[int] = []
+    index, length = 0, len(text)
+    while index < length:
+        char = text[index]
+        if char == '"':
+            rest = _JSON_STRING_REST.match(text, index + 1)
+            if rest is None:
+                return None
+            index = rest.end()
+            continue
+        if char == "{":
+            stack.append(index)
+        elif char == "}" and stack:
+            opening = stack.pop()
+            if opening < position < index:
+                return opening, index + 1
+        index += 1
+    return None
+
+
+def _depths(text: str, opening: int, closing: int) -> Callable[[int], int]:
+    """The object depth (1: directly inside the object opened at ``opening``) of a position in it."""
+    marks: list[tuple[int, int]] = []
+    depth, index = 0, opening
+    while index < closing:
+        char = text[index]
+        if char == '"':
+            rest = _JSON_STRING_REST.match(text, index + 1)
+            if rest is None:
+                break
+            index = rest.end()
+            continue
+        if char in "{[":
+            depth += 1
+            marks.append((index, depth))
+        elif char in "}]":
+            depth -= 1
+            marks.append((index, depth))
+        index += 1
+
+    def depth_at(position: int) -> int:
+        current = 0
+        for mark, value in marks:
+            if mark >= position:
+                break
+            current = value
+        return current
+
+    return depth_at
+
+
 def _words(name: str) -> tuple[str, ...]:
+    """The words of a name: split at separators and changes of case, and run-together lower case split
+    into the words of ``_DICTIONARY`` (``accesstoken``: access, token)."""
     if "%" in name or "\\" in name:
         name = _decode_escapes(name)
-    return tuple(word.lower() for word in _WORD_SPLIT.split(name) if word)
+    words: list[str] = []
+    for word in _WORD_SPLIT.split(name):
+        if word:
+            lowered = word.lower()
+            words.extend(_split_run_together(lowered) if len(lowered) > 4 else (lowered,))
+    return tuple(words)
 
 
 def _ends_with(words: tuple[str, ...], suffixes: Iterable[tuple[str, ...]]) -> bool:
@@ -632,7 +889,7 @@ class Redactor:
         self._query_names = frozenset(_words(name) for name in QUERY_SECRET_NAMES)
         self._suffixes = _SECRET_SUFFIXES + tuple(extra)
         # A JSON key can only be secret if the lower-cased text holds the last word of some secret name.
-        words = frozenset(words[-1] for words in (*self._names, *self._suffixes) if words)
+        words = frozenset(words[-1] for words in (*self._names, *self._suffixes) if words) | _ANYWHERE_WORDS | {"key"}
         self._words = _NAMES.get(words, lambda: _names(words))
         self._patterns = tuple(re.compile(p) if isinstance(p, str) else p for p in patterns)
         self._callables = tuple(callables)
@@ -642,30 +899,31 @@ class Redactor:
         self._forms: tuple[str, ...] = ()  # every form of every known value, longest first
         # Worked out once (the names and header values of a cassette repeat from call to call), and for the
         # learned forms as they are (a header value, and the search, are worked out again once one is learned).
-        self._secret_names: Memo[tuple[str, bool], bool] = Memo(4096)
+        self._secret_names: Memo[tuple[str, int], bool] = Memo(4096)
         self._header_values: Memo[str, str] = Memo(4096)
         self._header_lists: Memo[tuple[tuple[str, str], ...], list[tuple[str, str]]] = Memo(1024)
         self._searches: Memo[tuple[str, ...], _Search] = Memo(1)
         self._prefilters: Memo[tuple[str, ...], _Search] = Memo(1)
+        self._exact_finders: Memo[tuple[str, ...], ahocorasick_rs.BytesAhoCorasick] = Memo(1)
 
     # --- names -----------------------------------------------------------------------------------------
 
-    def is_secret_name(self, name: str, *, query: bool = False) -> bool:
-        """Whether ``name`` (a header, JSON key, or with ``query`` a query parameter or form field) holds a
-        secret. Case, separators, ``%XX`` and ``\\uXXXX`` escapes don't matter."""
-        return self._secret_names.get((name, query), lambda: self._names_a_secret(name, query))
+    def is_secret_name(self, name: str, *, query: bool = False, header: bool = False) -> bool:
+        """Whether ``name`` (a JSON key, with ``header`` a header or an environment variable's name, with
+        ``query`` a query parameter or form field) holds a secret. Case, separators, run-together words,
+        ``%XX`` and ``\\uXXXX`` escapes don't matter."""
+        kind = 2 if query else 1 if header else 0
+        return self._secret_names.get((name, kind), lambda: self._names_a_secret(name, kind))
 
-    def _names_a_secret(self, name: str, query: bool) -> bool:
+    def _names_a_secret(self, name: str, kind: int) -> bool:
         words = _words(name)
-        return (
-            bool(words)
-            and not _ends_with(words, _NOT_SECRET_SUFFIXES)
-            and (
-                words in self._names
-                or _ends_with(words, self._suffixes)
-                or (query and (words in self._query_names or _ends_with(words, _QUERY_SECRET_SUFFIXES)))
-            )
-        )
+        if not words or _ends_with(words, _NOT_SECRET_SUFFIXES):
+            return False
+        if words in self._names or _ends_with(words, self._suffixes):
+            return True
+        if kind == 2 and (words in self._query_names or _ends_with(words, _QUERY_SECRET_SUFFIXES)):
+            return True
+        return _secret_by_word(words, loose=kind > 0)
 
     def _removes_value(self, name: str, value: Any, response: bool) -> bool:
         """Booleans, null and JSON-schema definitions are never secrets; a bare ``token`` in a response is a
@@ -710,6 +968,64 @@ class Redactor:
                 forms, lambda: _Search.build(self._words.words, forms, with_prefixes=True), forms
             )
         return self._searches.get(forms, lambda: _Search.build(self._words.words, forms), forms)
+
+    # --- the final pass at commit ------------------------------------------------------------------------
+
+    def final_pass(self, line: bytes) -> bytes:
+        """A cassette line (with its newline) without any value this redactor has learned, wherever it was
+        learned: a token first seen under a name that isn't secret and later sent as ``Bearer T`` leaves the
+        lines written before it too. Strings (keys included) lose every learned form; base64 payloads are
+        decoded, searched as text and encoded again when one is found. A line holding none (one search of
+        its bytes) is returned as it is."""
+        if not self.holds_learned(line):
+            return line
+        try:
+            obj = json.loads(line)
+        except ValueError:
+            return line  # not a line this pass can rewrite safely: the parser reports it
+        scrubbed = self._scrub_learned(obj)
+        return line if scrubbed == obj else encode_line(scrubbed)
+
+    def holds_learned(self, data: bytes) -> bool:
+        """Whether ``data`` (cassette lines) holds a learned form as a cassette line writes it (base64
+        payloads included: a learned value's base64, at each alignment, is one of its forms)."""
+        forms = self._forms
+        if not forms:
+            return False
+        finder = self._exact_finders.get(forms, lambda: _exact_finder(forms), forms)
+        return bool(finder.find_matches_as_indexes(data))
+
+    @property
+    def longest_learned(self) -> int:
+        """The length in bytes of the longest form ``holds_learned`` searches for (at most)."""
+        return max((len(form.encode("utf-8", "surrogateescape")) * 6 for form in self._forms[:1]), default=0)
+
+    def _scrub_learned(self, obj: Any) -> Any:
+        if isinstance(obj, str):
+            return self._remove_known(obj)
+        if isinstance(obj, dict):
+            return {
+                (self._remove_known(key) if isinstance(key, str) else key): (
+                    self._scrub_base64(value)
+                    if key == "base64" and isinstance(value, str)
+                    else self._scrub_learned(value)
+                )
+                for key, value in obj.items()
+            }
+        if isinstance(obj, list):
+            return [self._scrub_learned(item) for item in obj]
+        return obj
+
+    def _scrub_base64(self, payload: str) -> str:
+        try:
+            data = base64.b64decode(payload, validate=True)
+        except (binascii.Error, ValueError):
+            return payload
+        text = data.decode("utf-8", "surrogateescape")
+        scrubbed = self._remove_known(text)
+        if scrubbed == text:
+            return payload
+        return base64.b64encode(scrubbed.encode("utf-8", "surrogateescape")).decode("ascii")
 
     def _remove_known(self, text: str) -> str:
         for form in self._forms:  # longest first
@@ -764,8 +1080,21 @@ class Redactor:
         appended to ``found``. ``escaped_names``: the text holds a secret name only once its escapes are
         decoded."""
         original = text
-        if '"' in text and (escaped_names or scan.may_hold_secret_key(self._words.probe)):
+        words = scan.words()
+        if '"' in text and (
+            escaped_names
+            or (
+                bool(words)
+                and (
+                    scan.may_hold_secret_key(self._words.probe, self._key_at_positions(text, scan), words)
+                    # a sibling naming a secret: a name word somewhere, and a "value" member
+                    or (b"value" in scan.data and _SIBLING_VALUE_BYTES.search(scan.data) is not None)
+                )
+            )
+        ):
             text = self._redact_json_names(text, response, found)
+        if words and (":" in text or "=" in text) and _may_assign(scan.data, words):
+            text = _ASSIGNMENT.sub(lambda match: self._replace_assignment(match, response, found), text)
         if "=" in text:
             text = _QUERY.sub(lambda match: self._replace_query(match, found), text)
         if "://" in text:
@@ -805,6 +1134,8 @@ class Redactor:
     def _replace_userinfo(self, match: re.Match[str], found: list[str]) -> str:
         """``scheme://user:password@``, and ``scheme://TOKEN@`` when the user is a credential."""
         user, password = match["user"], match["password"]
+        if not user and not password:
+            return match.group()
         if password is None and not (looks_like_credential(user) or catalogue_matches(user)):
             return match.group()
         found += [user, password] if password else [user]
@@ -828,11 +1159,23 @@ class Redactor:
 
     def _redact_json_values(self, text: str, response: bool, found: list[str]) -> str:
         """JSON text: the whole value of every secret-named key (string, number, object or array), except
-        booleans, null and JSON-schema objects."""
+        booleans, null and JSON-schema objects, and of a ``value`` a sibling names a secret (see
+        ``_sibling_values``)."""
         pieces, position = [], 0
+        named = self._sibling_named_values(text) if _SIBLING_VALUE.search(text) else set()
         for match in _JSON_KEY.finditer(text):
             start = match.end()
-            if match.start() < position or not self.is_secret_name(match["key"]):
+            if match.start() < position:
+                continue
+            if start in named:
+                end = _json_value_end(text, start)
+                if end > 0 and text[start:end] not in (_QUOTED_PLACEHOLDER, "true", "false", "null"):
+                    raw = text[start:end]
+                    found.append((_json_string(raw[1:-1]) or raw[1:-1]) if raw[0] == '"' else raw)
+                    pieces += [text[position:start], _QUOTED_PLACEHOLDER]
+                    position = end
+                continue
+            if not self.is_secret_name(match["key"]):
                 continue
             end = _json_value_end(text, start)
             if end < 0 or text[start:end] == _QUOTED_PLACEHOLDER:
@@ -856,6 +1199,43 @@ class Redactor:
             position = end
         return "".join(pieces) + text[position:] if pieces else text
 
+    def _sibling_named_values(self, text: str) -> set[int]:
+        """Where the values start (in JSON ``text``) that a sibling names as secrets (``_sibling_values``)."""
+        starts: set[int] = set()
+        for match in _SIBLING_NAME.finditer(text):
+            name = _json_string(match["name"])
+            if name is None or not self.is_secret_name(name, header=True):
+                continue
+            bounds = _enclosing_object(text, match.start())
+            if bounds is None:
+                continue
+            opening, closing = bounds
+            depth_of = _depths(text, opening, closing)
+            for key in _JSON_KEY.finditer(text, opening, closing):
+                if depth_of(key.start()) == 1 and _folded(_json_string(key["key"]) or "") in _SIBLING_VALUE_KEYS:
+                    starts.add(key.end())
+        return starts
+
+    def _replace_assignment(self, match: re.Match[str], response: bool, found: list[str]) -> str:
+        """A ``name: value`` or ``NAME=value`` line of free text (a prompt, a file pasted in one) whose name
+        is a secret's: the value goes."""
+        value = match["value"]
+        if not self._assigns_secret(match["name"], value, response):
+            return match.group()
+        found.append(value)
+        return match.group()[: match.start("value") - match.start()] + PLACEHOLDER
+
+    def _assigns_secret(self, name: str, value: str, response: bool) -> bool:
+        if value.lower() in ("true", "false", "null", "none") or PLACEHOLDER in value:
+            return False
+        if _ENV_NAME.fullmatch(name):
+            secret = self.is_secret_name(name, header=True)
+        else:
+            secret = self.is_secret_name(name)
+        if secret and response and _words(name) == ("token",):
+            return looks_like_credential(value)
+        return secret
+
     def _replace_query(self, match: re.Match[str], found: list[str]) -> str:
         value = match["value"]
         if value != PLACEHOLDER and self.is_secret_name(match["name"], query=True):
@@ -874,8 +1254,9 @@ class Redactor:
 
     def _named_values(self, obj: Any, response: bool) -> Iterable[str]:
         if isinstance(obj, Mapping):
+            siblings = self._sibling_values(obj)
             for key, value in obj.items():
-                if isinstance(key, str) and self._removes_value(key, value, response):
+                if key in siblings or (isinstance(key, str) and self._removes_value(key, value, response)):
                     yield from _string_leaves(value)
                 else:
                     yield from self._named_values(value, response)
@@ -885,12 +1266,19 @@ class Redactor:
 
     def _redact_structure(self, obj: Any, response: bool) -> Any:
         if isinstance(obj, str):
+            if obj.startswith("data:") and _TEXT_DATA_URL.match(obj):
+                head, _, payload = obj.partition(",")
+                return head + "," + self._redact_base64_text(payload, response)
             return self.redact_text(obj, response=response)
         if isinstance(obj, Mapping):
             redacted: dict[Any, Any] = {}
+            siblings = self._sibling_values(obj)
+            text_data = _text_payload(obj)
             for key, value in obj.items():
-                if isinstance(key, str) and self._removes_value(key, value, response):
+                if key in siblings or (isinstance(key, str) and self._removes_value(key, value, response)):
                     value = PLACEHOLDER
+                elif key == text_data:
+                    value = self._redact_base64_text(value, response)
                 else:
                     value = self._redact_structure(value, response)
                 if isinstance(key, str):
@@ -905,6 +1293,42 @@ class Redactor:
         if isinstance(obj, list | tuple):
             return [self._redact_structure(item, response) for item in obj]
         return obj
+
+    def _redact_base64_text(self, payload: str, response: bool) -> str:
+        """A base64 payload of a text media type (an Anthropic ``document``, an OpenAI ``file_data`` data URL,
+        Gemini ``inline_data``): decoded, redacted as text and encoded again when it held a secret; as it
+        came when it isn't base64 of UTF-8 text."""
+        try:
+            text = base64.b64decode(payload, validate=True).decode("utf-8")
+        except (binascii.Error, ValueError):
+            return self.redact_text(payload, response=response)
+        redacted = self.redact_text(text, response=response)
+        if redacted == text:
+            return self.redact_text(payload, response=response)
+        return base64.b64encode(redacted.encode("utf-8")).decode("ascii")
+
+    def _sibling_values(self, obj: Mapping[Any, Any]) -> list[str]:
+        """The keys of the values a sibling names as secrets: ``{"name": "MISTRAL_API_KEY", "value": ...}``
+        (Kubernetes, Vercel, ECS), ``{"Name": "/prod/db/password", "Type": ..., "Value": ...}`` (SSM)."""
+        if len(obj) > 12 or not any(isinstance(key, str) and _folded(key) in _SIBLING_VALUE_KEYS for key in obj):
+            return []
+        if not any(
+            isinstance(key, str)
+            and _folded(key) in _SIBLING_NAME_KEYS
+            and isinstance(name, str)
+            and len(name) < 200
+            and self.is_secret_name(name, header=True)
+            for key, name in obj.items()
+        ):
+            return []
+        return [
+            key
+            for key, value in obj.items()
+            if isinstance(key, str)
+            and _folded(key) in _SIBLING_VALUE_KEYS
+            and value is not None
+            and not isinstance(value, bool)
+        ]
 
     def redact_headers(self, pairs: Iterable[tuple[str, str]]) -> list[tuple[str, str]]:
         """Secret-named headers lose their value (learned, with its credential parts), but for cookies: a
@@ -921,7 +1345,7 @@ class Redactor:
             return self._redacted_headers(tuple(map(tuple, pairs)))  # type: ignore[arg-type]
 
     def _redacted_headers(self, pairs: tuple[tuple[str, str], ...]) -> list[tuple[str, str]]:
-        secret = [self.is_secret_name(name) for name, _ in pairs]
+        secret = [self.is_secret_name(name, header=True) for name, _ in pairs]
         for (name, value), is_secret in zip(pairs, secret, strict=True):
             if not is_secret:
                 continue
@@ -1010,20 +1434,53 @@ class Redactor:
         search, hits = scan.search, scan.hits
         if max(hits)[0] >= search.keywords:
             return True  # a keyword, or perhaps a learned form
-        if min(hits)[0] < search.words and may_hold_prefixed(data):
+        if min(hits)[0] < search.words and (may_hold_prefixed(data) or _TEXT_MEDIA_BYTES.search(scan.data)):
+            return True  # a catalogue prefix, or a base64 payload of a text type (``_redact_base64_text``)
+        if (b":" in data or b"=" in data) and _may_assign(scan.data, scan.words()):
             return True
         return b'"' in data and self._may_hold_key(data, scan)
 
+    def _key_at_positions(self, text: str, scan: _Scan) -> Callable[[int, int], bool]:
+        """For ``may_hold_secret_key``: whether the key of ``text`` between two positions of its lower case's
+        UTF-8 (``scan.data``) may be secret, read in ``text`` itself. Lower-casing keeps the number of
+        characters (but for U+0130, with which ``may_hold_secret_key`` doesn't ask), so the key's characters
+        are at the same places in the text."""
+        if text.isascii():
+            return lambda start, end: self._key_may_be_secret(text[start:end])
+
+        def named(start: int, end: int) -> bool:
+            data = scan.data
+            first = len(data[:start].decode("utf-8", "surrogatepass"))
+            last = first + len(data[start:end].decode("utf-8", "surrogatepass"))
+            return self._key_may_be_secret(text[first:last])
+
+        return named
+
+    def _key_may_be_secret(self, name: str) -> bool:
+        """Whether a JSON key (as written) may be a secret name, once its escapes are decoded."""
+        if "\\" in name:
+            decoded = _json_string(name)
+            return decoded is None or self.is_secret_name(decoded) or self.is_secret_name(name)
+        return self.is_secret_name(name)
+
     def _may_hold_key(self, data: bytes, scan: _Scan) -> bool:
-        """Whether a secret name's word may end a JSON key in ``data``: in it, or in it read as JSON, whose
-        ``\\n``, ``\\t``, ``\\r``, ``\\b`` and ``\\f`` are separators there (each read as two spaces)."""
+        """Whether a secret name may be a JSON key in ``data``, or name a sibling ``value`` (see
+        ``_sibling_values``): in it, or in it read as JSON, whose ``\\n``, ``\\t``, ``\\r``, ``\\b`` and
+        ``\\f`` are separators there (each read as two spaces)."""
+        if b"value" in scan.data and _SIBLING_VALUE_BYTES.search(scan.data) and scan.words():
+            return True
+
+        def named(start: int, end: int) -> bool:
+            # The key in ``data`` (the same positions as in its lower case).
+            return self._key_may_be_secret(data[start:end].decode("utf-8", "surrogateescape"))
+
         probe = self._words.probe
-        if scan.may_hold_secret_key(probe):
+        if scan.may_hold_secret_key(probe, named):
             return True
         if b"\\" not in data or not scan.words():
             return False
         view = _JSON_ESCAPE.sub(lambda match: b"  " if match[0][1:] in b"bfnrt" else match[0], data).lower()
-        return _Scan.of_bytes(scan.search, view).may_hold_secret_key(probe)
+        return _Scan.of_bytes(scan.search, view).may_hold_secret_key(probe, named)
 
 
 def remove_secret_values(obj: Any) -> Any:
