@@ -16,9 +16,9 @@ or ``VCR_TRANSPORT_PARSE_CACHE=0``. Entries are written to a temporary file and 
 parallel workers); entries unused for ``STALE_DAYS`` are removed when a process writes its first entry.
 
 An entry is written the second time the same bytes are opened (a small ``.seen`` marker holds the key of the
-first: its size and CRC-32), right after the parse: a cassette opened once, as every cassette of a fresh CI
-run is, costs the cache a CRC and the marker only, never the content hash nor the marshalling of an entry
-(``benchmarks.cold_cache``, ``benchmarks.instructions``).
+first), right after the parse: a cassette opened once, as every cassette of a fresh CI run is, costs the
+cache its hash and the marker only, never the marshalling of an entry (``benchmarks.cold_cache``,
+``benchmarks.instructions``).
 
 The layout of an entry is the fields of ``RecordedCall`` (their names are part of the layout stamp): a field
 added to the record changes the layout, and older entries are simply not used.
@@ -34,7 +34,6 @@ import operator
 import os
 import threading
 import time
-import zlib
 from pathlib import Path
 from typing import Any
 
@@ -101,25 +100,24 @@ def entry_path(path: str) -> Path:
 def load_or_parse(data: bytes, path: str) -> Cassette:
     """The cassette ``data`` (the bytes of the file at ``path``): from its cache entry when one matches these
     exact bytes, else parsed (raising what the parser raises) and then cached."""
+    key = _content_key(data)
     entry = entry_path(path)
     found = _load(entry, len(data), path)
-    if found is not None and found[0] == _content_key(data):
+    if found is not None and found[0] == key:
         with contextlib.suppress(OSError):
             os.utime(entry)  # used: not stale
         return found[1]
     cassette = Cassette.parse(data, path)  # a cassette the parser refuses raises here: nothing is cached
-    if _seen_before(entry, data):
-        store(entry, _content_key(data), len(data), cassette)
+    if _seen_before(entry, key):
+        store(entry, key, len(data), cassette)
     return cassette
 
 
-def _seen_before(entry: Path, data: bytes) -> bool:
-    """Whether these bytes were opened before (their size and CRC-32 are in the entry's marker), else mark them
-    seen. The entry is written at the second open: a cassette opened once, as every cassette of a fresh CI run
-    is, costs the cache a CRC and this marker only, never the entry's hash nor its marshalling. (The marker
-    only decides when to write; what makes an entry usable is still its XXH3-128 content hash.)"""
+def _seen_before(entry: Path, key: str) -> bool:
+    """Whether these bytes were opened before (their key is in the entry's marker), else mark them seen. The
+    entry is written at the second open: a cassette opened once, as every cassette of a fresh CI run is,
+    costs the cache only its hash and this marker, never the entry's marshalling."""
     marker = entry.with_suffix(".seen")
-    key = f"{len(data)}:{zlib.crc32(data)}"
     try:
         if marker.read_text(encoding="ascii") == key:
             return True
