@@ -97,7 +97,7 @@ class _Call:
         """The caller closed the stream, dropped it, or the cassette closed under it: ``complete`` when the
         vendor's protocol had already ended (openai's sync client closes right after ``[DONE]``), else
         ``closed_early``."""
-        if self.core.ended:  # the usual case: a stream closed (and dropped) after its end
+        if self.core.ended or self.recording.forked:  # the usual case: a stream closed (and dropped) after its end
             return
         with self._lock:
             self.recording.append(self.core.batch)  # it may hold the protocol's end
@@ -114,7 +114,7 @@ class _Call:
             self.end("closed_early")
 
     def end(self, outcome: str, error: BaseException | None = None) -> None:
-        if self.core.ended:  # an ended call stays ended: no lock needed to see it
+        if self.core.ended or self.recording.forked:  # an ended call stays ended: no lock needed to see it
             return
         with self._lock:
             failure = None
@@ -155,6 +155,31 @@ class _Recording:
         self.finished = False
         self.saved = False
         self.unchanged = False
+        self.pid = os.getpid()  # the process that records: a forked child neither writes nor commits
+
+    @property
+    def forked(self) -> bool:
+        """Whether this is a forked child of the process that records (its copy of the recording is dead)."""
+        return os.getpid() != self.pid
+
+    def refuse_in_fork(self) -> None:
+        """A forked child's call: refused before it is sent, naming the cassette and what records with workers.
+        The parent's recording is left as it is (the child's copy writes nothing, commits nothing)."""
+        raise CassetteError(
+            self.path,
+            None,
+            f"is being recorded by process {self.pid}, and this process ({os.getpid()}) is a fork of it: a "
+            "forked child's calls can't go into its parent's recording (the parent's cassette is left as it is)",
+            "record in the parent process, or give each worker a cassette of its own (open the transport or "
+            "use_cassette inside the worker, in a Pool initializer for instance), or start workers with the "
+            "'spawn' method",
+        )
+
+    def after_fork(self) -> None:
+        """In a forked child: the file the child inherited no longer leads to the parent's (see
+        ``CassetteWriter.after_fork``)."""
+        if self._writer is not None:
+            self._writer.after_fork()
 
     def guarded(self, step: Callable[..., T], *args: Any) -> T | None:
         """Run a recording step; a failure of the recorder breaks the recording, never the caller's call.
@@ -173,6 +198,8 @@ class _Recording:
 
     def append(self, step: Callable[..., list[bytes]], *args: Any, flush: bool = False) -> None:
         """Run a step of a call's recording (guarded) and append the lines it gives, a group at a time."""
+        if self.forked:
+            return
         self.guarded(self._append, step, args, flush)
 
     def _append(self, step: Callable[..., list[bytes]], args: tuple[Any, ...], flush: bool) -> None:
@@ -197,6 +224,8 @@ class _Recording:
             self._calls.pop(index, None)
 
     def start(self, method: str, url: str, headers: list[tuple[str, str]], body: bytes) -> _Call:
+        if self.forked:
+            self.refuse_in_fork()
         with self._lock:
             if self.finished:
                 raise VcrTransportError(
@@ -210,7 +239,10 @@ class _Recording:
 
     def finish(self, failure: BaseException | None, *, at_exit: bool = False) -> None:
         """End what is still open, then commit the cassette, or drop the recording and say why: as a note
-        on ``failure`` when one is propagating (the caller's exception stays theirs), else as a warning."""
+        on ``failure`` when one is propagating (the caller's exception stays theirs), else as a warning.
+        Nothing in a forked child: the recording is its parent's to finish."""
+        if self.forked:
+            return
         with self._lock:
             if self.finished:
                 return
@@ -248,6 +280,12 @@ class _Recording:
 
 _live_recorders: weakref.WeakSet[CassetteRecorder] = weakref.WeakSet()
 _exit_hook_installed = False
+
+
+def _after_fork_in_child() -> None:
+    """``os.fork()``'s child (multiprocessing's fork workers too): the recordings it inherited are dead copies."""
+    for recorder in list(_live_recorders):
+        recorder._recording.after_fork()
 
 
 def _finish_at_exit() -> None:
@@ -308,6 +346,8 @@ class CassetteRecorder:
         if not _exit_hook_installed:
             _exit_hook_installed = True
             atexit.register(_finish_at_exit)
+            if hasattr(os, "register_at_fork"):
+                os.register_at_fork(after_in_child=_after_fork_in_child)
 
     @classmethod
     def from_options(
