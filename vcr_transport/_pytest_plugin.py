@@ -294,9 +294,10 @@ def pytest_runtest_call(item: pytest.Item) -> Any:
 @pytest.hookimpl(wrapper=True)
 def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Any:
     report = yield
+    # A test that failed, xfailed or skipped once its body started did not finish: its recording is not saved.
+    if report.when == "call" and call.excinfo is not None and (report.failed or report.skipped):
+        item.stash[_CALL_FAILURE] = call.excinfo.value
     if report.when == "call" and report.failed:
-        if call.excinfo is not None:
-            item.stash[_CALL_FAILURE] = call.excinfo.value
         cassette = item.stash.get(_CASSETTE, None)
         if cassette is not None and cassette.session is not None and call.excinfo is not None:
             _report_failure(item, call.excinfo, cassette, report)

@@ -38,7 +38,7 @@ from ._http import (
     transport_library,
 )
 from ._lifecycle import AsyncTransport, ByteStream, ClosingSides, HttpRequest, SyncTransport, TransportLifecycle
-from ._storage import CassetteWriter
+from ._storage import CassetteWriter, older_cassette
 
 if TYPE_CHECKING:
     from ._core._typed_options import RecordingOptions
@@ -255,7 +255,8 @@ class _Recording:
         writer = self._writer
         if writer is not None and writer.failure is not None:
             writer.commit()  # raises the CassetteError that names the OS error
-        reason = self.book.why_not_saved(keep_failures=self.keep_failures)
+        older = older_cassette(self.path) if self.book.asks_older and not self.keep_failures else None
+        reason = self.book.why_not_saved(keep_failures=self.keep_failures, older=older)
         if not reason:
             assert writer is not None, "a recording worth saving wrote its lines"
             self.unchanged = not writer.commit(QuietComparison(self.matcher, self.redactor), self.redactor)

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from . import _parse_cache
+from ._core._call_recording import OlderCassette
 from ._core._format import Cassette, Finding, encode_line, header_problem, load_streaming, problems
 from ._core._quiet import QuietComparison, merged_lines
 from ._core._redaction import Redactor
@@ -27,6 +28,7 @@ __all__ = [
     "CassetteWriter",
     "check_cassette",
     "not_a_cassette",
+    "older_cassette",
     "read_cassette",
     "read_outline",
     "remove_stale_partials",
@@ -127,6 +129,17 @@ def read_outline(path: str | os.PathLike[str]) -> Cassette:
         raise CassetteError(name, None, f"can't be read: {exc.strerror}") from None
     finally:
         os.close(descriptor)
+
+
+def older_cassette(path: str | os.PathLike[str]) -> OlderCassette | None:
+    """What the cassette at ``path`` answered (read as an outline, bounded memory), or None when there is
+    none or it does not read: a recording then replaces it whatever it holds."""
+    try:
+        calls = read_outline(path).calls
+    except CassetteError:
+        return None
+    statuses = {call.index: call.status for call in calls}
+    return OlderCassette(statuses, bool(calls) and all(call.outcome == "complete" for call in calls))
 
 
 def check_cassette(path: str | os.PathLike[str]) -> Iterator[Finding]:
