@@ -23,7 +23,7 @@ from ._core._format import header_line
 from ._core._matching import RequestMatcher
 from ._core._options import Options
 from ._core._quiet import QuietComparison
-from ._core._redaction import Redactor
+from ._core._redaction import Redactor, RedactWithError
 from ._exceptions import CassetteError, RecordingNotSavedWarning, VcrTransportError
 from ._http import (
     body_already_read,
@@ -119,7 +119,8 @@ class _Call:
         with self._lock:
             failure = None
             if error is not None:
-                failure = (error_name(error), self.core.redactor.redact_text(str(error)))
+                message = self.recording.guarded(self.core.redactor.redact_text, str(error))
+                failure = (error_name(error), message or "")
             if not self.core.close(outcome, failure):
                 return
             self.recording.append(self.core.end_lines, flush=True)
@@ -186,6 +187,8 @@ class _Recording:
         A broken recording's file is dropped at once."""
         try:
             return step(*args)
+        except RedactWithError as error:  # the user's function: it must not reach the live call either
+            self.book.break_down(str(error), RedactWithError.FIX)
         except Exception as error:  # a recorder bug must not reach the caller's live call
             self.book.break_down(f"the recorder failed: {error_name(error)}: {error}")
         except BaseException as error:  # Ctrl-C (or an exit) in the step: a batch it took may be lost
@@ -269,7 +272,12 @@ class _Recording:
         if self._writer is not None:
             self._writer.abandon()
         if self.book.broken:
-            raise CassetteError(self.path, None, f"was not saved: {reason}; the older cassette, if any, is unchanged")
+            raise CassetteError(
+                self.path,
+                None,
+                f"was not saved: {reason}; the older cassette, if any, is unchanged",
+                self.book.broken_fix,
+            )
         if not self.book.calls and not os.path.exists(self.path):
             return  # nothing recorded, nothing replaced: no news
         message = f"cassette {self.path} was not saved, the older one (if any) is unchanged: {reason}"

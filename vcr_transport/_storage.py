@@ -19,7 +19,7 @@ from typing import Any
 
 from . import _parse_cache
 from ._core._call_recording import OlderCassette
-from ._core._format import Cassette, Finding, encode_line, header_problem, load_streaming, problems
+from ._core._format import Cassette, Finding, encode_line, header_problem, load_outline, load_streaming, problems
 from ._core._quiet import QuietComparison, merged_lines
 from ._core._redaction import Redactor
 from ._exceptions import CassetteError
@@ -124,7 +124,7 @@ def read_outline(path: str | os.PathLike[str]) -> Cassette:
     name = os.fspath(path)
     descriptor, _ = _open_regular(name)
     try:
-        return load_streaming(name, _blocks(descriptor), None)
+        return load_outline(name, _blocks(descriptor), _Pread(descriptor))
     except OSError as exc:
         raise CassetteError(name, None, f"can't be read: {exc.strerror}") from None
     finally:
@@ -151,11 +151,21 @@ def check_cassette(path: str | os.PathLike[str]) -> Iterator[Finding]:
         yield Finding(error.path, error.line, error.problem, error.fix)
         return
     try:
-        yield from problems(name, _blocks(descriptor))
+        yield from problems(name, _blocks(descriptor), _Pread(descriptor))
     except OSError as exc:
         yield Finding(name, None, f"can't be read: {exc.strerror}")
     finally:
         os.close(descriptor)
+
+
+class _Pread:
+    """A file read at offsets, through a descriptor its caller closes."""
+
+    def __init__(self, descriptor: int) -> None:
+        self.descriptor = descriptor
+
+    def read(self, start: int, end: int) -> bytes:
+        return os.pread(self.descriptor, end - start, start)
 
 
 class _CassetteFile:

@@ -114,6 +114,7 @@ class CallBook:
     calls: dict[int, CallRecord] = field(default_factory=dict)
     interrupted: str = ""
     broken: str = ""
+    broken_fix: str = ""
     _next: int = -1
 
     def __post_init__(self) -> None:
@@ -138,9 +139,11 @@ class CallBook:
         """The recording did not finish (a signal, an exception ending the block): it must not be saved."""
         self.interrupted = self.interrupted or reason
 
-    def break_down(self, reason: str) -> None:
-        """The recorder itself failed (a write error, a bug): nothing it wrote can be trusted."""
-        self.broken = self.broken or reason
+    def break_down(self, reason: str, fix: str = "") -> None:
+        """The recorder itself failed (a write error, a bug, a redact_with function): nothing it wrote can be
+        trusted."""
+        if not self.broken:
+            self.broken, self.broken_fix = reason, fix
 
     @property
     def asks_older(self) -> bool:

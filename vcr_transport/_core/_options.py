@@ -216,15 +216,34 @@ def compile_patterns(patterns: Iterable[Any], where: str) -> tuple[re.Pattern[st
     return tuple(compiled)
 
 
+# Texts a pattern is tried on for a match of no characters (a lookahead may need one of them after it).
+_EMPTY_MATCH_SAMPLES = ("", " ", "a", "Z", "0", "-", "_", "\n", "sk-abc123", "Bearer x.y", '{"k": "v"}', "é")
+
+
+def refuse_empty_matches(patterns: Iterable[str | re.Pattern[str]], where: str) -> None:
+    """A ValueError naming the first pattern that matches the empty string (``a*``, ``(x)?``, ``^``): its
+    substitution would put its replacement between every two characters of every string."""
+    for pattern in patterns:
+        compiled = re.compile(pattern)
+        if any(m.start() == m.end() for sample in _EMPTY_MATCH_SAMPLES for m in compiled.finditer(sample)):
+            shown = compiled.pattern
+            raise ValueError(
+                f"{where}: pattern {shown!r} matches the empty string, so it would be substituted between every "
+                "two characters of every string; make it match at least one character (+ rather than *, no ? "
+                "or lookaround alone)"
+            )
+
+
 class _Regexes:
     """A list of regular expressions (text, or compiled ones when ``compiled_ok``), kept as given.
     ``bare``: messages name the option without the word "option" (as the network guard's always have)."""
 
     values = "a list of regular expressions"
 
-    def __init__(self, *, compiled_ok: bool = True, bare: bool = False) -> None:
+    def __init__(self, *, compiled_ok: bool = True, bare: bool = False, substituted: bool = False) -> None:
         self.compiled_ok = compiled_ok
         self.bare = bare
+        self.substituted = substituted  # its matches are replaced: one that matches nothing is refused
         self.accepts = "Iterable[str | re.Pattern[str]]" if compiled_ok else "Iterable[str]"
 
     def __call__(self, value: Any, name: str, where: str) -> tuple[Any, ...]:
@@ -236,6 +255,8 @@ class _Regexes:
         if not all(isinstance(item, allowed) for item in items):
             raise _wrong(where, name, "a list of regular expressions", value)
         compile_patterns((item for item in items if isinstance(item, str)), label)
+        if self.substituted:
+            refuse_empty_matches(items, label)
         return items
 
 
@@ -278,6 +299,7 @@ class _Replacements:
                 raise _wrong(where, name, "a list of (regular expression, replacement) pairs", value)
             pairs.append((pair[0], pair[1]))
         compile_patterns((pattern for pattern, _ in pairs if isinstance(pattern, str)), f"{where}: option {name}")
+        refuse_empty_matches((pattern for pattern, _ in pairs), f"{where}: option {name}")
         return tuple(pairs)
 
 
@@ -510,8 +532,8 @@ class Options:
     )
     redact_patterns: tuple[str | re.Pattern[str], ...] = _option(
         (),
-        "more regular expressions whose matches are secrets",
-        _Regexes(),
+        "more regular expressions whose matches are secrets (one that matches the empty string is refused)",
+        _Regexes(substituted=True),
         *_EVERYWHERE,
         pyproject="adds",
     )
