@@ -542,8 +542,10 @@ class Options:
     )
     keep_failures: bool = _option(
         False,
-        "keep calls that got no response or a 401/403, and recordings whose block ended with an exception "
-        "(never one cut by Ctrl-C or an exit); by default such a recording leaves the older cassette as it was",
+        "keep calls that got no response or a 401/403, recordings worse than the complete cassette they "
+        "replace (a call ended closed_early or error, a last answer of 429/5xx where the older cassette's "
+        "got a success), and recordings whose block ended with an exception (never one cut by Ctrl-C or an "
+        "exit); by default such a recording leaves the older cassette as it was",
         _FLAG,
         *_EVERYWHERE,
     )
