@@ -8,7 +8,8 @@ closes. WAY: ``pool`` (multiprocessing fork workers), ``executor`` (ProcessPoolE
 context), ``os_exit``, ``sys_exit``, ``return`` (a plain ``os.fork()`` whose child makes a call, then leaves
 by ``os._exit``, ``sys.exit`` or the end of the program: atexit hooks and finalizers run), ``silent`` (a
 child that makes no call and leaves by ``sys.exit``), ``mid_stream`` (the parent forks in the middle of a
-stream, with lines of it not yet flushed; the child leaves by ``sys.exit``). Prints ``refused <message>``
+stream, with lines of it not yet flushed; the child leaves by ``sys.exit``), ``miss`` (record-on-miss: the
+child replays a call, then misses). Prints ``refused <message>``
 for each refusal a child met, ``answered <text>`` for each answer a child got, and ``parent done``.
 """
 
@@ -34,6 +35,8 @@ def ask(prompt: str) -> str:
 
 
 def in_child(way: str) -> None:
+    if way == "miss":
+        print("replayed", ask("first"), flush=True)
     if way != "silent":
         try:
             print("answered", ask("child"), flush=True)
@@ -51,6 +54,10 @@ def main() -> None:
     http = httpx2.Client(transport=vcr_transport.transport(cassette, mode="record"))
     client = openai.OpenAI(api_key=KEY, base_url=url + "/v1", http_client=http, max_retries=0)
     ask("first")
+    if way == "miss":  # record-on-miss: the child replays "first", then misses
+        http.close()
+        http = httpx2.Client(transport=vcr_transport.transport(cassette, mode="record-on-miss"))
+        client = openai.OpenAI(api_key=KEY, base_url=url + "/v1", http_client=http, max_retries=0)
     if way == "pool":
         with multiprocessing.get_context("fork").Pool(2) as pool:
             for outcome in [pool.apply_async(ask, (f"worker {n}",)) for n in range(3)]:
@@ -85,6 +92,8 @@ def main() -> None:
             in_child(way)
             return  # "return": the program ends here in the child, as a normal exit
         os.waitpid(child, 0)
+        if way == "miss":
+            ask("first")  # replayed: what the child played was its own
     ask("second")
     http.close()
     print("parent done", flush=True)

@@ -43,7 +43,7 @@ from ._storage import CassetteWriter, older_cassette
 if TYPE_CHECKING:
     from ._core._typed_options import RecordingOptions
 
-__all__ = ["AsyncRecordingTransport", "CassetteRecorder", "ClosingSides", "RecordingTransport"]
+__all__ = ["AsyncRecordingTransport", "CassetteRecorder", "ClosingSides", "RecordingTransport", "forked_child_error"]
 
 T = TypeVar("T")
 _clock = time.perf_counter_ns  # a chunk's arrival (its event's ``t`` is the offset from the call's start)
@@ -127,6 +127,19 @@ class _Call:
         self.recording.forget(self.index)
 
 
+def forked_child_error(path: str, pid: int) -> CassetteError:
+    """What a forked child meets at its first call that would record into cassette ``path`` of process ``pid``."""
+    return CassetteError(
+        path,
+        None,
+        f"is being recorded by process {pid}, and this process ({os.getpid()}) is a fork of it: a forked "
+        "child's calls can't go into its parent's recording (the parent's cassette is left as it is)",
+        "record in the parent process, or give each worker a cassette of its own (open the transport or "
+        "use_cassette inside the worker, in a Pool initializer for instance), or start workers with the "
+        "'spawn' method",
+    )
+
+
 class _Recording:
     """What a CassetteRecorder holds, apart from the recorder object itself, so that a GC finalizer or the
     exit hook can finish it: the file, the call book, the open calls."""
@@ -166,15 +179,7 @@ class _Recording:
     def refuse_in_fork(self) -> None:
         """A forked child's call: refused before it is sent, naming the cassette and what records with workers.
         The parent's recording is left as it is (the child's copy writes nothing, commits nothing)."""
-        raise CassetteError(
-            self.path,
-            None,
-            f"is being recorded by process {self.pid}, and this process ({os.getpid()}) is a fork of it: a "
-            "forked child's calls can't go into its parent's recording (the parent's cassette is left as it is)",
-            "record in the parent process, or give each worker a cassette of its own (open the transport or "
-            "use_cassette inside the worker, in a Pool initializer for instance), or start workers with the "
-            "'spawn' method",
-        )
+        raise forked_child_error(self.path, self.pid)
 
     def after_fork(self) -> None:
         """In a forked child: the file the child inherited no longer leads to the parent's (see

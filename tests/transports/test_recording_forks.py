@@ -22,7 +22,7 @@ import vcr_transport
 from vcr_transport._storage import read_cassette
 
 CHILD = Path(__file__).resolve().parents[1] / "fork_recording_child.py"
-WAYS = ["pool", "executor", "os_exit", "sys_exit", "return", "silent", "mid_stream"]
+WAYS = ["pool", "executor", "os_exit", "sys_exit", "return", "silent", "mid_stream", "miss"]
 
 
 def run(way: str, cassette: Path, url: str) -> list[str]:
@@ -55,6 +55,8 @@ def test_a_forked_childs_calls_are_refused_and_the_parents_cassette_is_whole(
         assert "a cassette of its own" in refusal and "'spawn'" in refusal
     if way == "mid_stream":
         assert any(line.startswith("streamed") and "echo:streamed" in line for line in out)
+    if way == "miss":
+        assert "replayed echo:first" in out, "a forked child replays from its parent's session"
 
     # The upstream saw the parent's calls only: no child's request left its process.
     prompts = [r.json()["messages"][-1]["content"] for r in upstream.received]
