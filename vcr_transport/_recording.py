@@ -337,8 +337,9 @@ class CassetteRecorder:
         """``kept_lines`` (calls replayed before a miss) are copied byte for byte; new calls then start at
         ``first_index``; ``deferred_lines`` (kept calls' call_end lines) are written after the first new
         line, so the first new call counts as overlapping those calls.
-        ``keep_failures`` keeps calls that got no response or a 401/403, and recordings
-        whose block ended with an exception (never one cut by Ctrl-C or an exit). ``plain_bodies`` asks the
+        ``keep_failures`` keeps calls that got no response or a 401/403, recordings worse than the complete
+        cassette they replace, and recordings whose block ended with an exception (never one cut by Ctrl-C
+        or an exit). ``plain_bodies`` asks the
         upstream for uncompressed responses. ``matcher`` says which requests are the same as the older
         cassette's (default: matching's defaults): a call recorded again with the same request and response
         keeps its old lines byte for byte (see ``close``)."""
@@ -416,9 +417,13 @@ class CassetteRecorder:
     def close(self, failure: BaseException | None = None) -> None:
         """Finish the recording. Calls still open end ``closed_early`` (``complete`` after their protocol's
         end). The cassette is then replaced, unless: ``failure`` (the exception that ended the block) is
-        given, the recording was interrupted (Ctrl-C), no call went through it, or its last calls failed
-        (no response, 401/403) without ``keep_failures``. Then the cassette is left as it was and a
-        RecordingNotSavedWarning says why. A failed write raises CassetteError naming the OS error.
+        given, the recording was interrupted (Ctrl-C), no call went through it, or, without
+        ``keep_failures``, its last calls failed (no response, 401/403) or it is worse than the complete
+        cassette it would replace (a call ended closed_early or error, a last answer of 429/5xx where the
+        older cassette's got a success: see ``CallBook.why_not_saved``). Then the cassette is left as it
+        was and a RecordingNotSavedWarning says why. A failed write, or a redact_with function that failed,
+        raises CassetteError naming it. In a forked child, closing does nothing: the recording is the
+        parent's.
 
         Re-recording is quiet: a call whose request, response (status, headers but the volatile ones, body
         bytes) and outcome are the same as the older cassette's call at the same index keeps its old lines
@@ -596,9 +601,11 @@ class RecordingTransport(_RecordingBase):
 
     The caller sees exactly what the inner transport returns, chunk by chunk, as it arrives. When the
     transport is closed (or at exit) the recording replaces any older file at ``path``, if it is worth
-    keeping: an interrupted recording, one that carried no call, or one whose last calls got no response
-    or a 401/403 leaves the old cassette as it was, with a RecordingNotSavedWarning saying why
-    (``keep_failures=True`` keeps failures on purpose). ``async_inner`` lets the same object serve an async
+    keeping: an interrupted recording, one that carried no call, one whose last calls got no response or a
+    401/403, or one worse than the complete cassette it would replace (a stream cut short, a last 429/5xx
+    where the older got a success) leaves the old cassette as it was, with a RecordingNotSavedWarning saying
+    why (``keep_failures=True`` keeps failures on purpose). A forked child's calls are refused (see
+    ``forked_child_error``). ``async_inner`` lets the same object serve an async
     client too (google-genai takes both); calls share one cassette. ``recorder=`` records into a
     CassetteRecorder shared with other transports instead of ``path``; its creator closes it. The options
     (keywords, or ``options=Options(...)``) are the recording ones of ``vcr_transport.Options``: the

@@ -538,7 +538,11 @@ class Options:
         pyproject="adds",
     )
     redact_with: tuple[Callable[[str], str], ...] = _option(
-        (), "functions that get every string and return it with their secrets replaced", _Functions(), *_EVERYWHERE
+        (),
+        "functions that get every string and return it with their secrets replaced (one that raises or returns "
+        "a non-string breaks the recording, never the live call: closing raises a CassetteError naming it)",
+        _Functions(),
+        *_EVERYWHERE,
     )
     keep_failures: bool = _option(
         False,
