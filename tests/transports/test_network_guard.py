@@ -297,9 +297,9 @@ def _connect(address: tuple[str, int]) -> None:
         sock.connect(address)
 
 
-def test_allowed_hosts_are_regular_expressions_matched_from_the_start(fake_wire: list[Any]) -> None:
-    """pytest-recording's --allowed-hosts: re.match, so a pattern allows every host it begins."""
-    with NetworkGuard([r"192\.0\.2\.", "api\\.allowed"]):
+def test_re_allowed_hosts_are_regular_expressions_matched_from_the_start(fake_wire: list[Any]) -> None:
+    """pytest-recording's --allowed-hosts (``re:`` rules): re.match, so a pattern allows every host it begins."""
+    with NetworkGuard([r"re:192\.0\.2\.", "re:api\\.allowed"]):
         _connect(("192.0.2.55", 443))
         _connect(("api.allowed.test", 443))  # a name that matches may be connected to by name
         with pytest.raises(NetworkBlockedError, match=r"'198\.51\.100\.1':443 was blocked"):
@@ -351,18 +351,18 @@ def test_a_blocked_route_is_a_runtime_error_as_pytest_recordings_is(tripwires: l
     assert isinstance(blocked.value, NetworkBlockedError) and tripwires == []
 
 
-@pytest.mark.parametrize("hosts", [["api.(x"], "api.example.test"])
-def test_allowed_hosts_that_are_not_a_list_of_regular_expressions_are_refused(hosts: Any) -> None:
-    with pytest.raises((ValueError, TypeError), match=r"allowed_hosts.*(not a regular expression|a list)"):
+@pytest.mark.parametrize("hosts", [["re:api.(x"], "api.example.test", ["db:http"], ["[::1"], [""]])
+def test_allowed_hosts_that_are_not_a_list_of_host_rules_are_refused(hosts: Any) -> None:
+    with pytest.raises((ValueError, TypeError), match=r"allowed_hosts.*(not a regular expression|a list|port|\[|host)"):
         NetworkGuard(hosts)
-    with pytest.raises((ValueError, TypeError), match=r"use_cassette\(\): allowed_hosts"):
+    with pytest.raises((ValueError, TypeError), match=r"use_cassette\(\): option allowed_hosts"):
         vcr_transport.use_cassette("c.jsonl", block_network=True, allowed_hosts=hosts)
 
 
 def test_use_cassette_lets_its_allowed_hosts_through(tmp_path: Path, fake_wire: list[Any]) -> None:
     cassette = tmp_path / "empty.jsonl"
     cassette.write_text(json.dumps({"type": "header", "format_version": 1}) + "\n")
-    with vcr_transport.use_cassette(cassette, mode="replay", block_network=True, allowed_hosts=[r"192\.0\.2\.1$"]):
+    with vcr_transport.use_cassette(cassette, mode="replay", block_network=True, allowed_hosts=["192.0.2.1"]):
         _connect(("192.0.2.1", 80))
         with pytest.raises(NetworkBlockedError):
             _connect(("192.0.2.10", 80))
