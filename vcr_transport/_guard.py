@@ -43,7 +43,16 @@ from collections.abc import Callable, Iterable
 from types import ModuleType
 from typing import Any
 
-from ._core._hosts import Decision, HostRule, canonical_address, decide, local_address, parse_host_rules, proxy_ports
+from ._core._hosts import (
+    BEYOND,
+    Decision,
+    HostRule,
+    canonical_address,
+    decide,
+    local_address,
+    parse_host_rules,
+    proxy_ports,
+)
 from ._exceptions import NetworkBlockedError
 from ._patch import Patch
 
@@ -82,18 +91,18 @@ _LOCALHOST_V6 = "::1"
 
 
 def network_blocked_message(
-    what: str, reason: str = "replay mode", allowed: Iterable[str] = (), why: str = "beyond loopback"
+    what: str, reason: str = "replay mode", allowed: Iterable[str] = (), why: str = BEYOND
 ) -> str:
     """The message of a blocked route: what was blocked, why it can't be recorded, what to do instead."""
     hosts = ", ".join(allowed)
     reachable = "loopback (127.0.0.1, ::1, localhost)" + (f" and the allowed hosts ({hosts})" if hosts else "")
-    because = "" if why == "beyond loopback" else f" ({why})"
+    because = f"nothing beyond {reachable} is reachable" if why == BEYOND else why
     return (
-        f"{what} was blocked by vcr_transport's network guard ({reason}){because}: nothing beyond {reachable} is "
-        "reachable, DNS (port 53) and loopback proxies neither, and no packet was sent. Requests through httpx "
-        "or httpx2 are answered from the cassette and never open a socket, so this traffic comes from something "
-        "a cassette can't hold (urllib, requests, a raw socket, DNS, another client): mock it in the test, "
-        "point it to a server on 127.0.0.1, or let the host through with allowed_hosts=[...]"
+        f"{what} was blocked by vcr_transport's network guard ({reason}): {because}, and no packet was sent. "
+        "Requests through httpx or httpx2 are answered from the cassette and never open a socket, so this "
+        "traffic comes from something a cassette can't hold (urllib, requests, a raw socket, DNS, another "
+        "client): mock it in the test, point it to a server on 127.0.0.1, or let the host through with "
+        "allowed_hosts=[...]"
     )
 
 

@@ -29,6 +29,7 @@ from collections.abc import Iterable, Mapping
 from typing import Literal, NamedTuple
 
 __all__ = [
+    "BEYOND",
     "DNS_PORT",
     "canonical_address",
     "Decision",
@@ -172,13 +173,14 @@ def proxy_ports(environ: Mapping[str, str]) -> dict[int, str]:
 
 class Decision(NamedTuple):
     """What to do with a route: ``"pass"``, ``"localhost"`` (pass, with a ``localhost`` name answered by a
-    loopback address, never the real resolver) or ``"block"``; ``why`` says why it is blocked."""
+    loopback address, never the real resolver) or ``"block"``; ``why`` says why it is blocked (``BEYOND``:
+    the host is beyond loopback and no rule allows it)."""
 
     action: Literal["pass", "localhost", "block"]
     why: str = ""
 
 
-_BEYOND = "beyond loopback"
+BEYOND = "beyond loopback"
 
 
 def decide(
@@ -192,17 +194,19 @@ def decide(
     named no host of a form a socket accepts) on ``port`` (None for a lookup). ``resolved``: addresses allowed
     names resolved to, with the rules that allowed them; ``proxies``: ``proxy_ports`` of the environment."""
     if host is None:
-        return Decision("block", _BEYOND)
+        return Decision("block", BEYOND)
     if any(rule.matches(host, port) for rule in rules):
         return Decision("pass")
     address = _address(host)
     if address is not None and any(rule.allows_port(port) for rule in resolved.get(str(address), ())):
         return Decision("pass")
     if port == DNS_PORT:
-        return Decision("block", "DNS (port 53) to any address, loopback stub resolvers too")
+        return Decision("block", "DNS (port 53) is blocked to every address, a loopback stub resolver's too")
     localhost = is_localhost_name(host)
     if not (localhost or local_address(host)):
-        return Decision("block", _BEYOND)
+        return Decision("block", BEYOND)
     if port is not None and port in proxies:
-        return Decision("block", f"a loopback proxy ({proxies[port]}) forwards beyond loopback")
+        return Decision(
+            "block", f"port {port} is the loopback proxy of {proxies[port]}, which forwards beyond loopback"
+        )
     return Decision("localhost" if localhost else "pass")
