@@ -18,6 +18,7 @@ import asyncio
 import contextlib
 import json
 import os
+import shutil
 import socket
 import ssl
 import struct
@@ -319,6 +320,34 @@ UNCAUGHT: dict[str, Route] = {
     "ctypes: libc's connect": Route("http", _ctypes_connect, ()),
     "a subprocess": Route("http", _subprocess_connect, ()),
 }
+
+
+def namespace_unavailable() -> str:
+    """Why a network namespace can't be made here ("" when it can)."""
+    for tool in ("unshare", "ip", "mount"):
+        if shutil.which(tool) is None:
+            return f"{tool} is not installed (iproute2 and util-linux: apt-get install -y iproute2)"
+    probe = subprocess.run(["unshare", "-rnm", "true"], capture_output=True, text=True, check=False)
+    if probe.returncode != 0:
+        return f"unshare -rnm is refused here: {probe.stderr.strip()}"
+    return ""
+
+
+def run_in_namespace(folder: Path, *command: str) -> subprocess.CompletedProcess[str]:
+    """``command`` inside a new user and network namespace with 10.99.0.1 on ``lo`` and 10.99.0.1 as the
+    name server."""
+    resolv = folder / "resolv.conf"
+    resolv.write_text("nameserver 10.99.0.1\noptions timeout:1 attempts:1\n")
+    setup = (
+        f'ip addr add 10.99.0.1/32 dev lo && ip link set lo up && mount --bind {resolv} /etc/resolv.conf && exec "$@"'
+    )
+    return subprocess.run(
+        ["unshare", "-rnm", "sh", "-c", setup, "sh", *command],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
 
 
 def count(server: str) -> int:

@@ -8,45 +8,14 @@ with NetworkBlockedError, the server saw nothing), and with ``allowed_hosts`` le
 from __future__ import annotations
 
 import json
-import shutil
-import subprocess
 import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
-from netns_attack import ROUTES, UNCAUGHT
+from netns_attack import ROUTES, UNCAUGHT, namespace_unavailable, run_in_namespace
 
 HERE = Path(__file__).resolve().parents[1]  # tests/: netns_attack.py, netns_servers.py
-
-
-def namespace_unavailable() -> str:
-    """Why a network namespace can't be made here ("" when it can)."""
-    for tool in ("unshare", "ip", "mount"):
-        if shutil.which(tool) is None:
-            return f"{tool} is not installed (iproute2 and util-linux: apt-get install -y iproute2)"
-    probe = subprocess.run(["unshare", "-rnm", "true"], capture_output=True, text=True, check=False)
-    if probe.returncode != 0:
-        return f"unshare -rnm is refused here: {probe.stderr.strip()}"
-    return ""
-
-
-def run_in_namespace(folder: Path, *command: str) -> subprocess.CompletedProcess[str]:
-    """``command`` inside a new user and network namespace with 10.99.0.1 on ``lo`` and 10.99.0.1 as the
-    name server."""
-    resolv = folder / "resolv.conf"
-    resolv.write_text("nameserver 10.99.0.1\noptions timeout:1 attempts:1\n")
-    setup = (
-        f'ip addr add 10.99.0.1/32 dev lo && ip link set lo up && mount --bind {resolv} /etc/resolv.conf && exec "$@"'
-    )
-    return subprocess.run(
-        ["unshare", "-rnm", "sh", "-c", setup, "sh", *command],
-        capture_output=True,
-        text=True,
-        timeout=300,
-        check=False,
-        cwd=HERE,
-    )
 
 
 @pytest.fixture(scope="module")
@@ -54,7 +23,7 @@ def attacked(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     why = namespace_unavailable()
     if why:
         pytest.skip(f"no network namespace: {why}")
-    done = run_in_namespace(tmp_path_factory.mktemp("netns"), sys.executable, "netns_attack.py")
+    done = run_in_namespace(tmp_path_factory.mktemp("netns"), sys.executable, str(HERE / "netns_attack.py"))
     assert done.returncode == 0, done.stderr
     results: dict[str, Any] = json.loads(done.stdout.splitlines()[-1])
     return results
@@ -95,7 +64,7 @@ def test_uvloop_imported_after_the_guard_started_is_guarded(tmp_path: Path) -> N
     why = namespace_unavailable()
     if why:
         pytest.skip(f"no network namespace: {why}")
-    done = run_in_namespace(tmp_path, sys.executable, "netns_attack.py", "late")
+    done = run_in_namespace(tmp_path, sys.executable, str(HERE / "netns_attack.py"), "late")
     assert done.returncode == 0, done.stderr
     result = json.loads(done.stdout.splitlines()[-1])
     assert result["blocked"], result["error"]
