@@ -204,6 +204,18 @@ def _requests_get(url: str) -> str:
     return requests.get(url, timeout=5).text
 
 
+def _http_exchange() -> bytes:
+    return _tcp(socket.socket(), HTTP)
+
+
+def _in_child(method: str) -> bytes:
+    """The exchange in a multiprocessing child started with ``method``; what it raised is raised here."""
+    import multiprocessing
+
+    with multiprocessing.get_context(method).Pool(1) as pool:
+        return bytes(pool.apply(_http_exchange))
+
+
 @dataclass
 class Route:
     server: str  # the counting server it reaches when not blocked
@@ -227,6 +239,7 @@ ROUTES: dict[str, Route] = {
         "http", lambda: _tcp(socket.create_connection((NAME, 8080), timeout=5), HTTP), (NAME,)
     ),
     "ssl-wrapped socket": Route("http", _ssl, (TARGET,)),
+    "a multiprocessing fork child": Route("http", lambda: _in_child("fork"), (TARGET,)),
     "asyncio loop.sock_connect": Route("http", lambda: asyncio.run(_sock_connect(HTTP)), (TARGET,)),
     "asyncio open_connection by name": Route("http", lambda: asyncio.run(_open_connection(NAME, 8080)), (NAME,)),
     "asyncio Runner(loop_factory=a user's loop)": Route("http", _python_loop, (TARGET,)),
@@ -319,6 +332,7 @@ def _subprocess_connect() -> bytes:
 UNCAUGHT: dict[str, Route] = {
     "ctypes: libc's connect": Route("http", _ctypes_connect, ()),
     "a subprocess": Route("http", _subprocess_connect, ()),
+    "a multiprocessing spawn child": Route("http", lambda: _in_child("spawn"), ()),
 }
 
 
