@@ -1,34 +1,34 @@
-"""The network guard: while it is on, every in-process route to a non-loopback address raises
-``NetworkBlockedError`` before anything leaves the machine.
+"""The network guard: while it is on, every in-process route beyond loopback raises ``NetworkBlockedError``
+before anything leaves the machine. What passes is decided by one function without I/O, ``decide`` in
+``_core/_hosts.py`` (allowed-host rules, DNS to port 53 of any address, loopback proxies named by ``*_proxy``
+variables, loopback); the hooks here only turn what a route names into a host and a port and act on it.
 
-What it covers, in this process and in every thread of it:
+The hooks, in this process and in every thread of it:
 
 - ``connect``, ``connect_ex``, ``sendto`` (UDP, and TCP Fast Open's ``MSG_FASTOPEN``) and ``sendmsg`` with an
   address, for every address form CPython accepts (``str``, ``bytes`` or ``bytearray`` hosts, IPv4, IPv6,
   IPv4-mapped IPv6, host names). They are guarded on ``socket.socket`` (so on ``ssl.SSLSocket`` and every
   other subclass), and on the C class ``_socket.socket``: its methods can't be patched, so while the guard
-  is on ``_socket.socket`` (and ``SocketType``) is a guarded subclass, and ``socket.socket`` is a subclass
-  that puts that guarded class between itself and the C class, which catches ``super(socket.socket, s)``.
+  is on ``_socket.socket`` (and ``SocketType``) is a guarded subclass, ``socket.socket`` is a subclass
+  that puts that guarded class between itself and the C class, which catches ``super(socket.socket, s)``,
+  and each subclass of the C class made before the guard started gets checked methods of its own.
 - DNS: ``getaddrinfo``, ``gethostbyname``, ``gethostbyname_ex``, ``gethostbyaddr`` and ``getnameinfo``, in
   both the ``socket`` and ``_socket`` modules. ``localhost`` and ``*.localhost`` are answered here with
-  127.0.0.1 and ::1, never by the real resolver; any other name is blocked, and so is a numeric address
-  beyond loopback.
-- asyncio, which goes through the above (``sock_connect``, ``create_connection``,
-  ``create_datagram_endpoint``, ``getaddrinfo`` in the executor).
+  127.0.0.1 and ::1, never by the real resolver; another name is resolved only when allowed.
+- asyncio, which goes through the above; uvloop, whose libuv connects and resolves in C: ``uvloop.Loop``'s
+  ``create_connection``, ``create_datagram_endpoint`` (its transport's ``sendto`` too), ``getaddrinfo``,
+  ``getnameinfo``, ``sock_connect`` and ``sock_sendto`` are checked first, when uvloop was imported before
+  the guard started or is imported while it is on (``Patch``'s late imports).
 
-What it can't reach: subprocesses, C extensions that open their own sockets, a socket object that was
-created from the original classes before the guard started and is then driven through
-``super(original_socket_class, s)``, and connections already open when it starts.
+What it can't reach (docs/explanation/network-guard.md): C code's own sockets (ctypes, C extensions) and C
+resolvers (c-ares), subprocesses and spawn children, a socket object that was created from the original
+classes before the guard started and is then driven through ``super(original_socket_class, s)``, and
+connections already open when it starts.
 
 Loopback (127.0.0.0/8, ::1, the unspecified address, which means this host) and AF_UNIX / AF_NETLINK
 sockets stay open. Guards nest: they share one ``Patch`` (``_patch.py``), which the first ``start()``
-installs and the last ``stop()`` restores in full.
-
-**Allowed hosts** (``NetworkGuard(allowed_hosts=[...])``, pytest-recording's ``--allowed-hosts``): regular
-expressions matched, as pytest-recording matches them (``re.match``: from the start of the text), against the
-host a route names, a name or a numeric address. A name that matches is looked up by the real resolver, and
-the addresses it resolved to are reachable too (a client connects to the address, not the name). While several
-guards are on, a route passes only when every one of them allows it: a guard never opens what another blocks.
+installs and the last ``stop()`` restores in full. While several guards are on, a route passes only when
+every one of them allows it: a guard never opens what another blocks.
 """
 
 from __future__ import annotations

@@ -26,7 +26,11 @@ cassetter's ``vcr`` so that both can be installed during a migration.)
   show the whole traceback). A passed test's cassette is checked when its body ends (``pytest_runtest_call``),
   so what it missed fails the test rather than its teardown.
 - In replay, the test can't reach the network: every in-process route beyond loopback (connect, UDP, DNS,
-  asyncio, the C socket class) raises NetworkBlockedError; see ``_guard.py``. Subprocesses are not covered.
+  asyncio, uvloop, the C socket class, DNS to port 53 and loopback proxies) raises NetworkBlockedError; see
+  ``_guard.py``. Subprocesses are not covered. ``block_network`` (marker, ``--vcr-block-network``, ini
+  ``vcr_block_network``, pyproject): ``False`` turns it off, ``"session"`` keeps a guard on between and after
+  replayed tests until the process ends (it is never stopped: an in-process pytester run with it leaves the
+  outer process guarded). ``allowed_hosts`` (marker, ini ``vcr_allowed_hosts``, pyproject) let hosts through.
 """
 
 from __future__ import annotations

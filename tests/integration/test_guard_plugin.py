@@ -171,3 +171,29 @@ def test_a_wrong_block_network_value_is_a_usage_error(pytester: pytest.Pytester)
     )
     result = pytester.runpytest("--vcr-mode=replay")
     result.stdout.fnmatch_lines(["*block_network*must be one of true, false, session, not 'always'*"])
+
+
+def test_the_readmes_namespace_one_liner_keeps_loopback_and_closes_what_the_guard_cannot_see(
+    pytester: pytest.Pytester,
+) -> None:
+    """README: ``unshare -rn sh -c 'ip link set lo up && pytest'``: loopback servers work, and a subprocess
+    (out of the guard's reach) can't reach a remote address."""
+    why = namespace_unavailable()
+    if why:
+        pytest.skip(f"no network namespace: {why}")
+    pytester.makepyfile(
+        test_closed="""
+        import socket, subprocess, sys
+
+        def test_loopback_works_and_a_subprocess_reaches_nothing():
+            with socket.create_server(("127.0.0.1", 0)) as server:
+                socket.create_connection(server.getsockname(), timeout=5).close()
+            leak = "import socket; socket.create_connection(('192.0.2.1', 80), timeout=5)"
+            child = subprocess.run([sys.executable, "-c", leak], capture_output=True, text=True)
+            assert child.returncode != 0 and "Network is unreachable" in child.stderr
+        """
+    )
+    command = f"ip link set lo up && {sys.executable} -m pytest -p no:randomly -p no:cacheprovider"
+    result = pytester.run("unshare", "-rn", "sh", "-c", command, timeout=120)
+    assert result.ret == 0, result.stdout.str() + result.stderr.str()
+    result.stdout.fnmatch_lines(["*1 passed*"])

@@ -218,25 +218,16 @@ def compile_patterns(patterns: Iterable[Any], where: str) -> tuple[re.Pattern[st
 
 
 class _Regexes:
-    """A list of regular expressions (text, or compiled ones when ``compiled_ok``), kept as given.
-    ``bare``: messages name the option without the word "option" (as the network guard's always have)."""
+    """A list of regular expressions (text or compiled ones), kept as given."""
 
     values = "a list of regular expressions"
-
-    def __init__(self, *, compiled_ok: bool = True, bare: bool = False) -> None:
-        self.compiled_ok = compiled_ok
-        self.bare = bare
-        self.accepts = "Iterable[str | re.Pattern[str]]" if compiled_ok else "Iterable[str]"
+    accepts = "Iterable[str | re.Pattern[str]]"
 
     def __call__(self, value: Any, name: str, where: str) -> tuple[Any, ...]:
-        label = f"{where}: {name}" if self.bare else f"{where}: option {name}"
-        if self.bare and (isinstance(value, str | bytes) or not isinstance(value, Iterable)):
-            raise TypeError(f"{label} must be a list of regular expressions, not {value!r}")
         items = _items(value, name, where)
-        allowed = (str, re.Pattern) if self.compiled_ok else (str,)
-        if not all(isinstance(item, allowed) for item in items):
+        if not all(isinstance(item, str | re.Pattern) for item in items):
             raise _wrong(where, name, "a list of regular expressions", value)
-        compile_patterns((item for item in items if isinstance(item, str)), label)
+        compile_patterns((item for item in items if isinstance(item, str)), f"{where}: option {name}")
         return items
 
 
