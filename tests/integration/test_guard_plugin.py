@@ -112,6 +112,39 @@ def test_without_the_session_guard_the_thread_and_the_atexit_hook_reach_the_host
     assert _outcome(project.path, "atexit") == "reached hello"
 
 
+def test_session_guard_pauses_for_a_test_that_records_or_turns_it_off(project: pytest.Pytester) -> None:
+    project.makepyfile(
+        test_order="""
+        import httpx2
+        import pytest
+        from reach import attempt
+
+        @pytest.mark.vcr_transport(path="empty.jsonl")
+        def test_1_replayed():
+            assert attempt() == "NetworkBlockedError"
+
+        def test_2_unmarked_after_a_replayed_test_is_guarded():
+            assert attempt() == "NetworkBlockedError"
+
+        @pytest.mark.vcr_transport(path="new.jsonl", mode="record")
+        def test_3_recording_reaches_the_network():
+            assert attempt() == "reached hello"
+            answer = lambda request: httpx2.Response(200, json={"ok": True})
+            with httpx2.Client(transport=httpx2.MockTransport(answer)) as client:
+                assert client.get("https://api.example.test/v1/models").json() == {"ok": True}
+
+        @pytest.mark.vcr_transport(path="empty.jsonl", block_network=False)
+        def test_4_guard_off_reaches_the_network():
+            assert attempt() == "reached hello"
+
+        def test_5_guarded_again():
+            assert attempt() == "NetworkBlockedError"
+        """
+    )
+    result = _pytest_in_namespace(project, "--vcr-mode=replay", "--vcr-block-network=session")
+    result.assert_outcomes(passed=5)
+
+
 def test_marker_ini_and_pyproject_allowed_hosts_and_block_network_false(project: pytest.Pytester) -> None:
     project.makepyprojecttoml(
         textwrap.dedent(

@@ -489,3 +489,38 @@ def test_a_replay_test_under_the_plugin_is_guarded(pytester: pytest.Pytester) ->
     )
     (pytester.path / "empty.jsonl").write_text(json.dumps({"type": "header", "format_version": 1}) + "\n")
     pytester.runpytest("--vcr-mode=replay").assert_outcomes(passed=7)
+
+
+class _EarlyRaw(_socket.socket):
+    """A subclass of the C socket class made before any guard: its methods are the C class's own."""
+
+
+def test_an_early_subclass_of_the_c_socket_class_is_checked_and_restored(
+    tripwires: list[tuple[str, tuple[Any, ...]]],
+) -> None:
+    sock = _EarlyRaw()
+    try:
+        with NetworkGuard():
+            assert "connect" in vars(_EarlyRaw)
+            with pytest.raises(NetworkBlockedError):
+                sock.connect(V4)
+            with pytest.raises(NetworkBlockedError):
+                sock.sendto(b"x", ("127.0.0.53", 53))
+        assert not {"connect", "connect_ex", "sendto", "sendmsg"} & set(vars(_EarlyRaw)), "restored at the stop"
+    finally:
+        sock.close()
+    assert tripwires == []
+
+
+def test_uvloops_loop_is_checked_while_the_guard_is_on_and_restored_after() -> None:
+    uvloop = pytest.importorskip("uvloop")
+    before = {name: vars(uvloop.Loop).get(name) for name in _guard._UVLOOP_HOOKS}
+    with NetworkGuard():
+        assert all(vars(uvloop.Loop).get(name) is not None for name in _guard._UVLOOP_HOOKS)
+
+        async def connect() -> None:
+            await asyncio.open_connection("192.0.2.1", 80)
+
+        with pytest.raises(NetworkBlockedError, match=r"loop\.create_connection"):
+            uvloop.run(connect())
+    assert {name: vars(uvloop.Loop).get(name) for name in _guard._UVLOOP_HOOKS} == before
