@@ -45,6 +45,7 @@ from typing import Any
 
 from ._core._hosts import (
     BEYOND,
+    PROXY_VARIABLES,
     Decision,
     HostRule,
     canonical_address,
@@ -127,15 +128,20 @@ def _port(port: object) -> int | None:
     return None
 
 
+def _proxies_now() -> dict[int, str]:
+    """The loopback ports the proxy variables name now (a test may set one after the guard started)."""
+    found = {name: value for name in PROXY_VARIABLES if (value := os.environ.get(name))}
+    return proxy_ports(found) if found else {}
+
+
 def _check(host: object, port: object, what: str) -> Decision:
     """The decision of every guard in force for a route to ``host``:``port`` (``decide``); raises
     NetworkBlockedError naming the first guard that blocks it. ``port`` None: a lookup, which names none."""
     text = _host_text(host)
     number = _port(port)
-    proxies = proxy_ports(os.environ)
     answer = Decision("pass")
     for start in list(_starts):
-        decision = decide(text, number, start.rules, start.resolved, proxies)
+        decision = decide(text, number, start.rules, start.resolved, _proxies_now)
         if decision.action == "block":
             allowed = [rule.text for rule in start.rules]
             raise NetworkBlockedError(network_blocked_message(what, start.reason, allowed, decision.why))

@@ -19,7 +19,7 @@ from vcr_transport._core._hosts import (
 def _decide(
     host: str | None, port: int | None, rules: Sequence[str] = (), proxies: Mapping[int, str] | None = None
 ) -> Decision:
-    return decide(host, port, parse_host_rules(rules), {}, proxies or {})
+    return decide(host, port, parse_host_rules(rules), {}, lambda: proxies or {})
 
 
 @pytest.mark.parametrize(
@@ -105,10 +105,10 @@ def test_dns_is_blocked_unless_a_rule_allows_that_host() -> None:
 def test_an_address_an_allowed_name_resolved_to_passes_on_that_rules_ports() -> None:
     (rule,) = parse_host_rules(["db:5432"])
     resolved: dict[str, tuple[HostRule, ...]] = {"10.0.0.5": (rule,)}
-    assert decide("10.0.0.5", 5432, (rule,), resolved, {}).action == "pass"
-    assert decide("::ffff:10.0.0.5", 5432, (rule,), resolved, {}).action == "pass"
-    assert decide("10.0.0.5", 22, (rule,), resolved, {}).why == BEYOND
-    assert decide("10.0.0.6", 5432, (rule,), resolved, {}).action == "block"
+    assert decide("10.0.0.5", 5432, (rule,), resolved, dict).action == "pass"
+    assert decide("::ffff:10.0.0.5", 5432, (rule,), resolved, dict).action == "pass"
+    assert decide("10.0.0.5", 22, (rule,), resolved, dict).why == BEYOND
+    assert decide("10.0.0.6", 5432, (rule,), resolved, dict).action == "block"
 
 
 @pytest.mark.parametrize(

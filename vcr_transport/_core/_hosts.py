@@ -12,8 +12,8 @@ The rules, in order:
    only). So does an address an allowed name resolved to, on the ports that rule allows.
 2. DNS (port 53, UDP or TCP) is blocked to every address, loopback too: a stub resolver on 127.0.0.53
    (systemd-resolved) or 127.0.0.11 (Docker) forwards the query off the machine.
-3. A loopback port named by a proxy variable (``HTTP_PROXY``, ``HTTPS_PROXY``, ``ALL_PROXY`` and every other
-   ``*_proxy``, either case; ``proxy_ports``) is blocked: a local proxy forwards what it is given.
+3. A loopback port named by a proxy variable (``HTTP_PROXY``, ``HTTPS_PROXY``, ``ALL_PROXY``, either case:
+   ``PROXY_VARIABLES``, ``proxy_ports``) is blocked: a local proxy forwards what it is given.
 4. The rest of loopback (127.0.0.0/8, ::1, the unspecified address, ``localhost`` and ``*.localhost``) passes.
 5. Everything else is blocked.
 """
@@ -22,15 +22,17 @@ from __future__ import annotations
 
 import dataclasses
 import fnmatch
+import functools
 import ipaddress
 import re
 import urllib.parse
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import Literal, NamedTuple
 
 __all__ = [
     "BEYOND",
     "DNS_PORT",
+    "PROXY_VARIABLES",
     "canonical_address",
     "Decision",
     "HostRule",
@@ -42,6 +44,8 @@ __all__ = [
 ]
 
 DNS_PORT = 53
+# The proxy variables the guard reads (urllib, requests, httpx, aiohttp and curl read these), either case.
+PROXY_VARIABLES = ("HTTP_PROXY", "http_proxy", "HTTPS_PROXY", "https_proxy", "ALL_PROXY", "all_proxy")
 _DEFAULT_PROXY_PORTS = {"http": 80, "https": 443, "socks": 1080, "socks4": 1080, "socks5": 1080, "socks5h": 1080}
 Address = ipaddress.IPv4Address | ipaddress.IPv6Address
 
@@ -51,6 +55,7 @@ def is_localhost_name(text: str) -> bool:
     return name == "localhost" or name.endswith(".localhost")
 
 
+@functools.lru_cache(maxsize=1024)
 def _address(text: str) -> Address | None:
     """A numeric address (an IPv4-mapped IPv6 one as its IPv4 address, a zone dropped), or None for a name."""
     try:
@@ -95,17 +100,18 @@ class HostRule:
     def allows_port(self, port: int | None) -> bool:
         return self.port is None or port is None or port == self.port
 
-    def matches(self, host: str, port: int | None) -> bool:
+    def matches(self, host: str, port: int | None, address: Address | None | bool = False) -> bool:
         """Whether this rule allows ``host`` (a name or a numeric address) on ``port`` (None: a lookup, which
-        names no port, or any port)."""
+        names no port, or any port). ``address``: ``host`` parsed already (``_address``), when the caller has."""
         if not self.allows_port(port):
             return False
         if self.pattern is not None:
             return self.pattern.match(host) is not None
-        address = _address(host)
+        if address is False:
+            address = _address(host)
         if self.network is not None:
-            return address is not None and address in self.network
-        text = str(address) if address is not None else host.lower().rstrip(".")
+            return isinstance(address, Address) and address in self.network
+        text = str(address) if isinstance(address, Address) else host.lower().rstrip(".")
         return fnmatch.fnmatchcase(text, self.glob)
 
 
@@ -150,8 +156,8 @@ def parse_host_rules(texts: Iterable[str]) -> tuple[HostRule, ...]:
 
 
 def proxy_ports(environ: Mapping[str, str]) -> dict[int, str]:
-    """The loopback ports that proxy variables point at (``HTTP_PROXY=http://127.0.0.1:3128``, any
-    ``*_proxy`` but ``no_proxy``, either case), each with the variable naming it."""
+    """The loopback ports that the proxy variables of ``environ`` point at (``HTTP_PROXY=http://127.0.0.1:3128``:
+    any ``*_proxy`` but ``no_proxy``, either case), each with the variable naming it."""
     found: dict[int, str] = {}
     for name, value in environ.items():
         lowered = name.lower()
@@ -188,25 +194,29 @@ def decide(
     port: int | None,
     rules: Iterable[HostRule],
     resolved: Mapping[str, tuple[HostRule, ...]],
-    proxies: Mapping[int, str],
+    proxies: Callable[[], Mapping[int, str]],
 ) -> Decision:
     """The guard's answer for a route to ``host`` (text: a name or a numeric address; None when the route
     named no host of a form a socket accepts) on ``port`` (None for a lookup). ``resolved``: addresses allowed
-    names resolved to, with the rules that allowed them; ``proxies``: ``proxy_ports`` of the environment."""
+    names resolved to, with the rules that allowed them; ``proxies``: ``proxy_ports`` of the environment, asked
+    only for a loopback host with a port."""
     if host is None:
         return Decision("block", BEYOND)
-    if any(rule.matches(host, port) for rule in rules):
-        return Decision("pass")
     address = _address(host)
+    if any(rule.matches(host, port, address) for rule in rules):
+        return Decision("pass")
     if address is not None and any(rule.allows_port(port) for rule in resolved.get(str(address), ())):
         return Decision("pass")
     if port == DNS_PORT:
         return Decision("block", "DNS (port 53) is blocked to every address, a loopback stub resolver's too")
-    localhost = is_localhost_name(host)
-    if not (localhost or local_address(host)):
+    localhost = address is None and is_localhost_name(host)
+    local = host == "" or (address is not None and (address.is_loopback or address.is_unspecified))
+    if not (localhost or local):
         return Decision("block", BEYOND)
-    if port is not None and port in proxies:
-        return Decision(
-            "block", f"port {port} is the loopback proxy of {proxies[port]}, which forwards beyond loopback"
-        )
+    if port is not None:
+        named = proxies()
+        if port in named:
+            return Decision(
+                "block", f"port {port} is the loopback proxy of {named[port]}, which forwards beyond loopback"
+            )
     return Decision("localhost" if localhost else "pass")
