@@ -408,8 +408,8 @@ def _guard_subclasses(patch: Patch) -> None:
 # --- uvloop: libuv connects and resolves in C, below the socket module ------------------------------------
 
 
-def _loopback_host(host: Any, family: int) -> Any:
-    """A localhost name as the loopback address of the family, so that libuv never resolves it."""
+def _loopback_for(family: int) -> str:
+    """The loopback address a localhost name stands for in ``family``, so that libuv never resolves it."""
     return _LOCALHOST_V6 if family == socket.AF_INET6 else _LOCALHOST_V4
 
 
@@ -420,7 +420,7 @@ def _guarded_create_connection(original: Any) -> Any:
             checked = []
             for one in hosts:
                 decision = _check(one, port, f"a connection (loop.create_connection) to {one!r}:{port}")
-                checked.append(_loopback_host(one, kw.get("family", 0)) if decision.action == "localhost" else one)
+                checked.append(_loopback_for(kw.get("family", 0)) if decision.action == "localhost" else one)
             host = checked if isinstance(host, list | tuple) else checked[0]
         return await original(self, protocol_factory, host, port, **kw)
 
@@ -467,7 +467,7 @@ def _guarded_create_datagram_endpoint(original: Any) -> Any:
             host, port = (remote_addr[0], remote_addr[1]) if len(remote_addr) >= 2 else (None, None)
             what = f"a datagram endpoint (loop.create_datagram_endpoint) to {remote_addr!r}"
             if _check(host, port, what).action == "localhost":
-                remote_addr = (_loopback_host(host, kw.get("family", 0)), *remote_addr[1:])
+                remote_addr = (_loopback_for(kw.get("family", 0)), *remote_addr[1:])
         transport, wrapper = await original(
             self, lambda: _CheckedDatagramProtocol(protocol_factory()), local_addr, remote_addr, **kw
         )

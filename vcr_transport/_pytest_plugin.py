@@ -99,10 +99,10 @@ def pytest_addoption(parser: pytest.Parser, pluginmanager: pytest.PytestPluginMa
         if name in LIST_RUN_OPTIONS:
             parser.addini(knob.ini, f"the option {name} for every test (added to the marker's)", type="args")
             continue
+        compat = f"; {knob.compat} in the pytest-recording compatibility mode" if knob.has_compat_default else ""
         parser.addini(
             knob.ini,
-            f"the option {name} for every test: {', '.join(knob.choices)} (default: {getattr(defaults, name)}; "
-            f"{knob.compat} in the pytest-recording compatibility mode)",
+            f"the option {name} for every test: {', '.join(knob.choices)} (default: {getattr(defaults, name)}{compat})",
             default="",
         )
     add_compat_options(parser, pluginmanager)
@@ -372,11 +372,9 @@ def run_option(config: pytest.Config, name: str, given: object = None) -> object
     the option's choices is a UsageError naming where it came from."""
     knob = Options.knob(name)
     if name in LIST_RUN_OPTIONS:
-        items = [
-            *config.getini(knob.ini),
-            *(given if isinstance(given, list | tuple) else () if given is None else [given]),
-        ]
-        return items or None
+        if given is not None and not isinstance(given, list | tuple):
+            return given  # not a list: Options refuses it, naming the option
+        return [*config.getini(knob.ini), *(given or ())] or None
     if given is not None and not isinstance(given, str):
         return given  # True or False on the marker: Options checks it
     flag = RUN_FLAGS.get(name)

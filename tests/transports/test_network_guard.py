@@ -524,3 +524,22 @@ def test_uvloops_loop_is_checked_while_the_guard_is_on_and_restored_after() -> N
         with pytest.raises(NetworkBlockedError, match=r"loop\.create_connection"):
             uvloop.run(connect())
     assert {name: vars(uvloop.Loop).get(name) for name in _guard._UVLOOP_HOOKS} == before
+
+
+def test_uvloop_reaches_loopback_by_name_and_address_under_the_guard(loopback_server: int) -> None:
+    uvloop = pytest.importorskip("uvloop")
+
+    async def talk(host: str) -> str:
+        _, writer = await asyncio.open_connection(host, loopback_server)
+        peer = writer.get_extra_info("peername")[0]
+        writer.close()
+        return str(peer)
+
+    async def lookup() -> set[str]:
+        found = await asyncio.get_running_loop().getaddrinfo("api.localhost", 80, type=socket.SOCK_STREAM)
+        return {entry[4][0] for entry in found}
+
+    with NetworkGuard():
+        assert uvloop.run(talk("localhost")) == "127.0.0.1"  # answered by the guard, never by libuv's resolver
+        assert uvloop.run(talk("127.0.0.1")) == "127.0.0.1"
+        assert uvloop.run(lookup()) <= {"127.0.0.1", "::1"}
