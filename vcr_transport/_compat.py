@@ -52,8 +52,7 @@ from urllib.parse import parse_qsl, urlsplit
 
 import pytest
 
-from ._core._modes import ENVIRONMENT_VARIABLE
-from ._core._options import COMPAT_INI, Options, compile_patterns
+from ._core._registration import COMPAT_INI, ENVIRONMENT_VARIABLE
 
 if TYPE_CHECKING:  # the machinery is imported by the first test that opens a cassette
     from ._session import CassetteRequest
@@ -374,6 +373,8 @@ def allowed_hosts_of(request: pytest.FixtureRequest) -> list[str]:
             raise pytest.UsageError(f"{where}: allowed hosts are regular expressions (text), not {given!r}")
         hosts = [item.strip() for item in items if item.strip()]
         try:
+            from ._core._options import compile_patterns  # lazily: loading the plugin imports no option
+
             compile_patterns(hosts, where)
         except ValueError as error:
             raise pytest.UsageError(str(error)) from None
@@ -399,6 +400,8 @@ def compat_mode(config: pytest.Config, vcr_config: dict[str, Any]) -> str | None
         return RECORD_MODES[given]
     if config.getoption("vcr_mode", None) or os.environ.get(ENVIRONMENT_VARIABLE):
         return None  # our own resolution decides
+    from ._core._options import Options
+
     return str(Options.knob("mode").compat)  # replay: pytest-recording's default, none
 
 

@@ -6,7 +6,11 @@ It is one JSON file, ``.vcr_transport/ledger.json`` under the pytest rootdir. Th
 a backup. The plugin's main process writes it twice: when the run starts (``complete: false``, so a run
 that dies leaves an incomplete ledger rather than an older run's), and when it finishes, with every cassette
 opened through any entry point (the marker, ``use_cassette()``, ``transport()``), every cassette a collected
-test's marker names, and whether the run was complete: no test selection, no early stop, no crashed worker.
+test's marker names, the run's command line, and whether the run was complete, with why not: a run is complete
+only if it collected the whole suite (no module that failed to collect or was skipped at collection, no
+``--ignore``, ``collect_ignore``, ``--deselect``, ``-k``, ``-m``, ``--lf``, no test id, file or folder narrower than
+the test paths), and did not stop early or lose a worker. Under xdist the controller writes it, from what its
+workers saw.
 """
 
 from __future__ import annotations
@@ -36,6 +40,7 @@ def ledger_path(root: Path) -> Path:
 class Ledger:
     run: str
     started: str
+    command: str = ""
     complete: bool = False
     why_incomplete: str = "the run has not finished"
     cassettes: set[Path] = field(default_factory=set)
@@ -49,6 +54,7 @@ def write_ledger(root: Path, ledger: Ledger) -> None:
         "ledger_version": LEDGER_VERSION,
         "run": ledger.run,
         "started": ledger.started,
+        "command": ledger.command,
         "complete": ledger.complete,
         "why_incomplete": "" if ledger.complete else ledger.why_incomplete,
         "cassettes": sorted(_relative(root, p) for p in ledger.cassettes),
@@ -79,8 +85,8 @@ def _make_state_folder(folder: Path) -> None:
             marker.write_text(text, encoding="utf-8")
 
 
-def new_ledger(run: str) -> Ledger:
-    return Ledger(run, datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"))
+def new_ledger(run: str, *, command: str = "") -> Ledger:
+    return Ledger(run, datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"), command)
 
 
 def read_ledger(root: Path) -> Ledger:
@@ -98,6 +104,7 @@ def read_ledger(root: Path) -> Ledger:
     return Ledger(
         str(document["run"]),
         str(document["started"]),
+        str(document.get("command", "")),
         bool(document["complete"]),
         str(document.get("why_incomplete", "")),
         {(root / name).resolve() for name in document["cassettes"]},

@@ -32,26 +32,26 @@ cassetter's ``vcr`` so that both can be installed during a migration.)
 from __future__ import annotations
 
 import contextlib
-import hashlib
+import fnmatch
+import os
 import re
+import shlex
 import threading
-import uuid
 from collections import Counter
-from collections.abc import Iterator, Mapping
+from collections.abc import Generator, Iterator, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import pytest
 
 from ._compat import add_compat_options, compat_active, configure_compat
-from ._config import PytestRun, cassette_folders, find_pyproject, published_run, read_settings
-from ._core._modes import MODES
-from ._core._options import Options
+from ._config import SKIPPED_FOLDERS, PytestRun, cassette_folders, find_pyproject, published_run, read_settings
+from ._core._registration import INI_OPTIONS, MODES
 from ._exceptions import VcrTransportError
-from ._ledger import Ledger, ledger_path, new_ledger, write_ledger
 
 if TYPE_CHECKING:  # imported by the first test that opens a cassette, not when the plugin loads
     from ._context import use_cassette
+    from ._ledger import Ledger
 
 __all__ = [
     "MARKER",
@@ -64,9 +64,9 @@ __all__ = [
 ]
 
 MARKER = "vcr_transport"
-MARKER_KWARGS = frozenset({"path", *Options.names("marker")})
-# The options that a pytest ini setting sets for the whole run (below the marker, above pyproject).
-RUN_OPTIONS = tuple(name for name in Options.names("marker") if Options.knob(name).ini)
+# The options that a pytest ini setting sets for the whole run (below the marker, above pyproject), from the
+# generated ``_registration`` so that loading the plugin imports no option (``Options`` is imported on first use).
+RUN_OPTIONS = tuple(name for name, *_ in INI_OPTIONS)
 MAX_NAME = 100
 
 
@@ -78,13 +78,11 @@ def pytest_addoption(parser: pytest.Parser, pluginmanager: pytest.PytestPluginMa
         default=None,
         help="cassette mode for this run: " + ", ".join(MODES) + " (default: VCR_TRANSPORT_MODE, pyproject, auto)",
     )
-    defaults = Options()
-    for name in RUN_OPTIONS:
-        knob = Options.knob(name)
+    for name, ini, choices, default, compat in INI_OPTIONS:
         parser.addini(
-            knob.ini,
-            f"the option {name} for every test: {', '.join(knob.choices)} (default: {getattr(defaults, name)}; "
-            f"{knob.compat} in the pytest-recording compatibility mode)",
+            ini,
+            f"the option {name} for every test: {', '.join(choices)} (default: {default}; "
+            f"{compat} in the pytest-recording compatibility mode)",
             default="",
         )
     add_compat_options(parser, pluginmanager)
@@ -118,16 +116,24 @@ class _PluginRun(PytestRun):
 
 
 _RUN = pytest.StashKey[_PluginRun]()
-_LEDGER = pytest.StashKey[Ledger]()
+_LEDGER = pytest.StashKey["Ledger"]()
+# Why the run is partial: what it could not collect or was told to leave out, an early stop, a crashed worker.
+# Each process notes what it sees (an xdist worker collects, deselects and skips modules); a worker's notes
+# reach the controller with its results, and the controller, which writes the ledger, decides.
 _INCOMPLETE = pytest.StashKey[list[str]]()
 _CALL_FAILURE = pytest.StashKey[BaseException]()  # what failed the test: its recording is not saved
 _CASSETTE = pytest.StashKey["use_cassette"]()
 _CHECKED_AT_END = pytest.StashKey[bool]()  # the test's body passed; the cassette's check at its end failed it
 _WORKER_DATA = "vcr_transport_run"
+_WORKER_INCOMPLETE = "vcr_transport_incomplete"
 
 
 def _is_worker(config: pytest.Config) -> bool:
     return hasattr(config, "workerinput")
+
+
+def _note_incomplete(config: pytest.Config, why: str) -> None:
+    config.stash[_INCOMPLETE].append(why)
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -148,20 +154,90 @@ def pytest_configure(config: pytest.Config) -> None:
 
 
 class _CollectionWatcher:
-    """A module that failed to collect makes the run partial: its tests' cassettes went unused. (A collect
-    report carries no config, so the hook lives on an object that holds it; under xdist the workers'
-    reports reach the controller's hook too.)"""
+    """What the collection left out makes the run partial: a module that failed to collect or was skipped while
+    collected (``pytest.importorskip`` at module level), a path ``--ignore``, ``--ignore-glob`` or a conftest's
+    ``collect_ignore`` / ``collect_ignore_glob`` left out that could hold tests. (A collect report carries no
+    config, so the hooks live on an object that holds it; under xdist these run on the workers, which collect.)"""
 
     def __init__(self, config: pytest.Config) -> None:
         self.config = config
 
     def pytest_collectreport(self, report: pytest.CollectReport) -> None:
         if report.failed:
-            self.config.stash[_INCOMPLETE].append(f"{report.nodeid} failed to collect")
+            _note_incomplete(self.config, f"{report.nodeid or 'the collection'} failed to collect")
+        elif report.skipped and report.nodeid:
+            _note_incomplete(self.config, f"{report.nodeid} was skipped at collection ({_skip_reason(report)})")
+
+    @pytest.hookimpl(wrapper=True)
+    def pytest_ignore_collect(self, collection_path: Path) -> Generator[None, bool | None, bool | None]:
+        ignored = yield
+        if ignored:
+            how = _why_left_out(self.config, collection_path)
+            if how and _could_hold_tests(self.config, collection_path):
+                _note_incomplete(self.config, f"{_shown(self.config, collection_path)} was left out ({how})")
+        return ignored
+
+
+def _skip_reason(report: pytest.CollectReport) -> str:
+    """The message of a collection-time skip: ``Skipped: could not import 'anthropic'...`` without the prefix."""
+    longrepr = report.longrepr
+    text = str(longrepr[2]) if isinstance(longrepr, tuple | list) and len(longrepr) == 3 else str(longrepr)
+    return text.removeprefix("Skipped: ").splitlines()[0] if text.strip() else "skipped"
+
+
+def _why_left_out(config: pytest.Config, path: Path) -> str:
+    """Which setting left ``path`` out of the collection ("" for pytest's own: ``__pycache__``, virtualenvs,
+    ``norecursedirs``, which hold no tests of the suite)."""
+    for given in config.getoption("ignore", None) or ():
+        if path == Path(os.path.abspath(given)):
+            return f"--ignore={given}"
+    for pattern in config.getoption("ignore_glob", None) or ():
+        if fnmatch.fnmatch(str(path), os.path.abspath(pattern)):
+            return f"--ignore-glob={pattern}"
+    for plugin in config.pluginmanager.get_plugins():
+        file = getattr(plugin, "__file__", None)
+        if not isinstance(file, str) or Path(file).name != "conftest.py":
+            continue
+        folder = Path(file).parent
+        if folder not in path.parents:
+            continue
+        for name in getattr(plugin, "collect_ignore", None) or ():
+            if path == Path(os.path.abspath(folder / name)):
+                return f"collect_ignore in {_shown(config, Path(file))}"
+        for pattern in getattr(plugin, "collect_ignore_glob", None) or ():
+            if fnmatch.fnmatch(str(path), os.path.abspath(folder / pattern)):
+                return f"collect_ignore_glob in {_shown(config, Path(file))}"
+    return ""
+
+
+def _could_hold_tests(config: pytest.Config, path: Path) -> bool:
+    """Whether a path left out is a test module (``python_files``) or a folder holding one: ``collect_ignore =
+    ["setup.py"]`` leaves out no test."""
+    patterns = config.getini("python_files")
+
+    def is_test_module(name: str) -> bool:
+        return name.endswith(".py") and any(fnmatch.fnmatch(name, pattern) for pattern in patterns)
+
+    if not path.is_dir():
+        return is_test_module(path.name)
+    for _, subfolders, files in os.walk(path):
+        subfolders[:] = [name for name in subfolders if name not in SKIPPED_FOLDERS]
+        if any(map(is_test_module, files)):
+            return True
+    return False
+
+
+def _shown(config: pytest.Config, path: Path) -> str:
+    """A path as the messages show it: relative to the rootdir where it can be."""
+    try:
+        return str(path.relative_to(config.rootpath))
+    except ValueError:
+        return str(path)
 
 
 class _XdistController:
-    """xdist's controller: gathers what each worker's run saw; a worker that crashed makes the run partial."""
+    """xdist's controller: gathers what each worker's run saw, and why it was partial; a worker that crashed
+    makes the run partial."""
 
     def __init__(self, config: pytest.Config) -> None:
         self.config = config
@@ -169,24 +245,86 @@ class _XdistController:
     def pytest_testnodedown(self, node: Any, error: object) -> None:
         output = getattr(node, "workeroutput", {})
         if error is not None or _WORKER_DATA not in output:
-            self.config.stash[_INCOMPLETE].append(f"a worker ({getattr(node, 'gateway', node)}) crashed")
+            _note_incomplete(self.config, f"a worker ({getattr(node, 'gateway', node)}) crashed")
             return
         self.config.stash[_RUN].absorb(output[_WORKER_DATA])
+        self.config.stash[_INCOMPLETE].extend(output.get(_WORKER_INCOMPLETE, ()))
 
 
 def pytest_sessionstart(session: pytest.Session) -> None:
-    if _is_worker(session.config):
+    config = session.config
+    if _is_worker(config):
         return
-    ledger = new_ledger(uuid.uuid4().hex)
-    session.config.stash[_LEDGER] = ledger
-    if ledger_path(session.config.rootpath).exists():
-        write_ledger(session.config.rootpath, ledger)  # a run that dies leaves "incomplete", not an older run
+    for why in (_part_of_suite(config), _last_failed_only(config)):
+        if why:
+            _note_incomplete(config, why)
+    from ._ledger import ledger_path, new_ledger, write_ledger  # lazily: a run with no ledger never needs it
+
+    ledger = new_ledger(os.urandom(16).hex(), command=_command(config))
+    config.stash[_LEDGER] = ledger
+    if ledger_path(config.rootpath).exists():
+        write_ledger(config.rootpath, ledger)  # a run that dies leaves "incomplete", not an older run
+
+
+def _command(config: pytest.Config) -> str:
+    """The run's command line, as the ledger and ``prune`` name it."""
+    return shlex.join(["pytest", *config.invocation_params.args])
+
+
+def _part_of_suite(config: pytest.Config) -> str:
+    """Why the command line collected only part of the suite ("" when it named all of it): a test id, a file,
+    a folder below the test paths (``testpaths``, else the rootdir), or a start in a subfolder with no path."""
+    source = config.args_source
+    if source == pytest.Config.ArgsSource.TESTPATHS:
+        return ""
+    roots = _suite_roots(config)
+    given: list[Path] = []
+    for argument in config.args:
+        if "::" in argument:
+            return f"the run was given {argument}, one test of the suite"
+        path = Path(argument)
+        given.append((path if path.is_absolute() else config.invocation_params.dir / path).resolve())
+    uncovered = [root for root in roots if not any(p == root or p in root.parents for p in given)]
+    if not uncovered:
+        return ""
+    suite = ", ".join(_shown(config, root) or "." for root in roots)
+    if source == pytest.Config.ArgsSource.INVOCATION_DIR:
+        where = _shown(config, config.invocation_params.dir.resolve())
+        return f"the run started in {where} with no test path given, so it collected only that folder of the suite ({suite})"
+    return f"the run was given {' '.join(config.args)}, only part of the suite ({suite})"
+
+
+def _suite_roots(config: pytest.Config) -> list[Path]:
+    """Where the whole suite is: the ``testpaths`` (globs expanded), else the rootdir."""
+    root = config.rootpath.resolve()
+    found = [path.resolve() for entry in config.getini("testpaths") for path in sorted(root.glob(entry))]
+    return [path for path in found if path.exists()] or [root]
+
+
+def _last_failed_only(config: pytest.Config) -> str:
+    """``--lf`` with failures on record runs only those (and skips the files without any, unreported)."""
+    cache = getattr(config, "cache", None)
+    if config.getoption("lf", False) and cache is not None and cache.get("cache/lastfailed", {}):
+        return "--lf ran only the tests that failed last time"
+    return ""
 
 
 def pytest_deselected(items: list[pytest.Item]) -> None:
     if items:
         config = items[0].config
-        config.stash[_INCOMPLETE].append(f"{len(items)} test(s) were deselected (-k, -m, --deselect, --lf)")
+        _note_incomplete(config, f"{len(items)} test(s) were deselected ({_selection(config)})")
+
+
+def _selection(config: pytest.Config) -> str:
+    """The options that deselect tests, as given."""
+    given = [
+        *([f"-k {shlex.quote(config.option.keyword)}"] if getattr(config.option, "keyword", "") else []),
+        *([f"-m {shlex.quote(config.option.markexpr)}"] if getattr(config.option, "markexpr", "") else []),
+        *(f"--deselect {item}" for item in config.getoption("deselect", None) or ()),
+        *(["--lf"] if config.getoption("lf", False) else []),
+        *(["--sw"] if config.getoption("stepwise", False) else []),
+    ]
+    return ", ".join(given) or "by a plugin"
 
 
 def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config, items: list[pytest.Item]) -> None:
@@ -195,20 +333,6 @@ def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config
         marker = item.get_closest_marker(MARKER)
         if marker is not None:
             run.cassette_opened(marker_cassette_path(item, marker.kwargs.get("path")), "claimed")
-    if config.args_source == pytest.Config.ArgsSource.ARGS and _selects_part(config):
-        config.stash[_INCOMPLETE].append(f"the run was given {' '.join(config.args)}")
-
-
-def _selects_part(config: pytest.Config) -> bool:
-    """Whether the command line named part of the suite (files, test ids, folders below the test paths)."""
-    roots = [config.rootpath, *(config.rootpath / p for p in config.getini("testpaths"))]
-    for argument in config.args:
-        if "::" in argument:
-            return True
-        path = Path(argument) if Path(argument).is_absolute() else config.invocation_params.dir / argument
-        if path.resolve() not in {r.resolve() for r in roots}:
-            return True
-    return False
 
 
 @pytest.hookimpl(wrapper=True)
@@ -222,16 +346,23 @@ def pytest_runtestloop(session: pytest.Session) -> Any:
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     config = session.config
     run = config.stash[_RUN]
-    if _is_worker(config):
-        config.workeroutput[_WORKER_DATA] = run.as_data()  # type: ignore[attr-defined]
-        return
     incomplete = config.stash[_INCOMPLETE]
     if session.shouldstop or session.shouldfail:
         incomplete.append(f"the run stopped early ({session.shouldstop or session.shouldfail})")
     if exitstatus == pytest.ExitCode.INTERRUPTED:
         incomplete.append("the run was interrupted")
+    if config.option.collectonly:
+        incomplete.append("--collect-only ran no test")
+    if _is_worker(config):
+        config.workeroutput[_WORKER_DATA] = run.as_data()  # type: ignore[attr-defined]
+        config.workeroutput[_WORKER_INCOMPLETE] = list(incomplete)  # type: ignore[attr-defined]
+        return
     ledger = config.stash.get(_LEDGER, None)
-    if ledger is None or not (run.used or ledger_path(config.rootpath).exists()):
+    if ledger is None:
+        return
+    from ._ledger import ledger_path, write_ledger
+
+    if not (run.used or ledger_path(config.rootpath).exists()):
         return  # a run that opened no cassette in a project with no ledger writes none
     ledger.cassettes = set(run.used)
     ledger.complete = not incomplete
@@ -326,6 +457,8 @@ def cassette_name(node_name: str) -> str:
     """A file name from a test name: parametrize ids sanitized, long names shortened stably."""
     name = re.sub(r"[^A-Za-z0-9_.-]+", "_", node_name).strip("_.") or "test"
     if len(name) > MAX_NAME:
+        import hashlib
+
         digest = hashlib.sha1(node_name.encode()).hexdigest()[:10]
         name = f"{name[: MAX_NAME - 11]}-{digest}"
     return name
@@ -350,6 +483,8 @@ def run_option(config: pytest.Config, name: str, given: object = None) -> str | 
     else the compatibility mode's default (unless ``[tool.vcr_transport]`` sets one it may carry); None leaves
     it to ``use_cassette`` (pyproject, then the option's default). A value that is not one of the option's
     choices is a UsageError naming where it came from."""
+    from ._core._options import Options  # lazily, as every option: loading the plugin imports none
+
     knob = Options.knob(name)
     value = given or config.getini(knob.ini)
     if value:
@@ -396,11 +531,14 @@ def vcr_cassette(request: pytest.FixtureRequest) -> Iterator[use_cassette]:
     ``vcr_cassette.requests`` lists the recorded requests with their play counts."""
     marker = request.node.get_closest_marker(MARKER)
     arguments = dict(marker.kwargs) if marker else {}
-    unknown = set(arguments) - MARKER_KWARGS
+    from ._core._options import Options
+
+    valid = frozenset({"path", *Options.names("marker")})
+    unknown = set(arguments) - valid
     if unknown:
         raise pytest.UsageError(
             f"@pytest.mark.{MARKER} got unknown argument(s) {', '.join(sorted(unknown))}; "
-            f"valid: {', '.join(sorted(MARKER_KWARGS))}"
+            f"valid: {', '.join(sorted(valid))}"
         )
     path = marker_cassette_path(request.node, arguments.pop("path", None))
     arguments = with_run_options(request.config, arguments)

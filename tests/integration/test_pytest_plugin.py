@@ -387,6 +387,8 @@ def test_prune_keeps_every_entry_points_cassettes_and_refuses_after_a_partial_ru
     from vcr_transport._cli import main
 
     _mixed(project, "hi")
+    # A run started in the test paths' folder is the whole suite (a start in any other subfolder is partial).
+    project.makepyprojecttoml("[tool.pytest.ini_options]\nfilterwarnings = ['error']\ntestpaths = ['tests']\n")
     monkeypatch.chdir(project.path / "tests")  # use_cassette() and transport() paths follow the working folder
     project.runpytest("--rootdir", str(project.path), "--vcr-mode=record").assert_outcomes(passed=3)
     stale = project.path / "tests" / "cassettes" / "stale.jsonl"

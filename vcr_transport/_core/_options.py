@@ -50,6 +50,7 @@ __all__ = [
     "compile_patterns",
     "options_table",
     "pyproject_names",
+    "registration_module",
     "typed_options_module",
     "unknown_settings",
 ]
@@ -914,6 +915,46 @@ def typed_options_module() -> str:
         + ("\n\n" if local else "")
         + f"__all__ = [\n{all_names}\n]\n\n\n"
         + body
+    )
+
+
+# --- what the pytest plugin registers when it loads, generated into _registration.py -------------------
+
+
+def _literal(value: str | tuple[str, ...]) -> str:
+    """A string or a tuple of strings as Python source, as ruff formats it (double quotes)."""
+    if isinstance(value, str):
+        return '"' + value.replace("\\", "\\\\").replace('"', '\\"') + '"'
+    items = ", ".join(map(_literal, value))
+    return f"({items},)" if len(value) == 1 else f"({items})"
+
+
+def registration_module() -> str:
+    """The source of ``_registration.py``: what the pytest plugin needs when it loads (the modes, the ini settings
+    of the run-wide options, the keys of ``[tool.vcr_transport]``) as plain constants, so that a run that uses no
+    cassette imports neither this module nor ``_modes``."""
+    rows = [
+        f"    {_literal((field.name, knob.ini, knob.choices, field.default, knob.compat if knob.has_compat_default else ''))},"
+        for field in _knob_fields()
+        if (knob := _knob(field)).ini and knob.marker
+    ]
+    names = ("COMPAT_INI", "ENVIRONMENT_VARIABLE", "INI_OPTIONS", "MODES", "PYPROJECT_NAMES")
+    return (
+        '"""What the pytest plugin registers when it loads, before any cassette is used: the modes (``--vcr-mode``),\n'
+        "the ini settings of the run-wide options, and the keys ``[tool.vcr_transport]`` takes. Plain constants, so\n"
+        "that loading the plugin imports none of the machinery (issue 26: free when unused).\n\n"
+        "Generated from ``_modes.MODES`` and the fields of ``Options`` (``_options.registration_module``): do not\n"
+        "edit, run ``python docs/_gen.py``. ``tests/core/test_registration.py`` checks that it is current.\n"
+        '"""\n\n'
+        "from __future__ import annotations\n\n"
+        "__all__ = [\n" + "".join(f'    "{name}",\n' for name in names) + "]\n\n"
+        f"MODES: tuple[str, ...] = {_literal(MODES)}\n"
+        f"ENVIRONMENT_VARIABLE = {_literal(ENVIRONMENT_VARIABLE)}\n"
+        f"COMPAT_INI = {_literal(COMPAT_INI)}\n"
+        "# The run-wide options that a pytest ini setting sets: (option, ini setting, choices, default, the\n"
+        "# pytest-recording compatibility mode's default or '').\n"
+        "INI_OPTIONS: tuple[tuple[str, str, tuple[str, ...], str, str], ...] = (\n" + "\n".join(rows) + "\n)\n"
+        "PYPROJECT_NAMES: tuple[str, ...] = (\n" + "".join(f"    {_literal(name)},\n" for name in pyproject_names()) + ")\n"
     )
 
 
