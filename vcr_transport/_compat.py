@@ -42,7 +42,8 @@ each claims ``@pytest.mark.vcr`` and ``--record-mode``. Then:
 from __future__ import annotations
 
 import collections
-import importlib.util
+import functools
+import importlib.machinery
 import json
 import os
 from collections.abc import Callable, Iterator
@@ -111,9 +112,16 @@ def _owner(pluginmanager: pytest.PytestPluginManager) -> str | None:
     """The installed plugin that will serve pytest-recording's options and marker (one not blocked with
     ``-p no:NAME``), if any."""
     for owner, (package, plugin) in OWNERS.items():
-        if importlib.util.find_spec(package) is not None and not pluginmanager.is_blocked(plugin):
+        if not pluginmanager.is_blocked(plugin) and _installed(package):
             return owner
     return None
+
+
+@functools.cache
+def _installed(package: str) -> bool:
+    """Whether a top-level package can be imported, looked up on ``sys.path`` once per process (past the
+    import hooks: under pytest, the assertion rewriter's makes each look-up cost milliseconds)."""
+    return importlib.machinery.PathFinder.find_spec(package) is not None
 
 
 def add_compat_options(parser: pytest.Parser, pluginmanager: pytest.PytestPluginManager) -> None:

@@ -67,6 +67,10 @@ class PytestRun:
     def cassette_closed(self, path: Path, outcome: str) -> None:
         """A cassette was closed: ``outcome`` is what ``CassetteSession.outcome()`` says."""
 
+    def cassette_stale(self, path: Path, age_days: float, max_age: float) -> None:
+        """A replayed cassette was recorded more than ``max_age`` days ago (``on_expiry`` warn or
+        record-on-miss): the run says so once, at its end."""
+
 
 # The pytest run in progress, if any. Set by the plugin only.
 _runs: list[PytestRun] = []

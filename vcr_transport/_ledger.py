@@ -15,11 +15,7 @@ workers saw.
 
 from __future__ import annotations
 
-import datetime
-import json
 import os
-import tempfile
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -36,18 +32,32 @@ def ledger_path(root: Path) -> Path:
     return root / ".vcr_transport" / "ledger.json"
 
 
-@dataclass
 class Ledger:
-    run: str
-    started: str
-    command: str = ""
-    complete: bool = False
-    why_incomplete: str = "the run has not finished"
-    cassettes: set[Path] = field(default_factory=set)
+    """One run's ledger: its id, when it started, its command line, whether it was complete (and why not), and
+    the cassettes it used. (A plain class: the plugin imports this module in every run.)"""
+
+    def __init__(
+        self,
+        run: str,
+        started: str,
+        command: str = "",
+        complete: bool = False,
+        why_incomplete: str = "the run has not finished",
+        cassettes: set[Path] | None = None,
+    ) -> None:
+        self.run = run
+        self.started = started
+        self.command = command
+        self.complete = complete
+        self.why_incomplete = why_incomplete
+        self.cassettes: set[Path] = set() if cassettes is None else cassettes
 
 
 def write_ledger(root: Path, ledger: Ledger) -> None:
     """Replace the ledger whole (a private temporary file moved over it)."""
+    import json
+    import tempfile
+
     path = ledger_path(root)
     _make_state_folder(path.parent)
     document: dict[str, Any] = {
@@ -86,10 +96,14 @@ def _make_state_folder(folder: Path) -> None:
 
 
 def new_ledger(run: str, *, command: str = "") -> Ledger:
+    import datetime
+
     return Ledger(run, datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"), command)
 
 
 def read_ledger(root: Path) -> Ledger:
+    import json
+
     path = ledger_path(root)
     try:
         document = json.loads(path.read_text(encoding="utf-8"))

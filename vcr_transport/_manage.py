@@ -464,8 +464,8 @@ def prune_reasons(cassettes: Sequence[Path], *, older_than: float | None, force:
         raise UsageProblem(str(problem)) from None
     if not ledger.complete and not force:
         raise UsageProblem(
-            f"the last test run ({ledger.command + ', ' if ledger.command else ''}started {ledger.started}) was partial: "
-            f"{ledger.why_incomplete}. "
+            f"the last test run ({ledger.command + ', ' if ledger.command else ''}started {ledger.started}) was "
+            f"partial: {ledger.why_incomplete}. "
             "Its unused cassettes may belong to tests it did not run: run the whole suite, then prune "
             "(or add --force to prune by this run anyway)"
         )

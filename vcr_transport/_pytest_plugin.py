@@ -78,13 +78,8 @@ def pytest_addoption(parser: pytest.Parser, pluginmanager: pytest.PytestPluginMa
         default=None,
         help="cassette mode for this run: " + ", ".join(MODES) + " (default: VCR_TRANSPORT_MODE, pyproject, auto)",
     )
-    for name, ini, choices, default, compat in INI_OPTIONS:
-        parser.addini(
-            ini,
-            f"the option {name} for every test: {', '.join(choices)} (default: {default}; "
-            f"{compat} in the pytest-recording compatibility mode)",
-            default="",
-        )
+    for _, ini, help_text in INI_OPTIONS:
+        parser.addini(ini, help_text, default="")
     add_compat_options(parser, pluginmanager)
 
 
@@ -97,6 +92,8 @@ class _PluginRun(PytestRun):
         self._lock = threading.Lock()
         self.used: set[Path] = set()
         self.outcomes: dict[Path, str] = {}
+        self.stale: dict[Path, tuple[float, float, str]] = {}  # (age in days, max_age, the test that replayed it)
+        self.current_test = ""
 
     def cassette_opened(self, path: Path, mode: str) -> None:
         with self._lock:
@@ -106,17 +103,27 @@ class _PluginRun(PytestRun):
         with self._lock:
             self.outcomes[path.resolve()] = outcome
 
+    def cassette_stale(self, path: Path, age_days: float, max_age: float) -> None:
+        with self._lock:
+            self.stale.setdefault(path.resolve(), (age_days, max_age, self.current_test))
+
     def as_data(self) -> dict[str, Any]:
-        return {"used": sorted(map(str, self.used)), "outcomes": {str(k): v for k, v in self.outcomes.items()}}
+        return {
+            "used": sorted(map(str, self.used)),
+            "outcomes": {str(k): v for k, v in self.outcomes.items()},
+            "stale": {str(k): list(v) for k, v in self.stale.items()},
+        }
 
     def absorb(self, data: dict[str, Any]) -> None:
         with self._lock:
             self.used.update(Path(p) for p in data["used"])
             self.outcomes.update({Path(k): v for k, v in data["outcomes"].items()})
+            for path, (age, max_age, test) in data.get("stale", {}).items():
+                self.stale.setdefault(Path(path), (age, max_age, test))
 
 
 _RUN = pytest.StashKey[_PluginRun]()
-_LEDGER = pytest.StashKey["Ledger"]()
+_LEDGER: pytest.StashKey[Ledger] = pytest.StashKey()
 # Why the run is partial: what it could not collect or was told to leave out, an early stop, a crashed worker.
 # Each process notes what it sees (an xdist worker collects, deselects and skips modules); a worker's notes
 # reach the controller with its results, and the controller, which writes the ledger, decides.
@@ -290,7 +297,10 @@ def _part_of_suite(config: pytest.Config) -> str:
     suite = ", ".join(_shown(config, root) or "." for root in roots)
     if source == pytest.Config.ArgsSource.INVOCATION_DIR:
         where = _shown(config, config.invocation_params.dir.resolve())
-        return f"the run started in {where} with no test path given, so it collected only that folder of the suite ({suite})"
+        return (
+            f"the run started in {where} with no test path given, so it collected only that folder of the suite "
+            f"({suite})"
+        )
     return f"the run was given {' '.join(config.args)}, only part of the suite ({suite})"
 
 
@@ -382,7 +392,9 @@ _SUMMARY = (
     ("missing", "{} missing"),
     ("refused", "{} not recorded under CI"),
     ("unreadable", "{} unreadable"),
+    ("stale", "{} failed as stale (older than max_age)"),
 )
+MAX_STALE_SHOWN = 5
 
 
 def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pytest.Config) -> None:
@@ -396,6 +408,27 @@ def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pyte
     parts += _never_used(config, run)
     terminalreporter.write_sep("-", "vcr_transport")
     terminalreporter.write_line("cassettes: " + (", ".join(parts) or "none opened"))
+    for line in _stale_lines(config, run):
+        terminalreporter.write_line(line)
+
+
+def _stale_lines(config: pytest.Config, run: _PluginRun) -> list[str]:
+    """The run's stale cassettes (older than ``max_age``, replayed all the same), each once, and the command
+    that re-records them: the tests that replayed them, in record mode. One re-recorded on a miss is fresh."""
+    stale = sorted(
+        (path, found) for path, found in run.stale.items() if run.outcomes.get(path) not in ("re-recorded", "stale")
+    )
+    if not stale:
+        return []
+    lines = [f"{len(stale)} stale (recorded more than max_age days ago), replayed all the same:"]
+    for path, (age, max_age, _) in stale[:MAX_STALE_SHOWN]:
+        lines.append(f"  {_shown(config, path)}: {int(age)} days old (max_age {max_age:g})")
+    if len(stale) > MAX_STALE_SHOWN:
+        lines.append(f"  ... and {len(stale) - MAX_STALE_SHOWN} more")
+    tests = dict.fromkeys(test for _, (_, _, test) in stale if test)
+    if tests:
+        lines.append("re-record them: " + shlex.join(["pytest", "--vcr-mode=record", *tests]))
+    return lines
 
 
 def _never_used(config: pytest.Config, run: _PluginRun) -> list[str]:
@@ -405,6 +438,17 @@ def _never_used(config: pytest.Config, run: _PluginRun) -> list[str]:
     known = {p.resolve() for folder in cassette_folders(config.rootpath) for p in folder.rglob("*.jsonl")}
     unused = known - run.used
     return [f"{len(unused)} never used ('vcr-transport prune' lists them)"] if unused else []
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_protocol(item: pytest.Item) -> Any:
+    # The test running now, which the summary names for a stale cassette it replayed (any entry point).
+    run = item.config.stash[_RUN]
+    run.current_test = item.nodeid
+    try:
+        return (yield)
+    finally:
+        run.current_test = ""
 
 
 @pytest.hookimpl(wrapper=True)
@@ -478,23 +522,29 @@ def marker_cassette_path(node: pytest.Item, path: object) -> Path:
     return given if given.is_absolute() else Path(str(node.path)).parent / given
 
 
-def run_option(config: pytest.Config, name: str, given: object = None) -> str | None:
-    """A run-wide option (``RUN_OPTIONS``) for a test's cassette: the marker's (``given``), else its ini setting's,
-    else the compatibility mode's default (unless ``[tool.vcr_transport]`` sets one it may carry); None leaves
-    it to ``use_cassette`` (pyproject, then the option's default). A value that is not one of the option's
-    choices is a UsageError naming where it came from."""
+def run_option(config: pytest.Config, name: str, given: object = None) -> Any:
+    """A run-wide option (``RUN_OPTIONS``) for a test's cassette: the marker's (``given``), else its ini setting's
+    (text, read as the option takes it: ``vcr_transport_max_age = 30`` is 30.0 days), else the compatibility
+    mode's default (unless ``[tool.vcr_transport]`` sets one it may carry); None leaves it to ``use_cassette``
+    (pyproject, then the option's default). A value the option does not take is a UsageError naming where it
+    came from."""
     from ._core._options import Options  # lazily, as every option: loading the plugin imports none
 
     knob = Options.knob(name)
-    value = given or config.getini(knob.ini)
-    if value:
-        if value not in knob.choices:
-            where = f"@pytest.mark.{MARKER}({name}=...)" if given else f"the ini {knob.ini}"
-            raise pytest.UsageError(f"{where} must be one of {', '.join(knob.choices)}, not {value!r}")
-        return str(value)
+    if given is not None and given != "":
+        if knob.choices and given not in knob.choices:
+            where = f"@pytest.mark.{MARKER}({name}=...)"
+            raise pytest.UsageError(f"{where} must be one of {', '.join(knob.choices)}, not {given!r}")
+        return given  # the other kinds are checked with the marker's other arguments
+    text = str(config.getini(knob.ini)).strip()
+    if text:
+        try:
+            return knob.from_text(text, f"the ini {knob.ini}")
+        except ValueError as error:
+            raise pytest.UsageError(str(error)) from None
     if compat_active(config) and knob.has_compat_default:
         if not (knob.pyproject and name in read_settings(find_pyproject())):
-            return str(knob.compat)
+            return knob.compat
     return None
 
 

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -85,7 +84,10 @@ def _failed_last_time(project: pytest.Pytester) -> None:
 
 # Each way a run leaves part of the suite out: (how the suite is set up, the arguments, why the ledger says
 # the run was partial).
-NONE: Callable[[pytest.Pytester], None] = lambda project: None
+def _nothing(project: pytest.Pytester) -> None:
+    """Nothing to prepare: the arguments leave part of the suite out."""
+
+
 PARTIAL_RUNS = {
     "importorskip": (
         _optional_sdk,
@@ -93,29 +95,41 @@ PARTIAL_RUNS = {
         "tests/test_optional.py was skipped at collection "
         "(could not import 'vcr_no_such_sdk': No module named 'vcr_no_such_sdk')",
     ),
-    "collect_ignore": (_ignore_in_conftest, [], "tests/test_left.py was left out (collect_ignore in tests/conftest.py)"),
+    "collect_ignore": (
+        _ignore_in_conftest,
+        [],
+        "tests/test_left.py was left out (collect_ignore in tests/conftest.py)",
+    ),
     "collect_ignore_glob": (
         _ignore_glob_in_conftest,
         [],
         "tests/test_left.py was left out (collect_ignore_glob in tests/conftest.py)",
     ),
-    "ignore": (NONE, ["--ignore=tests/test_left.py"], "tests/test_left.py was left out (--ignore=tests/test_left.py)"),
+    "ignore": (
+        _nothing,
+        ["--ignore=tests/test_left.py"],
+        "tests/test_left.py was left out (--ignore=tests/test_left.py)",
+    ),
     "ignore-glob": (
-        NONE,
+        _nothing,
         ["--ignore-glob=*/test_left.py"],
         "tests/test_left.py was left out (--ignore-glob=*/test_left.py)",
     ),
     "deselect": (
-        NONE,
+        _nothing,
         ["--deselect", "tests/test_a.py::test_one"],
         "1 test(s) were deselected (--deselect tests/test_a.py::test_one)",
     ),
-    "-k": (NONE, ["-k", "one or sub"], "2 test(s) were deselected (-k 'one or sub')"),
-    "-m": (NONE, ["-m", "not slow"], "1 test(s) were deselected (-m 'not slow')"),
+    "-k": (_nothing, ["-k", "one or sub"], "2 test(s) were deselected (-k 'one or sub')"),
+    "-m": (_nothing, ["-m", "not slow"], "1 test(s) were deselected (-m 'not slow')"),
     "lf": (_failed_last_time, ["--lf"], "--lf ran only the tests that failed last time"),
-    "a subfolder": (NONE, ["tests/sub"], "the run was given tests/sub, only part of the suite (tests)"),
-    "a file": (NONE, ["tests/test_a.py"], "the run was given tests/test_a.py, only part of the suite (tests)"),
-    "a test id": (NONE, ["tests/test_a.py::test_one"], "the run was given tests/test_a.py::test_one, one test of the suite"),
+    "a subfolder": (_nothing, ["tests/sub"], "the run was given tests/sub, only part of the suite (tests)"),
+    "a file": (_nothing, ["tests/test_a.py"], "the run was given tests/test_a.py, only part of the suite (tests)"),
+    "a test id": (
+        _nothing,
+        ["tests/test_a.py::test_one"],
+        "the run was given tests/test_a.py::test_one, one test of the suite",
+    ),
     "a start in a subfolder": (
         _in_subfolder,
         [],

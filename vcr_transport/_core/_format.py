@@ -27,7 +27,7 @@ import datetime
 import io
 import json
 import re
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Annotated, Any, Literal, Protocol, overload
 from urllib.parse import urlsplit
@@ -57,6 +57,7 @@ __all__ = [
     "call_end_line",
     "encode_line",
     "event_lines",
+    "header_age_days",
     "header_line",
     "header_problem",
     "line_place",
@@ -288,6 +289,21 @@ def header_line(versions: dict[str, str] | None = None, **metadata: Any) -> dict
         line["versions"] = dict(versions)
     line.update(metadata)
     return line
+
+
+def header_age_days(header: Mapping[str, Any], now: datetime.datetime) -> float | None:
+    """How many days before ``now`` the cassette was recorded (its header's ``created``); None when the header
+    says no time, or none that parses (an imported cassette's may carry none)."""
+    created = header.get("created")
+    if not isinstance(created, str):
+        return None
+    try:
+        when = datetime.datetime.fromisoformat(created)
+    except ValueError:
+        return None
+    if when.tzinfo is None:
+        when = when.replace(tzinfo=datetime.UTC)
+    return (now - when).total_seconds() / 86400
 
 
 def request_line(

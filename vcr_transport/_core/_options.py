@@ -40,6 +40,7 @@ __all__ = [
     "CAUGHT_MISMATCH_ACTIONS",
     "COMPAT_INI",
     "ENTRIES",
+    "EXPIRY_ACTIONS",
     "MISMATCH_ACTIONS",
     "PARSE_CACHE_VARIABLE",
     "SETTINGS",
@@ -64,6 +65,9 @@ CaughtMismatchAction = Literal["raise", "ignore"]
 # What recorded calls that no request asked for do when the block or the test ends.
 UNPLAYED_ACTIONS = ("error", "warn", "ignore", "partial")
 UnplayedAction = Literal["error", "warn", "ignore", "partial"]
+# What a replayed cassette older than max_age does.
+EXPIRY_ACTIONS = ("warn", "fail", "record-on-miss")
+ExpiryAction = Literal["warn", "fail", "record-on-miss"]
 PARSE_CACHE_VARIABLE = "VCR_TRANSPORT_PARSE_CACHE"
 CACHE_DIR_VARIABLE = "VCR_TRANSPORT_CACHE_DIR"
 CASSETTE_DIR_SETTING = "cassette_dir"
@@ -124,6 +128,30 @@ class _Seconds:
         if not math.isfinite(value) or value < 0:
             raise ValueError(f"{where}: option {name} must be a finite number >= 0, not {value!r}")
         return float(value)
+
+
+class _Days:
+    values: str = "days (a number > 0), `None`"
+    accepts: str = "float | None"
+
+    def __call__(self, value: Any, name: str, where: str) -> float | None:
+        if value is None:
+            return None
+        if isinstance(value, bool) or not isinstance(value, int | float):
+            raise _wrong(where, name, "a number of days or None", value)
+        if not math.isfinite(value) or value <= 0:
+            raise ValueError(f"{where}: option {name} must be a finite number of days > 0, not {value!r}")
+        return float(value)
+
+    def from_text(self, text: str, where: str) -> float:
+        """A value as an ini setting gives it (text)."""
+        try:
+            number = float(text)
+        except ValueError:
+            raise ValueError(f"{where} must be a number of days, not {text!r}") from None
+        if not math.isfinite(number) or number <= 0:
+            raise ValueError(f"{where} must be a finite number of days > 0, not {text!r}")
+        return number
 
 
 class _Choice:
@@ -308,6 +336,7 @@ class _Faults:
 Check = (
     _Flag
     | _Seconds
+    | _Days
     | _Choice
     | _Mode
     | _MatchOn
@@ -360,6 +389,15 @@ class Knob(NamedTuple):
     def choices(self) -> tuple[str, ...]:
         """The values of an option that takes one of a few names (empty for the others)."""
         return self.check.choices if isinstance(self.check, _Choice) else ()
+
+    def from_text(self, text: str, where: str) -> Any:
+        """The value of a setting given as text (a pytest ini setting); a wrong one is a ValueError that
+        starts with ``where``. Only options with choices or a number of days are set this way."""
+        if isinstance(self.check, _Days):
+            return self.check.from_text(text, where)
+        if text not in self.choices:
+            raise ValueError(f"{where} must be one of {', '.join(self.choices)}, not {text!r}")
+        return text
 
 
 def _option(default: Any, help: str, check: Check, *entries: Entry, **where: Any) -> Any:
@@ -558,6 +596,24 @@ class Options:
         "block",
         ini="vcr_unplayed",
         compat="ignore",
+    )
+    max_age: float | None = _option(
+        None,
+        "a replayed cassette recorded (its header's created) more than this many days ago is stale: "
+        "on_expiry says what that does; None: a cassette never goes stale",
+        _Days(),
+        pyproject="fills",
+        ini="vcr_transport_max_age",
+    )
+    on_expiry: ExpiryAction = _option(
+        "warn",
+        "what a stale cassette (max_age) does: 'warn' says so once per run in the plugin's summary (outside "
+        "pytest, a CassetteExpiredWarning); 'fail' fails the test (the block's first request) naming the "
+        "cassette, its age and the fix; 'record-on-miss' replays it and records from the first request it "
+        "can't answer (never under CI, where it replays)",
+        _Choice(EXPIRY_ACTIONS),
+        pyproject="fills",
+        ini="vcr_transport_on_expiry",
     )
     block_network: bool = _option(
         False,
@@ -921,6 +977,26 @@ def typed_options_module() -> str:
 # --- what the pytest plugin registers when it loads, generated into _registration.py -------------------
 
 
+def _ini_help(field: dataclasses.Field[Any]) -> str:
+    """What ``pytest --help`` says of an option's ini setting."""
+    knob = _knob(field)
+    values = ", ".join(knob.choices) if knob.choices else knob.check.values.replace("`", "")
+    compat = f"; {knob.compat} in the pytest-recording compatibility mode" if knob.has_compat_default else ""
+    return f"the option {field.name} for every test: {values} (default: {field.default}{compat})"
+
+
+def _wrapped(text: str, indent: int) -> str:
+    """A long string as implicitly concatenated literals, one a line, each within the line length."""
+    chunks: list[str] = []
+    for word in text.split(" "):
+        if chunks and len(chunks[-1]) + len(word) + indent + 4 <= 110:
+            chunks[-1] += " " + word
+        else:
+            chunks.append(word)
+    pieces = [chunk + " " for chunk in chunks[:-1]] + chunks[-1:]
+    return "\n".join(" " * indent + _literal(piece) for piece in pieces)
+
+
 def _literal(value: str | tuple[str, ...]) -> str:
     """A string or a tuple of strings as Python source, as ruff formats it (double quotes)."""
     if isinstance(value, str):
@@ -934,7 +1010,8 @@ def registration_module() -> str:
     of the run-wide options, the keys of ``[tool.vcr_transport]``) as plain constants, so that a run that uses no
     cassette imports neither this module nor ``_modes``."""
     rows = [
-        f"    {_literal((field.name, knob.ini, knob.choices, field.default, knob.compat if knob.has_compat_default else ''))},"
+        f"    (\n        {_literal(field.name)},\n        {_literal(knob.ini)},\n"
+        f"{_wrapped(_ini_help(field), 8)},\n    ),"
         for field in _knob_fields()
         if (knob := _knob(field)).ini and knob.marker
     ]
@@ -951,10 +1028,11 @@ def registration_module() -> str:
         f"MODES: tuple[str, ...] = {_literal(MODES)}\n"
         f"ENVIRONMENT_VARIABLE = {_literal(ENVIRONMENT_VARIABLE)}\n"
         f"COMPAT_INI = {_literal(COMPAT_INI)}\n"
-        "# The run-wide options that a pytest ini setting sets: (option, ini setting, choices, default, the\n"
-        "# pytest-recording compatibility mode's default or '').\n"
-        "INI_OPTIONS: tuple[tuple[str, str, tuple[str, ...], str, str], ...] = (\n" + "\n".join(rows) + "\n)\n"
-        "PYPROJECT_NAMES: tuple[str, ...] = (\n" + "".join(f"    {_literal(name)},\n" for name in pyproject_names()) + ")\n"
+        "# The run-wide options that a pytest ini setting sets: (option, ini setting, its help).\n"
+        "INI_OPTIONS: tuple[tuple[str, str, str], ...] = (\n" + "\n".join(rows) + "\n)\n"
+        "PYPROJECT_NAMES: tuple[str, ...] = (\n"
+        + "".join(f"    {_literal(name)},\n" for name in pyproject_names())
+        + ")\n"
     )
 
 

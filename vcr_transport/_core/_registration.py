@@ -19,11 +19,30 @@ __all__ = [
 MODES: tuple[str, ...] = ("off", "record", "replay", "record-on-miss", "auto")
 ENVIRONMENT_VARIABLE = "VCR_TRANSPORT_MODE"
 COMPAT_INI = "vcr_transport_compat"
-# The run-wide options that a pytest ini setting sets: (option, ini setting, choices, default, the
-# pytest-recording compatibility mode's default or '').
-INI_OPTIONS: tuple[tuple[str, str, tuple[str, ...], str, str], ...] = (
-    ("caught_mismatch", "vcr_caught_mismatch", ("raise", "ignore"), "raise", "ignore"),
-    ("unplayed", "vcr_unplayed", ("error", "warn", "ignore", "partial"), "error", "ignore"),
+# The run-wide options that a pytest ini setting sets: (option, ini setting, its help).
+INI_OPTIONS: tuple[tuple[str, str, str], ...] = (
+    (
+        "caught_mismatch",
+        "vcr_caught_mismatch",
+        "the option caught_mismatch for every test: raise, ignore (default: raise; ignore in the "
+        "pytest-recording compatibility mode)",
+    ),
+    (
+        "unplayed",
+        "vcr_unplayed",
+        "the option unplayed for every test: error, warn, ignore, partial (default: error; ignore in the "
+        "pytest-recording compatibility mode)",
+    ),
+    (
+        "max_age",
+        "vcr_transport_max_age",
+        "the option max_age for every test: days (a number > 0), None (default: None)",
+    ),
+    (
+        "on_expiry",
+        "vcr_transport_on_expiry",
+        "the option on_expiry for every test: warn, fail, record-on-miss (default: warn)",
+    ),
 )
 PYPROJECT_NAMES: tuple[str, ...] = (
     "caught_mismatch",
@@ -39,5 +58,7 @@ PYPROJECT_NAMES: tuple[str, ...] = (
     "redact_names",
     "redact_patterns",
     "mode",
+    "max_age",
+    "on_expiry",
     "cassette_dir",
 )

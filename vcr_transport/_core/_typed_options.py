@@ -58,6 +58,8 @@ class ReplayOptions(TypedDict, total=False):
     redact_with: Iterable[Callable[[str], str]]
     keep_failures: bool
     plain_bodies: bool
+    max_age: float | None
+    on_expiry: Literal["warn", "fail", "record-on-miss"]
 
 
 class TransportOptions(TypedDict, total=False):
@@ -85,6 +87,8 @@ class TransportOptions(TypedDict, total=False):
     redact_with: Iterable[Callable[[str], str]]
     keep_failures: bool
     plain_bodies: bool
+    max_age: float | None
+    on_expiry: Literal["warn", "fail", "record-on-miss"]
 
 
 class BlockOptions(TypedDict, total=False):
@@ -113,6 +117,8 @@ class BlockOptions(TypedDict, total=False):
     keep_failures: bool
     plain_bodies: bool
     unplayed: Literal["error", "warn", "ignore", "partial"]
+    max_age: float | None
+    on_expiry: Literal["warn", "fail", "record-on-miss"]
     block_network: bool
     allowed_hosts: Iterable[str]
     missing_ok_unused: bool
@@ -145,6 +151,8 @@ class EveryOption(TypedDict, total=False):
     plain_bodies: bool
     mode: Mode | None
     unplayed: Literal["error", "warn", "ignore", "partial"]
+    max_age: float | None
+    on_expiry: Literal["warn", "fail", "record-on-miss"]
     block_network: bool
     allowed_hosts: Iterable[str]
     missing_ok_unused: bool
