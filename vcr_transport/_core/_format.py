@@ -7,7 +7,11 @@ One JSON object per line, written as things happen:
     request    {"type": "request", "call_index", "method", "url", "headers": [[name, value]...], "body"}
     response   {"type": "response", "call_index", "status", "headers", "http_version"}
     event      {"type": "event", "call_index", "event_index", "t", "text" | "base64"}
-    call_end   {"type": "call_end", "call_index", "event_count", "outcome", "error"?}
+    call_end   {"type": "call_end", "call_index", "event_count", "outcome", "error"?, "early_stop"?}
+
+``outcome`` is ``complete``, ``closed_early`` (the code closed the response before its end) or ``error``.
+``"early_stop": "intended"`` (only with ``closed_early``) says the test that recorded it stopped the stream on
+purpose (``early_stop_ok``): ``verify --strict`` accepts such a call, and still refuses an accidental one.
 
 A request body is ``null``, ``{"json": value}``, ``{"text": str}`` or ``{"base64": str}``.
 
@@ -39,6 +43,7 @@ from .._exceptions import CassetteError
 __all__ = [
     "FORMAT_VERSION",
     "HTTP_VERSIONS",
+    "INTENDED",
     "MAX_LINE_BYTES",
     "MAX_NESTING",
     "OUTCOMES",
@@ -95,6 +100,8 @@ Method = Annotated[str, msgspec.Meta(pattern=_TOKEN)]
 HeaderPair = tuple[str, str]
 HttpVersion = Literal["HTTP/0.9", "HTTP/1.0", "HTTP/1.1", "HTTP/2", "HTTP/3"]
 Outcome = Literal["complete", "closed_early", "error"]
+EarlyStop = Literal["intended"]
+INTENDED = "intended"
 
 
 class _Line(msgspec.Struct, tag_field="type", gc=False):
@@ -193,10 +200,13 @@ class CallEndLine(_Line, tag="call_end", forbid_unknown_fields=True):
     event_count: Index
     outcome: Outcome
     error: ErrorInfo | None = None
+    early_stop: EarlyStop | msgspec.UnsetType = msgspec.UNSET
 
     def __post_init__(self) -> None:
         if (self.outcome == "error") != (self.error is not None):
             raise ValueError("'error' {class, message} is there exactly when the outcome is 'error'")
+        if self.early_stop is not msgspec.UNSET and self.outcome != "closed_early":
+            raise ValueError("'early_stop' is there only when the outcome is 'closed_early'")
 
 
 Line = HeaderLine | RequestLine | ResponseLine | EventLine | CallEndLine
@@ -332,9 +342,15 @@ def response_line(
 
 
 def call_end_line(
-    call_index: int, event_count: int, outcome: str, error: tuple[str, str] | None = None
+    call_index: int,
+    event_count: int,
+    outcome: str,
+    error: tuple[str, str] | None = None,
+    *,
+    early_stop_ok: bool = False,
 ) -> dict[str, Any]:
-    """The end of a call; ``error`` is (class name, message) when the outcome is ``error``."""
+    """The end of a call; ``error`` is (class name, message) when the outcome is ``error``. ``early_stop_ok``:
+    a ``closed_early`` call is marked ``"early_stop": "intended"`` (the test stopped it on purpose)."""
     line: dict[str, Any] = {
         "type": "call_end",
         "call_index": call_index,
@@ -343,6 +359,8 @@ def call_end_line(
     }
     if error is not None:
         line["error"] = {"class": error[0], "message": error[1]}
+    if early_stop_ok and outcome == "closed_early":
+        line["early_stop"] = INTENDED
     return line
 
 
@@ -458,6 +476,7 @@ class RecordedCall:
     outcome: str | None = None
     error_class: str = ""
     error_message: str = ""
+    early_stop: str = ""  # "intended": the recording test stopped it on purpose (closed_early only)
     line: int = 0
     event_total: int = 0
     end_line: int = 0  # the line of its call_end: what calls overlapped while recording (``overlap_groups``)
@@ -466,6 +485,11 @@ class RecordedCall:
     @property
     def complete(self) -> bool:
         return self.outcome == "complete"
+
+    @property
+    def stopped_on_purpose(self) -> bool:
+        """Closed early by the recording test, which said it meant to (``"early_stop": "intended"``)."""
+        return self.outcome == "closed_early" and self.early_stop == INTENDED
 
     @property
     def events(self) -> Sequence[bytes]:
@@ -763,6 +787,8 @@ class Parser:
             call.error_class = obj.error.class_
             call.error_message = obj.error.message
         call.outcome = obj.outcome
+        if obj.early_stop is not msgspec.UNSET:
+            call.early_stop = obj.early_stop
         call.end_line = number
         self.streaming.pop(call.index, None)
 
@@ -796,6 +822,8 @@ class Finding:
     problem: str
     fix: str = ""
     incomplete: bool = False
+    call: int | None = None  # the call of a note on an incomplete call
+    outcome: str = ""  # its outcome
 
     def __str__(self) -> str:
         where = self.path if self.line is None else f"{self.path}:{self.line}"
@@ -828,11 +856,12 @@ def problems(path: str, blocks: Iterable[bytes]) -> Iterator[Finding]:
         yield _finding(error)
         return
     for call in cassette.calls:
+        if call.stopped_on_purpose:
+            continue  # the test that recorded it said so: no problem, even for verify --strict
         if not call.complete:
             detail = f": {call.error_class}" if call.outcome == "error" else ""
-            yield Finding(
-                path, None, f"call {call.index} ({call.method} {call.url}) ended {call.outcome}{detail}", "", True
-            )
+            ended = f"call {call.index} ({call.method} {call.url}) ended {call.outcome}{detail}"
+            yield Finding(path, None, ended, "", True, call.index, call.outcome or "")
         else:
             yield from _lost_bodies(path, call)
 

@@ -564,6 +564,14 @@ class Options:
         _FLAG,
         *_EVERYWHERE,
     )
+    early_stop_ok: bool = _option(
+        False,
+        "the code under test stops streams early on purpose: a call whose response it closed before the end "
+        "is recorded as an intended early stop (\"early_stop\": \"intended\" on its call_end), which verify "
+        "--strict accepts; without it an early stop is a problem there",
+        _FLAG,
+        *_EVERYWHERE,
+    )
     plain_bodies: bool = _option(
         True,
         "while recording, ask the upstream for uncompressed responses (accept-encoding: identity), so the "

@@ -30,6 +30,7 @@ class RecordingOptions(TypedDict, total=False):
     redact_patterns: Iterable[str | re.Pattern[str]]
     redact_with: Iterable[Callable[[str], str]]
     keep_failures: bool
+    early_stop_ok: bool
     plain_bodies: bool
 
 
@@ -57,6 +58,7 @@ class ReplayOptions(TypedDict, total=False):
     redact_patterns: Iterable[str | re.Pattern[str]]
     redact_with: Iterable[Callable[[str], str]]
     keep_failures: bool
+    early_stop_ok: bool
     plain_bodies: bool
     max_age: float | None
     on_expiry: Literal["warn", "fail", "record-on-miss"]
@@ -86,6 +88,7 @@ class TransportOptions(TypedDict, total=False):
     redact_patterns: Iterable[str | re.Pattern[str]]
     redact_with: Iterable[Callable[[str], str]]
     keep_failures: bool
+    early_stop_ok: bool
     plain_bodies: bool
     max_age: float | None
     on_expiry: Literal["warn", "fail", "record-on-miss"]
@@ -115,6 +118,7 @@ class BlockOptions(TypedDict, total=False):
     redact_patterns: Iterable[str | re.Pattern[str]]
     redact_with: Iterable[Callable[[str], str]]
     keep_failures: bool
+    early_stop_ok: bool
     plain_bodies: bool
     unplayed: Literal["error", "warn", "ignore", "partial"]
     max_age: float | None
@@ -148,6 +152,7 @@ class EveryOption(TypedDict, total=False):
     redact_patterns: Iterable[str | re.Pattern[str]]
     redact_with: Iterable[Callable[[str], str]]
     keep_failures: bool
+    early_stop_ok: bool
     plain_bodies: bool
     mode: Mode | None
     unplayed: Literal["error", "warn", "ignore", "partial"]
