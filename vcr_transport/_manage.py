@@ -211,9 +211,7 @@ def cassette_summary(path: Path) -> CassetteSummary:
         format_version=cassette.header.get("format_version"),
         calls=len(cassette.calls),
         hosts=sorted({urlsplit(call.url).netloc for call in cassette.calls}),
-        incomplete_calls=[
-            call.index for call in cassette.calls if not call.complete and not call.stopped_on_purpose
-        ],
+        incomplete_calls=[call.index for call in cassette.calls if not call.complete and not call.stopped_on_purpose],
     )
 
 

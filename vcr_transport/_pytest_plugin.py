@@ -1,8 +1,10 @@
 """The pytest plugin, registered through the ``pytest11`` entry point.
 
 Loading it patches nothing, reads no environment variable, opens no file and imports none of the machinery
-(sessions, recording, replay, the network guard): all of that happens in the ``vcr_cassette`` fixture, which
-the ``@pytest.mark.vcr_transport`` marker requests for a test. (The names differ from pytest-recording's and
+(options, sessions, recording, replay, the network guard): what it registers (``--vcr-mode``, the ini
+settings) comes from the generated ``_core/_registration.py``, and the rest is imported by the first
+cassette (the ``vcr_cassette`` fixture, which the ``@pytest.mark.vcr_transport`` marker requests for a test,
+or any other entry point); a run that uses no cassette pays for little more than registering them. (The names differ from pytest-recording's and
 cassetter's ``vcr`` so that both can be installed during a migration.)
 
 - ``vcr_cassette``: runs the test inside ``use_cassette``; the cassette is ``cassettes/<module>/<test>.jsonl``
@@ -20,7 +22,12 @@ cassetter's ``vcr`` so that both can be installed during a migration.)
   ``caught_mismatch``; the marker's argument wins, ``[tool.vcr_transport]`` comes below the ini).
 - ``vcr_cassette.requests``: the recorded requests with their ``play_count`` (like vcrpy's ``vcr.requests``).
 - ini ``vcr_transport_compat = pytest-recording``: serve a pytest-recording suite unchanged (``_compat.py``).
-- The run publishes ``--vcr-mode`` to every entry point, keeps the usage ledger (``_ledger.py``) and ends
+- ini ``vcr_transport_max_age`` (days) and ``vcr_transport_on_expiry`` (``warn``, ``fail``, ``record-on-miss``):
+  a replayed cassette older than that is named once in the summary with the command that re-records it, fails
+  its test, or records from its first miss (the session decides; never under ``CI``).
+- The run publishes ``--vcr-mode`` to every entry point, keeps the usage ledger (``_ledger.py``; complete
+  only if the run collected the whole suite, which under xdist the controller decides from what its
+  workers report) and ends
   with a summary of what became of the cassettes. A failure the cassette explains (a mismatch, a refused
   request, unplayed calls) is reported in a few lines by ``_pytest_reports.py`` (``--tb=long`` and ``-vv``
   show the whole traceback). A passed test's cassette is checked when its body ends (``pytest_runtest_call``),
@@ -220,18 +227,11 @@ def _why_left_out(config: pytest.Config, path: Path) -> str:
 def _could_hold_tests(config: pytest.Config, path: Path) -> bool:
     """Whether a path left out is a test module (``python_files``) or a folder holding one: ``collect_ignore =
     ["setup.py"]`` leaves out no test."""
-    patterns = config.getini("python_files")
+    return _tests_outside(config, path, []) if path.is_dir() else _is_test_module(config, path.name)
 
-    def is_test_module(name: str) -> bool:
-        return name.endswith(".py") and any(fnmatch.fnmatch(name, pattern) for pattern in patterns)
 
-    if not path.is_dir():
-        return is_test_module(path.name)
-    for _, subfolders, files in os.walk(path):
-        subfolders[:] = [name for name in subfolders if name not in SKIPPED_FOLDERS]
-        if any(map(is_test_module, files)):
-            return True
-    return False
+def _is_test_module(config: pytest.Config, name: str) -> bool:
+    return name.endswith(".py") and any(fnmatch.fnmatch(name, pattern) for pattern in config.getini("python_files"))
 
 
 def _shown(config: pytest.Config, path: Path) -> str:
@@ -292,8 +292,8 @@ def _part_of_suite(config: pytest.Config) -> str:
         path = Path(argument)
         given.append((path if path.is_absolute() else config.invocation_params.dir / path).resolve())
     uncovered = [root for root in roots if not any(p == root or p in root.parents for p in given)]
-    if not uncovered:
-        return ""
+    if not any(_tests_outside(config, root, given) for root in uncovered):
+        return ""  # what the paths leave out holds no test module (the suite is all in the folder given)
     suite = ", ".join(_shown(config, root) or "." for root in roots)
     if source == pytest.Config.ArgsSource.INVOCATION_DIR:
         where = _shown(config, config.invocation_params.dir.resolve())
@@ -302,6 +302,24 @@ def _part_of_suite(config: pytest.Config) -> str:
             f"({suite})"
         )
     return f"the run was given {' '.join(config.args)}, only part of the suite ({suite})"
+
+
+def _tests_outside(config: pytest.Config, root: Path, given: list[Path]) -> bool:
+    """Whether ``root`` holds a test module (``python_files``) outside the paths ``given``, in a folder pytest
+    would collect (not ``norecursedirs``, virtualenvs or caches). Walked only for a run given part of a root."""
+    skipped = config.getini("norecursedirs")
+    inside = set(given)
+    for folder, subfolders, files in os.walk(root):
+        subfolders[:] = [
+            name
+            for name in subfolders
+            if name not in SKIPPED_FOLDERS
+            and not any(fnmatch.fnmatch(name, pattern) for pattern in skipped)
+            and Path(folder, name) not in inside
+        ]
+        if any(_is_test_module(config, name) and Path(folder, name) not in inside for name in files):
+            return True
+    return False
 
 
 def _suite_roots(config: pytest.Config) -> list[Path]:

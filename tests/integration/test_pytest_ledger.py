@@ -201,3 +201,21 @@ def test_a_k_run_under_xdist_names_the_run_in_the_refusal(
     assert err.startswith(f"vcr-transport prune: the last test run ({command}, started ")
     assert "was partial: 3 test(s) were deselected (-k sub). " in err
     assert Path(suite.path / "tests" / "cassettes" / "stale.jsonl").exists()
+
+
+def test_a_start_in_the_folder_that_holds_every_test_is_complete(
+    suite: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """No ``testpaths``: the suite is wherever the test modules are. Started in the one folder that holds them
+    all, the run is complete; a test module elsewhere under the rootdir makes it partial."""
+    suite.makepyprojecttoml("[tool.pytest.ini_options]\nfilterwarnings = ['error']\nmarkers = ['slow: slow']\n")
+    (suite.path / "docs").mkdir()
+    (suite.path / "docs" / "conf.py").write_text("project = 'not a test module'\n")
+    monkeypatch.chdir(suite.path / "tests")
+    suite.runpytest().assert_outcomes(passed=4)
+    assert (ledger(suite)["complete"], ledger(suite)["why_incomplete"]) == (True, "")
+    (suite.path / "test_top.py").write_text(MARKED.format(name="top"))
+    suite.runpytest().assert_outcomes(passed=4)
+    assert ledger(suite)["why_incomplete"] == (
+        "the run started in tests with no test path given, so it collected only that folder of the suite (.)"
+    )

@@ -567,7 +567,7 @@ class Options:
     early_stop_ok: bool = _option(
         False,
         "the code under test stops streams early on purpose: a call whose response it closed before the end "
-        "is recorded as an intended early stop (\"early_stop\": \"intended\" on its call_end), which verify "
+        'is recorded as an intended early stop ("early_stop": "intended" on its call_end), which verify '
         "--strict accepts; without it an early stop is a problem there",
         _FLAG,
         *_EVERYWHERE,
