@@ -4,8 +4,9 @@ Loading it patches nothing, reads no environment variable, opens no file and imp
 (options, sessions, recording, replay, the network guard): what it registers (``--vcr-mode``, the ini
 settings) comes from the generated ``_core/_registration.py``, and the rest is imported by the first
 cassette (the ``vcr_cassette`` fixture, which the ``@pytest.mark.vcr_transport`` marker requests for a test,
-or any other entry point); a run that uses no cassette pays for little more than registering them. (The names differ from pytest-recording's and
-cassetter's ``vcr`` so that both can be installed during a migration.)
+or any other entry point); a run that uses no cassette pays for little more than registering them. (The
+names differ from pytest-recording's and cassetter's ``vcr`` so that both can be installed during a
+migration.)
 
 - ``vcr_cassette``: runs the test inside ``use_cassette``; the cassette is ``cassettes/<module>/<test>.jsonl``
   beside the test file unless the marker names a path (a relative one is relative to the test file's folder).
