@@ -7,6 +7,7 @@ from __future__ import annotations
 import base64
 import json
 import random
+import re
 import string
 from collections.abc import Callable
 from pathlib import Path
@@ -19,7 +20,8 @@ from upstream import Received, Reply, Upstream
 from vendors import Sdk
 
 from vcr_transport import PLACEHOLDER, Redactor
-from vcr_transport._core._credentials import CATALOGUE
+from vcr_transport._core._credentials import CATALOGUE, GITLEAKS_CATALOGUE, catalogue_matches
+from vcr_transport._core._gitleaks_rules import GITLEAKS_RULES
 from vcr_transport._core._redaction import _decode_escapes
 
 ALNUM = string.ascii_letters + string.digits
@@ -165,9 +167,17 @@ FAKES: dict[str, Fake] = {
         secret,
     ),
 }
+# gitleaks' rules: the sample generated from each (tools/gen_credentials.py records it beside the rule).
+FAKES.update({rule.name: _token(lambda _, sample=rule.sample: sample) for rule in GITLEAKS_RULES})
 # Formats that are tokens on their own: these go into every position; the others (URLs, connection
 # strings, PEM blocks, "Scheme credential", messages) into the positions where text like them occurs.
-TOKENS = sorted(name for name, fake in FAKES.items() if fake(random.Random(0))[0] == fake(random.Random(0))[1])
+# (gitleaks' keyword rules are URLs and shapes found by a keyword inside them: not tokens.)
+TOKENS = sorted(
+    name
+    for name, fake in FAKES.items()
+    if fake(random.Random(0))[0] == fake(random.Random(0))[1]
+    and not any(rule.name == name and rule.kind == "keyword" for rule in GITLEAKS_RULES)
+)
 
 
 def _token_positions(secret: str) -> dict[str, str]:
@@ -535,3 +545,31 @@ def test_a_learned_value_with_a_lone_surrogate_is_still_removed() -> None:
     value = "k3y-\udcff-0123456789abcdef"
     redactor.learn(value)
     assert value not in redactor.redact_text(f"echo {value} end")
+
+
+# --- the rules generated from gitleaks ----------------------------------------------------------------
+
+
+@pytest.mark.parametrize("rule", GITLEAKS_RULES, ids=lambda rule: rule.name)
+def test_every_gitleaks_rule_finds_its_sample_by_itself(rule: Any) -> None:
+    """Each generated rule, on its own, finds the sample recorded beside it (the whole of its secret), and the
+    catalogue search (keywords and token prefixes first) gets to it."""
+    credential = next(c for c in GITLEAKS_CATALOGUE if c.name == rule.name)
+    text = f'note: "{rule.sample}" end'
+    spans = [credential.span(match) for match in credential.matches(text)]
+    secret = re.fullmatch(rule.pattern, rule.sample)
+    assert secret is not None
+    start = text.index(rule.sample)
+    assert (start + secret.start(rule.group), start + secret.end(rule.group)) in spans
+    assert rule.name in {name for _, _, name in catalogue_matches(text)}
+
+
+def test_gitleaks_rules_keep_their_entropy_check() -> None:
+    """A placeholder in a key's shape (all one letter after the prefix) is not a key where gitleaks says so."""
+    checked = [rule for rule in GITLEAKS_RULES if rule.entropy and rule.kind == "prefixed" and rule.group == 0]
+    assert checked
+    for rule in checked:
+        prefix = rule.keywords[0]
+        dull = prefix + "x" * (len(rule.sample) - len(prefix))
+        if len(rule.sample) > len(prefix) and re.fullmatch(rule.pattern, dull):
+            assert rule.name not in {name for _, _, name in catalogue_matches(f"see {dull} end")}
