@@ -801,3 +801,73 @@ def test_messages_and_the_requests_a_test_reads_hold_only_redacted_values(tmp_pa
     with httpx2.Client(transport=replay) as client, pytest.raises(vcr_transport.NetworkBlockedError) as caught:
         client.get(f"http://localhost/x?api_key={key}&q=1")
     assert key not in str(caught.value) and "q=1" in str(caught.value)
+
+
+def _compressed(encoding: str, data: bytes) -> bytes:
+    import zlib
+
+    if encoding == "gzip":
+        return gzip.compress(data)
+    if encoding == "deflate":
+        return zlib.compress(data)
+    import brotli
+
+    return bytes(brotli.compress(data))
+
+
+@pytest.mark.parametrize("encoding", ["gzip", "deflate", "br"])
+def test_import_redacts_compressed_bodies_and_the_sdk_replays_them(encoding: str, tmp_path: Path) -> None:
+    """vcrpy keeps a compressed response as ``!!binary``: ``vcr-transport import`` searches it decoded, removes
+    the secret the model repeated and the one learned from a later login, encodes it again, and the openai SDK
+    replays the imported cassette offline."""
+    import openai
+    import yaml
+
+    from vcr_transport._cli import main
+
+    rng = random.Random("import-" + encoding)
+    repeated, learned = "sk-proj-" + _core(rng, 40), _core(rng, 32)
+    request = b'{"model": "m", "messages": [{"role": "user", "content": "hi"}]}'
+    completion = openai_reply(Received("POST", "/v1/chat/completions", {}, request))
+    reply = json.loads(completion.chunks[0])
+    reply["choices"][0]["message"]["content"] = f"Your key is {repeated} and the session {learned}."
+    interactions = [
+        {
+            "request": {
+                "method": "POST",
+                "uri": "https://api.openai.com/v1/chat/completions",
+                "body": '{"model": "m", "messages": [{"role": "user", "content": "hi"}]}',
+                "headers": {"Content-Type": ["application/json"], "Authorization": [f"Bearer {repeated}"]},
+            },
+            "response": {
+                "status": {"code": 200, "message": "OK"},
+                "headers": {"Content-Type": ["application/json"], "Content-Encoding": [encoding]},
+                "body": {"string": _compressed(encoding, json.dumps(reply).encode())},
+            },
+        },
+        {
+            "request": {"method": "GET", "uri": "https://api.openai.com/v1/me", "body": None, "headers": {}},
+            "response": {
+                "status": {"code": 200, "message": "OK"},
+                "headers": {"Content-Type": ["application/json"]},
+                "body": {"string": json.dumps({"access_token": learned}).encode()},
+            },
+        },
+    ]
+    source = tmp_path / "vcrpy" / "chat.yaml"
+    source.parent.mkdir()
+    source.write_text(yaml.safe_dump({"interactions": interactions, "version": 1}))
+    assert "!!binary" in source.read_text()
+    assert main(["import", str(source), "--out", str(tmp_path / "out")]) == 0
+    cassette = tmp_path / "out" / "chat.jsonl"
+    haystack = _haystack(cassette)
+    events = [json.loads(line) for line in cassette.read_text().splitlines() if '"type":"event"' in line]
+    body = decode_stacked(b"".join(base64.b64decode(e["base64"]) for e in events if e["call_index"] == 0), [encoding])
+    assert body is not None and b"[secret removed]" in body, "the stored body is still the encoding it says"
+    haystack += body.decode()
+    assert repeated not in haystack and learned not in haystack
+    replay = vcr_transport.ReplayTransport(cassette)
+    with httpx2.Client(transport=replay) as http:
+        client = openai.OpenAI(api_key="sk-proj-REPLAYKEY0123456789", http_client=http, max_retries=0)
+        answer = client.chat.completions.create(model="m", messages=[{"role": "user", "content": "hi"}])
+    assert answer.choices[0].message.content == "Your key is [secret removed] and the session [secret removed]."
