@@ -434,6 +434,14 @@ _AFTER_KEY = rb"[\s\x1c-\x1f\x80-\xff\\ntru0-9a-f]*:"
 _JSON_ESCAPE = re.compile(rb"\\[bfnrt]|\\.")
 # A sibling ``value`` member (``{"name": "MISTRAL_API_KEY", "value": ...}``), in lower-cased UTF-8.
 _SIBLING_VALUE_BYTES = re.compile(rb'value\\*"')
+# XML: an element holding text (``<SecretAccessKey>...</SecretAccessKey>``, SOAP's ``<wsse:Password>``), a
+# start tag's attributes (``password="..."``, NuGet's ``<add key="ClearTextPassword" value="..."/>``).
+_XML_ELEMENT = re.compile(
+    r"<(?P<tag>(?:[A-Za-z_][\w.-]*:)?(?P<name>[A-Za-z_][\w.-]*))(?:\s[^<>]*)?>(?P<value>[^<]*)</(?P=tag)\s*>"
+)
+_XML_TAG = re.compile(r"<[A-Za-z_][\w:.-]*\s[^<>]*>")
+_XML_ATTRIBUTE = re.compile(r"""(?P<name>[A-Za-z_][\w:.-]*)\s*=\s*(?P<q>["'])(?P<value>[^"'<>]*)(?P=q)""")
+_XML_BYTES = re.compile(rb"</|/>|<[a-z_][\w:.-]*\s[^<>]*=")
 # Every query or fragment parameter, also one inside another's value: a piece of the text may start there.
 _PARAMETER = re.compile(rb"(?=[?&;#]([A-Za-z0-9_.%\-]{1,64})=[^&#\s\"'<>\\])")
 
@@ -1097,6 +1105,8 @@ class Redactor:
             text = _ASSIGNMENT.sub(lambda match: self._replace_assignment(match, response, found), text)
         if "=" in text:
             text = _QUERY.sub(lambda match: self._replace_query(match, found), text)
+        if words and "<" in text and _XML_BYTES.search(scan.data):
+            text = self._redact_xml(text, response, found)
         if "://" in text:
             if "@" in text:
                 text = _USERINFO.sub(lambda match: self._replace_userinfo(match, found), text)
@@ -1215,6 +1225,38 @@ class Redactor:
                 if depth_of(key.start()) == 1 and _folded(_json_string(key["key"]) or "") in _SIBLING_VALUE_KEYS:
                     starts.add(key.end())
         return starts
+
+    def _redact_xml(self, text: str, response: bool, found: list[str]) -> str:
+        """XML's secret-named elements and attributes lose their text (an attribute named by its sibling
+        ``key`` or ``name``, too); the markup stays."""
+
+        def element(match: re.Match[str]) -> str:
+            value = match["value"]
+            name = match["name"]
+            if not value.strip() or not self._assigns_secret(name, value.strip(), response):
+                return match.group()
+            found.append(value.strip())
+            start, end = match.start("value") - match.start(), match.end("value") - match.start()
+            return match.group()[:start] + PLACEHOLDER + match.group()[end:]
+
+        def tag(match: re.Match[str]) -> str:
+            attributes = list(_XML_ATTRIBUTE.finditer(match.group()))
+            named = any(a["name"].lower() in ("key", "name") and self.is_secret_name(a["value"]) for a in attributes)
+            pieces, position = [], 0
+            for attribute in attributes:
+                value, name = attribute["value"], attribute["name"].rpartition(":")[2]
+                secret = (named and name.lower() == "value") or self._assigns_secret(name, value, response)
+                if value and secret:
+                    found.append(value)
+                    pieces += [match.group()[position : attribute.start("value")], PLACEHOLDER]
+                    position = attribute.end("value")
+            return "".join(pieces) + match.group()[position:] if pieces else match.group()
+
+        if "</" in text:
+            text = _XML_ELEMENT.sub(element, text)
+        if "=" in text:
+            text = _XML_TAG.sub(tag, text)
+        return text
 
     def _replace_assignment(self, match: re.Match[str], response: bool, found: list[str]) -> str:
         """A ``name: value`` or ``NAME=value`` line of free text (a prompt, a file pasted in one) whose name
@@ -1438,6 +1480,8 @@ class Redactor:
             return True  # a catalogue prefix, or a base64 payload of a text type (``_redact_base64_text``)
         if (b":" in data or b"=" in data) and _may_assign(scan.data, scan.words()):
             return True
+        if b"<" in data and _XML_BYTES.search(scan.data) and scan.words():
+            return True  # XML whose element or attribute may be a secret's
         return b'"' in data and self._may_hold_key(data, scan)
 
     def _key_at_positions(self, text: str, scan: _Scan) -> Callable[[int, int], bool]:
