@@ -871,3 +871,105 @@ def test_import_redacts_compressed_bodies_and_the_sdk_replays_them(encoding: str
         client = openai.OpenAI(api_key="sk-proj-REPLAYKEY0123456789", http_client=http, max_retries=0)
         answer = client.chat.completions.create(model="m", messages=[{"role": "user", "content": "hi"}])
     assert answer.choices[0].message.content == "Your key is [secret removed] and the session [secret removed]."
+
+
+# --- `scan` is a superset of recording -------------------------------------------------------------------
+
+
+def _raw_cassette(exchanges: list[tuple[Received, Reply]], url: str) -> str:
+    """The traffic as a cassette with nothing redacted: what the recorder would have written without its
+    rules (requests as the upstream received them, replies as it sent them, gzip included)."""
+    lines: list[dict[str, Any]] = [{"type": "header", "format_version": 1}]
+    for index, (received, reply) in enumerate(exchanges):
+        try:
+            body: Any = {"json": json.loads(received.body)} if received.body else None
+        except ValueError:
+            try:
+                body = {"text": received.body.decode()}
+            except UnicodeDecodeError:
+                body = {"base64": base64.b64encode(received.body).decode()}
+        headers = [[name, value] for name, value in received.headers.items()]
+        lines.append(
+            {"type": "request", "call_index": index, "method": received.method, "url": url + received.path}
+            | {"headers": headers, "body": body}
+        )
+        response_headers = [list(pair) for pair in reply.headers] + ([["content-encoding", "gzip"]] * bool(reply.gzip))
+        lines.append({"type": "response", "call_index": index, "status": reply.status, "http_version": "HTTP/1.1"})
+        lines[-1]["headers"] = response_headers
+        # An encoded body as one chunk, as the recorder keeps one it redacted.
+        chunks = [gzip.compress(b"".join(reply.chunks))] if reply.gzip else reply.chunks
+        if content_encodings([tuple(pair) for pair in response_headers]):
+            chunks = [b"".join(chunks)]
+        for number, chunk in enumerate(chunks):
+            event: dict[str, Any] = {"type": "event", "call_index": index, "event_index": number, "t": 0}
+            try:
+                event["text"] = chunk.decode()
+            except UnicodeDecodeError:
+                event["base64"] = base64.b64encode(chunk).decode()
+            lines.append(event)
+        lines.append({"type": "call_end", "call_index": index, "event_count": len(chunks), "outcome": "complete"})
+    return "".join(json.dumps(line) + "\n" for line in lines)
+
+
+def _as_yaml_and_text(exchanges: list[tuple[Received, Reply]]) -> tuple[str, str]:
+    """The JSON request bodies as one YAML document, and as indented JSON text (a file pasted somewhere)."""
+    import yaml
+
+    bodies = []
+    for received, _ in exchanges:
+        try:
+            bodies.append(json.loads(received.body))
+        except ValueError:
+            continue
+    return yaml.safe_dump({"requests": bodies}, width=10_000), json.dumps(bodies, indent=2)
+
+
+@pytest.mark.parametrize("sdk", _sdk_ids())
+def test_scan_flags_everything_the_recorder_removes(sdk: Sdk, tmp_path: Path) -> None:
+    """The whole corpus through the SDK twice over: recorded (with the rules) and written raw. Every planted
+    secret the recorder removed from its cassette, ``scan`` flags in the raw cassette; every one it removed
+    from a JSON request body, ``scan`` flags in that body written as YAML and as text."""
+    server = Upstream().start()
+    exchanges: list[tuple[Received, Reply]] = []
+    answer = server.reply_for
+
+    def captured(received: Received) -> Reply:
+        reply = answer(received)
+        exchanges.append((received, reply))
+        return reply
+
+    server.reply_for = captured  # type: ignore[method-assign]
+    try:
+        corpus = _record(sdk, server, tmp_path / "recorded.jsonl")
+    finally:
+        server.stop()
+    raw = _raw_cassette(exchanges, server.url)
+    recorded = _haystack(tmp_path / "recorded.jsonl")
+    (tmp_path / "raw.jsonl").write_text(raw)
+    in_raw = [p for p in corpus.planted if p not in _leaked(corpus.planted, "") and _leaked([p], _haystack_of(raw))]
+    removed = [p for p in in_raw if not _leaked([p], recorded)]
+    assert len(removed) >= 0.9 * len(in_raw) > 0, "the raw cassette holds the corpus, the recorded one doesn't"
+    redactor = Redactor()
+    flagged = _found_in(removed, [secret for _, secret in scan_document(redactor, raw)])
+    missed = [f"{p.location}/{p.format}" for p in removed if p not in flagged]
+    yaml_text, text = _as_yaml_and_text(exchanges)
+    in_bodies = [p for p in removed if _leaked([p], text)]
+    found = [secret for document in (yaml_text, text) for _, secret in scan_document(Redactor(), document)]
+    yaml_missed = [f"{p.location}/{p.format}" for p in in_bodies if p not in _found_in(in_bodies, found)]
+    print(
+        f"{sdk.id}: the recorder removed {len(removed)} of {len(in_raw)} planted; scan flagged "
+        f"{len(removed) - len(missed)} of them in the raw cassette, "
+        f"{len(in_bodies) - len(yaml_missed)} of {len(in_bodies)} in the bodies as YAML and text"
+    )
+    assert missed == [], f"removed by the recorder, not flagged by scan: {missed}"
+    assert yaml_missed == [], f"not flagged in YAML or text: {yaml_missed}"
+
+
+def _haystack_of(raw: str) -> str:
+    """``_haystack`` of a cassette's text."""
+    import tempfile
+
+    with tempfile.TemporaryDirectory() as folder:
+        path = Path(folder) / "c.jsonl"
+        path.write_text(raw)
+        return _haystack(path)
