@@ -947,3 +947,34 @@ def test_xml_bodies_get_the_name_rules(xml: str, secrets: list[str], tmp_path: P
 def test_xml_look_alikes_stay() -> None:
     text = "<s>hello</s> <token_count>12</token_count> <password_hint>a pet</password_hint> <max_tokens>9</max_tokens>"
     assert Redactor().redact_text(text) == text
+
+
+def test_binary_bodies_and_parts_are_searched_as_bytes_and_text_data_urls_decoded(tmp_path: Path) -> None:
+    """An octet-stream upload and a multipart file part with bytes that aren't UTF-8 lose a catalogued key
+    (the other bytes kept); a base64 data URL of a text type inside a text body is searched decoded and
+    encoded again; an image without a key is stored byte-identical."""
+    key = "ghp_Q7binaryKEYabcdefghijklmnopqrstuvwxyz01"
+    octets = b"\x00\x01\xff upload " + key.encode() + b" \xfe\x00"
+    part = b"\xff\xd8\xff " + key.encode() + b" \x00"
+    multipart = (
+        b'--B\r\nContent-Disposition: form-data; name="file"; filename="a.bin"\r\n'
+        b"Content-Type: application/octet-stream\r\n\r\n" + part + b"\r\n--B--\r\n"
+    )
+    document = base64.b64encode(b"DB_PASSWORD=Q7documentSecret1234\n").decode()
+    text = f"summarise data:text/plain;base64,{document} please"
+    image = b"\x89PNG\r\n\x1a\n" + bytes(range(256)) * 64
+    cassette = tmp_path / "c.jsonl"
+    transport = vcr_transport.RecordingTransport(httpx2.MockTransport(lambda request: httpx2.Response(204)), cassette)
+    with httpx2.Client(transport=transport) as client:
+        client.post("https://h.test/a", content=octets, headers={"content-type": "application/octet-stream"})
+        client.post("https://h.test/b", content=multipart, headers={"content-type": "multipart/form-data; boundary=B"})
+        client.post("https://h.test/c", content=text.encode(), headers={"content-type": "text/plain"})
+        client.post("https://h.test/d", content=image, headers={"content-type": "image/png"})
+    transport.close()
+    bodies = [json.loads(line)["body"] for line in cassette.read_text().splitlines() if '"type":"request"' in line]
+    stored = [base64.b64decode(body["base64"]) if "base64" in body else body["text"].encode() for body in bodies]
+    assert stored[0] == b"\x00\x01\xff upload [secret removed] \xfe\x00"
+    assert part.replace(key.encode(), b"[secret removed]") in stored[1] and key.encode() not in stored[1]
+    payload = stored[2].decode().split("base64,")[1].split()[0]
+    assert base64.b64decode(payload) == b"DB_PASSWORD=[secret removed]\n"
+    assert stored[3] == image

@@ -346,6 +346,11 @@ _SIBLING_VALUE = re.compile(r"\"(?:[Vv]alue|ParameterValue|OutputValue|[Ss]ecret
 _TEXT_MEDIA = re.compile(
     r"(?i:text/|application/(?:json|xml|yaml|x-yaml|toml|x-sh|javascript|x-python)|[^;,]*\+(?:json|xml))"
 )
+# A data URL of a text type inside free text (a prompt, a stream's line): its payload decoded and searched.
+_TEXT_DATA_URL_IN_TEXT = re.compile(
+    r"(?P<head>data:(?i:text/|application/(?:json|xml|yaml|x-yaml|toml|x-sh|javascript))[^,\s\"']*;base64,)"
+    r"(?P<payload>[A-Za-z0-9+/]{8,}={0,2})"
+)
 _TEXT_DATA_URL = re.compile(r"data:(?i:text/|application/(?:json|xml|yaml|x-yaml|toml|x-sh|javascript))[^,]*;base64,")
 _MEDIA_MARKERS = (b"text/", b"application/", b"+json", b"+xml")
 _TEXT_MEDIA_BYTES = re.compile(
@@ -606,6 +611,14 @@ def _text_payload(obj: Mapping[Any, Any]) -> str | None:
         if isinstance(media, str) and _TEXT_MEDIA.match(media):
             return "data"
     return None
+
+
+_KEYWORD_FINDER = ahocorasick_rs.BytesAhoCorasick(KEYWORD_PATTERNS)
+
+
+def _may_hold_keyword(data: bytes) -> bool:
+    """Whether the lower case of ``data`` holds a catalogue keyword (of a format that isn't prefixed)."""
+    return bool(_KEYWORD_FINDER.find_matches_as_indexes(data.lower()))
 
 
 def _exact_finder(forms: tuple[str, ...]) -> ahocorasick_rs.BytesAhoCorasick:
@@ -1105,6 +1118,10 @@ class Redactor:
             text = _ASSIGNMENT.sub(lambda match: self._replace_assignment(match, response, found), text)
         if "=" in text:
             text = _QUERY.sub(lambda match: self._replace_query(match, found), text)
+        if "base64," in text and "data:" in text:
+            text = _TEXT_DATA_URL_IN_TEXT.sub(
+                lambda match: match["head"] + self._redact_base64_text(match["payload"], response), text
+            )
         if words and "<" in text and _XML_BYTES.search(scan.data):
             text = self._redact_xml(text, response, found)
         if "://" in text:
@@ -1335,6 +1352,20 @@ class Redactor:
         if isinstance(obj, list | tuple):
             return [self._redact_structure(item, response) for item in obj]
         return obj
+
+    def redact_binary(self, data: bytes) -> bytes:
+        """The bytes of a binary body or part (an octet-stream upload, a multipart file) without what can be
+        told as a secret with no text around it: the catalogue's credential shapes and the values learned.
+        Every other byte is kept; what is found is learned."""
+        text = data.decode("latin-1")  # one character per byte: the shapes and forms are ASCII
+        found: list[str] = []
+        redacted = (
+            self._redact_shapes(text, None, found) if may_hold_prefixed(data) or _may_hold_keyword(data) else text
+        )
+        self._learn_all(found)
+        if self._forms and self.holds_learned(data):
+            redacted = self._remove_known(redacted)
+        return data if redacted == text else redacted.encode("latin-1", "replace")
 
     def _redact_base64_text(self, payload: str, response: bool) -> str:
         """A base64 payload of a text media type (an Anthropic ``document``, an OpenAI ``file_data`` data URL,
