@@ -342,9 +342,10 @@ def _consistent(headers: list[tuple[str, str]], body: bytes) -> list[tuple[str, 
     return headers
 
 
-def import_vcrpy(source: Path, target: Path) -> int:
+def import_vcrpy(source: Path, target: Path, redactor: Redactor | None = None) -> int:
     """Convert a vcrpy YAML cassette into a v1 cassette at ``target``, redacting on the way. Returns the call
-    count. Every interaction is checked before anything is written; a body that can't be recovered is a
+    count. ``redactor``: the rules (the defaults when not given). Every interaction is checked before
+    anything is written; a body that can't be recovered is a
     CassetteError, never an empty body. The header records ``match_on`` (vcrpy's default matching) and
     ``ordered: false`` (vcrpy plays the first unplayed match), which replay keeps unless told otherwise."""
     document, lines = _load(source)
@@ -360,7 +361,7 @@ def import_vcrpy(source: Path, target: Path) -> int:
     interactions = document.get("interactions")
     if not isinstance(interactions, list):
         raise check.fail(None, f"not a vcrpy cassette: 'interactions' is {type(interactions).__name__}, not a list")
-    redactor = Redactor()
+    redactor = Redactor() if redactor is None else redactor
     # Twice with one redactor: the second conversion, the one written, knows every value the first learned
     # anywhere (a token a later login returned leaves the earlier calls, compressed bodies included).
     _converted(interactions, source, check, redactor)

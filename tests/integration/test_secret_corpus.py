@@ -973,3 +973,27 @@ def _haystack_of(raw: str) -> str:
         path = Path(folder) / "c.jsonl"
         path.write_text(raw)
         return _haystack(path)
+
+
+def test_the_projects_own_rules_reach_scan_and_import(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A shape the catalogue lacks, added in ``[tool.vcr_transport]`` as recording reads it: ``scan`` flags it
+    and ``import`` removes it."""
+    import yaml
+
+    from vcr_transport._cli import main
+
+    (tmp_path / "pyproject.toml").write_text('[tool.vcr_transport]\nredact_patterns = ["acme_[0-9]{8}"]\n')
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "notes.txt").write_text("the deploy uses acme_12345678 today\n")
+    assert main(["scan", "notes.txt"]) == 1
+    assert "notes.txt:1" in capsys.readouterr().out
+    interaction = {
+        "request": {"method": "GET", "uri": "https://a.test/v1?q=acme_87654321", "body": None, "headers": {}},
+        "response": {"status": {"code": 200}, "headers": {}, "body": {"string": "ok acme_87654321"}},
+    }
+    (tmp_path / "c.yaml").write_text(yaml.safe_dump({"interactions": [interaction], "version": 1}))
+    assert main(["import", "c.yaml", "--out", "out"]) == 0
+    written = (tmp_path / "out" / "c.jsonl").read_text()
+    assert "acme_87654321" not in written and "[secret removed]" in written
