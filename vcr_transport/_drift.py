@@ -23,8 +23,7 @@ import httpx2
 from ._core._format import RecordedCall
 from ._core._redaction import PLACEHOLDER
 from ._core._review import request_bytes
-from ._core._shape import DriftCall, DriftReport, answer_shape, compare_shapes
-from ._core._view import call_view
+from ._core._shape import DriftCall, DriftReport, live_answer, shape_changes
 from ._exceptions import CassetteError
 from ._manage import shown_path
 from ._storage import read_cassette
@@ -120,11 +119,7 @@ def _request(
 def _live_call(call: RecordedCall, response: httpx2.Response, elapsed: float) -> RecordedCall:
     """The live answer as a recorded call (its body decoded by httpx2), for the same view and shape."""
     headers = [(k, v) for k, v in response.headers.multi_items() if k.lower() != "content-encoding"]
-    live = RecordedCall(
-        call.index, call.method, call.url, call.request_headers, call.body, response.status_code, headers
-    )
-    live.chunks, live.offsets, live.outcome = [response.content], [elapsed], "complete"
-    return live
+    return live_answer(call, response.status_code, headers, [response.content], elapsed)
 
 
 def _check_call(client: httpx2.Client, path: str, call: RecordedCall, bases: Mapping[str, str]) -> DriftCall:
@@ -143,7 +138,7 @@ def _check_call(client: httpx2.Client, path: str, call: RecordedCall, bases: Map
         found.error = f"{type(error).__name__}: {error}"
         return found
     live = _live_call(call, response, time.monotonic() - started)
-    found.changes = compare_shapes(answer_shape(call_view(call)), answer_shape(call_view(live)))
+    found.changes = shape_changes(call, live)
     found.outcome = "changed" if found.changes else "identical"
     return found
 

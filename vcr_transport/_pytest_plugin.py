@@ -247,6 +247,8 @@ _SUMMARY = (
     ("recorded unchanged", "{} recorded unchanged"),
     ("not saved", "{} not saved"),
     ("mismatched", "{} with a replay mismatch"),
+    ("checked", "{} checked live, same shape"),
+    ("shape changed", "{} with a changed shape (mode check)"),
     ("unplayed", "{} left with unplayed calls"),
     ("missing", "{} missing"),
     ("refused", "{} not recorded under CI"),

@@ -18,6 +18,7 @@ from pathlib import Path
 from types import ModuleType, TracebackType
 from typing import TYPE_CHECKING, Any, Literal, Self, Unpack
 
+from ._check import ShapeChecker
 from ._config import PytestRun, cassette_mode, current_run, find_pyproject, how_to_record, read_settings, resolve_mode
 from ._core._bodies import redact_url, stored_body, stored_body_bytes
 from ._core._conversation import request_label
@@ -102,8 +103,14 @@ class CassetteSession:
         self.broken: CassetteError | None = refusal
         self.refusal = refusal
         self.existed = self.path.exists()
-        replays = refusal is None and (mode == "replay" or (mode == "record-on-miss" and self.existed))
+        replays = refusal is None and (mode in ("replay", "check") or (mode == "record-on-miss" and self.existed))
         self.replayer = self._open(path, serving) if replays else None
+        # mode check: each answer's shape compared with the recorded call's (``_check``)
+        self.checker: ShapeChecker | None = None
+        if mode == "check" and self.replayer is not None:
+            self.checker = ShapeChecker(
+                self.replayer, str(self.path), plain_bodies=self.options.plain_bodies, record_hint=record_hint
+            )
         self.decision = Decision(
             mode,
             readable=self.broken is None,
@@ -177,6 +184,9 @@ class CassetteSession:
         step = self.decision.step_for(str(request.url))
         if step is Step.PASS_THROUGH:
             return inner.handle_request(request)
+        if step is Step.CHECK:
+            assert self.checker is not None
+            return self.checker.handle(request, request.read(), inner)
         answer = None if step is Step.RECORD else self._answer(request, request.read(), step)
         return answer if answer is not None else self.record(request, inner)
 
@@ -184,6 +194,9 @@ class CassetteSession:
         step = self.decision.step_for(str(request.url))
         if step is Step.PASS_THROUGH:
             return await inner.handle_async_request(request)
+        if step is Step.CHECK:
+            assert self.checker is not None
+            return await self.checker.handle_async(request, await request.aread(), inner)
         answer = None if step is Step.RECORD else self._answer(request, await request.aread(), step)
         return answer if answer is not None else await self.record_async(request, inner)
 
@@ -274,7 +287,9 @@ class CassetteSession:
         raise self.broken
 
     def unplayed_calls(self) -> list[tuple[int, str, str]]:
-        if self.replayer is None or self._recorder is not None:
+        """Recorded calls no request asked for (replay, record-on-miss before a miss; never in check, which
+        compares shapes only)."""
+        if self.replayer is None or self._recorder is not None or self.checker is not None:
             return []
         return self.replayer.engine.unplayed()
 
@@ -314,7 +329,7 @@ class CassetteSession:
         """What became of the cassette, for the end-of-run summary: off, not needed (no cassette, and no request
         asked for one), missing (a request asked for it), refused (a recording refused under CI), unreadable,
         recorded, re-recorded, recorded unchanged (a re-record that left the file as it was), not saved,
-        mismatched, unplayed (recorded calls nobody asked for) or replayed."""
+        mismatched, checked or shape changed (mode check), unplayed (recorded calls nobody asked for) or replayed."""
         if self.mode == "off":
             return "off"
         if self.refusal is not None and self.existed:
@@ -331,6 +346,8 @@ class CassetteSession:
             return "re-recorded" if self.existed else "recorded"
         if self.first_mismatch is not None:
             return "mismatched"
+        if self.checker is not None:
+            return "shape changed" if self.checker.findings else "checked"
         return "unplayed" if self.unplayed_calls() else "replayed"
 
 
@@ -518,6 +535,12 @@ def _library(library: ModuleType | str | None) -> ModuleType:
     return importlib.import_module(library or "httpx2")
 
 
+def _warn_on_drift(session: CassetteSession) -> None:
+    """Mode check through a transport: it has no end to raise at, so each changed shape is a warning."""
+    if session.checker is not None:
+        session.checker.warn = True
+
+
 def transport(
     path: str | os.PathLike[str],
     *,
@@ -537,6 +560,7 @@ def transport(
     """
     given = Options.of(options, arguments, where="transport()", entry="transport")
     session = open_session(path, given.mode if mode is None else mode, given)
+    _warn_on_drift(session)
     return ModeTransport(session, _library(library), inner=inner, async_inner=async_inner)
 
 
@@ -553,4 +577,5 @@ def async_transport(
     """``transport`` for async clients: ``inner`` is the async transport (default ``AsyncHTTPTransport()``)."""
     given = Options.of(options, arguments, where="async_transport()", entry="transport")
     session = open_session(path, given.mode if mode is None else mode, given)
+    _warn_on_drift(session)
     return ModeTransport(session, _library(library), inner=sync_inner, async_inner=inner)

@@ -537,7 +537,7 @@ class Options:
     # --- the block or test around the cassette: transport() (the mode only), use_cassette(), the marker ---
     mode: Mode | None = _option(
         None,
-        "the mode (off, record, replay, record-on-miss, auto); None leaves it to the pytest option "
+        "the mode (off, record, replay, record-on-miss, auto, check); None leaves it to the pytest option "
         "--vcr-mode, then VCR_TRANSPORT_MODE, then [tool.vcr_transport], then auto (see _config)",
         _Mode(),
         "transport",
