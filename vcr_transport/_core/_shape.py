@@ -23,6 +23,7 @@ from ._view import NOT_JSON, CallView, call_view
 __all__ = [
     "DriftCall",
     "DriftReport",
+    "PlannedCall",
     "Shape",
     "ShapeChange",
     "answer_shape",
@@ -179,3 +180,29 @@ class DriftReport:
         """2 when a call could not be sent, else 1 when a shape changed, else 0."""
         outcomes = {call.outcome for call in self.calls}
         return 2 if "failed" in outcomes else 1 if "changed" in outcomes else 0
+
+
+@dataclass
+class PlannedCall:
+    """``drift --dry-run``: what would be sent for one recorded call, without sending it. ``url`` is where
+    it would go with the recorded (redacted) values, no key in it; ``key_from`` the environment variable a
+    removed credential would be put back from ("" when none was removed), ``error`` why it could not be sent."""
+
+    path: str
+    index: int
+    method: str
+    url: str
+    host: str
+    key_from: str = ""
+    error: str = ""
+
+    def as_json(self) -> dict[str, Any]:
+        return {
+            "path": self.path,
+            "call": self.index,
+            "method": self.method,
+            "url": self.url,
+            "host": self.host,
+            "key_from": self.key_from or None,
+            "error": self.error or None,
+        }
