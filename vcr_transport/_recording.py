@@ -140,8 +140,10 @@ class _Recording:
         plain_bodies: bool,
         matcher: RequestMatcher,
         deferred_lines: Sequence[bytes] = (),
+        owner: str = "",
     ) -> None:
         self.path = path
+        self.owner = owner  # a shared cassette's: the test whose calls this recording holds
         self.redactor = redactor
         self.matcher = matcher
         self.keep_failures = keep_failures
@@ -226,7 +228,8 @@ class _Recording:
         reason = self.book.why_not_saved(keep_failures=self.keep_failures)
         if not reason:
             assert writer is not None, "a recording worth saving wrote its lines"
-            self.unchanged = not writer.commit(QuietComparison(self.matcher, self.redactor), self.redactor)
+            quiet = QuietComparison(self.matcher, self.redactor)
+            self.unchanged = not writer.commit(quiet, self.redactor, owner=self.owner)
             self.saved = True
         else:
             self._drop(reason, failure, at_exit)
@@ -281,6 +284,7 @@ class CassetteRecorder:
         plain_bodies: bool = True,
         matcher: RequestMatcher | None = None,
         deferred_lines: Sequence[bytes] = (),
+        owner: str = "",
     ) -> None:
         """``kept_lines`` (calls replayed before a miss) are copied byte for byte; new calls then start at
         ``first_index``; ``deferred_lines`` (kept calls' call_end lines) are written after the first new
@@ -289,7 +293,9 @@ class CassetteRecorder:
         whose block ended with an exception (never one cut by Ctrl-C or an exit). ``plain_bodies`` asks the
         upstream for uncompressed responses. ``matcher`` says which requests are the same as the older
         cassette's (default: matching's defaults): a call recorded again with the same request and response
-        keeps its old lines byte for byte (see ``close``)."""
+        keeps its old lines byte for byte (see ``close``). ``owner``: the cassette is shared by several tests
+        and this recording holds the calls of test ``owner``: at commit they replace that test's calls and
+        the other tests' stay (``CassetteWriter.commit``)."""
         global _exit_hook_installed
         self.path = os.fspath(path)
         self._recording = _Recording(
@@ -301,6 +307,7 @@ class CassetteRecorder:
             plain_bodies,
             matcher or RequestMatcher(),
             deferred_lines,
+            owner,
         )
         self._finalizer = weakref.finalize(self, self._recording.finish, None)
         self._finalizer.atexit = False
@@ -331,6 +338,7 @@ class CassetteRecorder:
             keep_failures=options.keep_failures,
             plain_bodies=options.plain_bodies,
             matcher=options.matcher(),
+            owner=options.shared_as,
         )
 
     @property

@@ -166,7 +166,11 @@ class CassetteSession:
         engine = self.replayer.engine if self.replayer is not None else None
         deferred: list[bytes] = []
         if engine is not None and engine.kept is not None:
-            kept, deferred = lines_of_calls(self.path.read_bytes(), engine.kept, engine.open_calls)
+            origin = engine.cassette.origin  # a shared cassette: the test's calls' numbers in the file
+            played, still_open = engine.kept, engine.open_calls
+            if origin is not None:
+                played, still_open = tuple(origin[i] for i in played), tuple(origin[i] for i in still_open)
+            kept, deferred = lines_of_calls(self.path.read_bytes(), played, still_open)
             first = len(engine.kept)
         else:
             kept = lines_before_call(self.path.read_bytes(), call_index) if call_index else []

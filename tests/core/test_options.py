@@ -103,9 +103,10 @@ def test_each_entry_point_takes_its_own_options() -> None:
     assert set(Options.names("recording")) == {"redact_names", "redact_patterns", "redact_with"} | {
         "keep_failures",
         "plain_bodies",
+        "shared_as",
     }
     assert {"mode", "unplayed", "caught_mismatch"} <= set(Options.names("marker"))
-    assert not {"block_network", "allowed_hosts", "missing_ok_unused"} & set(Options.names("marker"))
+    assert not {"block_network", "allowed_hosts", "missing_ok_unused", "shared_as"} & set(Options.names("marker"))
     with pytest.raises(TypeError, match="ReplayTransport: unknown option\\(s\\) unplayed; valid: "):
         vcr_transport.ReplayTransport("missing.jsonl", unplayed="warn")
     with pytest.raises(TypeError, match="RecordingTransport: unknown option\\(s\\) pace; valid: keep_failures, "):

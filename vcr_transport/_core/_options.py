@@ -183,6 +183,18 @@ def _field_path(item: str) -> object:
     return parse_field_path(item)
 
 
+class _Name:
+    """A name: a string without line breaks ("" for none)."""
+
+    values: str = "a string"
+    accepts: str = "str"
+
+    def __call__(self, value: Any, name: str, where: str) -> str:
+        if not isinstance(value, str) or "\n" in value or "\r" in value:
+            raise _wrong(where, name, "a string on one line", value)
+        return value
+
+
 class _Strings:
     """A list of non-empty strings, each parsed by ``parse`` when given (a ValueError names the option)."""
 
@@ -310,6 +322,7 @@ Check = (
     | _Choice
     | _Mode
     | _MatchOn
+    | _Name
     | _Strings
     | _Regexes
     | _Functions
@@ -517,6 +530,16 @@ class Options:
     )
     redact_with: tuple[Callable[[str], str], ...] = _option(
         (), "functions that get every string and return it with their secrets replaced", _Functions(), *_EVERYWHERE
+    )
+    shared_as: str = _option(
+        "",
+        "the owner of this block's calls in a cassette several tests share (the pytest plugin gives each test "
+        "on a shared path its node id): each request line names it, a recording replaces only its calls at "
+        "commit (the others stay; under a lock, so pytest-xdist's workers merge in turn), and replay answers "
+        "from its calls alone; '' (default): the cassette is not shared",
+        _Name(),
+        *_EVERYWHERE,
+        marker=False,
     )
     keep_failures: bool = _option(
         False,

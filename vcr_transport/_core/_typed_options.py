@@ -29,6 +29,7 @@ class RecordingOptions(TypedDict, total=False):
     redact_names: Iterable[str]
     redact_patterns: Iterable[str | re.Pattern[str]]
     redact_with: Iterable[Callable[[str], str]]
+    shared_as: str
     keep_failures: bool
     plain_bodies: bool
 
@@ -56,6 +57,7 @@ class ReplayOptions(TypedDict, total=False):
     redact_names: Iterable[str]
     redact_patterns: Iterable[str | re.Pattern[str]]
     redact_with: Iterable[Callable[[str], str]]
+    shared_as: str
     keep_failures: bool
     plain_bodies: bool
 
@@ -83,6 +85,7 @@ class TransportOptions(TypedDict, total=False):
     redact_names: Iterable[str]
     redact_patterns: Iterable[str | re.Pattern[str]]
     redact_with: Iterable[Callable[[str], str]]
+    shared_as: str
     keep_failures: bool
     plain_bodies: bool
 
@@ -110,6 +113,7 @@ class BlockOptions(TypedDict, total=False):
     redact_names: Iterable[str]
     redact_patterns: Iterable[str | re.Pattern[str]]
     redact_with: Iterable[Callable[[str], str]]
+    shared_as: str
     keep_failures: bool
     plain_bodies: bool
     unplayed: Literal["error", "warn", "ignore", "partial"]
@@ -141,6 +145,7 @@ class EveryOption(TypedDict, total=False):
     redact_names: Iterable[str]
     redact_patterns: Iterable[str | re.Pattern[str]]
     redact_with: Iterable[Callable[[str], str]]
+    shared_as: str
     keep_failures: bool
     plain_bodies: bool
     mode: Mode | None
