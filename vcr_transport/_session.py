@@ -103,6 +103,10 @@ class CassetteSession:
         self.broken: CassetteError | None = refusal
         self.refusal = refusal
         self.existed = self.path.exists()
+        if self.existed and self.options.shared_as:  # a shared cassette exists for a test holding its calls
+            from ._storage import holds_calls_of
+
+            self.existed = holds_calls_of(self.path, self.options.shared_as)
         replays = refusal is None and (mode in ("replay", "check") or (mode == "record-on-miss" and self.existed))
         self.replayer = self._open(path, serving) if replays else None
         # mode check: each answer's shape compared with the recorded call's (``_check``)
@@ -362,8 +366,13 @@ def open_session(path: str | os.PathLike[str], mode: str | None, options: Option
     resolved = resolve_mode(mode, pyproject=pyproject)
     merged = options.with_settings(read_settings(pyproject), where=f"{pyproject} [tool.vcr_transport]")
     hint = how_to_record(resolved)
+    exists = None
+    if merged.shared_as and resolved.mode == "auto":  # a shared cassette exists for a test holding its calls
+        from ._storage import holds_calls_of
+
+        exists = holds_calls_of(Path(path), merged.shared_as)
     try:
-        concrete = cassette_mode(resolved, Path(path))
+        concrete = cassette_mode(resolved, Path(path), exists=exists)
     except CassetteError as refusal:  # auto or a configured record under CI, with no cassette to replay
         if not merged.missing_ok_unused:
             raise

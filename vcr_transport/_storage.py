@@ -26,6 +26,7 @@ from ._exceptions import CassetteError
 __all__ = [
     "CassetteWriter",
     "check_cassette",
+    "holds_calls_of",
     "is_shared",
     "not_a_cassette",
     "read_cassette",
@@ -487,6 +488,19 @@ def _folder_lock(folder: Path) -> Iterator[None]:
 
 # A cassette header is short; a longer first line is not one.
 HEADER_READ_LIMIT = 64 * 1024
+
+
+def holds_calls_of(path: Path, owner: str) -> bool:
+    """Whether the cassette at ``path`` exists for test ``owner`` of a shared cassette: it holds calls of
+    that owner, or of no owner at all (not yet shared). One that can't be read counts as there (replay then
+    says why)."""
+    if not path.exists():
+        return False
+    try:
+        calls = read_outline(path).calls
+    except CassetteError:
+        return True
+    return not any(call.owner for call in calls) or any(call.owner == owner for call in calls)
 
 
 def is_shared(path: Path) -> bool:

@@ -146,3 +146,17 @@ def test_xdist_workers_merge_into_one_shared_cassette(project: pytest.Pytester) 
         assert [owned[i][2] for i in spots] == many[owner[-1]]
     assert sorted(p.name for p in cassette.parent.iterdir()) == ["shared.jsonl"]
     project.runpytest_subprocess(*LEAN, "-n", "2", "--vcr-mode=replay").assert_outcomes(passed=3)
+
+
+def test_auto_records_each_test_of_a_new_shared_cassette_then_replays_them(project: pytest.Pytester) -> None:
+    write_tests(project, PROMPTS)
+    first = project.runpytest()  # auto: the cassette exists for a test once it holds that test's calls
+    first.assert_outcomes(passed=3)
+    first.stdout.fnmatch_lines(["cassettes: 1 recorded*"])
+    cassette = project.path / "cassettes" / "shared.jsonl"
+    assert [owner[-1] for _, owner, _ in _owned(cassette)] == ["a", "a", "b", "c", "c"]
+    before = cassette.read_bytes()
+    second = project.runpytest()
+    second.assert_outcomes(passed=3)
+    second.stdout.fnmatch_lines(["cassettes: 1 replayed*"])
+    assert cassette.read_bytes() == before
