@@ -160,3 +160,8 @@ def test_auto_records_each_test_of_a_new_shared_cassette_then_replays_them(proje
     second.assert_outcomes(passed=3)
     second.stdout.fnmatch_lines(["cassettes: 1 replayed*"])
     assert cassette.read_bytes() == before
+    # Re-recording one test that gets the same answers leaves the shared file as it was (a quiet re-record).
+    third = project.runpytest("--vcr-mode=record", "test_shared.py::test_a")
+    third.assert_outcomes(passed=1)
+    third.stdout.fnmatch_lines(["cassettes: 1 recorded unchanged*"])
+    assert cassette.read_bytes() == before
