@@ -193,6 +193,7 @@ def pytest_deselected(items: list[pytest.Item]) -> None:
         config.stash[_INCOMPLETE].append(f"{len(items)} test(s) were deselected (-k, -m, --deselect, --lf)")
 
 
+@pytest.hookimpl(tryfirst=True)  # before -k and -m deselect: every test naming a path makes it shared
 def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config, items: list[pytest.Item]) -> None:
     run = config.stash[_RUN]
     claims: Counter[Path] = Counter()

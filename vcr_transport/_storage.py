@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import contextlib
 import gc
+import json
 import os
 import re
 import stat
@@ -509,8 +510,6 @@ def is_shared(path: Path) -> bool:
     isn't there or isn't a cassette."""
     if not_a_cassette(path) is not None:
         return False
-    import json
-
     with open(path, "rb") as file:
         header = json.loads(file.readline(HEADER_READ_LIMIT))
     return header.get("shared") is True

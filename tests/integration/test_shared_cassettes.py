@@ -165,3 +165,12 @@ def test_auto_records_each_test_of_a_new_shared_cassette_then_replays_them(proje
     third.assert_outcomes(passed=1)
     third.stdout.fnmatch_lines(["cassettes: 1 recorded unchanged*"])
     assert cassette.read_bytes() == before
+
+
+def test_a_run_of_one_test_by_keyword_still_records_it_as_shared(project: pytest.Pytester) -> None:
+    write_tests(project, PROMPTS)
+    project.runpytest("--vcr-mode=record", "-k", "test_b").assert_outcomes(passed=1, deselected=2)
+    cassette = project.path / "cassettes" / "shared.jsonl"
+    assert [owner for _, owner, _ in _owned(cassette)] == ["test_shared.py::test_b"]
+    project.runpytest().assert_outcomes(passed=3)  # auto: a and c record beside b, b replays
+    assert [owner[-1] for _, owner, _ in _owned(cassette)] == ["b", "a", "a", "c", "c"]
