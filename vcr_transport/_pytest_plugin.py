@@ -20,7 +20,8 @@ cassetter's ``vcr`` so that both can be installed during a migration.)
   ``caught_mismatch``; the marker's argument wins, ``[tool.vcr_transport]`` comes below the ini).
 - A cassette path several tests name (``path="cassettes/shared.jsonl"``), or whose header says ``"shared": true``,
   is shared: each test's calls carry its node id (the option ``shared_as``), a test replays its own calls
-  alone, and its recording replaces only its own calls at commit, under a folder lock (xdist-safe).
+  alone (all of them when it has none: one test records, others replay), and its recording replaces only
+  its own calls at commit, under a folder lock (xdist-safe).
 - ``vcr_cassette.requests``: the recorded requests with their ``play_count`` (like vcrpy's ``vcr.requests``).
 - ini ``vcr_transport_compat = pytest-recording``: serve a pytest-recording suite unchanged (``_compat.py``).
 - The run publishes ``--vcr-mode`` to every entry point, keeps the usage ledger (``_ledger.py``) and ends

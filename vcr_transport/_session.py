@@ -64,7 +64,7 @@ class CassetteRequest:
 
 
 class CassetteSession:
-    """One cassette in one concrete mode (off, record, replay, record-on-miss). It answers a request for
+    """One cassette in one concrete mode (off, record, replay, record-on-miss, check). It answers a request for
     whatever inner transport the caller has, so one session serves many clients.
 
     ``mode`` is the concrete mode and ``source`` where it came from (argument, pytest option, environment,
@@ -384,8 +384,8 @@ def open_session(path: str | os.PathLike[str], mode: str | None, options: Option
 
 
 class ModeTransport(TransportLifecycle):
-    """A transport whose behaviour the resolved mode decides: pass-through, record, replay or
-    record-on-miss. One object serves a sync and an async client (google-genai takes both); each side's
+    """A transport whose behaviour the resolved mode decides: pass-through, record, replay, record-on-miss
+    or check. One object serves a sync and an async client (google-genai takes both); each side's
     inner transport is created when first needed, from ``library``."""
 
     def __init__(
@@ -569,7 +569,8 @@ def transport(
     ``inner`` defaults to ``HTTPTransport()`` of httpx2, or of httpx with ``library="httpx"``; the same
     object also serves async clients, through ``async_inner`` (default ``AsyncHTTPTransport()``). Options
     are those of ``Options``, as keyword arguments or ``options=Options(...)``; the redaction options apply
-    when recording too.
+    when recording too. In mode ``check`` each live answer whose shape changed is a ShapeDriftWarning as it
+    ends (a transport has no end to raise at; ``use_cassette`` raises ShapeDriftError when its block ends).
     """
     given = Options.of(options, arguments, where="transport()", entry="transport")
     session = open_session(path, given.mode if mode is None else mode, given)

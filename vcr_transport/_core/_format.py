@@ -572,9 +572,10 @@ class Cassette:
 
     def owned_by(self, owner: str) -> Cassette:
         """The calls ``owner`` made, numbered 0, 1, 2... in file order (``origin`` says their numbers in the
-        file): what one test of a shared cassette replays. A cassette in which no call names an owner (not
-        shared, or written before owners were) is the whole of it."""
-        if not any(call.owner for call in self.calls):
+        file): what one test of a shared cassette replays. When no call names ``owner`` (a cassette not
+        shared, written before owners were, or recorded by other tests for this one to replay), it is the
+        whole cassette."""
+        if not any(call.owner == owner for call in self.calls):
             return self
         origin = [call.index for call in self.calls if call.owner == owner]
         calls = [dataclasses.replace(self.calls[old], index=new) for new, old in enumerate(origin)]

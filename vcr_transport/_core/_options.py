@@ -536,7 +536,7 @@ class Options:
         "the owner of this block's calls in a cassette several tests share (the pytest plugin gives each test "
         "on a shared path its node id): each request line names it, a recording replaces only its calls at "
         "commit (the others stay; under a lock, so pytest-xdist's workers merge in turn), and replay answers "
-        "from its calls alone; '' (default): the cassette is not shared",
+        "from its calls alone (from every call when none is its own); '' (default): the cassette is not shared",
         _Name(),
         *_EVERYWHERE,
         marker=False,
