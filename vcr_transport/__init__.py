@@ -8,6 +8,7 @@ import typing as _typing
 
 from ._exceptions import (
     CassetteError,
+    CassetteExpiredWarning,
     CassetteOwnerError,
     ModeError,
     NetworkBlockedError,
@@ -92,6 +93,7 @@ __all__ = [
     "AsyncRecordingTransport",
     "BlockOptions",
     "CassetteError",
+    "CassetteExpiredWarning",
     "CassetteOwnerError",
     "CassetteRecorder",
     "CassetteSession",

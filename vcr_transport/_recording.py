@@ -155,6 +155,7 @@ class _Recording:
         matcher: RequestMatcher,
         deferred_lines: Sequence[bytes] = (),
         owner: str = "",
+        early_stop_ok: bool = False,
     ) -> None:
         self.path = path
         self.owner = owner  # a shared cassette's: the test whose calls this recording holds
@@ -162,7 +163,7 @@ class _Recording:
         self.matcher = matcher
         self.keep_failures = keep_failures
         self.plain_bodies = plain_bodies
-        self.book = CallBook(first_index, kept_calls=first_index if kept_lines else 0)
+        self.book = CallBook(first_index, kept_calls=first_index if kept_lines else 0, early_stop_ok=early_stop_ok)
         self._kept_lines = list(kept_lines)
         self._deferred_lines = list(deferred_lines)
         self._lock = threading.Lock()
@@ -337,6 +338,7 @@ class CassetteRecorder:
         matcher: RequestMatcher | None = None,
         deferred_lines: Sequence[bytes] = (),
         owner: str = "",
+        early_stop_ok: bool = False,
     ) -> None:
         """``kept_lines`` (calls replayed before a miss) are copied byte for byte; new calls then start at
         ``first_index``; ``deferred_lines`` (kept calls' call_end lines) are written after the first new
@@ -348,7 +350,8 @@ class CassetteRecorder:
         cassette's (default: matching's defaults): a call recorded again with the same request and response
         keeps its old lines byte for byte (see ``close``). ``owner``: the cassette is shared by several tests
         and this recording holds the calls of test ``owner``: at commit they replace that test's calls and
-        the other tests' stay (``CassetteWriter.commit``)."""
+        the other tests' stay (``CassetteWriter.commit``). ``early_stop_ok``: a call the code closed early
+        is marked an intended early stop."""
         global _exit_hook_installed
         self.path = os.fspath(path)
         self._recording = _Recording(
@@ -361,6 +364,7 @@ class CassetteRecorder:
             matcher or RequestMatcher(),
             deferred_lines,
             owner,
+            early_stop_ok,
         )
         self._finalizer = weakref.finalize(self, self._recording.finish, None)
         self._finalizer.atexit = False
@@ -394,6 +398,7 @@ class CassetteRecorder:
             plain_bodies=options.plain_bodies,
             matcher=options.matcher(),
             owner=options.shared_as,
+            early_stop_ok=options.early_stop_ok,
         )
 
     @property

@@ -31,6 +31,7 @@ class RecordingOptions(TypedDict, total=False):
     redact_with: Iterable[Callable[[str], str]]
     shared_as: str
     keep_failures: bool
+    early_stop_ok: bool
     plain_bodies: bool
 
 
@@ -59,7 +60,10 @@ class ReplayOptions(TypedDict, total=False):
     redact_with: Iterable[Callable[[str], str]]
     shared_as: str
     keep_failures: bool
+    early_stop_ok: bool
     plain_bodies: bool
+    max_age: float | None
+    on_expiry: Literal["warn", "fail", "record-on-miss"]
 
 
 class TransportOptions(TypedDict, total=False):
@@ -87,7 +91,10 @@ class TransportOptions(TypedDict, total=False):
     redact_with: Iterable[Callable[[str], str]]
     shared_as: str
     keep_failures: bool
+    early_stop_ok: bool
     plain_bodies: bool
+    max_age: float | None
+    on_expiry: Literal["warn", "fail", "record-on-miss"]
 
 
 class BlockOptions(TypedDict, total=False):
@@ -115,8 +122,11 @@ class BlockOptions(TypedDict, total=False):
     redact_with: Iterable[Callable[[str], str]]
     shared_as: str
     keep_failures: bool
+    early_stop_ok: bool
     plain_bodies: bool
     unplayed: Literal["error", "warn", "ignore", "partial"]
+    max_age: float | None
+    on_expiry: Literal["warn", "fail", "record-on-miss"]
     block_network: bool | Literal["session"]
     allowed_hosts: Iterable[str]
     missing_ok_unused: bool
@@ -147,9 +157,12 @@ class EveryOption(TypedDict, total=False):
     redact_with: Iterable[Callable[[str], str]]
     shared_as: str
     keep_failures: bool
+    early_stop_ok: bool
     plain_bodies: bool
     mode: Mode | None
     unplayed: Literal["error", "warn", "ignore", "partial"]
+    max_age: float | None
+    on_expiry: Literal["warn", "fail", "record-on-miss"]
     block_network: bool | Literal["session"]
     allowed_hosts: Iterable[str]
     missing_ok_unused: bool
