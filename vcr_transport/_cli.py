@@ -52,6 +52,8 @@ from ._render import (
     diff_lines,
     drift_json,
     drift_lines,
+    drift_plan_json,
+    drift_plan_lines,
     import_line,
     import_summary,
     list_json,
@@ -357,9 +359,19 @@ def command_import(args: argparse.Namespace) -> int:
 
 
 def command_drift(args: argparse.Namespace) -> int:
-    from ._drift import DriftProblem, check_drift  # lazily: it imports httpx2
+    from ._drift import DriftProblem, check_drift, plan_drift  # lazily: it imports httpx2
 
     upstreams = dict(_upstreams(args.upstream or []))
+    if args.dry_run:
+        try:
+            cassettes, planned = plan_drift(find_cassettes(args.cassettes), upstreams=upstreams)
+        except DriftProblem as problem:
+            raise UsageProblem(str(problem)) from None
+        if args.json:
+            _print_json(drift_plan_json(cassettes, planned))
+        else:
+            _print_lines(drift_plan_lines(cassettes, planned, _paint()))
+        return 2 if any(call.error for call in planned) else 0
     progress = Progress("drift")
     try:
         report = check_drift(
@@ -677,14 +689,24 @@ def _add_drift_tools(commands: Any) -> None:
         [
             "vcr-transport drift tests/cassettes/chat.jsonl",
             "vcr-transport drift chat.jsonl --upstream openai=http://127.0.0.1:8000",
+            "vcr-transport drift --dry-run tests/cassettes",
         ],
-        {"0": "every answer has the recorded shape", "1": "a shape changed", "2": TROUBLE + "; a request failed"},
+        {
+            "0": "every answer has the recorded shape (--dry-run: every call can be sent)",
+            "1": "a shape changed",
+            "2": TROUBLE + "; a request failed (--dry-run: a call could not be sent)",
+        },
     )
     drift.add_argument("cassettes", nargs="+", metavar="CASSETTE_OR_DIR")
     drift.add_argument(
         "--upstream", action="append", metavar="VENDOR=URL", help="send openai|anthropic|google calls here"
     )
     drift.add_argument("--timeout", type=float, default=60.0, help="seconds per request (default: 60)")
+    drift.add_argument(
+        "--dry-run",
+        action="store_true",
+        help="list what each call would send, to which host and with which key variable; send nothing",
+    )
     _json_flag(drift)
     drift.set_defaults(run=command_drift)
 

@@ -174,15 +174,18 @@ def how_to_record(resolved: ResolvedMode, *, marker: bool = False) -> str:
     return f"set {ENVIRONMENT_VARIABLE}=record (or pass mode='record')"
 
 
-def cassette_mode(resolved: ResolvedMode, path: Path, environ: Mapping[str, str] | None = None) -> str:
-    """The concrete mode for one cassette: ``auto`` decided by whether it exists and whether CI is set."""
+def cassette_mode(
+    resolved: ResolvedMode, path: Path, environ: Mapping[str, str] | None = None, *, exists: bool | None = None
+) -> str:
+    """The concrete mode for one cassette: ``auto`` decided by whether it exists (``exists``, default: whether
+    the file does) and whether CI is set."""
     from ._core._modes import concrete_mode
 
     environ = os.environ if environ is None else environ
     return concrete_mode(
         resolved.mode,
         str(path),
-        exists=path.exists(),
+        exists=path.exists() if exists is None else exists,
         ci=bool(environ.get("CI")),
         how_to_record=how_to_record(resolved),
         configured=resolved.source if configured_source(resolved) else "",

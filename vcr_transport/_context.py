@@ -220,12 +220,16 @@ class use_cassette:  # noqa: N801 - reads as a function, like contextlib's
         self.__exit__(exc_type, exc, traceback)
 
     def check(self) -> None:
-        """Raise the first mismatch the code inside swallowed (unless ``caught_mismatch="ignore"``); then report
-        unplayed calls as configured."""
+        """Raise what mode check found (ShapeDriftError: the live answers whose shape changed); the first
+        mismatch the code inside swallowed (unless ``caught_mismatch="ignore"``); then report unplayed calls as
+        configured."""
         session = self.session
         if session is None:
             return
         session.raise_if_broken(unless_missing_and_unused=session.options.missing_ok_unused)
+        drift = session.checker.error() if session.checker is not None else None
+        if drift is not None:
+            raise drift
         if session.first_mismatch is not None and session.options.caught_mismatch == "raise":
             raise session.first_mismatch
         action = session.options.unplayed

@@ -23,13 +23,12 @@ import httpx2
 from ._core._format import RecordedCall
 from ._core._redaction import PLACEHOLDER
 from ._core._review import request_bytes
-from ._core._shape import DriftCall, DriftReport, answer_shape, compare_shapes
-from ._core._view import call_view
+from ._core._shape import DriftCall, DriftReport, PlannedCall, live_answer, shape_changes
 from ._exceptions import CassetteError
 from ._manage import shown_path
 from ._storage import read_cassette
 
-__all__ = ["KEYS", "DriftProblem", "check_drift", "vendor_of"]
+__all__ = ["KEYS", "DriftProblem", "check_drift", "plan_drift", "vendor_of"]
 
 # The environment variables each vendor's key is read from, the first set winning.
 KEYS: Mapping[str, tuple[str, ...]] = {
@@ -78,8 +77,30 @@ def _upstream_bases(upstreams: Mapping[str, str]) -> dict[str, str]:
     return bases
 
 
+def _key_variable(vendor: str, environ: Mapping[str, str]) -> str | None:
+    """The environment variable the vendor's key is read from (the first of ``KEYS`` set), or None."""
+    return next((name for name in KEYS[vendor] if environ.get(name)), None)
+
+
 def _key(vendor: str, environ: Mapping[str, str]) -> str | None:
-    return next((environ[name] for name in KEYS[vendor] if environ.get(name)), None)
+    variable = _key_variable(vendor, environ)
+    return environ[variable] if variable is not None else None
+
+
+def _target(call: RecordedCall, bases: Mapping[str, str]) -> str:
+    """Where ``call``'s request goes: its recorded URL, on the ``--upstream`` of its vendor when given."""
+    vendor = vendor_of(call.url, call.request_headers)
+    url = call.url
+    if vendor in bases:
+        parts = urlsplit(url)
+        url = bases[vendor] + parts.path + (f"?{parts.query}" if parts.query else "")
+    return url
+
+
+def _removed_credential(call: RecordedCall) -> bool:
+    """Whether the recording removed a credential that ``drift`` puts back (a header or the URL's key)."""
+    headers = any(PLACEHOLDER in value and name.lower() in _CREDENTIALS for name, value in call.request_headers)
+    return headers or any(p in call.url for p in (PLACEHOLDER, quote(PLACEHOLDER, safe="")))
 
 
 def _request(
@@ -87,10 +108,7 @@ def _request(
 ) -> tuple[httpx2.Request | None, str]:
     """The request to send for ``call``, or (None, why it can't be sent)."""
     vendor = vendor_of(call.url, call.request_headers)
-    url = call.url
-    if vendor in bases:
-        parts = urlsplit(url)
-        url = bases[vendor] + parts.path + (f"?{parts.query}" if parts.query else "")
+    url = _target(call, bases)
     key = _key(vendor, environ)
     headers: list[tuple[str, str]] = []
     for name, value in call.request_headers:
@@ -120,11 +138,7 @@ def _request(
 def _live_call(call: RecordedCall, response: httpx2.Response, elapsed: float) -> RecordedCall:
     """The live answer as a recorded call (its body decoded by httpx2), for the same view and shape."""
     headers = [(k, v) for k, v in response.headers.multi_items() if k.lower() != "content-encoding"]
-    live = RecordedCall(
-        call.index, call.method, call.url, call.request_headers, call.body, response.status_code, headers
-    )
-    live.chunks, live.offsets, live.outcome = [response.content], [elapsed], "complete"
-    return live
+    return live_answer(call, response.status_code, headers, [response.content], elapsed)
 
 
 def _check_call(client: httpx2.Client, path: str, call: RecordedCall, bases: Mapping[str, str]) -> DriftCall:
@@ -143,7 +157,7 @@ def _check_call(client: httpx2.Client, path: str, call: RecordedCall, bases: Map
         found.error = f"{type(error).__name__}: {error}"
         return found
     live = _live_call(call, response, time.monotonic() - started)
-    found.changes = compare_shapes(answer_shape(call_view(call)), answer_shape(call_view(live)))
+    found.changes = shape_changes(call, live)
     found.outcome = "changed" if found.changes else "identical"
     return found
 
@@ -168,6 +182,34 @@ def check_drift(
                 if progress is not None:
                     progress(len(report.calls), total)
     return report
+
+
+def plan_drift(
+    cassettes: Sequence[Path], *, upstreams: Mapping[str, str], environ: Mapping[str, str] | None = None
+) -> tuple[int, list[PlannedCall]]:
+    """``drift --dry-run``: (how many cassettes, what each call would send, to which host, with the key of
+    which environment variable), sending nothing. The URLs are the recorded ones, redacted as they are in
+    the cassette: no key is read into them. A cassette that can't be read is a CassetteError."""
+    environ = os.environ if environ is None else environ
+    bases = _upstream_bases(upstreams)
+    read = [(shown_path(path), read_cassette(path)) for path in cassettes]
+    planned: list[PlannedCall] = []
+    for path, cassette in read:
+        for call in cassette.calls:
+            url = _target(call, bases)
+            parts = urlsplit(url)
+            found = PlannedCall(path, call.index, call.method, url, parts.netloc)
+            vendor = vendor_of(call.url, call.request_headers)
+            if call.status is None:
+                found.error = "the recording has no response to compare with"
+            elif _removed_credential(call):
+                variable = _key_variable(vendor, environ)
+                if variable is None:
+                    found.error = f"its credential was removed and none of {', '.join(KEYS[vendor])} is set: set one"
+                else:
+                    found.key_from = variable
+            planned.append(found)
+    return len(read), planned
 
 
 __all__ += []  # CassetteError is raised through read_cassette

@@ -4,6 +4,7 @@
      ├── CassetteError             a cassette can't be read: names the file, the line and what is wrong
      ├── ReplayMismatch            a request differs from the recorded one: names the call and the field
      ├── UnplayedCallsError        recorded calls that no request asked for
+     ├── ShapeDriftError           mode check: live answers whose shape differs from the recorded calls'
      ├── RecordedError             replays a recorded failure whose class is neither httpx's nor a builtin
      ├── ModeError                 an unknown mode name (also a ValueError)
      ├── CassetteOwnerError        a request whose cassette can't be told (use_cassette, several open)
@@ -12,6 +13,7 @@
 
     UnplayedCallsWarning           unplayed calls, when use_cassette(unplayed="warn")
     RecordingNotSavedWarning       a recording that did not replace the cassette, and why
+    ShapeDriftWarning              mode check through transport(): a live answer whose shape changed
     CassetteExpiredWarning         a replayed cassette older than max_age (on_expiry="warn", outside pytest)
 
 A recorded transport failure (``ConnectError``, ``ReadError``...) is re-raised on replay as the same class
@@ -32,6 +34,8 @@ __all__ = [
     "RecordedError",
     "RecordingNotSavedWarning",
     "ReplayMismatch",
+    "ShapeDriftError",
+    "ShapeDriftWarning",
     "UnplayedCallsError",
     "UnplayedCallsWarning",
     "VcrTransportError",
@@ -156,6 +160,35 @@ class UnplayedCallsError(VcrTransportError):
         super().__init__("\n".join(lines))
 
 
+class ShapeDriftError(VcrTransportError):
+    """Mode ``check``: live answers whose shape (status, content type, JSON structure and types, stream event
+    types) differs from the recorded calls' they were compared with, or requests that matched no recorded
+    call. ``calls``: (call index, method, URL, [(field path, recorded types, live types)...], problem), the
+    problem being "" for a changed shape, else why the call could not be compared."""
+
+    def __init__(
+        self,
+        cassette: str,
+        calls: _Sequence[tuple[int, str, str, _Sequence[tuple[str, str, str]], str]],
+        record_hint: str = "",
+    ) -> None:
+        self.cassette = cassette
+        self.calls = list(calls)
+        lines = [f"{len(self.calls)} live answer(s) differ in shape from cassette {cassette}:"]
+        for index, method, url, changes, problem in self.calls:
+            if problem:
+                lines.append(f"  call {index} ({method} {url}): {problem}")
+                continue
+            lines.append(f"  call {index} ({method} {url}): {len(changes)} field path(s) changed")
+            for path, recorded, live in changes[:_SHOWN]:
+                lines.append(f"    {path}: recorded {recorded}, live {live}")
+            if len(changes) > _SHOWN:
+                lines.append(f"    and {len(changes) - _SHOWN} more")
+        how = record_hint or "record it again (mode 'record')"
+        lines.append(f"the API changed under the cassette; if the new shape is intended, re-record it: {how}")
+        super().__init__("\n".join(lines))
+
+
 class RecordedError(VcrTransportError):
     """Replays a recorded failure whose exception class can't be rebuilt in the caller's library."""
 
@@ -181,6 +214,11 @@ class NetworkBlockedError(VcrTransportError, RuntimeError):
 
 class UnplayedCallsWarning(UserWarning):
     """Recorded calls that no request asked for, when ``use_cassette(unplayed="warn")``."""
+
+
+class ShapeDriftWarning(UserWarning):
+    """Mode ``check`` through ``transport()`` (no block to fail at its end): a live answer whose shape
+    differs from the recorded call's; the message is ShapeDriftError's for that call."""
 
 
 class RecordingNotSavedWarning(UserWarning):

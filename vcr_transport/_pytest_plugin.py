@@ -21,6 +21,10 @@ migration.)
 - ini ``vcr_caught_mismatch``: ``raise`` (default; ``ignore`` in the compatibility mode) or ``ignore``, for a
   replay mismatch the code under test caught: raised again at teardown, or left to the test (the option
   ``caught_mismatch``; the marker's argument wins, ``[tool.vcr_transport]`` comes below the ini).
+- A cassette path several tests name (``path="cassettes/shared.jsonl"``), or whose header says ``"shared": true``,
+  is shared: each test's calls carry its node id (the option ``shared_as``), a test replays its own calls
+  alone (all of them when it has none: one test records, others replay), and its recording replaces only
+  its own calls at commit, under a folder lock (xdist-safe).
 - ``vcr_cassette.requests``: the recorded requests with their ``play_count`` (like vcrpy's ``vcr.requests``).
 - ini ``vcr_transport_compat = pytest-recording``: serve a pytest-recording suite unchanged (``_compat.py``).
 - ini ``vcr_transport_max_age`` (days) and ``vcr_transport_on_expiry`` (``warn``, ``fail``, ``record-on-miss``):
@@ -160,6 +164,7 @@ _CHECKED_AT_END = pytest.StashKey[bool]()  # the test's body passed; the cassett
 _SESSION_GUARD = pytest.StashKey[Any]()  # block_network="session": the guard between and after replayed tests
 _WORKER_DATA = "vcr_transport_run"
 _WORKER_INCOMPLETE = "vcr_transport_incomplete"
+_SHARED = pytest.StashKey[set[Path]]()  # the cassette paths that several collected tests name
 
 
 def _is_worker(config: pytest.Config) -> bool:
@@ -375,12 +380,17 @@ def _selection(config: pytest.Config) -> str:
     return ", ".join(given) or "by a plugin"
 
 
+@pytest.hookimpl(tryfirst=True)  # before -k and -m deselect: every test naming a path makes it shared
 def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config, items: list[pytest.Item]) -> None:
     run = config.stash[_RUN]
+    claims: Counter[Path] = Counter()
     for item in items:  # a marked test claims its cassette even when it is skipped
         marker = item.get_closest_marker(MARKER)
         if marker is not None:
-            run.cassette_opened(marker_cassette_path(item, marker.kwargs.get("path")), "claimed")
+            path = marker_cassette_path(item, marker.kwargs.get("path"))
+            run.cassette_opened(path, "claimed")
+            claims[path.resolve()] += 1
+    config.stash[_SHARED] = {path for path, count in claims.items() if count > 1}
 
 
 @pytest.hookimpl(wrapper=True)
@@ -426,6 +436,8 @@ _SUMMARY = (
     ("recorded unchanged", "{} recorded unchanged"),
     ("not saved", "{} not saved"),
     ("mismatched", "{} with a replay mismatch"),
+    ("checked", "{} checked live, same shape"),
+    ("shape changed", "{} with a changed shape (mode check)"),
     ("unplayed", "{} left with unplayed calls"),
     ("missing", "{} missing"),
     ("refused", "{} not recorded under CI"),
@@ -669,10 +681,20 @@ def vcr_cassette(request: pytest.FixtureRequest) -> Iterator[use_cassette]:
         )
     path = marker_cassette_path(request.node, arguments.pop("path", None))
     arguments = with_run_options(request.config, arguments)
+    if _shared(request.config, path):  # each test's calls are its own (``shared_as``)
+        arguments["shared_as"] = request.node.nodeid
     if compat_active(request.config):  # pytest-recording's allowed hosts pass every guard, a cassette's too
         arguments["allowed_hosts"] = [*arguments.get("allowed_hosts", ()), *guard_hosts(request)]
     with open_test_cassette(request, path, arguments) as cassette:
         yield cassette
+
+
+def _shared(config: pytest.Config, path: Path) -> bool:
+    """Whether several tests share the cassette at ``path``: several collected tests name it, or it says so
+    (its header, once a shared recording was committed: a run of one of its tests)."""
+    from ._storage import is_shared  # lazily, as the rest of the machinery
+
+    return path.resolve() in config.stash.get(_SHARED, set()) or is_shared(path)
 
 
 @pytest.fixture(autouse=True)

@@ -24,7 +24,7 @@ import pytest
 from _pytest._code.code import ExceptionInfo, ReprEntry, ReprExceptionInfo, ReprFileLocation, ReprTraceback
 
 from ._core._display import side_by_side
-from ._exceptions import CassetteError, ReplayMismatch, UnplayedCallsError
+from ._exceptions import CassetteError, ReplayMismatch, ShapeDriftError, UnplayedCallsError
 
 if TYPE_CHECKING:
     from ._context import use_cassette
@@ -43,6 +43,7 @@ _FIX_STARTS = (
     "to record on purpose",
     "fix:",
     "the test made fewer",
+    "the API changed",
 )
 
 
@@ -83,6 +84,9 @@ def cassette_report(
     if isinstance(error, UnplayedCallsError):
         reported = error
         lines, crash = _unplayed(item, error)
+    elif isinstance(error, ShapeDriftError):
+        reported = error
+        lines, crash = _drifted(item, error)
     elif (mismatch := raised_mismatch(error) or session.first_mismatch) is not None:
         reported = mismatch
         lines, crash = _mismatch(item, mismatch, session.source)
@@ -97,7 +101,7 @@ def cassette_report(
         at = next((i for i, line in enumerate(lines) if line.startswith(_FIX_STARTS)), len(lines))
         lines.insert(at, f"(the test failed with {_one_line(error)})")
     hidden = len(excinfo.traceback) - (1 if _raised_in_test(item, excinfo) else 0)
-    if hidden > 0 and not isinstance(error, UnplayedCallsError):
+    if hidden > 0 and not isinstance(error, UnplayedCallsError | ShapeDriftError):
         lines.append(f"hidden: {hidden} frames of the SDK and vcr_transport; --tb=long shows them")
     return _repr(item, excinfo, lines, crash)
 
@@ -223,6 +227,33 @@ def _unplayed(item: pytest.Item, error: UnplayedCallsError) -> tuple[list[str], 
         "(or let it pass: @pytest.mark.vcr_transport(unplayed='ignore'))",
     ]
     return lines, f"{len(error.unplayed)} recorded call(s) never played: {described[0]}"
+
+
+def _drifted(item: pytest.Item, error: ShapeDriftError) -> tuple[list[str], str]:
+    """Mode check: the calls whose live answer changed shape, each with its field paths (cut to fit)."""
+    where = _relative(item, error.cassette)
+    lines = [f"{len(error.calls)} live answer(s) differ in shape from cassette {where}:"]
+    room = MAX_LINES - 4
+    for index, method, url, changes, problem in error.calls:
+        if len(lines) >= room:
+            lines.append("  ... (all of them: vcr-transport drift " + where + ")")
+            break
+        if problem:
+            lines.append(f"  call {index} ({method} {url}): {problem}")
+            continue
+        lines.append(f"  call {index} ({method} {url}):")
+        for shown, (path, recorded, live) in enumerate(changes):
+            if len(lines) >= room:
+                lines.append(f"    and {len(changes) - shown} more")
+                break
+            lines.append(f"    {path}: recorded {recorded}, live {live}")
+    lines += [
+        "the API changed under the cassette; if the new shape is intended, re-record this test:",
+        f"    pytest --vcr-mode=record {_node(item)}",
+    ]
+    index, _, _, changes, problem = error.calls[0]
+    first = f"{changes[0][0]}: recorded {changes[0][1]}, live {changes[0][2]}" if changes else problem
+    return lines, shorten_text(f"shape changed at call {index}, {first}", 90)
 
 
 def _raised_in_test(item: pytest.Item, excinfo: ExceptionInfo[BaseException]) -> bool:

@@ -154,9 +154,11 @@ class _Recording:
         plain_bodies: bool,
         matcher: RequestMatcher,
         deferred_lines: Sequence[bytes] = (),
+        owner: str = "",
         early_stop_ok: bool = False,
     ) -> None:
         self.path = path
+        self.owner = owner  # a shared cassette's: the test whose calls this recording holds
         self.redactor = redactor
         self.matcher = matcher
         self.keep_failures = keep_failures
@@ -264,11 +266,12 @@ class _Recording:
         writer = self._writer
         if writer is not None and writer.failure is not None:
             writer.commit()  # raises the CassetteError that names the OS error
-        older = older_cassette(self.path) if self.book.asks_older and not self.keep_failures else None
+        older = older_cassette(self.path, self.owner) if self.book.asks_older and not self.keep_failures else None
         reason = self.book.why_not_saved(keep_failures=self.keep_failures, older=older)
         if not reason:
             assert writer is not None, "a recording worth saving wrote its lines"
-            self.unchanged = not writer.commit(QuietComparison(self.matcher, self.redactor), self.redactor)
+            quiet = QuietComparison(self.matcher, self.redactor)
+            self.unchanged = not writer.commit(quiet, self.redactor, owner=self.owner)
             self.saved = True
         else:
             self._drop(reason, failure, at_exit)
@@ -334,6 +337,7 @@ class CassetteRecorder:
         plain_bodies: bool = True,
         matcher: RequestMatcher | None = None,
         deferred_lines: Sequence[bytes] = (),
+        owner: str = "",
         early_stop_ok: bool = False,
     ) -> None:
         """``kept_lines`` (calls replayed before a miss) are copied byte for byte; new calls then start at
@@ -344,8 +348,10 @@ class CassetteRecorder:
         or an exit). ``plain_bodies`` asks the
         upstream for uncompressed responses. ``matcher`` says which requests are the same as the older
         cassette's (default: matching's defaults): a call recorded again with the same request and response
-        keeps its old lines byte for byte (see ``close``). ``early_stop_ok``: a call the code closed early is
-        marked an intended early stop."""
+        keeps its old lines byte for byte (see ``close``). ``owner``: the cassette is shared by several tests
+        and this recording holds the calls of test ``owner``: at commit they replace that test's calls and
+        the other tests' stay (``CassetteWriter.commit``). ``early_stop_ok``: a call the code closed early
+        is marked an intended early stop."""
         global _exit_hook_installed
         self.path = os.fspath(path)
         self._recording = _Recording(
@@ -357,6 +363,7 @@ class CassetteRecorder:
             plain_bodies,
             matcher or RequestMatcher(),
             deferred_lines,
+            owner,
             early_stop_ok,
         )
         self._finalizer = weakref.finalize(self, self._recording.finish, None)
@@ -390,6 +397,7 @@ class CassetteRecorder:
             keep_failures=options.keep_failures,
             plain_bodies=options.plain_bodies,
             matcher=options.matcher(),
+            owner=options.shared_as,
             early_stop_ok=options.early_stop_ok,
         )
 

@@ -23,7 +23,7 @@ from ._core._display import MISSING, shorten
 from ._core._format import FORMAT_VERSION, Cassette
 from ._core._matching import RequestMatcher, is_volatile_response_header
 from ._core._review import Part, cut_long, described_bytes, quiet
-from ._core._shape import DriftReport
+from ._core._shape import DriftReport, PlannedCall
 from ._core._view import NOT_JSON, CallView, call_view
 from ._exceptions import CassetteError
 from ._manage import (
@@ -43,6 +43,8 @@ __all__ = [
     "diff_lines",
     "drift_json",
     "drift_lines",
+    "drift_plan_json",
+    "drift_plan_lines",
     "import_line",
     "import_summary",
     "list_json",
@@ -498,6 +500,27 @@ def drift_lines(report: DriftReport, paint: Paint = PLAIN) -> Iterator[str]:
         f"{plural(len(report.calls), 'call')} in {plural(report.cassettes, 'cassette')}: {counts['identical']} "
         f"identical, {counts['changed']} changed, {counts['failed']} not checked"
     )
+
+
+def drift_plan_lines(cassettes: int, planned: Sequence[PlannedCall], paint: Paint = PLAIN) -> Iterator[str]:
+    """``drift --dry-run``: one line per call (where it would go, whose key it would carry), then the hosts."""
+    for call in planned:
+        where = f"{call.path} call {call.index}: {call.method} {call.url}"
+        if call.error:
+            yield f"{where}: {paint('would not be sent', 'bad')}: {call.error}"
+        else:
+            yield f"{where}" + (f" (key from {call.key_from})" if call.key_from else "")
+    hosts = sorted({call.host for call in planned if not call.error})
+    sendable = sum(1 for call in planned if not call.error)
+    yield (
+        f"dry run: {plural(sendable, 'call')} of {plural(len(planned), 'call')} in "
+        f"{plural(cassettes, 'cassette')} would be sent to {', '.join(hosts) or 'no host'}; nothing was sent"
+    )
+
+
+def drift_plan_json(cassettes: int, planned: Sequence[PlannedCall]) -> dict[str, Any]:
+    """``drift --dry-run --json``: what each call would send, and to which host."""
+    return versioned({"dry_run": True, "cassettes": cassettes, "calls": [call.as_json() for call in planned]})
 
 
 def drift_json(report: DriftReport) -> dict[str, Any]:

@@ -170,12 +170,15 @@ class Replayer:
     """Answers requests from one cassette, byte- and chunk-exact, in the request's own library (httpx or
     httpx2, sync or async); holds no HTTP client, opens no socket. ``options`` are the cassette's, with the
     ``match_on`` and ``ordered`` an imported cassette's header gives for those not set (see
-    ``Options.with_cassette_header``); ``reuse``: a played call answers a matching request again (serve).
+    ``Options.with_cassette_header``); with ``shared_as``, only that owner's calls (``Cassette.owned_by``);
+    ``reuse``: a played call answers a matching request again (serve).
     ``sleep`` and ``async_sleep`` are what ``pace``, delays and stalls wait with."""
 
     def __init__(self, path: str | os.PathLike[str], options: Options, *, reuse: bool = False) -> None:
         self.path = os.fspath(path)
         cassette = read_cassette(path, cache=options.parse_cache)
+        if options.shared_as:  # a cassette several tests share: this one's calls alone
+            cassette = cassette.owned_by(options.shared_as)
         self.options = options.with_cassette_header(cassette.header, options.explicit(), path=self.path)
         self.engine = ReplayEngine(
             cassette,

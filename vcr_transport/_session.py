@@ -21,6 +21,7 @@ from pathlib import Path
 from types import ModuleType, TracebackType
 from typing import TYPE_CHECKING, Any, Literal, Self, Unpack
 
+from ._check import ShapeChecker
 from ._config import PytestRun, cassette_mode, current_run, find_pyproject, how_to_record, read_settings, resolve_mode
 from ._core._bodies import redact_url, stored_body, stored_body_bytes
 from ._core._conversation import request_label
@@ -67,7 +68,7 @@ class CassetteRequest:
 
 
 class CassetteSession:
-    """One cassette in one concrete mode (off, record, replay, record-on-miss). It answers a request for
+    """One cassette in one concrete mode (off, record, replay, record-on-miss, check). It answers a request for
     whatever inner transport the caller has, so one session serves many clients.
 
     ``mode`` is the concrete mode and ``source`` where it came from (argument, pytest option, environment,
@@ -107,8 +108,18 @@ class CassetteSession:
         self.broken: CassetteError | None = refusal
         self.refusal = refusal
         self.existed = self.path.exists()
-        replays = refusal is None and (mode == "replay" or (mode == "record-on-miss" and self.existed))
+        if self.existed and self.options.shared_as:  # a shared cassette exists for a test holding its calls
+            from ._storage import holds_calls_of
+
+            self.existed = holds_calls_of(self.path, self.options.shared_as)
+        replays = refusal is None and (mode in ("replay", "check") or (mode == "record-on-miss" and self.existed))
         self.replayer = self._open(path, serving) if replays else None
+        # mode check: each answer's shape compared with the recorded call's (``_check``)
+        self.checker: ShapeChecker | None = None
+        if mode == "check" and self.replayer is not None:
+            self.checker = ShapeChecker(
+                self.replayer, str(self.path), plain_bodies=self.options.plain_bodies, record_hint=record_hint
+            )
         self.stale_days: float | None = None  # a replayed cassette's age, when older than max_age
         if self.replayer is not None and not serving and self.options.max_age is not None:
             self._check_age(self.options.max_age)
@@ -202,7 +213,11 @@ class CassetteSession:
         engine = self.replayer.engine if self.replayer is not None else None
         deferred: list[bytes] = []
         if engine is not None and engine.kept is not None:
-            kept, deferred = lines_of_calls(self.path.read_bytes(), engine.kept, engine.open_calls)
+            origin = engine.cassette.origin  # a shared cassette: the test's calls' numbers in the file
+            played, still_open = engine.kept, engine.open_calls
+            if origin is not None:
+                played, still_open = tuple(origin[i] for i in played), tuple(origin[i] for i in still_open)
+            kept, deferred = lines_of_calls(self.path.read_bytes(), played, still_open)
             first = len(engine.kept)
         else:
             kept = lines_before_call(self.path.read_bytes(), call_index) if call_index else []
@@ -220,6 +235,9 @@ class CassetteSession:
         step = self.decision.step_for(str(request.url))
         if step is Step.PASS_THROUGH:
             return inner.handle_request(request)
+        if step is Step.CHECK:
+            assert self.checker is not None
+            return self.checker.handle(request, request.read(), inner)
         answer = None if step is Step.RECORD else self._answer(request, request.read(), step)
         return answer if answer is not None else self.record(request, inner)
 
@@ -227,6 +245,9 @@ class CassetteSession:
         step = self.decision.step_for(str(request.url))
         if step is Step.PASS_THROUGH:
             return await inner.handle_async_request(request)
+        if step is Step.CHECK:
+            assert self.checker is not None
+            return await self.checker.handle_async(request, await request.aread(), inner)
         answer = None if step is Step.RECORD else self._answer(request, await request.aread(), step)
         return answer if answer is not None else await self.record_async(request, inner)
 
@@ -323,7 +344,9 @@ class CassetteSession:
         raise self.broken
 
     def unplayed_calls(self) -> list[tuple[int, str, str]]:
-        if self.replayer is None or self._recorder is not None:
+        """Recorded calls no request asked for (replay, record-on-miss before a miss; never in check, which
+        compares shapes only)."""
+        if self.replayer is None or self._recorder is not None or self.checker is not None:
             return []
         return self.replayer.engine.unplayed()
 
@@ -363,8 +386,8 @@ class CassetteSession:
         """What became of the cassette, for the end-of-run summary: off, not needed (no cassette, and no request
         asked for one), missing (a request asked for it), refused (a recording refused under CI), unreadable,
         recorded, re-recorded, recorded unchanged (a re-record that left the file as it was), not saved,
-        mismatched, unplayed (recorded calls nobody asked for), stale (older than max_age, with
-        ``on_expiry="fail"``) or replayed."""
+        mismatched, checked or shape changed (mode check), unplayed (recorded calls nobody asked for), stale
+        (older than max_age, with ``on_expiry="fail"``) or replayed."""
         if self.mode == "off":
             return "off"
         if self.stale_days is not None and self.options.on_expiry == "fail":
@@ -383,6 +406,8 @@ class CassetteSession:
             return "re-recorded" if self.existed else "recorded"
         if self.first_mismatch is not None:
             return "mismatched"
+        if self.checker is not None:
+            return "shape changed" if self.checker.findings else "checked"
         return "unplayed" if self.unplayed_calls() else "replayed"
 
 
@@ -403,8 +428,13 @@ def open_session(path: str | os.PathLike[str], mode: str | None, options: Option
     resolved = resolve_mode(mode, pyproject=pyproject)
     merged = options.with_settings(read_settings(pyproject), where=f"{pyproject} [tool.vcr_transport]")
     hint = how_to_record(resolved)
+    exists = None
+    if merged.shared_as and resolved.mode == "auto":  # a shared cassette exists for a test holding its calls
+        from ._storage import holds_calls_of
+
+        exists = holds_calls_of(Path(path), merged.shared_as)
     try:
-        concrete = cassette_mode(resolved, Path(path))
+        concrete = cassette_mode(resolved, Path(path), exists=exists)
     except CassetteError as refusal:  # auto or a configured record under CI, with no cassette to replay
         if not merged.missing_ok_unused:
             raise
@@ -416,8 +446,8 @@ def open_session(path: str | os.PathLike[str], mode: str | None, options: Option
 
 
 class ModeTransport(TransportLifecycle):
-    """A transport whose behaviour the resolved mode decides: pass-through, record, replay or
-    record-on-miss. One object serves a sync and an async client (google-genai takes both); each side's
+    """A transport whose behaviour the resolved mode decides: pass-through, record, replay, record-on-miss
+    or check. One object serves a sync and an async client (google-genai takes both); each side's
     inner transport is created when first needed, from ``library``."""
 
     def __init__(
@@ -580,6 +610,12 @@ def _library(library: ModuleType | str | None) -> ModuleType:
     return importlib.import_module(library or "httpx2")
 
 
+def _warn_on_drift(session: CassetteSession) -> None:
+    """Mode check through a transport: it has no end to raise at, so each changed shape is a warning."""
+    if session.checker is not None:
+        session.checker.warn = True
+
+
 def transport(
     path: str | os.PathLike[str],
     *,
@@ -595,10 +631,12 @@ def transport(
     ``inner`` defaults to ``HTTPTransport()`` of httpx2, or of httpx with ``library="httpx"``; the same
     object also serves async clients, through ``async_inner`` (default ``AsyncHTTPTransport()``). Options
     are those of ``Options``, as keyword arguments or ``options=Options(...)``; the redaction options apply
-    when recording too.
+    when recording too. In mode ``check`` each live answer whose shape changed is a ShapeDriftWarning as it
+    ends (a transport has no end to raise at; ``use_cassette`` raises ShapeDriftError when its block ends).
     """
     given = Options.of(options, arguments, where="transport()", entry="transport")
     session = open_session(path, given.mode if mode is None else mode, given)
+    _warn_on_drift(session)
     return ModeTransport(session, _library(library), inner=inner, async_inner=async_inner)
 
 
@@ -615,4 +653,5 @@ def async_transport(
     """``transport`` for async clients: ``inner`` is the async transport (default ``AsyncHTTPTransport()``)."""
     given = Options.of(options, arguments, where="async_transport()", entry="transport")
     session = open_session(path, given.mode if mode is None else mode, given)
+    _warn_on_drift(session)
     return ModeTransport(session, _library(library), inner=sync_inner, async_inner=inner)

@@ -4,7 +4,10 @@ the recording is complete."""
 
 from __future__ import annotations
 
+import contextlib
+import dataclasses
 import gc
+import json
 import os
 import re
 import stat
@@ -15,11 +18,20 @@ import time
 import weakref
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from . import _parse_cache
 from ._core._call_recording import OlderCassette
-from ._core._format import Cassette, Finding, encode_line, header_problem, load_outline, load_streaming, problems
+from ._core._format import (
+    Cassette,
+    Finding,
+    encode_line,
+    header_problem,
+    load_outline,
+    load_streaming,
+    merge_shared,
+    problems,
+)
 from ._core._quiet import QuietComparison, merged_lines
 from ._core._redaction import Redactor
 from ._exceptions import CassetteError
@@ -27,6 +39,8 @@ from ._exceptions import CassetteError
 __all__ = [
     "CassetteWriter",
     "check_cassette",
+    "holds_calls_of",
+    "is_shared",
     "not_a_cassette",
     "older_cassette",
     "read_cassette",
@@ -131,13 +145,20 @@ def read_outline(path: str | os.PathLike[str]) -> Cassette:
         os.close(descriptor)
 
 
-def older_cassette(path: str | os.PathLike[str]) -> OlderCassette | None:
+def older_cassette(path: str | os.PathLike[str], owner: str = "") -> OlderCassette | None:
     """What the cassette at ``path`` answered (read as an outline, bounded memory), or None when there is
-    none or it does not read: a recording then replaces it whatever it holds."""
+    none or it does not read: a recording then replaces it whatever it holds. ``owner``: a shared cassette,
+    of which a recording replaces that test's calls alone: those calls, numbered from 0 (None when it has
+    none)."""
     try:
         calls = read_outline(path).calls
     except CassetteError:
         return None
+    if owner:
+        calls = [call for call in calls if call.owner == owner]
+        if not calls:
+            return None
+        calls = [dataclasses.replace(call, index=index) for index, call in enumerate(calls)]
     statuses = {call.index: call.status for call in calls}
     return OlderCassette(statuses, bool(calls) and all(call.outcome == "complete" for call in calls))
 
@@ -319,14 +340,23 @@ class CassetteWriter:
             if not self.closed:
                 self._discard()
 
-    def commit(self, quiet: QuietComparison | None = None, final_pass: Redactor | None = None) -> bool:
+    def commit(
+        self, quiet: QuietComparison | None = None, final_pass: Redactor | None = None, *, owner: str = ""
+    ) -> bool:
         """Sync the new cassette to disk, check that it reads back (the strict parser, line by line, with
         bounded memory: a file that doesn't is removed and raises a CassetteError naming its line, and the
         old cassette stays), move it over the old one, sync the folder (once). With ``quiet``,
         the calls that are the same as the old cassette's keep their old lines byte for byte, and when every
         call is the same the old file is left as it was (see ``_core._quiet``). Returns whether the
         cassette was replaced. ``final_pass``: the cassette's redactor, whose learned values leave every
-        line first (``Redactor.final_pass``), also those written before a value was learned."""
+        line first (``Redactor.final_pass``), also those written before a value was learned. ``owner``: the
+        cassette is shared by several tests, and this recording holds ``owner``'s calls alone; they replace
+        that test's calls in the cassette and the others' stay (``_merged_shared``), all under a lock on the
+        cassette's folder, so that pytest-xdist's workers merge one after another."""
+        with _folder_lock(self.target.parent) if owner else contextlib.nullcontext():
+            return self._commit(quiet, final_pass, owner)
+
+    def _commit(self, quiet: QuietComparison | None, final_pass: Redactor | None, owner: str) -> bool:
         replaced = False
         if self.forked:
             raise CassetteError(str(self.path), None, "is being recorded by the parent of this forked process")
@@ -336,6 +366,8 @@ class CassetteWriter:
                     self._file.flush()
                     if final_pass is not None:
                         self._final_pass(final_pass)
+                    if owner and not self._merged_shared(owner):
+                        quiet = None  # the old cassette had calls of no owner: its lines must not come back
                     final = self._quieted(quiet) if quiet is not None else self.temporary
                     if final is None:
                         self._discard()  # the cassette already holds these calls
@@ -374,6 +406,28 @@ class CassetteWriter:
                 "free disk space or fix the folder's permissions, then record again",
             )
         return replaced
+
+    def _merged_shared(self, owner: str) -> bool:
+        """Make the temporary file the shared cassette with this recording (``owner``'s calls) merged in
+        (``_core._format.merge_shared``). An old cassette that is missing or can't be read is replaced.
+        Returns whether every call of the old cassette named its owner (a quiet re-record may then keep
+        its lines)."""
+        old = _read_whole(self.target)
+        owned = old is None or all(call.owner for call in old.calls)
+        merged = merge_shared(old.data if old is not None else None, self.temporary.read_bytes(), owner)
+        descriptor, rewritten, holder = _new_partial(self.target)  # locked: another worker's cleanup keeps it
+        self._held.append(holder)
+        try:
+            with os.fdopen(descriptor, "wb") as out:
+                out.write(merged)
+                out.flush()
+                os.fsync(out.fileno())
+        except BaseException:
+            rewritten.unlink(missing_ok=True)
+            raise
+        self.temporary.unlink(missing_ok=True)
+        self.temporary = rewritten
+        return owned
 
     def _final_pass(self, redactor: Redactor) -> None:
         """Rewrite the temporary file without the values learned after their lines were written, when it
@@ -436,6 +490,29 @@ class CassetteWriter:
             merged.unlink(missing_ok=True)
             raise
         return merged
+
+
+class _Whole(NamedTuple):
+    data: bytes
+    calls: list[Any]
+
+
+def _read_whole(path: Path) -> _Whole | None:
+    """A cassette's bytes and calls, or None when it is missing or can't be read."""
+    try:
+        descriptor, size = _open_regular(str(path))
+    except CassetteError:
+        return None
+    try:
+        data = _read_all(descriptor, size)
+    except OSError:
+        return None
+    finally:
+        os.close(descriptor)
+    try:
+        return _Whole(data, Cassette.parse(data, str(path)).calls)
+    except CassetteError:
+        return None
 
 
 def _unreadable(path: Path) -> CassetteError | None:
@@ -540,8 +617,51 @@ def remove_stale_partials(cassette: Path) -> list[Path]:
 _PROCESS_STARTED = time.time()
 
 
+@contextlib.contextmanager
+def _folder_lock(folder: Path) -> Iterator[None]:
+    """An exclusive lock on a folder (``flock`` on its descriptor), held while a shared cassette in it is
+    merged and moved into place: other processes merging into a cassette of that folder wait. No lock
+    where ``fcntl`` is missing (Windows): there, run the tests of a shared cassette in one process."""
+    try:
+        import fcntl
+    except ImportError:  # pragma: no cover - Windows
+        yield
+        return
+    folder.mkdir(parents=True, exist_ok=True)
+    descriptor = os.open(folder, os.O_RDONLY)
+    try:
+        fcntl.flock(descriptor, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(descriptor)  # closing the descriptor releases the lock
+
+
 # A cassette header is short; a longer first line is not one.
 HEADER_READ_LIMIT = 64 * 1024
+
+
+def holds_calls_of(path: Path, owner: str) -> bool:
+    """Whether the cassette at ``path`` exists for test ``owner`` of a shared cassette: it holds calls of
+    that owner, or of no owner at all (not yet shared). One that can't be read counts as there (replay then
+    says why)."""
+    if not path.exists():
+        return False
+    try:
+        calls = read_outline(path).calls
+    except CassetteError:
+        return True
+    return not any(call.owner for call in calls) or any(call.owner == owner for call in calls)
+
+
+def is_shared(path: Path) -> bool:
+    """Whether the cassette at ``path`` says it is shared by several tests (``"shared": true`` in its
+    header, written by ``merge_shared``). Reads at most the first line, never blocks; False for a file that
+    isn't there or isn't a cassette."""
+    if not_a_cassette(path) is not None:
+        return False
+    with open(path, "rb") as file:
+        header = json.loads(file.readline(HEADER_READ_LIMIT))
+    return header.get("shared") is True
 
 
 def not_a_cassette(path: Path) -> str | None:

@@ -235,3 +235,65 @@ def test_the_parser_reads_and_refuses_whole_and_line_by_line(cassette: Path) -> 
     assert "not valid JSON" in str(refused(cassette))
     cassette.write_bytes(cassette.read_bytes().replace(b"hello", b"hel\xfflo"))
     assert refused(cassette).line == 4
+
+
+def _call(index: int, url: str, owner: str | None = None) -> list[dict[str, object]]:
+    request = {**REQUEST, "call_index": index, "url": url}
+    if owner is not None:
+        request["test"] = owner
+    return [request, {**RESPONSE, "call_index": index}, {**EVENT, "call_index": index}, {**END, "call_index": index}]
+
+
+def _bytes(lines: list[dict[str, object]]) -> bytes:
+    return b"".join(json.dumps(line, separators=(",", ":")).encode() + b"\n" for line in lines)
+
+
+def test_the_owner_of_a_call_is_optional_and_a_string(cassette: Path) -> None:
+    write(cassette, GOOD)
+    assert read_cassette(cassette).calls[0].owner == ""  # cassettes without owners stay valid
+    write(cassette, [HEADER, *_call(0, "https://a.test/x", "t.py::test_a")])
+    assert read_cassette(cassette).calls[0].owner == "t.py::test_a"
+    write(cassette, [HEADER, {**REQUEST, "test": 7}, RESPONSE, EVENT, END])
+    error = refused(cassette)
+    assert error.line == 2 and "field 'test'" in error.problem
+
+
+def test_a_shared_cassette_merges_one_owners_calls_in_their_place() -> None:
+    from vcr_transport._core._format import Cassette, merge_shared
+
+    old = _bytes(
+        [
+            HEADER,
+            *_call(0, "https://a.test/a1", "t::a"),
+            *_call(1, "https://a.test/b1", "t::b"),
+            *_call(2, "https://a.test/b2", "t::b"),
+            *_call(3, "https://a.test/c1", "t::c"),
+        ]
+    )
+    # test b re-recorded: one call now, in the place its two were; no owner on the new lines yet.
+    merged = merge_shared(old, _bytes([HEADER, *_call(0, "https://a.test/b9")]), "t::b")
+    cassette = Cassette.parse(merged, "shared.jsonl")
+    assert cassette.header["shared"] is True
+    assert [(c.index, c.owner, c.url[-2:]) for c in cassette.calls] == [
+        (0, "t::a", "a1"),
+        (1, "t::b", "b9"),
+        (2, "t::c", "c1"),
+    ]
+    assert merged.splitlines()[1:5] == old.splitlines()[1:5]  # test a's lines, byte for byte
+    # A new owner goes after the others; each test sees its own calls alone, numbered from 0.
+    merged = merge_shared(merged, _bytes([HEADER, *_call(0, "https://a.test/d1")]), "t::d")
+    cassette = Cassette.parse(merged, "shared.jsonl")
+    assert [c.owner for c in cassette.calls] == ["t::a", "t::b", "t::c", "t::d"]
+    own = cassette.owned_by("t::c")
+    assert [(c.index, c.url[-2:]) for c in own.calls] == [(0, "c1")] and own.origin == [2]
+    assert cassette.owned_by("t::e") is cassette  # a test with no calls of its own replays them all
+    # A cassette of no owners (recorded before it was shared) is every test's whole, and the first test to
+    # record into it claims its calls.
+    legacy = Cassette.parse(
+        old.replace(b',"test":"t::b"', b"").replace(b',"test":"t::a"', b"").replace(b',"test":"t::c"', b""), "x"
+    )
+    assert legacy.owned_by("t::a") is legacy
+    merged = merge_shared(
+        _bytes([HEADER, *_call(0, "https://a.test/a1")]), _bytes([HEADER, *_call(0, "https://a.test/a7")]), "t::a"
+    )
+    assert [(c.owner, c.url[-2:]) for c in Cassette.parse(merged, "x").calls] == [("t::a", "a7")]

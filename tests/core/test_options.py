@@ -104,10 +104,12 @@ def test_each_entry_point_takes_its_own_options() -> None:
         "keep_failures",
         "early_stop_ok",
         "plain_bodies",
+        "shared_as",
     }
     assert {"mode", "unplayed", "caught_mismatch"} <= set(Options.names("marker"))
     assert {"block_network", "allowed_hosts"} <= set(Options.names("marker"))
     assert "missing_ok_unused" not in Options.names("marker")
+    assert "shared_as" not in Options.names("marker")
     with pytest.raises(TypeError, match="ReplayTransport: unknown option\\(s\\) unplayed; valid: "):
         vcr_transport.ReplayTransport("missing.jsonl", unplayed="warn")
     with pytest.raises(

@@ -145,7 +145,7 @@ def test_config_refuses_unknown_keys_and_wrong_values_and_old_mode_commands_are_
     )
     assert cli(project, "config", "set", "mode", "recrod").stderr == (
         "vcr-transport config: unknown vcr_transport mode 'recrod' (from config set mode); valid modes: off, "
-        "record, replay, record-on-miss, auto\n"
+        "record, replay, record-on-miss, auto, check\n"
     )
     assert pyproject.read_text() == before
     assert cli(project, "record").returncode == 2, "the old top-level mode commands are removed"

@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 import httpx2
 import pytest
@@ -170,3 +171,43 @@ def test_shapes_compare_types_per_path_not_values(recorded: Path) -> None:
     changed = compare_shapes(shape, Shape(500, "text/html", {}))
     assert [c.path for c in changed[:2]] == ["status", "content-type"]
     assert all(c.live == "-" for c in changed[2:])
+
+
+def test_a_dry_run_lists_what_would_be_sent_and_where_and_sends_nothing(recorded: Path, same_api: Upstream) -> None:
+    before = {path.name: path.read_bytes() for path in recorded.iterdir()}
+    env = {**KEYS, "ANTHROPIC_API_KEY": ""}
+    result = cli(
+        recorded,
+        "drift",
+        "--dry-run",
+        "openai.jsonl",
+        "anthropic.jsonl",
+        "--upstream",
+        f"openai={same_api.url}",
+        env=env,
+    )
+    assert result.returncode == 2, result.stdout + result.stderr  # the anthropic call has no key to carry
+    host = same_api.url.removeprefix("http://")
+    anthropic_url = _url(recorded / "anthropic.jsonl", 0)
+    assert result.stdout.splitlines() == [
+        f"openai.jsonl call 0: POST {same_api.url}/v1/chat/completions (key from OPENAI_API_KEY)",
+        f"openai.jsonl call 1: POST {same_api.url}/v1/chat/completions (key from OPENAI_API_KEY)",
+        f"anthropic.jsonl call 0: POST {anthropic_url}: would not be sent: its credential was removed and none "
+        "of ANTHROPIC_API_KEY is set: set one",
+        f"dry run: 2 calls of 3 calls in 2 cassettes would be sent to {host}; nothing was sent",
+    ]
+    assert "sk-live-openai-key" not in result.stdout
+    assert same_api.received == []
+    assert {path.name: path.read_bytes() for path in recorded.iterdir()} == before
+    document = json.loads(cli(recorded, "drift", "--dry-run", "--json", "openai.jsonl", env=KEYS).stdout)
+    assert document["dry_run"] is True and document["cassettes"] == 1
+    assert document["calls"][0] == {
+        "path": "openai.jsonl",
+        "call": 0,
+        "method": "POST",
+        "url": _url(recorded / "openai.jsonl", 0),
+        "host": urlsplit(_url(recorded / "openai.jsonl", 0)).netloc,
+        "key_from": "OPENAI_API_KEY",
+        "error": None,
+    }
+    assert same_api.received == []

@@ -220,7 +220,7 @@ def test_help_and_option_checks_work_without_the_machinery(project: pytest.Pytes
     result.stdout.fnmatch_lines(
         [
             "record and replay HTTP traffic with vcr_transport:",
-            "  --vcr-mode={off,record,replay,record-on-miss,auto}",
+            "  --vcr-mode={off,record,replay,record-on-miss,auto,check}",
             "*cassette mode for this run: off, record, replay,*",
         ]
     )

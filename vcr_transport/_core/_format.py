@@ -4,7 +4,8 @@ I/O: the shells hand in bytes and blocks of bytes. A change to the format touche
 One JSON object per line, written as things happen:
 
     header     {"type": "header", "format_version": 1, ...optional metadata}
-    request    {"type": "request", "call_index", "method", "url", "headers": [[name, value]...], "body"}
+    request    {"type": "request", "call_index", "method", "url", "headers": [[name, value]...], "body",
+                "test"?}
     response   {"type": "response", "call_index", "status", "headers", "http_version"}
     event      {"type": "event", "call_index", "event_index", "t", "text" | "base64"}
     call_end   {"type": "call_end", "call_index", "event_count", "outcome", "error"?, "early_stop"?}
@@ -13,7 +14,10 @@ One JSON object per line, written as things happen:
 ``"early_stop": "intended"`` (only with ``closed_early``) says the test that recorded it stopped the stream on
 purpose (``early_stop_ok``): ``verify --strict`` accepts such a call, and still refuses an accidental one.
 
-A request body is ``null``, ``{"json": value}``, ``{"text": str}`` or ``{"base64": str}``.
+A request body is ``null``, ``{"json": value}``, ``{"text": str}`` or ``{"base64": str}``. ``test`` (optional)
+is the owner of the call in a cassette several tests share: the pytest node id of the test that made it
+(``merge_shared`` writes it; the header of such a cassette says ``"shared": true``). A cassette without
+owners is read as it always was.
 
 The schema is declared once, as the msgspec Structs below (a union tagged on ``"type"``), which decode and
 validate a line in one pass. Nothing is coerced: a value of the wrong type or out of range is refused with a
@@ -27,6 +31,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import dataclasses
 import datetime
 import io
 import json
@@ -72,6 +77,7 @@ __all__ = [
     "foreign_file",
     "load_outline",
     "load_streaming",
+    "merge_shared",
     "overlap_groups",
     "problems",
     "request_line",
@@ -157,6 +163,7 @@ class RequestLine(_Line, tag="request", forbid_unknown_fields=True):
     url: str
     headers: list[HeaderPair]
     body: Body | None = None
+    test: str | msgspec.UnsetType = msgspec.UNSET  # the owner, in a shared cassette
 
     def __post_init__(self) -> None:
         parts = urlsplit(self.url)
@@ -229,6 +236,15 @@ class _Place(msgspec.Struct):
 
 
 _place_decoder = msgspec.json.Decoder(_Place)
+
+
+class _Owner(msgspec.Struct):
+    """What merging a shared cassette needs to know of a request line: its owner."""
+
+    test: str = ""
+
+
+_owner_decoder = msgspec.json.Decoder(_Owner)
 
 
 def _b64decode(text: str) -> bytes:
@@ -440,6 +456,63 @@ def _renumbered(line: bytes, old: int, new: int) -> bytes:
     return encode_line(obj).rstrip(b"\n")
 
 
+def merge_shared(old: bytes | None, new: bytes, owner: str) -> bytes:
+    """A cassette several tests share, after ``owner`` recorded ``new`` (a whole cassette holding its calls
+    alone): the calls of ``old`` (a cassette that was read successfully, or None) that other tests own,
+    byte for byte but for their call numbers, with ``owner``'s calls in the place its earlier calls held
+    (else after the others), every call renumbered 0, 1, 2... in file order. Each of ``new``'s request lines
+    gets ``"test": owner`` (added at its end when missing), and the header ``"shared": true``. Calls of
+    ``old`` that name no owner (a cassette recorded before it was shared) are ``owner``'s earlier calls.
+    Calls stay whole and in their order within each test, so their overlap (``overlap_groups``) is kept."""
+    new_lines = [line for line in new.split(b"\n") if line]
+    header = _untyped.decode(new_lines[0])
+    header["shared"] = True
+    blocks: list[list[bytes]] = []  # each test's lines, in the order the tests come in the file
+    mine = -1  # the block of ``owner``'s calls
+    if old is not None:
+        owners: dict[int, str] = {}
+        by_owner: dict[str, int] = {}
+        for line in old.split(b"\n")[1:]:
+            if not line:
+                continue
+            kind, index = line_place(line)
+            if kind == "request":
+                owners[index] = _owner_decoder.decode(line).test or owner
+            who = owners[index]
+            if who not in by_owner:
+                by_owner[who] = len(blocks)
+                blocks.append([])
+            blocks[by_owner[who]].append(line)
+        mine = by_owner.get(owner, -1)
+    owned = [_with_owner(line, owner) if line_place(line)[0] == "request" else line for line in new_lines[1:]]
+    if mine < 0:
+        blocks.append(owned)
+    else:
+        blocks[mine] = owned
+    merged = [encode_line(header)]
+    first = 0
+    for block in blocks:
+        numbers: dict[int, int] = {}
+        for line in block:
+            index = line_place(line)[1]
+            if index not in numbers:
+                numbers[index] = first + len(numbers)
+            if numbers[index] != index:
+                line = _renumbered(line, index, numbers[index])
+            merged.append(line + b"\n")
+        first += len(numbers)
+    return b"".join(merged)
+
+
+def _with_owner(line: bytes, owner: str) -> bytes:
+    """A request line naming ``owner`` (``"test"`` added at its end when it names none)."""
+    if _owner_decoder.decode(line).test == owner:
+        return line
+    obj = json.loads(line)
+    obj["test"] = owner
+    return encode_line(obj).rstrip(b"\n")
+
+
 def overlap_groups(calls: Sequence[RecordedCall]) -> list[int]:
     """The concurrency group of each call, by index: calls that overlapped in time while recording share
     one. A call whose request line comes before the call_end line of an earlier call started before that
@@ -486,6 +559,7 @@ class RecordedCall:
     line: int = 0
     event_total: int = 0
     end_line: int = 0  # the line of its call_end: what calls overlapped while recording (``overlap_groups``)
+    owner: str = ""  # the test that made it, in a shared cassette ("": none said)
     lazy: LazyChunks | None = None  # last: every field before it is plain data (the parse cache keeps them)
 
     @property
@@ -534,11 +608,24 @@ class Cassette:
     path: str
     header: dict[str, Any]
     calls: list[RecordedCall]
+    # A part of the file (``owned_by``): the call index in the file of each of ``calls``; None: the whole file.
+    origin: list[int] | None = None
 
     @classmethod
     def parse(cls, data: bytes, path: str) -> Cassette:
         """Read a whole cassette held in memory. Refuses anything it can't replay faithfully, naming the line."""
         return Parser(path, "memory").read([data])
+
+    def owned_by(self, owner: str) -> Cassette:
+        """The calls ``owner`` made, numbered 0, 1, 2... in file order (``origin`` says their numbers in the
+        file): what one test of a shared cassette replays. When no call names ``owner`` (a cassette not
+        shared, written before owners were, or recorded by other tests for this one to replay), it is the
+        whole cassette."""
+        if not any(call.owner == owner for call in self.calls):
+            return self
+        origin = [call.index for call in self.calls if call.owner == owner]
+        calls = [dataclasses.replace(self.calls[old], index=new) for new, old in enumerate(origin)]
+        return Cassette(self.path, self.header, calls, origin)
 
 
 # --- reading ---------------------------------------------------------------------------------------------
@@ -829,6 +916,7 @@ class Parser:
             url=obj.url,
             request_headers=obj.headers,
             body=None if obj.body is None else obj.body.stored(),
+            owner=obj.test if isinstance(obj.test, str) else "",
             line=number,
             lazy=LazyChunks(self.source) if self.source is not None else None,
         )

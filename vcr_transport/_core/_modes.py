@@ -8,6 +8,8 @@ whether ``CI`` is set; the shells only carry out the step decided here.
 | ``replay``       | answered from the cassette; a miss is an error                                    |
 | ``record-on-miss`` | replayed while requests match; from the first miss on, forwarded and recorded   |
 | ``auto``         | ``replay`` when the cassette exists, else ``record`` (never under ``CI``)         |
+| ``check``        | forwarded live (the caller gets the live answer), its shape compared with the     |
+|                  | recorded call's; nothing is written (allowed under ``CI``: it records nothing)    |
 
 Under ``CI`` a recording mode that came from the configuration (pyproject, ``VCR_TRANSPORT_MODE``) does not
 record either: ``record`` is refused, ``record-on-miss`` replays. An explicit choice (the argument,
@@ -16,6 +18,10 @@ record either: ``record`` is refused, ``record-on-miss`` replays. An explicit ch
 ``serve`` replays its cassettes to any request in any order, each call as often as it is asked for; its
 record-on-miss *appends*: each miss is forwarded and recorded after the recorded calls, which keep answering
 (``Decision(appending=True)``).
+
+``check`` answers no request from the cassette: each goes to the client's own transport, and the recorded
+call it matches (as replay would choose it) is what its answer's shape is compared with (``_check``); a
+passthrough request is forwarded, unchecked.
 
 A missing cassette refuses every request (fails closed) in every mode that would read it (one that exists
 but can't be read fails where it is opened, before any request: see ``_session``).
@@ -59,7 +65,7 @@ __all__ = [
 ]
 
 # A mode name, as the type of every ``mode=`` argument (a type checker refuses mode="recrod").
-Mode = Literal["off", "record", "replay", "record-on-miss", "auto"]
+Mode = Literal["off", "record", "replay", "record-on-miss", "auto", "check"]
 MODES: tuple[Mode, ...] = get_args(Mode)
 ENVIRONMENT_VARIABLE = "VCR_TRANSPORT_MODE"
 PASSTHROUGH_ANSWERS = ("empty", "block")
@@ -162,6 +168,7 @@ class Step(enum.Enum):
     REFUSE = "refuse"  # the cassette can't be read: answer with its diagnostic
     REPLAY = "replay"  # answer it from the cassette
     RECORD = "record"  # forward it and record the exchange
+    CHECK = "check"  # forward it, and compare its answer's shape with the recorded call's (nothing written)
     RAISE = "raise"  # after a miss in replay: the mismatch reaches the caller
     EMPTY = "empty"  # a passthrough request while replaying: an empty 204, nothing recorded
     BLOCK = "block"  # a passthrough request while replaying: NetworkBlockedError, nothing recorded
@@ -217,7 +224,7 @@ class Decision:
         parts = urlsplit(url)
         rules = self._host_rules.get(parts.netloc, lambda: _rules_for_host(parts, self.passthrough))
         if rules and _rule_for_path(parts.path or "/", rules) is not None:
-            if self.mode == "off" or self.recording:
+            if self.mode in ("off", "check") or self.recording:
                 return Step.PASS_THROUGH
             return Step.EMPTY if self.passthrough_replay == "empty" else Step.BLOCK
         return self.next_step()
@@ -227,6 +234,8 @@ class Decision:
             return Step.PASS_THROUGH
         if not self.readable:
             return Step.REFUSE
+        if self.mode == "check":
+            return Step.CHECK
         return Step.RECORD if self.recording else Step.REPLAY
 
     def after_miss(self, call_index: int, start_recording: Callable[[int], None]) -> Step:

@@ -213,6 +213,18 @@ def _field_path(item: str) -> object:
     return parse_field_path(item)
 
 
+class _Name:
+    """A name: a string without line breaks ("" for none)."""
+
+    values: str = "a string"
+    accepts: str = "str"
+
+    def __call__(self, value: Any, name: str, where: str) -> str:
+        if not isinstance(value, str) or "\n" in value or "\r" in value:
+            raise _wrong(where, name, "a string on one line", value)
+        return value
+
+
 class _Strings:
     """A list of non-empty strings, each parsed by ``parse`` when given (a ValueError names the option)."""
 
@@ -393,6 +405,7 @@ Check = (
     | _Choice
     | _Mode
     | _MatchOn
+    | _Name
     | _Strings
     | _Regexes
     | _Hosts
@@ -616,6 +629,16 @@ class Options:
         _Functions(),
         *_EVERYWHERE,
     )
+    shared_as: str = _option(
+        "",
+        "the owner of this block's calls in a cassette several tests share (the pytest plugin gives each test "
+        "on a shared path its node id): each request line names it, a recording replaces only its calls at "
+        "commit (the others stay; under a lock, so pytest-xdist's workers merge in turn), and replay answers "
+        "from its calls alone (from every call when none is its own); '' (default): the cassette is not shared",
+        _Name(),
+        *_EVERYWHERE,
+        marker=False,
+    )
     keep_failures: bool = _option(
         False,
         "keep calls that got no response or a 401/403, recordings worse than the complete cassette they "
@@ -645,7 +668,7 @@ class Options:
     # --- the block or test around the cassette: transport() (the mode only), use_cassette(), the marker ---
     mode: Mode | None = _option(
         None,
-        "the mode (off, record, replay, record-on-miss, auto); None leaves it to the pytest option "
+        "the mode (off, record, replay, record-on-miss, auto, check); None leaves it to the pytest option "
         "--vcr-mode, then VCR_TRANSPORT_MODE, then [tool.vcr_transport], then auto (see _config)",
         _Mode(),
         "transport",

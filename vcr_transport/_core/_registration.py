@@ -16,7 +16,7 @@ __all__ = [
     "PYPROJECT_NAMES",
 ]
 
-MODES: tuple[str, ...] = ("off", "record", "replay", "record-on-miss", "auto")
+MODES: tuple[str, ...] = ("off", "record", "replay", "record-on-miss", "auto", "check")
 ENVIRONMENT_VARIABLE = "VCR_TRANSPORT_MODE"
 COMPAT_INI = "vcr_transport_compat"
 # The run-wide options that a pytest ini setting sets: (option, ini setting, its help, its pytest ini type

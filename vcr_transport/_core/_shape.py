@@ -6,7 +6,8 @@ body's structure, as one set of types per field path (``body.choices[*].message.
 ``[*]`` is any element of an array, the union of them all). A stream's shape is its event types (the
 ``event:`` name, else the data's ``type`` or ``object``, else ``data``) and, per type, the union of its
 events' data shapes (``events[content_block_delta].delta.text``). Two shapes differ by the paths that came,
-went or changed types (``compare_shapes``), in field-path order.
+went or changed types (``compare_shapes``), in field-path order. ``shape_changes`` is the one comparison of a
+recorded call with a live answer, for ``drift`` and for the mode ``check`` alike.
 """
 
 from __future__ import annotations
@@ -16,9 +17,20 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 from typing import Any
 
-from ._view import NOT_JSON, CallView
+from ._format import RecordedCall
+from ._view import NOT_JSON, CallView, call_view
 
-__all__ = ["DriftCall", "DriftReport", "Shape", "ShapeChange", "answer_shape", "compare_shapes"]
+__all__ = [
+    "DriftCall",
+    "DriftReport",
+    "PlannedCall",
+    "Shape",
+    "ShapeChange",
+    "answer_shape",
+    "compare_shapes",
+    "live_answer",
+    "shape_changes",
+]
 
 
 def _type(value: Any) -> str:
@@ -115,6 +127,24 @@ def compare_shapes(recorded: Shape, live: Shape) -> list[ShapeChange]:
     return changes
 
 
+def live_answer(
+    recorded: RecordedCall, status: int, headers: list[tuple[str, str]], chunks: list[bytes], elapsed: float = 0.0
+) -> RecordedCall:
+    """A live answer to ``recorded``'s request as a recorded call (its body as ``chunks``, content-encoded as
+    ``headers`` say), for the same view and shape."""
+    live = RecordedCall(
+        recorded.index, recorded.method, recorded.url, recorded.request_headers, recorded.body, status, headers
+    )
+    live.chunks, live.offsets, live.outcome = chunks, [elapsed] * len(chunks), "complete"
+    live.size, live.event_total = sum(map(len, chunks)), len(chunks)
+    return live
+
+
+def shape_changes(recorded: RecordedCall, live: RecordedCall) -> list[ShapeChange]:
+    """How the live answer's shape differs from the recorded call's (``compare_shapes``); empty: the same."""
+    return compare_shapes(answer_shape(call_view(recorded)), answer_shape(call_view(live)))
+
+
 @dataclass
 class DriftCall:
     """One recorded call sent again: ``identical`` shape, ``changed`` (with how), or ``failed`` (``error``
@@ -150,3 +180,29 @@ class DriftReport:
         """2 when a call could not be sent, else 1 when a shape changed, else 0."""
         outcomes = {call.outcome for call in self.calls}
         return 2 if "failed" in outcomes else 1 if "changed" in outcomes else 0
+
+
+@dataclass
+class PlannedCall:
+    """``drift --dry-run``: what would be sent for one recorded call, without sending it. ``url`` is where
+    it would go with the recorded (redacted) values, no key in it; ``key_from`` the environment variable a
+    removed credential would be put back from ("" when none was removed), ``error`` why it could not be sent."""
+
+    path: str
+    index: int
+    method: str
+    url: str
+    host: str
+    key_from: str = ""
+    error: str = ""
+
+    def as_json(self) -> dict[str, Any]:
+        return {
+            "path": self.path,
+            "call": self.index,
+            "method": self.method,
+            "url": self.url,
+            "host": self.host,
+            "key_from": self.key_from or None,
+            "error": self.error or None,
+        }

@@ -29,6 +29,7 @@ class RecordingOptions(TypedDict, total=False):
     redact_names: Iterable[str]
     redact_patterns: Iterable[str | re.Pattern[str]]
     redact_with: Iterable[Callable[[str], str]]
+    shared_as: str
     keep_failures: bool
     early_stop_ok: bool
     plain_bodies: bool
@@ -57,6 +58,7 @@ class ReplayOptions(TypedDict, total=False):
     redact_names: Iterable[str]
     redact_patterns: Iterable[str | re.Pattern[str]]
     redact_with: Iterable[Callable[[str], str]]
+    shared_as: str
     keep_failures: bool
     early_stop_ok: bool
     plain_bodies: bool
@@ -87,6 +89,7 @@ class TransportOptions(TypedDict, total=False):
     redact_names: Iterable[str]
     redact_patterns: Iterable[str | re.Pattern[str]]
     redact_with: Iterable[Callable[[str], str]]
+    shared_as: str
     keep_failures: bool
     early_stop_ok: bool
     plain_bodies: bool
@@ -117,6 +120,7 @@ class BlockOptions(TypedDict, total=False):
     redact_names: Iterable[str]
     redact_patterns: Iterable[str | re.Pattern[str]]
     redact_with: Iterable[Callable[[str], str]]
+    shared_as: str
     keep_failures: bool
     early_stop_ok: bool
     plain_bodies: bool
@@ -151,6 +155,7 @@ class EveryOption(TypedDict, total=False):
     redact_names: Iterable[str]
     redact_patterns: Iterable[str | re.Pattern[str]]
     redact_with: Iterable[Callable[[str], str]]
+    shared_as: str
     keep_failures: bool
     early_stop_ok: bool
     plain_bodies: bool

@@ -18,14 +18,14 @@ _shtab_vcr_transport_delete_option_strings=(-h --help --yes --json)
 _shtab_vcr_transport_prune_option_strings=(-h --help --older-than --yes --force --json)
 _shtab_vcr_transport_import_option_strings=(-h --help --out --json)
 _shtab_vcr_transport_serve_option_strings=(-h --help --host --port --mode --upstream --pace --fault --match-headers --ignore-header --ignore-field --allow-remote --grace)
-_shtab_vcr_transport_drift_option_strings=(-h --help --upstream --timeout --json)
+_shtab_vcr_transport_drift_option_strings=(-h --help --upstream --timeout --dry-run --json)
 _shtab_vcr_transport_git_setup_option_strings=(-h --help --dry-run)
 _shtab_vcr_transport_completion_option_strings=(-h --help)
 _shtab_vcr_transport_option_strings=(-h --help --version)
 
 
 
-_shtab_vcr_transport_status___mode_choices=(off record replay record-on-miss auto)
+_shtab_vcr_transport_status___mode_choices=(off record replay record-on-miss auto check)
 _shtab_vcr_transport_config_pos_0_choices=(get set unset)
 _shtab_vcr_transport_serve___mode_choices=(replay record record-on-miss)
 _shtab_vcr_transport_completion_pos_0_choices=(bash zsh fish)
@@ -82,6 +82,7 @@ _shtab_vcr_transport_serve___allow_remote_nargs=0
 _shtab_vcr_transport_drift_pos_0_nargs=+
 _shtab_vcr_transport_drift__h_nargs=0
 _shtab_vcr_transport_drift___help_nargs=0
+_shtab_vcr_transport_drift___dry_run_nargs=0
 _shtab_vcr_transport_drift___json_nargs=0
 _shtab_vcr_transport_git_setup__h_nargs=0
 _shtab_vcr_transport_git_setup___help_nargs=0

@@ -79,6 +79,7 @@ _shtab_vcr_transport_drift_options=(
   "(- : *)"{-h,--help}"[show this help message and exit]"
   "*--upstream[send openai\|anthropic\|google calls here]:VENDOR=URL:"
   "--timeout[seconds per request (default\: 60)]:timeout:"
+  "--dry-run[list what each call would send, to which host and with which key variable\; send nothing]"
   "--json[machine-readable output (versioned shapes\: docs\/reference\/cli-json.md)]"
   "(*):CASSETTE_OR_DIR:"
 )
@@ -173,7 +174,7 @@ _shtab_vcr_transport_show_defaults_added=0
 
 _shtab_vcr_transport_status_options=(
   "(- : *)"{-h,--help}"[show this help message and exit]"
-  "--mode[an explicit mode, as a script would pass it (default\: none)]:mode:(off record replay record-on-miss auto)"
+  "--mode[an explicit mode, as a script would pass it (default\: none)]:mode:(off record replay record-on-miss auto check)"
   "--json[machine-readable output (versioned shapes\: docs\/reference\/cli-json.md)]"
 )
 

@@ -1,0 +1,205 @@
+"""Mode ``check``: each call goes to the live upstream (the app gets the live answer), its answer's shape is
+compared with the recorded call's, and nothing is written. Driven through the openai SDK (sync and async,
+streaming and not) against the loopback upstream serving the API as recorded and a changed API, through
+``transport()``, ``use_cassette``, ``VCR_TRANSPORT_MODE`` and the pytest marker (pytester)."""
+
+from __future__ import annotations
+
+import json
+import os
+import warnings
+from pathlib import Path
+from typing import Any
+
+import httpx2
+import pytest
+from helpers import recording
+from test_drift import _changed_openai
+from upstream import Upstream
+from vendors import SDKS, VENDOR_ROUTES
+
+import vcr_transport
+from vcr_transport import ShapeDriftError, ShapeDriftWarning
+
+OPENAI = {sdk.side: sdk for sdk in SDKS if sdk.name == "openai" and sdk.library is httpx2}
+STEPS = [("chat", ["hi"]), ("stream", ["hi"])]
+
+
+class Api(Upstream):
+    """The loopback upstream at one address, serving the API as recorded until ``change()``."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        for prefix, reply in VENDOR_ROUTES.values():
+            self.routes[prefix] = reply
+
+    def change(self) -> None:
+        self.routes["/v1/chat/completions"] = _changed_openai
+        self.received.clear()
+
+
+@pytest.fixture
+def api() -> Any:
+    server = Api()
+    yield server.start()
+    server.stop()
+
+
+@pytest.fixture
+def chat_cassette(tmp_path: Path, api: Api) -> Path:
+    """An openai cassette of a chat and a stream, recorded from the API as it was."""
+    path = tmp_path / "chat.jsonl"
+    OPENAI["sync"].run(recording(httpx2, False, path), api.url, STEPS)
+    api.received.clear()
+    return path
+
+
+@pytest.fixture(autouse=True)
+def _no_mode_from_outside(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("VCR_TRANSPORT_MODE", raising=False)
+    monkeypatch.delenv("CI", raising=False)
+
+
+def _folder(path: Path) -> dict[str, bytes]:
+    return {p.name: p.read_bytes() for p in path.parent.iterdir()}
+
+
+@pytest.mark.parametrize("side", ["sync", "async"])
+def test_a_changed_api_reaches_the_app_live_and_its_shape_change_is_raised_at_the_end(
+    side: str, chat_cassette: Path, api: Api
+) -> None:
+    api.change()
+    before = _folder(chat_cassette)
+    with pytest.raises(ShapeDriftError) as raised:
+        with vcr_transport.use_cassette(chat_cassette, mode="check"):
+            replies = OPENAI[side].run(None, api.url, STEPS)
+    # The app got the live answers (the changed API's), both calls went out, nothing was written.
+    assert replies[1] == ["echo"]
+    assert [r.json()["stream"] if "stream" in r.json() else False for r in api.received] == [False, True]
+    assert _folder(chat_cassette) == before
+    error = raised.value
+    assert [call[0] for call in error.calls] == [0, 1]
+    chat_changes = {path: (was, now) for path, was, now in error.calls[0][3]}
+    assert chat_changes["body.usage.prompt_tokens"] == ("integer", "string")
+    assert chat_changes["body.service_tier"] == ("-", "string")
+    stream_paths = [path for path, _, _ in error.calls[1][3]]
+    assert "events[response.keepalive]" in stream_paths
+    text = str(error)
+    assert text.splitlines()[0] == f"2 live answer(s) differ in shape from cassette {chat_cassette}:"
+    assert "    body.usage.prompt_tokens: recorded integer, live string" in text
+
+
+@pytest.mark.parametrize("side", ["sync", "async"])
+def test_an_api_answering_as_recorded_passes_the_check(side: str, chat_cassette: Path, api: Api) -> None:
+    before = _folder(chat_cassette)
+    with vcr_transport.use_cassette(chat_cassette, mode="check") as block:
+        replies = OPENAI[side].run(None, api.url, STEPS)
+    assert block.mode == "check"
+    assert block.session is not None and block.session.checker is not None
+    assert block.session.checker.checked == 2 and block.session.outcome() == "checked"
+    assert replies[0] == "echo:hi" and replies[1][0] == "echo:hi"
+    assert len(api.received) == 2
+    assert _folder(chat_cassette) == before
+
+
+def test_the_environment_variable_turns_check_on(
+    chat_cassette: Path, api: Api, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    api.change()
+    monkeypatch.setenv("VCR_TRANSPORT_MODE", "check")
+    monkeypatch.setenv("CI", "1")  # check records nothing, so CI allows it
+    with pytest.raises(ShapeDriftError, match="body.service_tier: recorded -, live string"):
+        with vcr_transport.use_cassette(chat_cassette):
+            OPENAI["sync"].run(None, api.url, STEPS[:1])
+    assert len(api.received) == 1
+
+
+@pytest.mark.parametrize("side", ["sync", "async"])
+def test_a_transport_warns_as_each_changed_answer_ends(side: str, chat_cassette: Path, api: Api) -> None:
+    api.change()
+    before = _folder(chat_cassette)
+    make = vcr_transport.async_transport if side == "async" else vcr_transport.transport
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        replies = OPENAI[side].run(make(chat_cassette, mode="check"), api.url, STEPS)
+    assert replies[1] == ["echo"]
+    drift = [w for w in caught if issubclass(w.category, ShapeDriftWarning)]
+    assert len(drift) == 2
+    assert "call 0 (POST " in str(drift[0].message) and "body.usage.prompt_tokens" in str(drift[0].message)
+    assert "call 1 (POST " in str(drift[1].message) and "events[response.keepalive]" in str(drift[1].message)
+    assert _folder(chat_cassette) == before
+
+
+def test_a_request_no_recorded_call_matches_goes_live_and_is_reported(chat_cassette: Path, api: Api) -> None:
+    with pytest.raises(ShapeDriftError) as raised:
+        with vcr_transport.use_cassette(chat_cassette, mode="check"):
+            replies = OPENAI["sync"].run(None, api.url, [("chat", ["bye"])])
+    assert replies == ["echo:bye"]
+    index, _, _, changes, problem = raised.value.calls[0]
+    assert index == 0 and changes == []
+    assert problem.startswith("matches no recorded call, so its answer was not compared (replay mismatch at call 0")
+
+
+def test_a_missing_cassette_refuses_in_check_mode(tmp_path: Path, api: Api) -> None:
+    with pytest.raises(Exception, match="no such cassette"):
+        with vcr_transport.use_cassette(tmp_path / "none.jsonl", mode="check"):
+            OPENAI["sync"].run(None, api.url, STEPS[:1], max_retries=0)
+    assert api.received == []
+    assert list(tmp_path.iterdir()) == []
+
+
+MARKED_TEST = """
+import os
+
+import openai
+import pytest
+
+
+@pytest.mark.vcr_transport(path="cassettes/chat.jsonl")
+def test_chat():
+    client = openai.OpenAI(api_key="sk-test", base_url=os.environ["UPSTREAM"] + "/v1")
+    reply = client.chat.completions.create(model="gpt-4o-mini", messages=[{"role": "user", "content": "hi"}])
+    assert reply.choices[0].message.content
+"""
+
+
+def test_the_marker_fails_a_test_whose_live_answer_changed_shape(
+    pytester: pytest.Pytester,
+    monkeypatch: pytest.MonkeyPatch,
+    api: Api,
+) -> None:
+    pytester.makepyprojecttoml("[tool.pytest.ini_options]\nfilterwarnings = ['error']\n")
+    pytester.makepyfile(test_chat=MARKED_TEST)
+    monkeypatch.setenv("UPSTREAM", api.url)
+    pytester.runpytest("--vcr-mode=record").assert_outcomes(passed=1)
+    cassette = pytester.path / "cassettes" / "chat.jsonl"
+    before = cassette.read_bytes()
+
+    passed = pytester.runpytest("--vcr-mode=check")
+    passed.assert_outcomes(passed=1)
+    passed.stdout.fnmatch_lines(["cassettes: 1 checked live, same shape*"])
+
+    api.change()
+    result = pytester.runpytest("--vcr-mode=check", "-rf")
+    result.assert_outcomes(failed=1)
+    lines = result.stdout.lines
+    start = next(i for i, line in enumerate(lines) if "live answer(s) differ in shape" in line)
+    url = json.loads(before.splitlines()[1])["url"]
+    assert lines[start : start + 6] == [
+        "E   1 live answer(s) differ in shape from cassette cassettes/chat.jsonl:",
+        f"E     call 0 (POST {url}):",
+        "E       body.service_tier: recorded -, live string",
+        "E       body.usage.prompt_tokens: recorded integer, live string",
+        "E   the API changed under the cassette; if the new shape is intended, re-record this test:",
+        'E       pytest --vcr-mode=record "test_chat.py::test_chat"',
+    ]
+    result.stdout.fnmatch_lines(
+        [
+            "cassettes: 1 with a changed shape (mode check)*",
+            "FAILED test_chat.py::test_chat - shape changed at call 0, body.service_tier*",
+        ]
+    )
+    assert len(api.received) == 1
+    assert cassette.read_bytes() == before
+    assert sorted(p.name for p in cassette.parent.iterdir()) == ["chat.jsonl"]
+    assert os.environ.get("VCR_TRANSPORT_MODE") is None
