@@ -95,13 +95,13 @@ class _Call:
 
     def stop(self) -> None:
         """The caller closed the stream, dropped it, or the cassette closed under it: ``complete`` when the
-        vendor's protocol had already ended (openai's sync client closes right after ``[DONE]``), else
-        ``closed_early``."""
+        whole body had arrived (its content-length) or its vendor's protocol had ended (openai's sync client
+        closes right after ``[DONE]``, MCP's after the JSON-RPC response), else ``closed_early``."""
         if self.core.ended:  # the usual case: a stream closed (and dropped) after its end
             return
         with self._lock:
             self.recording.append(self.core.batch)  # it may hold the protocol's end
-            ended = self.recording.guarded(self.core.protocol_ended)
+            ended = self.recording.guarded(self.core.body_ended)
         self.end("complete" if ended else "closed_early")
 
     def interrupted(self, error: BaseException) -> None:

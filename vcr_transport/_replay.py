@@ -38,6 +38,8 @@ __all__ = [
 
 # A step of a replayed stream: a wait (seconds), or a run of chunks passed on as they are.
 _Step = float | Iterator[bytes]
+# How often a stream held open (``_ReplayStream._hold``) looks whether the calls it waits for were played.
+_HOLD_POLL = 0.01
 
 
 class _ReplayStream:
@@ -107,8 +109,22 @@ class _ReplayStream:
                 yield iter((corrupt_chunk(chunk) or b"!" + chunk[1:],))
                 start += 1
         yield map(chunks.__getitem__, range(start, len(chunks)))
+        waits_for = self._replayer.engine.holds(self._call.index)
+        if waits_for:
+            yield from self._hold(waits_for)
         if self._call.outcome == "error":
             raise self._fail()
+
+    def _hold(self, calls: tuple[int, ...]) -> Iterator[float]:
+        """Stay open, as the recorded stream did, until ``calls`` are played (``ReplayEngine.holds``); past the
+        request's read timeout, raise the library's ReadTimeout, as a silent server makes it do."""
+        timeout = (self._request.extensions.get("timeout") or {}).get("read") if self._request is not None else None
+        waited = 0.0
+        while not self._replayer.engine.all_played(calls):
+            if timeout is not None and waited >= timeout:
+                raise self._error("ReadTimeout", "The read operation timed out")
+            yield _HOLD_POLL
+            waited += _HOLD_POLL
 
     def _stops(self, count: int, corrupted: int | None) -> Iterable[int]:
         """The chunk positions something happens before (a stall, a cut, a paced gap) or to (corruption)."""

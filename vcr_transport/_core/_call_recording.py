@@ -135,6 +135,12 @@ def garbled_structure(url: str, headers: list[tuple[str, str]], placeholder: str
     return ""
 
 
+def _declared_length(headers: Sequence[tuple[str, str]]) -> int | None:
+    """The content-length a response declares (None: none, or one that is no number of bytes)."""
+    value = next((v for k, v in headers if k.lower() == "content-length"), None)
+    return int(value) if value is not None and value.strip().isdigit() else None
+
+
 class CallRecording:
     """One call's lines, from its request to its end. Each step returns the encoded lines to append, in
     order (a list: event lines come in groups of about ``BATCH`` bytes, the last group with the call's end).
@@ -161,6 +167,8 @@ class CallRecording:
         # removed, so a chunk racing with the end is either recorded with it or dropped, as if it came after.
         self.pending: list[Chunk] = []
         self._pending_size = 0  # bytes taken since the last batch was recorded
+        self._received = 0  # bytes taken in all
+        self._length: int | None = None  # the response's content-length, when it declares one
         self._error: tuple[str, str] | None = None  # how the call failed (class, redacted message)
 
     @property
@@ -194,6 +202,7 @@ class CallRecording:
         self.record.status = status
         if self.book.broken:
             return []
+        self._length = _declared_length(headers)
         content_type, encoding, binary = body_headers(headers)
         if encoding:
             self._body = EncodedBodyRedactor(self.redactor, encoding)
@@ -208,6 +217,7 @@ class CallRecording:
         """Take a chunk that has just arrived; True when the chunks taken make a batch to record."""
         self.pending.append((chunk, arrived))
         self._pending_size += len(chunk)
+        self._received += len(chunk)
         if self._pending_size < BATCH:
             return False
         self._pending_size = 0
@@ -230,6 +240,11 @@ class CallRecording:
         """Whether the vendor's protocol had ended in the chunks recorded (for a stream that stopped)."""
         self._watch()
         return self._protocol is not None and self._protocol.ended
+
+    def body_ended(self) -> bool:
+        """Whether a stream that stopped had its whole body: every byte its content-length declares (an empty
+        202 that the client closed unread, as MCP's client does), or the end of its vendor's protocol."""
+        return (self._length is not None and self._received >= self._length) or self.protocol_ended()
 
     def close(self, outcome: str, error: tuple[str, str] | None = None) -> bool:
         """Mark the call ended (``error``: the class and the redacted message); False when it already was.

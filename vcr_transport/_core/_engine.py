@@ -6,6 +6,7 @@ from __future__ import annotations
 import datetime
 import difflib
 import email.utils
+import itertools
 import json
 import math
 import threading
@@ -204,6 +205,31 @@ class ReplayEngine:
         self._lock = threading.Lock()
         # call index -> its fields: unordered matching compares a request with many calls, each many times
         self._recorded: Memo[int, dict[str, Any]] = Memo(size=max(1, len(cassette.calls)))
+        self._holds: dict[int, tuple[int, ...]] = {}
+
+    def holds(self, index: int) -> tuple[int, ...]:
+        """The calls the replayed stream of call ``index`` stays open for, after its recorded chunks: those
+        that started while it was open, when the client closed it before its server ended it
+        (``closed_early``). Such a stream, MCP's GET event stream beside the session's POSTs, was still open
+        while they ran; ending it at once would tell the client that the server closed it, and the client
+        would open another, a request the recording doesn't have. It ends once they are played (or when the
+        client closes it, as it did while recording). None for a stream that ended by itself, or under
+        ``reuse`` (``serve`` answers any number of runs)."""
+        found = self._holds.get(index)
+        if found is None:
+            calls = self.cassette.calls
+            call = calls[index]
+            found = ()
+            if call.outcome == "closed_early" and not self.reuse:
+                later = range(index + 1, len(calls))  # request lines come in call order
+                found = tuple(itertools.takewhile(lambda i: calls[i].line < call.end_line, later))
+            self._holds[index] = found
+        return found
+
+    def all_played(self, indexes: Sequence[int]) -> bool:
+        """Whether every call of ``indexes`` has been played."""
+        played = self.played
+        return all(played[i] for i in indexes)
 
     def _recorded_fields(self, index: int) -> dict[str, Any]:
         call = self.cassette.calls[index]

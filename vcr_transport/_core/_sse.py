@@ -210,7 +210,14 @@ def data_of(body: bytes) -> list[bytes]:
 
 # What the data of an event that ends a protocol holds (the type of an anthropic or Responses API event is in
 # its data too), and so the bytes of that event: worth a JSON parse.
-_END_MARKERS = (b"message_stop", b"response.completed", b"response.failed", b"response.incomplete", b"finishReason")
+_END_MARKERS = (
+    b"message_stop",
+    b"response.completed",
+    b"response.failed",
+    b"response.incomplete",
+    b"finishReason",
+    b'"jsonrpc"',
+)
 # The first found in one pass (leftmost-first lets the finder skip ahead on the patterns' first bytes).
 _ANY_END = ahocorasick_rs.BytesAhoCorasick([b"[DONE]", *_END_MARKERS], matchkind=ahocorasick_rs.MatchKind.LeftmostFirst)
 _END_TYPES = frozenset({"message_stop", "response.completed", "response.failed", "response.incomplete"})
@@ -220,7 +227,8 @@ class ProtocolEnd:
     """Watches a server-sent-events stream for the event after which the vendor's protocol has nothing
     more to say: openai's ``data: [DONE]``, anthropic's ``message_stop``, the Responses API's
     ``response.completed`` / ``response.failed`` / ``response.incomplete``, a Gemini event whose every
-    candidate carries a ``finishReason``. An event counts once its blank line has arrived."""
+    candidate carries a ``finishReason``, a JSON-RPC response (an MCP server's answer to the request POSTed,
+    after which its client closes the stream). An event counts once its blank line has arrived."""
 
     __slots__ = ("_decoder", "ended")
 
@@ -243,13 +251,17 @@ def _ends_protocol(event: Event) -> bool:
 
 
 def _ends_by_its_json(data: bytes) -> bool:
-    """An event whose JSON is of an ending type, or a Gemini event whose every candidate has finished."""
+    """An event whose JSON is of an ending type, a Gemini event whose every candidate has finished, or a
+    JSON-RPC 2.0 response (an ``id`` with a ``result`` or an ``error``; a request or notification has a
+    ``method``)."""
     try:
         obj = json.loads(data)
     except ValueError:
         return False
     if not isinstance(obj, dict):
         return False
+    if obj.get("jsonrpc") == "2.0":
+        return "id" in obj and "method" not in obj and ("result" in obj or "error" in obj)
     candidates = obj.get("candidates")
     return obj.get("type") in _END_TYPES or (
         isinstance(candidates, list)
