@@ -17,7 +17,7 @@ from .._exceptions import ReplayMismatch
 from ._bodies import body_headers, redact_url, stored_body
 from ._explain import reordered_lists, volatile_suggestion
 from ._format import Cassette, RecordedCall, overlap_groups
-from ._matching import Normalizer, RequestMatcher
+from ._matching import Normalizer, RequestMatcher, echoed_headers
 from ._memo import Memo
 from ._redaction import Redactor, cookie_names
 
@@ -175,12 +175,15 @@ class ReplayEngine:
         self.cassette = cassette
         self.reuse = reuse
         self.repeats = repeats
-        self.matcher = matcher.with_server_cookies(
-            name
-            for call in cassette.calls
-            for key, value in call.response_headers
-            if key.lower() == "set-cookie"
-            for name in cookie_names(value, response=True)
+        self.matcher = matcher.with_server_values(
+            cookies=(
+                name
+                for call in cassette.calls
+                for key, value in call.response_headers
+                if key.lower() == "set-cookie"
+                for name in cookie_names(value, response=True)
+            ),
+            headers=echoed_headers((call.request_headers, call.response_headers) for call in cassette.calls),
         )
         self.normalizer = normalizer if normalizer else None
         self.redactor = redactor
