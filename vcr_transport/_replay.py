@@ -116,8 +116,9 @@ class _ReplayStream:
             raise self._fail()
 
     def _hold(self, calls: tuple[int, ...]) -> Iterator[float]:
-        """Stay open, as the recorded stream did, until ``calls`` are played (``ReplayEngine.holds``); past the
-        request's read timeout, raise the library's ReadTimeout, as a silent server makes it do."""
+        """Stay open, as the recorded stream did, until ``calls`` are played (``ReplayEngine.holds``: a stream
+        with no end of its protocol, such as MCP's GET stream); past the request's read timeout, raise the
+        library's ReadTimeout, as a silent server makes it do."""
         timeout = (self._request.extensions.get("timeout") or {}).get("read") if self._request is not None else None
         waited = 0.0
         while not self._replayer.engine.all_played(calls):

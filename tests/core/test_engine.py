@@ -280,19 +280,19 @@ def test_record_on_miss_keeps_the_played_calls_renumbered_and_holds_the_open_one
     assert kept[0] == data.split(b"\n")[1], "a call whose number stays is kept byte for byte"
 
 
-def _held_stream_cassette(path: Path) -> Path:
-    """MCP's shape: a GET event stream (call 0) that the client closed at the session's end, with two POSTs
+def _held_stream_cassette(path: Path, event: bytes = b": ping\n\n", outcome: str = "closed_early") -> Path:
+    """MCP's shape: a GET event stream (call 0) that ended (``outcome``) at the session's end, with two POSTs
     that ran while it was open (1, 2), then a call after it closed (3)."""
     sse = [("content-type", "text/event-stream")]
     lines = [encode_line(header_line())]
     lines.append(encode_line(request_line(0, "GET", URL, [("accept", "text/event-stream")], None)))
     lines.append(encode_line(response_line(0, 200, sse)))
-    lines.append(event_lines(0, 0, [(b": ping\n\n", 1_000)], 0))
+    lines.append(event_lines(0, 0, [(event, 1_000)], 0))
     for index in (1, 2):
         lines.append(encode_line(request_line(index, "POST", URL, HEADERS, {"json": {"q": index}})))
         lines.append(encode_line(response_line(index, 200, [("content-type", "application/json")])))
         lines.append(encode_line(call_end_line(index, 0, "complete")))
-    lines.append(encode_line(call_end_line(0, 1, "closed_early")))
+    lines.append(encode_line(call_end_line(0, 1, outcome)))
     lines.append(encode_line(request_line(3, "POST", URL, HEADERS, {"json": {"q": 3}})))
     lines.append(encode_line(response_line(3, 200, [("content-type", "application/json")])))
     lines.append(encode_line(call_end_line(3, 0, "complete")))
@@ -300,10 +300,10 @@ def _held_stream_cassette(path: Path) -> Path:
     return path
 
 
-def test_a_stream_the_client_closed_early_stays_open_for_the_calls_that_ran_beside_it(tmp_path: Path) -> None:
-    """Fixed: MCP's GET stream was replayed as if its server had ended it, so the client reconnected a second
-    later with a GET the cassette doesn't have (a mismatch in any session that lasted over a second). It
-    stays open until the calls that started while it was open have been played, then ends."""
+def test_an_open_ended_stream_stays_open_for_the_calls_that_ran_beside_it(tmp_path: Path) -> None:
+    """Fixed: MCP's GET stream ended at once in replay, as if its server had closed it, so the client opened
+    another a second later, a GET the cassette doesn't have (a mismatch in any session that lasted over a
+    second). It stays open until the calls that started while it was open have been played, then ends."""
     path = _held_stream_cassette(tmp_path / "c.jsonl")
     transport = vcr_transport.ReplayTransport(path)
     assert [transport.engine.holds(i) for i in range(4)] == [(1, 2), (), (), ()]
@@ -324,6 +324,21 @@ def test_a_stream_the_client_closed_early_stays_open_for_the_calls_that_ran_besi
         client.post(URL, json={"q": 3})
     assert seen == [(b": ping\n\n", [True, False, False, False]), (b"", [True, True, True, False])]
     assert transport.unplayed_calls() == []
+
+
+def test_which_streams_stay_open_for_the_calls_beside_them(tmp_path: Path) -> None:
+    """An event stream with no end of its protocol, whoever ended it (MCP's server ends the GET stream on
+    the DELETE, or its client cuts it first); not one whose protocol ended (openai's streams run together
+    with asyncio.gather), nor under serve's reuse."""
+
+    def holds(event: bytes, outcome: str) -> tuple[int, ...]:
+        path = _held_stream_cassette(tmp_path / "c.jsonl", event, outcome)
+        return vcr_transport.ReplayTransport(path).engine.holds(0)
+
+    assert holds(b": ping\n\n", "complete") == (1, 2)
+    assert holds(b'data: {"jsonrpc": "2.0", "method": "notifications/message"}\n\n', "closed_early") == (1, 2)
+    assert holds(b"data: [DONE]\n\n", "complete") == ()
+    assert holds(b'data: {"jsonrpc": "2.0", "id": 1, "result": {}}\n\n', "closed_early") == ()
 
 
 def test_a_held_stream_with_no_call_to_wait_for_times_out_as_a_silent_server_does(tmp_path: Path) -> None:

@@ -20,6 +20,7 @@ from ._format import Cassette, RecordedCall, overlap_groups
 from ._matching import Normalizer, RequestMatcher, echoed_headers
 from ._memo import Memo
 from ._redaction import Redactor, cookie_names
+from ._sse import ProtocolEnd
 
 __all__ = ["CONCURRENT", "ORDERINGS", "RETRYABLE_STATUSES", "SHOWN_DIFFERENCES", "ReplayEngine", "replay_headers"]
 
@@ -211,28 +212,30 @@ class ReplayEngine:
         self._holds: dict[int, tuple[int, ...]] = {}
 
     def holds(self, index: int) -> tuple[int, ...]:
-        """The calls the replayed stream of call ``index`` stays open for, after its recorded chunks: those
-        that started while it was open, when the client closed it before its server ended it
-        (``closed_early``). Such a stream, MCP's GET event stream beside the session's POSTs, was still open
-        while they ran; ending it at once would tell the client that the server closed it, and the client
-        would open another, a request the recording doesn't have. It ends once they are played (or when the
-        client closes it, as it did while recording). None for a stream that ended by itself, or under
-        ``reuse`` (``serve`` answers any number of runs)."""
+        """The calls the replayed stream of call ``index`` stays open for, after its recorded events: those
+        that started while it was open, when it is an event stream that carried no end of its protocol (see
+        ``ProtocolEnd``), so that only its client cutting it or its server closing it ended it. MCP's GET
+        event stream is one: open beside the session's POSTs, cut by the client (or closed by the server on
+        the DELETE) when the session closes. Ending it at once would tell the client its server had closed
+        it, and the client would open another, a request the recording doesn't have. It ends once those
+        calls are played, or replay has ended at a miss (record-on-miss), or when the client closes it, as it
+        did while recording. None for other calls, and under ``reuse`` (``serve`` answers any number of
+        runs)."""
         found = self._holds.get(index)
         if found is None:
             calls = self.cassette.calls
             call = calls[index]
-            found = ()
-            if call.outcome == "closed_early" and not self.reuse:
-                later = range(index + 1, len(calls))  # request lines come in call order
-                found = tuple(itertools.takewhile(lambda i: calls[i].line < call.end_line, later))
+            later = range(index + 1, len(calls))  # request lines come in call order
+            found = tuple(itertools.takewhile(lambda i: calls[i].line < call.end_line, later))
+            if found and (self.reuse or call.outcome == "error" or not _open_ended(call)):
+                found = ()
             self._holds[index] = found
         return found
 
     def all_played(self, indexes: Sequence[int]) -> bool:
-        """Whether every call of ``indexes`` has been played."""
+        """Whether every call of ``indexes`` has been played, or replay has ended at a miss."""
         played = self.played
-        return all(played[i] for i in indexes)
+        return self.kept is not None or all(played[i] for i in indexes)
 
     def _recorded_fields(self, index: int) -> dict[str, Any]:
         call = self.cassette.calls[index]
@@ -418,6 +421,19 @@ class ReplayEngine:
 
     def unplayed(self) -> list[tuple[int, str, str]]:
         return [(c.index, c.method, c.url) for c in self.cassette.calls if not self.played[c.index]]
+
+
+def _open_ended(call: RecordedCall) -> bool:
+    """Whether a call's response is an event stream whose events never ended its protocol."""
+    content_type = next((v for k, v in call.response_headers if k.lower() == "content-type"), "")
+    if "event-stream" not in content_type.lower():
+        return False
+    watcher = ProtocolEnd()
+    for chunk in call.events:
+        watcher.feed(chunk)
+        if watcher.ended:
+            return False
+    return True
 
 
 _COMPARED_CHARACTERS = 4000  # enough to tell requests apart; SequenceMatcher is quadratic in the worst case
