@@ -280,19 +280,26 @@ def test_record_on_miss_keeps_the_played_calls_renumbered_and_holds_the_open_one
     assert kept[0] == data.split(b"\n")[1], "a call whose number stays is kept byte for byte"
 
 
-def _held_stream_cassette(path: Path, event: bytes = b": ping\n\n", outcome: str = "closed_early") -> Path:
+def _held_stream_cassette(
+    path: Path, event: bytes = b": ping\n\n", outcome: str = "closed_early", closed_in_2: bool = False
+) -> Path:
     """MCP's shape: a GET event stream (call 0) that ended (``outcome``) at the session's end, with two POSTs
-    that ran while it was open (1, 2), then a call after it closed (3)."""
+    that ran while it was open (1, 2), then a call after it closed (3). ``closed_in_2``: it ended while call
+    2 was running (as MCP's server closes it while answering the DELETE)."""
     sse = [("content-type", "text/event-stream")]
     lines = [encode_line(header_line())]
     lines.append(encode_line(request_line(0, "GET", URL, [("accept", "text/event-stream")], None)))
     lines.append(encode_line(response_line(0, 200, sse)))
     lines.append(event_lines(0, 0, [(event, 1_000)], 0))
+    stream_end = encode_line(call_end_line(0, 1, outcome))
     for index in (1, 2):
         lines.append(encode_line(request_line(index, "POST", URL, HEADERS, {"json": {"q": index}})))
         lines.append(encode_line(response_line(index, 200, [("content-type", "application/json")])))
+        if index == 2 and closed_in_2:
+            lines.append(stream_end)
         lines.append(encode_line(call_end_line(index, 0, "complete")))
-    lines.append(encode_line(call_end_line(0, 1, outcome)))
+    if not closed_in_2:
+        lines.append(stream_end)
     lines.append(encode_line(request_line(3, "POST", URL, HEADERS, {"json": {"q": 3}})))
     lines.append(encode_line(response_line(3, 200, [("content-type", "application/json")])))
     lines.append(encode_line(call_end_line(3, 0, "complete")))
@@ -327,18 +334,20 @@ def test_an_open_ended_stream_stays_open_for_the_calls_that_ran_beside_it(tmp_pa
 
 
 def test_which_streams_stay_open_for_the_calls_beside_them(tmp_path: Path) -> None:
-    """An event stream with no end of its protocol, whoever ended it (MCP's server ends the GET stream on
-    the DELETE, or its client cuts it first); not one whose protocol ended (openai's streams run together
-    with asyncio.gather), nor under serve's reuse."""
+    """An event stream with no end of its protocol: cut by its client, for the calls that started while it
+    was open; closed by its server, for the calls running then (MCP's server closes the GET stream when it
+    answers the DELETE). Not one whose protocol ended (openai's streams run together with asyncio.gather)."""
 
-    def holds(event: bytes, outcome: str) -> tuple[int, ...]:
+    def holds(event: bytes, outcome: str) -> tuple[int, ...]:  # ended after 1 and 2 had ended
         path = _held_stream_cassette(tmp_path / "c.jsonl", event, outcome)
         return vcr_transport.ReplayTransport(path).engine.holds(0)
 
-    assert holds(b": ping\n\n", "complete") == (1, 2)
+    assert holds(b": ping\n\n", "complete") == (), "its server closed it after 1 and 2 had ended"
     assert holds(b'data: {"jsonrpc": "2.0", "method": "notifications/message"}\n\n', "closed_early") == (1, 2)
     assert holds(b"data: [DONE]\n\n", "complete") == ()
     assert holds(b'data: {"jsonrpc": "2.0", "id": 1, "result": {}}\n\n', "closed_early") == ()
+    path = _held_stream_cassette(tmp_path / "c.jsonl", outcome="complete", closed_in_2=True)
+    assert vcr_transport.ReplayTransport(path).engine.holds(0) == (2,), "its server closed it answering 2"
 
 
 def test_a_held_stream_with_no_call_to_wait_for_times_out_as_a_silent_server_does(tmp_path: Path) -> None:

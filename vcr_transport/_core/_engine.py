@@ -212,21 +212,24 @@ class ReplayEngine:
         self._holds: dict[int, tuple[int, ...]] = {}
 
     def holds(self, index: int) -> tuple[int, ...]:
-        """The calls the replayed stream of call ``index`` stays open for, after its recorded events: those
-        that started while it was open, when it is an event stream that carried no end of its protocol (see
-        ``ProtocolEnd``), so that only its client cutting it or its server closing it ended it. MCP's GET
-        event stream is one: open beside the session's POSTs, cut by the client (or closed by the server on
-        the DELETE) when the session closes. Ending it at once would tell the client its server had closed
-        it, and the client would open another, a request the recording doesn't have. It ends once those
-        calls are played, or replay has ended at a miss (record-on-miss), or when the client closes it, as it
-        did while recording. None for other calls, and under ``reuse`` (``serve`` answers any number of
-        runs)."""
+        """The calls the replayed stream of call ``index`` stays open for, after its recorded events, when it
+        is an event stream that carried no end of its protocol (see ``ProtocolEnd``), so that only its
+        client or its server closing it ended it: when its client cut it (``closed_early``), the calls that
+        started while it was open; when its server closed it, the calls that were running then (the server
+        closed it in answer to one of them). MCP's GET event stream is one: open beside the session's POSTs,
+        closed by the server when it answers the DELETE, or cut by the client first. Ending it at once would
+        tell the client its server had closed it, and the client would open another, a request the
+        recording doesn't have. It ends once those calls are played, or replay has ended at a miss
+        (record-on-miss), or when the client closes it. None for other calls, and under ``reuse``
+        (``serve`` answers any number of runs)."""
         found = self._holds.get(index)
         if found is None:
             calls = self.cassette.calls
             call = calls[index]
             later = range(index + 1, len(calls))  # request lines come in call order
             found = tuple(itertools.takewhile(lambda i: calls[i].line < call.end_line, later))
+            if call.outcome == "complete":
+                found = tuple(i for i in found if calls[i].end_line > call.end_line)
             if found and (self.reuse or call.outcome == "error" or not _open_ended(call)):
                 found = ()
             self._holds[index] = found
