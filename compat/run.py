@@ -33,7 +33,7 @@ GROUPS: dict[str, list[str]] = {
     "langchain": ["langchain-openai>=1.7", "langchain-anthropic>=1.7"],
     "litellm": ["litellm", "anthropic>=2.10"],
     "instructor": ["instructor>=1.17"],
-    "agents": ["openai-agents>=0.24"],
+    "agents": ["openai-agents>=0.24", "mcp>=2.3"],
 }
 # What each group's report lists as "versions tested".
 REPORTED = {
@@ -42,7 +42,7 @@ REPORTED = {
     "langchain": ["langchain-openai", "langchain-anthropic", "langchain-core", "openai", "anthropic", "httpx2"],
     "litellm": ["litellm", "openai", "anthropic", "httpx", "aiohttp"],
     "instructor": ["instructor", "openai", "httpx2"],
-    "agents": ["openai-agents", "openai", "httpx2"],
+    "agents": ["openai-agents", "mcp", "openai", "httpx2"],
 }
 
 

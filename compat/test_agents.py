@@ -1,17 +1,26 @@
-"""openai-agents with tracing on: the trace exporter's batches are kept out of the cassette."""
+"""openai-agents with tracing on: the trace exporter's batches are kept out of the cassette. An agent whose
+tools come from an MCP server over streamable HTTP (``agents.mcp.MCPServerStreamableHttp``, the ``mcp`` SDK's
+client on httpx2): the MCP session and the model's calls in one cassette, replayed with both servers stopped."""
 
 from __future__ import annotations
 
 import asyncio
+import time
+import traceback
 from pathlib import Path
 from typing import Any
 
 import openai
-from agents import Agent, OpenAIChatCompletionsModel, Runner
+import pytest
+from agents import Agent, OpenAIChatCompletionsModel, RunConfig, Runner
+from agents.mcp import MCPServerStreamableHttp
 from agents.tracing import get_trace_provider
 from agents.tracing.processors import BackendSpanExporter, BatchTraceProcessor
-from conftest import SECRETS, Row, check_row
-from fakes import Upstream
+from conftest import CHANGED, LINE_TAIL, RECORDED, SECRETS, Row, check_row, secrets_in
+from fakes import TOOL_ARGS, Upstream
+from mcp_upstream import McpUpstream
+
+import vcr_transport
 
 
 def test_agent_run_with_tracing(tmp_path: Path, vendor: Upstream) -> None:
@@ -39,3 +48,64 @@ def test_agent_run_with_tracing(tmp_path: Path, vendor: Upstream) -> None:
     check_row(Row("openai-agents (tracing on)", "httpx2 async"), cassette, vendor, run, passthrough=[traces])
     assert "/traces/ingest" not in cassette.read_text()
     assert any(r.path.endswith("/traces/ingest") for r in vendor.received), "tracing never exported: nothing tested"
+
+
+def test_agent_with_an_mcp_tool_server(tmp_path: Path, vendor: Upstream) -> None:
+    """The model (the fake vendor) calls the first tool the MCP server lists, ``add``; the agent calls it over
+    MCP and answers. Then the same session lists the tools and calls ``shout`` through the server object."""
+    tools = McpUpstream().start()
+
+    def run(prompt: str) -> Any:
+        async def main() -> Any:
+            async with MCPServerStreamableHttp({"url": tools.url}, name="tools") as server:
+                async with openai.AsyncOpenAI(api_key=SECRETS["OPENAI"], base_url=vendor.url + "/v1") as client:
+                    model = OpenAIChatCompletionsModel("gpt-test", client)
+                    agent = Agent(name="a", instructions="use the tools", model=model, mcp_servers=[server])
+                    result = await Runner.run(agent, prompt, run_config=RunConfig(tracing_disabled=True))
+                listed = [tool.name for tool in await server.list_tools()]
+                shouted = await server.call_tool("shout", {"text": "hi"})
+            outputs = [item.output for item in result.new_items if item.type == "tool_call_output_item"]
+            return result.final_output, outputs, listed, shouted.model_dump(mode="json")
+
+        return asyncio.run(main())
+
+    row = Row("openai-agents + MCP server (streamable HTTP)", "httpx2 async")
+    cassette = tmp_path / "c.jsonl"
+    try:
+        with vcr_transport.use_cassette(cassette, mode="record"):
+            recorded = run(RECORDED)
+    finally:
+        tools.stop()
+    vendor.stop()
+    final, outputs, listed, shouted = recorded
+    assert final == f"echo:{RECORDED}" and listed == ["add", "shout"], recorded
+    assert len(outputs) == 1 and str(TOOL_ARGS["a"] + TOOL_ARGS["b"]) in str(outputs[0]), outputs
+    assert shouted["structured_content"] == {"result": "HI"}
+    text = cassette.read_text()
+    # openai-agents' session speaks MCP 2026-07-28: server/discover, then tools/list and tools/call POSTs
+    # answered with JSON, no session id, no GET stream.
+    assert '"server/discover"' in text and text.count('"method":"tools/call"') == 2, text
+    requests = text.count('"type":"request"')
+    row.figures["record"] = f"ok ({requests} calls)"
+
+    for _ in range(10):  # the MCP GET stream runs beside the POSTs and the model's calls
+        with vcr_transport.use_cassette(cassette, mode="replay", unplayed="error") as used:
+            assert run(RECORDED) == recorded
+        assert used.session is not None and used.session.first_mismatch is None
+    row.figures["replay"] = "ok, equal (10 runs)"
+    found = secrets_in(cassette)
+    row.figures["secrets"] = ", ".join(found) or "none"
+    assert found == [], f"credentials in the cassette: {found}"
+
+    started = time.perf_counter()
+    with pytest.raises(BaseException) as caught:
+        with vcr_transport.use_cassette(cassette, mode="replay", unplayed="ignore"):
+            run(CHANGED)
+    row.figures["mismatch_ms"] = round((time.perf_counter() - started) * 1000, 1)
+    shown = "".join(traceback.format_exception(caught.value))
+    error = caught.value
+    row.figures["mismatch_seen"] = f"{type(error).__module__}.{type(error).__qualname__}" + (
+        " (line in its message)" if LINE_TAIL in str(error) else " (line in the traceback's cause)"
+    )
+    row.save()
+    assert LINE_TAIL in shown and "replay mismatch at call" in shown, shown[-2000:]

@@ -17,11 +17,11 @@ import time
 from typing import Any
 
 import uvicorn
-from mcp import ClientSession
+from mcp import Client, ClientSession
 from mcp.client.streamable_http import streamable_http_client
 from mcp.server.mcpserver import MCPServer
 
-__all__ = ["McpUpstream", "mcp_session"]
+__all__ = ["McpUpstream", "discover_session", "mcp_session"]
 
 
 def _tools() -> MCPServer:
@@ -89,3 +89,18 @@ async def mcp_session(url: str, *, together: bool = False, pause: float = 0.0, b
             "add": added.model_dump(mode="json"),
             "shout": shouted.model_dump(mode="json"),
         }
+
+
+async def discover_session(url: str) -> dict[str, Any]:
+    """The same steps through ``mcp.Client``, which speaks MCP 2026-07-28 to a server that does: a
+    ``server/discover`` POST instead of the handshake, then each request a POST of its own (no session id,
+    no GET stream, no DELETE)."""
+    async with Client(url) as client:
+        tools = await client.list_tools()
+        added = await client.call_tool("add", {"a": 2, "b": 3})
+        shouted = await client.call_tool("shout", {"text": "hi"})
+    return {
+        "tools": [tool.model_dump(mode="json") for tool in tools.tools],
+        "add": added.model_dump(mode="json"),
+        "shout": shouted.model_dump(mode="json"),
+    }

@@ -235,6 +235,10 @@ def test_an_mcp_servers_answer_ends_its_stream_and_its_requests_and_notification
     assert ends(progress, {"jsonrpc": "2.0", "id": 2, "result": {"tools": []}})
     assert ends({"jsonrpc": "2.0", "id": "a", "error": {"code": -32601, "message": "no such method"}})
     assert not ends({"jsonrpc": "1.0", "id": 2, "result": {}})  # not JSON-RPC 2.0
+    # A GET's stream (MCP's older SSE transport answers every POST on it) goes on after a response.
+    on_a_get = ProtocolEnd(answers_post=False)
+    on_a_get.feed(b'event: message\ndata: {"jsonrpc": "2.0", "id": 1, "result": {}}\n\n')
+    assert not on_a_get.ended
 
 
 def test_parse_sse_shows_every_event_with_its_lines() -> None:

@@ -17,7 +17,7 @@ from typing import Any
 import mcp.client.streamable_http
 import pytest
 from helpers import cassette_lines, verify_strict
-from mcp_upstream import McpUpstream, mcp_session
+from mcp_upstream import McpUpstream, discover_session, mcp_session
 
 import vcr_transport
 from vcr_transport import ReplayMismatch
@@ -82,6 +82,28 @@ def test_an_mcp_session_records_and_replays_with_its_server_stopped(
 
     for _ in range(REPLAYS):  # the GET stream runs beside the POSTs: each replay must pair them the same way
         assert _replay(path, server.url, together=together) == recorded
+
+
+def test_a_2026_session_records_and_replays(server: McpUpstream, tmp_path: Path) -> None:
+    """``mcp.Client`` (as openai-agents' MCP servers do) speaks MCP 2026-07-28: no handshake, no session."""
+    path = tmp_path / "mcp.jsonl"
+    with vcr_transport.use_cassette(path, mode="record"):
+        recorded = asyncio.run(discover_session(server.url))
+    server.stop()
+    assert recorded["add"]["structured_content"] == {"result": 5}
+    requests = [line for line in cassette_lines(path) if line["type"] == "request"]
+    assert [r["body"]["json"]["method"] for r in requests] == [
+        "server/discover",
+        "tools/list",
+        "tools/call",
+        "tools/call",
+    ]
+    assert [dict(r["headers"])["mcp-method"] for r in requests] == [r["body"]["json"]["method"] for r in requests]
+    assert not any("mcp-session-id" in dict(r["headers"]) for r in requests)
+    for _ in range(REPLAYS):
+        with vcr_transport.use_cassette(path, mode="replay", unplayed="error") as used:
+            assert asyncio.run(discover_session(server.url)) == recorded
+        assert used.session is not None and used.session.first_mismatch is None
 
 
 def test_a_slow_session_keeps_the_get_stream_open_in_replay(

@@ -169,6 +169,7 @@ class CallRecording:
         self._pending_size = 0  # bytes taken since the last batch was recorded
         self._received = 0  # bytes taken in all
         self._length: int | None = None  # the response's content-length, when it declares one
+        self._method = ""  # the request's, upper-case
         self._error: tuple[str, str] | None = None  # how the call failed (class, redacted message)
 
     @property
@@ -178,6 +179,7 @@ class CallRecording:
     def request(self, method: str, url: str, headers: list[tuple[str, str]], body: bytes) -> list[bytes]:
         """The request line, redacted. A request whose redaction would garble its structure (see
         ``garbled_structure``) breaks the recording instead: nothing of it is written."""
+        self._method = method.upper()
         if self.book.broken:
             return []
         redactor = self.redactor
@@ -210,7 +212,7 @@ class CallRecording:
             event_stream = "event-stream" in content_type
             self._body = StreamRedactor(self.redactor, deltas=event_stream)
             if event_stream:
-                self._protocol = ProtocolEnd()
+                self._protocol = ProtocolEnd(answers_post=self._method == "POST")
         return [encode_line(response_line(self.index, status, self.redactor.redact_headers(headers), http_version))]
 
     def take(self, chunk: bytes, arrived: int) -> bool:

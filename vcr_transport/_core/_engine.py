@@ -431,7 +431,7 @@ def _open_ended(call: RecordedCall) -> bool:
     content_type = next((v for k, v in call.response_headers if k.lower() == "content-type"), "")
     if "event-stream" not in content_type.lower():
         return False
-    watcher = ProtocolEnd()
+    watcher = ProtocolEnd(answers_post=call.method.upper() == "POST")
     for chunk in call.events:
         watcher.feed(chunk)
         if watcher.ended:
