@@ -100,6 +100,7 @@ def test_a_2026_session_records_and_replays(server: McpUpstream, tmp_path: Path)
     ]
     assert [dict(r["headers"])["mcp-method"] for r in requests] == [r["body"]["json"]["method"] for r in requests]
     assert not any("mcp-session-id" in dict(r["headers"]) for r in requests)
+    assert [dict(r["headers"]).get("mcp-name") for r in requests] == [None, None, "add", "shout"]
     for _ in range(REPLAYS):
         with vcr_transport.use_cassette(path, mode="replay", unplayed="error") as used:
             assert asyncio.run(discover_session(server.url)) == recorded
