@@ -5,22 +5,17 @@ client on httpx2): the MCP session and the model's calls in one cassette, replay
 from __future__ import annotations
 
 import asyncio
-import time
-import traceback
 from pathlib import Path
 from typing import Any
 
 import openai
-import pytest
 from agents import Agent, OpenAIChatCompletionsModel, RunConfig, Runner
 from agents.mcp import MCPServerStreamableHttp
 from agents.tracing import get_trace_provider
 from agents.tracing.processors import BackendSpanExporter, BatchTraceProcessor
-from conftest import CHANGED, LINE_TAIL, RECORDED, SECRETS, Row, check_row, secrets_in
+from conftest import RECORDED, SECRETS, Row, check_mcp_row, check_row
 from fakes import TOOL_ARGS, Upstream
 from mcp_upstream import McpUpstream
-
-import vcr_transport
 
 
 def test_agent_run_with_tracing(tmp_path: Path, vendor: Upstream) -> None:
@@ -69,43 +64,17 @@ def test_agent_with_an_mcp_tool_server(tmp_path: Path, vendor: Upstream) -> None
 
         return asyncio.run(main())
 
-    row = Row("openai-agents + MCP server (streamable HTTP)", "httpx2 async")
-    cassette = tmp_path / "c.jsonl"
-    try:
-        with vcr_transport.use_cassette(cassette, mode="record"):
-            recorded = run(RECORDED)
-    finally:
+    def stop() -> None:
         tools.stop()
-    vendor.stop()
-    final, outputs, listed, shouted = recorded
-    assert final == f"echo:{RECORDED}" and listed == ["add", "shout"], recorded
+        vendor.stop()
+
+    cassette = tmp_path / "c.jsonl"
+    row = Row("openai-agents + MCP server (streamable HTTP)", "httpx2 async")
+    final, outputs, listed, shouted = check_mcp_row(row, cassette, stop, run)
+    assert final == f"echo:{RECORDED}" and listed == ["add", "shout"]
     assert len(outputs) == 1 and str(TOOL_ARGS["a"] + TOOL_ARGS["b"]) in str(outputs[0]), outputs
     assert shouted["structured_content"] == {"result": "HI"}
-    text = cassette.read_text()
     # openai-agents' session speaks MCP 2026-07-28: server/discover, then tools/list and tools/call POSTs
     # answered with JSON, no session id, no GET stream.
+    text = cassette.read_text()
     assert '"server/discover"' in text and text.count('"method":"tools/call"') == 2, text
-    requests = text.count('"type":"request"')
-    row.figures["record"] = f"ok ({requests} calls)"
-
-    for _ in range(10):  # the MCP GET stream runs beside the POSTs and the model's calls
-        with vcr_transport.use_cassette(cassette, mode="replay", unplayed="error") as used:
-            assert run(RECORDED) == recorded
-        assert used.session is not None and used.session.first_mismatch is None
-    row.figures["replay"] = "ok, equal (10 runs)"
-    found = secrets_in(cassette)
-    row.figures["secrets"] = ", ".join(found) or "none"
-    assert found == [], f"credentials in the cassette: {found}"
-
-    started = time.perf_counter()
-    with pytest.raises(BaseException) as caught:
-        with vcr_transport.use_cassette(cassette, mode="replay", unplayed="ignore"):
-            run(CHANGED)
-    row.figures["mismatch_ms"] = round((time.perf_counter() - started) * 1000, 1)
-    shown = "".join(traceback.format_exception(caught.value))
-    error = caught.value
-    row.figures["mismatch_seen"] = f"{type(error).__module__}.{type(error).__qualname__}" + (
-        " (line in its message)" if LINE_TAIL in str(error) else " (line in the traceback's cause)"
-    )
-    row.save()
-    assert LINE_TAIL in shown and "replay mismatch at call" in shown, shown[-2000:]
