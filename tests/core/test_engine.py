@@ -343,12 +343,15 @@ def test_which_streams_stay_open_for_the_calls_beside_them(tmp_path: Path) -> No
         path = _held_stream_cassette(tmp_path / "c.jsonl", event, outcome)
         return vcr_transport.ReplayTransport(path).engine.holds(0)
 
-    assert holds(b": ping\n\n", "complete") == (), "its server closed it after 1 and 2 had ended"
+    # Closed by its server after 1 and 2 had ended: with data, it outlived them (any order, as before); with
+    # none (MCP's GET stream, whose end and the DELETE's reach the client in either order), it waits for them.
+    assert holds(b'data: {"n": 1}\n\n', "complete") == ()
+    assert holds(b": ping\n\n", "complete") == (1, 2)
     assert holds(b'data: {"jsonrpc": "2.0", "method": "notifications/message"}\n\n', "closed_early") == (1, 2)
     assert holds(b"data: [DONE]\n\n", "complete") == ()
     # A JSON-RPC response ends the stream answering a POST, not a GET's (MCP's older SSE transport).
     assert holds(b'data: {"jsonrpc": "2.0", "id": 1, "result": {}}\n\n', "closed_early") == (1, 2)
-    path = _held_stream_cassette(tmp_path / "c.jsonl", outcome="complete", closed_in_2=True)
+    path = _held_stream_cassette(tmp_path / "c.jsonl", b'data: {"n": 1}\n\n', "complete", closed_in_2=True)
     assert vcr_transport.ReplayTransport(path).engine.holds(0) == (2,), "its server closed it answering 2"
 
 

@@ -20,7 +20,7 @@ from ._format import Cassette, RecordedCall, overlap_groups
 from ._matching import Normalizer, RequestMatcher, echoed_headers
 from ._memo import Memo
 from ._redaction import Redactor, cookie_names
-from ._sse import ProtocolEnd
+from ._sse import ProtocolEnd, data_of
 
 __all__ = ["CONCURRENT", "ORDERINGS", "RETRYABLE_STATUSES", "SHOWN_DIFFERENCES", "ReplayEngine", "replay_headers"]
 
@@ -214,10 +214,13 @@ class ReplayEngine:
     def holds(self, index: int) -> tuple[int, ...]:
         """The calls the replayed stream of call ``index`` stays open for, after its recorded events, when it
         is an event stream that carried no end of its protocol (see ``ProtocolEnd``), so that only its
-        client or its server closing it ended it: when its client cut it (``closed_early``), the calls that
-        started while it was open; when its server closed it, the calls that were running then (the server
-        closed it in answer to one of them). MCP's GET event stream is one: open beside the session's POSTs,
-        closed by the server when it answers the DELETE, or cut by the client first. Ending it at once would
+        client or its server closing it ended it: when its client cut it (``closed_early``), or its server
+        closed it having sent no data (only its timing is there to replay), the calls that started while it
+        was open; when its server closed it after sending data, the calls that were still running then (it
+        may have closed it in answer to one of them; a stream that outlived a finished call replays in any
+        order, as before). MCP's GET event stream is one: open beside the session's POSTs, closed by the
+        server when it answers the DELETE (the two ends reach the client in either order), or cut by the
+        client first. Ending it at once would
         tell the client its server had closed it, and the client would open another, a request the
         recording doesn't have. It ends once those calls are played, or replay has ended at a miss
         (record-on-miss), or when the client closes it. None for other calls, and under ``reuse``
@@ -228,7 +231,7 @@ class ReplayEngine:
             call = calls[index]
             later = range(index + 1, len(calls))  # request lines come in call order
             found = tuple(itertools.takewhile(lambda i: calls[i].line < call.end_line, later))
-            if call.outcome == "complete":
+            if call.outcome == "complete" and data_of(b"".join(call.events)):
                 found = tuple(i for i in found if calls[i].end_line > call.end_line)
             if found and (self.reuse or call.outcome == "error" or not _open_ended(call)):
                 found = ()
