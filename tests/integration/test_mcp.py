@@ -110,8 +110,8 @@ def test_a_2026_session_records_and_replays(server: McpUpstream, tmp_path: Path)
 def test_a_slow_session_keeps_the_get_stream_open_in_replay(
     server: McpUpstream, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """Fixed: the GET stream, cut by the client while recording, ended in replay as if its server had closed
-    it, so the client reopened it after its reconnection delay with a GET the cassette doesn't have: a
+    """Fixed: the GET stream, open until the session closed while recording, ended at once in replay, so the
+    client reopened it after its reconnection delay with a GET the cassette doesn't have: a
     mismatch in any replayed session that took longer than that (a second by default). The delay is made a
     millisecond here, and the replayed session waits between its steps."""
     monkeypatch.setattr(mcp.client.streamable_http, "DEFAULT_RECONNECTION_DELAY_MS", 1)
