@@ -64,6 +64,7 @@ __all__ = [
     "VcrpyCassette",
     "add_compat_options",
     "allowed_hosts_of",
+    "guard_hosts",
     "compat_active",
     "configure_compat",
     "VcrRegistrations",
@@ -381,6 +382,11 @@ def allowed_hosts_of(request: pytest.FixtureRequest) -> list[str]:
     return []
 
 
+def guard_hosts(request: pytest.FixtureRequest) -> list[str]:
+    """The ``allowed_hosts`` fixture's regular expressions as rules of the option ``allowed_hosts`` (``re:``)."""
+    return [f"re:{pattern}" for pattern in request.getfixturevalue("allowed_hosts")]
+
+
 def _check_block_network_marker(request: pytest.FixtureRequest) -> pytest.Mark | None:
     marker: pytest.Mark | None = request.node.get_closest_marker("block_network")
     if marker is not None and (marker.args or set(marker.kwargs) - set(BLOCK_NETWORK_ARGUMENTS)):
@@ -502,7 +508,7 @@ class RecordingCompat:
         from ._guard import NetworkGuard  # lazily: only a guarded test loads it
 
         reason = "@pytest.mark.block_network" if marker is not None else "--block-network"
-        with NetworkGuard(request.getfixturevalue("allowed_hosts"), reason=reason):
+        with NetworkGuard(guard_hosts(request), reason=reason):
             yield
 
     @pytest.fixture
@@ -531,7 +537,7 @@ class RecordingCompat:
         )
         arguments = {
             "mode": compat_mode(request.config, config),
-            "allowed_hosts": request.getfixturevalue("allowed_hosts"),
+            "allowed_hosts": guard_hosts(request),
             **options,
         }
         arguments = with_run_options(request.config, arguments)

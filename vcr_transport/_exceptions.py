@@ -54,6 +54,10 @@ class CassetteError(VcrTransportError):
             message += f"\n  fix: {fix}"
         super().__init__(message)
 
+    def __reduce__(self) -> tuple[Any, ...]:
+        # Whole across processes (a multiprocessing worker's error reaches its parent pickled).
+        return (type(self), (self.path, self.line, self.problem, self.fix))
+
 
 class ReplayMismatch(VcrTransportError):
     """An incoming request differs from the recorded call it was compared with.

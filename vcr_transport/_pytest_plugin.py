@@ -26,7 +26,11 @@ cassetter's ``vcr`` so that both can be installed during a migration.)
   show the whole traceback). A passed test's cassette is checked when its body ends (``pytest_runtest_call``),
   so what it missed fails the test rather than its teardown.
 - In replay, the test can't reach the network: every in-process route beyond loopback (connect, UDP, DNS,
-  asyncio, the C socket class) raises NetworkBlockedError; see ``_guard.py``. Subprocesses are not covered.
+  asyncio, uvloop, the C socket class, DNS to port 53 and loopback proxies) raises NetworkBlockedError; see
+  ``_guard.py``. Subprocesses are not covered. ``block_network`` (marker, ``--vcr-block-network``, ini
+  ``vcr_block_network``, pyproject): ``False`` turns it off, ``"session"`` keeps a guard on between and after
+  replayed tests until the process ends (it is never stopped: an in-process pytester run with it leaves the
+  outer process guarded). ``allowed_hosts`` (marker, ini ``vcr_allowed_hosts``, pyproject) let hosts through.
 """
 
 from __future__ import annotations
@@ -43,7 +47,7 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from ._compat import add_compat_options, compat_active, configure_compat
+from ._compat import add_compat_options, compat_active, configure_compat, guard_hosts
 from ._config import PytestRun, cassette_folders, find_pyproject, published_run, read_settings
 from ._core._modes import MODES
 from ._core._options import Options
@@ -67,6 +71,10 @@ MARKER = "vcr_transport"
 MARKER_KWARGS = frozenset({"path", *Options.names("marker")})
 # The options that a pytest ini setting sets for the whole run (below the marker, above pyproject).
 RUN_OPTIONS = tuple(name for name in Options.names("marker") if Options.knob(name).ini)
+# Of those, the lists: the ini's items are added to the marker's.
+LIST_RUN_OPTIONS = tuple(name for name in RUN_OPTIONS if isinstance(getattr(Options(), name), tuple))
+# The command-line options that set a run-wide option (above the ini, below the marker).
+RUN_FLAGS = {"block_network": "vcr_block_network"}
 MAX_NAME = 100
 
 
@@ -78,13 +86,23 @@ def pytest_addoption(parser: pytest.Parser, pluginmanager: pytest.PytestPluginMa
         default=None,
         help="cassette mode for this run: " + ", ".join(MODES) + " (default: VCR_TRANSPORT_MODE, pyproject, auto)",
     )
+    group.addoption(
+        "--vcr-block-network",
+        choices=Options.knob("block_network").choices,
+        default=None,
+        help="the network guard of replayed tests: true (the default), false, or session (from the first "
+        "replayed test on, until the process ends: threads and atexit hooks too)",
+    )
     defaults = Options()
     for name in RUN_OPTIONS:
         knob = Options.knob(name)
+        if name in LIST_RUN_OPTIONS:
+            parser.addini(knob.ini, f"the option {name} for every test (added to the marker's)", type="args")
+            continue
+        compat = f"; {knob.compat} in the pytest-recording compatibility mode" if knob.has_compat_default else ""
         parser.addini(
             knob.ini,
-            f"the option {name} for every test: {', '.join(knob.choices)} (default: {getattr(defaults, name)}; "
-            f"{knob.compat} in the pytest-recording compatibility mode)",
+            f"the option {name} for every test: {', '.join(knob.choices)} (default: {getattr(defaults, name)}{compat})",
             default="",
         )
     add_compat_options(parser, pluginmanager)
@@ -123,6 +141,7 @@ _INCOMPLETE = pytest.StashKey[list[str]]()
 _CALL_FAILURE = pytest.StashKey[BaseException]()  # what failed the test: its recording is not saved
 _CASSETTE = pytest.StashKey["use_cassette"]()
 _CHECKED_AT_END = pytest.StashKey[bool]()  # the test's body passed; the cassette's check at its end failed it
+_SESSION_GUARD = pytest.StashKey[Any]()  # block_network="session": the guard between and after replayed tests
 _WORKER_DATA = "vcr_transport_run"
 
 
@@ -294,9 +313,10 @@ def pytest_runtest_call(item: pytest.Item) -> Any:
 @pytest.hookimpl(wrapper=True)
 def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Any:
     report = yield
+    # A test that failed, xfailed or skipped once its body started did not finish: its recording is not saved.
+    if report.when == "call" and call.excinfo is not None and (report.failed or report.skipped):
+        item.stash[_CALL_FAILURE] = call.excinfo.value
     if report.when == "call" and report.failed:
-        if call.excinfo is not None:
-            item.stash[_CALL_FAILURE] = call.excinfo.value
         cassette = item.stash.get(_CASSETTE, None)
         if cassette is not None and cassette.session is not None and call.excinfo is not None:
             _report_failure(item, call.excinfo, cassette, report)
@@ -345,13 +365,21 @@ def marker_cassette_path(node: pytest.Item, path: object) -> Path:
     return given if given.is_absolute() else Path(str(node.path)).parent / given
 
 
-def run_option(config: pytest.Config, name: str, given: object = None) -> str | None:
-    """A run-wide option (``RUN_OPTIONS``) for a test's cassette: the marker's (``given``), else its ini setting's,
-    else the compatibility mode's default (unless ``[tool.vcr_transport]`` sets one it may carry); None leaves
-    it to ``use_cassette`` (pyproject, then the option's default). A value that is not one of the option's
-    choices is a UsageError naming where it came from."""
+def run_option(config: pytest.Config, name: str, given: object = None) -> object:
+    """A run-wide option (``RUN_OPTIONS``) for a test's cassette: the marker's (``given``), else its command-line
+    option's (``RUN_FLAGS``), else its ini setting's, else the compatibility mode's default (unless
+    ``[tool.vcr_transport]`` sets one it may carry); None leaves it to ``use_cassette`` (pyproject, then the
+    option's default). A list option is the ini's items and then the marker's. A text value that is not one of
+    the option's choices is a UsageError naming where it came from."""
     knob = Options.knob(name)
-    value = given or config.getini(knob.ini)
+    if name in LIST_RUN_OPTIONS:
+        if given is not None and not isinstance(given, list | tuple):
+            return given  # not a list: Options refuses it, naming the option
+        return [*config.getini(knob.ini), *(given or ())] or None
+    if given is not None and not isinstance(given, str):
+        return given  # True or False on the marker: Options checks it
+    flag = RUN_FLAGS.get(name)
+    value = given or (config.getoption(flag, None) if flag else None) or config.getini(knob.ini)
     if value:
         if value not in knob.choices:
             where = f"@pytest.mark.{MARKER}({name}=...)" if given else f"the ini {knob.ini}"
@@ -373,20 +401,48 @@ def with_run_options(config: pytest.Config, arguments: Mapping[str, Any]) -> dic
     return resolved
 
 
+def _run_allowed_hosts(config: pytest.Config) -> list[str]:
+    """The allowed hosts of the run, not of one test: ``[tool.vcr_transport]``'s, then the ini's."""
+    settings = read_settings(find_pyproject())
+    return [*settings.get("allowed_hosts", ()), *config.getini(Options.knob("allowed_hosts").ini)]
+
+
 @contextlib.contextmanager
 def open_test_cassette(
     request: pytest.FixtureRequest, path: Path, arguments: Mapping[str, Any]
 ) -> Iterator[use_cassette]:
-    """The test's cassette, open while the test runs, guarded in replay. At teardown, unplayed calls are checked
-    only when the test's body ran and passed; a missing cassette no request asked for is not an error."""
+    """The test's cassette, open while the test runs, guarded in replay (``block_network``; with ``"session"``
+    the guard also holds between and after replayed tests, until the process ends). At teardown, unplayed
+    calls are checked only when the test's body ran and passed; a missing cassette no request asked for is not
+    an error."""
     from ._context import use_cassette  # lazily: the first test with a cassette loads the machinery
 
-    cassette = use_cassette(path, **{"block_network": True, "missing_ok_unused": True, **arguments})
+    arguments = {"missing_ok_unused": True, **arguments}
+    if "block_network" not in arguments and "block_network" not in read_settings(find_pyproject()):
+        arguments["block_network"] = True  # the plugin's default: a replayed test is guarded
+    cassette = use_cassette(path, **arguments)
     cassette.__enter__()
     request.node.stash[_CASSETTE] = cassette
+    config = request.config
+    session_guard = config.stash.get(_SESSION_GUARD, None)
+    if session_guard is not None and session_guard.active:
+        session_guard.stop()  # the test's own guard (started above) covers it, or the test needs the network
     try:
         yield cassette
     finally:
+        session = cassette.session
+        if (
+            session_guard is None
+            and session is not None
+            and session.options.block_network == "session"
+            and cassette.guarded
+        ):
+            from ._guard import NetworkGuard
+
+            session_guard = NetworkGuard(_run_allowed_hosts(config), reason="--vcr-block-network=session")
+            config.stash[_SESSION_GUARD] = session_guard
+        if session_guard is not None:
+            session_guard.start()  # before the test's guard stops: no gap; never stopped after the last test
         cassette.close(check=False, failure=request.node.stash.get(_CALL_FAILURE, None))
 
 
@@ -405,7 +461,7 @@ def vcr_cassette(request: pytest.FixtureRequest) -> Iterator[use_cassette]:
     path = marker_cassette_path(request.node, arguments.pop("path", None))
     arguments = with_run_options(request.config, arguments)
     if compat_active(request.config):  # pytest-recording's allowed hosts pass every guard, a cassette's too
-        arguments["allowed_hosts"] = request.getfixturevalue("allowed_hosts")
+        arguments["allowed_hosts"] = [*arguments.get("allowed_hosts", ()), *guard_hosts(request)]
     with open_test_cassette(request, path, arguments) as cassette:
         yield cassette
 

@@ -24,10 +24,11 @@ from ._core._conversation import request_label
 from ._core._format import lines_before_call, lines_of_calls
 from ._core._modes import Decision, Mode, Step
 from ._core._options import Options
+from ._core._redaction import RedactWithError
 from ._exceptions import CassetteError, ReplayMismatch, UnplayedCallsError
 from ._http import header_pairs, library_of
 from ._lifecycle import AsyncTransport, ClosingSides, SyncTransport, TransportBase, TransportLifecycle, propagating
-from ._recording import AsyncRecordingTransport, CassetteRecorder, RecordingTransport
+from ._recording import AsyncRecordingTransport, CassetteRecorder, RecordingTransport, forked_child_error
 from ._replay import Replayer, answers_with_error_response, error_response, kept_out
 
 if TYPE_CHECKING:
@@ -92,6 +93,7 @@ class CassetteSession:
         self.options = dataclasses.replace(options, ordered=False, on_mismatch="raise") if serving else options
         self.record_hint = record_hint
         self.run = run
+        self.pid = os.getpid()  # a forked child replays from the session, never records into its cassette
         self._recorder: CassetteRecorder | None = None
         self.closed = False
         self.refused = 0  # requests answered with the cassette's diagnostic (a missing or unreadable cassette)
@@ -156,6 +158,8 @@ class CassetteSession:
         the first new request, so the calls recorded next count as concurrent with them and the cassette
         replays in the orders this run can take. Else (the cassette recorded afresh, or served and appended
         to) the calls before ``call_index``."""
+        if os.getpid() != self.pid:  # record-on-miss in a forked child: the cassette is its parent's
+            raise forked_child_error(str(self.path), self.pid)
         engine = self.replayer.engine if self.replayer is not None else None
         deferred: list[bytes] = []
         if engine is not None and engine.kept is not None:
@@ -230,6 +234,12 @@ class CassetteSession:
 
     def _note_sent(self, request: Any, body: bytes) -> None:
         # What a test reads here is printed by a failing assert: values redacted as the cassette's are.
+        try:
+            self._note_redacted(request, body)
+        except RedactWithError:
+            pass  # a redact_with function that fails: the recording says so when it closes; the call goes on
+
+    def _note_redacted(self, request: Any, body: bytes) -> None:
         redactor = self.options.redactor()
         pairs = header_pairs(request.headers)
         headers = redactor.redact_headers(pairs)

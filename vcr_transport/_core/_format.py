@@ -39,6 +39,7 @@ from .._exceptions import CassetteError
 __all__ = [
     "FORMAT_VERSION",
     "HTTP_VERSIONS",
+    "HELD_LINE_BYTES",
     "MAX_LINE_BYTES",
     "MAX_NESTING",
     "OUTCOMES",
@@ -62,6 +63,8 @@ __all__ = [
     "line_place",
     "lines_before_call",
     "lines_of_calls",
+    "foreign_file",
+    "load_outline",
     "load_streaming",
     "overlap_groups",
     "problems",
@@ -75,6 +78,9 @@ HTTP_VERSIONS = ("HTTP/0.9", "HTTP/1.0", "HTTP/1.1", "HTTP/2", "HTTP/3")
 # The longest line a reader accepts (an event carries one chunk; a request its whole body). A longer line is
 # refused before it is read whole, so a damaged or hostile file can't make a reader hold it all in memory.
 MAX_LINE_BYTES = 256 * 1024 * 1024
+# A line longer than this is measured, not held, until its end, then read again from the file (when the reader
+# can): a file with one endless line costs this much memory, not MAX_LINE_BYTES.
+HELD_LINE_BYTES = 8 * 1024 * 1024
 # The deepest nesting of a request's JSON body: matching and redaction walk it recursively.
 MAX_NESTING = 100
 _MAX_INDEX = 2**53
@@ -502,15 +508,54 @@ def _too_long(path: str, number: int) -> CassetteError:
     return CassetteError(
         path,
         number,
-        f"the line is longer than {MAX_LINE_BYTES:,} bytes, the most a reader accepts",
-        "the file is damaged or not a cassette; re-record it",
+        f"line {number} is longer than {MAX_LINE_BYTES:,} bytes, the most a reader accepts",
+        "the file is damaged or not a cassette: restore it from version control, or re-record it",
     )
+
+
+_CONFLICT_MARKERS = (b"<<<<<<<", b">>>>>>>", b"|||||||")
+
+
+def foreign_file(path: str, number: int, line: bytes) -> CassetteError | None:
+    """The CassetteError for a line that shows the file is something else than a damaged cassette, with the
+    fix that gets the cassette back: a byte order mark, a git merge-conflict marker, a Git LFS pointer."""
+    if number == 1 and line.startswith((b"\xef\xbb\xbf", b"\xff\xfe", b"\xfe\xff")):
+        return CassetteError(
+            path,
+            1,
+            "the file starts with a byte order mark (BOM); a cassette is UTF-8 without one",
+            "remove the BOM (an editor saved the file as 'UTF-8 with BOM'): save it as plain UTF-8, or "
+            f"`sed -i '1s/^\\xEF\\xBB\\xBF//' {path}`",
+        )
+    if line.startswith(_CONFLICT_MARKERS) or line.rstrip(b"\r\n") == b"=======":
+        marker = line.rstrip(b"\r\n")[:60].decode("utf-8", "replace")
+        return CassetteError(
+            path,
+            number,
+            f"line {number} is a git merge-conflict marker ({marker!r}): the file holds both sides of a conflict",
+            f"resolve the conflict: keep one side whole (`git checkout --ours {path}` or `--theirs`) and "
+            "`git add` it, or re-record the cassette; its lines don't merge one by one",
+        )
+    if number == 1 and line.startswith(b"version https://git-lfs.github.com/spec/"):
+        return CassetteError(
+            path,
+            1,
+            "the file is a Git LFS pointer, not the cassette it stands for",
+            "run `git lfs pull` to fetch the cassette (`git lfs install` first, if Git LFS is new here)",
+        )
+    return None
 
 
 def load_streaming(path: str, blocks: Iterable[bytes], source: ChunkSource | None) -> Cassette:
     """A cassette read block by block. With a ``source`` the chunks are read from it when replayed; without,
     only the outline is kept (calls, statuses, outcomes, no chunks): every line is validated either way."""
-    return Parser(path, "lazy" if source is not None else "outline", source).read(blocks)
+    return Parser(path, "lazy" if source is not None else "outline", source).read(blocks, source)
+
+
+def load_outline(path: str, blocks: Iterable[bytes], file: ChunkSource | None = None) -> Cassette:
+    """The outline of a cassette read block by block (calls, statuses, outcomes, no chunks). ``file``: the
+    file the blocks come from, read again at a line longer than HELD_LINE_BYTES (see ``Parser.runs``)."""
+    return Parser(path, "outline").read(blocks, file)
 
 
 _FIELD_AT = re.compile(r"^(.*?)(?: - at `\$(.*)`)?$", re.DOTALL)
@@ -544,24 +589,42 @@ class Parser:
             CallEndLine: self._line_call_end,
         }
 
-    def read(self, blocks: Iterable[bytes]) -> Cassette:
-        """The cassette in ``blocks`` (consecutive blocks of the file's bytes), every line checked."""
-        for run in self.runs(blocks):
+    def read(self, blocks: Iterable[bytes], file: ChunkSource | None = None) -> Cassette:
+        """The cassette in ``blocks`` (consecutive blocks of the file's bytes), every line checked. ``file``:
+        where the blocks come from, for a long line (see ``runs``)."""
+        for run in self.runs(blocks, file):
             self.take(run)
         return self.finish()
 
     def fail(self, line: int | None, problem: str, fix: str = "") -> CassetteError:
         return CassetteError(self.path, line, problem, fix)
 
-    def runs(self, blocks: Iterable[bytes]) -> Iterator[bytes]:
+    def runs(self, blocks: Iterable[bytes], file: ChunkSource | None = None) -> Iterator[bytes]:
         """Runs of whole lines (each with its newline) of a file given as consecutive blocks of bytes, for
         ``take``, which numbers their lines on from those taken so far. A block that ends with a newline is
         a run as it is (not copied: a cassette held in memory is one block). Raises for a line longer than
-        ``MAX_LINE_BYTES`` as soon as it gets that long (without holding more of it), and for a last line
-        cut off before its newline."""
+        ``MAX_LINE_BYTES`` as soon as it gets that long, and for a last line cut off before its newline.
+        With ``file`` (what the blocks are read from), a line is held only up to HELD_LINE_BYTES: past that
+        it is measured as it goes by, and read again from ``file`` when it ends within MAX_LINE_BYTES; so a
+        file with one endless line costs HELD_LINE_BYTES of memory."""
         parts: list[bytes] = []  # the start of a line that continues in the next block
         pending = 0  # its length
+        offset = 0  # where the next block starts in the file
+        measured = -1  # where the line being measured (not held) starts, or -1
         for block in blocks:
+            offset += len(block)
+            if measured >= 0 and file is not None:
+                first = block.find(b"\n")
+                if first < 0:
+                    pending += len(block)
+                    if pending > MAX_LINE_BYTES:
+                        raise _too_long(self.path, self.number + 1)
+                    continue
+                if pending + first > MAX_LINE_BYTES:
+                    raise _too_long(self.path, self.number + 1)
+                yield file.read(measured, measured + pending + first + 1)
+                measured, pending = -1, 0
+                block = block[first + 1 :]
             cut = block.rfind(b"\n") + 1
             if cut:
                 run = block if cut == len(block) else block[:cut]
@@ -579,6 +642,8 @@ class Parser:
                 pending += len(block)
                 if pending > MAX_LINE_BYTES:
                     raise _too_long(self.path, self.number + 1)
+                if file is not None and pending > HELD_LINE_BYTES:
+                    measured, parts = offset - pending, []
         if pending:
             raise self.fail(
                 self.number + 1, "the last line is cut off (no newline): the recording was interrupted", _RERECORD
@@ -626,6 +691,9 @@ class Parser:
                 elif checking:
                     handlers[obj.__class__](number, obj)
             except (msgspec.MsgspecError, RecursionError, ValueError, CassetteError) as error:
+                foreign = foreign_file(self.path, number, line)
+                if foreign is not None:  # the whole file is something else: this is all there is to say
+                    raise foreign from None
                 problem = self._problem(number, line, error)
                 if problems is None:
                     raise problem from None
@@ -790,18 +858,22 @@ def _finding(error: CassetteError) -> Finding:
     return Finding(error.path, error.line, error.problem, error.fix)
 
 
-def problems(path: str, blocks: Iterable[bytes]) -> Iterator[Finding]:
+def problems(path: str, blocks: Iterable[bytes], file: ChunkSource | None = None) -> Iterator[Finding]:
     """Every unreadable or malformed line, then the first structural problem (a missing call_end, a line out
-    of order), then notes on incomplete calls when there was no problem. Reads block by block: memory stays
-    bounded by the longest line and the number of calls."""
+    of order), then notes on incomplete calls when there was no problem; a file that is something else (a
+    BOM, a merge conflict, a Git LFS pointer) gets its one finding there. Reads block by block: memory stays
+    bounded by the longest line (HELD_LINE_BYTES past the longest a reader accepts, with ``file``, which the
+    blocks come from) and the number of calls."""
     parser = Parser(path, "outline")
     found: list[CassetteError] = []
+    shown = 0
     try:
-        for run in parser.runs(blocks):
-            before = len(found)
+        for run in parser.runs(blocks, file):
             parser.take(run, problems=found)
-            yield from map(_finding, found[before:])
-    except CassetteError as error:  # a line too long, or cut off
+            yield from map(_finding, found[shown:])
+            shown = len(found)
+    except CassetteError as error:  # a line too long, or cut off; a file that is something else
+        yield from map(_finding, found[shown:])
         yield _finding(error)
         return
     if found:

@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Any, Literal, NamedTuple
 
 from .._exceptions import CassetteError
 from ._faults import Fault, parse_fault
+from ._hosts import parse_host_rules
 from ._modes import ENVIRONMENT_VARIABLE, MODES, PASSTHROUGH_ANSWERS, Mode, check_mode, parse_passthrough_rule
 
 if TYPE_CHECKING:
@@ -216,27 +217,78 @@ def compile_patterns(patterns: Iterable[Any], where: str) -> tuple[re.Pattern[st
     return tuple(compiled)
 
 
+# Texts a pattern is tried on for a match of no characters (a lookahead may need one of them after it).
+_EMPTY_MATCH_SAMPLES = ("", " ", "a", "Z", "0", "-", "_", "\n", "sk-abc123", "Bearer x.y", '{"k": "v"}', "é")
+
+
+def refuse_empty_matches(patterns: Iterable[str | re.Pattern[str]], where: str) -> None:
+    """A ValueError naming the first pattern that matches the empty string (``a*``, ``(x)?``, ``^``): its
+    substitution would put its replacement between every two characters of every string."""
+    for pattern in patterns:
+        compiled = re.compile(pattern)
+        if any(m.start() == m.end() for sample in _EMPTY_MATCH_SAMPLES for m in compiled.finditer(sample)):
+            shown = compiled.pattern
+            raise ValueError(
+                f"{where}: pattern {shown!r} matches the empty string, so it would be substituted between every "
+                "two characters of every string; make it match at least one character (+ rather than *, no ? "
+                "or lookaround alone)"
+            )
+
+
 class _Regexes:
-    """A list of regular expressions (text, or compiled ones when ``compiled_ok``), kept as given.
-    ``bare``: messages name the option without the word "option" (as the network guard's always have)."""
+    """A list of regular expressions (text or compiled ones), kept as given."""
 
     values = "a list of regular expressions"
+    accepts = "Iterable[str | re.Pattern[str]]"
 
-    def __init__(self, *, compiled_ok: bool = True, bare: bool = False) -> None:
-        self.compiled_ok = compiled_ok
-        self.bare = bare
-        self.accepts = "Iterable[str | re.Pattern[str]]" if compiled_ok else "Iterable[str]"
+    def __init__(self, *, substituted: bool = False) -> None:
+        self.substituted = substituted  # its matches are replaced: one that matches nothing is refused
 
     def __call__(self, value: Any, name: str, where: str) -> tuple[Any, ...]:
-        label = f"{where}: {name}" if self.bare else f"{where}: option {name}"
-        if self.bare and (isinstance(value, str | bytes) or not isinstance(value, Iterable)):
-            raise TypeError(f"{label} must be a list of regular expressions, not {value!r}")
         items = _items(value, name, where)
-        allowed = (str, re.Pattern) if self.compiled_ok else (str,)
-        if not all(isinstance(item, allowed) for item in items):
+        if not all(isinstance(item, str | re.Pattern) for item in items):
             raise _wrong(where, name, "a list of regular expressions", value)
+        label = f"{where}: option {name}"
         compile_patterns((item for item in items if isinstance(item, str)), label)
+        if self.substituted:
+            refuse_empty_matches(items, label)
         return items
+
+
+class _Hosts:
+    """``allowed_hosts``: host rules as ``_hosts.parse_host_rules`` reads them."""
+
+    values: str = (
+        "a list of host globs (`db`, `*.internal`, `10.0.0.*`; `:port` for one port: `localhost:5432`), "
+        "address networks (`10.0.0.0/8`), or `re:` and a regular expression"
+    )
+    accepts: str = "Iterable[str]"
+
+    def __call__(self, value: Any, name: str, where: str) -> tuple[str, ...]:
+        items = _items(value, name, where, "a list of host globs")
+        if not all(isinstance(item, str) and item for item in items):
+            raise _wrong(where, name, "a list of host globs (non-empty text)", value)
+        try:
+            parse_host_rules(items)
+        except ValueError as error:
+            raise ValueError(f"{where}: option {name}: {error}") from None
+        return items
+
+
+class _BlockNetwork:
+    """``block_network``: True, False or ``"session"``; as text (the ini, the command line) also ``true`` and
+    ``false``."""
+
+    values: str = "`True`, `False`, `'session'`"
+    accepts: str = 'bool | Literal["session"]'
+    choices: tuple[str, ...] = ("true", "false", "session")
+
+    def __call__(self, value: Any, name: str, where: str) -> bool | str:
+        if value is True or value is False or value == "session":
+            return value  # type: ignore[no-any-return]
+        if isinstance(value, str) and value.lower() in ("true", "false"):
+            return value.lower() == "true"
+        raise _wrong(where, name, "True, False or 'session'", value)
 
 
 class _Functions:
@@ -278,6 +330,7 @@ class _Replacements:
                 raise _wrong(where, name, "a list of (regular expression, replacement) pairs", value)
             pairs.append((pair[0], pair[1]))
         compile_patterns((pattern for pattern, _ in pairs if isinstance(pattern, str)), f"{where}: option {name}")
+        refuse_empty_matches((pattern for pattern, _ in pairs), f"{where}: option {name}")
         return tuple(pairs)
 
 
@@ -312,6 +365,8 @@ Check = (
     | _MatchOn
     | _Strings
     | _Regexes
+    | _Hosts
+    | _BlockNetwork
     | _Functions
     | _Faults
     | _Ordered
@@ -358,7 +413,7 @@ class Knob(NamedTuple):
     @property
     def choices(self) -> tuple[str, ...]:
         """The values of an option that takes one of a few names (empty for the others)."""
-        return self.check.choices if isinstance(self.check, _Choice) else ()
+        return self.check.choices if isinstance(self.check, _Choice | _BlockNetwork) else ()
 
 
 def _option(default: Any, help: str, check: Check, *entries: Entry, **where: Any) -> Any:
@@ -510,18 +565,24 @@ class Options:
     )
     redact_patterns: tuple[str | re.Pattern[str], ...] = _option(
         (),
-        "more regular expressions whose matches are secrets",
-        _Regexes(),
+        "more regular expressions whose matches are secrets (one that matches the empty string is refused)",
+        _Regexes(substituted=True),
         *_EVERYWHERE,
         pyproject="adds",
     )
     redact_with: tuple[Callable[[str], str], ...] = _option(
-        (), "functions that get every string and return it with their secrets replaced", _Functions(), *_EVERYWHERE
+        (),
+        "functions that get every string and return it with their secrets replaced (one that raises or returns "
+        "a non-string breaks the recording, never the live call: closing raises a CassetteError naming it)",
+        _Functions(),
+        *_EVERYWHERE,
     )
     keep_failures: bool = _option(
         False,
-        "keep calls that got no response or a 401/403, and recordings whose block ended with an exception "
-        "(never one cut by Ctrl-C or an exit); by default such a recording leaves the older cassette as it was",
+        "keep calls that got no response or a 401/403, recordings worse than the complete cassette they "
+        "replace (a call ended closed_early or error, a last answer of 429/5xx where the older cassette's "
+        "got a success), and recordings whose block ended with an exception (never one cut by Ctrl-C or an "
+        "exit); by default such a recording leaves the older cassette as it was",
         _FLAG,
         *_EVERYWHERE,
     )
@@ -558,23 +619,30 @@ class Options:
         ini="vcr_unplayed",
         compat="ignore",
     )
-    block_network: bool = _option(
+    block_network: bool | str = _option(
         False,
-        "in replay, the network guard for the block: every route beyond loopback raises "
-        "NetworkBlockedError (always on for a test's cassette under the pytest plugin)",
-        _FLAG,
+        "in replay, the network guard for the block: every route beyond loopback, DNS (port 53) to any address "
+        "and loopback proxies raise NetworkBlockedError (on for a test's cassette under the pytest plugin; False "
+        "on the marker turns it off for that test). 'session': under the plugin, from the first replayed test "
+        "on the guard stays on until the process ends (threads and atexit hooks of replayed tests too), paused "
+        "only while a test records or turns it off; elsewhere as True",
+        _BlockNetwork(),
         "block",
-        marker=False,
-        flags=("compat: --block-network, @pytest.mark.block_network",),
+        pyproject="fills",
+        ini="vcr_block_network",
+        flags=("--vcr-block-network", "compat: --block-network, @pytest.mark.block_network"),
         shown="`False` (the plugin: `True`)",
     )
     allowed_hosts: tuple[str, ...] = _option(
         (),
-        "regular expressions of hosts the network guard lets through, matched from the start of the host "
-        "(pytest-recording's --allowed-hosts)",
-        _Regexes(compiled_ok=False, bare=True),
+        "hosts a replay block's network guard lets through: a glob of a name or an address (a name is "
+        "resolved only when allowed, and the addresses it resolved to are then reachable), with :port for one "
+        "port only, else every port (53 too); an address network; 're:' and a regular expression matched "
+        "from the start (pytest-recording's --allowed-hosts)",
+        _Hosts(),
         "block",
-        marker=False,
+        pyproject="adds",
+        ini="vcr_allowed_hosts",
         flags=("compat: --allowed-hosts, vcr_config",),
     )
     missing_ok_unused: bool = _option(

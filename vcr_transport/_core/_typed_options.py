@@ -113,7 +113,7 @@ class BlockOptions(TypedDict, total=False):
     keep_failures: bool
     plain_bodies: bool
     unplayed: Literal["error", "warn", "ignore", "partial"]
-    block_network: bool
+    block_network: bool | Literal["session"]
     allowed_hosts: Iterable[str]
     missing_ok_unused: bool
 
@@ -145,6 +145,6 @@ class EveryOption(TypedDict, total=False):
     plain_bodies: bool
     mode: Mode | None
     unplayed: Literal["error", "warn", "ignore", "partial"]
-    block_network: bool
+    block_network: bool | Literal["session"]
     allowed_hosts: Iterable[str]
     missing_ok_unused: bool
