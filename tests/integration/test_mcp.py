@@ -139,3 +139,15 @@ def test_a_session_against_another_port_replays_with_the_port_normalized(server:
     with vcr_transport.use_cassette(path, mode="replay", unplayed="error", normalize_patterns=loopback) as used:
         assert asyncio.run(mcp_session(moved)) == recorded
     assert used.session is not None and used.session.first_mismatch is None
+
+
+def test_a_re_recorded_session_replaces_the_older_one(server: McpUpstream, tmp_path: Path) -> None:
+    """ "Never worse" keeps an older complete cassette from a recording with a call cut short: the GET stream's
+    outcome must not depend on who closed it first, or a re-record would be refused (a warning) at random."""
+    path = tmp_path / "mcp.jsonl"
+    ids = []
+    for _ in range(3):
+        with vcr_transport.use_cassette(path, mode="record"):
+            asyncio.run(mcp_session(server.url))
+        ids.append(dict(cassette_lines(path)[2]["headers"])["mcp-session-id"])
+    assert len(set(ids)) == 3, "each re-record replaced the cassette"
