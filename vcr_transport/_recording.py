@@ -154,13 +154,14 @@ class _Recording:
         plain_bodies: bool,
         matcher: RequestMatcher,
         deferred_lines: Sequence[bytes] = (),
+        early_stop_ok: bool = False,
     ) -> None:
         self.path = path
         self.redactor = redactor
         self.matcher = matcher
         self.keep_failures = keep_failures
         self.plain_bodies = plain_bodies
-        self.book = CallBook(first_index, kept_calls=first_index if kept_lines else 0)
+        self.book = CallBook(first_index, kept_calls=first_index if kept_lines else 0, early_stop_ok=early_stop_ok)
         self._kept_lines = list(kept_lines)
         self._deferred_lines = list(deferred_lines)
         self._lock = threading.Lock()
@@ -333,6 +334,7 @@ class CassetteRecorder:
         plain_bodies: bool = True,
         matcher: RequestMatcher | None = None,
         deferred_lines: Sequence[bytes] = (),
+        early_stop_ok: bool = False,
     ) -> None:
         """``kept_lines`` (calls replayed before a miss) are copied byte for byte; new calls then start at
         ``first_index``; ``deferred_lines`` (kept calls' call_end lines) are written after the first new
@@ -342,7 +344,8 @@ class CassetteRecorder:
         or an exit). ``plain_bodies`` asks the
         upstream for uncompressed responses. ``matcher`` says which requests are the same as the older
         cassette's (default: matching's defaults): a call recorded again with the same request and response
-        keeps its old lines byte for byte (see ``close``)."""
+        keeps its old lines byte for byte (see ``close``). ``early_stop_ok``: a call the code closed early is
+        marked an intended early stop."""
         global _exit_hook_installed
         self.path = os.fspath(path)
         self._recording = _Recording(
@@ -354,6 +357,7 @@ class CassetteRecorder:
             plain_bodies,
             matcher or RequestMatcher(),
             deferred_lines,
+            early_stop_ok,
         )
         self._finalizer = weakref.finalize(self, self._recording.finish, None)
         self._finalizer.atexit = False
@@ -386,6 +390,7 @@ class CassetteRecorder:
             keep_failures=options.keep_failures,
             plain_bodies=options.plain_bodies,
             matcher=options.matcher(),
+            early_stop_ok=options.early_stop_ok,
         )
 
     @property

@@ -115,6 +115,7 @@ class CallBook:
     interrupted: str = ""
     broken: str = ""
     broken_fix: str = ""
+    early_stop_ok: bool = False  # a call closed early is an intended early stop (Options.early_stop_ok)
     _next: int = -1
 
     def __post_init__(self) -> None:
@@ -332,7 +333,11 @@ class CallRecording:
             batch = self._body.finish(batch)  # is taken in at once
         outcome = self.record.outcome
         assert outcome is not None, "close ended the call"
-        end = encode_line(call_end_line(self.index, self.written + len(batch), outcome, self._error))
+        end = encode_line(
+            call_end_line(
+                self.index, self.written + len(batch), outcome, self._error, early_stop_ok=self.book.early_stop_ok
+            )
+        )
         lines = self._events(batch)
         if lines:
             lines[-1] += end

@@ -7,7 +7,11 @@ One JSON object per line, written as things happen:
     request    {"type": "request", "call_index", "method", "url", "headers": [[name, value]...], "body"}
     response   {"type": "response", "call_index", "status", "headers", "http_version"}
     event      {"type": "event", "call_index", "event_index", "t", "text" | "base64"}
-    call_end   {"type": "call_end", "call_index", "event_count", "outcome", "error"?}
+    call_end   {"type": "call_end", "call_index", "event_count", "outcome", "error"?, "early_stop"?}
+
+``outcome`` is ``complete``, ``closed_early`` (the code closed the response before its end) or ``error``.
+``"early_stop": "intended"`` (only with ``closed_early``) says the test that recorded it stopped the stream on
+purpose (``early_stop_ok``): ``verify --strict`` accepts such a call, and still refuses an accidental one.
 
 A request body is ``null``, ``{"json": value}``, ``{"text": str}`` or ``{"base64": str}``.
 
@@ -27,7 +31,7 @@ import datetime
 import io
 import json
 import re
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Annotated, Any, Literal, Protocol, overload
 from urllib.parse import urlsplit
@@ -40,6 +44,7 @@ __all__ = [
     "FORMAT_VERSION",
     "HTTP_VERSIONS",
     "HELD_LINE_BYTES",
+    "INTENDED",
     "MAX_LINE_BYTES",
     "MAX_NESTING",
     "OUTCOMES",
@@ -58,6 +63,7 @@ __all__ = [
     "call_end_line",
     "encode_line",
     "event_lines",
+    "header_age_days",
     "header_line",
     "header_problem",
     "line_place",
@@ -100,6 +106,8 @@ Method = Annotated[str, msgspec.Meta(pattern=_TOKEN)]
 HeaderPair = tuple[str, str]
 HttpVersion = Literal["HTTP/0.9", "HTTP/1.0", "HTTP/1.1", "HTTP/2", "HTTP/3"]
 Outcome = Literal["complete", "closed_early", "error"]
+EarlyStop = Literal["intended"]
+INTENDED = "intended"
 
 
 class _Line(msgspec.Struct, tag_field="type", gc=False):
@@ -198,10 +206,13 @@ class CallEndLine(_Line, tag="call_end", forbid_unknown_fields=True):
     event_count: Index
     outcome: Outcome
     error: ErrorInfo | None = None
+    early_stop: EarlyStop | msgspec.UnsetType = msgspec.UNSET
 
     def __post_init__(self) -> None:
         if (self.outcome == "error") != (self.error is not None):
             raise ValueError("'error' {class, message} is there exactly when the outcome is 'error'")
+        if self.early_stop is not msgspec.UNSET and self.outcome != "closed_early":
+            raise ValueError("'early_stop' is there only when the outcome is 'closed_early'")
 
 
 Line = HeaderLine | RequestLine | ResponseLine | EventLine | CallEndLine
@@ -296,6 +307,21 @@ def header_line(versions: dict[str, str] | None = None, **metadata: Any) -> dict
     return line
 
 
+def header_age_days(header: Mapping[str, Any], now: datetime.datetime) -> float | None:
+    """How many days before ``now`` the cassette was recorded (its header's ``created``); None when the header
+    says no time, or none that parses (an imported cassette's may carry none)."""
+    created = header.get("created")
+    if not isinstance(created, str):
+        return None
+    try:
+        when = datetime.datetime.fromisoformat(created)
+    except ValueError:
+        return None
+    if when.tzinfo is None:
+        when = when.replace(tzinfo=datetime.UTC)
+    return (now - when).total_seconds() / 86400
+
+
 def request_line(
     call_index: int, method: str, url: str, headers: Sequence[tuple[str, str]], body: StoredBody
 ) -> dict[str, Any]:
@@ -322,9 +348,15 @@ def response_line(
 
 
 def call_end_line(
-    call_index: int, event_count: int, outcome: str, error: tuple[str, str] | None = None
+    call_index: int,
+    event_count: int,
+    outcome: str,
+    error: tuple[str, str] | None = None,
+    *,
+    early_stop_ok: bool = False,
 ) -> dict[str, Any]:
-    """The end of a call; ``error`` is (class name, message) when the outcome is ``error``."""
+    """The end of a call; ``error`` is (class name, message) when the outcome is ``error``. ``early_stop_ok``:
+    a ``closed_early`` call is marked ``"early_stop": "intended"`` (the test stopped it on purpose)."""
     line: dict[str, Any] = {
         "type": "call_end",
         "call_index": call_index,
@@ -333,6 +365,8 @@ def call_end_line(
     }
     if error is not None:
         line["error"] = {"class": error[0], "message": error[1]}
+    if early_stop_ok and outcome == "closed_early":
+        line["early_stop"] = INTENDED
     return line
 
 
@@ -448,6 +482,7 @@ class RecordedCall:
     outcome: str | None = None
     error_class: str = ""
     error_message: str = ""
+    early_stop: str = ""  # "intended": the recording test stopped it on purpose (closed_early only)
     line: int = 0
     event_total: int = 0
     end_line: int = 0  # the line of its call_end: what calls overlapped while recording (``overlap_groups``)
@@ -456,6 +491,11 @@ class RecordedCall:
     @property
     def complete(self) -> bool:
         return self.outcome == "complete"
+
+    @property
+    def stopped_on_purpose(self) -> bool:
+        """Closed early by the recording test, which said it meant to (``"early_stop": "intended"``)."""
+        return self.outcome == "closed_early" and self.early_stop == INTENDED
 
     @property
     def events(self) -> Sequence[bytes]:
@@ -815,6 +855,8 @@ class Parser:
             call.error_class = obj.error.class_
             call.error_message = obj.error.message
         call.outcome = obj.outcome
+        if obj.early_stop is not msgspec.UNSET:
+            call.early_stop = obj.early_stop
         call.end_line = number
         self.streaming.pop(call.index, None)
 
@@ -848,6 +890,8 @@ class Finding:
     problem: str
     fix: str = ""
     incomplete: bool = False
+    call: int | None = None  # the call of a note on an incomplete call
+    outcome: str = ""  # its outcome
 
     def __str__(self) -> str:
         where = self.path if self.line is None else f"{self.path}:{self.line}"
@@ -884,11 +928,12 @@ def problems(path: str, blocks: Iterable[bytes], file: ChunkSource | None = None
         yield _finding(error)
         return
     for call in cassette.calls:
+        if call.stopped_on_purpose:
+            continue  # the test that recorded it said so: no problem, even for verify --strict
         if not call.complete:
             detail = f": {call.error_class}" if call.outcome == "error" else ""
-            yield Finding(
-                path, None, f"call {call.index} ({call.method} {call.url}) ended {call.outcome}{detail}", "", True
-            )
+            ended = f"call {call.index} ({call.method} {call.url}) ended {call.outcome}{detail}"
+            yield Finding(path, None, ended, "", True, call.index, call.outcome or "")
         else:
             yield from _lost_bodies(path, call)
 

@@ -41,6 +41,7 @@ __all__ = [
     "CAUGHT_MISMATCH_ACTIONS",
     "COMPAT_INI",
     "ENTRIES",
+    "EXPIRY_ACTIONS",
     "MISMATCH_ACTIONS",
     "PARSE_CACHE_VARIABLE",
     "SETTINGS",
@@ -51,6 +52,7 @@ __all__ = [
     "compile_patterns",
     "options_table",
     "pyproject_names",
+    "registration_module",
     "typed_options_module",
     "unknown_settings",
 ]
@@ -64,6 +66,9 @@ CaughtMismatchAction = Literal["raise", "ignore"]
 # What recorded calls that no request asked for do when the block or the test ends.
 UNPLAYED_ACTIONS = ("error", "warn", "ignore", "partial")
 UnplayedAction = Literal["error", "warn", "ignore", "partial"]
+# What a replayed cassette older than max_age does.
+EXPIRY_ACTIONS = ("warn", "fail", "record-on-miss")
+ExpiryAction = Literal["warn", "fail", "record-on-miss"]
 PARSE_CACHE_VARIABLE = "VCR_TRANSPORT_PARSE_CACHE"
 CACHE_DIR_VARIABLE = "VCR_TRANSPORT_CACHE_DIR"
 CASSETTE_DIR_SETTING = "cassette_dir"
@@ -124,6 +129,30 @@ class _Seconds:
         if not math.isfinite(value) or value < 0:
             raise ValueError(f"{where}: option {name} must be a finite number >= 0, not {value!r}")
         return float(value)
+
+
+class _Days:
+    values: str = "days (a number > 0), `None`"
+    accepts: str = "float | None"
+
+    def __call__(self, value: Any, name: str, where: str) -> float | None:
+        if value is None:
+            return None
+        if isinstance(value, bool) or not isinstance(value, int | float):
+            raise _wrong(where, name, "a number of days or None", value)
+        if not math.isfinite(value) or value <= 0:
+            raise ValueError(f"{where}: option {name} must be a finite number of days > 0, not {value!r}")
+        return float(value)
+
+    def from_text(self, text: str, where: str) -> float:
+        """A value as an ini setting gives it (text)."""
+        try:
+            number = float(text)
+        except ValueError:
+            raise ValueError(f"{where} must be a number of days, not {text!r}") from None
+        if not math.isfinite(number) or number <= 0:
+            raise ValueError(f"{where} must be a finite number of days > 0, not {text!r}")
+        return number
 
 
 class _Choice:
@@ -360,6 +389,7 @@ class _Faults:
 Check = (
     _Flag
     | _Seconds
+    | _Days
     | _Choice
     | _Mode
     | _MatchOn
@@ -414,6 +444,15 @@ class Knob(NamedTuple):
     def choices(self) -> tuple[str, ...]:
         """The values of an option that takes one of a few names (empty for the others)."""
         return self.check.choices if isinstance(self.check, _Choice | _BlockNetwork) else ()
+
+    def from_text(self, text: str, where: str) -> Any:
+        """The value of a setting given as text (a pytest ini setting); a wrong one is a ValueError that
+        starts with ``where``. Only options with choices or a number of days are set this way."""
+        if isinstance(self.check, _Days):
+            return self.check.from_text(text, where)
+        if text not in self.choices:
+            raise ValueError(f"{where} must be one of {', '.join(self.choices)}, not {text!r}")
+        return text
 
 
 def _option(default: Any, help: str, check: Check, *entries: Entry, **where: Any) -> Any:
@@ -586,6 +625,14 @@ class Options:
         _FLAG,
         *_EVERYWHERE,
     )
+    early_stop_ok: bool = _option(
+        False,
+        "the code under test stops streams early on purpose: a call whose response it closed before the end "
+        'is recorded as an intended early stop ("early_stop": "intended" on its call_end), which verify '
+        "--strict accepts; without it an early stop is a problem there",
+        _FLAG,
+        *_EVERYWHERE,
+    )
     plain_bodies: bool = _option(
         True,
         "while recording, ask the upstream for uncompressed responses (accept-encoding: identity), so the "
@@ -618,6 +665,24 @@ class Options:
         "block",
         ini="vcr_unplayed",
         compat="ignore",
+    )
+    max_age: float | None = _option(
+        None,
+        "a replayed cassette recorded (its header's created) more than this many days ago is stale: "
+        "on_expiry says what that does; None: a cassette never goes stale",
+        _Days(),
+        pyproject="fills",
+        ini="vcr_transport_max_age",
+    )
+    on_expiry: ExpiryAction = _option(
+        "warn",
+        "what a stale cassette (max_age) does: 'warn' says so once per run in the plugin's summary (outside "
+        "pytest, a CassetteExpiredWarning); 'fail' fails the test (the block's first request) naming the "
+        "cassette, its age and the fix; 'record-on-miss' replays it and records from the first request it "
+        "can't answer (never under CI, where it replays)",
+        _Choice(EXPIRY_ACTIONS),
+        pyproject="fills",
+        ini="vcr_transport_on_expiry",
     )
     block_network: bool | str = _option(
         False,
@@ -982,6 +1047,74 @@ def typed_options_module() -> str:
         + ("\n\n" if local else "")
         + f"__all__ = [\n{all_names}\n]\n\n\n"
         + body
+    )
+
+
+# --- what the pytest plugin registers when it loads, generated into _registration.py -------------------
+
+
+def _ini_help(field: dataclasses.Field[Any]) -> str:
+    """What ``pytest --help`` says of an option's ini setting."""
+    knob = _knob(field)
+    values = ", ".join(knob.choices) if knob.choices else knob.check.values.replace("`", "")
+    if isinstance(field.default, tuple):
+        return f"the option {field.name} for every test, added to the marker's: {values}"
+    compat = f"; {knob.compat} in the pytest-recording compatibility mode" if knob.has_compat_default else ""
+    default = knob.shown.replace("`", "") or str(field.default)
+    return f"the option {field.name} for every test: {values} (default: {default}{compat})"
+
+
+def _wrapped(text: str, indent: int) -> str:
+    """A long string as implicitly concatenated literals, one a line, each within the line length."""
+    chunks: list[str] = []
+    for word in text.split(" "):
+        if chunks and len(chunks[-1]) + len(word) + indent + 4 <= 110:
+            chunks[-1] += " " + word
+        else:
+            chunks.append(word)
+    pieces = [chunk + " " for chunk in chunks[:-1]] + chunks[-1:]
+    return "\n".join(" " * indent + _literal(piece) for piece in pieces)
+
+
+def _literal(value: str | tuple[str, ...]) -> str:
+    """A string or a tuple of strings as Python source, as ruff formats it (double quotes)."""
+    if isinstance(value, str):
+        return '"' + value.replace("\\", "\\\\").replace('"', '\\"') + '"'
+    items = ", ".join(map(_literal, value))
+    return f"({items},)" if len(value) == 1 else f"({items})"
+
+
+def registration_module() -> str:
+    """The source of ``_registration.py``: what the pytest plugin needs when it loads (the modes, the ini settings
+    of the run-wide options, the keys of ``[tool.vcr_transport]``) as plain constants, so that a run that uses no
+    cassette imports neither this module nor ``_modes``."""
+    rows = [
+        f"    (\n        {_literal(field.name)},\n        {_literal(knob.ini)},\n"
+        f"{_wrapped(_ini_help(field), 8)},\n"
+        f"        {_literal('args' if isinstance(field.default, tuple) else 'string')},\n"
+        f"        {_literal(knob.choices)},\n    ),"
+        for field in _knob_fields()
+        if (knob := _knob(field)).ini and knob.marker
+    ]
+    names = ("COMPAT_INI", "ENVIRONMENT_VARIABLE", "INI_OPTIONS", "MODES", "PYPROJECT_NAMES")
+    return (
+        '"""What the pytest plugin registers when it loads, before any cassette is used: the modes (``--vcr-mode``),\n'
+        "the ini settings of the run-wide options, and the keys ``[tool.vcr_transport]`` takes. Plain constants, so\n"
+        "that loading the plugin imports none of the machinery (issue 26: free when unused).\n\n"
+        "Generated from ``_modes.MODES`` and the fields of ``Options`` (``_options.registration_module``): do not\n"
+        "edit, run ``python docs/_gen.py``. ``tests/core/test_registration.py`` checks that it is current.\n"
+        '"""\n\n'
+        "from __future__ import annotations\n\n"
+        "__all__ = [\n" + "".join(f'    "{name}",\n' for name in names) + "]\n\n"
+        f"MODES: tuple[str, ...] = {_literal(MODES)}\n"
+        f"ENVIRONMENT_VARIABLE = {_literal(ENVIRONMENT_VARIABLE)}\n"
+        f"COMPAT_INI = {_literal(COMPAT_INI)}\n"
+        "# The run-wide options that a pytest ini setting sets: (option, ini setting, its help, its pytest ini type\n"
+        "# (args: a list, added to the marker's), the values it takes as text when it takes only a few).\n"
+        "INI_OPTIONS: tuple[tuple[str, str, str, str, tuple[str, ...]], ...] = (\n" + "\n".join(rows) + "\n)\n"
+        "PYPROJECT_NAMES: tuple[str, ...] = (\n"
+        + "".join(f"    {_literal(name)},\n" for name in pyproject_names())
+        + ")\n"
     )
 
 
