@@ -95,8 +95,9 @@ class _Call:
 
     def stop(self) -> None:
         """The caller closed the stream, dropped it, or the cassette closed under it: ``complete`` when the
-        whole body had arrived (its content-length) or its vendor's protocol had ended (openai's sync client
-        closes right after ``[DONE]``, MCP's after the JSON-RPC response), else ``closed_early``."""
+        whole body had arrived (its content-length), its vendor's protocol had ended (openai's sync client
+        closes right after ``[DONE]``, MCP's after the JSON-RPC response) or its event stream had sent nothing
+        (``CallRecording.body_ended``), else ``closed_early``."""
         if self.core.ended or self.recording.forked:  # the usual case: a stream closed (and dropped) after its end
             return
         with self._lock:
