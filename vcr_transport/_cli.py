@@ -276,6 +276,13 @@ def _megabytes(size: int) -> str:
     return f"{size / 1e6:,.1f} MB"
 
 
+def _project_rules() -> tuple[list[str], list[str]]:
+    """The ``redact_names`` and ``redact_patterns`` of the project's ``[tool.vcr_transport]``: what recording
+    adds to the default rules, so that ``scan`` flags what recording removes and ``import`` removes it."""
+    settings = read_settings(find_pyproject())
+    return [str(n) for n in settings.get("redact_names", ())], [str(p) for p in settings.get("redact_patterns", ())]
+
+
 def command_scan(args: argparse.Namespace) -> int:
     progress = Progress("scan")
 
@@ -283,7 +290,8 @@ def command_scan(args: argparse.Namespace) -> int:
         progress.update(f"{files:,} of {total:,} files, {_megabytes(done)} of {_megabytes(size)}")
 
     try:
-        report = scan(args.paths, args.name or (), args.pattern or (), progress=advance)
+        names, patterns = _project_rules()
+        report = scan(args.paths, [*names, *(args.name or ())], [*patterns, *(args.pattern or ())], progress=advance)
     finally:
         progress.close()
     if args.json:
@@ -324,7 +332,7 @@ def command_import(args: argparse.Namespace) -> int:
     refused in one line; the run goes on. Ends with a summary; exits 1 when a cassette was refused or none of
     the files was one."""
     outcomes: list[ImportOutcome] = []
-    for outcome in import_files(args.files, args.out):
+    for outcome in import_files(args.files, args.out, *_project_rules()):
         outcomes.append(outcome)
         if not args.json:
             print(import_line(outcome), file=sys.stderr if outcome.refused is not None else sys.stdout)

@@ -551,8 +551,11 @@ class ImportOutcome:
         }
 
 
-def import_files(files: Sequence[str], out: str | None) -> Iterator[ImportOutcome]:
-    """Convert every YAML file named (folders: searched recursively), one outcome per file as it is done. A
+def import_files(
+    files: Sequence[str], out: str | None, names: Sequence[str] = (), patterns: Sequence[str] = ()
+) -> Iterator[ImportOutcome]:
+    """Convert every YAML file named (folders: searched recursively), one outcome per file as it is done,
+    redacting by the default rules plus the secret ``names`` and regex ``patterns`` given. A
     mistake of the command itself (a missing input, two inputs for one output, no PyYAML) is a UsageProblem,
     before anything is written."""
     try:
@@ -561,7 +564,7 @@ def import_files(files: Sequence[str], out: str | None) -> Iterator[ImportOutcom
         raise UsageProblem(str(problem)) from None
     for source, target in plan:
         try:
-            yield ImportOutcome(source, target, calls=import_vcrpy(source, target))
+            yield ImportOutcome(source, target, calls=import_vcrpy(source, target, Redactor(names, patterns)))
         except ImportProblem as problem:
             raise UsageProblem(str(problem)) from None
         except NotACassette as other:

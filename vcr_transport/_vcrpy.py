@@ -20,10 +20,17 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from ._core._bodies import content_encoding, content_encodings, content_type_of, decode_stacked, stored_body
+from ._core._bodies import (
+    body_headers,
+    content_encoding,
+    content_encodings,
+    content_type_of,
+    decode_stacked,
+    stored_body,
+)
 from ._core._format import encode_line, event_lines, header_line
 from ._core._redaction import Redactor
-from ._core._stream_redaction import StreamRedactor
+from ._core._stream_redaction import EncodedBodyRedactor, StreamRedactor
 from ._exceptions import CassetteError
 from ._storage import read_cassette
 
@@ -335,9 +342,10 @@ def _consistent(headers: list[tuple[str, str]], body: bytes) -> list[tuple[str, 
     return headers
 
 
-def import_vcrpy(source: Path, target: Path) -> int:
+def import_vcrpy(source: Path, target: Path, redactor: Redactor | None = None) -> int:
     """Convert a vcrpy YAML cassette into a v1 cassette at ``target``, redacting on the way. Returns the call
-    count. Every interaction is checked before anything is written; a body that can't be recovered is a
+    count. ``redactor``: the rules (the defaults when not given). Every interaction is checked before
+    anything is written; a body that can't be recovered is a
     CassetteError, never an empty body. The header records ``match_on`` (vcrpy's default matching) and
     ``ordered: false`` (vcrpy plays the first unplayed match), which replay keeps unless told otherwise."""
     document, lines = _load(source)
@@ -353,7 +361,16 @@ def import_vcrpy(source: Path, target: Path) -> int:
     interactions = document.get("interactions")
     if not isinstance(interactions, list):
         raise check.fail(None, f"not a vcrpy cassette: 'interactions' is {type(interactions).__name__}, not a list")
-    redactor = Redactor()
+    redactor = Redactor() if redactor is None else redactor
+    # Twice with one redactor: the second conversion, the one written, knows every value the first learned
+    # anywhere (a token a later login returned leaves the earlier calls, compressed bodies included).
+    _converted(interactions, source, check, redactor)
+    _write_privately(target, _converted(interactions, source, check, redactor), check)
+    return len(interactions)
+
+
+def _converted(interactions: list[Any], source: Path, check: _Checker, redactor: Redactor) -> list[bytes]:
+    """The v1 cassette's lines of ``interactions``, redacted by ``redactor``."""
     out = [encode_line(header_line(imported_from=str(source), match_on=list(VCRPY_MATCH_ON), ordered=False))]
     for index, interaction in enumerate(interactions):
         request, response = check.interaction(index, interaction)
@@ -404,14 +421,25 @@ def import_vcrpy(source: Path, target: Path) -> int:
                 }
             )
         )
-        streaming = StreamRedactor(redactor)
-        chunks = [chunk for chunk, _ in [*streaming.feed(response_body, 0), *streaming.finish()]]
+        chunks = _redacted_response(redactor, response_headers, response_body)
         out.append(event_lines(index, 0, [(chunk, 0) for chunk in chunks], 0))
         out.append(
             encode_line({"type": "call_end", "call_index": index, "event_count": len(chunks), "outcome": "complete"})
         )
-    _write_privately(target, out, check)
-    return len(interactions)
+    return out
+
+
+def _redacted_response(redactor: Redactor, headers: list[tuple[str, str]], body: bytes) -> list[bytes]:
+    """The response body's chunks for the cassette, redacted: a content-encoded body (gzip, deflate, br,
+    zstd: vcrpy keeps compressed bodies as ``!!binary``) searched decoded and, when it held a secret, encoded
+    again, as the recorder does, so that replay hands the client what it expects; any other body over its
+    text, a line at a time (with SSE deltas reassembled)."""
+    _, encoding, _ = body_headers(headers)
+    if encoding:
+        redacting: EncodedBodyRedactor | StreamRedactor = EncodedBodyRedactor(redactor, encoding)
+    else:
+        redacting = StreamRedactor(redactor)
+    return [chunk for chunk, _ in [*redacting.feed(body, 0), *redacting.finish()]]
 
 
 def _write_privately(target: Path, lines: list[bytes], check: _Checker) -> None:

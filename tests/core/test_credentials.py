@@ -7,7 +7,9 @@ from __future__ import annotations
 import base64
 import json
 import random
+import re
 import string
+import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -19,7 +21,8 @@ from upstream import Received, Reply, Upstream
 from vendors import Sdk
 
 from vcr_transport import PLACEHOLDER, Redactor
-from vcr_transport._core._credentials import CATALOGUE
+from vcr_transport._core._credentials import CATALOGUE, GITLEAKS_CATALOGUE, catalogue_matches
+from vcr_transport._core._gitleaks_rules import GITLEAKS_RULES
 from vcr_transport._core._redaction import _decode_escapes
 
 ALNUM = string.ascii_letters + string.digits
@@ -165,9 +168,17 @@ FAKES: dict[str, Fake] = {
         secret,
     ),
 }
+# gitleaks' rules: the sample generated from each (tools/gen_credentials.py records it beside the rule).
+FAKES.update({rule.name: _token(lambda _, sample=rule.sample: sample) for rule in GITLEAKS_RULES})
 # Formats that are tokens on their own: these go into every position; the others (URLs, connection
 # strings, PEM blocks, "Scheme credential", messages) into the positions where text like them occurs.
-TOKENS = sorted(name for name, fake in FAKES.items() if fake(random.Random(0))[0] == fake(random.Random(0))[1])
+# (gitleaks' keyword rules are URLs and shapes found by a keyword inside them: not tokens.)
+TOKENS = sorted(
+    name
+    for name, fake in FAKES.items()
+    if fake(random.Random(0))[0] == fake(random.Random(0))[1]
+    and not any(rule.name == name and rule.kind == "keyword" for rule in GITLEAKS_RULES)
+)
 
 
 def _token_positions(secret: str) -> dict[str, str]:
@@ -535,3 +546,100 @@ def test_a_learned_value_with_a_lone_surrogate_is_still_removed() -> None:
     value = "k3y-\udcff-0123456789abcdef"
     redactor.learn(value)
     assert value not in redactor.redact_text(f"echo {value} end")
+
+
+# --- the rules generated from gitleaks ----------------------------------------------------------------
+
+
+@pytest.mark.parametrize("rule", GITLEAKS_RULES, ids=lambda rule: rule.name)
+def test_every_gitleaks_rule_finds_its_sample_by_itself(rule: Any) -> None:
+    """Each generated rule, on its own, finds the sample recorded beside it (the whole of its secret), and the
+    catalogue search (keywords and token prefixes first) gets to it."""
+    credential = next(c for c in GITLEAKS_CATALOGUE if c.name == rule.name)
+    text = f'note: "{rule.sample}" end'
+    spans = [credential.span(match) for match in credential.matches(text)]
+    secret = re.fullmatch(rule.pattern, rule.sample)
+    assert secret is not None
+    start = text.index(rule.sample)
+    assert (start + secret.start(rule.group), start + secret.end(rule.group)) in spans
+    assert rule.name in {name for _, _, name in catalogue_matches(text)}
+
+
+def test_gitleaks_rules_keep_their_entropy_check() -> None:
+    """A placeholder in a key's shape (all one letter after the prefix) is not a key where gitleaks says so."""
+    checked = [rule for rule in GITLEAKS_RULES if rule.entropy and rule.kind == "prefixed" and rule.group == 0]
+    assert checked
+    for rule in checked:
+        prefix = rule.keywords[0]
+        dull = prefix + "x" * (len(rule.sample) - len(prefix))
+        if len(rule.sample) > len(prefix) and re.fullmatch(rule.pattern, dull):
+            assert rule.name not in {name for _, _, name in catalogue_matches(f"see {dull} end")}
+
+
+def test_the_docs_count_the_catalogue_as_it_is() -> None:
+    root = Path(__file__).resolve().parents[2]
+    readme = (root / "README.md").read_text()
+    explanation = (root / "docs" / "explanation" / "redaction.md").read_text()
+    assert f"shape of {len(CATALOGUE)} credential formats" in readme
+    assert (
+        f"a catalogue of {len(CATALOGUE)}\n  credential formats. {len(GITLEAKS_CATALOGUE)} are gitleaks'" in explanation
+    )
+    assert f"The other {len(CATALOGUE) - len(GITLEAKS_CATALOGUE)}\n  are ours" in explanation
+
+
+GITLEAKS_TOML = r"""
+[[rules]]
+id = "acme-token"
+regex = '''\b(acme_(?i)[a-z0-9]{32})(?:[\x60'"\s;]|\\[nr]|$)'''
+entropy = 3
+keywords = ["acme_"]
+
+[[rules]]
+id = "widget-key"
+regex = '''(?i)[\w.-]{0,50}?(?:widget)(?:[ \t\w.-]{0,20})[\s'"]{0,3}(?:=|>|:{1,3}=|\|\||:|=>|\?=|,)[\x60'"\s=]{0,5}(wdg-[[:alnum:]]{24})(?:[\x60'"\s;]|\\[nr]|$)'''
+keywords = ["widget"]
+
+[[rules]]
+id = "vendor-id"
+regex = '''(?i)[\w.-]{0,50}?(?:vendor)(?:[ \t\w.-]{0,20})[\s'"]{0,3}(?:=|>|:{1,3}=|\|\||:|=>|\?=|,)[\x60'"\s=]{0,5}([a-f0-9]{32})(?:[\x60'"\s;]|\\[nr]|$)'''
+keywords = ["vendor"]
+
+[[rules]]
+id = "generic-api-key"
+regex = '''(?i)[\w.-]{0,50}?(?:key|token)(?:[ \t\w.-]{0,20})[\s'"]{0,3}(?:=|:)[\x60'"\s=]{0,5}([\w.=-]{10,150})'''
+keywords = ["key"]
+"""  # noqa: E501
+
+
+def test_the_generator_keeps_shapes_translates_re2_and_records_its_source(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """tools/gen_credentials.py on a small rule file: a prefixed rule (its flag set mid-pattern translated),
+    the secret of a keyword rule that has a prefix of its own (a POSIX class translated), none of a keyword
+    rule whose secret is any hex, nor of the generic rule; the version and commit in the header; samples
+    that the generated expressions match."""
+    import importlib.util
+
+    root = Path(__file__).resolve().parents[2]
+    spec = importlib.util.spec_from_file_location("gen_credentials", root / "tools" / "gen_credentials.py")
+    assert spec is not None and spec.loader is not None
+    generator = importlib.util.module_from_spec(spec)
+    monkeypatch.setitem(sys.modules, "gen_credentials", generator)
+    spec.loader.exec_module(generator)
+    source = tmp_path / "gitleaks.toml"
+    source.write_text(GITLEAKS_TOML)
+    output = tmp_path / "rules.py"
+    arguments = ["--toml", str(source), "--version", "v9.9.9", "--commit", "abc123", "--output", str(output)]
+    assert generator.main(arguments) == 0
+    text = output.read_text()
+    assert "gitleaks v9.9.9 (commit abc123)" in text and "MIT License" in text
+    namespace: dict[str, Any] = {}
+    exec(compile(text, str(output), "exec"), namespace)
+    rules = {rule.name: rule for rule in namespace["GITLEAKS_RULES"]}
+    assert set(rules) == {"acme-token", "widget-key"}
+    assert rules["acme-token"].keywords == ("acme_",) and "(?i:[a-z0-9]{32})" in rules["acme-token"].pattern
+    assert "[a-zA-Z0-9]{24}" in rules["widget-key"].pattern and rules["widget-key"].keywords == ("wdg-",)
+    for rule in rules.values():
+        assert re.fullmatch(rule.pattern, rule.sample), rule.name
+        assert re.search(rule.pattern, f"x = '{rule.sample}';") is not None
+    assert generator.translate(r"a(?i)b|c") == "a(?i:b)|(?i:c)"

@@ -23,7 +23,7 @@ from vendors import VENDOR_ROUTES, Sdk
 import vcr_transport
 from vcr_transport import PLACEHOLDER, Redactor, remove_secret_values
 from vcr_transport._core._bodies import _redact_json, redact_url, stored_body
-from vcr_transport._core._stream_redaction import StreamRedactor
+from vcr_transport._core._stream_redaction import StreamRedactor, delta_texts
 
 SECRET_NAMES = [
     "authorization",
@@ -808,3 +808,173 @@ def test_base64_text_documents_are_searched_decoded_and_encoded_again() -> None:
         decoded = base64.b64decode(payload)
         assert b"Zq7hunter2222" not in decoded and b"sk-proj-" not in decoded and decoded.startswith(b"notes\n")
     assert out["image"] == body["image"], "a binary media type is kept as it came"
+
+
+# --- every stream protocol reassembled, whatever the reads ---------------------------------------------
+
+STREAM_SECRET = "sk-proj-Q7streamKEYabcdefghijklmnopqrstuvwxyz0123"
+
+
+def _pieces(text: str, size: int = 5) -> list[str]:
+    return [text[i : i + size] for i in range(0, len(text), size)]
+
+
+def _sse(events: list[tuple[str | None, Any]]) -> bytes:
+    return b"".join(
+        (f"event: {name}\n".encode() if name else b"") + b"data: " + json.dumps(data).encode() + b"\n\n"
+        for name, data in events
+    )
+
+
+PROSE = "the key is " + STREAM_SECRET + " as asked"
+STREAMS: dict[str, tuple[bytes, bool]] = {
+    "ollama chat ndjson": (
+        b"".join(
+            json.dumps({"model": "llama3", "message": {"role": "assistant", "content": p}, "done": False}).encode()
+            + b"\n"
+            for p in _pieces(PROSE)
+        )
+        + b'{"model": "llama3", "done": true}\n',
+        True,
+    ),
+    "ollama generate ndjson": (
+        b"".join(json.dumps({"response": p, "done": False}).encode() + b"\n" for p in _pieces(PROSE)),
+        True,
+    ),
+    "legacy completions text": (_sse([(None, {"choices": [{"text": p, "index": 0}]}) for p in _pieces(PROSE)]), True),
+    "reasoning_content": (
+        _sse([(None, {"choices": [{"delta": {"reasoning_content": p}, "index": 0}]}) for p in _pieces(PROSE)]),
+        True,
+    ),
+    "openrouter reasoning": (
+        _sse([(None, {"choices": [{"delta": {"reasoning": p, "content": None}, "index": 0}]}) for p in _pieces(PROSE)]),
+        True,
+    ),
+    "cohere v2 content-delta": (
+        _sse(
+            [
+                ("content-delta", {"type": "content-delta", "index": 0, "delta": {"message": {"content": {"text": p}}}})
+                for p in _pieces(PROSE)
+            ]
+        ),
+        True,
+    ),
+    "anthropic input_json_delta": (
+        _sse(
+            [
+                (
+                    "content_block_delta",
+                    {
+                        "type": "content_block_delta",
+                        "index": 1,
+                        "delta": {"type": "input_json_delta", "partial_json": p},
+                    },  # noqa: E501
+                )
+                for p in _pieces(json.dumps({"query": PROSE}))
+            ]
+        ),
+        True,
+    ),
+    "pretty-printed json": (
+        json.dumps({"id": "x", "credentials": {"api_key": STREAM_SECRET[8:]}}, indent=2)
+        .replace(": {", ":\n{")
+        .encode(),
+        False,
+    ),
+}
+
+
+@pytest.mark.parametrize("name", sorted(STREAMS))
+def test_every_stream_protocol_is_reassembled_at_every_split_point(name: str) -> None:
+    """The secret a model repeats piece by piece, in every protocol, is removed however the body is cut in
+    two reads, and in as many reads as it has bytes; a JSON value waits for its line to end."""
+    body, deltas = STREAMS[name]
+    secret = STREAM_SECRET[8:] if name == "pretty-printed json" else STREAM_SECRET
+    cuts: list[list[bytes]] = [[body[:i], body[i:]] for i in range(1, len(body))]
+    cuts.append([body[i : i + 1] for i in range(len(body))])
+    for reads in cuts:
+        stream = StreamRedactor(Redactor(), deltas=deltas)
+        out = [piece for index, read in enumerate(reads) for piece in stream.feed(read, index)] + stream.finish()
+        written = b"".join(piece for piece, _ in out)
+        assert [tag for _, tag in out] == list(range(len(reads))), "every read comes out once, in order"
+        reassembled = "".join(piece for pieces in delta_texts(written).values() for piece in pieces)
+        assert secret not in written.decode() + reassembled, (name, len(reads))
+        assert PLACEHOLDER in written.decode() + reassembled
+
+
+XML_SECRETS = [
+    (
+        "<AssumeRoleResponse><Credentials><SecretAccessKey>Q7wJalrXUtnFEMIK7MDENGbPxRfiCYzEXAMPLEKEY"
+        "</SecretAccessKey><SessionToken>Q7FwoGZXIvYXdzEJrwEaDQ7session</SessionToken></Credentials>"
+        "</AssumeRoleResponse>",
+        ["Q7wJalrXUtnFEMIK7MDENGbPxRfiCYzEXAMPLEKEY", "Q7FwoGZXIvYXdzEJrwEaDQ7session"],
+    ),
+    (
+        '<soap:Envelope><wsse:UsernameToken><wsse:Username>ann</wsse:Username><wsse:Password Type="PasswordText">'
+        "Q7hunter2secret</wsse:Password></wsse:UsernameToken></soap:Envelope>",
+        ["Q7hunter2secret"],
+    ),
+    (
+        '<configuration><api_key>Q7apikeyvalue123</api_key><add key="ClearTextPassword" value="Q7nugetpass99"/>'
+        '<db password="Q7attrpass1234" host="db.internal"/></configuration>',
+        ["Q7apikeyvalue123", "Q7nugetpass99", "Q7attrpass1234"],
+    ),
+]
+
+
+@pytest.mark.parametrize(("xml", "secrets"), XML_SECRETS, ids=["sts", "soap", "config"])
+def test_xml_bodies_get_the_name_rules(xml: str, secrets: list[str], tmp_path: Path) -> None:
+    """Secret-named XML elements and attributes lose their text, in a request and a response body recorded
+    through a real client; the markup and the other values stay."""
+    redacted = Redactor().redact_text(xml)
+    assert not any(secret in redacted for secret in secrets)
+    assert redacted.count(PLACEHOLDER) == len(secrets)
+    assert re.sub(r"\[secret removed\]", "", redacted) == re.sub("|".join(secrets), "", xml)
+    cassette = tmp_path / "c.jsonl"
+
+    def reply(request: httpx2.Request) -> httpx2.Response:
+        return httpx2.Response(200, headers={"content-type": "text/xml"}, content=xml.encode())
+
+    transport = vcr_transport.RecordingTransport(httpx2.MockTransport(reply), cassette)
+    with httpx2.Client(transport=transport) as client:
+        assert client.post("https://sts.example.test/", content=xml, headers={"content-type": "text/xml"}).text == xml
+    transport.close()
+    written = cassette.read_text()
+    assert not any(secret in written for secret in secrets)
+    assert written.count(xml[:12]) == 2, "the markup of both bodies is kept"
+
+
+def test_xml_look_alikes_stay() -> None:
+    text = "<s>hello</s> <token_count>12</token_count> <password_hint>a pet</password_hint> <max_tokens>9</max_tokens>"
+    assert Redactor().redact_text(text) == text
+
+
+def test_binary_bodies_and_parts_are_searched_as_bytes_and_text_data_urls_decoded(tmp_path: Path) -> None:
+    """An octet-stream upload and a multipart file part with bytes that aren't UTF-8 lose a catalogued key
+    (the other bytes kept); a base64 data URL of a text type inside a text body is searched decoded and
+    encoded again; an image without a key is stored byte-identical."""
+    key = "ghp_Q7binaryKEYabcdefghijklmnopqrstuvwxyz01"
+    octets = b"\x00\x01\xff upload " + key.encode() + b" \xfe\x00"
+    part = b"\xff\xd8\xff " + key.encode() + b" \x00"
+    multipart = (
+        b'--B\r\nContent-Disposition: form-data; name="file"; filename="a.bin"\r\n'
+        b"Content-Type: application/octet-stream\r\n\r\n" + part + b"\r\n--B--\r\n"
+    )
+    document = base64.b64encode(b"DB_PASSWORD=Q7documentSecret1234\n").decode()
+    text = f"summarise data:text/plain;base64,{document} please"
+    image = b"\x89PNG\r\n\x1a\n" + bytes(range(256)) * 64
+    cassette = tmp_path / "c.jsonl"
+    transport = vcr_transport.RecordingTransport(httpx2.MockTransport(lambda request: httpx2.Response(204)), cassette)
+    with httpx2.Client(transport=transport) as client:
+        client.post("https://h.test/a", content=octets, headers={"content-type": "application/octet-stream"})
+        client.post("https://h.test/b", content=multipart, headers={"content-type": "multipart/form-data; boundary=B"})
+        client.post("https://h.test/c", content=text.encode(), headers={"content-type": "text/plain"})
+        client.post("https://h.test/d", content=image, headers={"content-type": "image/png"})
+    transport.close()
+    bodies = [json.loads(line)["body"] for line in cassette.read_text().splitlines() if '"type":"request"' in line]
+    stored = [base64.b64decode(body["base64"]) if "base64" in body else body["text"].encode() for body in bodies]
+    assert stored[0] == b"\x00\x01\xff upload [secret removed] \xfe\x00"
+    assert part.replace(key.encode(), b"[secret removed]") in stored[1] and key.encode() not in stored[1]
+    payload = stored[2].decode().split("base64,")[1].split()[0]
+    assert base64.b64decode(payload) == b"DB_PASSWORD=[secret removed]\n"
+    assert stored[3] == image

@@ -16,8 +16,14 @@ def test_the_registration_module_is_what_the_options_give() -> None:
     assert _registration.MODES == MODES and _registration.ENVIRONMENT_VARIABLE == ENVIRONMENT_VARIABLE
     assert _registration.COMPAT_INI == COMPAT_INI
     assert _registration.PYPROJECT_NAMES == pyproject_names()
-    ini = {name: setting for name, setting, _ in _registration.INI_OPTIONS}
+    ini = {name: setting for name, setting, *_ in _registration.INI_OPTIONS}
     assert ini == {name: Options.knob(name).ini for name in Options.names("marker") if Options.knob(name).ini}
+    kinds = {name: (kind, choices) for name, _, _, kind, choices in _registration.INI_OPTIONS}
+    assert kinds == {
+        name: ("args" if isinstance(getattr(Options(), name), tuple) else "string", Options.knob(name).choices)
+        for name in ini
+    }
+    assert kinds["allowed_hosts"] == ("args", ()) and kinds["block_network"] == ("string", ("true", "false", "session"))
     assert {"max_age": "vcr_transport_max_age", "on_expiry": "vcr_transport_on_expiry"}.items() <= ini.items()
 
 

@@ -801,3 +801,199 @@ def test_messages_and_the_requests_a_test_reads_hold_only_redacted_values(tmp_pa
     with httpx2.Client(transport=replay) as client, pytest.raises(vcr_transport.NetworkBlockedError) as caught:
         client.get(f"http://localhost/x?api_key={key}&q=1")
     assert key not in str(caught.value) and "q=1" in str(caught.value)
+
+
+def _compressed(encoding: str, data: bytes) -> bytes:
+    import zlib
+
+    if encoding == "gzip":
+        return gzip.compress(data)
+    if encoding == "deflate":
+        return zlib.compress(data)
+    import brotli
+
+    return bytes(brotli.compress(data))
+
+
+@pytest.mark.parametrize("encoding", ["gzip", "deflate", "br"])
+def test_import_redacts_compressed_bodies_and_the_sdk_replays_them(encoding: str, tmp_path: Path) -> None:
+    """vcrpy keeps a compressed response as ``!!binary``: ``vcr-transport import`` searches it decoded, removes
+    the secret the model repeated and the one learned from a later login, encodes it again, and the openai SDK
+    replays the imported cassette offline."""
+    import openai
+    import yaml
+
+    from vcr_transport._cli import main
+
+    rng = random.Random("import-" + encoding)
+    repeated, learned = "sk-proj-" + _core(rng, 40), _core(rng, 32)
+    request = b'{"model": "m", "messages": [{"role": "user", "content": "hi"}]}'
+    completion = openai_reply(Received("POST", "/v1/chat/completions", {}, request))
+    reply = json.loads(completion.chunks[0])
+    reply["choices"][0]["message"]["content"] = f"Your key is {repeated} and the session {learned}."
+    interactions = [
+        {
+            "request": {
+                "method": "POST",
+                "uri": "https://api.openai.com/v1/chat/completions",
+                "body": '{"model": "m", "messages": [{"role": "user", "content": "hi"}]}',
+                "headers": {"Content-Type": ["application/json"], "Authorization": [f"Bearer {repeated}"]},
+            },
+            "response": {
+                "status": {"code": 200, "message": "OK"},
+                "headers": {"Content-Type": ["application/json"], "Content-Encoding": [encoding]},
+                "body": {"string": _compressed(encoding, json.dumps(reply).encode())},
+            },
+        },
+        {
+            "request": {"method": "GET", "uri": "https://api.openai.com/v1/me", "body": None, "headers": {}},
+            "response": {
+                "status": {"code": 200, "message": "OK"},
+                "headers": {"Content-Type": ["application/json"]},
+                "body": {"string": json.dumps({"access_token": learned}).encode()},
+            },
+        },
+    ]
+    source = tmp_path / "vcrpy" / "chat.yaml"
+    source.parent.mkdir()
+    source.write_text(yaml.safe_dump({"interactions": interactions, "version": 1}))
+    assert "!!binary" in source.read_text()
+    assert main(["import", str(source), "--out", str(tmp_path / "out")]) == 0
+    cassette = tmp_path / "out" / "chat.jsonl"
+    haystack = _haystack(cassette)
+    events = [json.loads(line) for line in cassette.read_text().splitlines() if '"type":"event"' in line]
+    body = decode_stacked(b"".join(base64.b64decode(e["base64"]) for e in events if e["call_index"] == 0), [encoding])
+    assert body is not None and b"[secret removed]" in body, "the stored body is still the encoding it says"
+    haystack += body.decode()
+    assert repeated not in haystack and learned not in haystack
+    replay = vcr_transport.ReplayTransport(cassette)
+    with httpx2.Client(transport=replay) as http:
+        client = openai.OpenAI(api_key="sk-proj-REPLAYKEY0123456789", http_client=http, max_retries=0)
+        answer = client.chat.completions.create(model="m", messages=[{"role": "user", "content": "hi"}])
+    assert answer.choices[0].message.content == "Your key is [secret removed] and the session [secret removed]."
+
+
+# --- `scan` is a superset of recording -------------------------------------------------------------------
+
+
+def _raw_cassette(exchanges: list[tuple[Received, Reply]], url: str) -> str:
+    """The traffic as a cassette with nothing redacted: what the recorder would have written without its
+    rules (requests as the upstream received them, replies as it sent them, gzip included)."""
+    lines: list[dict[str, Any]] = [{"type": "header", "format_version": 1}]
+    for index, (received, reply) in enumerate(exchanges):
+        try:
+            body: Any = {"json": json.loads(received.body)} if received.body else None
+        except ValueError:
+            try:
+                body = {"text": received.body.decode()}
+            except UnicodeDecodeError:
+                body = {"base64": base64.b64encode(received.body).decode()}
+        headers = [[name, value] for name, value in received.headers.items()]
+        lines.append(
+            {"type": "request", "call_index": index, "method": received.method, "url": url + received.path}
+            | {"headers": headers, "body": body}
+        )
+        response_headers = [list(pair) for pair in reply.headers] + ([["content-encoding", "gzip"]] * bool(reply.gzip))
+        lines.append({"type": "response", "call_index": index, "status": reply.status, "http_version": "HTTP/1.1"})
+        lines[-1]["headers"] = response_headers
+        # An encoded body as one chunk, as the recorder keeps one it redacted.
+        chunks = [gzip.compress(b"".join(reply.chunks))] if reply.gzip else reply.chunks
+        if content_encodings([tuple(pair) for pair in response_headers]):
+            chunks = [b"".join(chunks)]
+        for number, chunk in enumerate(chunks):
+            event: dict[str, Any] = {"type": "event", "call_index": index, "event_index": number, "t": 0}
+            try:
+                event["text"] = chunk.decode()
+            except UnicodeDecodeError:
+                event["base64"] = base64.b64encode(chunk).decode()
+            lines.append(event)
+        lines.append({"type": "call_end", "call_index": index, "event_count": len(chunks), "outcome": "complete"})
+    return "".join(json.dumps(line) + "\n" for line in lines)
+
+
+def _as_yaml_and_text(exchanges: list[tuple[Received, Reply]]) -> tuple[str, str]:
+    """The JSON request bodies as one YAML document, and as indented JSON text (a file pasted somewhere)."""
+    import yaml
+
+    bodies = []
+    for received, _ in exchanges:
+        try:
+            bodies.append(json.loads(received.body))
+        except ValueError:
+            continue
+    return yaml.safe_dump({"requests": bodies}, width=10_000), json.dumps(bodies, indent=2)
+
+
+@pytest.mark.parametrize("sdk", _sdk_ids())
+def test_scan_flags_everything_the_recorder_removes(sdk: Sdk, tmp_path: Path) -> None:
+    """The whole corpus through the SDK twice over: recorded (with the rules) and written raw. Every planted
+    secret the recorder removed from its cassette, ``scan`` flags in the raw cassette; every one it removed
+    from a JSON request body, ``scan`` flags in that body written as YAML and as text."""
+    server = Upstream().start()
+    exchanges: list[tuple[Received, Reply]] = []
+    answer = server.reply_for
+
+    def captured(received: Received) -> Reply:
+        reply = answer(received)
+        exchanges.append((received, reply))
+        return reply
+
+    server.reply_for = captured  # type: ignore[method-assign]
+    try:
+        corpus = _record(sdk, server, tmp_path / "recorded.jsonl")
+    finally:
+        server.stop()
+    raw = _raw_cassette(exchanges, server.url)
+    recorded = _haystack(tmp_path / "recorded.jsonl")
+    (tmp_path / "raw.jsonl").write_text(raw)
+    in_raw = [p for p in corpus.planted if p not in _leaked(corpus.planted, "") and _leaked([p], _haystack_of(raw))]
+    removed = [p for p in in_raw if not _leaked([p], recorded)]
+    assert len(removed) >= 0.9 * len(in_raw) > 0, "the raw cassette holds the corpus, the recorded one doesn't"
+    redactor = Redactor()
+    flagged = _found_in(removed, [secret for _, secret in scan_document(redactor, raw)])
+    missed = [f"{p.location}/{p.format}" for p in removed if p not in flagged]
+    yaml_text, text = _as_yaml_and_text(exchanges)
+    in_bodies = [p for p in removed if _leaked([p], text)]
+    found = [secret for document in (yaml_text, text) for _, secret in scan_document(Redactor(), document)]
+    yaml_missed = [f"{p.location}/{p.format}" for p in in_bodies if p not in _found_in(in_bodies, found)]
+    print(
+        f"{sdk.id}: the recorder removed {len(removed)} of {len(in_raw)} planted; scan flagged "
+        f"{len(removed) - len(missed)} of them in the raw cassette, "
+        f"{len(in_bodies) - len(yaml_missed)} of {len(in_bodies)} in the bodies as YAML and text"
+    )
+    assert missed == [], f"removed by the recorder, not flagged by scan: {missed}"
+    assert yaml_missed == [], f"not flagged in YAML or text: {yaml_missed}"
+
+
+def _haystack_of(raw: str) -> str:
+    """``_haystack`` of a cassette's text."""
+    import tempfile
+
+    with tempfile.TemporaryDirectory() as folder:
+        path = Path(folder) / "c.jsonl"
+        path.write_text(raw)
+        return _haystack(path)
+
+
+def test_the_projects_own_rules_reach_scan_and_import(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A shape the catalogue lacks, added in ``[tool.vcr_transport]`` as recording reads it: ``scan`` flags it
+    and ``import`` removes it."""
+    import yaml
+
+    from vcr_transport._cli import main
+
+    (tmp_path / "pyproject.toml").write_text('[tool.vcr_transport]\nredact_patterns = ["acme_[0-9]{8}"]\n')
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "notes.txt").write_text("the deploy uses acme_12345678 today\n")
+    assert main(["scan", "notes.txt"]) == 1
+    assert "notes.txt:1" in capsys.readouterr().out
+    interaction = {
+        "request": {"method": "GET", "uri": "https://a.test/v1?q=acme_87654321", "body": None, "headers": {}},
+        "response": {"status": {"code": 200}, "headers": {}, "body": {"string": "ok acme_87654321"}},
+    }
+    (tmp_path / "c.yaml").write_text(yaml.safe_dump({"interactions": [interaction], "version": 1}))
+    assert main(["import", "c.yaml", "--out", "out"]) == 0
+    written = (tmp_path / "out" / "c.jsonl").read_text()
+    assert "acme_87654321" not in written and "[secret removed]" in written

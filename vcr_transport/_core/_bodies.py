@@ -72,14 +72,15 @@ def stored_body(content: bytes, content_type: str, redactor: Redactor, *, encodi
     A body with a content-``encoding`` (``"gzip"``, ``"gzip, br"``...) is searched decoded; with no secret
     it is stored as it came, otherwise redacted and encoded again deterministically, so that a request
     redacted the same way at replay stores the same bytes. Multipart bodies have their text parts redacted
-    and their binary parts kept byte-identical. Bodies of a binary media type are stored as they came.
+    and their binary parts kept byte-identical but for catalogued credential shapes, searched as bytes, as
+    are bodies of a binary media type.
     """
     if not content:
         return None
     if encoding and content_encodings([("content-encoding", encoding)]):
         return _stored_encoded(content, content_type, redactor, encoding)
     if _binary_media(content_type):
-        return {"base64": base64.b64encode(content).decode("ascii")}
+        return {"base64": base64.b64encode(redactor.redact_binary(content)).decode("ascii")}
     if "json" in content_type:
         try:
             parsed = _parsed_json(content)
@@ -291,7 +292,8 @@ def part_text(part: MultipartPart) -> str | None:
 
 def redact_multipart(content: bytes, content_type: str, redactor: Redactor) -> bytes:
     """A multipart body with each text part redacted (a part named like a secret loses its value) and each
-    binary part (a binary media type, or bytes that aren't UTF-8) kept byte-identical."""
+    binary part (a binary media type, or bytes that aren't UTF-8) kept byte-identical but for the catalogue's
+    credential shapes (``Redactor.redact_binary``)."""
     boundary = multipart_boundary(content_type)
     if boundary is None:
         return _redact_bytes(content, redactor)
@@ -300,8 +302,8 @@ def redact_multipart(content: bytes, content_type: str, redactor: Redactor) -> b
         if not isinstance(piece, MultipartPart):
             out.append(piece)
             continue
-        if part_text(piece) is None:
-            out.append(piece.head + piece.value + piece.trailer)
+        if part_text(piece) is None:  # a binary part: searched as bytes for the catalogue's shapes
+            out.append(piece.head + redactor.redact_binary(piece.value) + piece.trailer)
             continue
         if piece.name is not None and redactor.is_secret_name(piece.name, query=True):
             redacted = PLACEHOLDER.encode()

@@ -19,7 +19,7 @@ from ._bodies import body_headers, redact_url, stored_body
 from ._format import call_end_line, encode_line, event_lines, request_line, response_line
 from ._redaction import PLACEHOLDER, Redactor
 from ._sse import ProtocolEnd  # where a stream's protocol ends: watched on the one SSE decoder
-from ._stream_redaction import BATCH, EncodedBodyRedactor, StreamRedactor
+from ._stream_redaction import BATCH, EncodedBodyRedactor, StreamRedactor, carries_deltas
 
 __all__ = [
     "BATCH",
@@ -275,7 +275,7 @@ class CallRecording:
             self._body = EncodedBodyRedactor(self.redactor, encoding)
         elif not binary:
             event_stream = "event-stream" in content_type
-            self._body = StreamRedactor(self.redactor, deltas=event_stream)
+            self._body = StreamRedactor(self.redactor, deltas=carries_deltas(content_type))
             if event_stream:
                 self._protocol = ProtocolEnd(answers_post=self._method == "POST")
         return [encode_line(response_line(self.index, status, self.redactor.redact_headers(headers), http_version))]

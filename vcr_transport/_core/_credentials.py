@@ -2,25 +2,34 @@
 
 Each format is a regular expression plus keywords: the expression runs on a text only when one of the
 keywords occurs in it. All the keywords are found in one pass over the text (Aho-Corasick, far cheaper
-than the expressions), so text with no credential costs two passes whatever the number of formats. The
-formats are the high-confidence, prefixed ones of public
-secret-scanning rule sets (gitleaks' ``config/gitleaks.toml``, trufflehog, GitHub secret scanning) and the
-key shapes of LLM vendors. Vendors whose keys have no recognisable shape (Cohere, Mistral: bare
-alphanumeric strings) are found by name only. No I/O.
+than the expressions), so text with no credential costs two passes whatever the number of formats; an
+expression is compiled the first time a text holds one of its keywords. The catalogue is gitleaks'
+prefixed and shape-specific rules (``GITLEAKS_CATALOGUE``, generated into ``_gitleaks_rules`` by
+``tools/gen_credentials.py`` from gitleaks' ``config/gitleaks.toml``) and ours (``ADDITIONS``): the key
+shapes of LLM vendors, webhook URLs, and shapes gitleaks reads narrower. Vendors whose keys have no
+recognisable shape (Cohere, Mistral: bare alphanumeric strings) are found by name only. Users add their own
+shapes with ``redact_patterns``. No I/O.
 """
 
 from __future__ import annotations
 
 import base64
 import binascii
+import functools
+import math
 import re
+from collections import Counter
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 
 import ahocorasick_rs
 
+from ._gitleaks_rules import GITLEAKS_RULES, GitleaksRule
+
 __all__ = [
+    "ADDITIONS",
     "CATALOGUE",
+    "GITLEAKS_CATALOGUE",
     "KEYWORD_PATTERNS",
     "PREFIX_PATTERNS",
     "CredentialFormat",
@@ -63,11 +72,12 @@ def _bearer_credential(match: re.Match[str]) -> bool:
 
 @dataclass(frozen=True)
 class CredentialFormat:
-    """One credential shape. ``pattern``'s group ``secret`` (or the whole match) is what gets removed."""
+    """One credential shape. ``pattern``'s group ``secret`` (or else its group ``group``, 0 for the whole
+    match) is what gets removed. ``expression`` is compiled (``pattern``) the first time it is needed."""
 
     name: str
     keywords: tuple[str, ...]
-    pattern: re.Pattern[str]
+    expression: re.Pattern[str] | str
     lowercase_keywords: bool = False  # keywords are tested against the lower-cased text
     validate: Callable[[re.Match[str]], bool] | None = None
     prefixed: bool = False  # the keywords are prefixes the credential starts with, at a token start
@@ -75,6 +85,12 @@ class CredentialFormat:
     # Searched in the lower-cased text before ``pattern``: it matches wherever ``pattern`` would (a cheap
     # literal-led search in place of a case-insensitive one).
     prefilter: re.Pattern[str] | None = None
+    group: int = 0
+
+    @functools.cached_property
+    def pattern(self) -> re.Pattern[str]:
+        expression = self.expression
+        return expression if isinstance(expression, re.Pattern) else re.compile(expression)
 
     def matches(self, text: str, lowered: str | None = None) -> Iterator[re.Match[str]]:
         """The matches ``pattern.finditer`` gives that pass ``validate``. In ASCII text, when every match
@@ -109,7 +125,7 @@ class CredentialFormat:
                 yield match
 
     def span(self, match: re.Match[str]) -> tuple[int, int]:
-        return match.span("secret") if "secret" in self.pattern.groupindex else match.span()
+        return match.span("secret") if "secret" in self.pattern.groupindex else match.span(self.group)
 
 
 def _occurrences(part: str, text: str) -> Iterator[int]:
@@ -120,11 +136,38 @@ def _occurrences(part: str, text: str) -> Iterator[int]:
         start = text.find(part, start + 1)
 
 
-def _prefixed(name: str, keywords: tuple[str, ...], body: str, flags: int = 0) -> CredentialFormat:
-    return CredentialFormat(name, keywords, re.compile(_BEFORE + body + _AFTER, flags), prefixed=True)
+def _prefixed(name: str, keywords: tuple[str, ...], body: str) -> CredentialFormat:
+    return CredentialFormat(name, keywords, _BEFORE + body + _AFTER, prefixed=True)
 
 
-CATALOGUE: tuple[CredentialFormat, ...] = (
+def _shannon_entropy(text: str) -> float:
+    counts = Counter(text)
+    return -sum(n / len(text) * math.log2(n / len(text)) for n in counts.values())
+
+
+def _entropy_at_least(minimum: float, group: int) -> Callable[[re.Match[str]], bool]:
+    """gitleaks' check of a match: its secret's Shannon entropy (bits per character) is at least ``minimum``,
+    so that a placeholder (``ghp_xxxx...``) is not a key."""
+    return lambda match: bool(match[group]) and _shannon_entropy(match[group]) >= minimum
+
+
+def _from_gitleaks(rule: GitleaksRule) -> CredentialFormat:
+    validate = None if rule.entropy is None else _entropy_at_least(rule.entropy, rule.group)
+    if rule.kind == "prefixed":
+        return CredentialFormat(
+            rule.name, rule.keywords, rule.pattern, validate=validate, prefixed=True, group=rule.group
+        )
+    return CredentialFormat(
+        rule.name, rule.keywords, rule.pattern, lowercase_keywords=True, validate=validate, group=rule.group
+    )
+
+
+# The shapes gitleaks has (generated into ``_gitleaks_rules`` by tools/gen_credentials.py).
+GITLEAKS_CATALOGUE: tuple[CredentialFormat, ...] = tuple(map(_from_gitleaks, GITLEAKS_RULES))
+
+# Ours: the LLM vendors' keys (most of which gitleaks lacks), webhook URLs, and shapes that gitleaks knows
+# narrower (a fixed length where keys have grown, a prefix it reads only after the vendor's name).
+ADDITIONS: tuple[CredentialFormat, ...] = (
     # LLM vendors
     _prefixed("openai/anthropic/deepseek sk- key", ("sk-",), r"sk-[A-Za-z0-9_-]{20,}"),
     _prefixed("google api key", ("AIza",), r"AIza[0-9A-Za-z_-]{35}"),
@@ -295,6 +338,7 @@ CATALOGUE: tuple[CredentialFormat, ...] = (
         re.compile(r"[Ii]llegal header value b(?P<q>['\"])(?P<secret>.+?)(?P=q)(?![A-Za-z0-9])"),
     ),
 )
+CATALOGUE: tuple[CredentialFormat, ...] = ADDITIONS + GITLEAKS_CATALOGUE
 
 
 # Every prefixed credential starts a token, a run of the characters its lookbehind excludes, at least

@@ -347,6 +347,11 @@ _SIBLING_VALUE = re.compile(r"\"(?:[Vv]alue|ParameterValue|OutputValue|[Ss]ecret
 _TEXT_MEDIA = re.compile(
     r"(?i:text/|application/(?:json|xml|yaml|x-yaml|toml|x-sh|javascript|x-python)|[^;,]*\+(?:json|xml))"
 )
+# A data URL of a text type inside free text (a prompt, a stream's line): its payload decoded and searched.
+_TEXT_DATA_URL_IN_TEXT = re.compile(
+    r"(?P<head>data:(?i:text/|application/(?:json|xml|yaml|x-yaml|toml|x-sh|javascript))[^,\s\"']*;base64,)"
+    r"(?P<payload>[A-Za-z0-9+/]{8,}={0,2})"
+)
 _TEXT_DATA_URL = re.compile(r"data:(?i:text/|application/(?:json|xml|yaml|x-yaml|toml|x-sh|javascript))[^,]*;base64,")
 _MEDIA_MARKERS = (b"text/", b"application/", b"+json", b"+xml")
 _TEXT_MEDIA_BYTES = re.compile(
@@ -435,6 +440,14 @@ _AFTER_KEY = rb"[\s\x1c-\x1f\x80-\xff\\ntru0-9a-f]*:"
 _JSON_ESCAPE = re.compile(rb"\\[bfnrt]|\\.")
 # A sibling ``value`` member (``{"name": "MISTRAL_API_KEY", "value": ...}``), in lower-cased UTF-8.
 _SIBLING_VALUE_BYTES = re.compile(rb'value\\*"')
+# XML: an element holding text (``<SecretAccessKey>...</SecretAccessKey>``, SOAP's ``<wsse:Password>``), a
+# start tag's attributes (``password="..."``, NuGet's ``<add key="ClearTextPassword" value="..."/>``).
+_XML_ELEMENT = re.compile(
+    r"<(?P<tag>(?:[A-Za-z_][\w.-]*:)?(?P<name>[A-Za-z_][\w.-]*))(?:\s[^<>]*)?>(?P<value>[^<]*)</(?P=tag)\s*>"
+)
+_XML_TAG = re.compile(r"<[A-Za-z_][\w:.-]*\s[^<>]*>")
+_XML_ATTRIBUTE = re.compile(r"""(?P<name>[A-Za-z_][\w:.-]*)\s*=\s*(?P<q>["'])(?P<value>[^"'<>]*)(?P=q)""")
+_XML_BYTES = re.compile(rb"</|/>|<[a-z_][\w:.-]*\s[^<>]*=")
 # Every query or fragment parameter, also one inside another's value: a piece of the text may start there.
 _PARAMETER = re.compile(rb"(?=[?&;#]([A-Za-z0-9_.%\-]{1,64})=[^&#\s\"'<>\\])")
 
@@ -599,6 +612,14 @@ def _text_payload(obj: Mapping[Any, Any]) -> str | None:
         if isinstance(media, str) and _TEXT_MEDIA.match(media):
             return "data"
     return None
+
+
+_KEYWORD_FINDER = ahocorasick_rs.BytesAhoCorasick(KEYWORD_PATTERNS)
+
+
+def _may_hold_keyword(data: bytes) -> bool:
+    """Whether the lower case of ``data`` holds a catalogue keyword (of a format that isn't prefixed)."""
+    return bool(_KEYWORD_FINDER.find_matches_as_indexes(data.lower()))
 
 
 def _exact_finder(forms: tuple[str, ...]) -> ahocorasick_rs.BytesAhoCorasick:
@@ -1127,6 +1148,12 @@ class Redactor:
             text = _ASSIGNMENT.sub(lambda match: self._replace_assignment(match, response, found), text)
         if "=" in text:
             text = _QUERY.sub(lambda match: self._replace_query(match, found), text)
+        if "base64," in text and "data:" in text:
+            text = _TEXT_DATA_URL_IN_TEXT.sub(
+                lambda match: match["head"] + self._redact_base64_text(match["payload"], response), text
+            )
+        if words and "<" in text and _XML_BYTES.search(scan.data):
+            text = self._redact_xml(text, response, found)
         if "://" in text:
             if "@" in text:
                 text = _USERINFO.sub(lambda match: self._replace_userinfo(match, found), text)
@@ -1246,6 +1273,38 @@ class Redactor:
                     starts.add(key.end())
         return starts
 
+    def _redact_xml(self, text: str, response: bool, found: list[str]) -> str:
+        """XML's secret-named elements and attributes lose their text (an attribute named by its sibling
+        ``key`` or ``name``, too); the markup stays."""
+
+        def element(match: re.Match[str]) -> str:
+            value = match["value"]
+            name = match["name"]
+            if not value.strip() or not self._assigns_secret(name, value.strip(), response):
+                return match.group()
+            found.append(value.strip())
+            start, end = match.start("value") - match.start(), match.end("value") - match.start()
+            return match.group()[:start] + PLACEHOLDER + match.group()[end:]
+
+        def tag(match: re.Match[str]) -> str:
+            attributes = list(_XML_ATTRIBUTE.finditer(match.group()))
+            named = any(a["name"].lower() in ("key", "name") and self.is_secret_name(a["value"]) for a in attributes)
+            pieces, position = [], 0
+            for attribute in attributes:
+                value, name = attribute["value"], attribute["name"].rpartition(":")[2]
+                secret = (named and name.lower() == "value") or self._assigns_secret(name, value, response)
+                if value and secret:
+                    found.append(value)
+                    pieces += [match.group()[position : attribute.start("value")], PLACEHOLDER]
+                    position = attribute.end("value")
+            return "".join(pieces) + match.group()[position:] if pieces else match.group()
+
+        if "</" in text:
+            text = _XML_ELEMENT.sub(element, text)
+        if "=" in text:
+            text = _XML_TAG.sub(tag, text)
+        return text
+
     def _replace_assignment(self, match: re.Match[str], response: bool, found: list[str]) -> str:
         """A ``name: value`` or ``NAME=value`` line of free text (a prompt, a file pasted in one) whose name
         is a secret's: the value goes."""
@@ -1323,6 +1382,20 @@ class Redactor:
         if isinstance(obj, list | tuple):
             return [self._redact_structure(item, response) for item in obj]
         return obj
+
+    def redact_binary(self, data: bytes) -> bytes:
+        """The bytes of a binary body or part (an octet-stream upload, a multipart file) without what can be
+        told as a secret with no text around it: the catalogue's credential shapes and the values learned.
+        Every other byte is kept; what is found is learned."""
+        text = data.decode("latin-1")  # one character per byte: the shapes and forms are ASCII
+        found: list[str] = []
+        redacted = (
+            self._redact_shapes(text, None, found) if may_hold_prefixed(data) or _may_hold_keyword(data) else text
+        )
+        self._learn_all(found)
+        if self._forms and self.holds_learned(data):
+            redacted = self._remove_known(redacted)
+        return data if redacted == text else redacted.encode("latin-1", "replace")
 
     def _redact_base64_text(self, payload: str, response: bool) -> str:
         """A base64 payload of a text media type (an Anthropic ``document``, an OpenAI ``file_data`` data URL,
@@ -1468,6 +1541,8 @@ class Redactor:
             return True  # a catalogue prefix, or a base64 payload of a text type (``_redact_base64_text``)
         if (b":" in data or b"=" in data) and _may_assign(scan.data, scan.words()):
             return True
+        if b"<" in data and _XML_BYTES.search(scan.data) and scan.words():
+            return True  # XML whose element or attribute may be a secret's
         return b'"' in data and self._may_hold_key(data, scan)
 
     def _key_at_positions(self, text: str, scan: _Scan) -> Callable[[int, int], bool]:

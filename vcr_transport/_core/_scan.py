@@ -32,17 +32,38 @@ def scan_text(redactor: Redactor, text: str, response: bool = False) -> list[str
         return []
     start, end = changed_span(text, redacted)
     found, replaced = text[start:end], redacted[start : end + len(redacted) - len(text)]
-    # Several secrets in one span: split it at the unchanged text between placeholders.
+    # Several secrets in one span: split it at the unchanged text between placeholders. Where that text
+    # also occurs inside a secret (a space inside a PEM block written on one line), the secret ends at the
+    # last occurrence that leaves one whole secret before it (one the rules replace by one placeholder).
     between = [part for part in replaced.split(PLACEHOLDER)][1:-1]
     secrets, position = [], 0
     for part in between:
-        where = found.find(part, position + 1) if part else -1
+        where = _secret_end(redactor, found, position, part, response) if part else -1
         if where < 0:
             return [found]
         secrets.append(found[position:where])
         position = where + len(part)
     secrets.append(found[position:])
     return [secret for secret in secrets if secret.strip()]
+
+
+_CANDIDATES = 32  # occurrences of the white space after a secret tried, at most
+_LONGEST_SPLIT = 8192  # the longest secret holding white space that is told apart from the next
+
+
+def _secret_end(redactor: Redactor, found: str, position: int, part: str, response: bool) -> int:
+    """Where the secret starting at ``position`` of ``found`` ends, ``part`` following it; -1 if nowhere."""
+    first = found.find(part, position + 1)
+    if part.strip():
+        return first  # text that no secret holds
+    where, chosen = first, -1
+    for _ in range(_CANDIDATES):
+        if where < 0 or where - position > _LONGEST_SPLIT:
+            break
+        if redactor.redact_text(found[position:where], response=response) == PLACEHOLDER:
+            chosen = where
+        where = found.find(part, where + 1)
+    return chosen if chosen >= 0 else first
 
 
 def _named_value(redactor: Redactor, line: str) -> tuple[str, str] | None:

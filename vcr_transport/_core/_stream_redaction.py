@@ -22,6 +22,7 @@ __all__ = [
     "BATCH",
     "EncodedBodyRedactor",
     "StreamRedactor",
+    "carries_deltas",
     "changed_span",
     "delta_channels",
     "delta_edits",
@@ -40,6 +41,16 @@ _STEP = 2048  # how far back a cut moves when a secret crosses it
 MAX_HOLD = 8 * 1024 * 1024
 # The recorder hands chunks to ``StreamRedactor.feed_many`` in batches of about this many bytes.
 BATCH = 32 * 1024
+
+
+# The media types of streams whose events carry a model's text piece by piece: SSE, and the JSON-lines
+# streams (Ollama's application/x-ndjson).
+_DELTA_STREAM_TYPES = ("event-stream", "ndjson", "jsonl", "json-seq", "stream+json")
+
+
+def carries_deltas(content_type: str) -> bool:
+    """Whether a response of this content-type is a stream whose text is reassembled from its events."""
+    return any(kind in content_type for kind in _DELTA_STREAM_TYPES)
 
 
 class StreamRedactor:
@@ -174,14 +185,28 @@ class StreamRedactor:
 
     def _release_held(self) -> list[tuple[bytes, Any]]:
         held, self._held, self._held_size = self._held, [], 0
-        if not held or not self._deltas:
+        if not held:
             return held
         body = b"".join(map(_first, held))
-        edits = delta_edits(body, self._redactor)
+        edits = delta_edits(body, self._redactor) if self._deltas else self._across_lines(body, len(held))
         if not edits:
             return held
         pieces = _split_edited(body, edits, [len(chunk) for chunk, _ in held])
         return [(piece, tag) for piece, (_, tag) in zip(pieces, held, strict=True)]
+
+    def _across_lines(self, body: bytes, reads: int) -> list[Edit]:
+        """The edit redacting, as a whole, a body of several lines that came in more than one read: a
+        pretty-printed JSON value on a line after its key's, which the line-by-line pass saw apart."""
+        if reads < 2 or b"\n" not in body.rstrip(b"\n"):
+            return []
+        text = body.decode("utf-8", "surrogateescape")
+        if not self._redactor.could_redact(text):
+            return []
+        redacted = self._redactor.redact_text(text, response=True).encode("utf-8", "surrogateescape")
+        if redacted == body:
+            return []
+        start, end = changed_span(body, redacted)
+        return [(start, end, redacted[start : end + len(redacted) - len(body)])]
 
     def _take(self, slot: int, data: bytes) -> None:
         self._line += data
@@ -333,23 +358,28 @@ Values = Iterator[tuple[Hashable, str, str]]  # (channel, JSON key, value) of ea
 
 
 def _delta_values(event: Any) -> Values:
-    """(channel, JSON key, value) of each piece of text an SSE event carries, per vendor protocol, in the
-    order the keys appear in the event."""
+    """(channel, JSON key, value) of each piece of text an SSE event (or an NDJSON line) carries, per vendor
+    protocol, in the order the keys appear in the event."""
     if not isinstance(event, dict):
         return
     kind = event.get("type")
     if isinstance(kind, str):
         yield from _typed_values(event, kind)
         return
-    choices, candidates = event.get("choices"), event.get("candidates")
+    choices, candidates, message = event.get("choices"), event.get("candidates"), event.get("message")
     if isinstance(choices, list):
         yield from _chat_values(choices)
     if isinstance(candidates, list):
         yield from _gemini_values(candidates)
+    if "done" in event:  # Ollama's NDJSON: /api/chat's message, /api/generate's response
+        for part, key in ((message, "content"), (message, "thinking"), (event, "response"), (event, "thinking")):
+            if isinstance(part, dict) and isinstance(part.get(key), str):
+                yield ("ollama", part is message, key), key, part[key]
 
 
 def _typed_values(event: dict[str, Any], kind: str) -> Values:
-    """Anthropic's ``content_block_delta`` and the Responses API's ``*.delta`` events."""
+    """Anthropic's ``content_block_delta`` (text, ``input_json_delta``'s ``partial_json``, thinking), the
+    Responses API's ``*.delta`` events and Cohere v2's ``content-delta`` and ``tool-call-delta``."""
     delta = event.get("delta")
     if kind == "content_block_delta" and isinstance(delta, dict):
         for key in ("text", "partial_json", "thinking"):
@@ -358,17 +388,35 @@ def _typed_values(event: dict[str, Any], kind: str) -> Values:
     elif kind.endswith(".delta") and isinstance(delta, str):
         channel = ("responses", kind, event.get("item_id"), event.get("output_index"), event.get("content_index"))
         yield channel, "delta", delta
+    elif kind in ("content-delta", "tool-call-delta") and isinstance(delta, dict):
+        message = delta.get("message")
+        message = message if isinstance(message, dict) else {}
+        content, calls = message.get("content"), message.get("tool_calls")
+        if isinstance(content, dict):
+            for key in ("text", "thinking"):
+                if isinstance(content.get(key), str):
+                    yield ("cohere", event.get("index"), key), key, content[key]
+        function = calls.get("function") if isinstance(calls, dict) else None
+        if isinstance(function, dict) and isinstance(function.get("arguments"), str):
+            yield ("cohere", event.get("index"), "tool"), "arguments", function["arguments"]
 
 
 def _chat_values(choices: list[Any]) -> Values:
-    """openai chat completions: each choice's ``delta.content`` and tool calls' ``function.arguments``."""
+    """openai chat completions: each choice's ``delta.content``, ``delta.reasoning_content`` (DeepSeek, vLLM)
+    or ``delta.reasoning`` (OpenRouter) and tool calls' ``function.arguments``; legacy completions'
+    ``choices[].text``."""
     for position, choice in enumerate(choices):
-        delta = choice.get("delta") if isinstance(choice, dict) else None
-        if not isinstance(delta, dict):
+        if not isinstance(choice, dict):
             continue
         index = choice.get("index", position)
-        if isinstance(delta.get("content"), str):
-            yield ("chat", index), "content", delta["content"]
+        delta = choice.get("delta")
+        if not isinstance(delta, dict):
+            if isinstance(choice.get("text"), str):
+                yield ("completion", index), "text", choice["text"]
+            continue
+        for key in ("reasoning_content", "reasoning", "content"):
+            if isinstance(delta.get(key), str):
+                yield ("chat", index) if key == "content" else ("chat", index, key), key, delta[key]
         for call_position, call in enumerate(delta.get("tool_calls") or ()):
             function = call.get("function") if isinstance(call, dict) else None
             if isinstance(function, dict) and isinstance(function.get("arguments"), str):
@@ -386,22 +434,48 @@ def _gemini_values(candidates: list[Any]) -> Values:
 
 
 def _may_carry_deltas(data: bytes) -> bool:
-    return b'"delta"' in data or b'"candidates"' in data
+    return b'"delta"' in data or b'"candidates"' in data or b'"text"' in data or b'"done"' in data
+
+
+def _json_events(body: bytes) -> Iterator[tuple[bytes, int, int]]:
+    """(data, where its values start, where they end in ``body``) of each SSE event, or, in a body with no
+    SSE event (NDJSON: Ollama's ``application/x-ndjson``), of each line."""
+    found = False
+    for event in decode_events(body):
+        if event.dispatched:
+            found = True
+            yield (event.data, *_data_span(body, event))
+    if found:
+        return
+    start = 0
+    for line in body.splitlines(keepends=True):
+        yield line.strip(), start, start + len(line)
+        start += len(line)
+
+
+def _event_data(body: bytes) -> list[bytes]:
+    """The data of each SSE event of ``body`` (``[DONE]`` left out), or else each non-blank line of it."""
+    events = data_of(body)
+    if events and events[-1] == b"[DONE]":
+        events.pop()
+    if events:
+        return events
+    return [line for line in (part.strip() for part in body.splitlines()) if line.startswith(b"{")]
 
 
 def delta_channels(body: bytes) -> dict[Hashable, list[Piece]]:
-    """The text an SSE body's delta events carry piece by piece, per channel (one openai choice or tool
-    call, one anthropic content block, one Responses API item, one Gemini candidate), with the raw span of
-    each piece in ``body``. Events that aren't JSON, or carry no delta, are skipped."""
+    """The text an SSE body's delta events (or an NDJSON body's lines) carry piece by piece, per channel
+    (one openai choice, its reasoning or one tool call, one anthropic content block, one Responses API
+    item, one Gemini candidate, one Cohere content, Ollama's message), with the raw span of each piece in
+    ``body``. Events that aren't JSON, or carry no delta, are skipped."""
     channels: dict[Hashable, list[Piece]] = {}
-    for event in decode_events(body):
-        if not event.dispatched or not _may_carry_deltas(event.data):
+    for data, search, limit in _json_events(body):
+        if not _may_carry_deltas(data):
             continue
         try:
-            parsed = json.loads(event.data)
+            parsed = json.loads(data)
         except ValueError:
             continue
-        search, limit = _data_span(body, event)
         for channel, key, value in _delta_values(parsed):
             span = _find_string(body, limit, search, key, value)
             if span is None:
@@ -426,12 +500,16 @@ def _data_span(body: bytes, event: Event) -> tuple[int, int]:
 
 class _ChatDelta(msgspec.Struct, gc=False):
     content: str | None = None
-    tool_calls: None = None  # a chunk with tool calls is left to the general reading
+    # A chunk with tool calls or reasoning text is left to the general reading.
+    tool_calls: None = None
+    reasoning_content: None = None
+    reasoning: None = None
 
 
 class _ChatChoice(msgspec.Struct, gc=False):
     delta: _ChatDelta | None = None
     index: int = 0
+    text: None = None  # a legacy completion's text: the general reading
 
 
 class _ChatChunk(msgspec.Struct, gc=False):
@@ -441,18 +519,17 @@ class _ChatChunk(msgspec.Struct, gc=False):
     choices: list[_ChatChoice] = []  # noqa: RUF012 (msgspec copies a default list)
     type: None = None
     candidates: None = None
+    done: None = None  # Ollama's NDJSON
 
 
 _CHAT_CHUNKS = msgspec.json.Decoder(list[_ChatChunk])
 
 
 def delta_texts(body: bytes) -> dict[Hashable, list[str]]:
-    """The text pieces per channel of an SSE body's delta events: the values of ``delta_channels``,
-    without their spans. A stream of openai chat chunks of text alone (what most streams are) is read in
-    one pass by msgspec, into the few fields that matter; any other in the general way."""
-    events = data_of(body)
-    if events and events[-1] == b"[DONE]":
-        events.pop()
+    """The text pieces per channel of an SSE (or NDJSON) body's delta events: the values of
+    ``delta_channels``, without their spans. A stream of openai chat chunks of text alone (what most streams
+    are) is read in one pass by msgspec, into the few fields that matter; any other in the general way."""
+    events = _event_data(body)
     texts = _chat_texts(events)
     if texts is not None:
         return texts
