@@ -143,3 +143,38 @@ def check_row(
     expected = calls if calls is not None else 1
     assert len(answered) == expected, f"{len(answered)} requests reached the transport (cassette has {cassette_calls})"
     return error
+
+
+def check_mcp_row(row: Row, cassette: Path, stop: Callable[[], None], run: Callable[[str], Any]) -> Any:
+    """``run(prompt)`` drives an agent whose tools come from an MCP server, both servers (the fake vendor and
+    the MCP server) running; ``stop`` stops them. Records, stops, replays ten times (each equal, no mismatch,
+    no unplayed call), scans, then replays with the changed prompt and checks the user sees the mismatch
+    line. Returns what the recording run gave."""
+    try:
+        with vcr_transport.use_cassette(cassette, mode="record"):
+            recorded = run(RECORDED)
+    finally:
+        stop()
+    requests = sum(1 for line in cassette.read_text().splitlines() if line.startswith('{"type":"request"'))
+    row.figures["record"] = f"ok ({requests} calls)"
+    for _ in range(10):  # whatever of the session ran concurrently must pair the same way every time
+        with vcr_transport.use_cassette(cassette, mode="replay", unplayed="error") as used:
+            assert run(RECORDED) == recorded
+        assert used.session is not None and used.session.first_mismatch is None
+    row.figures["replay"] = "ok, equal (10 runs)"
+    found = secrets_in(cassette)
+    row.figures["secrets"] = ", ".join(found) or "none"
+    assert found == [], f"credentials in the cassette: {found}"
+    started = time.perf_counter()
+    with pytest.raises(BaseException) as caught:  # the framework's own error, or an exception group
+        with vcr_transport.use_cassette(cassette, mode="replay", unplayed="ignore"):
+            run(CHANGED)
+    row.figures["mismatch_ms"] = round((time.perf_counter() - started) * 1000, 1)  # the whole run
+    error = caught.value
+    shown = "".join(traceback.format_exception(error))
+    row.figures["mismatch_seen"] = f"{type(error).__module__}.{type(error).__qualname__}" + (
+        " (line in its message)" if LINE_TAIL in str(error) else " (line in the traceback's cause)"
+    )
+    row.save()
+    assert LINE_TAIL in shown and "replay mismatch at call" in shown, shown[-2000:]
+    return recorded

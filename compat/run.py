@@ -29,20 +29,20 @@ COMMON = ["pytest>=8"]
 # group -> packages installed beside this checkout. The versions actually installed are recorded per run.
 GROUPS: dict[str, list[str]] = {
     "sdks": ["openai>=3.50", "anthropic[bedrock,vertex]>=2.10", "google-genai>=3.3", "trio", "uvloop"],
-    "pydantic_ai": ["pydantic-ai-slim[openai,anthropic,google]>=2.60"],
+    "pydantic_ai": ["pydantic-ai-slim[openai,anthropic,google,mcp]>=2.60"],
     "langchain": ["langchain-openai>=1.7", "langchain-anthropic>=1.7"],
     "litellm": ["litellm", "anthropic>=2.10"],
     "instructor": ["instructor>=1.17"],
-    "agents": ["openai-agents>=0.24"],
+    "agents": ["openai-agents>=0.24", "mcp>=2.3"],
 }
 # What each group's report lists as "versions tested".
 REPORTED = {
     "sdks": ["openai", "anthropic", "google-genai", "botocore", "google-auth", "trio", "uvloop", "httpx2"],
-    "pydantic_ai": ["pydantic-ai-slim", "openai", "anthropic", "google-genai", "httpx2"],
+    "pydantic_ai": ["pydantic-ai-slim", "mcp", "fastmcp-slim", "openai", "anthropic", "google-genai", "httpx2"],
     "langchain": ["langchain-openai", "langchain-anthropic", "langchain-core", "openai", "anthropic", "httpx2"],
     "litellm": ["litellm", "openai", "anthropic", "httpx", "aiohttp"],
     "instructor": ["instructor", "openai", "httpx2"],
-    "agents": ["openai-agents", "openai", "httpx2"],
+    "agents": ["openai-agents", "mcp", "openai", "httpx2"],
 }
 
 

@@ -1,4 +1,6 @@
-"""pydantic-ai over openai, anthropic and google: a tool round trip and a streamed run each."""
+"""pydantic-ai over openai, anthropic and google: a tool round trip and a streamed run each; and an agent
+whose tools come from an MCP server over streamable HTTP (``pydantic_ai.mcp.MCPToolset``, on the fastmcp
+client and the ``mcp`` SDK, httpx2)."""
 
 from __future__ import annotations
 
@@ -7,9 +9,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import SECRETS, Row, check_row
-from fakes import Upstream
+from conftest import RECORDED, SECRETS, Row, check_mcp_row, check_row
+from fakes import TOOL_ARGS, Upstream
+from mcp_upstream import McpUpstream
 from pydantic_ai import Agent
+from pydantic_ai.mcp import MCPToolset
 
 # pydantic-ai makes up a tool-call id per run for Gemini: a path-scoped ignore keeps every other id compared.
 GEMINI_IGNORES = ["body.contents[*].parts[*].functionCall.id", "body.contents[*].parts[*].functionResponse.id"]
@@ -64,3 +68,34 @@ def test_streamed_run(provider: str, tmp_path: Path, vendor: Upstream) -> None:
         return asyncio.run(main())
 
     check_row(Row(f"pydantic-ai {provider}: streamed run", "httpx2 async"), tmp_path / "c.jsonl", vendor, run)
+
+
+def test_mcp_toolset(tmp_path: Path, vendor: Upstream) -> None:
+    """The model (the fake vendor) calls the first tool the MCP server lists, ``add``; the agent calls it over
+    MCP and answers. Then the same connection lists the tools and calls ``shout``."""
+    tools = McpUpstream().start()
+
+    def run(prompt: str) -> Any:
+        async def main() -> Any:
+            toolset: MCPToolset[None] = MCPToolset(tools.url)
+            agent = Agent(_model("openai", vendor.url), toolsets=[toolset])
+            async with toolset:
+                result = await agent.run(prompt)
+                listed = [tool.name for tool in await toolset.list_tools()]
+                shouted = await toolset.client.call_tool("shout", {"text": "hi"})
+            returns = [p.content for m in result.all_messages() for p in m.parts if p.part_kind == "tool-return"]
+            return result.output, returns, listed, shouted.structured_content
+
+        return asyncio.run(main())
+
+    def stop() -> None:
+        tools.stop()
+        vendor.stop()
+
+    cassette = tmp_path / "c.jsonl"
+    row = Row("pydantic-ai MCPToolset (streamable HTTP)", "httpx2 async")
+    output, returns, listed, shouted = check_mcp_row(row, cassette, stop, run)
+    assert output == f"echo:{RECORDED}" and listed == ["add", "shout"]
+    assert returns == [TOOL_ARGS["a"] + TOOL_ARGS["b"]], returns
+    assert shouted == {"result": "HI"}
+    assert cassette.read_text().count('"method":"tools/call"') == 2

@@ -95,13 +95,14 @@ class _Call:
 
     def stop(self) -> None:
         """The caller closed the stream, dropped it, or the cassette closed under it: ``complete`` when the
-        vendor's protocol had already ended (openai's sync client closes right after ``[DONE]``), else
-        ``closed_early``."""
+        whole body had arrived (its content-length), its vendor's protocol had ended (openai's sync client
+        closes right after ``[DONE]``, MCP's after the JSON-RPC response) or its event stream had sent nothing
+        (``CallRecording.body_ended``), else ``closed_early``."""
         if self.core.ended or self.recording.forked:  # the usual case: a stream closed (and dropped) after its end
             return
         with self._lock:
             self.recording.append(self.core.batch)  # it may hold the protocol's end
-            ended = self.recording.guarded(self.core.protocol_ended)
+            ended = self.recording.guarded(self.core.body_ended)
         self.end("complete" if ended else "closed_early")
 
     def interrupted(self, error: BaseException) -> None:
@@ -111,7 +112,7 @@ class _Call:
         if self.core.record.status is None:
             self.end("error", error)  # no response: only an error outcome is a readable call
         else:
-            self.end("closed_early")
+            self.stop()  # as when the caller closes it: complete if nothing of it was missing
 
     def end(self, outcome: str, error: BaseException | None = None) -> None:
         if self.core.ended or self.recording.forked:  # an ended call stays ended: no lock needed to see it

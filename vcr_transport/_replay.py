@@ -36,8 +36,15 @@ __all__ = [
     "kept_out",
 ]
 
+
+class _Poll(float):
+    """A wait of a stream held open (``_ReplayStream._hold``) before it looks again whether the calls it
+    waits for were played: a real wait, never the ``sleep`` seams, which may skip the recorded waits."""
+
+
 # A step of a replayed stream: a wait (seconds), or a run of chunks passed on as they are.
 _Step = float | Iterator[bytes]
+_HOLD_POLL = _Poll(0.01)
 
 
 class _ReplayStream:
@@ -71,7 +78,9 @@ class _ReplayStream:
     def __iter__(self) -> Iterator[bytes]:
         yield from self._run  # what an iteration that stopped early left of its run
         for step in self._next_steps():
-            if isinstance(step, float):
+            if isinstance(step, _Poll):
+                time.sleep(step)
+            elif isinstance(step, float):
                 self._replayer.sleep(step)
             else:
                 self._run = step
@@ -81,7 +90,9 @@ class _ReplayStream:
         for chunk in self._run:
             yield chunk
         for step in self._next_steps():
-            if isinstance(step, float):
+            if isinstance(step, _Poll):
+                await _anyio_sleep(step)
+            elif isinstance(step, float):
                 await self._replayer.async_sleep(step)
             else:
                 self._run = step
@@ -107,8 +118,22 @@ class _ReplayStream:
                 yield iter((corrupt_chunk(chunk) or b"!" + chunk[1:],))
                 start += 1
         yield map(chunks.__getitem__, range(start, len(chunks)))
+        waits_for = self._replayer.engine.holds(self._call.index)
+        if waits_for:
+            yield from self._hold(waits_for)
         if self._call.outcome == "error":
             raise self._fail()
+
+    def _hold(self, calls: tuple[int, ...]) -> Iterator[float]:
+        """Stay open, as the recorded stream did, until ``calls`` are played (``ReplayEngine.holds``: a stream
+        with no end of its protocol, such as MCP's GET stream); past the request's read timeout, raise the
+        library's ReadTimeout, as a silent server makes it do."""
+        timeout = (self._request.extensions.get("timeout") or {}).get("read") if self._request is not None else None
+        deadline = None if timeout is None else time.monotonic() + timeout
+        while not self._replayer.engine.all_played(calls):
+            if deadline is not None and time.monotonic() >= deadline:
+                raise self._error("ReadTimeout", "The read operation timed out")
+            yield _HOLD_POLL
 
     def _stops(self, count: int, corrupted: int | None) -> Iterable[int]:
         """The chunk positions something happens before (a stall, a cut, a paced gap) or to (corruption)."""

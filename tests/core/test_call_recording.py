@@ -74,7 +74,24 @@ def test_a_stream_that_stopped_after_its_protocol_ended_says_so() -> None:
     assert not call.protocol_ended()
     call.take(b"NE]\n\n", 3_000)
     call.batch()
-    assert call.protocol_ended()
+    assert call.protocol_ended() and call.body_ended()
+
+
+def test_a_body_closed_once_its_content_length_had_arrived_had_ended() -> None:
+    """MCP's client closes the empty 202 that answers a notification without reading it: the whole body
+    (none) had come. A body closed before its declared length arrived had not."""
+    empty, _ = _call()
+    empty.response(202, [("content-type", "application/json"), ("content-length", "0")], "HTTP/1.1")
+    assert empty.body_ended()
+    partial, _ = _call()
+    partial.response(200, [("content-type", "application/json"), ("content-length", "8")], "HTTP/1.1")
+    partial.take(b'{"a": ', 1_000)
+    assert not partial.body_ended()
+    partial.take(b"1}", 2_000)
+    assert partial.body_ended()
+    undeclared, _ = _call()
+    undeclared.response(200, [("content-type", "application/json")], "HTTP/1.1")
+    assert not undeclared.body_ended()
 
 
 # --- never worse: the one rule of what a recording must be to be saved -----------------------------------

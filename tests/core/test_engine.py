@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import random
 import re
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -15,17 +16,20 @@ import pytest
 import vcr_transport
 from vcr_transport import ReplayMismatch
 from vcr_transport._core._display import side_by_side
+from vcr_transport._core._engine import ReplayEngine
 from vcr_transport._core._explain import reordered_lists, volatile_suggestion
 from vcr_transport._core._format import (
     Cassette,
     call_end_line,
     encode_line,
+    event_lines,
     header_line,
     lines_of_calls,
     overlap_groups,
     request_line,
     response_line,
 )
+from vcr_transport._core._options import Options
 
 URL = "https://api.example.test/v1/chat"
 HEADERS = [("accept", "*/*"), ("content-type", "application/json")]
@@ -274,3 +278,90 @@ def test_record_on_miss_keeps_the_played_calls_renumbered_and_holds_the_open_one
     ]
     assert [json.loads(line)["call_index"] for line in deferred] == [1, 2]
     assert kept[0] == data.split(b"\n")[1], "a call whose number stays is kept byte for byte"
+
+
+def _held_stream_cassette(
+    path: Path, event: bytes = b": ping\n\n", outcome: str = "closed_early", closed_in_2: bool = False
+) -> Path:
+    """MCP's shape: a GET event stream (call 0) that ended (``outcome``) at the session's end, with two POSTs
+    that ran while it was open (1, 2), then a call after it closed (3). ``closed_in_2``: it ended while call
+    2 was running (as MCP's server closes it while answering the DELETE)."""
+    sse = [("content-type", "text/event-stream")]
+    lines = [encode_line(header_line())]
+    lines.append(encode_line(request_line(0, "GET", URL, [("accept", "text/event-stream")], None)))
+    lines.append(encode_line(response_line(0, 200, sse)))
+    lines.append(event_lines(0, 0, [(event, 1_000)], 0))
+    stream_end = encode_line(call_end_line(0, 1, outcome))
+    for index in (1, 2):
+        lines.append(encode_line(request_line(index, "POST", URL, HEADERS, {"json": {"q": index}})))
+        lines.append(encode_line(response_line(index, 200, [("content-type", "application/json")])))
+        if index == 2 and closed_in_2:
+            lines.append(stream_end)
+        lines.append(encode_line(call_end_line(index, 0, "complete")))
+    if not closed_in_2:
+        lines.append(stream_end)
+    lines.append(encode_line(request_line(3, "POST", URL, HEADERS, {"json": {"q": 3}})))
+    lines.append(encode_line(response_line(3, 200, [("content-type", "application/json")])))
+    lines.append(encode_line(call_end_line(3, 0, "complete")))
+    path.write_bytes(b"".join(lines))
+    return path
+
+
+def test_an_open_ended_stream_stays_open_for_the_calls_that_ran_beside_it(tmp_path: Path) -> None:
+    """Fixed: MCP's GET stream ended at once in replay, as if its server had closed it, so the client opened
+    another a second later, a GET the cassette doesn't have (a mismatch in any session that lasted over a
+    second). It stays open until the calls that started while it was open have been played, then ends."""
+    path = _held_stream_cassette(tmp_path / "c.jsonl")
+    transport = vcr_transport.ReplayTransport(path)
+    transport.sleep = lambda seconds: None  # the seam skips recorded waits; the hold's waits are real
+    assert [transport.engine.holds(i) for i in range(4)] == [(1, 2), (), (), ()]
+    seen: list[tuple[bytes, list[bool]]] = []
+    with httpx2.Client(transport=transport) as client:
+        with client.stream("GET", URL, headers={"accept": "text/event-stream"}) as response:
+            chunks = response.iter_raw()
+            seen.append((next(chunks), list(transport.engine.played)))
+
+            def posts() -> None:
+                for index in (2, 1):
+                    client.post(URL, json={"q": index})
+
+            worker = threading.Thread(target=posts)
+            worker.start()
+            seen.append((b"".join(chunks), list(transport.engine.played)))  # the end: once 1 and 2 are played
+            worker.join()
+        client.post(URL, json={"q": 3})
+    assert seen == [(b": ping\n\n", [True, False, False, False]), (b"", [True, True, True, False])]
+    assert transport.unplayed_calls() == []
+
+
+def test_which_streams_stay_open_for_the_calls_beside_them(tmp_path: Path) -> None:
+    """An event stream with no end of its protocol: cut by its client, for the calls that started while it
+    was open; closed by its server, for the calls running then (MCP's server closes the GET stream when it
+    answers the DELETE). Not one whose protocol ended (openai's streams run together with asyncio.gather)."""
+
+    def holds(event: bytes, outcome: str) -> tuple[int, ...]:  # ended after 1 and 2 had ended
+        path = _held_stream_cassette(tmp_path / "c.jsonl", event, outcome)
+        return vcr_transport.ReplayTransport(path).engine.holds(0)
+
+    # Closed by its server after 1 and 2 had ended: with data, it outlived them (any order, as before); with
+    # none (MCP's GET stream, whose end and the DELETE's reach the client in either order), it waits for them.
+    assert holds(b'data: {"n": 1}\n\n', "complete") == ()
+    assert holds(b": ping\n\n", "complete") == (1, 2)
+    assert holds(b'data: {"jsonrpc": "2.0", "method": "notifications/message"}\n\n', "closed_early") == (1, 2)
+    assert holds(b"data: [DONE]\n\n", "complete") == ()
+    # A JSON-RPC response ends the stream answering a POST, not a GET's (MCP's older SSE transport).
+    assert holds(b'data: {"jsonrpc": "2.0", "id": 1, "result": {}}\n\n', "closed_early") == (1, 2)
+    path = _held_stream_cassette(tmp_path / "c.jsonl", b'data: {"n": 1}\n\n', "complete", closed_in_2=True)
+    assert vcr_transport.ReplayTransport(path).engine.holds(0) == (2,), "its server closed it answering 2"
+
+
+def test_a_held_stream_with_no_call_to_wait_for_times_out_as_a_silent_server_does(tmp_path: Path) -> None:
+    path = _held_stream_cassette(tmp_path / "c.jsonl")
+    with httpx2.Client(transport=vcr_transport.ReplayTransport(path), timeout=httpx2.Timeout(5, read=0.05)) as client:
+        with client.stream("GET", URL, headers={"accept": "text/event-stream"}) as response:
+            with pytest.raises(httpx2.ReadTimeout):
+                response.read()
+    chosen = Options.from_arguments({}, where="test")
+    cassette = Cassette.parse(path.read_bytes(), "c")
+    served = ReplayEngine(cassette, chosen.matcher(), chosen.redactor(), ordered=False, reuse=True)
+    assert served.holds(0) == (), "serve answers any number of runs: nothing to wait for"

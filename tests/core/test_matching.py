@@ -14,6 +14,7 @@ import vcr_transport
 from vcr_transport import ReplayMismatch, find_first_difference
 from vcr_transport._core._engine import ReplayEngine, replay_headers
 from vcr_transport._core._format import Cassette, RecordedCall
+from vcr_transport._core._matching import SERVER_ASSIGNED, echoed_headers
 from vcr_transport._core._options import Options
 
 
@@ -306,3 +307,50 @@ def test_a_body_the_replay_redacts_never_matches_its_unredacted_recording() -> N
     plain = Options.from_arguments({}, where="test")
     engine = ReplayEngine(cassette, plain.matcher(), plain.redactor())
     assert engine.select(engine.incoming_fields("POST", url, headers, b'{"k":"hello"}')) is call
+
+
+def _mcp_session(session_id: str) -> list[RecordedCall]:
+    """An MCP session's calls as recorded: ``initialize`` assigns the id, every later request sends it back."""
+    url = "http://127.0.0.1:8000/mcp"
+    json_type = ("content-type", "application/json")
+    assigned = [json_type, ("mcp-session-id", session_id)]
+    calls = [RecordedCall(0, "POST", url, [json_type], {"json": {"id": 1, "method": "initialize"}})]
+    calls[0].response_headers = [("content-type", "text/event-stream"), *assigned[1:]]
+    for index, method in ((1, "tools/list"), (2, "tools/call")):
+        call = RecordedCall(index, "POST", url, assigned, {"json": {"id": index + 1, "method": method}})
+        call.response_headers = [("content-type", "text/event-stream"), *assigned[1:]]
+        calls.append(call)
+    return calls
+
+
+def test_a_header_the_server_assigned_and_its_client_echoes_is_found() -> None:
+    session = _mcp_session("2b340d77e0594a45b85e5fafce71d0b4")
+    exchanges = [(c.request_headers, c.response_headers) for c in session]
+    assert echoed_headers(exchanges) == {"mcp-session-id"}
+    # A value the client sent before any response carried it is the client's own (openai-organization).
+    own = [([("openai-organization", "org-1")], [("openai-organization", "org-1")])] * 2
+    assert echoed_headers(own) == frozenset()
+    # A header HTTP defines both ways is no echo: a POST's content-type after a GET answered with it.
+    both_ways = [([], [("content-type", "application/json")]), ([("content-type", "application/json")], [])]
+    assert echoed_headers(both_ways) == frozenset()
+    # A volatile response header (a request id) sent back is not counted either.
+    assert echoed_headers([([], [("x-request-id", "r1")]), ([("x-request-id", "r1")], [])]) == frozenset()
+
+
+def test_a_server_assigned_header_is_compared_as_sent_not_by_its_value() -> None:
+    """MCP's session id is the server's choice, a new one each session: a session whose id came from
+    elsewhere (another server, a fixture's session) replays; one that stopped sending it doesn't."""
+    session = _mcp_session("2b340d77e0594a45b85e5fafce71d0b4")
+    chosen = Options.from_arguments({}, where="test")
+    engine = ReplayEngine(Cassette("c.jsonl", {}, session), chosen.matcher(), chosen.redactor())
+    url = session[0].url
+    engine.select(engine.incoming_fields("POST", url, session[0].request_headers, b'{"id":1,"method":"initialize"}'))
+    other_id = [("content-type", "application/json"), ("mcp-session-id", "f00d")]
+    assert engine.select(engine.incoming_fields("POST", url, other_id, b'{"id":2,"method":"tools/list"}')).index == 1
+    without = [("content-type", "application/json")]
+    with pytest.raises(ReplayMismatch) as raised:
+        engine.select(engine.incoming_fields("POST", url, without, b'{"id":3,"method":"tools/call"}'))
+    assert raised.value.field_path == "headers.mcp-session-id"
+    assert str(raised.value).splitlines()[0] == (
+        f"replay mismatch at call 2, field headers.mcp-session-id: recorded '{SERVER_ASSIGNED}', incoming <missing>"
+    )

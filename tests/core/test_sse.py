@@ -184,8 +184,10 @@ def _protocol_streams(rng: random.Random) -> bytes:
         (None, {"type": "response.completed"}),
         (None, {"candidates": [{"finishReason": "STOP"}]}),
         (None, "[DONE]"),
+        ("message", {"jsonrpc": "2.0", "method": "notifications/progress", "params": {"progress": 1}}),
+        ("message", {"jsonrpc": "2.0", "id": 3, "result": {"content": []}}),
     ]
-    weights = [40, 10, 10, 1, 1, 1, 1]
+    weights = [40, 10, 10, 1, 1, 1, 1, 5, 1]
     return sse(rng.choices(kinds, weights, k=rng.randint(1, 300)), newline).replace(b"\n\n\n", b"\n\n")
 
 
@@ -215,6 +217,28 @@ def test_the_protocol_end_is_read_by_the_standards_rules() -> None:
     assert ends(b'event: message_stop\ndata: {"type": "message_stop"}\n\n')
     assert not ends(b"data: [DONE]\n")  # its blank line hasn't come
     assert not ends(b": data: [DONE]\n\n")  # a comment
+
+
+def test_an_mcp_servers_answer_ends_its_stream_and_its_requests_and_notifications_do_not() -> None:
+    """An MCP server answers a POSTed request with an event stream whose last event is the JSON-RPC response
+    (its client closes the stream there); requests and notifications it sends before that (a progress
+    notification, a sampling request with its own id) don't end it."""
+
+    def ends(*messages: dict[str, object]) -> bool:
+        watcher = ProtocolEnd()
+        watcher.feed(b"".join(b"event: message\r\ndata: " + json.dumps(m).encode() + b"\r\n\r\n" for m in messages))
+        return watcher.ended
+
+    progress = {"jsonrpc": "2.0", "method": "notifications/progress", "params": {"progress": 1}}
+    sampling = {"jsonrpc": "2.0", "id": 0, "method": "sampling/createMessage", "params": {}}
+    assert not ends(progress, sampling)
+    assert ends(progress, {"jsonrpc": "2.0", "id": 2, "result": {"tools": []}})
+    assert ends({"jsonrpc": "2.0", "id": "a", "error": {"code": -32601, "message": "no such method"}})
+    assert not ends({"jsonrpc": "1.0", "id": 2, "result": {}})  # not JSON-RPC 2.0
+    # A GET's stream (MCP's older SSE transport answers every POST on it) goes on after a response.
+    on_a_get = ProtocolEnd(answers_post=False)
+    on_a_get.feed(b'event: message\ndata: {"jsonrpc": "2.0", "id": 1, "result": {}}\n\n')
+    assert not on_a_get.ended
 
 
 def test_parse_sse_shows_every_event_with_its_lines() -> None:

@@ -200,6 +200,12 @@ def garbled_structure(url: str, headers: list[tuple[str, str]], placeholder: str
     return ""
 
 
+def _declared_length(headers: Sequence[tuple[str, str]]) -> int | None:
+    """The content-length a response declares (None: none, or one that is no number of bytes)."""
+    value = next((v for k, v in headers if k.lower() == "content-length"), None)
+    return int(value) if value is not None and value.strip().isdigit() else None
+
+
 class CallRecording:
     """One call's lines, from its request to its end. Each step returns the encoded lines to append, in
     order (a list: event lines come in groups of about ``BATCH`` bytes, the last group with the call's end).
@@ -226,6 +232,9 @@ class CallRecording:
         # removed, so a chunk racing with the end is either recorded with it or dropped, as if it came after.
         self.pending: list[Chunk] = []
         self._pending_size = 0  # bytes taken since the last batch was recorded
+        self._received = 0  # bytes taken in all
+        self._length: int | None = None  # the response's content-length, when it declares one
+        self._method = ""  # the request's, upper-case
         self._error: tuple[str, str] | None = None  # how the call failed (class, redacted message)
 
     @property
@@ -235,6 +244,7 @@ class CallRecording:
     def request(self, method: str, url: str, headers: list[tuple[str, str]], body: bytes) -> list[bytes]:
         """The request line, redacted. A request whose redaction would garble its structure (see
         ``garbled_structure``) breaks the recording instead: nothing of it is written."""
+        self._method = method.upper()
         if self.book.broken:
             return []
         redactor = self.redactor
@@ -259,6 +269,7 @@ class CallRecording:
         self.record.status = status
         if self.book.broken:
             return []
+        self._length = _declared_length(headers)
         content_type, encoding, binary = body_headers(headers)
         if encoding:
             self._body = EncodedBodyRedactor(self.redactor, encoding)
@@ -266,13 +277,14 @@ class CallRecording:
             event_stream = "event-stream" in content_type
             self._body = StreamRedactor(self.redactor, deltas=carries_deltas(content_type))
             if event_stream:
-                self._protocol = ProtocolEnd()
+                self._protocol = ProtocolEnd(answers_post=self._method == "POST")
         return [encode_line(response_line(self.index, status, self.redactor.redact_headers(headers), http_version))]
 
     def take(self, chunk: bytes, arrived: int) -> bool:
         """Take a chunk that has just arrived; True when the chunks taken make a batch to record."""
         self.pending.append((chunk, arrived))
         self._pending_size += len(chunk)
+        self._received += len(chunk)
         if self._pending_size < BATCH:
             return False
         self._pending_size = 0
@@ -295,6 +307,15 @@ class CallRecording:
         """Whether the vendor's protocol had ended in the chunks recorded (for a stream that stopped)."""
         self._watch()
         return self._protocol is not None and self._protocol.ended
+
+    def body_ended(self) -> bool:
+        """Whether a stream that stopped had its whole body: every byte its content-length declares (an empty
+        202 that the client closed unread, as MCP's client does), the end of its vendor's protocol, or an
+        event stream its server had sent nothing on yet (MCP's GET stream, which the client closes at the
+        session's end; the server may close it first, on the DELETE, so either way it ends ``complete``)."""
+        if self._length is not None and self._received >= self._length:
+            return True
+        return self._protocol is not None and (self._received == 0 or self.protocol_ended())
 
     def close(self, outcome: str, error: tuple[str, str] | None = None) -> bool:
         """Mark the call ended (``error``: the class and the redacted message); False when it already was.

@@ -6,6 +6,7 @@ from __future__ import annotations
 import datetime
 import difflib
 import email.utils
+import itertools
 import json
 import math
 import threading
@@ -16,9 +17,10 @@ from .._exceptions import ReplayMismatch
 from ._bodies import body_headers, redact_url, stored_body
 from ._explain import reordered_lists, volatile_suggestion
 from ._format import Cassette, RecordedCall, overlap_groups
-from ._matching import Normalizer, RequestMatcher
+from ._matching import Normalizer, RequestMatcher, echoed_headers
 from ._memo import Memo
 from ._redaction import Redactor, cookie_names
+from ._sse import ProtocolEnd, data_of
 
 __all__ = ["CONCURRENT", "ORDERINGS", "RETRYABLE_STATUSES", "SHOWN_DIFFERENCES", "ReplayEngine", "replay_headers"]
 
@@ -174,12 +176,15 @@ class ReplayEngine:
         self.cassette = cassette
         self.reuse = reuse
         self.repeats = repeats
-        self.matcher = matcher.with_server_cookies(
-            name
-            for call in cassette.calls
-            for key, value in call.response_headers
-            if key.lower() == "set-cookie"
-            for name in cookie_names(value, response=True)
+        self.matcher = matcher.with_server_values(
+            cookies=(
+                name
+                for call in cassette.calls
+                for key, value in call.response_headers
+                if key.lower() == "set-cookie"
+                for name in cookie_names(value, response=True)
+            ),
+            headers=echoed_headers((call.request_headers, call.response_headers) for call in cassette.calls),
         )
         self.normalizer = normalizer if normalizer else None
         self.redactor = redactor
@@ -204,6 +209,39 @@ class ReplayEngine:
         self._lock = threading.Lock()
         # call index -> its fields: unordered matching compares a request with many calls, each many times
         self._recorded: Memo[int, dict[str, Any]] = Memo(size=max(1, len(cassette.calls)))
+        self._holds: dict[int, tuple[int, ...]] = {}
+
+    def holds(self, index: int) -> tuple[int, ...]:
+        """The calls the replayed stream of call ``index`` stays open for, after its recorded events, when it
+        is an event stream that carried no end of its protocol (see ``ProtocolEnd``), so that only its
+        client or its server closing it ended it: when its client cut it (``closed_early``), or its server
+        closed it having sent no data (only its timing is there to replay), the calls that started while it
+        was open; when its server closed it after sending data, the calls that were still running then (it
+        may have closed it in answer to one of them; a stream that outlived a finished call replays in any
+        order, as before). MCP's GET event stream is one: open beside the session's POSTs, closed by the
+        server when it answers the DELETE (the two ends reach the client in either order), or cut by the
+        client first. Ending it at once would
+        tell the client its server had closed it, and the client would open another, a request the
+        recording doesn't have. It ends once those calls are played, or replay has ended at a miss
+        (record-on-miss), or when the client closes it. None for other calls, and under ``reuse``
+        (``serve`` answers any number of runs)."""
+        found = self._holds.get(index)
+        if found is None:
+            calls = self.cassette.calls
+            call = calls[index]
+            later = range(index + 1, len(calls))  # request lines come in call order
+            found = tuple(itertools.takewhile(lambda i: calls[i].line < call.end_line, later))
+            if call.outcome == "complete" and data_of(b"".join(call.events)):
+                found = tuple(i for i in found if calls[i].end_line > call.end_line)
+            if found and (self.reuse or call.outcome == "error" or not _open_ended(call)):
+                found = ()
+            self._holds[index] = found
+        return found
+
+    def all_played(self, indexes: Sequence[int]) -> bool:
+        """Whether every call of ``indexes`` has been played, or replay has ended at a miss."""
+        played = self.played
+        return self.kept is not None or all(played[i] for i in indexes)
 
     def _recorded_fields(self, index: int) -> dict[str, Any]:
         call = self.cassette.calls[index]
@@ -389,6 +427,19 @@ class ReplayEngine:
 
     def unplayed(self) -> list[tuple[int, str, str]]:
         return [(c.index, c.method, c.url) for c in self.cassette.calls if not self.played[c.index]]
+
+
+def _open_ended(call: RecordedCall) -> bool:
+    """Whether a call's response is an event stream whose events never ended its protocol."""
+    content_type = next((v for k, v in call.response_headers if k.lower() == "content-type"), "")
+    if "event-stream" not in content_type.lower():
+        return False
+    watcher = ProtocolEnd(answers_post=call.method.upper() == "POST")
+    for chunk in call.events:
+        watcher.feed(chunk)
+        if watcher.ended:
+            return False
+    return True
 
 
 _COMPARED_CHARACTERS = 4000  # enough to tell requests apart; SequenceMatcher is quadratic in the worst case

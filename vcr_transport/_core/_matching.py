@@ -23,9 +23,11 @@ __all__ = [
     "VOLATILE_HEADERS",
     "VOLATILE_RESPONSE_HEADERS",
     "FieldPath",
+    "SERVER_ASSIGNED",
     "RequestMatcher",
     "comparable_parts",
     "Normalizer",
+    "echoed_headers",
     "find_first_difference",
     "is_volatile_response_header",
     "iter_differences",
@@ -94,6 +96,58 @@ VOLATILE_RESPONSE_HEADERS: frozenset[str] = frozenset(
         "x-cache-hits",
     }
 )
+
+
+# What a request header the server assigned (``echoed_headers``) is compared as: that it is sent, not its value.
+SERVER_ASSIGNED = "<assigned by the server>"
+
+# Headers HTTP defines for requests and responses alike: a request that carries the same value as an earlier
+# response (a POST's content-type after a GET's answer) is not echoing it.
+_BOTH_WAYS = frozenset(
+    {
+        "content-type",
+        "content-length",
+        "content-encoding",
+        "content-language",
+        "content-location",
+        "cache-control",
+        "connection",
+        "keep-alive",
+        "pragma",
+        "date",
+        "via",
+        "upgrade",
+        "trailer",
+        "transfer-encoding",
+        "accept",
+        "accept-encoding",
+        "accept-language",
+    }
+)
+
+
+def echoed_headers(exchanges: Iterable[tuple[Iterable[tuple[str, str]], Iterable[tuple[str, str]]]]) -> frozenset[str]:
+    """The names (lower-case) of the headers a server assigns and its client sends back: a response header
+    whose value a later request carries under the same name, when no request carried that value before.
+    MCP's ``mcp-session-id`` is one (a new id each session, sent with every request after ``initialize``).
+    ``exchanges``: each call's (request headers, response headers), in call order. Cookies, volatile
+    response headers and the headers HTTP defines both ways (``_BOTH_WAYS``) are not counted."""
+    sent: set[tuple[str, str]] = set()
+    assigned: set[tuple[str, str]] = set()
+    names: set[str] = set()
+    for request_headers, response_headers in exchanges:
+        for name, value in request_headers:
+            pair = (name.lower(), value)
+            if pair in assigned:
+                names.add(pair[0])
+            sent.add(pair)
+        for name, value in response_headers:
+            lower = name.lower()
+            if lower in _BOTH_WAYS or lower == "set-cookie" or is_volatile_response_header(lower):
+                continue
+            if (lower, value) not in sent:
+                assigned.add((lower, value))
+    return frozenset(names)
 
 
 def _glob_pattern(globs: Iterable[str]) -> re.Pattern[str] | None:
@@ -277,6 +331,11 @@ class RequestMatcher:
     ``cookie`` header is compared without them: whether a client sends back a server's cookie depends on
     timing (requests started together leave before any answer set it) and on which test ran first on a
     shared client. The cookies the application sets itself are compared.
+
+    ``server_headers``: the names of the headers the recorded server assigned and its client sent back
+    (``echoed_headers``: MCP's ``mcp-session-id``). They are compared as sent or not, each value made
+    ``SERVER_ASSIGNED``: the value is the server's choice (a new one each session), and a replayed session
+    gets the recorded one anyway, from the replayed response.
     """
 
     def __init__(
@@ -287,8 +346,10 @@ class RequestMatcher:
         ignore_fields: Iterable[str] = (),
         match_on: Iterable[str] | None = None,
         server_cookies: Iterable[str] = (),
+        server_headers: Iterable[str] = (),
     ) -> None:
         self.server_cookies = frozenset(server_cookies)
+        self.server_headers = frozenset(name.lower() for name in server_headers)
         self._match_on = _chosen_parts(match_on)
         self._removed = frozenset(name.lower() for name in compare_headers)
         volatile = (VOLATILE_HEADERS | {name.lower() for name in ignore_headers}) - self._removed
@@ -303,14 +364,17 @@ class RequestMatcher:
         self._headers: Memo[tuple[tuple[str, str], ...], tuple[dict[str, Any], str]] = Memo()
         self._urls: Memo[str, dict[str, Any]] = Memo()
 
-    def with_server_cookies(self, names: Iterable[str]) -> RequestMatcher:
-        """This matcher, comparing requests' ``cookie`` headers without the cookies ``names`` too."""
-        names = frozenset(names) - self.server_cookies
-        if not names:
+    def with_server_values(self, cookies: Iterable[str] = (), headers: Iterable[str] = ()) -> RequestMatcher:
+        """This matcher, comparing requests' ``cookie`` headers without the cookies ``cookies`` too, and the
+        headers ``headers`` as server-assigned (see the class)."""
+        cookies = frozenset(cookies) - self.server_cookies
+        headers = frozenset(name.lower() for name in headers) - self.server_headers
+        if not cookies and not headers:
             return self
         twin = copy.copy(self)
-        twin.server_cookies = self.server_cookies | names
-        twin._headers = Memo()  # the cookie header compares otherwise
+        twin.server_cookies = self.server_cookies | cookies
+        twin.server_headers = self.server_headers | headers
+        twin._headers = Memo()  # the headers compare otherwise
         return twin
 
     def is_volatile(self, lower_name: str) -> bool:
@@ -348,6 +412,8 @@ class RequestMatcher:
         if "boundary" in content_type and multipart_boundary(content_type) is not None:
             # A random value per request (httpx2 draws it): the parts are compared instead.
             merged["content-type"] = _BOUNDARY_PARAMETER.sub("", content_type)
+        for name in self.server_headers.intersection(merged):
+            merged[name] = SERVER_ASSIGNED
         if self.server_cookies and "cookie" in merged:
             own = _own_cookies(merged["cookie"], self.server_cookies)
             if own:

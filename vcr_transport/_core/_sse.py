@@ -210,7 +210,14 @@ def data_of(body: bytes) -> list[bytes]:
 
 # What the data of an event that ends a protocol holds (the type of an anthropic or Responses API event is in
 # its data too), and so the bytes of that event: worth a JSON parse.
-_END_MARKERS = (b"message_stop", b"response.completed", b"response.failed", b"response.incomplete", b"finishReason")
+_END_MARKERS = (
+    b"message_stop",
+    b"response.completed",
+    b"response.failed",
+    b"response.incomplete",
+    b"finishReason",
+    b'"jsonrpc"',
+)
 # The first found in one pass (leftmost-first lets the finder skip ahead on the patterns' first bytes).
 _ANY_END = ahocorasick_rs.BytesAhoCorasick([b"[DONE]", *_END_MARKERS], matchkind=ahocorasick_rs.MatchKind.LeftmostFirst)
 _END_TYPES = frozenset({"message_stop", "response.completed", "response.failed", "response.incomplete"})
@@ -220,36 +227,45 @@ class ProtocolEnd:
     """Watches a server-sent-events stream for the event after which the vendor's protocol has nothing
     more to say: openai's ``data: [DONE]``, anthropic's ``message_stop``, the Responses API's
     ``response.completed`` / ``response.failed`` / ``response.incomplete``, a Gemini event whose every
-    candidate carries a ``finishReason``. An event counts once its blank line has arrived."""
+    candidate carries a ``finishReason``, and in the answer to a POSTed request (``answers_post``) a JSON-RPC
+    response: an MCP server's answer to the request, after which its client closes the stream (on a GET's
+    stream, MCP's standalone stream or its older SSE transport, responses don't end it). An event counts
+    once its blank line has arrived."""
 
-    __slots__ = ("_decoder", "ended")
+    __slots__ = ("_decoder", "_json_rpc", "ended")
 
-    def __init__(self) -> None:
+    def __init__(self, *, answers_post: bool = True) -> None:
         self.ended = False
+        self._json_rpc = answers_post
         self._decoder = SseDecoder()
 
     def feed(self, chunk: bytes) -> None:
         if not self.ended:
             # Events that hold no marker can't end the protocol: those before the first that does are
             # passed over unread.
-            self.ended = any(map(_ends_protocol, self._decoder.feed(chunk, _ANY_END)))
+            json_rpc = self._json_rpc
+            self.ended = any(_ends_protocol(event, json_rpc) for event in self._decoder.feed(chunk, _ANY_END))
 
 
-def _ends_protocol(event: Event) -> bool:
+def _ends_protocol(event: Event, json_rpc: bool) -> bool:
     data = event.data
     if data == b"[DONE]" or event.type == b"message_stop":
         return True
-    return any(marker in data for marker in _END_MARKERS) and _ends_by_its_json(data)
+    return any(marker in data for marker in _END_MARKERS) and _ends_by_its_json(data, json_rpc)
 
 
-def _ends_by_its_json(data: bytes) -> bool:
-    """An event whose JSON is of an ending type, or a Gemini event whose every candidate has finished."""
+def _ends_by_its_json(data: bytes, json_rpc: bool) -> bool:
+    """An event whose JSON is of an ending type, a Gemini event whose every candidate has finished, or (when
+    ``json_rpc``) a JSON-RPC 2.0 response (an ``id`` with a ``result`` or an ``error``; a request or
+    notification has a ``method``)."""
     try:
         obj = json.loads(data)
     except ValueError:
         return False
     if not isinstance(obj, dict):
         return False
+    if obj.get("jsonrpc") == "2.0":
+        return json_rpc and "id" in obj and "method" not in obj and ("result" in obj or "error" in obj)
     candidates = obj.get("candidates")
     return obj.get("type") in _END_TYPES or (
         isinstance(candidates, list)
