@@ -1,4 +1,5 @@
-"""``use_cassette``: every httpx and httpx2 client, sync and async, goes through a cassette inside a block.
+"""``use_cassette``: every httpx and httpx2 client, sync and async, and every WebSocket the ``websockets``
+clients open (``_websocket.py``), goes through a cassette inside a block.
 
 It wraps the transport each client really uses (custom ones, openai's aiohttp one, google-genai's
 per-event-loop clients), whether the client was created inside the block or before it. The patch is
@@ -37,6 +38,9 @@ HTTP_LIBRARIES = ("httpx", "httpx2")
 # google-genai sends its own async calls through aiohttp whenever aiohttp is importable, out of httpx's
 # sight. While patched it is told aiohttp is absent, so those calls take its httpx2 client.
 GENAI_API_CLIENT = "google.genai._api_client"
+# The websockets clients: the connect of each (a method, so subclasses such as openai's are patched too).
+WEBSOCKETS_SYNC = "websockets.sync.client"
+WEBSOCKETS_ASYNC = "websockets.asyncio.client"
 
 
 class _CassetteBoundTransport:
@@ -72,7 +76,8 @@ class ClientPatcher:
         )
         self._sessions: list[CassetteSession] = []
         late = {name: self._patch_library for name in HTTP_LIBRARIES}
-        self._patch = Patch(self._install, late={**late, GENAI_API_CLIENT: _tell_no_aiohttp})
+        late.update({GENAI_API_CLIENT: _tell_no_aiohttp, WEBSOCKETS_SYNC: self._patch_websockets})
+        self._patch = Patch(self._install, late={**late, WEBSOCKETS_ASYNC: self._patch_websockets})
 
     def enter(self, session: CassetteSession) -> contextvars.Token[CassetteSession | None]:
         """Open ``session`` for this thread or task (one more user of the patch)."""
@@ -120,6 +125,39 @@ class ClientPatcher:
         genai = sys.modules.get(GENAI_API_CLIENT)
         if genai is not None:
             _tell_no_aiohttp(patch, genai)
+        for name in (WEBSOCKETS_SYNC, WEBSOCKETS_ASYNC):
+            module = sys.modules.get(name)
+            if module is not None:
+                self._patch_websockets(patch, module)
+
+    def _patch_websockets(self, patch: Patch, module: ModuleType) -> None:
+        """Route the connections a websockets client opens through the cassette of their thread or task (see
+        ``_websocket.py``): ``reconnect.connect`` of the sync client (its ``connect()`` calls it),
+        ``connect.connect`` of the asyncio one (awaiting it, or ``async with``, calls it)."""
+        from . import _websocket
+
+        if module.__name__ == WEBSOCKETS_SYNC:
+            sync_original = module.reconnect.connect
+
+            @functools.wraps(sync_original)
+            def connect(connecter: Any) -> Any:
+                session = self.session_for_request()
+                if session is None:
+                    return sync_original(connecter)
+                return _websocket.open_sync(session, connecter, sync_original)
+
+            patch.replace(module.reconnect, "connect", connect)
+            return
+        async_original = module.connect.connect
+
+        @functools.wraps(async_original)
+        async def connect_async(connecter: Any) -> Any:
+            session = self.session_for_request()
+            if session is None:
+                return await async_original(connecter)
+            return await _websocket.open_async(session, connecter, async_original)
+
+        patch.replace(module.connect, "connect", connect_async)
 
     def _patch_library(self, patch: Patch, module: ModuleType) -> None:
         for cls in (module.Client, module.AsyncClient):

@@ -7,9 +7,21 @@ One JSON object per line, written as things happen:
     request    {"type": "request", "call_index", "method", "url", "headers": [[name, value]...], "body"}
     response   {"type": "response", "call_index", "status", "headers", "http_version"}
     event      {"type": "event", "call_index", "event_index", "t", "text" | "base64"}
-    call_end   {"type": "call_end", "call_index", "event_count", "outcome", "error"?}
+    call_end   {"type": "call_end", "call_index", "event_count", "outcome", "error"?, "close"?}
+    message    {"type": "message", "call_index", "message_index", "t", "from": "client" | "server",
+                "text" | "base64"}
 
 A request body is ``null``, ``{"json": value}``, ``{"text": str}`` or ``{"base64": str}``.
+
+A WebSocket session is a call too: its request line is the opening handshake (method GET, a ``ws://`` or
+``wss://`` URL, the handshake's headers), its response line the server's answer (101 and its headers), then
+one ``message`` line per message in either direction, in the order the client sent or received them (``t``:
+seconds since the handshake; a text message as ``text``, a binary one as ``base64``), and its call_end says
+how it closed: ``close`` {"code", "reason", "by": "client" | "server" | null (no closing handshake)}. The
+version rule: line types are only ever added within a format version, and a cassette that uses none of
+the added ones is written exactly as before; a reader that predates a line type refuses it as "unknown line
+type ... a newer vcr_transport may have written it". The version changes only when an existing line
+changes its meaning.
 
 The schema is declared once, as the msgspec Structs below (a union tagged on ``"type"``), which decode and
 validate a line in one pass. Nothing is coerced: a value of the wrong type or out of range is refused with a
@@ -44,13 +56,16 @@ __all__ = [
     "OUTCOMES",
     "CallEndLine",
     "Cassette",
+    "CloseInfo",
     "ChunkSource",
     "EventLine",
     "Finding",
     "HeaderLine",
     "Line",
+    "MessageLine",
     "Parser",
     "RecordedCall",
+    "RecordedMessage",
     "RequestLine",
     "ResponseLine",
     "StoredBody",
@@ -63,6 +78,7 @@ __all__ = [
     "lines_before_call",
     "lines_of_calls",
     "load_streaming",
+    "message_line",
     "overlap_groups",
     "problems",
     "request_line",
@@ -72,6 +88,7 @@ __all__ = [
 FORMAT_VERSION = 1
 OUTCOMES = ("complete", "closed_early", "error")
 HTTP_VERSIONS = ("HTTP/0.9", "HTTP/1.0", "HTTP/1.1", "HTTP/2", "HTTP/3")
+WEBSOCKET_SCHEMES = ("ws", "wss")
 # The longest line a reader accepts (an event carries one chunk; a request its whole body). A longer line is
 # refused before it is read whole, so a damaged or hostile file can't make a reader hold it all in memory.
 MAX_LINE_BYTES = 256 * 1024 * 1024
@@ -83,6 +100,9 @@ _TOKEN = r"^[!#$%&'*+\-.^_`|~0-9A-Za-z]+$"  # RFC 9110 token, the grammar of a m
 _RERECORD = "re-record the cassette"
 
 StoredBody = dict[str, Any] | None
+# One message of a WebSocket session: who sent it ("client" or "server"), the message (text as ``str``,
+# binary as ``bytes``) and when (seconds since the handshake). Plain tuples: the parse cache marshals them.
+RecordedMessage = tuple[str, str | bytes, float]
 
 
 # --- the schema ------------------------------------------------------------------------------------------
@@ -146,8 +166,8 @@ class RequestLine(_Line, tag="request", forbid_unknown_fields=True):
 
     def __post_init__(self) -> None:
         parts = urlsplit(self.url)
-        if parts.scheme not in ("http", "https") or not parts.netloc:
-            raise ValueError(f"url {self.url[:80]!r} is not an absolute http or https URL")
+        if parts.scheme not in ("http", "https", *WEBSOCKET_SCHEMES) or not parts.netloc:
+            raise ValueError(f"url {self.url[:80]!r} is not an absolute http, https, ws or wss URL")
         try:
             parts.port  # noqa: B018 - raises ValueError for a port that is not a number in 0..65535
         except ValueError:
@@ -187,19 +207,53 @@ class ErrorInfo(msgspec.Struct, forbid_unknown_fields=True):
     message: str
 
 
+class CloseInfo(msgspec.Struct, forbid_unknown_fields=True):
+    """How a WebSocket session closed: the close code and reason, and who sent the first close frame (None:
+    the connection ended with no closing handshake, code None)."""
+
+    code: Annotated[int, msgspec.Meta(ge=1000, le=4999)] | None = None
+    reason: str = ""
+    by: Literal["client", "server"] | None = None
+
+
 class CallEndLine(_Line, tag="call_end", forbid_unknown_fields=True):
     call_index: Index
     event_count: Index
     outcome: Outcome
     error: ErrorInfo | None = None
+    close: CloseInfo | None = None
 
     def __post_init__(self) -> None:
         if (self.outcome == "error") != (self.error is not None):
             raise ValueError("'error' {class, message} is there exactly when the outcome is 'error'")
 
 
-Line = HeaderLine | RequestLine | ResponseLine | EventLine | CallEndLine
-_KINDS = "header, request, response, event, call_end"
+Side = Literal["client", "server"]
+
+
+class MessageLine(_Line, tag="message", forbid_unknown_fields=True):
+    """One WebSocket message: who sent it, when (seconds since the handshake), text or binary (base64)."""
+
+    call_index: Index
+    message_index: Index
+    t: Seconds = 0.0
+    from_: Side = msgspec.field(name="from", default="server")
+    text: str | msgspec.UnsetType = msgspec.UNSET
+    base64: str | msgspec.UnsetType = msgspec.UNSET
+
+    def __post_init__(self) -> None:
+        if isinstance(self.text, str) == isinstance(self.base64, str):
+            raise ValueError("a message has exactly one of 'text' and 'base64'")
+        if isinstance(self.base64, str):
+            _b64decode(self.base64)
+
+    def data(self) -> str | bytes:
+        """The message as the client sends or receives it: text as ``str``, binary as ``bytes``."""
+        return self.text if isinstance(self.text, str) else _b64decode(str(self.base64))
+
+
+Line = HeaderLine | RequestLine | ResponseLine | EventLine | CallEndLine | MessageLine
+_KINDS = "header, request, response, event, call_end, message"
 _decoder = msgspec.json.Decoder(Line)
 _untyped = msgspec.json.Decoder()
 
@@ -316,9 +370,14 @@ def response_line(
 
 
 def call_end_line(
-    call_index: int, event_count: int, outcome: str, error: tuple[str, str] | None = None
+    call_index: int,
+    event_count: int,
+    outcome: str,
+    error: tuple[str, str] | None = None,
+    close: tuple[int | None, str, str | None] | None = None,
 ) -> dict[str, Any]:
-    """The end of a call; ``error`` is (class name, message) when the outcome is ``error``."""
+    """The end of a call; ``error`` is (class name, message) when the outcome is ``error``; ``close`` (code,
+    reason, by) how a WebSocket session closed."""
     line: dict[str, Any] = {
         "type": "call_end",
         "call_index": call_index,
@@ -327,6 +386,24 @@ def call_end_line(
     }
     if error is not None:
         line["error"] = {"class": error[0], "message": error[1]}
+    if close is not None:
+        line["close"] = {"code": close[0], "reason": close[1], "by": close[2]}
+    return line
+
+
+def message_line(call_index: int, message_index: int, offset: float, side: str, data: str | bytes) -> dict[str, Any]:
+    """A WebSocket message's line: ``offset`` in seconds since the handshake, rounded to the microsecond."""
+    line: dict[str, Any] = {
+        "type": "message",
+        "call_index": call_index,
+        "message_index": message_index,
+        "t": round(max(offset, 0.0), 6),
+        "from": side,
+    }
+    if isinstance(data, str):
+        line["text"] = data
+    else:
+        line["base64"] = base64.b64encode(data).decode("ascii")
     return line
 
 
@@ -445,11 +522,18 @@ class RecordedCall:
     line: int = 0
     event_total: int = 0
     end_line: int = 0  # the line of its call_end: what calls overlapped while recording (``overlap_groups``)
+    messages: list[RecordedMessage] = field(default_factory=list)  # a WebSocket session's, in order
+    close: tuple[int | None, str, str | None] | None = None  # a WebSocket session's (code, reason, by)
     lazy: LazyChunks | None = None  # last: every field before it is plain data (the parse cache keeps them)
 
     @property
     def complete(self) -> bool:
         return self.outcome == "complete"
+
+    @property
+    def websocket(self) -> bool:
+        """Whether the call is a WebSocket session (its request is the opening handshake)."""
+        return self.url.partition(":")[0] in WEBSOCKET_SCHEMES
 
     @property
     def events(self) -> Sequence[bytes]:
@@ -542,6 +626,7 @@ class Parser:
             RequestLine: self._line_request,
             ResponseLine: self._line_response,
             CallEndLine: self._line_call_end,
+            MessageLine: self._line_message,
         }
 
     def read(self, blocks: Iterable[bytes]) -> Cassette:
@@ -671,7 +756,7 @@ class Parser:
         kind = obj.get("type") if isinstance(obj, dict) else None
         if not isinstance(obj, dict):
             return self.fail(number, f"expected a JSON object, found {type(obj).__name__}", _RERECORD)
-        if kind not in ("header", "request", "response", "event", "call_end"):
+        if kind not in ("header", "request", "response", "event", "call_end", "message"):
             return self.fail(
                 number,
                 f"unknown line type {kind!r}",
@@ -734,8 +819,25 @@ class Parser:
         call.response_headers = obj.headers
         call.http_version = obj.http_version
 
+    def _line_message(self, number: int, obj: MessageLine) -> None:
+        call = self._call(number, obj.call_index)
+        if not call.websocket or call.status != 101:
+            raise self.fail(
+                number,
+                f"a message line for call {call.index}, which is not an open WebSocket session (no 101 response)",
+            )
+        if obj.message_index != len(call.messages):
+            raise self.fail(
+                number, f"message_index {obj.message_index!r} of call {call.index}, expected {len(call.messages)}"
+            )
+        call.messages.append((obj.from_, obj.data(), obj.t))
+
     def _line_call_end(self, number: int, obj: CallEndLine) -> None:
         call = self._call(number, obj.call_index)
+        if obj.close is not None:
+            if not call.websocket:
+                raise self.fail(number, f"call {call.index} is not a WebSocket session: its call_end has no 'close'")
+            call.close = (obj.close.code, obj.close.reason, obj.close.by)
         if obj.event_count != call.event_total:
             raise self.fail(
                 number,
