@@ -14,8 +14,9 @@ connection is:
   (what to deliver when is ``_core._websocket.SessionPlayback``'s). A miss in record-on-miss records the
   session instead, as a missed request is recorded.
 
-A message is recorded when the client sends it or receives it (not when its frame reached the socket):
-replay delivers a server message once every client message recorded before it was sent. Pings and pongs
+A message is recorded when the client sends it or receives it; before each send, the messages that have
+already arrived are received and recorded first (and kept for the client). Replay delivers a server message
+once every client message recorded before it was sent. Pings and pongs
 are not recorded; replay answers a ping at once. The replayed connections offer what the real ones do for
 sending, receiving, iterating and closing, and the attributes the SDKs read (``request``, ``response``,
 ``close_code``, ``close_reason``, ``state``, ``subprotocol``).
@@ -24,6 +25,8 @@ sending, receiving, iterating and closing, and the attributes the SDKs read (``r
 from __future__ import annotations
 
 import asyncio
+import collections
+import contextlib
 import threading
 import time
 from collections.abc import AsyncIterator, Callable, Iterator
@@ -191,16 +194,36 @@ class _SessionRecorder:
 
 
 class RecordingConnection:
-    """A real ``websockets.sync`` connection, each message and the close recorded as they happen."""
+    """A real ``websockets.sync`` connection, each message and the close recorded as they happen.
+
+    Before each send, the messages that have already arrived are received (and kept for the client's next
+    ``recv``), so that the recording shows them before the send: replay delivers them without waiting for
+    it. Not while another thread is receiving: that one gets each message as it arrives."""
 
     def __init__(self, connection: Any, recorder: _SessionRecorder) -> None:
         self._connection = connection
         self._recorder = recorder
+        self._early: collections.deque[str | bytes] = collections.deque()
+        self._receiving = threading.Lock()
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._connection, name)
 
+    def _drain(self) -> None:
+        if not self._receiving.acquire(blocking=False):
+            return
+        try:
+            while True:
+                message = self._connection.recv(0)
+                self._recorder.message("server", message)
+                self._early.append(message)
+        except (TimeoutError, ConnectionClosed):
+            return  # nothing more has arrived; a close is met again by the next recv or send
+        finally:
+            self._receiving.release()
+
     def send(self, message: Any, text: bool | None = None) -> None:
+        self._drain()
         try:
             self._connection.send(message, text=text)
         except ConnectionClosed:
@@ -209,12 +232,15 @@ class RecordingConnection:
         self._recorder.message("client", _as_sent(message, text))
 
     def recv(self, timeout: float | None = None, decode: bool | None = None) -> Any:
-        try:
-            message = self._connection.recv(timeout)
-        except ConnectionClosed:
-            self._recorder.closed(self._connection)
-            raise
-        self._recorder.message("server", message)
+        with self._receiving:
+            if self._early:
+                return _decoded(self._early.popleft(), decode)
+            try:
+                message = self._connection.recv(timeout)
+            except ConnectionClosed:
+                self._recorder.closed(self._connection)
+                raise
+            self._recorder.message("server", message)
         return _decoded(message, decode)
 
     def __iter__(self) -> Iterator[Any]:
@@ -238,16 +264,41 @@ class RecordingConnection:
 
 
 class AsyncRecordingConnection:
-    """A real ``websockets.asyncio`` connection, each message and the close recorded as they happen."""
+    """A real ``websockets.asyncio`` connection, each message and the close recorded as they happen; the
+    messages that arrived before a send are received first, as ``RecordingConnection`` does."""
 
     def __init__(self, connection: Any, recorder: _SessionRecorder) -> None:
         self._connection = connection
         self._recorder = recorder
+        self._early: collections.deque[str | bytes] = collections.deque()
+        self._receiving = False
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._connection, name)
 
+    async def _drain(self) -> None:
+        if self._receiving:
+            return
+        self._receiving = True
+        try:
+            while True:
+                waiting = asyncio.ensure_future(self._connection.recv())
+                await asyncio.sleep(0)  # one step: a message already there is taken in it
+                if not waiting.done():
+                    waiting.cancel()  # websockets: cancelling recv loses nothing
+                    with contextlib.suppress(asyncio.CancelledError, ConnectionClosed):
+                        await waiting
+                    return
+                if waiting.exception() is not None:
+                    return  # closed: met again by the next recv or send
+                message = waiting.result()
+                self._recorder.message("server", message)
+                self._early.append(message)
+        finally:
+            self._receiving = False
+
     async def send(self, message: Any, text: bool | None = None) -> None:
+        await self._drain()
         try:
             await self._connection.send(message, text=text)
         except ConnectionClosed:
@@ -256,11 +307,16 @@ class AsyncRecordingConnection:
         self._recorder.message("client", _as_sent(message, text))
 
     async def recv(self, decode: bool | None = None) -> Any:
+        if self._early:
+            return _decoded(self._early.popleft(), decode)
+        self._receiving = True
         try:
             message = await self._connection.recv()
         except ConnectionClosed:
             self._recorder.closed(self._connection)
             raise
+        finally:
+            self._receiving = False
         self._recorder.message("server", message)
         return _decoded(message, decode)
 
