@@ -75,7 +75,7 @@ class ClientPatcher:
             "vcr_transport_cassette", default=None
         )
         self._sessions: list[CassetteSession] = []
-        late = {name: self._patch_library for name in HTTP_LIBRARIES}
+        late: dict[str, Callable[[Patch, ModuleType], None]] = {name: self._patch_library for name in HTTP_LIBRARIES}
         late.update({GENAI_API_CLIENT: _tell_no_aiohttp, WEBSOCKETS_SYNC: self._patch_websockets})
         self._patch = Patch(self._install, late={**late, WEBSOCKETS_ASYNC: self._patch_websockets})
 

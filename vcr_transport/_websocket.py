@@ -56,6 +56,7 @@ def _handshake(connecter: Any, asynchronous: bool) -> Request:
     by websockets' own sans-I/O protocol, as its connection builds it."""
     from websockets.client import ClientProtocol
 
+    request: Request
     if asynchronous:
         request = connecter.factory(connecter.ws_uri).protocol.connect()
     else:
@@ -156,7 +157,7 @@ def _started(session: CassetteSession, connecter: Any, asynchronous: bool) -> _S
     recorder = session.recorder
     assert recorder is not None, "a recording step has its recorder"
     request = _handshake(connecter, asynchronous)
-    return _SessionRecorder(recorder.start_session(connecter.uri, request.headers.raw_items()))
+    return _SessionRecorder(recorder.start_session(connecter.uri, list(request.headers.raw_items())))
 
 
 class _SessionRecorder:
