@@ -321,7 +321,7 @@ def test_two_lines_written_on_one_are_refused_even_with_a_blank_line_to_balance_
 
 @pytest.mark.parametrize(
     ("url", "words"),
-    [("http://127.0.0.1:3w753/v1", "port"), ("ftp://h/x", "http or https"), ("/relative", "http or https")],
+    [("http://127.0.0.1:3w753/v1", "port"), ("ftp://h/x", "http, https, ws or wss"), ("/relative", "http, https")],
 )
 def test_a_request_url_that_does_not_parse_is_refused(tmp_path: Path, url: str, words: str) -> None:
     lines = CASSETTES[0].read_bytes().split(b"\n")[:-1]
