@@ -152,7 +152,7 @@ def _certificate(folder: Path) -> tuple[Path, Path]:
 class RealtimeServer:
     """The server, started in a thread; ``url`` is its base (``ws://`` or ``wss://127.0.0.1:port``)."""
 
-    def __init__(self, folder: Path, *, tls: bool = False) -> None:
+    def __init__(self, folder: Path, *, tls: bool = False, port: int = 0) -> None:
         self.connections = 0
         self.paths: list[str] = []
         self.ca_file: Path | None = None
@@ -164,19 +164,19 @@ class RealtimeServer:
         self._loop = asyncio.new_event_loop()
         self._stop: asyncio.Future[None] | None = None
         ready = threading.Event()
-        port: list[int] = []
+        bound: list[int] = []
 
         async def main() -> None:
             self._stop = self._loop.create_future()
-            async with serve(self._handle, "127.0.0.1", 0, ssl=context) as server:
-                port.append(server.sockets[0].getsockname()[1])
+            async with serve(self._handle, "127.0.0.1", port, ssl=context) as server:
+                bound.append(server.sockets[0].getsockname()[1])
                 ready.set()
                 await self._stop
 
         self._thread = threading.Thread(target=self._loop.run_until_complete, args=(main(),), daemon=True)
         self._thread.start()
         ready.wait(10)
-        self.port = port[0]
+        self.port = bound[0]
         self.url = f"{'wss' if tls else 'ws'}://127.0.0.1:{self.port}"
 
     async def _handle(self, ws: ServerConnection) -> None:

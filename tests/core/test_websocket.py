@@ -43,7 +43,11 @@ def test_a_session_is_written_as_lines_that_read_back_redacted() -> None:
     call = _call(data)
     assert call.websocket and call.status == 101
     assert call.url == f"wss://api.example/v1/realtime?key={PLACEHOLDER}"
-    assert call.messages == [("client", '{"type":"a"}', 0.001), ("server", b"\x00\xff", 0.002), ("server", '{"type":"b"}', 0.003)]
+    assert call.messages == [
+        ("client", '{"type":"a"}', 0.001),
+        ("server", b"\x00\xff", 0.002),
+        ("server", '{"type":"b"}', 0.003),
+    ]
     assert call.close == (1000, "", "client")
     assert list(problems("c.jsonl", [data])) == []
 
@@ -104,8 +108,12 @@ def test_a_client_message_differs_by_field_path_with_ignored_fields_and_normalis
     assert matcher.differences(4, recorded, recorded.replace('"a"', '"b"')) == []
     changed = recorded.replace("be brief", "be long")
     assert matcher.differences(4, recorded, changed) == [("message[4].session.instructions", "be brief", "be long")]
-    lowered = Normalizer(functions=[lambda path, value: value.lower() if path == "body.session.instructions" else value])
-    assert MessageMatcher(RequestMatcher(), redactor, lowered).differences(0, recorded, recorded.replace("be", "BE")) == []
+    lowered = Normalizer(
+        functions=[lambda path, value: value.lower() if path == "body.session.instructions" else value]
+    )
+    assert (
+        MessageMatcher(RequestMatcher(), redactor, lowered).differences(0, recorded, recorded.replace("be", "BE")) == []
+    )
 
 
 def _playback(messages: list[tuple[str, str | bytes]], close: Any = (1000, "", "client")) -> SessionPlayback:
