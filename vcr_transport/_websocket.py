@@ -251,6 +251,9 @@ class RecordingConnection:
         except ConnectionClosedOK:
             return
 
+    def recv_streaming(self, *args: Any, **kwargs: Any) -> Any:
+        raise _NOT_STREAMED
+
     def close(self, code: int = 1000, reason: str = "") -> None:
         try:
             self._connection.close(code, reason)
@@ -328,6 +331,9 @@ class AsyncRecordingConnection:
         except ConnectionClosedOK:
             return
 
+    def recv_streaming(self, *args: Any, **kwargs: Any) -> Any:
+        raise _NOT_STREAMED
+
     async def close(self, code: int = 1000, reason: str = "") -> None:
         try:
             await self._connection.close(code, reason)
@@ -363,6 +369,12 @@ def _decoded(message: str | bytes, decode: bool | None) -> str | bytes:
     if decode is True and isinstance(message, bytes):
         return message.decode()
     return message
+
+
+_NOT_STREAMED = VcrTransportError(
+    "recv_streaming() (a message read fragment by fragment) is not recorded or replayed by vcr_transport; "
+    "read whole messages with recv() or iteration"
+)
 
 
 class _Replay:
@@ -402,6 +414,9 @@ class _Replay:
             return None
         frame = self._rcvd or self._sent
         return "" if frame is None else frame.reason
+
+    def recv_streaming(self, *args: Any, **kwargs: Any) -> Any:
+        raise _NOT_STREAMED
 
     def _closed_error(self) -> ConnectionClosed:
         rcvd, sent = self._rcvd, self._sent

@@ -41,8 +41,9 @@ __all__ = [
     "stored_message",
 ]
 
-# Handshake headers that are random per connection (the key, and the accept derived from it): not recorded.
-HANDSHAKE_VOLATILE = frozenset({"sec-websocket-key", "sec-websocket-accept"})
+# Handshake headers that are random per connection (the key, and the accept derived from it), and the
+# compression the two sides negotiate (a transport detail; replay compresses nothing): not recorded.
+HANDSHAKE_VOLATILE = frozenset({"sec-websocket-key", "sec-websocket-accept", "sec-websocket-extensions"})
 # A JSON string this long of the base64 alphabet is media (audio, images): never redacted.
 _MEDIA = re.compile(r"[A-Za-z0-9+/]{64,}={0,2}")
 _MASK = "\ue000vcr-media-%d\ue000"  # stands for a media string while the rest of a message is redacted
