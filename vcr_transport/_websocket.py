@@ -46,7 +46,7 @@ if TYPE_CHECKING:
     from ._recording import RecordingSession
     from ._session import CassetteSession
 
-__all__ = ["open_async", "open_sync"]
+__all__ = ["open_async", "open_sync", "serve_session"]
 
 _clock = time.perf_counter_ns
 
@@ -578,3 +578,106 @@ class AsyncReplayConnection(_Replay):
 
     async def __aexit__(self, *exc_info: object) -> None:
         await self.close()
+
+
+async def serve_session(
+    playback: SessionPlayback,
+    handshake: bytes,
+    reader: asyncio.StreamReader,
+    writer: asyncio.StreamWriter,
+    pace: float | None,
+) -> str:
+    """``serve``: answer a WebSocket client from a recorded session over its connection. ``handshake`` is the
+    client's opening request as it came (and any bytes after it); websockets' sans-I/O server protocol
+    answers it (101, no compression, the recorded subprotocol) and frames the messages, which ``playback``
+    checks and delivers as in-process replay does. A client message that differs is answered with close
+    code 1008 and the mismatch's first line as the reason. What became of the session, for the access log."""
+    from websockets.frames import Opcode
+    from websockets.server import ServerProtocol
+
+    recorded = dict((name.lower(), value) for name, value in playback.call.response_headers)
+    chosen = recorded.get("sec-websocket-protocol")
+    protocol = ServerProtocol(subprotocols=[chosen] if chosen else None)  # type: ignore[list-item]
+    protocol.receive_data(handshake)
+    response = protocol.accept(next(e for e in protocol.events_received() if isinstance(e, Request)))
+    protocol.send_response(response)
+
+    async def flush() -> None:
+        for data in protocol.data_to_send():
+            if data:
+                writer.write(data)
+            elif writer.can_write_eof():
+                writer.write_eof()
+        await writer.drain()
+
+    await flush()
+    if response.status_code != 101:
+        return f"handshake refused ({response.status_code})"
+    changed = asyncio.Event()
+    outcome = ["closed by the client"]
+    fragments: list[bytes] = []
+    text = [False]
+
+    def take(frame: Any) -> None:
+        if frame.opcode in (Opcode.TEXT, Opcode.BINARY):
+            fragments.clear()
+            text[0] = frame.opcode is Opcode.TEXT
+        elif frame.opcode is not Opcode.CONT:
+            return
+        fragments.append(bytes(frame.data))
+        if frame.fin:
+            data = b"".join(fragments)
+            try:
+                playback.sent(data.decode() if text[0] else data)
+            except ReplayMismatch as miss:
+                headline = str(miss).splitlines()[0]
+                outcome[0] = headline
+                protocol.send_close(1008, headline.encode()[:120].decode("utf-8", "ignore"))
+            changed.set()
+
+    async def read() -> None:
+        while protocol.state is not State.CLOSED:
+            data = await reader.read(65536)
+            if not data:
+                protocol.receive_eof()
+            else:
+                protocol.receive_data(data)
+            for frame in protocol.events_received():
+                take(frame)
+            await flush()
+            if not data:
+                return
+
+    async def write() -> None:
+        while protocol.state is State.OPEN:
+            changed.clear()
+            position = playback.next_server()
+            if position is None:
+                await changed.wait()
+                continue
+            if position == SessionPlayback.CLOSED:
+                close = playback.call.close
+                code, reason = (close[0], close[1]) if close is not None and close[0] is not None else (1011, "")
+                outcome[0] = f"closed by the server ({code}), as recorded"
+                protocol.send_close(code, reason)
+                await flush()
+                return
+            delay = playback.delay(position, pace)
+            if delay:
+                await asyncio.sleep(delay)
+            message = playback.delivered(position)
+            if isinstance(message, str):
+                protocol.send_text(message.encode())
+            else:
+                protocol.send_binary(message)
+            await flush()
+
+    sending = asyncio.ensure_future(write())
+    try:
+        await read()
+    finally:
+        sending.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await sending
+    left = playback.unplayed()
+    return outcome[0] + (f"; {left}" if left else "")
