@@ -132,32 +132,54 @@ class ClientPatcher:
 
     def _patch_websockets(self, patch: Patch, module: ModuleType) -> None:
         """Route the connections a websockets client opens through the cassette of their thread or task (see
-        ``_websocket.py``): ``reconnect.connect`` of the sync client (its ``connect()`` calls it),
-        ``connect.connect`` of the asyncio one (awaiting it, or ``async with``, calls it)."""
+        ``_websocket.py``). The sync client: ``reconnect.connect`` (websockets 17, which its ``connect()``
+        calls), else the ``connect`` function itself (13 to 16, looked up by callers when they connect, as
+        openai does). The asyncio client: the method that opens a ``connect`` object's connection (awaiting
+        it, or ``async with``), ``connect`` (17) or ``__await_impl__`` (13 to 16), so subclasses are
+        patched too."""
         from . import _websocket
 
         if module.__name__ == WEBSOCKETS_SYNC:
-            sync_original = module.reconnect.connect
+            reconnect = getattr(module, "reconnect", None)
+            if reconnect is not None and "connect" in vars(reconnect):
+                method = reconnect.connect
 
-            @functools.wraps(sync_original)
-            def connect(connecter: Any) -> Any:
+                @functools.wraps(method)
+                def connect(connecter: Any) -> Any:
+                    session = self.session_for_request()
+                    if session is None:
+                        return method(connecter)
+                    return _websocket.open_sync(session, connecter, method)
+
+                patch.replace(reconnect, "connect", connect)
+                return
+            function = module.connect
+
+            @functools.wraps(function)
+            def connect_function(uri: str, **arguments: Any) -> Any:
                 session = self.session_for_request()
                 if session is None:
-                    return sync_original(connecter)
-                return _websocket.open_sync(session, connecter, sync_original)
+                    return function(uri, **arguments)
+                call = _websocket.ConnectCall(uri, arguments)
+                return _websocket.open_sync(session, call, lambda _: function(uri, **arguments))
 
-            patch.replace(module.reconnect, "connect", connect)
+            patch.replace(module, "connect", connect_function)
             return
-        async_original = module.connect.connect
+        cls = module.connect
+        name = "connect" if "connect" in vars(cls) else "__await_impl__"
+        opening = getattr(cls, name)
 
-        @functools.wraps(async_original)
+        @functools.wraps(opening)
         async def connect_async(connecter: Any) -> Any:
             session = self.session_for_request()
             if session is None:
-                return await async_original(connecter)
-            return await _websocket.open_async(session, connecter, async_original)
+                return await opening(connecter)
+            connection = await _websocket.open_async(session, connecter, opening)
+            if name == "__await_impl__":
+                connecter.connection = connection  # what its __aexit__ closes (13 to 16)
+            return connection
 
-        patch.replace(module.connect, "connect", connect_async)
+        patch.replace(cls, name, connect_async)
 
     def _patch_library(self, patch: Patch, module: ModuleType) -> None:
         for cls in (module.Client, module.AsyncClient):

@@ -46,19 +46,42 @@ if TYPE_CHECKING:
     from ._recording import RecordingSession
     from ._session import CassetteSession
 
-__all__ = ["open_async", "open_sync", "serve_session"]
+__all__ = ["ConnectCall", "open_async", "open_sync", "serve_session"]
 
 _clock = time.perf_counter_ns
 
 
+class ConnectCall:
+    """A call of ``websockets.sync.client.connect(uri, **arguments)`` (websockets 13 to 16, which have no
+    ``reconnect`` object), with what the handshake is built from, as a ``reconnect`` object has it."""
+
+    def __init__(self, uri: str, arguments: dict[str, Any]) -> None:
+        from websockets.uri import parse_uri
+
+        self.uri = uri
+        self.ws_uri = parse_uri(uri)
+        self.additional_headers = arguments.get("additional_headers")
+        self.user_agent_header = arguments.get("user_agent_header", _default_user_agent())
+        self.protocol_kwargs = {"origin": arguments.get("origin"), "subprotocols": arguments.get("subprotocols")}
+
+
+def _default_user_agent() -> str:
+    from websockets.http11 import USER_AGENT
+
+    return USER_AGENT
+
+
 def _handshake(connecter: Any, asynchronous: bool) -> Request:
-    """The opening handshake ``connecter`` (a ``websockets`` connect object) would send, built with no I/O
-    by websockets' own sans-I/O protocol, as its connection builds it."""
+    """The opening handshake ``connecter`` (a ``websockets`` connect object, or a ``ConnectCall``) would
+    send, built with no I/O by websockets' own sans-I/O protocol, as its connection builds it."""
     from websockets.client import ClientProtocol
+    from websockets.uri import parse_uri
 
     request: Request
     if asynchronous:
-        request = connecter.factory(connecter.ws_uri).protocol.connect()
+        ws_uri = getattr(connecter, "ws_uri", None) or parse_uri(connecter.uri)
+        factory = getattr(connecter, "factory", None) or connecter.protocol_factory  # 17, or 13 to 16
+        request = factory(ws_uri).protocol.connect()
     else:
         request = ClientProtocol(connecter.ws_uri, **connecter.protocol_kwargs).connect()
     if connecter.additional_headers is not None:
