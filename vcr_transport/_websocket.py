@@ -284,6 +284,7 @@ class RecordingConnection:
             self._recorder.closed(self._connection)
 
     def __enter__(self) -> RecordingConnection:
+        self._connection.__enter__()  # as the real one is entered (websockets 17 warns of a connection it isn't)
         return self
 
     def __exit__(self, *exc_info: object) -> None:
@@ -364,6 +365,7 @@ class AsyncRecordingConnection:
             self._recorder.closed(self._connection)
 
     async def __aenter__(self) -> AsyncRecordingConnection:
+        await self._connection.__aenter__()
         return self
 
     async def __aexit__(self, *exc_info: object) -> None:

@@ -246,3 +246,61 @@ def test_gemini_live_with_a_tool_call(tmp_path: Path, monkeypatch: pytest.Monkey
     assert GEMINI_KEY not in text
     assert AUDIO_OUT in text
     assert "wss://127.0.0.1:" in _lines(cassette)[1]["url"]
+
+
+def test_the_mode_switch_replays_a_session(
+    tmp_path: Path, server: RealtimeServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    cassette = tmp_path / "switch.jsonl"
+    monkeypatch.setenv("VCR_TRANSPORT_MODE", "record")
+    with vcr_transport.use_cassette(cassette):
+        recorded = asyncio.run(realtime_async(server))
+    server.close()
+    monkeypatch.setenv("VCR_TRANSPORT_MODE", "replay")
+    with vcr_transport.use_cassette(cassette) as used:
+        assert asyncio.run(realtime_async(server)) == recorded
+    assert used.mode == "replay"
+
+
+def test_record_on_miss_records_a_session_whose_handshake_differs(tmp_path: Path, server: RealtimeServer) -> None:
+    cassette = tmp_path / "miss.jsonl"
+    with vcr_transport.use_cassette(cassette, mode="record"):
+        realtime_sync(server)
+    opened = server.connections
+    client = openai.OpenAI(api_key=OPENAI_KEY, websocket_base_url=f"{server.url}/v1", max_retries=0)
+    with vcr_transport.use_cassette(cassette, mode="record-on-miss"):
+        with client.realtime.connect(model="gpt-realtime-mini") as connection:
+            assert connection.recv().type == "session.created"
+    assert server.connections == opened + 1  # the miss went to the server
+    (request,) = [line for line in _lines(cassette) if line["type"] == "request"]
+    assert request["url"].endswith("model=gpt-realtime-mini")
+    with vcr_transport.use_cassette(cassette, mode="replay"):
+        with client.realtime.connect(model="gpt-realtime-mini") as connection:
+            assert connection.recv().type == "session.created"
+
+
+MARKED_TEST = """
+import json
+
+import pytest
+from websockets.sync.client import connect
+
+URL = {url!r}
+
+
+@pytest.mark.vcr_transport
+def test_session():
+    with connect(URL + "/echo") as ws:
+        ws.send(json.dumps({{"setup": {{"model": "models/live"}}}}))
+        assert json.loads(ws.recv()) == {{"setupComplete": {{}}}}
+"""
+
+
+def test_the_pytest_marker_records_and_replays_a_session(pytester: pytest.Pytester, server: RealtimeServer) -> None:
+    pytester.makepyprojecttoml("[tool.pytest.ini_options]\nfilterwarnings = ['error']\n")
+    pytester.makepyfile(test_ws=MARKED_TEST.format(url=server.url))
+    pytester.runpytest("--vcr-mode=record").assert_outcomes(passed=1)
+    cassette = pytester.path / "cassettes" / "test_ws" / "test_session.jsonl"
+    assert '"from":"server"' in cassette.read_text()
+    server.close()
+    pytester.runpytest("--vcr-mode=replay").assert_outcomes(passed=1)
