@@ -155,6 +155,16 @@ def typed_options_text() -> str:
 TYPED_OPTIONS_FILE = ROOT / "vcr_transport" / "_core" / "_typed_options.py"
 
 
+def registration_text() -> str:
+    """``vcr_transport/_core/_registration.py``: what the pytest plugin registers when it loads."""
+    from vcr_transport._core._options import registration_module
+
+    return registration_module()
+
+
+REGISTRATION_FILE = ROOT / "vcr_transport" / "_core" / "_registration.py"
+
+
 def schema_block() -> str:
     return "```json\n" + schema_text() + "```"
 
@@ -192,6 +202,8 @@ def stale() -> list[str]:
         found.append(str(SCHEMA_FILE.relative_to(ROOT)))
     if not TYPED_OPTIONS_FILE.exists() or TYPED_OPTIONS_FILE.read_text("utf-8") != typed_options_text():
         found.append(str(TYPED_OPTIONS_FILE.relative_to(ROOT)))
+    if not REGISTRATION_FILE.exists() or REGISTRATION_FILE.read_text("utf-8") != registration_text():
+        found.append(str(REGISTRATION_FILE.relative_to(ROOT)))
     return found
 
 
@@ -201,6 +213,7 @@ def write() -> list[str]:
         page.write_text(fill(page.read_text("utf-8")), "utf-8")
     SCHEMA_FILE.write_text(schema_text(), "utf-8")
     TYPED_OPTIONS_FILE.write_text(typed_options_text(), "utf-8")
+    REGISTRATION_FILE.write_text(registration_text(), "utf-8")
     return changed
 
 

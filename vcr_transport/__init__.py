@@ -8,6 +8,7 @@ import typing as _typing
 
 from ._exceptions import (
     CassetteError,
+    CassetteExpiredWarning,
     CassetteOwnerError,
     ModeError,
     NetworkBlockedError,
@@ -90,6 +91,7 @@ __all__ = [
     "AsyncRecordingTransport",
     "BlockOptions",
     "CassetteError",
+    "CassetteExpiredWarning",
     "CassetteOwnerError",
     "CassetteRecorder",
     "CassetteSession",

@@ -242,7 +242,10 @@ def command_verify(args: argparse.Namespace) -> int:
     progress = Progress("verify")
     try:
         verification = verify(
-            args.paths, strict=args.strict, progress=lambda done, total: progress.update(f"{done} of {total} cassettes")
+            args.paths,
+            strict=args.strict,
+            progress=lambda done, total: progress.update(f"{done} of {total} cassettes"),
+            allow_early_stop=args.allow_early_stop,
         )
     finally:
         progress.close()
@@ -576,6 +579,14 @@ def _add_diff_verify_scan(commands: Any) -> None:
     )
     verify_.add_argument("paths", nargs="*", metavar="CASSETTE_OR_DIR", help="(default: the project's cassettes)")
     verify_.add_argument("--strict", action="store_true", help="incomplete calls are problems too")
+    verify_.add_argument(
+        "--allow-early-stop",
+        action="append",
+        default=[],
+        metavar="CASSETTE[:CALL]",
+        help="a call of this cassette (a path or a glob; every call without :CALL) may end closed_early: an "
+        "intended early stop, no problem for --strict (one recorded with early_stop_ok=True says so itself)",
+    )
     _json_flag(verify_)
     verify_.set_defaults(run=command_verify)
 

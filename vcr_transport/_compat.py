@@ -42,7 +42,8 @@ each claims ``@pytest.mark.vcr`` and ``--record-mode``. Then:
 from __future__ import annotations
 
 import collections
-import importlib.util
+import functools
+import importlib.machinery
 import json
 import os
 from collections.abc import Callable, Iterator
@@ -52,8 +53,7 @@ from urllib.parse import parse_qsl, urlsplit
 
 import pytest
 
-from ._core._modes import ENVIRONMENT_VARIABLE
-from ._core._options import COMPAT_INI, Options, compile_patterns
+from ._core._registration import COMPAT_INI, ENVIRONMENT_VARIABLE
 
 if TYPE_CHECKING:  # the machinery is imported by the first test that opens a cassette
     from ._session import CassetteRequest
@@ -64,6 +64,7 @@ __all__ = [
     "VcrpyCassette",
     "add_compat_options",
     "allowed_hosts_of",
+    "guard_hosts",
     "compat_active",
     "configure_compat",
     "VcrRegistrations",
@@ -112,9 +113,16 @@ def _owner(pluginmanager: pytest.PytestPluginManager) -> str | None:
     """The installed plugin that will serve pytest-recording's options and marker (one not blocked with
     ``-p no:NAME``), if any."""
     for owner, (package, plugin) in OWNERS.items():
-        if importlib.util.find_spec(package) is not None and not pluginmanager.is_blocked(plugin):
+        if not pluginmanager.is_blocked(plugin) and _installed(package):
             return owner
     return None
+
+
+@functools.cache
+def _installed(package: str) -> bool:
+    """Whether a top-level package can be imported, looked up on ``sys.path`` once per process (past the
+    import hooks: under pytest, the assertion rewriter's makes each look-up cost milliseconds)."""
+    return importlib.machinery.PathFinder.find_spec(package) is not None
 
 
 def add_compat_options(parser: pytest.Parser, pluginmanager: pytest.PytestPluginManager) -> None:
@@ -374,11 +382,18 @@ def allowed_hosts_of(request: pytest.FixtureRequest) -> list[str]:
             raise pytest.UsageError(f"{where}: allowed hosts are regular expressions (text), not {given!r}")
         hosts = [item.strip() for item in items if item.strip()]
         try:
+            from ._core._options import compile_patterns  # lazily: loading the plugin imports no option
+
             compile_patterns(hosts, where)
         except ValueError as error:
             raise pytest.UsageError(str(error)) from None
         return hosts
     return []
+
+
+def guard_hosts(request: pytest.FixtureRequest) -> list[str]:
+    """The ``allowed_hosts`` fixture's regular expressions as rules of the option ``allowed_hosts`` (``re:``)."""
+    return [f"re:{pattern}" for pattern in request.getfixturevalue("allowed_hosts")]
 
 
 def _check_block_network_marker(request: pytest.FixtureRequest) -> pytest.Mark | None:
@@ -399,6 +414,8 @@ def compat_mode(config: pytest.Config, vcr_config: dict[str, Any]) -> str | None
         return RECORD_MODES[given]
     if config.getoption("vcr_mode", None) or os.environ.get(ENVIRONMENT_VARIABLE):
         return None  # our own resolution decides
+    from ._core._options import Options
+
     return str(Options.knob("mode").compat)  # replay: pytest-recording's default, none
 
 
@@ -502,7 +519,7 @@ class RecordingCompat:
         from ._guard import NetworkGuard  # lazily: only a guarded test loads it
 
         reason = "@pytest.mark.block_network" if marker is not None else "--block-network"
-        with NetworkGuard(request.getfixturevalue("allowed_hosts"), reason=reason):
+        with NetworkGuard(guard_hosts(request), reason=reason):
             yield
 
     @pytest.fixture
@@ -531,7 +548,7 @@ class RecordingCompat:
         )
         arguments = {
             "mode": compat_mode(request.config, config),
-            "allowed_hosts": request.getfixturevalue("allowed_hosts"),
+            "allowed_hosts": guard_hosts(request),
             **options,
         }
         arguments = with_run_options(request.config, arguments)

@@ -11,7 +11,8 @@
 The pytest plugin publishes its run here when the run starts (``published_run``): every entry point in that
 run sees its ``--vcr-mode`` (the marker, ``use_cassette()``, ``transport()`` and ``async_transport()``), and
 tells it of every cassette opened and closed (for the usage ledger and the end-of-run summary). What the
-modes mean, and ``auto`` under ``CI``, is decided in ``_core/_modes.py``. Nothing here runs at import time.
+modes mean, and ``auto`` under ``CI``, is decided in ``_core/_modes.py``. Nothing here runs at import time,
+and importing it imports neither ``_modes`` nor ``_options`` (the plugin loads it for every run).
 """
 
 from __future__ import annotations
@@ -23,8 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ._core._modes import ENVIRONMENT_VARIABLE, MODES, check_mode, concrete_mode
-from ._core._options import CASSETTE_DIR_SETTING, pyproject_names, unknown_settings
+from ._core._registration import ENVIRONMENT_VARIABLE, MODES, PYPROJECT_NAMES
 from ._exceptions import VcrTransportError
 
 __all__ = [
@@ -66,6 +66,10 @@ class PytestRun:
 
     def cassette_closed(self, path: Path, outcome: str) -> None:
         """A cassette was closed: ``outcome`` is what ``CassetteSession.outcome()`` says."""
+
+    def cassette_stale(self, path: Path, age_days: float, max_age: float) -> None:
+        """A replayed cassette was recorded more than ``max_age`` days ago (``on_expiry`` warn or
+        record-on-miss): the run says so once, at its end."""
 
 
 # The pytest run in progress, if any. Set by the plugin only.
@@ -116,6 +120,10 @@ def read_settings(pyproject: Path | None) -> dict[str, Any]:
 def check_settings(settings: Mapping[str, Any], pyproject: Path) -> None:
     """An unknown key in ``[tool.vcr_transport]`` is a VcrTransportError naming the file, the key and the closest
     valid name: ``redact_name`` for ``redact_names`` would otherwise be a redaction rule that never applies."""
+    if all(key in PYPROJECT_NAMES for key in settings):
+        return  # without importing the options: the plugin checks the file at every start
+    from ._core._options import pyproject_names, unknown_settings
+
     unknown = unknown_settings(settings)
     if unknown:
         key, closest = unknown[0]
@@ -133,6 +141,8 @@ def resolve_mode(
     pyproject: Path | None = None,
 ) -> ResolvedMode:
     """The mode in force and where it came from, by the precedence in this module's docstring."""
+    from ._core._modes import check_mode
+
     environ = os.environ if environ is None else environ
     if argument is not None:
         return ResolvedMode(check_mode(argument, "argument"), "argument")
@@ -166,6 +176,8 @@ def how_to_record(resolved: ResolvedMode, *, marker: bool = False) -> str:
 
 def cassette_mode(resolved: ResolvedMode, path: Path, environ: Mapping[str, str] | None = None) -> str:
     """The concrete mode for one cassette: ``auto`` decided by whether it exists and whether CI is set."""
+    from ._core._modes import concrete_mode
+
     environ = os.environ if environ is None else environ
     return concrete_mode(
         resolved.mode,
@@ -191,6 +203,8 @@ SKIPPED_FOLDERS = frozenset(
 def cassette_folders(root: Path) -> list[Path]:
     """Where a project's cassettes live: ``cassette_dir`` of [tool.vcr_transport], else every folder named
     ``cassettes`` under ``root`` (not inside virtualenvs, caches or .git)."""
+    from ._core._options import CASSETTE_DIR_SETTING
+
     configured = read_settings(find_pyproject(root)).get(CASSETTE_DIR_SETTING)
     if configured:
         return [root / str(configured)]
@@ -216,7 +230,7 @@ def edit_setting(text: str, key: str, value: Any, *, where: str = "pyproject.tom
     import tomlkit  # lazily: only ``vcr-transport config`` edits files
     from tomlkit.exceptions import TOMLKitError
 
-    if key not in pyproject_names():
+    if key not in PYPROJECT_NAMES:
         check_settings({key: value}, Path(where))
     try:
         before = tomllib.loads(text)

@@ -214,10 +214,10 @@ class use_cassette:  # noqa: N801 - reads as a function, like contextlib's
     ``caught_mismatch="ignore"``; then ``unplayed`` decides what recorded-but-unplayed calls do: ``"error"``
     (default), ``"warn"``, ``"ignore"``, or ``"partial"`` (an error only when some calls were played and some
     not). ``missing_ok_unused``: a missing cassette no request asked for is not an error at exit (the first
-    request still raises it). ``block_network=True`` turns the network guard (``_guard.NetworkGuard``) on for
-    the block when the mode is replay; ``allowed_hosts`` (regular expressions, as pytest-recording's
-    ``--allowed-hosts``) stay reachable through it. ``requests`` and ``play_count`` show what was replayed or
-    recorded.
+    request still raises it). ``block_network=True`` (or ``"session"``, which only the pytest plugin reads
+    otherwise) turns the network guard (``_guard.NetworkGuard``) on for the block when the mode is replay;
+    ``allowed_hosts`` (host globs, ``_core/_hosts.py``) stay reachable through it. ``requests`` and
+    ``play_count`` show what was replayed or recorded.
     """
 
     def __init__(
@@ -243,11 +243,17 @@ class use_cassette:  # noqa: N801 - reads as a function, like contextlib's
     def __enter__(self) -> use_cassette:
         self.session = open_session(self.path, self.options.mode, self.options)
         self._token = PATCHER.enter(self.session)
-        if self.options.block_network and self.session.mode == "replay":
+        options = self.session.options  # with [tool.vcr_transport] merged
+        if options.block_network and self.session.mode == "replay":
             from ._guard import NetworkGuard
 
-            self._guard = NetworkGuard(self.options.allowed_hosts).start()
+            self._guard = NetworkGuard(options.allowed_hosts).start()
         return self
+
+    @property
+    def guarded(self) -> bool:
+        """Whether the network guard is on for this block (entered, replaying, ``block_network``)."""
+        return self._guard is not None
 
     def __exit__(self, exc_type: object, exc: object, traceback: object) -> None:
         self.close(check=exc_type is None, failure=exc if isinstance(exc, BaseException) else None)

@@ -12,6 +12,7 @@
 
     UnplayedCallsWarning           unplayed calls, when use_cassette(unplayed="warn")
     RecordingNotSavedWarning       a recording that did not replace the cassette, and why
+    CassetteExpiredWarning         a replayed cassette older than max_age (on_expiry="warn", outside pytest)
 
 A recorded transport failure (``ConnectError``, ``ReadError``...) is re-raised on replay as the same class
 of the caller's own HTTP library, not as one of these.
@@ -24,6 +25,7 @@ from typing import Any
 
 __all__ = [
     "CassetteError",
+    "CassetteExpiredWarning",
     "CassetteOwnerError",
     "ModeError",
     "NetworkBlockedError",
@@ -53,6 +55,10 @@ class CassetteError(VcrTransportError):
         if fix:
             message += f"\n  fix: {fix}"
         super().__init__(message)
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        # Whole across processes (a multiprocessing worker's error reaches its parent pickled).
+        return (type(self), (self.path, self.line, self.problem, self.fix))
 
 
 class ReplayMismatch(VcrTransportError):
@@ -180,3 +186,9 @@ class UnplayedCallsWarning(UserWarning):
 class RecordingNotSavedWarning(UserWarning):
     """A recording was dropped and the cassette left as it was: it was interrupted, carried no call, or
     holds only failures (no response, refused credentials). The message names the cassette and why."""
+
+
+class CassetteExpiredWarning(UserWarning):
+    """A replayed cassette was recorded longer ago than ``max_age`` days (its header's ``created``), with
+    ``on_expiry="warn"`` outside pytest (the plugin says so in its end-of-run summary instead). The message
+    names the cassette, its age and how to re-record it."""

@@ -1,48 +1,59 @@
-"""The network guard: while it is on, every in-process route to a non-loopback address raises
-``NetworkBlockedError`` before anything leaves the machine.
+"""The network guard: while it is on, every in-process route beyond loopback raises ``NetworkBlockedError``
+before anything leaves the machine. What passes is decided by one function without I/O, ``decide`` in
+``_core/_hosts.py`` (allowed-host rules, DNS to port 53 of any address, loopback proxies named by ``*_proxy``
+variables, loopback); the hooks here only turn what a route names into a host and a port and act on it.
 
-What it covers, in this process and in every thread of it:
+The hooks, in this process and in every thread of it:
 
 - ``connect``, ``connect_ex``, ``sendto`` (UDP, and TCP Fast Open's ``MSG_FASTOPEN``) and ``sendmsg`` with an
   address, for every address form CPython accepts (``str``, ``bytes`` or ``bytearray`` hosts, IPv4, IPv6,
   IPv4-mapped IPv6, host names). They are guarded on ``socket.socket`` (so on ``ssl.SSLSocket`` and every
   other subclass), and on the C class ``_socket.socket``: its methods can't be patched, so while the guard
-  is on ``_socket.socket`` (and ``SocketType``) is a guarded subclass, and ``socket.socket`` is a subclass
-  that puts that guarded class between itself and the C class, which catches ``super(socket.socket, s)``.
+  is on ``_socket.socket`` (and ``SocketType``) is a guarded subclass, ``socket.socket`` is a subclass
+  that puts that guarded class between itself and the C class, which catches ``super(socket.socket, s)``,
+  and each subclass of the C class made before the guard started gets checked methods of its own.
 - DNS: ``getaddrinfo``, ``gethostbyname``, ``gethostbyname_ex``, ``gethostbyaddr`` and ``getnameinfo``, in
   both the ``socket`` and ``_socket`` modules. ``localhost`` and ``*.localhost`` are answered here with
-  127.0.0.1 and ::1, never by the real resolver; any other name is blocked, and so is a numeric address
-  beyond loopback.
-- asyncio, which goes through the above (``sock_connect``, ``create_connection``,
-  ``create_datagram_endpoint``, ``getaddrinfo`` in the executor).
+  127.0.0.1 and ::1, never by the real resolver; another name is resolved only when allowed.
+- asyncio, which goes through the above; uvloop, whose libuv connects and resolves in C: ``uvloop.Loop``'s
+  ``create_connection``, ``create_datagram_endpoint`` (its transport's ``sendto`` too), ``getaddrinfo``,
+  ``getnameinfo``, ``sock_connect`` and ``sock_sendto`` are checked first, when uvloop was imported before
+  the guard started or is imported while it is on (``Patch``'s late imports).
 
-What it can't reach: subprocesses, C extensions that open their own sockets, a socket object that was
-created from the original classes before the guard started and is then driven through
-``super(original_socket_class, s)``, and connections already open when it starts.
+What it can't reach (docs/explanation/network-guard.md): C code's own sockets (ctypes, C extensions) and C
+resolvers (c-ares), subprocesses and spawn children, a socket object that was created from the original
+classes before the guard started and is then driven through ``super(original_socket_class, s)``, and
+connections already open when it starts.
 
 Loopback (127.0.0.0/8, ::1, the unspecified address, which means this host) and AF_UNIX / AF_NETLINK
 sockets stay open. Guards nest: they share one ``Patch`` (``_patch.py``), which the first ``start()``
-installs and the last ``stop()`` restores in full.
-
-**Allowed hosts** (``NetworkGuard(allowed_hosts=[...])``, pytest-recording's ``--allowed-hosts``): regular
-expressions matched, as pytest-recording matches them (``re.match``: from the start of the text), against the
-host a route names, a name or a numeric address. A name that matches is looked up by the real resolver, and
-the addresses it resolved to are reachable too (a client connects to the address, not the name). While several
-guards are on, a route passes only when every one of them allows it: a guard never opens what another blocks.
+installs and the last ``stop()`` restores in full. While several guards are on, a route passes only when
+every one of them allows it: a guard never opens what another blocks.
 """
 
 from __future__ import annotations
 
 import _socket
 import dataclasses
-import ipaddress
-import re
+import os
 import socket
+import sys
 import threading
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
+from types import ModuleType
 from typing import Any
 
-from ._core._options import compile_patterns
+from ._core._hosts import (
+    BEYOND,
+    PROXY_VARIABLES,
+    Decision,
+    HostRule,
+    canonical_address,
+    decide,
+    local_address,
+    parse_host_rules,
+    proxy_ports,
+)
 from ._exceptions import NetworkBlockedError
 from ._patch import Patch
 
@@ -68,12 +79,10 @@ _lock = threading.RLock()  # guards _starts
 class _Start:
     """One start of a guard in force: what it allows beyond loopback, and why it blocks the rest."""
 
-    allowed: tuple[re.Pattern[str], ...]
+    rules: tuple[HostRule, ...]
     reason: str
-    resolved: set[str] = dataclasses.field(default_factory=set)  # addresses an allowed name resolved to
-
-    def allows(self, host: str) -> bool:
-        return host.split("%", 1)[0] in self.resolved or any(pattern.match(host) for pattern in self.allowed)
+    # addresses allowed names resolved to, each with the rules that allowed the name (and so their ports)
+    resolved: dict[str, tuple[HostRule, ...]] = dataclasses.field(default_factory=dict)
 
 
 _starts: list[_Start] = []  # every start in force, innermost last
@@ -82,41 +91,20 @@ _LOCALHOST_V4 = "127.0.0.1"
 _LOCALHOST_V6 = "::1"
 
 
-def network_blocked_message(what: str, reason: str = "replay mode", allowed: Iterable[str] = ()) -> str:
+def network_blocked_message(
+    what: str, reason: str = "replay mode", allowed: Iterable[str] = (), why: str = BEYOND
+) -> str:
     """The message of a blocked route: what was blocked, why it can't be recorded, what to do instead."""
     hosts = ", ".join(allowed)
     reachable = "loopback (127.0.0.1, ::1, localhost)" + (f" and the allowed hosts ({hosts})" if hosts else "")
+    because = f"nothing beyond {reachable} is reachable" if why == BEYOND else why
     return (
-        f"{what} was blocked by vcr_transport's network guard ({reason}): nothing beyond {reachable} is "
-        "reachable, and no packet was sent. Requests through httpx or httpx2 are "
-        "answered from the cassette and never open a socket, so this traffic comes from something a cassette "
-        "can't hold (urllib, requests, a raw socket, DNS, another client): mock it in the test, or point it to "
-        "a server on 127.0.0.1"
+        f"{what} was blocked by vcr_transport's network guard ({reason}): {because}, and no packet was sent. "
+        "Requests through httpx or httpx2 are answered from the cassette and never open a socket, so this "
+        "traffic comes from something a cassette can't hold (urllib, requests, a raw socket, DNS, another "
+        "client): mock it in the test, point it to a server on 127.0.0.1, or let the host through with "
+        "allowed_hosts=[...]"
     )
-
-
-def _blocked(what: str, host: str | None = None) -> NetworkBlockedError:
-    """The error for a blocked route, naming the guard that refused it (the first whose rules don't allow
-    ``host``)."""
-    refusing = next((start for start in list(_starts) if host is None or not start.allows(host)), None)
-    if refusing is None:
-        return NetworkBlockedError(network_blocked_message(what))
-    allowed = [pattern.pattern for pattern in refusing.allowed]
-    return NetworkBlockedError(network_blocked_message(what, refusing.reason, allowed))
-
-
-def _allowed(host: str | None) -> bool:
-    """Whether every guard in force allows ``host`` beyond loopback."""
-    starts = list(_starts)
-    return host is not None and bool(starts) and all(start.allows(host) for start in starts)
-
-
-def _note_resolved(addresses: Iterable[str]) -> None:
-    """An allowed name resolved to these addresses: connecting to them is allowed by every guard in force."""
-    found = {address.split("%", 1)[0] for address in addresses}
-    with _lock:
-        for start in _starts:
-            start.resolved |= found
 
 
 def _host_text(host: object) -> str | None:
@@ -131,33 +119,50 @@ def _host_text(host: object) -> str | None:
     return None
 
 
-def _is_localhost_name(text: str) -> bool:
-    name = text.lower().rstrip(".")
-    return name == "localhost" or name.endswith(".localhost")
+def _port(port: object) -> int | None:
+    """A port as a number (a service name or None: no port the rules can name)."""
+    if isinstance(port, int) and not isinstance(port, bool):
+        return port
+    if isinstance(port, str | bytes) and port.isdigit():
+        return int(port)
+    return None
 
 
-def _is_local_address(text: str) -> bool | None:
-    """True for a numeric loopback or unspecified address, False for any other numeric one, None for a name."""
-    try:
-        address = ipaddress.ip_address(text.split("%", 1)[0])
-    except ValueError:
-        return None
-    if isinstance(address, ipaddress.IPv6Address) and address.ipv4_mapped is not None:
-        address = address.ipv4_mapped
-    return address.is_loopback or address.is_unspecified
+def _proxies_now() -> dict[int, str]:
+    """The loopback ports the proxy variables name now (a test may set one after the guard started)."""
+    found = {name: value for name in PROXY_VARIABLES if (value := os.environ.get(name))}
+    return proxy_ports(found) if found else {}
 
 
-def _local_host(host: object) -> str | None:
-    """'name' for a localhost name, 'address' for a local numeric address, None when it must be blocked."""
+def _check(host: object, port: object, what: str) -> Decision:
+    """The decision of every guard in force for a route to ``host``:``port`` (``decide``); raises
+    NetworkBlockedError naming the first guard that blocks it. ``port`` None: a lookup, which names none."""
+    text = _host_text(host)
+    number = _port(port)
+    answer = Decision("pass")
+    for start in list(_starts):
+        decision = decide(text, number, start.rules, start.resolved, _proxies_now)
+        if decision.action == "block":
+            allowed = [rule.text for rule in start.rules]
+            raise NetworkBlockedError(network_blocked_message(what, start.reason, allowed, decision.why))
+        if decision.action == "localhost":
+            answer = decision
+    return answer
+
+
+def _note_resolved(host: object, addresses: Iterable[str]) -> None:
+    """An allowed name resolved to these addresses: each guard in force lets them through on the ports of the
+    rules that allowed the name."""
     text = _host_text(host)
     if text is None:
-        return None
-    if text == "":
-        return "address"  # INADDR_ANY: this host
-    local = _is_local_address(text)
-    if local is None:
-        return "name" if _is_localhost_name(text) else None
-    return "address" if local else None
+        return
+    found = [address.split("%", 1)[0] for address in addresses]
+    with _lock:
+        for start in _starts:
+            rules = tuple(rule for rule in start.rules if rule.matches(text, None))
+            for address in found:
+                key = canonical_address(address) or address
+                start.resolved[key] = (*start.resolved.get(key, ()), *rules)
 
 
 def _checked_address(sock: Any, address: Any, route: str) -> Any:
@@ -168,17 +173,12 @@ def _checked_address(sock: Any, address: Any, route: str) -> Any:
     if family in _LOCAL_FAMILIES:
         return address
     if family not in _INET_FAMILIES:
-        raise _blocked(f"{route} on a socket of family {family!r} to {address!r}")
+        raise NetworkBlockedError(network_blocked_message(f"{route} on a socket of family {family!r} to {address!r}"))
     if not isinstance(address, tuple) or len(address) < 2:
-        raise _blocked(f"{route} to {address!r}")
+        raise NetworkBlockedError(network_blocked_message(f"{route} to {address!r}"))
     host = address[0]
-    kind = _local_host(host)
-    if kind is None:
-        text = _host_text(host)
-        if _allowed(text):
-            return address
-        raise _blocked(f"a connection ({route}) to {host!r}:{address[1]}", text)
-    if kind == "name":
+    decision = _check(host, address[1], f"a connection ({route}) to {host!r}:{address[1]}")
+    if decision.action == "localhost":
         numeric = _LOCALHOST_V6 if family == socket.AF_INET6 else _LOCALHOST_V4
         return (numeric, *address[1:])
     return address
@@ -258,19 +258,20 @@ def _loopback_addresses(family: int) -> list[str]:
     return [_LOCALHOST_V4, _LOCALHOST_V6]
 
 
+def _lookup(host: Any, what: str) -> Decision:
+    """The decision for a lookup of ``host``: a name is resolved only if allowed, a localhost name never."""
+    return _check(host, None, what)
+
+
 def _resolve(real: Any, host: Any, port: Any, family: int, type: int, proto: int, flags: int) -> Any:  # noqa: A002
     if not _active() or host is None:
         return real(host, port, family, type, proto, flags)
-    kind = _local_host(host)
-    if kind is None:
-        text = _host_text(host)
-        if not _allowed(text):
-            raise _blocked(f"a DNS lookup (getaddrinfo) of {host!r} for port {port!r}", text)
+    decision = _lookup(host, f"a DNS lookup (getaddrinfo) of {host!r} for port {port!r}")
+    if decision.action == "pass":
         answers = real(host, port, family, type, proto, flags)
-        _note_resolved(str(entry[4][0]) for entry in answers if isinstance(entry[4], tuple))
+        if local_address(_host_text(host) or "") is None:
+            _note_resolved(host, (str(entry[4][0]) for entry in answers if isinstance(entry[4], tuple)))
         return answers
-    if kind == "address":
-        return real(host, port, family, type, proto, flags)
     found: list[Any] = []
     problem: OSError | None = None
     for numeric in _loopback_addresses(family):
@@ -302,43 +303,37 @@ def _socket_module_getaddrinfo(
 def _gethostbyname(host: Any) -> Any:
     if not _active():
         return _REAL["gethostbyname"](host)
-    kind = _local_host(host)
-    if kind is None:
-        text = _host_text(host)
-        if not _allowed(text):
-            raise _blocked(f"a DNS lookup (gethostbyname) of {host!r}", text)
-        address = _REAL["gethostbyname"](host)
-        _note_resolved([address])
-        return address
-    return _LOCALHOST_V4 if kind == "name" else _REAL["gethostbyname"](host)
+    if _lookup(host, f"a DNS lookup (gethostbyname) of {host!r}").action == "localhost":
+        return _LOCALHOST_V4
+    address = _REAL["gethostbyname"](host)
+    _note_resolved(host, [address])
+    return address
 
 
 def _gethostbyname_ex(host: Any) -> Any:
     if not _active():
         return _REAL["gethostbyname_ex"](host)
-    kind = _local_host(host)
-    if kind is None:
-        name = _host_text(host)
-        if not _allowed(name):
-            raise _blocked(f"a DNS lookup (gethostbyname_ex) of {host!r}", name)
-        found = _REAL["gethostbyname_ex"](host)
-        _note_resolved(found[2])
-        return found
     text = _host_text(host) or ""
-    return (text, [], [_LOCALHOST_V4 if kind == "name" else text])
+    decision = _lookup(host, f"a DNS lookup (gethostbyname_ex) of {host!r}")
+    if decision.action == "localhost":
+        return (text, [], [_LOCALHOST_V4])
+    if local_address(text):
+        return (text, [], [text])
+    found = _REAL["gethostbyname_ex"](host)
+    _note_resolved(host, found[2])
+    return found
 
 
 def _gethostbyaddr(host: Any) -> Any:
     if not _active():
         return _REAL["gethostbyaddr"](host)
-    kind = _local_host(host)
-    if kind is None:
-        text = _host_text(host)
-        if _allowed(text):
-            return _REAL["gethostbyaddr"](host)
-        raise _blocked(f"a reverse DNS lookup (gethostbyaddr) of {host!r}", text)
     text = _host_text(host) or ""
-    return ("localhost", [], [_LOCALHOST_V4 if kind == "name" else text])
+    decision = _lookup(host, f"a reverse DNS lookup (gethostbyaddr) of {host!r}")
+    if decision.action == "localhost":
+        return ("localhost", [], [_LOCALHOST_V4])
+    if local_address(text):
+        return ("localhost", [], [text])
+    return _REAL["gethostbyaddr"](host)
 
 
 def _getnameinfo(sockaddr: Any, flags: int) -> Any:
@@ -346,14 +341,11 @@ def _getnameinfo(sockaddr: Any, flags: int) -> Any:
     if not _active():
         return real(sockaddr, flags)
     if not isinstance(sockaddr, tuple) or len(sockaddr) < 2:
-        raise _blocked(f"a reverse DNS lookup (getnameinfo) of {sockaddr!r}")
-    kind = _local_host(sockaddr[0])
-    if kind is None:
-        text = _host_text(sockaddr[0])
-        if _allowed(text):
-            return real(sockaddr, flags)
-        raise _blocked(f"a reverse DNS lookup (getnameinfo) of {sockaddr[0]!r}", text)
-    numeric = sockaddr if kind == "address" else (_LOCALHOST_V4, *sockaddr[1:])
+        raise NetworkBlockedError(network_blocked_message(f"a reverse DNS lookup (getnameinfo) of {sockaddr!r}"))
+    decision = _lookup(sockaddr[0], f"a reverse DNS lookup (getnameinfo) of {sockaddr[0]!r}")
+    if decision.action == "pass" and not local_address(_host_text(sockaddr[0]) or ""):
+        return real(sockaddr, flags)
+    numeric = sockaddr if decision.action == "pass" else (_LOCALHOST_V4, *sockaddr[1:])
     host, service = real(numeric, flags | socket.NI_NUMERICHOST)
     return (host if flags & socket.NI_NUMERICHOST else "localhost"), service
 
@@ -367,6 +359,180 @@ _GUARDED_DNS = {
 }
 
 
+# --- classes that bypass the guarded classes --------------------------------------------------------------
+
+
+def _checking(name: str, original: Any) -> Any:
+    """A subclass's own ``connect``/``sendto``/... (or the C method it inherits), checked first."""
+    guarded = _GUARDED_METHODS[name]
+
+    if original is getattr(_C_SOCKET, name):
+        return guarded
+
+    def method(self: Any, *args: Any) -> Any:
+        if args and _active():
+            if name in ("connect", "connect_ex"):
+                args = (_checked_address(self, args[0], name), *args[1:])
+            elif name == "sendto" and len(args) >= 2:
+                args = (*args[:-1], _checked_address(self, args[-1], name))
+            elif name == "sendmsg" and len(args) >= 4 and args[3] is not None:
+                args = (*args[:3], _checked_address(self, args[3], name), *args[4:])
+        return original(self, *args)
+
+    return method
+
+
+def _early_subclasses() -> list[type]:
+    """Subclasses of the C socket class defined before the guard started, outside ``socket.socket``'s line
+    (``class Raw(_socket.socket)``): their methods are the C class's, which the guard can't patch."""
+    found: list[type] = []
+    pending: list[type] = list(_C_SOCKET.__subclasses__())
+    while pending:
+        cls = pending.pop()
+        if issubclass(cls, _PY_SOCKET) or cls in (_GuardedCSocket, _GuardedSocket) or cls in found:
+            continue
+        found.append(cls)
+        pending.extend(cls.__subclasses__())
+    return found
+
+
+def _guard_subclasses(patch: Patch) -> None:
+    for cls in _early_subclasses():
+        for name in _SOCKET_METHODS:
+            try:
+                patch.replace(cls, name, _checking(name, getattr(cls, name)))
+            except TypeError:  # a static type of a C extension: out of reach (the docs say so)
+                break
+
+
+# --- uvloop: libuv connects and resolves in C, below the socket module ------------------------------------
+
+
+def _loopback_for(family: int) -> str:
+    """The loopback address a localhost name stands for in ``family``, so that libuv never resolves it."""
+    return _LOCALHOST_V6 if family == socket.AF_INET6 else _LOCALHOST_V4
+
+
+def _guarded_create_connection(original: Any) -> Any:
+    async def create_connection(self: Any, protocol_factory: Any, host: Any = None, port: Any = None, **kw: Any) -> Any:
+        if _active() and host is not None:
+            hosts = host if isinstance(host, list | tuple) else [host]
+            checked = []
+            for one in hosts:
+                decision = _check(one, port, f"a connection (loop.create_connection) to {one!r}:{port}")
+                checked.append(_loopback_for(kw.get("family", 0)) if decision.action == "localhost" else one)
+            host = checked if isinstance(host, list | tuple) else checked[0]
+        return await original(self, protocol_factory, host, port, **kw)
+
+    return create_connection
+
+
+class _CheckedDatagramTransport:
+    """A datagram transport whose ``sendto`` to an address is checked first; everything else is the real one."""
+
+    def __init__(self, transport: Any) -> None:
+        self._transport = transport
+
+    def sendto(self, data: Any, addr: Any = None) -> None:
+        if addr is not None and _active():
+            host, port = (addr[0], addr[1]) if isinstance(addr, tuple) and len(addr) >= 2 else (None, None)
+            if _check(host, port, f"a datagram (transport.sendto) to {addr!r}").action == "localhost":
+                addr = (_LOCALHOST_V4, *addr[1:])
+        self._transport.sendto(data, addr)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._transport, name)
+
+
+class _CheckedDatagramProtocol:
+    """Hands the protocol the checked transport in ``connection_made``; forwards every other call."""
+
+    def __init__(self, protocol: Any) -> None:
+        self.protocol = protocol
+
+    def connection_made(self, transport: Any) -> None:
+        self.protocol.connection_made(_CheckedDatagramTransport(transport))
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.protocol, name)
+
+
+def _guarded_create_datagram_endpoint(original: Any) -> Any:
+    async def create_datagram_endpoint(
+        self: Any, protocol_factory: Any, local_addr: Any = None, remote_addr: Any = None, **kw: Any
+    ) -> Any:
+        if not _active():
+            return await original(self, protocol_factory, local_addr, remote_addr, **kw)
+        if remote_addr is not None and not isinstance(remote_addr, str | bytes):
+            host, port = (remote_addr[0], remote_addr[1]) if len(remote_addr) >= 2 else (None, None)
+            what = f"a datagram endpoint (loop.create_datagram_endpoint) to {remote_addr!r}"
+            if _check(host, port, what).action == "localhost":
+                remote_addr = (_loopback_for(kw.get("family", 0)), *remote_addr[1:])
+        transport, wrapper = await original(
+            self, lambda: _CheckedDatagramProtocol(protocol_factory()), local_addr, remote_addr, **kw
+        )
+        return _CheckedDatagramTransport(transport), wrapper.protocol
+
+    return create_datagram_endpoint
+
+
+def _guarded_getaddrinfo(original: Any) -> Any:
+    async def getaddrinfo(self: Any, host: Any, port: Any, **kw: Any) -> Any:
+        if not _active() or host is None:
+            return await original(self, host, port, **kw)
+        decision = _lookup(host, f"a DNS lookup (loop.getaddrinfo) of {host!r} for port {port!r}")
+        if decision.action == "localhost":
+            return _socket_module_getaddrinfo(
+                host, port, kw.get("family", 0), kw.get("type", 0), kw.get("proto", 0), kw.get("flags", 0)
+            )
+        answers = await original(self, host, port, **kw)
+        if local_address(_host_text(host) or "") is None:
+            _note_resolved(host, (str(entry[4][0]) for entry in answers if isinstance(entry[4], tuple)))
+        return answers
+
+    return getaddrinfo
+
+
+def _guarded_getnameinfo(original: Any) -> Any:
+    async def getnameinfo(self: Any, sockaddr: Any, flags: int = 0) -> Any:
+        if _active():
+            return _getnameinfo(sockaddr, flags)  # numeric for loopback, the real resolver only if allowed
+        return await original(self, sockaddr, flags)
+
+    return getnameinfo
+
+
+def _guarded_sock_method(name: str, original: Any) -> Any:
+    async def sock_method(self: Any, sock: Any, *args: Any) -> Any:
+        if _active() and args:
+            args = (*args[:-1], _checked_address(sock, args[-1], f"loop.{name}"))
+        return await original(self, sock, *args)
+
+    return sock_method
+
+
+_UVLOOP_HOOKS: dict[str, Callable[[Any], Any]] = {
+    "create_connection": _guarded_create_connection,
+    "create_datagram_endpoint": _guarded_create_datagram_endpoint,
+    "getaddrinfo": _guarded_getaddrinfo,
+    "getnameinfo": _guarded_getnameinfo,
+    "sock_connect": lambda original: _guarded_sock_method("sock_connect", original),
+    "sock_sendto": lambda original: _guarded_sock_method("sock_sendto", original),
+}
+
+
+def _guard_uvloop(patch: Patch, uvloop: ModuleType) -> None:
+    """uvloop's loop (and every subclass, an installed policy's or a ``Runner(loop_factory=...)``'s): the
+    methods that connect or resolve in libuv, checked first."""
+    loop_class = getattr(uvloop, "Loop", None)
+    if not isinstance(loop_class, type):
+        return
+    for name, hook in _UVLOOP_HOOKS.items():
+        original = getattr(loop_class, name, None)
+        if original is not None:
+            patch.replace(loop_class, name, hook(original))
+
+
 # --- install and restore ------------------------------------------------------------------------------
 
 
@@ -376,22 +542,32 @@ def _install(patch: Patch) -> None:
         patch.replace(socket, name, _socket_module_getaddrinfo if name == "getaddrinfo" else guarded)
     for name, method in _GUARDED_METHODS.items():
         patch.replace(_PY_SOCKET, name, method)
+    _guard_subclasses(patch)
     for module in (_socket, socket):
         patch.replace(module, "SocketType", _GuardedCSocket)
     patch.replace(_socket, "socket", _GuardedCSocket)
     patch.replace(socket, "socket", _GuardedSocket)
+    for name, hook in _LATE.items():
+        if name in sys.modules:
+            hook(patch, sys.modules[name])
 
+
+# The event loops that connect and resolve below the socket module, guarded when imported before the guard
+# starts or while it is on.
+_LATE: dict[str, Callable[[Patch, ModuleType], None]] = {"uvloop": _guard_uvloop}
 
 # What the guard replaced while on: one patch, however many guards nest.
-_PATCH = Patch(_install)
+_PATCH = Patch(_install, late=_LATE)
 
 
 class NetworkGuard:
     """Blocks every in-process route beyond loopback between ``start()`` and ``stop()`` (or in a ``with``).
 
-    ``allowed_hosts``: regular expressions of hosts (names or addresses) that stay reachable, matched from the
-    start of the text as pytest-recording's ``--allowed-hosts`` are; an address an allowed name resolved to is
-    reachable too. ``reason`` is what a blocked route's message says the guard is on for.
+    ``allowed_hosts``: the rules of the option ``allowed_hosts`` (``_core/_hosts.py``): globs of names or
+    addresses (``*.internal``, ``db``, ``10.0.0.*``), with ``:port`` for one port only, address networks
+    (``10.0.0.0/8``), or ``re:`` and a regular expression matched from the start (pytest-recording's
+    ``--allowed-hosts``). An address an allowed name resolved to is reachable too. ``reason`` is what a
+    blocked route's message says the guard is on for.
 
     Guards nest, across objects and threads: the patches go in at the first start and come out at the
     last stop, and a route passes only when every guard in force allows it. The guard is process-wide:
@@ -400,9 +576,14 @@ class NetworkGuard:
 
     def __init__(self, allowed_hosts: Iterable[str] = (), *, reason: str = "replay mode") -> None:
         if isinstance(allowed_hosts, str | bytes):
-            raise TypeError(f"allowed_hosts must be a list of regular expressions, not {allowed_hosts!r}")
+            raise TypeError(f"allowed_hosts must be a list of host globs, not {allowed_hosts!r}")
         self.allowed_hosts = tuple(allowed_hosts)
-        self._allowed = compile_patterns(self.allowed_hosts, "NetworkGuard(allowed_hosts)")
+        if not all(isinstance(item, str) for item in self.allowed_hosts):
+            raise TypeError(f"allowed_hosts must be a list of host globs (text), not {allowed_hosts!r}")
+        try:
+            self._rules = parse_host_rules(self.allowed_hosts)
+        except ValueError as error:
+            raise ValueError(f"NetworkGuard(allowed_hosts): {error}") from None
         self.reason = reason
         self._mine: list[_Start] = []
 
@@ -414,7 +595,7 @@ class NetworkGuard:
     def start(self) -> NetworkGuard:
         with _lock:
             _PATCH.start()
-            start = _Start(self._allowed, self.reason)
+            start = _Start(self._rules, self.reason)
             _starts.append(start)
             self._mine.append(start)
         return self

@@ -6,16 +6,16 @@ It is one JSON file, ``.vcr_transport/ledger.json`` under the pytest rootdir. Th
 a backup. The plugin's main process writes it twice: when the run starts (``complete: false``, so a run
 that dies leaves an incomplete ledger rather than an older run's), and when it finishes, with every cassette
 opened through any entry point (the marker, ``use_cassette()``, ``transport()``), every cassette a collected
-test's marker names, and whether the run was complete: no test selection, no early stop, no crashed worker.
+test's marker names, the run's command line, and whether the run was complete, with why not: a run is complete
+only if it collected the whole suite (no module that failed to collect or was skipped at collection, no
+``--ignore``, ``collect_ignore``, ``--deselect``, ``-k``, ``-m``, ``--lf``, no test id, file or folder narrower than
+the test paths), and did not stop early or lose a worker. Under xdist the controller writes it, from what its
+workers saw.
 """
 
 from __future__ import annotations
 
-import datetime
-import json
 import os
-import tempfile
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -32,23 +32,39 @@ def ledger_path(root: Path) -> Path:
     return root / ".vcr_transport" / "ledger.json"
 
 
-@dataclass
 class Ledger:
-    run: str
-    started: str
-    complete: bool = False
-    why_incomplete: str = "the run has not finished"
-    cassettes: set[Path] = field(default_factory=set)
+    """One run's ledger: its id, when it started, its command line, whether it was complete (and why not), and
+    the cassettes it used. (A plain class: the plugin imports this module in every run.)"""
+
+    def __init__(
+        self,
+        run: str,
+        started: str,
+        command: str = "",
+        complete: bool = False,
+        why_incomplete: str = "the run has not finished",
+        cassettes: set[Path] | None = None,
+    ) -> None:
+        self.run = run
+        self.started = started
+        self.command = command
+        self.complete = complete
+        self.why_incomplete = why_incomplete
+        self.cassettes: set[Path] = set() if cassettes is None else cassettes
 
 
 def write_ledger(root: Path, ledger: Ledger) -> None:
     """Replace the ledger whole (a private temporary file moved over it)."""
+    import json
+    import tempfile
+
     path = ledger_path(root)
     _make_state_folder(path.parent)
     document: dict[str, Any] = {
         "ledger_version": LEDGER_VERSION,
         "run": ledger.run,
         "started": ledger.started,
+        "command": ledger.command,
         "complete": ledger.complete,
         "why_incomplete": "" if ledger.complete else ledger.why_incomplete,
         "cassettes": sorted(_relative(root, p) for p in ledger.cassettes),
@@ -79,11 +95,15 @@ def _make_state_folder(folder: Path) -> None:
             marker.write_text(text, encoding="utf-8")
 
 
-def new_ledger(run: str) -> Ledger:
-    return Ledger(run, datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"))
+def new_ledger(run: str, *, command: str = "") -> Ledger:
+    import datetime
+
+    return Ledger(run, datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"), command)
 
 
 def read_ledger(root: Path) -> Ledger:
+    import json
+
     path = ledger_path(root)
     try:
         document = json.loads(path.read_text(encoding="utf-8"))
@@ -98,6 +118,7 @@ def read_ledger(root: Path) -> Ledger:
     return Ledger(
         str(document["run"]),
         str(document["started"]),
+        str(document.get("command", "")),
         bool(document["complete"]),
         str(document.get("why_incomplete", "")),
         {(root / name).resolve() for name in document["cassettes"]},

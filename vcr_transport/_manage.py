@@ -9,6 +9,7 @@ when inside it, in the text and in ``--json`` alike.
 
 from __future__ import annotations
 
+import fnmatch
 import os
 import re
 import shlex
@@ -210,7 +211,7 @@ def cassette_summary(path: Path) -> CassetteSummary:
         format_version=cassette.header.get("format_version"),
         calls=len(cassette.calls),
         hosts=sorted({urlsplit(call.url).netloc for call in cassette.calls}),
-        incomplete_calls=[call.index for call in cassette.calls if not call.complete],
+        incomplete_calls=[call.index for call in cassette.calls if not call.complete and not call.stopped_on_purpose],
     )
 
 
@@ -235,23 +236,66 @@ class Verification:
         }
 
 
-def _findings(path: Path, strict: bool) -> tuple[list[Problem], list[Problem]]:
-    """(problems, notes) of one cassette: a call recorded incomplete is a note, or with ``strict`` a problem."""
-    findings = list(check_cassette(path))
+# A call ``verify --allow-early-stop`` lets end closed_early: a cassette (a path or a glob) and one call of it
+# (None: any).
+EarlyStopAllowance = tuple[str, int | None]
+
+
+def early_stop_allowance(text: str) -> EarlyStopAllowance:
+    """``CASSETTE[:CALL]`` as ``verify --allow-early-stop`` takes it: a cassette path or glob, and a call index."""
+    cassette, _, call = text.rpartition(":")
+    if cassette and call.isdigit():
+        return cassette, int(call)
+    return text, None
+
+
+def _names(pattern: str, path: Path) -> bool:
+    """Whether ``pattern`` (a path, or a glob of paths as typed from the working folder) names ``path``."""
+    if Path(pattern).resolve() == path.resolve():
+        return True
+    return fnmatch.fnmatchcase(shown_path(path), pattern) or fnmatch.fnmatchcase(str(path), pattern)
+
+
+def _findings(
+    path: Path, strict: bool, allowed: Sequence[EarlyStopAllowance] = ()
+) -> tuple[list[Problem], list[Problem]]:
+    """(problems, notes) of one cassette: a call recorded incomplete is a note, or with ``strict`` a problem. A
+    call recorded as an intended early stop is neither (``_format.problems``), nor one ``allowed`` names that
+    ended closed_early (an error stays one)."""
+    findings = [
+        finding
+        for finding in check_cassette(path)
+        if not (
+            finding.outcome == "closed_early"
+            and any((call is None or call == finding.call) and _names(pattern, path) for pattern, call in allowed)
+        )
+    ]
     if strict:
         return [Problem.of(f) for f in findings], []
     return [Problem.of(f) for f in findings if not f.incomplete], [Problem.of(f) for f in findings if f.incomplete]
 
 
-def verify(named: Sequence[str], *, strict: bool, progress: Callable[[int, int], None] | None = None) -> Verification:
+def verify(
+    named: Sequence[str],
+    *,
+    strict: bool,
+    progress: Callable[[int, int], None] | None = None,
+    allow_early_stop: Sequence[str] = (),
+) -> Verification:
     """``verify`` of the cassettes ``named`` (files and folders), or of the project's when none is named. A
-    named folder without a cassette is a problem. ``progress(done, total)`` is called after each cassette."""
+    named folder without a cassette is a problem. ``progress(done, total)`` is called after each cassette.
+    ``allow_early_stop``: ``CASSETTE[:CALL]``s whose calls may end closed_early (``early_stop_allowance``); one
+    that names no cassette verified is a UsageProblem (a typo would let nothing through, silently)."""
     paths = find_cassettes(named)
+    allowed = [early_stop_allowance(text) for text in allow_early_stop]
+    for text, (pattern, _) in zip(allow_early_stop, allowed, strict=True):
+        if not any(_names(pattern, path) for path in paths):
+            raise UsageProblem(f"--allow-early-stop {text}: names none of the {len(paths)} cassette(s) verified")
     problems: list[Problem] = []
     notes: list[Problem] = []
     with_problems = 0
     for done, path in enumerate(paths, start=1):
-        found, incomplete = _findings(path, strict)
+        found, incomplete = _findings(path, strict, allowed)
         problems += found
         notes += incomplete
         with_problems += bool(found)
@@ -464,7 +508,8 @@ def prune_reasons(cassettes: Sequence[Path], *, older_than: float | None, force:
         raise UsageProblem(str(problem)) from None
     if not ledger.complete and not force:
         raise UsageProblem(
-            f"the last test run (started {ledger.started}) was partial: {ledger.why_incomplete}. "
+            f"the last test run ({ledger.command + ', ' if ledger.command else ''}started {ledger.started}) was "
+            f"partial: {ledger.why_incomplete}. "
             "Its unused cassettes may belong to tests it did not run: run the whole suite, then prune "
             "(or add --force to prune by this run anyway)"
         )

@@ -1,9 +1,12 @@
 """The pytest plugin, registered through the ``pytest11`` entry point.
 
 Loading it patches nothing, reads no environment variable, opens no file and imports none of the machinery
-(sessions, recording, replay, the network guard): all of that happens in the ``vcr_cassette`` fixture, which
-the ``@pytest.mark.vcr_transport`` marker requests for a test. (The names differ from pytest-recording's and
-cassetter's ``vcr`` so that both can be installed during a migration.)
+(options, sessions, recording, replay, the network guard): what it registers (``--vcr-mode``, the ini
+settings) comes from the generated ``_core/_registration.py``, and the rest is imported by the first
+cassette (the ``vcr_cassette`` fixture, which the ``@pytest.mark.vcr_transport`` marker requests for a test,
+or any other entry point); a run that uses no cassette pays for little more than registering them. (The
+names differ from pytest-recording's and cassetter's ``vcr`` so that both can be installed during a
+migration.)
 
 - ``vcr_cassette``: runs the test inside ``use_cassette``; the cassette is ``cassettes/<module>/<test>.jsonl``
   beside the test file unless the marker names a path (a relative one is relative to the test file's folder).
@@ -20,38 +23,47 @@ cassetter's ``vcr`` so that both can be installed during a migration.)
   ``caught_mismatch``; the marker's argument wins, ``[tool.vcr_transport]`` comes below the ini).
 - ``vcr_cassette.requests``: the recorded requests with their ``play_count`` (like vcrpy's ``vcr.requests``).
 - ini ``vcr_transport_compat = pytest-recording``: serve a pytest-recording suite unchanged (``_compat.py``).
-- The run publishes ``--vcr-mode`` to every entry point, keeps the usage ledger (``_ledger.py``) and ends
+- ini ``vcr_transport_max_age`` (days) and ``vcr_transport_on_expiry`` (``warn``, ``fail``, ``record-on-miss``):
+  a replayed cassette older than that is named once in the summary with the command that re-records it, fails
+  its test, or records from its first miss (the session decides; never under ``CI``).
+- The run publishes ``--vcr-mode`` to every entry point, keeps the usage ledger (``_ledger.py``; complete
+  only if the run collected the whole suite, which under xdist the controller decides from what its
+  workers report) and ends
   with a summary of what became of the cassettes. A failure the cassette explains (a mismatch, a refused
   request, unplayed calls) is reported in a few lines by ``_pytest_reports.py`` (``--tb=long`` and ``-vv``
   show the whole traceback). A passed test's cassette is checked when its body ends (``pytest_runtest_call``),
   so what it missed fails the test rather than its teardown.
 - In replay, the test can't reach the network: every in-process route beyond loopback (connect, UDP, DNS,
-  asyncio, the C socket class) raises NetworkBlockedError; see ``_guard.py``. Subprocesses are not covered.
+  asyncio, uvloop, the C socket class, DNS to port 53 and loopback proxies) raises NetworkBlockedError; see
+  ``_guard.py``. Subprocesses are not covered. ``block_network`` (marker, ``--vcr-block-network``, ini
+  ``vcr_block_network``, pyproject): ``False`` turns it off, ``"session"`` keeps a guard on between and after
+  replayed tests until the process ends (it is never stopped: an in-process pytester run with it leaves the
+  outer process guarded). ``allowed_hosts`` (marker, ini ``vcr_allowed_hosts``, pyproject) let hosts through.
 """
 
 from __future__ import annotations
 
 import contextlib
-import hashlib
+import fnmatch
+import os
 import re
+import shlex
 import threading
-import uuid
 from collections import Counter
-from collections.abc import Iterator, Mapping
+from collections.abc import Generator, Iterator, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from ._compat import add_compat_options, compat_active, configure_compat
-from ._config import PytestRun, cassette_folders, find_pyproject, published_run, read_settings
-from ._core._modes import MODES
-from ._core._options import Options
+from ._compat import add_compat_options, compat_active, configure_compat, guard_hosts
+from ._config import SKIPPED_FOLDERS, PytestRun, cassette_folders, find_pyproject, published_run, read_settings
+from ._core._registration import INI_OPTIONS, MODES
 from ._exceptions import VcrTransportError
-from ._ledger import Ledger, ledger_path, new_ledger, write_ledger
 
 if TYPE_CHECKING:  # imported by the first test that opens a cassette, not when the plugin loads
     from ._context import use_cassette
+    from ._ledger import Ledger
 
 __all__ = [
     "MARKER",
@@ -64,9 +76,13 @@ __all__ = [
 ]
 
 MARKER = "vcr_transport"
-MARKER_KWARGS = frozenset({"path", *Options.names("marker")})
-# The options that a pytest ini setting sets for the whole run (below the marker, above pyproject).
-RUN_OPTIONS = tuple(name for name in Options.names("marker") if Options.knob(name).ini)
+# The options that a pytest ini setting sets for the whole run (below the marker, above pyproject), from the
+# generated ``_registration`` so that loading the plugin imports no option (``Options`` is imported on first use).
+RUN_OPTIONS = tuple(name for name, *_ in INI_OPTIONS)
+# Of those, the lists: the ini's items are added to the marker's.
+LIST_RUN_OPTIONS = tuple(name for name, _, _, kind, _ in INI_OPTIONS if kind == "args")
+# The command-line options that set a run-wide option (above the ini, below the marker).
+RUN_FLAGS = {"block_network": "vcr_block_network"}
 MAX_NAME = 100
 
 
@@ -78,15 +94,18 @@ def pytest_addoption(parser: pytest.Parser, pluginmanager: pytest.PytestPluginMa
         default=None,
         help="cassette mode for this run: " + ", ".join(MODES) + " (default: VCR_TRANSPORT_MODE, pyproject, auto)",
     )
-    defaults = Options()
-    for name in RUN_OPTIONS:
-        knob = Options.knob(name)
-        parser.addini(
-            knob.ini,
-            f"the option {name} for every test: {', '.join(knob.choices)} (default: {getattr(defaults, name)}; "
-            f"{knob.compat} in the pytest-recording compatibility mode)",
-            default="",
-        )
+    group.addoption(
+        "--vcr-block-network",
+        choices=next(choices for name, _, _, _, choices in INI_OPTIONS if name == "block_network"),
+        default=None,
+        help="the network guard of replayed tests: true (the default), false, or session (from the first "
+        "replayed test on, until the process ends: threads and atexit hooks too)",
+    )
+    for _, ini, help_text, kind, _ in INI_OPTIONS:
+        if kind == "args":
+            parser.addini(ini, help_text, type="args")
+        else:
+            parser.addini(ini, help_text, default="")
     add_compat_options(parser, pluginmanager)
 
 
@@ -99,6 +118,8 @@ class _PluginRun(PytestRun):
         self._lock = threading.Lock()
         self.used: set[Path] = set()
         self.outcomes: dict[Path, str] = {}
+        self.stale: dict[Path, tuple[float, float, str]] = {}  # (age in days, max_age, the test that replayed it)
+        self.current_test = ""
 
     def cassette_opened(self, path: Path, mode: str) -> None:
         with self._lock:
@@ -108,26 +129,45 @@ class _PluginRun(PytestRun):
         with self._lock:
             self.outcomes[path.resolve()] = outcome
 
+    def cassette_stale(self, path: Path, age_days: float, max_age: float) -> None:
+        with self._lock:
+            self.stale.setdefault(path.resolve(), (age_days, max_age, self.current_test))
+
     def as_data(self) -> dict[str, Any]:
-        return {"used": sorted(map(str, self.used)), "outcomes": {str(k): v for k, v in self.outcomes.items()}}
+        return {
+            "used": sorted(map(str, self.used)),
+            "outcomes": {str(k): v for k, v in self.outcomes.items()},
+            "stale": {str(k): list(v) for k, v in self.stale.items()},
+        }
 
     def absorb(self, data: dict[str, Any]) -> None:
         with self._lock:
             self.used.update(Path(p) for p in data["used"])
             self.outcomes.update({Path(k): v for k, v in data["outcomes"].items()})
+            for path, (age, max_age, test) in data.get("stale", {}).items():
+                self.stale.setdefault(Path(path), (age, max_age, test))
 
 
 _RUN = pytest.StashKey[_PluginRun]()
-_LEDGER = pytest.StashKey[Ledger]()
+_LEDGER: pytest.StashKey[Ledger] = pytest.StashKey()
+# Why the run is partial: what it could not collect or was told to leave out, an early stop, a crashed worker.
+# Each process notes what it sees (an xdist worker collects, deselects and skips modules); a worker's notes
+# reach the controller with its results, and the controller, which writes the ledger, decides.
 _INCOMPLETE = pytest.StashKey[list[str]]()
 _CALL_FAILURE = pytest.StashKey[BaseException]()  # what failed the test: its recording is not saved
 _CASSETTE = pytest.StashKey["use_cassette"]()
 _CHECKED_AT_END = pytest.StashKey[bool]()  # the test's body passed; the cassette's check at its end failed it
+_SESSION_GUARD = pytest.StashKey[Any]()  # block_network="session": the guard between and after replayed tests
 _WORKER_DATA = "vcr_transport_run"
+_WORKER_INCOMPLETE = "vcr_transport_incomplete"
 
 
 def _is_worker(config: pytest.Config) -> bool:
     return hasattr(config, "workerinput")
+
+
+def _note_incomplete(config: pytest.Config, why: str) -> None:
+    config.stash[_INCOMPLETE].append(why)
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -148,20 +188,83 @@ def pytest_configure(config: pytest.Config) -> None:
 
 
 class _CollectionWatcher:
-    """A module that failed to collect makes the run partial: its tests' cassettes went unused. (A collect
-    report carries no config, so the hook lives on an object that holds it; under xdist the workers'
-    reports reach the controller's hook too.)"""
+    """What the collection left out makes the run partial: a module that failed to collect or was skipped while
+    collected (``pytest.importorskip`` at module level), a path ``--ignore``, ``--ignore-glob`` or a conftest's
+    ``collect_ignore`` / ``collect_ignore_glob`` left out that could hold tests. (A collect report carries no
+    config, so the hooks live on an object that holds it; under xdist these run on the workers, which collect.)"""
 
     def __init__(self, config: pytest.Config) -> None:
         self.config = config
 
     def pytest_collectreport(self, report: pytest.CollectReport) -> None:
         if report.failed:
-            self.config.stash[_INCOMPLETE].append(f"{report.nodeid} failed to collect")
+            _note_incomplete(self.config, f"{report.nodeid or 'the collection'} failed to collect")
+        elif report.skipped and report.nodeid:
+            _note_incomplete(self.config, f"{report.nodeid} was skipped at collection ({_skip_reason(report)})")
+
+    @pytest.hookimpl(wrapper=True)
+    def pytest_ignore_collect(self, collection_path: Path) -> Generator[None, bool | None, bool | None]:
+        ignored = yield
+        if ignored:
+            how = _why_left_out(self.config, collection_path)
+            if how and _could_hold_tests(self.config, collection_path):
+                _note_incomplete(self.config, f"{_shown(self.config, collection_path)} was left out ({how})")
+        return ignored
+
+
+def _skip_reason(report: pytest.CollectReport) -> str:
+    """The message of a collection-time skip: ``Skipped: could not import 'anthropic'...`` without the prefix."""
+    longrepr = report.longrepr
+    text = str(longrepr[2]) if isinstance(longrepr, tuple | list) and len(longrepr) == 3 else str(longrepr)
+    return text.removeprefix("Skipped: ").splitlines()[0] if text.strip() else "skipped"
+
+
+def _why_left_out(config: pytest.Config, path: Path) -> str:
+    """Which setting left ``path`` out of the collection ("" for pytest's own: ``__pycache__``, virtualenvs,
+    ``norecursedirs``, which hold no tests of the suite)."""
+    for given in config.getoption("ignore", None) or ():
+        if path == Path(os.path.abspath(given)):
+            return f"--ignore={given}"
+    for pattern in config.getoption("ignore_glob", None) or ():
+        if fnmatch.fnmatch(str(path), os.path.abspath(pattern)):
+            return f"--ignore-glob={pattern}"
+    for plugin in config.pluginmanager.get_plugins():
+        file = getattr(plugin, "__file__", None)
+        if not isinstance(file, str) or Path(file).name != "conftest.py":
+            continue
+        folder = Path(file).parent
+        if folder not in path.parents:
+            continue
+        for name in getattr(plugin, "collect_ignore", None) or ():
+            if path == Path(os.path.abspath(folder / name)):
+                return f"collect_ignore in {_shown(config, Path(file))}"
+        for pattern in getattr(plugin, "collect_ignore_glob", None) or ():
+            if fnmatch.fnmatch(str(path), os.path.abspath(folder / pattern)):
+                return f"collect_ignore_glob in {_shown(config, Path(file))}"
+    return ""
+
+
+def _could_hold_tests(config: pytest.Config, path: Path) -> bool:
+    """Whether a path left out is a test module (``python_files``) or a folder holding one: ``collect_ignore =
+    ["setup.py"]`` leaves out no test."""
+    return _tests_outside(config, path, []) if path.is_dir() else _is_test_module(config, path.name)
+
+
+def _is_test_module(config: pytest.Config, name: str) -> bool:
+    return name.endswith(".py") and any(fnmatch.fnmatch(name, pattern) for pattern in config.getini("python_files"))
+
+
+def _shown(config: pytest.Config, path: Path) -> str:
+    """A path as the messages show it: relative to the rootdir where it can be."""
+    try:
+        return str(path.relative_to(config.rootpath))
+    except ValueError:
+        return str(path)
 
 
 class _XdistController:
-    """xdist's controller: gathers what each worker's run saw; a worker that crashed makes the run partial."""
+    """xdist's controller: gathers what each worker's run saw, and why it was partial; a worker that crashed
+    makes the run partial."""
 
     def __init__(self, config: pytest.Config) -> None:
         self.config = config
@@ -169,24 +272,107 @@ class _XdistController:
     def pytest_testnodedown(self, node: Any, error: object) -> None:
         output = getattr(node, "workeroutput", {})
         if error is not None or _WORKER_DATA not in output:
-            self.config.stash[_INCOMPLETE].append(f"a worker ({getattr(node, 'gateway', node)}) crashed")
+            _note_incomplete(self.config, f"a worker ({getattr(node, 'gateway', node)}) crashed")
             return
         self.config.stash[_RUN].absorb(output[_WORKER_DATA])
+        self.config.stash[_INCOMPLETE].extend(output.get(_WORKER_INCOMPLETE, ()))
 
 
 def pytest_sessionstart(session: pytest.Session) -> None:
-    if _is_worker(session.config):
+    config = session.config
+    if _is_worker(config):
         return
-    ledger = new_ledger(uuid.uuid4().hex)
-    session.config.stash[_LEDGER] = ledger
-    if ledger_path(session.config.rootpath).exists():
-        write_ledger(session.config.rootpath, ledger)  # a run that dies leaves "incomplete", not an older run
+    for why in (_part_of_suite(config), _last_failed_only(config)):
+        if why:
+            _note_incomplete(config, why)
+    from ._ledger import ledger_path, new_ledger, write_ledger  # lazily: a run with no ledger never needs it
+
+    ledger = new_ledger(os.urandom(16).hex(), command=_command(config))
+    config.stash[_LEDGER] = ledger
+    if ledger_path(config.rootpath).exists():
+        write_ledger(config.rootpath, ledger)  # a run that dies leaves "incomplete", not an older run
+
+
+def _command(config: pytest.Config) -> str:
+    """The run's command line, as the ledger and ``prune`` name it."""
+    return shlex.join(["pytest", *config.invocation_params.args])
+
+
+def _part_of_suite(config: pytest.Config) -> str:
+    """Why the command line collected only part of the suite ("" when it named all of it): a test id, a file,
+    a folder below the test paths (``testpaths``, else the rootdir), or a start in a subfolder with no path."""
+    source = config.args_source
+    if source == pytest.Config.ArgsSource.TESTPATHS:
+        return ""
+    roots = _suite_roots(config)
+    given: list[Path] = []
+    for argument in config.args:
+        if "::" in argument:
+            return f"the run was given {argument}, one test of the suite"
+        path = Path(argument)
+        given.append((path if path.is_absolute() else config.invocation_params.dir / path).resolve())
+    uncovered = [root for root in roots if not any(p == root or p in root.parents for p in given)]
+    if not any(_tests_outside(config, root, given) for root in uncovered):
+        return ""  # what the paths leave out holds no test module (the suite is all in the folder given)
+    suite = ", ".join(_shown(config, root) or "." for root in roots)
+    if source == pytest.Config.ArgsSource.INVOCATION_DIR:
+        where = _shown(config, config.invocation_params.dir.resolve())
+        return (
+            f"the run started in {where} with no test path given, so it collected only that folder of the suite "
+            f"({suite})"
+        )
+    return f"the run was given {' '.join(config.args)}, only part of the suite ({suite})"
+
+
+def _tests_outside(config: pytest.Config, root: Path, given: list[Path]) -> bool:
+    """Whether ``root`` holds a test module (``python_files``) outside the paths ``given``, in a folder pytest
+    would collect (not ``norecursedirs``, virtualenvs or caches). Walked only for a run given part of a root."""
+    skipped = config.getini("norecursedirs")
+    inside = set(given)
+    for folder, subfolders, files in os.walk(root):
+        subfolders[:] = [
+            name
+            for name in subfolders
+            if name not in SKIPPED_FOLDERS
+            and not any(fnmatch.fnmatch(name, pattern) for pattern in skipped)
+            and Path(folder, name) not in inside
+        ]
+        if any(_is_test_module(config, name) and Path(folder, name) not in inside for name in files):
+            return True
+    return False
+
+
+def _suite_roots(config: pytest.Config) -> list[Path]:
+    """Where the whole suite is: the ``testpaths`` (globs expanded), else the rootdir."""
+    root = config.rootpath.resolve()
+    found = [path.resolve() for entry in config.getini("testpaths") for path in sorted(root.glob(entry))]
+    return [path for path in found if path.exists()] or [root]
+
+
+def _last_failed_only(config: pytest.Config) -> str:
+    """``--lf`` with failures on record runs only those (and skips the files without any, unreported)."""
+    cache = getattr(config, "cache", None)
+    if config.getoption("lf", False) and cache is not None and cache.get("cache/lastfailed", {}):
+        return "--lf ran only the tests that failed last time"
+    return ""
 
 
 def pytest_deselected(items: list[pytest.Item]) -> None:
     if items:
         config = items[0].config
-        config.stash[_INCOMPLETE].append(f"{len(items)} test(s) were deselected (-k, -m, --deselect, --lf)")
+        _note_incomplete(config, f"{len(items)} test(s) were deselected ({_selection(config)})")
+
+
+def _selection(config: pytest.Config) -> str:
+    """The options that deselect tests, as given."""
+    given = [
+        *([f"-k {shlex.quote(config.option.keyword)}"] if getattr(config.option, "keyword", "") else []),
+        *([f"-m {shlex.quote(config.option.markexpr)}"] if getattr(config.option, "markexpr", "") else []),
+        *(f"--deselect {item}" for item in config.getoption("deselect", None) or ()),
+        *(["--lf"] if config.getoption("lf", False) else []),
+        *(["--sw"] if config.getoption("stepwise", False) else []),
+    ]
+    return ", ".join(given) or "by a plugin"
 
 
 def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config, items: list[pytest.Item]) -> None:
@@ -195,20 +381,6 @@ def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config
         marker = item.get_closest_marker(MARKER)
         if marker is not None:
             run.cassette_opened(marker_cassette_path(item, marker.kwargs.get("path")), "claimed")
-    if config.args_source == pytest.Config.ArgsSource.ARGS and _selects_part(config):
-        config.stash[_INCOMPLETE].append(f"the run was given {' '.join(config.args)}")
-
-
-def _selects_part(config: pytest.Config) -> bool:
-    """Whether the command line named part of the suite (files, test ids, folders below the test paths)."""
-    roots = [config.rootpath, *(config.rootpath / p for p in config.getini("testpaths"))]
-    for argument in config.args:
-        if "::" in argument:
-            return True
-        path = Path(argument) if Path(argument).is_absolute() else config.invocation_params.dir / argument
-        if path.resolve() not in {r.resolve() for r in roots}:
-            return True
-    return False
 
 
 @pytest.hookimpl(wrapper=True)
@@ -222,16 +394,23 @@ def pytest_runtestloop(session: pytest.Session) -> Any:
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     config = session.config
     run = config.stash[_RUN]
-    if _is_worker(config):
-        config.workeroutput[_WORKER_DATA] = run.as_data()  # type: ignore[attr-defined]
-        return
     incomplete = config.stash[_INCOMPLETE]
     if session.shouldstop or session.shouldfail:
         incomplete.append(f"the run stopped early ({session.shouldstop or session.shouldfail})")
     if exitstatus == pytest.ExitCode.INTERRUPTED:
         incomplete.append("the run was interrupted")
+    if config.option.collectonly:
+        incomplete.append("--collect-only ran no test")
+    if _is_worker(config):
+        config.workeroutput[_WORKER_DATA] = run.as_data()  # type: ignore[attr-defined]
+        config.workeroutput[_WORKER_INCOMPLETE] = list(incomplete)  # type: ignore[attr-defined]
+        return
     ledger = config.stash.get(_LEDGER, None)
-    if ledger is None or not (run.used or ledger_path(config.rootpath).exists()):
+    if ledger is None:
+        return
+    from ._ledger import ledger_path, write_ledger
+
+    if not (run.used or ledger_path(config.rootpath).exists()):
         return  # a run that opened no cassette in a project with no ledger writes none
     ledger.cassettes = set(run.used)
     ledger.complete = not incomplete
@@ -251,7 +430,9 @@ _SUMMARY = (
     ("missing", "{} missing"),
     ("refused", "{} not recorded under CI"),
     ("unreadable", "{} unreadable"),
+    ("stale", "{} failed as stale (older than max_age)"),
 )
+MAX_STALE_SHOWN = 5
 
 
 def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pytest.Config) -> None:
@@ -265,6 +446,27 @@ def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pyte
     parts += _never_used(config, run)
     terminalreporter.write_sep("-", "vcr_transport")
     terminalreporter.write_line("cassettes: " + (", ".join(parts) or "none opened"))
+    for line in _stale_lines(config, run):
+        terminalreporter.write_line(line)
+
+
+def _stale_lines(config: pytest.Config, run: _PluginRun) -> list[str]:
+    """The run's stale cassettes (older than ``max_age``, replayed all the same), each once, and the command
+    that re-records them: the tests that replayed them, in record mode. One re-recorded on a miss is fresh."""
+    stale = sorted(
+        (path, found) for path, found in run.stale.items() if run.outcomes.get(path) not in ("re-recorded", "stale")
+    )
+    if not stale:
+        return []
+    lines = [f"{len(stale)} stale (recorded more than max_age days ago), replayed all the same:"]
+    for path, (age, max_age, _) in stale[:MAX_STALE_SHOWN]:
+        lines.append(f"  {_shown(config, path)}: {int(age)} days old (max_age {max_age:g})")
+    if len(stale) > MAX_STALE_SHOWN:
+        lines.append(f"  ... and {len(stale) - MAX_STALE_SHOWN} more")
+    tests = dict.fromkeys(test for _, (_, _, test) in stale if test)
+    if tests:
+        lines.append("re-record them: " + shlex.join(["pytest", "--vcr-mode=record", *tests]))
+    return lines
 
 
 def _never_used(config: pytest.Config, run: _PluginRun) -> list[str]:
@@ -274,6 +476,17 @@ def _never_used(config: pytest.Config, run: _PluginRun) -> list[str]:
     known = {p.resolve() for folder in cassette_folders(config.rootpath) for p in folder.rglob("*.jsonl")}
     unused = known - run.used
     return [f"{len(unused)} never used ('vcr-transport prune' lists them)"] if unused else []
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_protocol(item: pytest.Item) -> Any:
+    # The test running now, which the summary names for a stale cassette it replayed (any entry point).
+    run = item.config.stash[_RUN]
+    run.current_test = item.nodeid
+    try:
+        return (yield)
+    finally:
+        run.current_test = ""
 
 
 @pytest.hookimpl(wrapper=True)
@@ -294,9 +507,10 @@ def pytest_runtest_call(item: pytest.Item) -> Any:
 @pytest.hookimpl(wrapper=True)
 def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Any:
     report = yield
+    # A test that failed, xfailed or skipped once its body started did not finish: its recording is not saved.
+    if report.when == "call" and call.excinfo is not None and (report.failed or report.skipped):
+        item.stash[_CALL_FAILURE] = call.excinfo.value
     if report.when == "call" and report.failed:
-        if call.excinfo is not None:
-            item.stash[_CALL_FAILURE] = call.excinfo.value
         cassette = item.stash.get(_CASSETTE, None)
         if cassette is not None and cassette.session is not None and call.excinfo is not None:
             _report_failure(item, call.excinfo, cassette, report)
@@ -326,6 +540,8 @@ def cassette_name(node_name: str) -> str:
     """A file name from a test name: parametrize ids sanitized, long names shortened stably."""
     name = re.sub(r"[^A-Za-z0-9_.-]+", "_", node_name).strip("_.") or "test"
     if len(name) > MAX_NAME:
+        import hashlib
+
         digest = hashlib.sha1(node_name.encode()).hexdigest()[:10]
         name = f"{name[: MAX_NAME - 11]}-{digest}"
     return name
@@ -345,21 +561,37 @@ def marker_cassette_path(node: pytest.Item, path: object) -> Path:
     return given if given.is_absolute() else Path(str(node.path)).parent / given
 
 
-def run_option(config: pytest.Config, name: str, given: object = None) -> str | None:
-    """A run-wide option (``RUN_OPTIONS``) for a test's cassette: the marker's (``given``), else its ini setting's,
-    else the compatibility mode's default (unless ``[tool.vcr_transport]`` sets one it may carry); None leaves
-    it to ``use_cassette`` (pyproject, then the option's default). A value that is not one of the option's
-    choices is a UsageError naming where it came from."""
+def run_option(config: pytest.Config, name: str, given: object = None) -> Any:
+    """A run-wide option (``RUN_OPTIONS``) for a test's cassette: the marker's (``given``), else its command-line
+    option's (``RUN_FLAGS``), else its ini setting's (text, read as the option takes it: ``vcr_transport_max_age
+    = 30`` is 30.0 days), else the compatibility mode's default (unless ``[tool.vcr_transport]`` sets one it may
+    carry); None leaves it to ``use_cassette`` (pyproject, then the option's default). A list option is the ini's
+    items and then the marker's. A value the option does not take is a UsageError naming where it came from."""
+    from ._core._options import Options  # lazily, as every option: loading the plugin imports none
+
     knob = Options.knob(name)
-    value = given or config.getini(knob.ini)
-    if value:
-        if value not in knob.choices:
-            where = f"@pytest.mark.{MARKER}({name}=...)" if given else f"the ini {knob.ini}"
-            raise pytest.UsageError(f"{where} must be one of {', '.join(knob.choices)}, not {value!r}")
-        return str(value)
+    if name in LIST_RUN_OPTIONS:
+        if given is not None and not isinstance(given, list | tuple):
+            return given  # not a list: Options refuses it, naming the option
+        return [*config.getini(knob.ini), *(given or ())] or None
+    if given is not None and given != "":
+        if isinstance(given, str) and knob.choices and given not in knob.choices:
+            where = f"@pytest.mark.{MARKER}({name}=...)"
+            raise pytest.UsageError(f"{where} must be one of {', '.join(knob.choices)}, not {given!r}")
+        return given  # the other kinds (True or False, a number) are checked with the marker's other arguments
+    flag = RUN_FLAGS.get(name)
+    flagged = config.getoption(flag, None) if flag else None
+    if flagged:
+        return str(flagged)  # one of the option's choices: the command line's parser checked it
+    text = str(config.getini(knob.ini)).strip()
+    if text:
+        try:
+            return knob.from_text(text, f"the ini {knob.ini}")
+        except ValueError as error:
+            raise pytest.UsageError(str(error)) from None
     if compat_active(config) and knob.has_compat_default:
         if not (knob.pyproject and name in read_settings(find_pyproject())):
-            return str(knob.compat)
+            return knob.compat
     return None
 
 
@@ -373,20 +605,50 @@ def with_run_options(config: pytest.Config, arguments: Mapping[str, Any]) -> dic
     return resolved
 
 
+def _run_allowed_hosts(config: pytest.Config) -> list[str]:
+    """The allowed hosts of the run, not of one test: ``[tool.vcr_transport]``'s, then the ini's."""
+    from ._core._options import Options
+
+    settings = read_settings(find_pyproject())
+    return [*settings.get("allowed_hosts", ()), *config.getini(Options.knob("allowed_hosts").ini)]
+
+
 @contextlib.contextmanager
 def open_test_cassette(
     request: pytest.FixtureRequest, path: Path, arguments: Mapping[str, Any]
 ) -> Iterator[use_cassette]:
-    """The test's cassette, open while the test runs, guarded in replay. At teardown, unplayed calls are checked
-    only when the test's body ran and passed; a missing cassette no request asked for is not an error."""
+    """The test's cassette, open while the test runs, guarded in replay (``block_network``; with ``"session"``
+    the guard also holds between and after replayed tests, until the process ends). At teardown, unplayed
+    calls are checked only when the test's body ran and passed; a missing cassette no request asked for is not
+    an error."""
     from ._context import use_cassette  # lazily: the first test with a cassette loads the machinery
 
-    cassette = use_cassette(path, **{"block_network": True, "missing_ok_unused": True, **arguments})
+    arguments = {"missing_ok_unused": True, **arguments}
+    if "block_network" not in arguments and "block_network" not in read_settings(find_pyproject()):
+        arguments["block_network"] = True  # the plugin's default: a replayed test is guarded
+    cassette = use_cassette(path, **arguments)
     cassette.__enter__()
     request.node.stash[_CASSETTE] = cassette
+    config = request.config
+    session_guard = config.stash.get(_SESSION_GUARD, None)
+    if session_guard is not None and session_guard.active:
+        session_guard.stop()  # the test's own guard (started above) covers it, or the test needs the network
     try:
         yield cassette
     finally:
+        session = cassette.session
+        if (
+            session_guard is None
+            and session is not None
+            and session.options.block_network == "session"
+            and cassette.guarded
+        ):
+            from ._guard import NetworkGuard
+
+            session_guard = NetworkGuard(_run_allowed_hosts(config), reason="--vcr-block-network=session")
+            config.stash[_SESSION_GUARD] = session_guard
+        if session_guard is not None:
+            session_guard.start()  # before the test's guard stops: no gap; never stopped after the last test
         cassette.close(check=False, failure=request.node.stash.get(_CALL_FAILURE, None))
 
 
@@ -396,16 +658,19 @@ def vcr_cassette(request: pytest.FixtureRequest) -> Iterator[use_cassette]:
     ``vcr_cassette.requests`` lists the recorded requests with their play counts."""
     marker = request.node.get_closest_marker(MARKER)
     arguments = dict(marker.kwargs) if marker else {}
-    unknown = set(arguments) - MARKER_KWARGS
+    from ._core._options import Options
+
+    valid = frozenset({"path", *Options.names("marker")})
+    unknown = set(arguments) - valid
     if unknown:
         raise pytest.UsageError(
             f"@pytest.mark.{MARKER} got unknown argument(s) {', '.join(sorted(unknown))}; "
-            f"valid: {', '.join(sorted(MARKER_KWARGS))}"
+            f"valid: {', '.join(sorted(valid))}"
         )
     path = marker_cassette_path(request.node, arguments.pop("path", None))
     arguments = with_run_options(request.config, arguments)
     if compat_active(request.config):  # pytest-recording's allowed hosts pass every guard, a cassette's too
-        arguments["allowed_hosts"] = request.getfixturevalue("allowed_hosts")
+        arguments["allowed_hosts"] = [*arguments.get("allowed_hosts", ()), *guard_hosts(request)]
     with open_test_cassette(request, path, arguments) as cassette:
         yield cassette
 

@@ -37,6 +37,7 @@ ONE_LINE = 72  # characters of the exception the test got: its line stays within
 # The lines a fix starts with: the exception the test got goes before them, so that the fix stays last.
 _FIX_STARTS = (
     "if the change is intended",
+    "re-record it",
     "the marker's mode=",
     "record it where",
     "to record on purpose",
@@ -189,6 +190,13 @@ def _refused(item: pytest.Item, broken: CassetteError, source: str) -> tuple[lis
                 "record it where the real API is reachable, then commit it:",
                 f"    pytest --vcr-mode=record-on-miss {_node(item)}",
             ]
+    elif broken.problem.startswith("stale cassette"):
+        lines += [
+            "re-record it against the real API (or raise max_age):",
+            f"    pytest --vcr-mode=record {_node(item)}",
+        ]
+        # The summary line: the age before the path, which the terminal's width may cut.
+        return lines, f"{broken.problem.partition(' (')[0]}: {where}"
     elif broken.problem.endswith("never records when CI is set"):
         lines += [
             "to record on purpose, choose it for the run (it wins over the configuration):",

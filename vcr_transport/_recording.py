@@ -23,7 +23,7 @@ from ._core._format import header_line
 from ._core._matching import RequestMatcher
 from ._core._options import Options
 from ._core._quiet import QuietComparison
-from ._core._redaction import Redactor
+from ._core._redaction import Redactor, RedactWithError
 from ._core._websocket import Close, SessionRecording
 from ._exceptions import CassetteError, RecordingNotSavedWarning, VcrTransportError
 from ._http import (
@@ -39,12 +39,19 @@ from ._http import (
     transport_library,
 )
 from ._lifecycle import AsyncTransport, ByteStream, ClosingSides, HttpRequest, SyncTransport, TransportLifecycle
-from ._storage import CassetteWriter
+from ._storage import CassetteWriter, older_cassette
 
 if TYPE_CHECKING:
     from ._core._typed_options import RecordingOptions
 
-__all__ = ["AsyncRecordingTransport", "CassetteRecorder", "ClosingSides", "RecordingSession", "RecordingTransport"]
+__all__ = [
+    "AsyncRecordingTransport",
+    "CassetteRecorder",
+    "ClosingSides",
+    "RecordingSession",
+    "RecordingTransport",
+    "forked_child_error",
+]
 
 T = TypeVar("T")
 _clock = time.perf_counter_ns  # a chunk's arrival (its event's ``t`` is the offset from the call's start)
@@ -98,7 +105,7 @@ class _Call:
         """The caller closed the stream, dropped it, or the cassette closed under it: ``complete`` when the
         vendor's protocol had already ended (openai's sync client closes right after ``[DONE]``), else
         ``closed_early``."""
-        if self.core.ended:  # the usual case: a stream closed (and dropped) after its end
+        if self.core.ended or self.recording.forked:  # the usual case: a stream closed (and dropped) after its end
             return
         with self._lock:
             self.recording.append(self.core.batch)  # it may hold the protocol's end
@@ -115,12 +122,13 @@ class _Call:
             self.end("closed_early")
 
     def end(self, outcome: str, error: BaseException | None = None) -> None:
-        if self.core.ended:  # an ended call stays ended: no lock needed to see it
+        if self.core.ended or self.recording.forked:  # an ended call stays ended: no lock needed to see it
             return
         with self._lock:
             failure = None
             if error is not None:
-                failure = (error_name(error), self.core.redactor.redact_text(str(error)))
+                message = self.recording.guarded(self.core.redactor.redact_text, str(error))
+                failure = (error_name(error), message or "")
             if not self.core.close(outcome, failure):
                 return
             self.recording.append(self.core.end_lines, flush=True)
@@ -161,6 +169,19 @@ class RecordingSession:
         self.end("closed_early")
 
 
+def forked_child_error(path: str, pid: int) -> CassetteError:
+    """What a forked child meets at its first call that would record into cassette ``path`` of process ``pid``."""
+    return CassetteError(
+        path,
+        None,
+        f"is being recorded by process {pid}, and this process ({os.getpid()}) is a fork of it: a forked "
+        "child's calls can't go into its parent's recording (the parent's cassette is left as it is)",
+        "record in the parent process, or give each worker a cassette of its own (open the transport or "
+        "use_cassette inside the worker, in a Pool initializer for instance), or start workers with the "
+        "'spawn' method",
+    )
+
+
 class _Recording:
     """What a CassetteRecorder holds, apart from the recorder object itself, so that a GC finalizer or the
     exit hook can finish it: the file, the call book, the open calls."""
@@ -175,13 +196,14 @@ class _Recording:
         plain_bodies: bool,
         matcher: RequestMatcher,
         deferred_lines: Sequence[bytes] = (),
+        early_stop_ok: bool = False,
     ) -> None:
         self.path = path
         self.redactor = redactor
         self.matcher = matcher
         self.keep_failures = keep_failures
         self.plain_bodies = plain_bodies
-        self.book = CallBook(first_index, kept_calls=first_index if kept_lines else 0)
+        self.book = CallBook(first_index, kept_calls=first_index if kept_lines else 0, early_stop_ok=early_stop_ok)
         self._kept_lines = list(kept_lines)
         self._deferred_lines = list(deferred_lines)
         self._lock = threading.Lock()
@@ -190,12 +212,31 @@ class _Recording:
         self.finished = False
         self.saved = False
         self.unchanged = False
+        self.pid = os.getpid()  # the process that records: a forked child neither writes nor commits
+
+    @property
+    def forked(self) -> bool:
+        """Whether this is a forked child of the process that records (its copy of the recording is dead)."""
+        return os.getpid() != self.pid
+
+    def refuse_in_fork(self) -> None:
+        """A forked child's call: refused before it is sent, naming the cassette and what records with workers.
+        The parent's recording is left as it is (the child's copy writes nothing, commits nothing)."""
+        raise forked_child_error(self.path, self.pid)
+
+    def after_fork(self) -> None:
+        """In a forked child: the file the child inherited no longer leads to the parent's (see
+        ``CassetteWriter.after_fork``)."""
+        if self._writer is not None:
+            self._writer.after_fork()
 
     def guarded(self, step: Callable[..., T], *args: Any) -> T | None:
         """Run a recording step; a failure of the recorder breaks the recording, never the caller's call.
         A broken recording's file is dropped at once."""
         try:
             return step(*args)
+        except RedactWithError as error:  # the user's function: it must not reach the live call either
+            self.book.break_down(str(error), RedactWithError.FIX)
         except Exception as error:  # a recorder bug must not reach the caller's live call
             self.book.break_down(f"the recorder failed: {error_name(error)}: {error}")
         except BaseException as error:  # Ctrl-C (or an exit) in the step: a batch it took may be lost
@@ -208,6 +249,8 @@ class _Recording:
 
     def append(self, step: Callable[..., list[bytes]], *args: Any, flush: bool = False) -> None:
         """Run a step of a call's recording (guarded) and append the lines it gives, a group at a time."""
+        if self.forked:
+            return
         self.guarded(self._append, step, args, flush)
 
     def _append(self, step: Callable[..., list[bytes]], args: tuple[Any, ...], flush: bool) -> None:
@@ -232,6 +275,8 @@ class _Recording:
             self._calls.pop(index, None)
 
     def start(self, method: str, url: str, headers: list[tuple[str, str]], body: bytes) -> _Call:
+        if self.forked:
+            self.refuse_in_fork()
         with self._lock:
             if self.finished:
                 raise VcrTransportError(
@@ -244,6 +289,8 @@ class _Recording:
         return call
 
     def start_session(self, url: str, headers: list[tuple[str, str]]) -> RecordingSession:
+        if self.forked:
+            self.refuse_in_fork()
         with self._lock:
             if self.finished:
                 raise VcrTransportError(f"cassette {self.path} was already closed; open a WebSocket inside its block")
@@ -254,7 +301,10 @@ class _Recording:
 
     def finish(self, failure: BaseException | None, *, at_exit: bool = False) -> None:
         """End what is still open, then commit the cassette, or drop the recording and say why: as a note
-        on ``failure`` when one is propagating (the caller's exception stays theirs), else as a warning."""
+        on ``failure`` when one is propagating (the caller's exception stays theirs), else as a warning.
+        Nothing in a forked child: the recording is its parent's to finish."""
+        if self.forked:
+            return
         with self._lock:
             if self.finished:
                 return
@@ -267,7 +317,8 @@ class _Recording:
         writer = self._writer
         if writer is not None and writer.failure is not None:
             writer.commit()  # raises the CassetteError that names the OS error
-        reason = self.book.why_not_saved(keep_failures=self.keep_failures)
+        older = older_cassette(self.path) if self.book.asks_older and not self.keep_failures else None
+        reason = self.book.why_not_saved(keep_failures=self.keep_failures, older=older)
         if not reason:
             assert writer is not None, "a recording worth saving wrote its lines"
             self.unchanged = not writer.commit(QuietComparison(self.matcher, self.redactor), self.redactor)
@@ -280,7 +331,12 @@ class _Recording:
         if self._writer is not None:
             self._writer.abandon()
         if self.book.broken:
-            raise CassetteError(self.path, None, f"was not saved: {reason}; the older cassette, if any, is unchanged")
+            raise CassetteError(
+                self.path,
+                None,
+                f"was not saved: {reason}; the older cassette, if any, is unchanged",
+                self.book.broken_fix,
+            )
         if not self.book.calls and not os.path.exists(self.path):
             return  # nothing recorded, nothing replaced: no news
         message = f"cassette {self.path} was not saved, the older one (if any) is unchanged: {reason}"
@@ -292,6 +348,12 @@ class _Recording:
 
 _live_recorders: weakref.WeakSet[CassetteRecorder] = weakref.WeakSet()
 _exit_hook_installed = False
+
+
+def _after_fork_in_child() -> None:
+    """``os.fork()``'s child (multiprocessing's fork workers too): the recordings it inherited are dead copies."""
+    for recorder in list(_live_recorders):
+        recorder._recording.after_fork()
 
 
 def _finish_at_exit() -> None:
@@ -325,15 +387,18 @@ class CassetteRecorder:
         plain_bodies: bool = True,
         matcher: RequestMatcher | None = None,
         deferred_lines: Sequence[bytes] = (),
+        early_stop_ok: bool = False,
     ) -> None:
         """``kept_lines`` (calls replayed before a miss) are copied byte for byte; new calls then start at
         ``first_index``; ``deferred_lines`` (kept calls' call_end lines) are written after the first new
         line, so the first new call counts as overlapping those calls.
-        ``keep_failures`` keeps calls that got no response or a 401/403, and recordings
-        whose block ended with an exception (never one cut by Ctrl-C or an exit). ``plain_bodies`` asks the
+        ``keep_failures`` keeps calls that got no response or a 401/403, recordings worse than the complete
+        cassette they replace, and recordings whose block ended with an exception (never one cut by Ctrl-C
+        or an exit). ``plain_bodies`` asks the
         upstream for uncompressed responses. ``matcher`` says which requests are the same as the older
         cassette's (default: matching's defaults): a call recorded again with the same request and response
-        keeps its old lines byte for byte (see ``close``)."""
+        keeps its old lines byte for byte (see ``close``). ``early_stop_ok``: a call the code closed early is
+        marked an intended early stop."""
         global _exit_hook_installed
         self.path = os.fspath(path)
         self._recording = _Recording(
@@ -345,6 +410,7 @@ class CassetteRecorder:
             plain_bodies,
             matcher or RequestMatcher(),
             deferred_lines,
+            early_stop_ok,
         )
         self._finalizer = weakref.finalize(self, self._recording.finish, None)
         self._finalizer.atexit = False
@@ -352,6 +418,8 @@ class CassetteRecorder:
         if not _exit_hook_installed:
             _exit_hook_installed = True
             atexit.register(_finish_at_exit)
+            if hasattr(os, "register_at_fork"):
+                os.register_at_fork(after_in_child=_after_fork_in_child)
 
     @classmethod
     def from_options(
@@ -375,6 +443,7 @@ class CassetteRecorder:
             keep_failures=options.keep_failures,
             plain_bodies=options.plain_bodies,
             matcher=options.matcher(),
+            early_stop_ok=options.early_stop_ok,
         )
 
     @property
@@ -410,9 +479,13 @@ class CassetteRecorder:
     def close(self, failure: BaseException | None = None) -> None:
         """Finish the recording. Calls still open end ``closed_early`` (``complete`` after their protocol's
         end). The cassette is then replaced, unless: ``failure`` (the exception that ended the block) is
-        given, the recording was interrupted (Ctrl-C), no call went through it, or its last calls failed
-        (no response, 401/403) without ``keep_failures``. Then the cassette is left as it was and a
-        RecordingNotSavedWarning says why. A failed write raises CassetteError naming the OS error.
+        given, the recording was interrupted (Ctrl-C), no call went through it, or, without
+        ``keep_failures``, its last calls failed (no response, 401/403) or it is worse than the complete
+        cassette it would replace (a call ended closed_early or error, a last answer of 429/5xx where the
+        older cassette's got a success: see ``CallBook.why_not_saved``). Then the cassette is left as it
+        was and a RecordingNotSavedWarning says why. A failed write, or a redact_with function that failed,
+        raises CassetteError naming it. In a forked child, closing does nothing: the recording is the
+        parent's.
 
         Re-recording is quiet: a call whose request, response (status, headers but the volatile ones, body
         bytes) and outcome are the same as the older cassette's call at the same index keeps its old lines
@@ -590,9 +663,11 @@ class RecordingTransport(_RecordingBase):
 
     The caller sees exactly what the inner transport returns, chunk by chunk, as it arrives. When the
     transport is closed (or at exit) the recording replaces any older file at ``path``, if it is worth
-    keeping: an interrupted recording, one that carried no call, or one whose last calls got no response
-    or a 401/403 leaves the old cassette as it was, with a RecordingNotSavedWarning saying why
-    (``keep_failures=True`` keeps failures on purpose). ``async_inner`` lets the same object serve an async
+    keeping: an interrupted recording, one that carried no call, one whose last calls got no response or a
+    401/403, or one worse than the complete cassette it would replace (a stream cut short, a last 429/5xx
+    where the older got a success) leaves the old cassette as it was, with a RecordingNotSavedWarning saying
+    why (``keep_failures=True`` keeps failures on purpose). A forked child's calls are refused (see
+    ``forked_child_error``). ``async_inner`` lets the same object serve an async
     client too (google-genai takes both); calls share one cassette. ``recorder=`` records into a
     CassetteRecorder shared with other transports instead of ``path``; its creator closes it. The options
     (keywords, or ``options=Options(...)``) are the recording ones of ``vcr_transport.Options``: the

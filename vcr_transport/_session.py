@@ -10,9 +10,12 @@ twins differ only in ``read()`` against ``await aread()`` and in the call to the
 from __future__ import annotations
 
 import dataclasses
+import datetime
 import importlib
+import inspect
 import os
 import threading
+import warnings
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 from types import ModuleType, TracebackType
@@ -21,13 +24,14 @@ from typing import TYPE_CHECKING, Any, Literal, Self, Unpack
 from ._config import PytestRun, cassette_mode, current_run, find_pyproject, how_to_record, read_settings, resolve_mode
 from ._core._bodies import redact_url, stored_body, stored_body_bytes
 from ._core._conversation import request_label
-from ._core._format import lines_before_call, lines_of_calls
-from ._core._modes import Decision, Mode, Step
+from ._core._format import header_age_days, lines_before_call, lines_of_calls
+from ._core._modes import Decision, Mode, Step, concrete_mode
 from ._core._options import Options
-from ._exceptions import CassetteError, ReplayMismatch, UnplayedCallsError
+from ._core._redaction import RedactWithError
+from ._exceptions import CassetteError, CassetteExpiredWarning, ReplayMismatch, UnplayedCallsError
 from ._http import header_pairs, library_of
 from ._lifecycle import AsyncTransport, ClosingSides, SyncTransport, TransportBase, TransportLifecycle, propagating
-from ._recording import AsyncRecordingTransport, CassetteRecorder, RecordingTransport
+from ._recording import AsyncRecordingTransport, CassetteRecorder, RecordingTransport, forked_child_error
 from ._replay import Replayer, answers_with_error_response, error_response, kept_out
 
 if TYPE_CHECKING:
@@ -92,6 +96,7 @@ class CassetteSession:
         self.options = dataclasses.replace(options, ordered=False, on_mismatch="raise") if serving else options
         self.record_hint = record_hint
         self.run = run
+        self.pid = os.getpid()  # a forked child replays from the session, never records into its cassette
         self._recorder: CassetteRecorder | None = None
         self.closed = False
         self.refused = 0  # requests answered with the cassette's diagnostic (a missing or unreadable cassette)
@@ -104,8 +109,11 @@ class CassetteSession:
         self.existed = self.path.exists()
         replays = refusal is None and (mode == "replay" or (mode == "record-on-miss" and self.existed))
         self.replayer = self._open(path, serving) if replays else None
+        self.stale_days: float | None = None  # a replayed cassette's age, when older than max_age
+        if self.replayer is not None and not serving and self.options.max_age is not None:
+            self._check_age(self.options.max_age)
         self.decision = Decision(
-            mode,
+            self.mode,
             readable=self.broken is None,
             exists=self.existed,
             passthrough=self.options.passthrough,
@@ -139,6 +147,39 @@ class CassetteSession:
         replayer.engine.stop_at_miss = self.mode == "record-on-miss" and not serving
         return replayer
 
+    def _check_age(self, max_age: float) -> None:
+        """A replayed cassette recorded more than ``max_age`` days ago (its header's ``created``) is stale, and
+        ``on_expiry`` says what that does: ``fail``, every request meets a CassetteError naming its age and the
+        fix (as a missing cassette's); ``record-on-miss``, the first request it can't answer is recorded (not
+        under CI: the rule of a recording mode that comes from the configuration, ``concrete_mode``); ``warn``
+        (and record-on-miss), the pytest run is told, to say so once in its summary, or outside pytest a
+        CassetteExpiredWarning."""
+        assert self.replayer is not None
+        header = self.replayer.engine.cassette.header
+        age = header_age_days(header, datetime.datetime.now(datetime.UTC))
+        if age is None or age <= max_age:
+            return
+        self.stale_days = age
+        stale = f"stale cassette, {int(age)} days old (max_age {max_age:g} days; recorded {header['created']})"
+        fix = f"re-record it against the real API ({self.record_hint or 'mode=record'}), or raise max_age"
+        if self.options.on_expiry == "fail":
+            self.broken = CassetteError(str(self.path), None, stale, fix)
+            return
+        if self.options.on_expiry == "record-on-miss" and self.mode == "replay":
+            self.mode = concrete_mode(
+                "record-on-miss",
+                str(self.path),
+                exists=True,
+                ci=bool(os.environ.get("CI")),
+                how_to_record=self.record_hint,
+                configured="on_expiry='record-on-miss'",
+            )
+            self.replayer.engine.stop_at_miss = self.mode == "record-on-miss"
+        if self.run is not None:
+            self.run.cassette_stale(self.path, age, max_age)
+        else:
+            warnings.warn(CassetteExpiredWarning(f"cassette {self.path}: {stale}; {fix}"), stacklevel=_callers_level())
+
     @property
     def diverged_at(self) -> int | None:
         """record-on-miss: the call at which recording took over, or None."""
@@ -156,6 +197,8 @@ class CassetteSession:
         the first new request, so the calls recorded next count as concurrent with them and the cassette
         replays in the orders this run can take. Else (the cassette recorded afresh, or served and appended
         to) the calls before ``call_index``."""
+        if os.getpid() != self.pid:  # record-on-miss in a forked child: the cassette is its parent's
+            raise forked_child_error(str(self.path), self.pid)
         engine = self.replayer.engine if self.replayer is not None else None
         deferred: list[bytes] = []
         if engine is not None and engine.kept is not None:
@@ -235,6 +278,12 @@ class CassetteSession:
 
     def _note_sent(self, request: Any, body: bytes) -> None:
         # What a test reads here is printed by a failing assert: values redacted as the cassette's are.
+        try:
+            self._note_redacted(request, body)
+        except RedactWithError:
+            pass  # a redact_with function that fails: the recording says so when it closes; the call goes on
+
+    def _note_redacted(self, request: Any, body: bytes) -> None:
         redactor = self.options.redactor()
         pairs = header_pairs(request.headers)
         headers = redactor.redact_headers(pairs)
@@ -319,9 +368,12 @@ class CassetteSession:
         """What became of the cassette, for the end-of-run summary: off, not needed (no cassette, and no request
         asked for one), missing (a request asked for it), refused (a recording refused under CI), unreadable,
         recorded, re-recorded, recorded unchanged (a re-record that left the file as it was), not saved,
-        mismatched, unplayed (recorded calls nobody asked for) or replayed."""
+        mismatched, unplayed (recorded calls nobody asked for), stale (older than max_age, with
+        ``on_expiry="fail"``) or replayed."""
         if self.mode == "off":
             return "off"
+        if self.stale_days is not None and self.options.on_expiry == "fail":
+            return "stale"
         if self.refusal is not None and self.existed:
             return "refused" if self.refused else "not needed"
         if self.broken is not None:
@@ -337,6 +389,16 @@ class CassetteSession:
         if self.first_mismatch is not None:
             return "mismatched"
         return "unplayed" if self.unplayed_calls() else "replayed"
+
+
+def _callers_level() -> int:
+    """The ``stacklevel`` of a warning that names the first frame outside vcr_transport (the caller of
+    ``use_cassette()`` or ``transport()``, however deep the entry point is)."""
+    package = os.path.dirname(os.path.abspath(__file__)) + os.sep
+    frame, level = inspect.currentframe(), 0
+    while frame is not None and frame.f_code.co_filename.startswith(package):
+        frame, level = frame.f_back, level + 1
+    return level
 
 
 def open_session(path: str | os.PathLike[str], mode: str | None, options: Options) -> CassetteSession:

@@ -8,6 +8,7 @@ import gc
 import os
 import re
 import stat
+import sys
 import tempfile
 import threading
 import time
@@ -17,7 +18,8 @@ from pathlib import Path
 from typing import Any
 
 from . import _parse_cache
-from ._core._format import Cassette, Finding, encode_line, header_problem, load_streaming, problems
+from ._core._call_recording import OlderCassette
+from ._core._format import Cassette, Finding, encode_line, header_problem, load_outline, load_streaming, problems
 from ._core._quiet import QuietComparison, merged_lines
 from ._core._redaction import Redactor
 from ._exceptions import CassetteError
@@ -26,6 +28,7 @@ __all__ = [
     "CassetteWriter",
     "check_cassette",
     "not_a_cassette",
+    "older_cassette",
     "read_cassette",
     "read_outline",
     "remove_stale_partials",
@@ -121,11 +124,22 @@ def read_outline(path: str | os.PathLike[str]) -> Cassette:
     name = os.fspath(path)
     descriptor, _ = _open_regular(name)
     try:
-        return load_streaming(name, _blocks(descriptor), None)
+        return load_outline(name, _blocks(descriptor), _Pread(descriptor))
     except OSError as exc:
         raise CassetteError(name, None, f"can't be read: {exc.strerror}") from None
     finally:
         os.close(descriptor)
+
+
+def older_cassette(path: str | os.PathLike[str]) -> OlderCassette | None:
+    """What the cassette at ``path`` answered (read as an outline, bounded memory), or None when there is
+    none or it does not read: a recording then replaces it whatever it holds."""
+    try:
+        calls = read_outline(path).calls
+    except CassetteError:
+        return None
+    statuses = {call.index: call.status for call in calls}
+    return OlderCassette(statuses, bool(calls) and all(call.outcome == "complete" for call in calls))
 
 
 def check_cassette(path: str | os.PathLike[str]) -> Iterator[Finding]:
@@ -137,11 +151,21 @@ def check_cassette(path: str | os.PathLike[str]) -> Iterator[Finding]:
         yield Finding(error.path, error.line, error.problem, error.fix)
         return
     try:
-        yield from problems(name, _blocks(descriptor))
+        yield from problems(name, _blocks(descriptor), _Pread(descriptor))
     except OSError as exc:
         yield Finding(name, None, f"can't be read: {exc.strerror}")
     finally:
         os.close(descriptor)
+
+
+class _Pread:
+    """A file read at offsets, through a descriptor its caller closes."""
+
+    def __init__(self, descriptor: int) -> None:
+        self.descriptor = descriptor
+
+    def read(self, start: int, end: int) -> bytes:
+        return os.pread(self.descriptor, end - start, start)
 
 
 class _CassetteFile:
@@ -155,15 +179,58 @@ class _CassetteFile:
         return os.pread(self.descriptor, end - start, start)
 
 
+if sys.platform != "win32":
+    import fcntl
+
+    LOCKS_PARTIALS = True
+
+    def _take_lock(descriptor: int) -> bool:
+        """Whether the exclusive lock on the open file was free (and is now ours, until every descriptor of
+        this open file is closed). flock locks the file itself: it holds across processes, PID namespaces
+        (containers sharing a volume) and, on NFS, clients."""
+        try:
+            fcntl.flock(descriptor, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            return False
+        return True
+
+else:  # pragma: no cover - Windows: no flock; a file open in another process can't be removed there
+    LOCKS_PARTIALS = False
+
+    def _take_lock(descriptor: int) -> bool:
+        return True
+
+
+def _new_partial(target: Path) -> tuple[int, Path, int]:
+    """A new private temporary file beside ``target`` (mode 0600), locked: (descriptor to write, path, the
+    descriptor that holds the lock). It is created under a name cleanup ignores (``.new``), locked, then
+    renamed to ``.partial``: a cleanup never sees one of ours before it is locked."""
+    descriptor, created = tempfile.mkstemp(prefix=f".{target.name}.{os.getpid()}.", suffix=".new", dir=target.parent)
+    try:
+        os.fchmod(descriptor, 0o600)
+        holder = os.dup(descriptor)
+        _take_lock(holder)
+        temporary = Path(created[: -len(".new")] + ".partial")
+        os.rename(created, temporary)
+    except BaseException:
+        os.close(descriptor)
+        Path(created).unlink(missing_ok=True)
+        raise
+    return descriptor, temporary, holder
+
+
 class CassetteWriter:
     """Appends whole lines to a private temporary file (mode 0600) beside the cassette, and on ``commit``
-    syncs it to disk and moves it over the cassette (over a symlink's target; the link is kept).
+    syncs it to disk and moves it over the cassette (over a symlink's target; the link is kept). A cassette
+    that existed keeps its file mode (a new one is 0600).
 
-    The temporary file is named ``.<cassette name>.<pid>.<random>.partial``. A crash leaves it readable up
-    to its last complete line and never touches an older cassette; the next recording of that cassette
-    removes such files once the process named in them is gone. A failed write (disk full, quota, I/O
-    error) does not raise: the writer removes its file, keeps the error in ``failure`` and ignores what
-    follows, and ``commit`` then raises a CassetteError naming the cassette and the OS error.
+    The temporary file is named ``.<cassette name>.<pid>.<random>.partial`` and locked (``flock``) for as
+    long as the writer lives. A crash leaves it readable up to its last complete line and never touches an
+    older cassette; the next recording of that cassette removes such files once nobody holds their lock
+    (``remove_stale_partials``). A failed write (disk full, quota, I/O error) does not raise: the writer
+    removes its file, keeps the error in ``failure`` and ignores what follows, and ``commit`` then raises a
+    CassetteError naming the cassette and the OS error. In a forked child (``after_fork``), the writer's
+    copy writes nothing, removes nothing and commits nothing: the file is its parent's.
     """
 
     def __init__(self, path: str | os.PathLike[str], header: dict[str, Any]) -> None:
@@ -171,16 +238,40 @@ class CassetteWriter:
         self.target = Path(os.path.realpath(self.path))  # a symlinked cassette is replaced at its target
         self.target.parent.mkdir(parents=True, exist_ok=True)
         remove_stale_partials(self.target)
-        descriptor, temporary = tempfile.mkstemp(
-            prefix=f".{self.target.name}.{os.getpid()}.", suffix=".partial", dir=self.target.parent
-        )
-        os.fchmod(descriptor, 0o600)
-        self.temporary = Path(temporary)
+        descriptor, self.temporary, holder = _new_partial(self.target)
+        self._held = [holder]  # descriptors holding the locks of our temporary files, closed once they're gone
+        self.pid = os.getpid()
         self._file = os.fdopen(descriptor, "wb", buffering=1 << 16)
         self._lock = threading.Lock()
         self.closed = False
         self.failure: OSError | None = None
         self.write(header)
+
+    @property
+    def forked(self) -> bool:
+        return os.getpid() != self.pid
+
+    def after_fork(self) -> None:
+        """In a forked child: point the inherited descriptors at /dev/null, so that nothing the child's copy
+        holds (a buffer not yet flushed, flushed when the child exits) reaches the parent's file, and drop
+        the child's share of the lock."""
+        if self.closed:
+            return
+        try:
+            null = os.open(os.devnull, os.O_WRONLY)
+            try:
+                os.dup2(null, self._file.fileno())
+            finally:
+                os.close(null)
+        except (OSError, ValueError):
+            pass  # a file already closed in the parent: nothing of it is left here to flush
+        for holder in self._held:
+            try:
+                os.close(holder)
+            except OSError:
+                pass
+        self._held = []
+        self.closed = True
 
     def write(self, obj: dict[str, Any], *, flush: bool = False) -> None:
         """One whole line, from its line object (see ``_core._format``)."""
@@ -189,6 +280,8 @@ class CassetteWriter:
     def write_lines(self, lines: bytes, flush: bool = False) -> None:
         """Whole lines already encoded, each with its newline. Lines are buffered and reach the file in
         order; ``flush`` at a call's end."""
+        if self.forked:
+            return
         with self._lock:
             if self.closed:
                 return
@@ -210,9 +303,18 @@ class CassetteWriter:
         except OSError:
             pass  # the buffer that could not be written is dropped with the file
         self.temporary.unlink(missing_ok=True)
+        self._release()
+
+    def _release(self) -> None:
+        """Close the descriptors that hold our temporary files' locks (their files are gone or moved)."""
+        for holder in self._held:
+            os.close(holder)
+        self._held = []
 
     def abandon(self) -> None:
         """Drop the recording: the temporary file goes, the cassette stays as it was."""
+        if self.forked:
+            return
         with self._lock:
             if not self.closed:
                 self._discard()
@@ -226,6 +328,8 @@ class CassetteWriter:
         cassette was replaced. ``final_pass``: the cassette's redactor, whose learned values leave every
         line first (``Redactor.final_pass``), also those written before a value was learned."""
         replaced = False
+        if self.forked:
+            raise CassetteError(str(self.path), None, "is being recorded by the parent of this forked process")
         with self._lock:
             if not self.closed:
                 try:
@@ -253,7 +357,9 @@ class CassetteWriter:
                                 f"({unreadable.problem}); the older cassette, if any, is unchanged",
                                 "this is a bug in vcr_transport: please report it with the line named here",
                             )
+                        _keep_mode(self.target, self.temporary)
                         os.replace(self.temporary, self.target)
+                        self._release()
                         replaced = True
                         _sync_folder(self.target.parent)
                 except OSError as error:
@@ -284,20 +390,18 @@ class CassetteWriter:
             tail = block[-overlap:]
         if not found:
             return
-        descriptor, rewritten = tempfile.mkstemp(
-            prefix=f".{self.target.name}.{os.getpid()}.", suffix=".partial", dir=self.target.parent
-        )
+        descriptor, rewritten, holder = _new_partial(self.target)
+        self._held.append(holder)
         try:
             with os.fdopen(descriptor, "wb", buffering=1 << 16) as out, self.temporary.open("rb") as lines:
-                os.fchmod(out.fileno(), 0o600)
                 out.writelines(map(redactor.final_pass, lines))
                 out.flush()
                 os.fsync(out.fileno())
         except BaseException:
-            Path(rewritten).unlink(missing_ok=True)
+            rewritten.unlink(missing_ok=True)
             raise
         self.temporary.unlink(missing_ok=True)
-        self.temporary = Path(rewritten)
+        self.temporary = rewritten
 
     def _quieted(self, quiet: QuietComparison) -> Path | None:
         """The file to move over the cassette: the recording as written, or a copy of it holding the old
@@ -321,19 +425,17 @@ class CassetteWriter:
             return self.temporary
         if plan.unchanged:
             return None
-        descriptor, merged = tempfile.mkstemp(
-            prefix=f".{self.target.name}.{os.getpid()}.", suffix=".partial", dir=self.target.parent
-        )
+        descriptor, merged, holder = _new_partial(self.target)
+        self._held.append(holder)
         try:
             with os.fdopen(descriptor, "wb", buffering=1 << 16) as out:
-                os.fchmod(out.fileno(), 0o600)
                 out.writelines(merged_lines(str(self.temporary), _file_blocks(self.temporary), plan, old_file))
                 out.flush()
                 os.fsync(out.fileno())
         except BaseException:
-            Path(merged).unlink(missing_ok=True)
+            merged.unlink(missing_ok=True)
             raise
-        return Path(merged)
+        return merged
 
 
 def _unreadable(path: Path) -> CassetteError | None:
@@ -364,6 +466,15 @@ def _sync_folder(folder: Path) -> None:
         os.close(descriptor)
 
 
+def _keep_mode(target: Path, temporary: Path) -> None:
+    """A cassette recorded again keeps its file's mode (0644 stays 0644); a new one stays 0600."""
+    try:
+        mode = stat.S_IMODE(os.stat(target).st_mode)
+    except OSError:
+        return
+    os.chmod(temporary, mode)
+
+
 def _process_gone(pid: int) -> bool:
     try:
         os.kill(pid, 0)
@@ -374,11 +485,27 @@ def _process_gone(pid: int) -> bool:
     return False
 
 
+def _unheld(candidate: Path) -> int | None:
+    """A descriptor holding the lock of ``candidate`` when nobody else held it (its writer is gone), else None."""
+    try:
+        descriptor = os.open(candidate, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOFOLLOW", 0))
+    except OSError:
+        return None
+    if stat.S_ISREG(os.fstat(descriptor).st_mode) and _take_lock(descriptor):
+        return descriptor
+    os.close(descriptor)
+    return None
+
+
 def remove_stale_partials(cassette: Path) -> list[Path]:
     """Remove the temporary files of ``cassette`` left by writers that died: ours only
-    (``.<name>.<pid>.<random>.partial``) and only when process ``pid`` no longer exists. Files of an older
-    naming without a pid go when they are older than this process. Returns what was removed."""
-    pattern = re.compile(rf"\.{re.escape(cassette.name)}\.(?:(\d+)\.)?[A-Za-z0-9_]+\.partial")
+    (``.<name>.<pid>.<random>.partial``) and only when nobody holds their lock (``flock``: a live writer
+    holds it, in this process or another, in any PID namespace that shares the folder). Where there is no
+    flock (Windows), a file goes when process ``pid`` no longer exists here (and Windows refuses to remove a
+    file another process has open). Files of an older naming without a pid, and files a writer died before
+    it locked (``.new``), go when nobody holds them and they are older than this process. Returns what was
+    removed."""
+    pattern = re.compile(rf"\.{re.escape(cassette.name)}\.(?:(\d+)\.)?[A-Za-z0-9_]+\.(partial|new)")
     removed: list[Path] = []
     try:
         names = os.listdir(cassette.parent)
@@ -390,14 +517,21 @@ def remove_stale_partials(cassette: Path) -> list[Path]:
             continue
         candidate = cassette.parent / name
         try:
-            if match.group(1) is not None:
+            if match.group(1) is None or match.group(2) == "new":
+                if candidate.stat().st_mtime >= _PROCESS_STARTED:
+                    continue
+            elif not LOCKS_PARTIALS:  # pragma: no cover - Windows
                 pid = int(match.group(1))
-                stale = pid != os.getpid() and _process_gone(pid)
-            else:
-                stale = candidate.stat().st_mtime < _PROCESS_STARTED
-            if stale:
+                if pid == os.getpid() or not _process_gone(pid):
+                    continue
+            held = _unheld(candidate)
+            if held is None:
+                continue
+            try:
                 candidate.unlink()
-                removed.append(candidate)
+            finally:
+                os.close(held)
+            removed.append(candidate)
         except OSError:
             continue  # another process removed it first, or it isn't ours to remove
     return removed

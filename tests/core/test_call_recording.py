@@ -3,7 +3,7 @@ out, which read back as the call."""
 
 from __future__ import annotations
 
-from vcr_transport._core._call_recording import BATCH, CallBook, CallRecording
+from vcr_transport._core._call_recording import BATCH, CallBook, CallRecording, OlderCassette
 from vcr_transport._core._format import Cassette, encode_line, header_line
 from vcr_transport._core._redaction import PLACEHOLDER, Redactor
 
@@ -75,3 +75,54 @@ def test_a_stream_that_stopped_after_its_protocol_ended_says_so() -> None:
     call.take(b"NE]\n\n", 3_000)
     call.batch()
     assert call.protocol_ended()
+
+
+# --- never worse: the one rule of what a recording must be to be saved -----------------------------------
+
+
+def _book(*calls: tuple[int | None, str]) -> CallBook:
+    """A book whose calls got these (status, outcome)."""
+    book = CallBook()
+    for status, outcome in calls:
+        record = book.open_call()
+        record.status = status
+        CallBook.end(record, outcome, "httpx2.ReadError: cut" if outcome == "error" else "")
+    return book
+
+
+COMPLETE_OLDER = OlderCassette({0: 200, 1: 200}, complete=True)
+INCOMPLETE_OLDER = OlderCassette({0: 200, 1: 200}, complete=False)
+
+
+def test_never_worse_than_a_complete_older_cassette() -> None:
+    cases = [
+        # (calls, older, saved?, what the reason says)
+        (((200, "complete"),), COMPLETE_OLDER, True, ""),
+        (((200, "closed_early"),), COMPLETE_OLDER, False, "call 0 ended closed_early"),
+        (((200, "error"),), COMPLETE_OLDER, False, "call 0 ended error (httpx2.ReadError: cut)"),
+        (((200, "closed_early"), (200, "complete")), COMPLETE_OLDER, False, "call 0 ended closed_early"),
+        (((200, "closed_early"),), INCOMPLETE_OLDER, True, ""),
+        (((200, "closed_early"),), None, True, ""),
+        (((503, "complete"),), COMPLETE_OLDER, False, "call 0 got status 503, where the older cassette's got 200"),
+        (((529, "complete"),), COMPLETE_OLDER, False, "status 529"),
+        (((429, "complete"),), COMPLETE_OLDER, False, "status 429"),
+        (((503, "complete"), (200, "complete")), COMPLETE_OLDER, True, ""),  # a retry that succeeded
+        (((200, "complete"), (503, "complete")), COMPLETE_OLDER, False, "call 1 got status 503"),
+        (((503, "complete"),), OlderCassette({0: 500}, complete=True), True, ""),  # no success to lose
+        (((503, "complete"),), None, True, ""),
+        (((401, "complete"),), None, False, "refused for its credentials"),
+        (((None, "error"),), None, False, "got no response"),
+        (((None, "error"), (200, "complete")), COMPLETE_OLDER, True, ""),  # a connect error, retried
+    ]
+    for calls, older, saved, said in cases:
+        book = _book(*calls)
+        reason = book.why_not_saved(keep_failures=False, older=older)
+        assert (reason == "") is saved, (calls, older, reason)
+        assert said in reason, (calls, reason)
+        assert book.why_not_saved(keep_failures=True, older=older) == "", "keep_failures saves it"
+
+
+def test_the_older_cassette_is_asked_only_about_a_call_that_could_be_worse() -> None:
+    assert not _book((200, "complete"), (401, "complete"), (None, "error")).asks_older
+    assert _book((200, "closed_early")).asks_older
+    assert _book((503, "complete")).asks_older

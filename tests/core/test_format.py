@@ -150,6 +150,7 @@ def test_an_incomplete_call_replays_as_recorded_never_as_complete(cassette: Path
 
 def test_writer_creates_a_private_file_and_keeps_the_old_one_until_commit(cassette: Path) -> None:
     cassette.write_text("old cassette\n")
+    cassette.chmod(0o640)
     writer = CassetteWriter(cassette, HEADER)
     writer.write(REQUEST, flush=True)
     assert cassette.read_text() == "old cassette\n"
@@ -160,7 +161,7 @@ def test_writer_creates_a_private_file_and_keeps_the_old_one_until_commit(casset
         writer.write(line)
     writer.commit()
     writer.commit()
-    assert stat.S_IMODE(os.stat(cassette).st_mode) == 0o600
+    assert stat.S_IMODE(os.stat(cassette).st_mode) == 0o640, "the cassette replaced keeps its file's mode"
     assert [json.loads(line)["type"] for line in cassette.read_text().splitlines()] == [
         "header",
         "request",

@@ -177,6 +177,63 @@ def test_loading_the_plugin_patches_nothing(project: pytest.Pytester) -> None:
     assert not (project.path / "cassettes").exists() and not (project.path / ".vcr_transport").exists()
 
 
+# What loading the plugin imports, when no test uses a cassette: what registers its options, ini settings and
+# marker, and nothing of the machinery (issue 26: free when unused; benchmarks/plugin_start.py times it).
+LOADED_WHEN_UNUSED = {
+    "vcr_transport",
+    "vcr_transport._exceptions",
+    "vcr_transport._core",
+    "vcr_transport._core._registration",
+    "vcr_transport._compat",
+    "vcr_transport._config",
+    "vcr_transport._ledger",  # a plain class and paths: the run's start writes the ledger if there is one
+    "vcr_transport._pytest_plugin",
+}
+MODULES_CONFTEST = """
+import json, sys
+import pytest
+
+@pytest.hookimpl(trylast=True)
+def pytest_unconfigure(config):
+    loaded = sorted(name for name in sys.modules if name.split(".")[0] == "vcr_transport")
+    with open("loaded.json", "w") as file:
+        json.dump(loaded, file)
+"""
+
+
+def test_a_run_that_uses_no_cassette_imports_none_of_the_machinery(project: pytest.Pytester) -> None:
+    project.makeconftest(MODULES_CONFTEST)
+    project.makepyfile(test_plain="def test_plain():\n    pass\n")
+    project.runpytest_subprocess(*LEAN, "-p", "no:randomly").assert_outcomes(passed=1)
+    loaded = set(json.loads((project.path / "loaded.json").read_text()))
+    assert loaded == LOADED_WHEN_UNUSED, sorted(loaded - LOADED_WHEN_UNUSED)
+    # The first cassette brings the machinery in.
+    project.makepyfile(test_plain="import pytest\n\n@pytest.mark.vcr_transport\ndef test_plain():\n    pass\n")
+    project.runpytest_subprocess(*LEAN, "-p", "no:randomly").assert_outcomes(passed=1)
+    loaded = set(json.loads((project.path / "loaded.json").read_text()))
+    assert {"vcr_transport._core._options", "vcr_transport._context", "vcr_transport._session"} <= loaded
+
+
+def test_help_and_option_checks_work_without_the_machinery(project: pytest.Pytester) -> None:
+    result = project.runpytest_subprocess(*LEAN, "--help")
+    assert result.ret == 0
+    result.stdout.fnmatch_lines(
+        [
+            "record and replay HTTP traffic with vcr_transport:",
+            "  --vcr-mode={off,record,replay,record-on-miss,auto}",
+            "*cassette mode for this run: off, record, replay,*",
+        ]
+    )
+    result.stdout.fnmatch_lines(
+        ["  vcr_unplayed (string):*", "*the option unplayed for every test: error, warn, ignore,*"]
+    )
+    result = project.runpytest_subprocess(*LEAN, "--vcr-mode=sometimes")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(
+        ["*error: argument --vcr-mode: invalid choice: 'sometimes' (choose from*off*record*replay*auto*"]
+    )
+
+
 def test_a_test_failing_after_an_sdk_swallowed_the_mismatch_shows_it(project: pytest.Pytester) -> None:
     project.makepyfile(
         test_swallow=textwrap.dedent(
@@ -387,6 +444,8 @@ def test_prune_keeps_every_entry_points_cassettes_and_refuses_after_a_partial_ru
     from vcr_transport._cli import main
 
     _mixed(project, "hi")
+    # A run started in the test paths' folder is the whole suite (a start in any other subfolder is partial).
+    project.makepyprojecttoml("[tool.pytest.ini_options]\nfilterwarnings = ['error']\ntestpaths = ['tests']\n")
     monkeypatch.chdir(project.path / "tests")  # use_cassette() and transport() paths follow the working folder
     project.runpytest("--rootdir", str(project.path), "--vcr-mode=record").assert_outcomes(passed=3)
     stale = project.path / "tests" / "cassettes" / "stale.jsonl"

@@ -425,7 +425,7 @@ def test_unmarked(sent, guarded, allowed_hosts, record_mode, disable_recording):
         dial("192.0.2.2")
     assert str(blocked.value).startswith(
         "a connection (connect) to '192.0.2.2':80 was blocked by vcr_transport's network guard (--block-network): "
-        "nothing beyond loopback (127.0.0.1, ::1, localhost) and the allowed hosts (192[.]0[.]2[.]1$) is reachable"
+        "nothing beyond loopback (127.0.0.1, ::1, localhost) and the allowed hosts (re:192[.]0[.]2[.]1$) is reachable"
     )
     assert sent == ["127.0.0.1", "192.0.2.1"]
 

@@ -297,9 +297,9 @@ def _connect(address: tuple[str, int]) -> None:
         sock.connect(address)
 
 
-def test_allowed_hosts_are_regular_expressions_matched_from_the_start(fake_wire: list[Any]) -> None:
-    """pytest-recording's --allowed-hosts: re.match, so a pattern allows every host it begins."""
-    with NetworkGuard([r"192\.0\.2\.", "api\\.allowed"]):
+def test_re_allowed_hosts_are_regular_expressions_matched_from_the_start(fake_wire: list[Any]) -> None:
+    """pytest-recording's --allowed-hosts (``re:`` rules): re.match, so a pattern allows every host it begins."""
+    with NetworkGuard([r"re:192\.0\.2\.", "re:api\\.allowed"]):
         _connect(("192.0.2.55", 443))
         _connect(("api.allowed.test", 443))  # a name that matches may be connected to by name
         with pytest.raises(NetworkBlockedError, match=r"'198\.51\.100\.1':443 was blocked"):
@@ -351,18 +351,18 @@ def test_a_blocked_route_is_a_runtime_error_as_pytest_recordings_is(tripwires: l
     assert isinstance(blocked.value, NetworkBlockedError) and tripwires == []
 
 
-@pytest.mark.parametrize("hosts", [["api.(x"], "api.example.test"])
-def test_allowed_hosts_that_are_not_a_list_of_regular_expressions_are_refused(hosts: Any) -> None:
-    with pytest.raises((ValueError, TypeError), match=r"allowed_hosts.*(not a regular expression|a list)"):
+@pytest.mark.parametrize("hosts", [["re:api.(x"], "api.example.test", ["db:http"], ["[::1"], [""]])
+def test_allowed_hosts_that_are_not_a_list_of_host_rules_are_refused(hosts: Any) -> None:
+    with pytest.raises((ValueError, TypeError), match=r"allowed_hosts.*(not a regular expression|a list|port|\[|host)"):
         NetworkGuard(hosts)
-    with pytest.raises((ValueError, TypeError), match=r"use_cassette\(\): allowed_hosts"):
+    with pytest.raises((ValueError, TypeError), match=r"use_cassette\(\): option allowed_hosts"):
         vcr_transport.use_cassette("c.jsonl", block_network=True, allowed_hosts=hosts)
 
 
 def test_use_cassette_lets_its_allowed_hosts_through(tmp_path: Path, fake_wire: list[Any]) -> None:
     cassette = tmp_path / "empty.jsonl"
     cassette.write_text(json.dumps({"type": "header", "format_version": 1}) + "\n")
-    with vcr_transport.use_cassette(cassette, mode="replay", block_network=True, allowed_hosts=[r"192\.0\.2\.1$"]):
+    with vcr_transport.use_cassette(cassette, mode="replay", block_network=True, allowed_hosts=["192.0.2.1"]):
         _connect(("192.0.2.1", 80))
         with pytest.raises(NetworkBlockedError):
             _connect(("192.0.2.10", 80))
@@ -489,3 +489,57 @@ def test_a_replay_test_under_the_plugin_is_guarded(pytester: pytest.Pytester) ->
     )
     (pytester.path / "empty.jsonl").write_text(json.dumps({"type": "header", "format_version": 1}) + "\n")
     pytester.runpytest("--vcr-mode=replay").assert_outcomes(passed=7)
+
+
+class _EarlyRaw(_socket.socket):
+    """A subclass of the C socket class made before any guard: its methods are the C class's own."""
+
+
+def test_an_early_subclass_of_the_c_socket_class_is_checked_and_restored(
+    tripwires: list[tuple[str, tuple[Any, ...]]],
+) -> None:
+    sock = _EarlyRaw()
+    try:
+        with NetworkGuard():
+            assert "connect" in vars(_EarlyRaw)
+            with pytest.raises(NetworkBlockedError):
+                sock.connect(V4)
+            with pytest.raises(NetworkBlockedError):
+                sock.sendto(b"x", ("127.0.0.53", 53))
+        assert not {"connect", "connect_ex", "sendto", "sendmsg"} & set(vars(_EarlyRaw)), "restored at the stop"
+    finally:
+        sock.close()
+    assert tripwires == []
+
+
+def test_uvloops_loop_is_checked_while_the_guard_is_on_and_restored_after() -> None:
+    uvloop = pytest.importorskip("uvloop")
+    before = {name: vars(uvloop.Loop).get(name) for name in _guard._UVLOOP_HOOKS}
+    with NetworkGuard():
+        assert all(vars(uvloop.Loop).get(name) is not None for name in _guard._UVLOOP_HOOKS)
+
+        async def connect() -> None:
+            await asyncio.open_connection("192.0.2.1", 80)
+
+        with pytest.raises(NetworkBlockedError, match=r"loop\.create_connection"):
+            uvloop.run(connect())
+    assert {name: vars(uvloop.Loop).get(name) for name in _guard._UVLOOP_HOOKS} == before
+
+
+def test_uvloop_reaches_loopback_by_name_and_address_under_the_guard(loopback_server: int) -> None:
+    uvloop = pytest.importorskip("uvloop")
+
+    async def talk(host: str) -> str:
+        _, writer = await asyncio.open_connection(host, loopback_server)
+        peer = writer.get_extra_info("peername")[0]
+        writer.close()
+        return str(peer)
+
+    async def lookup() -> set[str]:
+        found = await asyncio.get_running_loop().getaddrinfo("api.localhost", 80, type=socket.SOCK_STREAM)
+        return {entry[4][0] for entry in found}
+
+    with NetworkGuard():
+        assert uvloop.run(talk("localhost")) == "127.0.0.1"  # answered by the guard, never by libuv's resolver
+        assert uvloop.run(talk("127.0.0.1")) == "127.0.0.1"
+        assert uvloop.run(lookup()) <= {"127.0.0.1", "::1"}

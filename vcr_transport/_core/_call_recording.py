@@ -21,10 +21,39 @@ from ._redaction import PLACEHOLDER, Redactor
 from ._sse import ProtocolEnd  # where a stream's protocol ends: watched on the one SSE decoder
 from ._stream_redaction import BATCH, EncodedBodyRedactor, StreamRedactor
 
-__all__ = ["BATCH", "CREDENTIAL_REFUSALS", "CallBook", "CallRecord", "CallRecording", "garbled_structure"]
+__all__ = [
+    "BATCH",
+    "CREDENTIAL_REFUSALS",
+    "CallBook",
+    "CallRecord",
+    "CallRecording",
+    "OlderCassette",
+    "garbled_structure",
+    "vendor_trouble",
+]
 
 # Statuses that say the request's credentials were refused: recording them captures a setup mistake.
 CREDENTIAL_REFUSALS = frozenset({401, 403})
+
+
+def vendor_trouble(status: int) -> bool:
+    """A status that says the vendor could not answer now (overloaded, rate-limited, down): 429 and 5xx."""
+    return status == 429 or status >= 500
+
+
+@dataclass(frozen=True)
+class OlderCassette:
+    """What the cassette a recording would replace holds, as far as "never worse" asks: each call's status
+    (None: no response) and whether every call of it ended ``complete``."""
+
+    statuses: dict[int, int | None]
+    complete: bool
+
+    def answered(self, index: int) -> int | None:
+        """The status with which its call ``index`` succeeded (below 400), else None."""
+        status = self.statuses.get(index)
+        return status if status is not None and status < 400 else None
+
 
 FAILURES_FIX = (
     "fix the cause and record again; to keep recordings of failures on purpose (tests of your error "
@@ -51,14 +80,29 @@ class CallRecord:
     def ended(self) -> bool:
         return self.outcome is not None
 
-    @property
-    def failure(self) -> str:
-        """Why this call alone is not worth replaying ("" when it is)."""
-        if self.status is None and self.outcome is not None:
-            return f"call {self.index} got no response ({self.error or self.outcome})"
+    def failure(self, older: OlderCassette | None = None) -> str:
+        """Why this call's answer is not worth replaying ("" when it is): no response, a refusal of the
+        credentials, or (``older``: a complete cassette this recording would replace) a 429/5xx where the
+        older cassette's call got a success. A later call that got a real answer makes it a retry that
+        succeeded (see ``CallBook.why_not_saved``)."""
+        if self.status is None:
+            return f"call {self.index} got no response ({self.error or self.outcome})" if self.ended else ""
         if self.status in CREDENTIAL_REFUSALS:
             return f"call {self.index} was refused for its credentials (status {self.status})"
+        if older is not None and older.complete and vendor_trouble(self.status):
+            before = older.answered(self.index)
+            if before is not None:
+                return f"call {self.index} got status {self.status}, where the older cassette's got {before}"
         return ""
+
+    def cut_short(self, older: OlderCassette | None = None) -> str:
+        """Why this call's response is incomplete where the complete ``older`` cassette's was whole ("" when it
+        is not): it ended ``closed_early`` (the upstream closed mid-stream, or the app stopped reading) or
+        ``error`` after its response began."""
+        if older is None or not older.complete or self.status is None or self.outcome in (None, "complete"):
+            return ""
+        detail = f" ({self.error})" if self.error else ""
+        return f"call {self.index} ended {self.outcome}{detail}, where every call of the older cassette is complete"
 
 
 @dataclass
@@ -70,6 +114,8 @@ class CallBook:
     calls: dict[int, CallRecord] = field(default_factory=dict)
     interrupted: str = ""
     broken: str = ""
+    broken_fix: str = ""
+    early_stop_ok: bool = False  # a call closed early is an intended early stop (Options.early_stop_ok)
     _next: int = -1
 
     def __post_init__(self) -> None:
@@ -94,12 +140,25 @@ class CallBook:
         """The recording did not finish (a signal, an exception ending the block): it must not be saved."""
         self.interrupted = self.interrupted or reason
 
-    def break_down(self, reason: str) -> None:
-        """The recorder itself failed (a write error, a bug): nothing it wrote can be trusted."""
-        self.broken = self.broken or reason
+    def break_down(self, reason: str, fix: str = "") -> None:
+        """The recorder itself failed (a write error, a bug, a redact_with function): nothing it wrote can be
+        trusted."""
+        if not self.broken:
+            self.broken, self.broken_fix = reason, fix
 
-    def why_not_saved(self, *, keep_failures: bool) -> str:
-        """The reason this recording must not replace the cassette, or "" when it may."""
+    @property
+    def asks_older(self) -> bool:
+        """Whether ``why_not_saved`` depends on the older cassette: a call that did not end complete, or one
+        answered 429/5xx (the shell reads the older cassette only then)."""
+        return any(
+            r.status is not None and (r.outcome not in (None, "complete") or vendor_trouble(r.status))
+            for r in self.calls.values()
+        )
+
+    def why_not_saved(self, *, keep_failures: bool, older: OlderCassette | None = None) -> str:
+        """The reason this recording must not replace the cassette, or "" when it may: the one rule of what a
+        recording must be to be saved. ``older``: the cassette it would replace, if one reads. A recording
+        replaces a complete older cassette only if it is complete too ("never worse")."""
         if self.broken:
             return self.broken
         if self.interrupted:
@@ -108,13 +167,19 @@ class CallBook:
             return "no call went through the recording transport"
         if keep_failures:
             return ""
+        records = sorted(self.calls.values(), key=lambda r: r.index)
+        for record in records:
+            cut = record.cut_short(older)
+            if cut:
+                return f"{cut}; {FAILURES_FIX}"
         # A failure followed by a call that got a real answer is a retry that succeeded: the SDK's real
         # sequence, kept whole. A failure with nothing good after it is the recording.
-        answered = [r.index for r in self.calls.values() if r.status is not None and not r.failure]
+        failures = {r.index: r.failure(older) for r in records}
+        answered = [r.index for r in records if r.status is not None and not failures[r.index]]
         last_answered = max(answered, default=self.first_index - 1)
-        for record in sorted(self.calls.values(), key=lambda r: r.index):
-            if record.failure and record.index > last_answered:
-                return f"{record.failure}; {FAILURES_FIX}"
+        for record in records:
+            if failures[record.index] and record.index > last_answered:
+                return f"{failures[record.index]}; {FAILURES_FIX}"
         return ""
 
 
@@ -247,7 +312,11 @@ class CallRecording:
             batch = self._body.finish(batch)  # is taken in at once
         outcome = self.record.outcome
         assert outcome is not None, "close ended the call"
-        end = encode_line(call_end_line(self.index, self.written + len(batch), outcome, self._error))
+        end = encode_line(
+            call_end_line(
+                self.index, self.written + len(batch), outcome, self._error, early_stop_ok=self.book.early_stop_ok
+            )
+        )
         lines = self._events(batch)
         if lines:
             lines[-1] += end

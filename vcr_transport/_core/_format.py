@@ -7,9 +7,13 @@ One JSON object per line, written as things happen:
     request    {"type": "request", "call_index", "method", "url", "headers": [[name, value]...], "body"}
     response   {"type": "response", "call_index", "status", "headers", "http_version"}
     event      {"type": "event", "call_index", "event_index", "t", "text" | "base64"}
-    call_end   {"type": "call_end", "call_index", "event_count", "outcome", "error"?, "close"?}
+    call_end   {"type": "call_end", "call_index", "event_count", "outcome", "error"?, "early_stop"?, "close"?}
     message    {"type": "message", "call_index", "message_index", "t", "from": "client" | "server",
                 "text" | "base64"}
+
+``outcome`` is ``complete``, ``closed_early`` (the code closed the response before its end) or ``error``.
+``"early_stop": "intended"`` (only with ``closed_early``) says the test that recorded it stopped the stream on
+purpose (``early_stop_ok``): ``verify --strict`` accepts such a call, and still refuses an accidental one.
 
 A request body is ``null``, ``{"json": value}``, ``{"text": str}`` or ``{"base64": str}``.
 
@@ -39,7 +43,7 @@ import datetime
 import io
 import json
 import re
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Annotated, Any, Literal, Protocol, overload
 from urllib.parse import urlsplit
@@ -51,6 +55,8 @@ from .._exceptions import CassetteError
 __all__ = [
     "FORMAT_VERSION",
     "HTTP_VERSIONS",
+    "HELD_LINE_BYTES",
+    "INTENDED",
     "MAX_LINE_BYTES",
     "MAX_NESTING",
     "OUTCOMES",
@@ -72,11 +78,14 @@ __all__ = [
     "call_end_line",
     "encode_line",
     "event_lines",
+    "header_age_days",
     "header_line",
     "header_problem",
     "line_place",
     "lines_before_call",
     "lines_of_calls",
+    "foreign_file",
+    "load_outline",
     "load_streaming",
     "message_line",
     "overlap_groups",
@@ -92,6 +101,9 @@ WEBSOCKET_SCHEMES = ("ws", "wss")
 # The longest line a reader accepts (an event carries one chunk; a request its whole body). A longer line is
 # refused before it is read whole, so a damaged or hostile file can't make a reader hold it all in memory.
 MAX_LINE_BYTES = 256 * 1024 * 1024
+# A line longer than this is measured, not held, until its end, then read again from the file (when the reader
+# can): a file with one endless line costs this much memory, not MAX_LINE_BYTES.
+HELD_LINE_BYTES = 8 * 1024 * 1024
 # The deepest nesting of a request's JSON body: matching and redaction walk it recursively.
 MAX_NESTING = 100
 _MAX_INDEX = 2**53
@@ -114,6 +126,8 @@ Method = Annotated[str, msgspec.Meta(pattern=_TOKEN)]
 HeaderPair = tuple[str, str]
 HttpVersion = Literal["HTTP/0.9", "HTTP/1.0", "HTTP/1.1", "HTTP/2", "HTTP/3"]
 Outcome = Literal["complete", "closed_early", "error"]
+EarlyStop = Literal["intended"]
+INTENDED = "intended"
 
 
 class _Line(msgspec.Struct, tag_field="type", gc=False):
@@ -221,11 +235,14 @@ class CallEndLine(_Line, tag="call_end", forbid_unknown_fields=True):
     event_count: Index
     outcome: Outcome
     error: ErrorInfo | None = None
+    early_stop: EarlyStop | msgspec.UnsetType = msgspec.UNSET
     close: CloseInfo | None = None
 
     def __post_init__(self) -> None:
         if (self.outcome == "error") != (self.error is not None):
             raise ValueError("'error' {class, message} is there exactly when the outcome is 'error'")
+        if self.early_stop is not msgspec.UNSET and self.outcome != "closed_early":
+            raise ValueError("'early_stop' is there only when the outcome is 'closed_early'")
 
 
 Side = Literal["client", "server"]
@@ -344,6 +361,21 @@ def header_line(versions: dict[str, str] | None = None, **metadata: Any) -> dict
     return line
 
 
+def header_age_days(header: Mapping[str, Any], now: datetime.datetime) -> float | None:
+    """How many days before ``now`` the cassette was recorded (its header's ``created``); None when the header
+    says no time, or none that parses (an imported cassette's may carry none)."""
+    created = header.get("created")
+    if not isinstance(created, str):
+        return None
+    try:
+        when = datetime.datetime.fromisoformat(created)
+    except ValueError:
+        return None
+    if when.tzinfo is None:
+        when = when.replace(tzinfo=datetime.UTC)
+    return (now - when).total_seconds() / 86400
+
+
 def request_line(
     call_index: int, method: str, url: str, headers: Sequence[tuple[str, str]], body: StoredBody
 ) -> dict[str, Any]:
@@ -375,9 +407,12 @@ def call_end_line(
     outcome: str,
     error: tuple[str, str] | None = None,
     close: tuple[int | None, str, str | None] | None = None,
+    *,
+    early_stop_ok: bool = False,
 ) -> dict[str, Any]:
     """The end of a call; ``error`` is (class name, message) when the outcome is ``error``; ``close`` (code,
-    reason, by) how a WebSocket session closed."""
+    reason, by) how a WebSocket session closed. ``early_stop_ok``: a ``closed_early`` call is marked
+    ``"early_stop": "intended"`` (the test stopped it on purpose)."""
     line: dict[str, Any] = {
         "type": "call_end",
         "call_index": call_index,
@@ -386,6 +421,8 @@ def call_end_line(
     }
     if error is not None:
         line["error"] = {"class": error[0], "message": error[1]}
+    if early_stop_ok and outcome == "closed_early":
+        line["early_stop"] = INTENDED
     if close is not None:
         line["close"] = {"code": close[0], "reason": close[1], "by": close[2]}
     return line
@@ -519,6 +556,7 @@ class RecordedCall:
     outcome: str | None = None
     error_class: str = ""
     error_message: str = ""
+    early_stop: str = ""  # "intended": the recording test stopped it on purpose (closed_early only)
     line: int = 0
     event_total: int = 0
     end_line: int = 0  # the line of its call_end: what calls overlapped while recording (``overlap_groups``)
@@ -534,6 +572,11 @@ class RecordedCall:
     def websocket(self) -> bool:
         """Whether the call is a WebSocket session (its request is the opening handshake)."""
         return self.url.partition(":")[0] in WEBSOCKET_SCHEMES
+
+    @property
+    def stopped_on_purpose(self) -> bool:
+        """Closed early by the recording test, which said it meant to (``"early_stop": "intended"``)."""
+        return self.outcome == "closed_early" and self.early_stop == INTENDED
 
     @property
     def events(self) -> Sequence[bytes]:
@@ -586,15 +629,54 @@ def _too_long(path: str, number: int) -> CassetteError:
     return CassetteError(
         path,
         number,
-        f"the line is longer than {MAX_LINE_BYTES:,} bytes, the most a reader accepts",
-        "the file is damaged or not a cassette; re-record it",
+        f"line {number} is longer than {MAX_LINE_BYTES:,} bytes, the most a reader accepts",
+        "the file is damaged or not a cassette: restore it from version control, or re-record it",
     )
+
+
+_CONFLICT_MARKERS = (b"<<<<<<<", b">>>>>>>", b"|||||||")
+
+
+def foreign_file(path: str, number: int, line: bytes) -> CassetteError | None:
+    """The CassetteError for a line that shows the file is something else than a damaged cassette, with the
+    fix that gets the cassette back: a byte order mark, a git merge-conflict marker, a Git LFS pointer."""
+    if number == 1 and line.startswith((b"\xef\xbb\xbf", b"\xff\xfe", b"\xfe\xff")):
+        return CassetteError(
+            path,
+            1,
+            "the file starts with a byte order mark (BOM); a cassette is UTF-8 without one",
+            "remove the BOM (an editor saved the file as 'UTF-8 with BOM'): save it as plain UTF-8, or "
+            f"`sed -i '1s/^\\xEF\\xBB\\xBF//' {path}`",
+        )
+    if line.startswith(_CONFLICT_MARKERS) or line.rstrip(b"\r\n") == b"=======":
+        marker = line.rstrip(b"\r\n")[:60].decode("utf-8", "replace")
+        return CassetteError(
+            path,
+            number,
+            f"line {number} is a git merge-conflict marker ({marker!r}): the file holds both sides of a conflict",
+            f"resolve the conflict: keep one side whole (`git checkout --ours {path}` or `--theirs`) and "
+            "`git add` it, or re-record the cassette; its lines don't merge one by one",
+        )
+    if number == 1 and line.startswith(b"version https://git-lfs.github.com/spec/"):
+        return CassetteError(
+            path,
+            1,
+            "the file is a Git LFS pointer, not the cassette it stands for",
+            "run `git lfs pull` to fetch the cassette (`git lfs install` first, if Git LFS is new here)",
+        )
+    return None
 
 
 def load_streaming(path: str, blocks: Iterable[bytes], source: ChunkSource | None) -> Cassette:
     """A cassette read block by block. With a ``source`` the chunks are read from it when replayed; without,
     only the outline is kept (calls, statuses, outcomes, no chunks): every line is validated either way."""
-    return Parser(path, "lazy" if source is not None else "outline", source).read(blocks)
+    return Parser(path, "lazy" if source is not None else "outline", source).read(blocks, source)
+
+
+def load_outline(path: str, blocks: Iterable[bytes], file: ChunkSource | None = None) -> Cassette:
+    """The outline of a cassette read block by block (calls, statuses, outcomes, no chunks). ``file``: the
+    file the blocks come from, read again at a line longer than HELD_LINE_BYTES (see ``Parser.runs``)."""
+    return Parser(path, "outline").read(blocks, file)
 
 
 _FIELD_AT = re.compile(r"^(.*?)(?: - at `\$(.*)`)?$", re.DOTALL)
@@ -629,24 +711,42 @@ class Parser:
             MessageLine: self._line_message,
         }
 
-    def read(self, blocks: Iterable[bytes]) -> Cassette:
-        """The cassette in ``blocks`` (consecutive blocks of the file's bytes), every line checked."""
-        for run in self.runs(blocks):
+    def read(self, blocks: Iterable[bytes], file: ChunkSource | None = None) -> Cassette:
+        """The cassette in ``blocks`` (consecutive blocks of the file's bytes), every line checked. ``file``:
+        where the blocks come from, for a long line (see ``runs``)."""
+        for run in self.runs(blocks, file):
             self.take(run)
         return self.finish()
 
     def fail(self, line: int | None, problem: str, fix: str = "") -> CassetteError:
         return CassetteError(self.path, line, problem, fix)
 
-    def runs(self, blocks: Iterable[bytes]) -> Iterator[bytes]:
+    def runs(self, blocks: Iterable[bytes], file: ChunkSource | None = None) -> Iterator[bytes]:
         """Runs of whole lines (each with its newline) of a file given as consecutive blocks of bytes, for
         ``take``, which numbers their lines on from those taken so far. A block that ends with a newline is
         a run as it is (not copied: a cassette held in memory is one block). Raises for a line longer than
-        ``MAX_LINE_BYTES`` as soon as it gets that long (without holding more of it), and for a last line
-        cut off before its newline."""
+        ``MAX_LINE_BYTES`` as soon as it gets that long, and for a last line cut off before its newline.
+        With ``file`` (what the blocks are read from), a line is held only up to HELD_LINE_BYTES: past that
+        it is measured as it goes by, and read again from ``file`` when it ends within MAX_LINE_BYTES; so a
+        file with one endless line costs HELD_LINE_BYTES of memory."""
         parts: list[bytes] = []  # the start of a line that continues in the next block
         pending = 0  # its length
+        offset = 0  # where the next block starts in the file
+        measured = -1  # where the line being measured (not held) starts, or -1
         for block in blocks:
+            offset += len(block)
+            if measured >= 0 and file is not None:
+                first = block.find(b"\n")
+                if first < 0:
+                    pending += len(block)
+                    if pending > MAX_LINE_BYTES:
+                        raise _too_long(self.path, self.number + 1)
+                    continue
+                if pending + first > MAX_LINE_BYTES:
+                    raise _too_long(self.path, self.number + 1)
+                yield file.read(measured, measured + pending + first + 1)
+                measured, pending = -1, 0
+                block = block[first + 1 :]
             cut = block.rfind(b"\n") + 1
             if cut:
                 run = block if cut == len(block) else block[:cut]
@@ -664,6 +764,8 @@ class Parser:
                 pending += len(block)
                 if pending > MAX_LINE_BYTES:
                     raise _too_long(self.path, self.number + 1)
+                if file is not None and pending > HELD_LINE_BYTES:
+                    measured, parts = offset - pending, []
         if pending:
             raise self.fail(
                 self.number + 1, "the last line is cut off (no newline): the recording was interrupted", _RERECORD
@@ -711,6 +813,9 @@ class Parser:
                 elif checking:
                     handlers[obj.__class__](number, obj)
             except (msgspec.MsgspecError, RecursionError, ValueError, CassetteError) as error:
+                foreign = foreign_file(self.path, number, line)
+                if foreign is not None:  # the whole file is something else: this is all there is to say
+                    raise foreign from None
                 problem = self._problem(number, line, error)
                 if problems is None:
                     raise problem from None
@@ -849,6 +954,8 @@ class Parser:
             call.error_class = obj.error.class_
             call.error_message = obj.error.message
         call.outcome = obj.outcome
+        if obj.early_stop is not msgspec.UNSET:
+            call.early_stop = obj.early_stop
         call.end_line = number
         self.streaming.pop(call.index, None)
 
@@ -882,6 +989,8 @@ class Finding:
     problem: str
     fix: str = ""
     incomplete: bool = False
+    call: int | None = None  # the call of a note on an incomplete call
+    outcome: str = ""  # its outcome
 
     def __str__(self) -> str:
         where = self.path if self.line is None else f"{self.path}:{self.line}"
@@ -892,18 +1001,22 @@ def _finding(error: CassetteError) -> Finding:
     return Finding(error.path, error.line, error.problem, error.fix)
 
 
-def problems(path: str, blocks: Iterable[bytes]) -> Iterator[Finding]:
+def problems(path: str, blocks: Iterable[bytes], file: ChunkSource | None = None) -> Iterator[Finding]:
     """Every unreadable or malformed line, then the first structural problem (a missing call_end, a line out
-    of order), then notes on incomplete calls when there was no problem. Reads block by block: memory stays
-    bounded by the longest line and the number of calls."""
+    of order), then notes on incomplete calls when there was no problem; a file that is something else (a
+    BOM, a merge conflict, a Git LFS pointer) gets its one finding there. Reads block by block: memory stays
+    bounded by the longest line (HELD_LINE_BYTES past the longest a reader accepts, with ``file``, which the
+    blocks come from) and the number of calls."""
     parser = Parser(path, "outline")
     found: list[CassetteError] = []
+    shown = 0
     try:
-        for run in parser.runs(blocks):
-            before = len(found)
+        for run in parser.runs(blocks, file):
             parser.take(run, problems=found)
-            yield from map(_finding, found[before:])
-    except CassetteError as error:  # a line too long, or cut off
+            yield from map(_finding, found[shown:])
+            shown = len(found)
+    except CassetteError as error:  # a line too long, or cut off; a file that is something else
+        yield from map(_finding, found[shown:])
         yield _finding(error)
         return
     if found:
@@ -914,11 +1027,12 @@ def problems(path: str, blocks: Iterable[bytes]) -> Iterator[Finding]:
         yield _finding(error)
         return
     for call in cassette.calls:
+        if call.stopped_on_purpose:
+            continue  # the test that recorded it said so: no problem, even for verify --strict
         if not call.complete:
             detail = f": {call.error_class}" if call.outcome == "error" else ""
-            yield Finding(
-                path, None, f"call {call.index} ({call.method} {call.url}) ended {call.outcome}{detail}", "", True
-            )
+            ended = f"call {call.index} ({call.method} {call.url}) ended {call.outcome}{detail}"
+            yield Finding(path, None, ended, "", True, call.index, call.outcome or "")
         else:
             yield from _lost_bodies(path, call)
 

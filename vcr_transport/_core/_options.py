@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Any, Literal, NamedTuple
 
 from .._exceptions import CassetteError
 from ._faults import Fault, parse_fault
+from ._hosts import parse_host_rules
 from ._modes import ENVIRONMENT_VARIABLE, MODES, PASSTHROUGH_ANSWERS, Mode, check_mode, parse_passthrough_rule
 
 if TYPE_CHECKING:
@@ -40,6 +41,7 @@ __all__ = [
     "CAUGHT_MISMATCH_ACTIONS",
     "COMPAT_INI",
     "ENTRIES",
+    "EXPIRY_ACTIONS",
     "MISMATCH_ACTIONS",
     "PARSE_CACHE_VARIABLE",
     "SETTINGS",
@@ -50,6 +52,7 @@ __all__ = [
     "compile_patterns",
     "options_table",
     "pyproject_names",
+    "registration_module",
     "typed_options_module",
     "unknown_settings",
 ]
@@ -63,6 +66,9 @@ CaughtMismatchAction = Literal["raise", "ignore"]
 # What recorded calls that no request asked for do when the block or the test ends.
 UNPLAYED_ACTIONS = ("error", "warn", "ignore", "partial")
 UnplayedAction = Literal["error", "warn", "ignore", "partial"]
+# What a replayed cassette older than max_age does.
+EXPIRY_ACTIONS = ("warn", "fail", "record-on-miss")
+ExpiryAction = Literal["warn", "fail", "record-on-miss"]
 PARSE_CACHE_VARIABLE = "VCR_TRANSPORT_PARSE_CACHE"
 CACHE_DIR_VARIABLE = "VCR_TRANSPORT_CACHE_DIR"
 CASSETTE_DIR_SETTING = "cassette_dir"
@@ -123,6 +129,30 @@ class _Seconds:
         if not math.isfinite(value) or value < 0:
             raise ValueError(f"{where}: option {name} must be a finite number >= 0, not {value!r}")
         return float(value)
+
+
+class _Days:
+    values: str = "days (a number > 0), `None`"
+    accepts: str = "float | None"
+
+    def __call__(self, value: Any, name: str, where: str) -> float | None:
+        if value is None:
+            return None
+        if isinstance(value, bool) or not isinstance(value, int | float):
+            raise _wrong(where, name, "a number of days or None", value)
+        if not math.isfinite(value) or value <= 0:
+            raise ValueError(f"{where}: option {name} must be a finite number of days > 0, not {value!r}")
+        return float(value)
+
+    def from_text(self, text: str, where: str) -> float:
+        """A value as an ini setting gives it (text)."""
+        try:
+            number = float(text)
+        except ValueError:
+            raise ValueError(f"{where} must be a number of days, not {text!r}") from None
+        if not math.isfinite(number) or number <= 0:
+            raise ValueError(f"{where} must be a finite number of days > 0, not {text!r}")
+        return number
 
 
 class _Choice:
@@ -216,27 +246,78 @@ def compile_patterns(patterns: Iterable[Any], where: str) -> tuple[re.Pattern[st
     return tuple(compiled)
 
 
+# Texts a pattern is tried on for a match of no characters (a lookahead may need one of them after it).
+_EMPTY_MATCH_SAMPLES = ("", " ", "a", "Z", "0", "-", "_", "\n", "sk-abc123", "Bearer x.y", '{"k": "v"}', "é")
+
+
+def refuse_empty_matches(patterns: Iterable[str | re.Pattern[str]], where: str) -> None:
+    """A ValueError naming the first pattern that matches the empty string (``a*``, ``(x)?``, ``^``): its
+    substitution would put its replacement between every two characters of every string."""
+    for pattern in patterns:
+        compiled = re.compile(pattern)
+        if any(m.start() == m.end() for sample in _EMPTY_MATCH_SAMPLES for m in compiled.finditer(sample)):
+            shown = compiled.pattern
+            raise ValueError(
+                f"{where}: pattern {shown!r} matches the empty string, so it would be substituted between every "
+                "two characters of every string; make it match at least one character (+ rather than *, no ? "
+                "or lookaround alone)"
+            )
+
+
 class _Regexes:
-    """A list of regular expressions (text, or compiled ones when ``compiled_ok``), kept as given.
-    ``bare``: messages name the option without the word "option" (as the network guard's always have)."""
+    """A list of regular expressions (text or compiled ones), kept as given."""
 
     values = "a list of regular expressions"
+    accepts = "Iterable[str | re.Pattern[str]]"
 
-    def __init__(self, *, compiled_ok: bool = True, bare: bool = False) -> None:
-        self.compiled_ok = compiled_ok
-        self.bare = bare
-        self.accepts = "Iterable[str | re.Pattern[str]]" if compiled_ok else "Iterable[str]"
+    def __init__(self, *, substituted: bool = False) -> None:
+        self.substituted = substituted  # its matches are replaced: one that matches nothing is refused
 
     def __call__(self, value: Any, name: str, where: str) -> tuple[Any, ...]:
-        label = f"{where}: {name}" if self.bare else f"{where}: option {name}"
-        if self.bare and (isinstance(value, str | bytes) or not isinstance(value, Iterable)):
-            raise TypeError(f"{label} must be a list of regular expressions, not {value!r}")
         items = _items(value, name, where)
-        allowed = (str, re.Pattern) if self.compiled_ok else (str,)
-        if not all(isinstance(item, allowed) for item in items):
+        if not all(isinstance(item, str | re.Pattern) for item in items):
             raise _wrong(where, name, "a list of regular expressions", value)
+        label = f"{where}: option {name}"
         compile_patterns((item for item in items if isinstance(item, str)), label)
+        if self.substituted:
+            refuse_empty_matches(items, label)
         return items
+
+
+class _Hosts:
+    """``allowed_hosts``: host rules as ``_hosts.parse_host_rules`` reads them."""
+
+    values: str = (
+        "a list of host globs (`db`, `*.internal`, `10.0.0.*`; `:port` for one port: `localhost:5432`), "
+        "address networks (`10.0.0.0/8`), or `re:` and a regular expression"
+    )
+    accepts: str = "Iterable[str]"
+
+    def __call__(self, value: Any, name: str, where: str) -> tuple[str, ...]:
+        items = _items(value, name, where, "a list of host globs")
+        if not all(isinstance(item, str) and item for item in items):
+            raise _wrong(where, name, "a list of host globs (non-empty text)", value)
+        try:
+            parse_host_rules(items)
+        except ValueError as error:
+            raise ValueError(f"{where}: option {name}: {error}") from None
+        return items
+
+
+class _BlockNetwork:
+    """``block_network``: True, False or ``"session"``; as text (the ini, the command line) also ``true`` and
+    ``false``."""
+
+    values: str = "`True`, `False`, `'session'`"
+    accepts: str = 'bool | Literal["session"]'
+    choices: tuple[str, ...] = ("true", "false", "session")
+
+    def __call__(self, value: Any, name: str, where: str) -> bool | str:
+        if value is True or value is False or value == "session":
+            return value  # type: ignore[no-any-return]
+        if isinstance(value, str) and value.lower() in ("true", "false"):
+            return value.lower() == "true"
+        raise _wrong(where, name, "True, False or 'session'", value)
 
 
 class _Functions:
@@ -278,6 +359,7 @@ class _Replacements:
                 raise _wrong(where, name, "a list of (regular expression, replacement) pairs", value)
             pairs.append((pair[0], pair[1]))
         compile_patterns((pattern for pattern, _ in pairs if isinstance(pattern, str)), f"{where}: option {name}")
+        refuse_empty_matches((pattern for pattern, _ in pairs), f"{where}: option {name}")
         return tuple(pairs)
 
 
@@ -307,11 +389,14 @@ class _Faults:
 Check = (
     _Flag
     | _Seconds
+    | _Days
     | _Choice
     | _Mode
     | _MatchOn
     | _Strings
     | _Regexes
+    | _Hosts
+    | _BlockNetwork
     | _Functions
     | _Faults
     | _Ordered
@@ -358,7 +443,16 @@ class Knob(NamedTuple):
     @property
     def choices(self) -> tuple[str, ...]:
         """The values of an option that takes one of a few names (empty for the others)."""
-        return self.check.choices if isinstance(self.check, _Choice) else ()
+        return self.check.choices if isinstance(self.check, _Choice | _BlockNetwork) else ()
+
+    def from_text(self, text: str, where: str) -> Any:
+        """The value of a setting given as text (a pytest ini setting); a wrong one is a ValueError that
+        starts with ``where``. Only options with choices or a number of days are set this way."""
+        if isinstance(self.check, _Days):
+            return self.check.from_text(text, where)
+        if text not in self.choices:
+            raise ValueError(f"{where} must be one of {', '.join(self.choices)}, not {text!r}")
+        return text
 
 
 def _option(default: Any, help: str, check: Check, *entries: Entry, **where: Any) -> Any:
@@ -510,18 +604,32 @@ class Options:
     )
     redact_patterns: tuple[str | re.Pattern[str], ...] = _option(
         (),
-        "more regular expressions whose matches are secrets",
-        _Regexes(),
+        "more regular expressions whose matches are secrets (one that matches the empty string is refused)",
+        _Regexes(substituted=True),
         *_EVERYWHERE,
         pyproject="adds",
     )
     redact_with: tuple[Callable[[str], str], ...] = _option(
-        (), "functions that get every string and return it with their secrets replaced", _Functions(), *_EVERYWHERE
+        (),
+        "functions that get every string and return it with their secrets replaced (one that raises or returns "
+        "a non-string breaks the recording, never the live call: closing raises a CassetteError naming it)",
+        _Functions(),
+        *_EVERYWHERE,
     )
     keep_failures: bool = _option(
         False,
-        "keep calls that got no response or a 401/403, and recordings whose block ended with an exception "
-        "(never one cut by Ctrl-C or an exit); by default such a recording leaves the older cassette as it was",
+        "keep calls that got no response or a 401/403, recordings worse than the complete cassette they "
+        "replace (a call ended closed_early or error, a last answer of 429/5xx where the older cassette's "
+        "got a success), and recordings whose block ended with an exception (never one cut by Ctrl-C or an "
+        "exit); by default such a recording leaves the older cassette as it was",
+        _FLAG,
+        *_EVERYWHERE,
+    )
+    early_stop_ok: bool = _option(
+        False,
+        "the code under test stops streams early on purpose: a call whose response it closed before the end "
+        'is recorded as an intended early stop ("early_stop": "intended" on its call_end), which verify '
+        "--strict accepts; without it an early stop is a problem there",
         _FLAG,
         *_EVERYWHERE,
     )
@@ -558,23 +666,48 @@ class Options:
         ini="vcr_unplayed",
         compat="ignore",
     )
-    block_network: bool = _option(
+    max_age: float | None = _option(
+        None,
+        "a replayed cassette recorded (its header's created) more than this many days ago is stale: "
+        "on_expiry says what that does; None: a cassette never goes stale",
+        _Days(),
+        pyproject="fills",
+        ini="vcr_transport_max_age",
+    )
+    on_expiry: ExpiryAction = _option(
+        "warn",
+        "what a stale cassette (max_age) does: 'warn' says so once per run in the plugin's summary (outside "
+        "pytest, a CassetteExpiredWarning); 'fail' fails the test (the block's first request) naming the "
+        "cassette, its age and the fix; 'record-on-miss' replays it and records from the first request it "
+        "can't answer (never under CI, where it replays)",
+        _Choice(EXPIRY_ACTIONS),
+        pyproject="fills",
+        ini="vcr_transport_on_expiry",
+    )
+    block_network: bool | str = _option(
         False,
-        "in replay, the network guard for the block: every route beyond loopback raises "
-        "NetworkBlockedError (always on for a test's cassette under the pytest plugin)",
-        _FLAG,
+        "in replay, the network guard for the block: every route beyond loopback, DNS (port 53) to any address "
+        "and loopback proxies raise NetworkBlockedError (on for a test's cassette under the pytest plugin; False "
+        "on the marker turns it off for that test). 'session': under the plugin, from the first replayed test "
+        "on the guard stays on until the process ends (threads and atexit hooks of replayed tests too), paused "
+        "only while a test records or turns it off; elsewhere as True",
+        _BlockNetwork(),
         "block",
-        marker=False,
-        flags=("compat: --block-network, @pytest.mark.block_network",),
+        pyproject="fills",
+        ini="vcr_block_network",
+        flags=("--vcr-block-network", "compat: --block-network, @pytest.mark.block_network"),
         shown="`False` (the plugin: `True`)",
     )
     allowed_hosts: tuple[str, ...] = _option(
         (),
-        "regular expressions of hosts the network guard lets through, matched from the start of the host "
-        "(pytest-recording's --allowed-hosts)",
-        _Regexes(compiled_ok=False, bare=True),
+        "hosts a replay block's network guard lets through: a glob of a name or an address (a name is "
+        "resolved only when allowed, and the addresses it resolved to are then reachable), with :port for one "
+        "port only, else every port (53 too); an address network; 're:' and a regular expression matched "
+        "from the start (pytest-recording's --allowed-hosts)",
+        _Hosts(),
         "block",
-        marker=False,
+        pyproject="adds",
+        ini="vcr_allowed_hosts",
         flags=("compat: --allowed-hosts, vcr_config",),
     )
     missing_ok_unused: bool = _option(
@@ -914,6 +1047,74 @@ def typed_options_module() -> str:
         + ("\n\n" if local else "")
         + f"__all__ = [\n{all_names}\n]\n\n\n"
         + body
+    )
+
+
+# --- what the pytest plugin registers when it loads, generated into _registration.py -------------------
+
+
+def _ini_help(field: dataclasses.Field[Any]) -> str:
+    """What ``pytest --help`` says of an option's ini setting."""
+    knob = _knob(field)
+    values = ", ".join(knob.choices) if knob.choices else knob.check.values.replace("`", "")
+    if isinstance(field.default, tuple):
+        return f"the option {field.name} for every test, added to the marker's: {values}"
+    compat = f"; {knob.compat} in the pytest-recording compatibility mode" if knob.has_compat_default else ""
+    default = knob.shown.replace("`", "") or str(field.default)
+    return f"the option {field.name} for every test: {values} (default: {default}{compat})"
+
+
+def _wrapped(text: str, indent: int) -> str:
+    """A long string as implicitly concatenated literals, one a line, each within the line length."""
+    chunks: list[str] = []
+    for word in text.split(" "):
+        if chunks and len(chunks[-1]) + len(word) + indent + 4 <= 110:
+            chunks[-1] += " " + word
+        else:
+            chunks.append(word)
+    pieces = [chunk + " " for chunk in chunks[:-1]] + chunks[-1:]
+    return "\n".join(" " * indent + _literal(piece) for piece in pieces)
+
+
+def _literal(value: str | tuple[str, ...]) -> str:
+    """A string or a tuple of strings as Python source, as ruff formats it (double quotes)."""
+    if isinstance(value, str):
+        return '"' + value.replace("\\", "\\\\").replace('"', '\\"') + '"'
+    items = ", ".join(map(_literal, value))
+    return f"({items},)" if len(value) == 1 else f"({items})"
+
+
+def registration_module() -> str:
+    """The source of ``_registration.py``: what the pytest plugin needs when it loads (the modes, the ini settings
+    of the run-wide options, the keys of ``[tool.vcr_transport]``) as plain constants, so that a run that uses no
+    cassette imports neither this module nor ``_modes``."""
+    rows = [
+        f"    (\n        {_literal(field.name)},\n        {_literal(knob.ini)},\n"
+        f"{_wrapped(_ini_help(field), 8)},\n"
+        f"        {_literal('args' if isinstance(field.default, tuple) else 'string')},\n"
+        f"        {_literal(knob.choices)},\n    ),"
+        for field in _knob_fields()
+        if (knob := _knob(field)).ini and knob.marker
+    ]
+    names = ("COMPAT_INI", "ENVIRONMENT_VARIABLE", "INI_OPTIONS", "MODES", "PYPROJECT_NAMES")
+    return (
+        '"""What the pytest plugin registers when it loads, before any cassette is used: the modes (``--vcr-mode``),\n'
+        "the ini settings of the run-wide options, and the keys ``[tool.vcr_transport]`` takes. Plain constants, so\n"
+        "that loading the plugin imports none of the machinery (issue 26: free when unused).\n\n"
+        "Generated from ``_modes.MODES`` and the fields of ``Options`` (``_options.registration_module``): do not\n"
+        "edit, run ``python docs/_gen.py``. ``tests/core/test_registration.py`` checks that it is current.\n"
+        '"""\n\n'
+        "from __future__ import annotations\n\n"
+        "__all__ = [\n" + "".join(f'    "{name}",\n' for name in names) + "]\n\n"
+        f"MODES: tuple[str, ...] = {_literal(MODES)}\n"
+        f"ENVIRONMENT_VARIABLE = {_literal(ENVIRONMENT_VARIABLE)}\n"
+        f"COMPAT_INI = {_literal(COMPAT_INI)}\n"
+        "# The run-wide options that a pytest ini setting sets: (option, ini setting, its help, its pytest ini type\n"
+        "# (args: a list, added to the marker's), the values it takes as text when it takes only a few).\n"
+        "INI_OPTIONS: tuple[tuple[str, str, str, str, tuple[str, ...]], ...] = (\n" + "\n".join(rows) + "\n)\n"
+        "PYPROJECT_NAMES: tuple[str, ...] = (\n"
+        + "".join(f"    {_literal(name)},\n" for name in pyproject_names())
+        + ")\n"
     )
 
 

@@ -9,7 +9,7 @@ A call is *the same* when, at the same call index:
 - its response has the same status, HTTP version and headers, leaving out those that change on every
   request (``VOLATILE_RESPONSE_HEADERS``: the date, the length, request ids, timings, rate-limit counters);
 - its body is the same bytes, the chunks joined (chunk boundaries and the ``t`` offsets don't count);
-- it ended the same way (outcome, and the error's class and message).
+- it ended the same way (outcome, the error's class and message, and whether an early stop was intended).
 
 An old call is kept only when the current redaction rules find nothing to remove in the parts that were not
 compared (its URL, headers, and a request body that differs only in ignored fields): a re-record never
@@ -145,7 +145,8 @@ class QuietComparison:
         elif isinstance(obj, CallEndLine):
             call = calls[obj.call_index]
             error = None if obj.error is None else (obj.error.class_, obj.error.message)
-            call.digest = _digest(call.request, call.response, call.body.digest(), obj.outcome, error)
+            intent = "" if obj.early_stop is msgspec.UNSET else obj.early_stop
+            call.digest = _digest(call.request, call.response, call.body.digest(), obj.outcome, error, intent)
         else:
             return None
         return call

@@ -51,6 +51,7 @@ __all__ = [
     "PLACEHOLDER",
     "QUERY_SECRET_NAMES",
     "SECRET_FIELD_NAMES",
+    "RedactWithError",
     "Redactor",
     "cookie_names",
     "has_credential_shape",
@@ -867,6 +868,35 @@ def _credential_parts(value: str) -> list[str]:
     return parts
 
 
+class RedactWithError(TypeError):
+    """A ``redact_with`` function raised, or returned something that is not a string (the message names the
+    function and what it did). A recording it breaks is not saved: closing raises a CassetteError that says so,
+    and the live call goes on unharmed."""
+
+    FIX = "make the function return the string it was given (with its secrets replaced), for every string"
+
+
+def _function_name(function: Callable[[str], str]) -> str:
+    name = getattr(function, "__qualname__", None) or type(function).__qualname__
+    module = getattr(function, "__module__", None)
+    return f"{module}.{name}" if module and module != "builtins" else str(name)
+
+
+def _called(function: Callable[[str], str], text: str) -> str:
+    """``function(text)``, which must be a string: else a RedactWithError naming the function."""
+    try:
+        result = function(text)
+    except Exception as error:  # its message is left out: it may hold the string, secrets and all
+        raise RedactWithError(
+            f"redact_with function {_function_name(function)} raised {type(error).__name__}"
+        ) from error
+    if not isinstance(result, str):
+        raise RedactWithError(
+            f"redact_with function {_function_name(function)} returned {type(result).__name__}, not a string"
+        )
+    return result
+
+
 class Redactor:
     """Finds and removes secrets. The default rules always apply; the arguments only add to them.
 
@@ -1054,7 +1084,7 @@ class Redactor:
         for pattern in self._patterns:
             redacted = pattern.sub(PLACEHOLDER, redacted)
         for function in self._callables:
-            redacted = function(redacted)
+            redacted = _called(function, redacted)
         return redacted
 
     def _redact_escaped(self, text: str, response: bool) -> tuple[str, bool]:

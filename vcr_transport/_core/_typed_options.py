@@ -30,6 +30,7 @@ class RecordingOptions(TypedDict, total=False):
     redact_patterns: Iterable[str | re.Pattern[str]]
     redact_with: Iterable[Callable[[str], str]]
     keep_failures: bool
+    early_stop_ok: bool
     plain_bodies: bool
 
 
@@ -57,7 +58,10 @@ class ReplayOptions(TypedDict, total=False):
     redact_patterns: Iterable[str | re.Pattern[str]]
     redact_with: Iterable[Callable[[str], str]]
     keep_failures: bool
+    early_stop_ok: bool
     plain_bodies: bool
+    max_age: float | None
+    on_expiry: Literal["warn", "fail", "record-on-miss"]
 
 
 class TransportOptions(TypedDict, total=False):
@@ -84,7 +88,10 @@ class TransportOptions(TypedDict, total=False):
     redact_patterns: Iterable[str | re.Pattern[str]]
     redact_with: Iterable[Callable[[str], str]]
     keep_failures: bool
+    early_stop_ok: bool
     plain_bodies: bool
+    max_age: float | None
+    on_expiry: Literal["warn", "fail", "record-on-miss"]
 
 
 class BlockOptions(TypedDict, total=False):
@@ -111,9 +118,12 @@ class BlockOptions(TypedDict, total=False):
     redact_patterns: Iterable[str | re.Pattern[str]]
     redact_with: Iterable[Callable[[str], str]]
     keep_failures: bool
+    early_stop_ok: bool
     plain_bodies: bool
     unplayed: Literal["error", "warn", "ignore", "partial"]
-    block_network: bool
+    max_age: float | None
+    on_expiry: Literal["warn", "fail", "record-on-miss"]
+    block_network: bool | Literal["session"]
     allowed_hosts: Iterable[str]
     missing_ok_unused: bool
 
@@ -142,9 +152,12 @@ class EveryOption(TypedDict, total=False):
     redact_patterns: Iterable[str | re.Pattern[str]]
     redact_with: Iterable[Callable[[str], str]]
     keep_failures: bool
+    early_stop_ok: bool
     plain_bodies: bool
     mode: Mode | None
     unplayed: Literal["error", "warn", "ignore", "partial"]
-    block_network: bool
+    max_age: float | None
+    on_expiry: Literal["warn", "fail", "record-on-miss"]
+    block_network: bool | Literal["session"]
     allowed_hosts: Iterable[str]
     missing_ok_unused: bool

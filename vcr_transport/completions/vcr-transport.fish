@@ -51,7 +51,7 @@ function _shtab_vcr_transport_using
 end
 
 set -g _shtab_vcr_transport_commands status config list show diff verify scan delete prune import serve drift git-setup completion
-set -g _shtab_vcr_transport_opts_with_value --call --fault --grace --har --host --ignore-field --ignore-header --mode --name --older-than --out --output --pace --pattern --port --timeout --upstream -o
+set -g _shtab_vcr_transport_opts_with_value --allow-early-stop --call --fault --grace --har --host --ignore-field --ignore-header --mode --name --older-than --out --output --pace --pattern --port --timeout --upstream -o
 
 complete -c vcr-transport -e
 complete -c vcr-transport -f
@@ -84,6 +84,7 @@ complete -c vcr-transport -n '_shtab_vcr_transport_using diff' -l json -d 'machi
 complete -c vcr-transport -n '_shtab_vcr_transport_using; and test $_shtab_vcr_transport_npos -eq 0' -a verify -d 'Check cassettes by the format'"'"'s own rules: the version, every value, every call_end with its count, orphan lines, unreadable lines (file:line). Incomplete calls are notes (problems with --strict); a folder with no cassette is a problem.'
 complete -c vcr-transport -n '_shtab_vcr_transport_using verify' -s h -l help -d 'show this help message and exit'
 complete -c vcr-transport -n '_shtab_vcr_transport_using verify' -l strict -d 'incomplete calls are problems too'
+complete -c vcr-transport -n '_shtab_vcr_transport_using verify' -l allow-early-stop -x -d 'a call of this cassette (a path or a glob; every call without :CALL) may end closed_early: an intended early stop, no problem for --strict (one recorded with early_stop_ok=True says so itself)'
 complete -c vcr-transport -n '_shtab_vcr_transport_using verify' -l json -d 'machine-readable output (versioned shapes: docs/reference/cli-json.md)'
 complete -c vcr-transport -n '_shtab_vcr_transport_using; and test $_shtab_vcr_transport_npos -eq 0' -a scan -d 'Find secrets in cassettes or any text file with the redaction engine itself: secret shapes, secret-named keys, NAME=value lines, base64 payloads, each recorded stream reassembled. Findings are masked. A line nested too deep to read as JSON is searched as text and reported.'
 complete -c vcr-transport -n '_shtab_vcr_transport_using scan' -s h -l help -d 'show this help message and exit'

@@ -183,6 +183,7 @@ _shtab_vcr_transport_status_defaults_added=0
 _shtab_vcr_transport_verify_options=(
   "(- : *)"{-h,--help}"[show this help message and exit]"
   "--strict[incomplete calls are problems too]"
+  "*--allow-early-stop[a call of this cassette (a path or a glob\; every call without \:CALL) may end closed_early\: an intended early stop, no problem for --strict (one recorded with early_stop_ok\=True says so itself)]:CASSETTE[:CALL]:"
   "--json[machine-readable output (versioned shapes\: docs\/reference\/cli-json.md)]"
   "(*)::(default\: the project\'s cassettes):"
 )

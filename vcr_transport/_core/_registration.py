@@ -1,0 +1,91 @@
+"""What the pytest plugin registers when it loads, before any cassette is used: the modes (``--vcr-mode``),
+the ini settings of the run-wide options, and the keys ``[tool.vcr_transport]`` takes. Plain constants, so
+that loading the plugin imports none of the machinery (issue 26: free when unused).
+
+Generated from ``_modes.MODES`` and the fields of ``Options`` (``_options.registration_module``): do not
+edit, run ``python docs/_gen.py``. ``tests/core/test_registration.py`` checks that it is current.
+"""
+
+from __future__ import annotations
+
+__all__ = [
+    "COMPAT_INI",
+    "ENVIRONMENT_VARIABLE",
+    "INI_OPTIONS",
+    "MODES",
+    "PYPROJECT_NAMES",
+]
+
+MODES: tuple[str, ...] = ("off", "record", "replay", "record-on-miss", "auto")
+ENVIRONMENT_VARIABLE = "VCR_TRANSPORT_MODE"
+COMPAT_INI = "vcr_transport_compat"
+# The run-wide options that a pytest ini setting sets: (option, ini setting, its help, its pytest ini type
+# (args: a list, added to the marker's), the values it takes as text when it takes only a few).
+INI_OPTIONS: tuple[tuple[str, str, str, str, tuple[str, ...]], ...] = (
+    (
+        "caught_mismatch",
+        "vcr_caught_mismatch",
+        "the option caught_mismatch for every test: raise, ignore (default: raise; ignore in the "
+        "pytest-recording compatibility mode)",
+        "string",
+        ("raise", "ignore"),
+    ),
+    (
+        "unplayed",
+        "vcr_unplayed",
+        "the option unplayed for every test: error, warn, ignore, partial (default: error; ignore in the "
+        "pytest-recording compatibility mode)",
+        "string",
+        ("error", "warn", "ignore", "partial"),
+    ),
+    (
+        "max_age",
+        "vcr_transport_max_age",
+        "the option max_age for every test: days (a number > 0), None (default: None)",
+        "string",
+        (),
+    ),
+    (
+        "on_expiry",
+        "vcr_transport_on_expiry",
+        "the option on_expiry for every test: warn, fail, record-on-miss (default: warn)",
+        "string",
+        ("warn", "fail", "record-on-miss"),
+    ),
+    (
+        "block_network",
+        "vcr_block_network",
+        "the option block_network for every test: true, false, session (default: False (the plugin: True))",
+        "string",
+        ("true", "false", "session"),
+    ),
+    (
+        "allowed_hosts",
+        "vcr_allowed_hosts",
+        "the option allowed_hosts for every test, added to the marker's: a list of host globs (db, "
+        "*.internal, 10.0.0.*; :port for one port: localhost:5432), address networks (10.0.0.0/8), or re: "
+        "and a regular expression",
+        "args",
+        (),
+    ),
+)
+PYPROJECT_NAMES: tuple[str, ...] = (
+    "caught_mismatch",
+    "match_on",
+    "ignore_headers",
+    "compare_headers",
+    "ignore_fields",
+    "normalize_patterns",
+    "passthrough",
+    "ignore_hosts",
+    "passthrough_replay",
+    "parse_cache",
+    "redact_names",
+    "redact_patterns",
+    "mode",
+    "max_age",
+    "on_expiry",
+    "block_network",
+    "allowed_hosts",
+    "cassette_dir",
+)
