@@ -80,6 +80,33 @@ def secrets_in(path: Path) -> list[str]:
     return [name for name, value in SECRETS.items() if value in text or value.split("/")[0] in text]
 
 
+def check_session(row: Row, cassette: Path, server: Any, run: Callable[[str], Any]) -> None:
+    """``run(prompt)`` drives a realtime client (a WebSocket session) against ``server``
+    (``tests/realtime_server.py``) and returns what the user gets. Records, replays with the server stopped
+    (no socket), compares, scans, then replays with the changed prompt and keeps the mismatch the user saw
+    (the field path of the changed client message)."""
+    with vcr_transport.use_cassette(cassette, mode="record"):
+        recorded = run(RECORDED)
+    opened = server.connections
+    server.close()
+    assert opened > 0, "no session reached the server: the client bypassed it"
+    row.figures["record"] = f"ok ({opened} sessions)"
+    with vcr_transport.use_cassette(cassette, mode="replay", unplayed="error", block_network=True):
+        replayed = run(RECORDED)
+    assert replayed == recorded and server.connections == opened
+    row.figures["replay"] = "ok, equal, no socket"
+    found = secrets_in(cassette)
+    row.figures["secrets"] = ", ".join(found) or "none"
+    assert found == [], f"credentials in the cassette: {found}"
+    with pytest.raises(vcr_transport.ReplayMismatch) as caught:
+        with vcr_transport.use_cassette(cassette, mode="replay", unplayed="ignore"):
+            run(CHANGED)
+    error = caught.value
+    assert error.field_path.startswith("message[") and LINE_TAIL.split(", incoming")[0] in str(error), str(error)
+    row.figures["mismatch_seen"] = f"vcr_transport.ReplayMismatch at {error.field_path}"
+    row.save()
+
+
 def check_row(
     row: Row,
     cassette: Path,

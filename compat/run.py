@@ -28,7 +28,14 @@ RESULTS = Path(__file__).resolve().parent / "results"
 COMMON = ["pytest>=8"]
 # group -> packages installed beside this checkout. The versions actually installed are recorded per run.
 GROUPS: dict[str, list[str]] = {
-    "sdks": ["openai>=3.50", "anthropic[bedrock,vertex]>=2.10", "google-genai>=3.3", "trio", "uvloop"],
+    "sdks": [
+        "openai[realtime]>=3.50",
+        "anthropic[bedrock,vertex]>=2.10",
+        "google-genai>=3.3",
+        "trio",
+        "uvloop",
+        "cryptography",  # the realtime tests' self-signed certificate (genai speaks wss://)
+    ],
     "pydantic_ai": ["pydantic-ai-slim[openai,anthropic,google,mcp]>=2.60"],
     "langchain": ["langchain-openai>=1.7", "langchain-anthropic>=1.7"],
     "litellm": ["litellm", "anthropic>=2.10"],
@@ -37,7 +44,17 @@ GROUPS: dict[str, list[str]] = {
 }
 # What each group's report lists as "versions tested".
 REPORTED = {
-    "sdks": ["openai", "anthropic", "google-genai", "botocore", "google-auth", "trio", "uvloop", "httpx2"],
+    "sdks": [
+        "openai",
+        "anthropic",
+        "google-genai",
+        "botocore",
+        "google-auth",
+        "trio",
+        "uvloop",
+        "httpx2",
+        "websockets",
+    ],
     "pydantic_ai": ["pydantic-ai-slim", "mcp", "fastmcp-slim", "openai", "anthropic", "google-genai", "httpx2"],
     "langchain": ["langchain-openai", "langchain-anthropic", "langchain-core", "openai", "anthropic", "httpx2"],
     "litellm": ["litellm", "openai", "anthropic", "httpx", "aiohttp"],

@@ -8,8 +8,10 @@ from typing import Any
 
 import anthropic
 import openai
-from conftest import SECRETS, Row, check_row
+import pytest
+from conftest import SECRETS, Row, check_row, check_session
 from fakes import Upstream
+from realtime_server import RealtimeServer
 
 MESSAGES = lambda prompt: [{"role": "user", "content": prompt}]  # noqa: E731
 
@@ -133,3 +135,84 @@ def test_uvloop(tmp_path: Path, vendor: Upstream) -> None:
         return uvloop.run(main())
 
     check_row(Row("uvloop (AsyncAnthropic stream)", "httpx2"), tmp_path / "c.jsonl", vendor, run)
+
+
+# --- Realtime and Live sessions (WebSocket), against tests/realtime_server.py -----------------------------
+
+# openai's sync client calls websockets.sync.client.connect() outside a with block: websockets 17.1+ warns.
+_LEGACY_CONNECT = "ignore:connect\\(\\) must be used as a context manager:DeprecationWarning"
+
+
+def _user_item(prompt: str) -> Any:
+    return {"type": "message", "role": "user", "content": [{"type": "input_text", "text": prompt}]}
+
+
+@pytest.mark.filterwarnings(_LEGACY_CONNECT)
+def test_openai_realtime_sync(tmp_path: Path) -> None:
+    server = RealtimeServer(tmp_path)
+
+    def run(prompt: str) -> Any:
+        client = openai.OpenAI(api_key=SECRETS["OPENAI"], websocket_base_url=f"{server.url}/v1")
+        events = []
+        with client.realtime.connect(model="gpt-realtime") as connection:
+            connection.conversation.item.create(item=_user_item(prompt))
+            connection.response.create()
+            for event in connection:
+                events.append(event.type)
+                if event.type == "response.done":
+                    break
+        return events
+
+    check_session(Row("openai Realtime (sync)", "websockets"), tmp_path / "c.jsonl", server, run)
+
+
+def test_openai_realtime_async(tmp_path: Path) -> None:
+    server = RealtimeServer(tmp_path)
+
+    def run(prompt: str) -> Any:
+        async def main() -> Any:
+            client = openai.AsyncOpenAI(api_key=SECRETS["OPENAI"], websocket_base_url=f"{server.url}/v1")
+            events = []
+            async with client.realtime.connect(model="gpt-realtime") as connection:
+                await connection.conversation.item.create(item=_user_item(prompt))
+                await connection.response.create()
+                async for event in connection:
+                    events.append(event.type)
+                    if event.type == "response.done":
+                        break
+            return events
+
+        return asyncio.run(main())
+
+    check_session(Row("openai Realtime (async)", "websockets"), tmp_path / "c.jsonl", server, run)
+
+
+def test_genai_live(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from google import genai
+    from google.genai import types
+
+    server = RealtimeServer(tmp_path, tls=True)  # genai speaks wss:// whenever it has an API key
+    monkeypatch.setenv("SSL_CERT_FILE", str(server.ca_file))
+
+    def run(prompt: str) -> Any:
+        async def main() -> Any:
+            client = genai.Client(
+                api_key=SECRETS["GOOGLE"], http_options=types.HttpOptions(base_url=f"https://127.0.0.1:{server.port}")
+            )
+            config = types.LiveConnectConfig(response_modalities=[types.Modality.AUDIO])
+            seen = []
+            async with client.aio.live.connect(model="gemini-live-2.5-flash", config=config) as session:
+                await session.send_client_content(turns=types.Content(role="user", parts=[types.Part(text=prompt)]))
+                async for message in session.receive():
+                    if message.tool_call and message.tool_call.function_calls:
+                        call = message.tool_call.function_calls[0]
+                        seen.append(call.name)
+                        response = types.FunctionResponse(id=call.id, name=call.name, response={"temperature": 21})
+                        await session.send_tool_response(function_responses=[response])
+                    elif message.text:
+                        seen.append(message.text)
+            return seen
+
+        return asyncio.run(main())
+
+    check_session(Row("genai Live (aio)", "websockets"), tmp_path / "c.jsonl", server, run)

@@ -1,4 +1,5 @@
-"""``use_cassette``: every httpx and httpx2 client, sync and async, goes through a cassette inside a block.
+"""``use_cassette``: every httpx and httpx2 client, sync and async, and every WebSocket the ``websockets``
+clients open (``_websocket.py``), goes through a cassette inside a block.
 
 It wraps the transport each client really uses (custom ones, openai's aiohttp one, google-genai's
 per-event-loop clients), whether the client was created inside the block or before it. The patch is
@@ -37,6 +38,9 @@ HTTP_LIBRARIES = ("httpx", "httpx2")
 # google-genai sends its own async calls through aiohttp whenever aiohttp is importable, out of httpx's
 # sight. While patched it is told aiohttp is absent, so those calls take its httpx2 client.
 GENAI_API_CLIENT = "google.genai._api_client"
+# The websockets clients: the connect of each (a method, so subclasses such as openai's are patched too).
+WEBSOCKETS_SYNC = "websockets.sync.client"
+WEBSOCKETS_ASYNC = "websockets.asyncio.client"
 
 
 class _CassetteBoundTransport:
@@ -71,8 +75,9 @@ class ClientPatcher:
             "vcr_transport_cassette", default=None
         )
         self._sessions: list[CassetteSession] = []
-        late = {name: self._patch_library for name in HTTP_LIBRARIES}
-        self._patch = Patch(self._install, late={**late, GENAI_API_CLIENT: _tell_no_aiohttp})
+        late: dict[str, Callable[[Patch, ModuleType], None]] = {name: self._patch_library for name in HTTP_LIBRARIES}
+        late.update({GENAI_API_CLIENT: _tell_no_aiohttp, WEBSOCKETS_SYNC: self._patch_websockets})
+        self._patch = Patch(self._install, late={**late, WEBSOCKETS_ASYNC: self._patch_websockets})
 
     def enter(self, session: CassetteSession) -> contextvars.Token[CassetteSession | None]:
         """Open ``session`` for this thread or task (one more user of the patch)."""
@@ -120,6 +125,61 @@ class ClientPatcher:
         genai = sys.modules.get(GENAI_API_CLIENT)
         if genai is not None:
             _tell_no_aiohttp(patch, genai)
+        for name in (WEBSOCKETS_SYNC, WEBSOCKETS_ASYNC):
+            module = sys.modules.get(name)
+            if module is not None:
+                self._patch_websockets(patch, module)
+
+    def _patch_websockets(self, patch: Patch, module: ModuleType) -> None:
+        """Route the connections a websockets client opens through the cassette of their thread or task (see
+        ``_websocket.py``). The sync client: ``reconnect.connect`` (websockets 17, which its ``connect()``
+        calls), else the ``connect`` function itself (13 to 16, looked up by callers when they connect, as
+        openai does). The asyncio client: the method that opens a ``connect`` object's connection (awaiting
+        it, or ``async with``), ``connect`` (17) or ``__await_impl__`` (13 to 16), so subclasses are
+        patched too."""
+        from . import _websocket
+
+        if module.__name__ == WEBSOCKETS_SYNC:
+            reconnect = getattr(module, "reconnect", None)
+            if reconnect is not None and "connect" in vars(reconnect):
+                method = reconnect.connect
+
+                @functools.wraps(method)
+                def connect(connecter: Any) -> Any:
+                    session = self.session_for_request()
+                    if session is None:
+                        return method(connecter)
+                    return _websocket.open_sync(session, connecter, method)
+
+                patch.replace(reconnect, "connect", connect)
+                return
+            function = module.connect
+
+            @functools.wraps(function)
+            def connect_function(uri: str, **arguments: Any) -> Any:
+                session = self.session_for_request()
+                if session is None:
+                    return function(uri, **arguments)
+                call = _websocket.ConnectCall(uri, arguments)
+                return _websocket.open_sync(session, call, lambda _: function(uri, **arguments))
+
+            patch.replace(module, "connect", connect_function)
+            return
+        cls = module.connect
+        name = "connect" if "connect" in vars(cls) else "__await_impl__"
+        opening = getattr(cls, name)
+
+        @functools.wraps(opening)
+        async def connect_async(connecter: Any) -> Any:
+            session = self.session_for_request()
+            if session is None:
+                return await opening(connecter)
+            connection = await _websocket.open_async(session, connecter, opening)
+            if name == "__await_impl__":
+                connecter.connection = connection  # what its __aexit__ closes (13 to 16)
+            return connection
+
+        patch.replace(cls, name, connect_async)
 
     def _patch_library(self, patch: Patch, module: ModuleType) -> None:
         for cls in (module.Client, module.AsyncClient):

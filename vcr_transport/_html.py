@@ -102,7 +102,10 @@ def _response(view: CallView) -> dict[str, Any]:
         "n": view.chunk_count,
     }
     stream, body = view.readable_stream, view.reply_body
-    if stream is not None:
+    if view.close is not None:  # a WebSocket session: its messages shown as the stream's events are
+        data["ev"] = view.message_texts()[:MAX_STREAM_EVENTS] + [f"closed {view.closed}"]
+        data["evn"] = len(view.websocket_messages) + 1
+    elif stream is not None:
         data["ev"] = [_cut(event.raw) for event in stream[:MAX_STREAM_EVENTS]]
         data["evn"] = len(stream)
     elif view.binary and view.content_type in _IMAGE_TYPES and len(view.body) * 4 // 3 <= MAX_IMAGE:

@@ -24,6 +24,7 @@ from ._core._matching import RequestMatcher
 from ._core._options import Options
 from ._core._quiet import QuietComparison
 from ._core._redaction import Redactor, RedactWithError
+from ._core._websocket import Close, SessionRecording
 from ._exceptions import CassetteError, RecordingNotSavedWarning, VcrTransportError
 from ._http import (
     body_already_read,
@@ -43,7 +44,14 @@ from ._storage import CassetteWriter, older_cassette
 if TYPE_CHECKING:
     from ._core._typed_options import RecordingOptions
 
-__all__ = ["AsyncRecordingTransport", "CassetteRecorder", "ClosingSides", "RecordingTransport", "forked_child_error"]
+__all__ = [
+    "AsyncRecordingTransport",
+    "CassetteRecorder",
+    "ClosingSides",
+    "RecordingSession",
+    "RecordingTransport",
+    "forked_child_error",
+]
 
 T = TypeVar("T")
 _clock = time.perf_counter_ns  # a chunk's arrival (its event's ``t`` is the offset from the call's start)
@@ -128,6 +136,40 @@ class _Call:
         self.recording.forget(self.index)
 
 
+class RecordingSession:
+    """One WebSocket session being recorded: its ``SessionRecording`` behind a lock (the client's sends and
+    receives may come from several threads or tasks, and the recording's end may race with them), each
+    step's lines appended to the recording's file as it happens."""
+
+    def __init__(self, recording: _Recording, core: SessionRecording) -> None:
+        self.recording = recording
+        self.core = core
+        self.index = core.index
+        self._lock = threading.Lock()
+
+    def accepted(self, status: int, headers: list[tuple[str, str]]) -> None:
+        with self._lock:
+            self.recording.append(self.core.accepted, status, headers)
+
+    def message(self, side: str, data: str | bytes) -> None:
+        at = _clock()
+        with self._lock:
+            self.recording.append(self.core.message, side, data, at)
+
+    def end(self, outcome: str, close: Close | None = None, error: BaseException | None = None) -> None:
+        """The session ended: ``complete`` (it closed, ``close`` says how), ``error`` (``error``), or
+        ``closed_early`` (the recording ended while it was open)."""
+        if self.core.ended:
+            return
+        failure = None if error is None else (error_name(error), self.core.redactor.redact_text(str(error)))
+        with self._lock:
+            self.recording.append(self.core.end, outcome, close, failure, flush=True)
+        self.recording.forget(self.index)
+
+    def stop(self) -> None:
+        self.end("closed_early")
+
+
 def forked_child_error(path: str, pid: int) -> CassetteError:
     """What a forked child meets at its first call that would record into cassette ``path`` of process ``pid``."""
     return CassetteError(
@@ -169,7 +211,7 @@ class _Recording:
         self._deferred_lines = list(deferred_lines)
         self._lock = threading.Lock()
         self._writer: CassetteWriter | None = None
-        self._calls: dict[int, _Call] = {}  # the calls not ended yet
+        self._calls: dict[int, _Call | RecordingSession] = {}  # the calls not ended yet
         self.finished = False
         self.saved = False
         self.unchanged = False
@@ -248,6 +290,17 @@ class _Recording:
             self._calls[call.index] = call
             self.append(call.core.request, method, url, headers, body)
         return call
+
+    def start_session(self, url: str, headers: list[tuple[str, str]]) -> RecordingSession:
+        if self.forked:
+            self.refuse_in_fork()
+        with self._lock:
+            if self.finished:
+                raise VcrTransportError(f"cassette {self.path} was already closed; open a WebSocket inside its block")
+            session = RecordingSession(self, SessionRecording(self.book, self.redactor, _clock()))
+            self._calls[session.index] = session
+            self.append(session.core.handshake, url, headers)
+        return session
 
     def finish(self, failure: BaseException | None, *, at_exit: bool = False) -> None:
         """End what is still open, then commit the cassette, or drop the recording and say why: as a note
@@ -427,6 +480,10 @@ class CassetteRecorder:
 
     def start(self, method: str, url: str, headers: list[tuple[str, str]], body: bytes) -> _Call:
         return self._recording.start(method, url, headers, body)
+
+    def start_session(self, url: str, headers: list[tuple[str, str]]) -> RecordingSession:
+        """Start recording a WebSocket session: its handshake (``url``, the request's ``headers``)."""
+        return self._recording.start_session(url, headers)
 
     def close(self, failure: BaseException | None = None) -> None:
         """Finish the recording. Calls still open end ``closed_early`` (``complete`` after their protocol's

@@ -118,6 +118,13 @@ def call_json(view: CallView) -> dict[str, Any]:
     }
     if view.outcome == "error":
         data["error"] = {"class": view.error_class, "message": view.error_message}
+    if view.close is not None:
+        data["messages"] = [
+            {"from": side, "t": t, "text": d} if isinstance(d, str) else {"from": side, "t": t, "base64": _b64(d)}
+            for side, d, t in view.websocket_messages
+        ]
+        data["close"] = dict(zip(("code", "reason", "by"), view.close, strict=True))
+        return data
     if view.stream is not None:
         data["sse_events"] = [event.raw for event in view.stream]
     elif view.json is not NOT_JSON:
@@ -127,9 +134,27 @@ def call_json(view: CallView) -> dict[str, Any]:
     return data
 
 
+def _b64(data: bytes) -> str:
+    return base64.b64encode(data).decode("ascii")
+
+
+def _message_text(data: str | bytes) -> str:
+    """A WebSocket message for textconv: JSON with long values (audio) cut, other text cut, binary by size."""
+    if isinstance(data, bytes):
+        return f"binary, {described_bytes(data)}"
+    try:
+        return json.dumps(cut_long(json.loads(data)), ensure_ascii=False)
+    except ValueError:
+        return str(cut_long(data))
+
+
 def _shown_response(view: CallView) -> Iterator[str]:
     yield f"  response: {view.status} {view.http_version}"
     yield from [f"    {name}: {value}" for name, value in view.response_headers]
+    if view.close is not None:
+        yield f"  WebSocket: {plural(len(view.websocket_messages), 'message')}, closed {view.closed}"
+        yield from [f"    {line}" for line in view.message_texts(2000)]
+        return
     if view.chunk_times:
         first, last = view.chunk_times[0], view.chunk_times[-1]
         yield f"  timing: {view.chunk_count} chunks, first at +{first:.3f}s, last at +{last:.3f}s"
@@ -264,7 +289,12 @@ def call_lines(view: CallView, *, volatile: bool = False, label: str | None = No
     for name, value in view.response_headers:
         if volatile or not is_volatile_response_header(name.lower()):
             yield f"  response.headers.{name.lower()}: {value}"
-    yield from _reply_lines(view, volatile)
+    if view.close is not None:
+        for number, (side, data, _) in enumerate(view.websocket_messages):
+            yield from _block(f"message[{number}].{side}", _message_text(data))
+        yield f"  close: {view.closed}"
+    else:
+        yield from _reply_lines(view, volatile)
     yield f"  outcome: {view.outcome}" + (f": {view.error}" if view.outcome == "error" else "")
 
 

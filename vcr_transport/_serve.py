@@ -1,4 +1,5 @@
 """``vcr-transport serve``: cassettes replayed over HTTP/1.1 to any client, or recorded through a proxy.
+A WebSocket handshake that matches a recorded session is answered with that session (replay only).
 
 The server is asyncio's own streams framed by h11 (RFC 9112's rules, a malformed request answered with a
 400), no framework: each recorded chunk is written as its own HTTP chunk
@@ -337,6 +338,49 @@ class CassetteServer:
         finally:
             await response.aclose()
 
+    async def _websocket(self, request: _Request, wire: _Wire) -> None:
+        """A WebSocket handshake: answered from the recorded session it matches (``_websocket.serve_session``)
+        on this connection, which then carries the session's messages; a miss is answered as an HTTP miss
+        is. Recording WebSocket sessions through ``serve`` is not supported (501)."""
+        from ._core._websocket import MessageMatcher, SessionPlayback, handshake_headers
+        from ._websocket import serve_session
+
+        path = urlsplit(request.target).path or "/"
+        nearest: ReplayMismatch | None = None
+        for session, replayer, origins in self._replaying:
+            engine = replayer.engine
+            for origin in origins.get(("GET", path), []):
+                if not origin.startswith("ws"):
+                    continue
+                incoming = engine.incoming_fields(
+                    "GET", origin + request.target, handshake_headers(request.headers), b""
+                )
+                try:
+                    call = engine.select(incoming)
+                except ReplayMismatch as miss:
+                    nearest = nearest or miss
+                    continue
+                options = replayer.options
+                matcher = MessageMatcher(engine.matcher, options.redactor(), options.normalizer())
+                playback = SessionPlayback(call, matcher, cassette=str(session.path))
+                head = f"GET {request.target} HTTP/1.1\r\n" + "".join(f"{n}: {v}\r\n" for n, v in request.headers)
+                handshake = (head + "\r\n").encode("latin-1") + bytes(wire.connection.trailing_data[0])
+                note = await serve_session(playback, handshake, wire.reader, wire.writer, options.pace)
+                self._log(request, "101", f"session {call.index} of {session.path.name}: {note}")
+                return
+        if nearest is None and self.recording is not None:
+            response = _json_error(
+                501, "not_supported", "serve records HTTP only; record WebSocket sessions in-process"
+            )
+        else:
+            problem = nearest or ServeError(f"GET {request.target}: the cassettes hold no WebSocket session")
+            response = error_response(httpx2, "replay_mismatch", problem)
+        self._log(request, str(response.status_code), str(nearest or "no session").splitlines()[0])
+        try:
+            await _send(response, request, wire)
+        finally:
+            await response.aclose()
+
     def _log(self, request: _Request, status: str, note: str) -> None:
         """The access log: one line per request (method, path with its query redacted, status, what answered)."""
         target = redact_url("http://serve" + request.target, self._log_redactor).removeprefix("http://serve")
@@ -351,6 +395,9 @@ class CassetteServer:
             while True:
                 request = await wire.read_request()
                 if request is None:
+                    break
+                if _upgrades_to_websocket(request):
+                    await self._websocket(request, wire)
                     break
                 self._in_flight += 1
                 self._idle.clear()
@@ -429,6 +476,12 @@ class CassetteServer:
             self.say(f"vcr-transport serve: saved {self.recorder.path}")
         else:
             self.say(f"vcr-transport serve: {self.recorder.path} not saved; an older cassette, if any, is unchanged")
+
+
+def _upgrades_to_websocket(request: _Request) -> bool:
+    return request.method == "GET" and any(
+        name.lower() == "upgrade" and value.strip().lower() == "websocket" for name, value in request.headers
+    )
 
 
 def _origin(url: str) -> str:

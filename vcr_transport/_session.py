@@ -226,6 +226,11 @@ class CassetteSession:
             self.path, self.options, kept_lines=kept, deferred_lines=deferred, first_index=first
         )
 
+    def recording_takes_over(self, miss: ReplayMismatch) -> bool:
+        """A miss of a request or WebSocket handshake answered elsewhere than ``_answer``: True when the
+        recording takes over (record-on-miss), False when the mismatch is to be raised."""
+        return self.decision.after_miss(miss.call_index, self._record_from) is not Step.RAISE
+
     def _recording(self) -> CassetteRecorder:
         if self._recorder is None:  # pragma: no cover - every recording step has a recorder by now
             raise RuntimeError(f"cassette {self.path} is not recording")

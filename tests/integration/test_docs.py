@@ -345,7 +345,9 @@ def test_the_docs_sandbox_stands_in_for_every_cassette_the_python_blocks_replay(
     named = {name for block in PYTHON for name in re.findall(r'"cassettes/([\w/.-]+\.jsonl)"', block.code)}
     missing = {name for name in named if not (ROOT / "cassettes" / name).exists() and name not in STAND_INS}
     # Cassettes the blocks only record into (or that a marker replays into nothing) need no stand-in.
-    assert missing <= {"run.jsonl", "agent.jsonl", "shared.jsonl", "x.jsonl", "mcp_tools.jsonl"}, missing
+    assert missing <= {"run.jsonl", "agent.jsonl", "shared.jsonl", "x.jsonl", "mcp_tools.jsonl", "gemini_live.jsonl"}, (
+        missing
+    )
 
 
 def test_no_block_needs_a_key_from_the_environment() -> None:

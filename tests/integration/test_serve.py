@@ -24,7 +24,7 @@ import pytest
 from upstream import Upstream
 from vendors import OPENAI_KEY, SDKS, VENDOR_ROUTES, openai_reply
 
-from vcr_transport import RecordingTransport, ReplayTransport
+from vcr_transport import RecordingTransport, ReplayTransport, use_cassette
 from vcr_transport._core._format import Cassette
 from vcr_transport._serve import CassetteServer, ServeConfig, _Request
 from vcr_transport._storage import read_cassette
@@ -414,3 +414,41 @@ def test_the_access_log_has_one_line_per_request_naming_what_answered() -> None:
         "POST /v1/chat/completions?api_key=[secret removed] 400 replay mismatch at call 0, field url.query.api_key"
     )
     assert secret not in server.output, "the log redacts the query"
+
+
+@pytest.mark.filterwarnings("ignore:connect\\(\\) must be used as a context manager:DeprecationWarning")
+def test_serve_answers_a_websocket_session_from_the_cassette(tmp_path: Path) -> None:
+    from realtime_server import RealtimeServer
+    from websockets.exceptions import ConnectionClosedError
+    from websockets.sync.client import connect
+
+    def session(base: str) -> list[str]:
+        client = openai.OpenAI(api_key="sk-proj-serveTESTkey0123456789abcdefghij", websocket_base_url=f"{base}/v1")
+        with client.realtime.connect(model="gpt-realtime") as connection:
+            connection.conversation.item.create(
+                item={"type": "message", "role": "user", "content": [{"type": "input_text", "text": "Weather?"}]}
+            )
+            connection.response.create()
+            kinds = []
+            for event in connection:
+                kinds.append(event.type)
+                if event.type == "response.done":
+                    return kinds
+        raise AssertionError("the session closed before response.done")
+
+    upstream = RealtimeServer(tmp_path)
+    cassette = tmp_path / "realtime.jsonl"
+    with use_cassette(cassette, mode="record"):
+        recorded = session(upstream.url)
+    upstream.close()
+    with served(str(cassette)) as child:
+        base = child.url.replace("http://", "ws://")
+        assert session(base) == recorded
+        with connect(f"{base}/v1/realtime?model=gpt-realtime") as raw:
+            raw.recv()  # session.created came before the first send
+            raw.send(json.dumps({"type": "conversation.item.create", "item": {"type": "message", "role": "system"}}))
+            with pytest.raises(ConnectionClosedError) as caught:
+                raw.recv()
+    assert caught.value.rcvd is not None and caught.value.rcvd.code == 1008
+    assert "field message[1].item" in caught.value.rcvd.reason
+    assert "101 session 0 of realtime.jsonl: closed by the client" in child.output

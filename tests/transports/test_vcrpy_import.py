@@ -349,10 +349,10 @@ def test_a_conversion_that_would_not_read_back_is_refused_and_replaces_nothing(
     assert code == 1
     assert err.splitlines() == [
         f"refused: cassette {source}:{second}: interaction 1: converted, it would not read back (line 6 of the "
-        "converted cassette: malformed request line: url 'ftp://files.example.test/data' is not an absolute http "
-        f"or https URL); {target} was left as it was; fix: correct that interaction in the YAML, or re-record the "
-        "test; if the YAML is what vcrpy wrote, this is a bug in vcr-transport import: please report it with the "
-        "interaction (credentials removed)"
+        "converted cassette: malformed request line: url 'ftp://files.example.test/data' is not an absolute http, "
+        f"https, ws or wss URL); {target} was left as it was; fix: correct that interaction in the YAML, or "
+        "re-record the test; if the YAML is what vcrpy wrote, this is a bug in vcr-transport import: please report "
+        "it with the interaction (credentials removed)"
     ]
     assert out_text.splitlines()[-1].startswith("summary: 0 files converted (0 calls), 1 refused: 1 x converted,")
     assert target.read_bytes() == before

@@ -20,6 +20,7 @@ asked for, and counted; ``padding`` for random stream padding, summed up in one 
 
 from __future__ import annotations
 
+import base64
 import difflib
 import json
 import re
@@ -176,7 +177,7 @@ def paired_calls(a: Sequence[RecordedCall], b: Sequence[RecordedCall]) -> list[t
 
 def _lines_of(call: RecordedCall) -> int:
     """How many lines a call takes when its lines are not interleaved with another's."""
-    return 1 + (call.status is not None) + len(call.events) + (call.outcome is not None)
+    return 1 + (call.status is not None) + len(call.events) + len(call.messages) + (call.outcome is not None)
 
 
 def recorded_concurrently(cassette: Cassette) -> bool:
@@ -261,12 +262,24 @@ def _event_differences(a: list[Any], b: list[Any]) -> Iterator[tuple[str, Any, A
             yield from iter_differences(left, right, where)
 
 
+def _message_value(data: str | bytes) -> Any:
+    if isinstance(data, bytes):
+        return {"base64": base64.b64encode(data).decode("ascii")}
+    try:
+        return json.loads(data)
+    except ValueError:
+        return data
+
+
 def _response_fields(view: CallView) -> dict[str, Any]:
     fields: dict[str, Any] = {
         "status": view.status,
         "outcome": view.outcome,
         "headers": {k.lower(): v for k, v in view.response_headers},
     }
+    if view.close is not None:  # a WebSocket session: its messages (JSON parsed) and how it closed
+        messages = [[side, _message_value(data)] for side, data, _ in view.websocket_messages]
+        return fields | {"messages": messages, "close": list(view.close)}
     if view.stream is None:
         return fields | {"body": view.text if view.json is NOT_JSON else view.json}
     reply = view.reply

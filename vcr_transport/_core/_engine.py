@@ -11,7 +11,7 @@ import json
 import math
 import threading
 from collections.abc import Sequence
-from typing import Any, NoReturn
+from typing import Any, NoReturn, Protocol
 
 from .._exceptions import ReplayMismatch
 from ._bodies import body_headers, redact_url, stored_body
@@ -140,6 +140,10 @@ ORDERINGS: tuple[bool | str, ...] = (CONCURRENT, True, False)
 SHOWN_DIFFERENCES = 10
 
 
+class _Played(Protocol):
+    def unplayed(self) -> str: ...
+
+
 class ReplayEngine:
     """Chooses the recorded call that answers each request, or says how it differs. No I/O.
 
@@ -204,6 +208,8 @@ class ReplayEngine:
         self.kept: tuple[int, ...] | None = None
         self.open_calls: tuple[int, ...] = ()
         self.first_mismatch: ReplayMismatch | None = None
+        # WebSocket sessions replayed (call index -> their playback): what each left unplayed
+        self.sessions: dict[int, _Played] = {}
         # What re-records this cassette in the caller's situation; said by every mismatch.
         self.record_hint = ""
         self._lock = threading.Lock()
@@ -426,7 +432,17 @@ class ReplayEngine:
         raise mismatch
 
     def unplayed(self) -> list[tuple[int, str, str]]:
-        return [(c.index, c.method, c.url) for c in self.cassette.calls if not self.played[c.index]]
+        """The calls not played, and the WebSocket sessions played only in part (what they left is said
+        after the URL)."""
+        found = []
+        for call in self.cassette.calls:
+            session = self.sessions.get(call.index)
+            left = session.unplayed() if session is not None else ""
+            if not self.played[call.index]:
+                found.append((call.index, call.method, call.url))
+            elif left:
+                found.append((call.index, call.method, f"{call.url} ({left})"))
+        return found
 
 
 def _open_ended(call: RecordedCall) -> bool:

@@ -8,7 +8,9 @@ One JSON object per line, written as things happen:
                 "test"?}
     response   {"type": "response", "call_index", "status", "headers", "http_version"}
     event      {"type": "event", "call_index", "event_index", "t", "text" | "base64"}
-    call_end   {"type": "call_end", "call_index", "event_count", "outcome", "error"?, "early_stop"?}
+    call_end   {"type": "call_end", "call_index", "event_count", "outcome", "error"?, "early_stop"?, "close"?}
+    message    {"type": "message", "call_index", "message_index", "t", "from": "client" | "server",
+                "text" | "base64"}
 
 ``outcome`` is ``complete``, ``closed_early`` (the code closed the response before its end) or ``error``.
 ``"early_stop": "intended"`` (only with ``closed_early``) says the test that recorded it stopped the stream on
@@ -18,6 +20,16 @@ A request body is ``null``, ``{"json": value}``, ``{"text": str}`` or ``{"base64
 is the owner of the call in a cassette several tests share: the pytest node id of the test that made it
 (``merge_shared`` writes it; the header of such a cassette says ``"shared": true``). A cassette without
 owners is read as it always was.
+
+A WebSocket session is a call too: its request line is the opening handshake (method GET, a ``ws://`` or
+``wss://`` URL, the handshake's headers), its response line the server's answer (101 and its headers), then
+one ``message`` line per message in either direction, in the order the client sent or received them (``t``:
+seconds since the handshake; a text message as ``text``, a binary one as ``base64``), and its call_end says
+how it closed: ``close`` {"code", "reason", "by": "client" | "server" | null (no closing handshake)}. The
+version rule: line types are only ever added within a format version, and a cassette that uses none of
+the added ones is written exactly as before; a reader that predates a line type refuses it as "unknown line
+type ... a newer vcr_transport may have written it". The version changes only when an existing line
+changes its meaning.
 
 The schema is declared once, as the msgspec Structs below (a union tagged on ``"type"``), which decode and
 validate a line in one pass. Nothing is coerced: a value of the wrong type or out of range is refused with a
@@ -55,13 +67,16 @@ __all__ = [
     "OUTCOMES",
     "CallEndLine",
     "Cassette",
+    "CloseInfo",
     "ChunkSource",
     "EventLine",
     "Finding",
     "HeaderLine",
     "Line",
+    "MessageLine",
     "Parser",
     "RecordedCall",
+    "RecordedMessage",
     "RequestLine",
     "ResponseLine",
     "StoredBody",
@@ -78,6 +93,7 @@ __all__ = [
     "load_outline",
     "load_streaming",
     "merge_shared",
+    "message_line",
     "overlap_groups",
     "problems",
     "request_line",
@@ -87,6 +103,7 @@ __all__ = [
 FORMAT_VERSION = 1
 OUTCOMES = ("complete", "closed_early", "error")
 HTTP_VERSIONS = ("HTTP/0.9", "HTTP/1.0", "HTTP/1.1", "HTTP/2", "HTTP/3")
+WEBSOCKET_SCHEMES = ("ws", "wss")
 # The longest line a reader accepts (an event carries one chunk; a request its whole body). A longer line is
 # refused before it is read whole, so a damaged or hostile file can't make a reader hold it all in memory.
 MAX_LINE_BYTES = 256 * 1024 * 1024
@@ -101,6 +118,9 @@ _TOKEN = r"^[!#$%&'*+\-.^_`|~0-9A-Za-z]+$"  # RFC 9110 token, the grammar of a m
 _RERECORD = "re-record the cassette"
 
 StoredBody = dict[str, Any] | None
+# One message of a WebSocket session: who sent it ("client" or "server"), the message (text as ``str``,
+# binary as ``bytes``) and when (seconds since the handshake). Plain tuples: the parse cache marshals them.
+RecordedMessage = tuple[str, str | bytes, float]
 
 
 # --- the schema ------------------------------------------------------------------------------------------
@@ -167,8 +187,8 @@ class RequestLine(_Line, tag="request", forbid_unknown_fields=True):
 
     def __post_init__(self) -> None:
         parts = urlsplit(self.url)
-        if parts.scheme not in ("http", "https") or not parts.netloc:
-            raise ValueError(f"url {self.url[:80]!r} is not an absolute http or https URL")
+        if parts.scheme not in ("http", "https", *WEBSOCKET_SCHEMES) or not parts.netloc:
+            raise ValueError(f"url {self.url[:80]!r} is not an absolute http, https, ws or wss URL")
         try:
             parts.port  # noqa: B018 - raises ValueError for a port that is not a number in 0..65535
         except ValueError:
@@ -208,12 +228,22 @@ class ErrorInfo(msgspec.Struct, forbid_unknown_fields=True):
     message: str
 
 
+class CloseInfo(msgspec.Struct, forbid_unknown_fields=True):
+    """How a WebSocket session closed: the close code and reason, and who sent the first close frame (None:
+    the connection ended with no closing handshake, code None)."""
+
+    code: Annotated[int, msgspec.Meta(ge=1000, le=4999)] | None = None
+    reason: str = ""
+    by: Literal["client", "server"] | None = None
+
+
 class CallEndLine(_Line, tag="call_end", forbid_unknown_fields=True):
     call_index: Index
     event_count: Index
     outcome: Outcome
     error: ErrorInfo | None = None
     early_stop: EarlyStop | msgspec.UnsetType = msgspec.UNSET
+    close: CloseInfo | None = None
 
     def __post_init__(self) -> None:
         if (self.outcome == "error") != (self.error is not None):
@@ -222,8 +252,32 @@ class CallEndLine(_Line, tag="call_end", forbid_unknown_fields=True):
             raise ValueError("'early_stop' is there only when the outcome is 'closed_early'")
 
 
-Line = HeaderLine | RequestLine | ResponseLine | EventLine | CallEndLine
-_KINDS = "header, request, response, event, call_end"
+Side = Literal["client", "server"]
+
+
+class MessageLine(_Line, tag="message", forbid_unknown_fields=True):
+    """One WebSocket message: who sent it, when (seconds since the handshake), text or binary (base64)."""
+
+    call_index: Index
+    message_index: Index
+    t: Seconds = 0.0
+    from_: Side = msgspec.field(name="from", default="server")
+    text: str | msgspec.UnsetType = msgspec.UNSET
+    base64: str | msgspec.UnsetType = msgspec.UNSET
+
+    def __post_init__(self) -> None:
+        if isinstance(self.text, str) == isinstance(self.base64, str):
+            raise ValueError("a message has exactly one of 'text' and 'base64'")
+        if isinstance(self.base64, str):
+            _b64decode(self.base64)
+
+    def data(self) -> str | bytes:
+        """The message as the client sends or receives it: text as ``str``, binary as ``bytes``."""
+        return self.text if isinstance(self.text, str) else _b64decode(str(self.base64))
+
+
+Line = HeaderLine | RequestLine | ResponseLine | EventLine | CallEndLine | MessageLine
+_KINDS = "header, request, response, event, call_end, message"
 _decoder = msgspec.json.Decoder(Line)
 _untyped = msgspec.json.Decoder()
 
@@ -368,11 +422,13 @@ def call_end_line(
     event_count: int,
     outcome: str,
     error: tuple[str, str] | None = None,
+    close: tuple[int | None, str, str | None] | None = None,
     *,
     early_stop_ok: bool = False,
 ) -> dict[str, Any]:
-    """The end of a call; ``error`` is (class name, message) when the outcome is ``error``. ``early_stop_ok``:
-    a ``closed_early`` call is marked ``"early_stop": "intended"`` (the test stopped it on purpose)."""
+    """The end of a call; ``error`` is (class name, message) when the outcome is ``error``; ``close`` (code,
+    reason, by) how a WebSocket session closed. ``early_stop_ok``: a ``closed_early`` call is marked
+    ``"early_stop": "intended"`` (the test stopped it on purpose)."""
     line: dict[str, Any] = {
         "type": "call_end",
         "call_index": call_index,
@@ -383,6 +439,24 @@ def call_end_line(
         line["error"] = {"class": error[0], "message": error[1]}
     if early_stop_ok and outcome == "closed_early":
         line["early_stop"] = INTENDED
+    if close is not None:
+        line["close"] = {"code": close[0], "reason": close[1], "by": close[2]}
+    return line
+
+
+def message_line(call_index: int, message_index: int, offset: float, side: str, data: str | bytes) -> dict[str, Any]:
+    """A WebSocket message's line: ``offset`` in seconds since the handshake, rounded to the microsecond."""
+    line: dict[str, Any] = {
+        "type": "message",
+        "call_index": call_index,
+        "message_index": message_index,
+        "t": round(max(offset, 0.0), 6),
+        "from": side,
+    }
+    if isinstance(data, str):
+        line["text"] = data
+    else:
+        line["base64"] = base64.b64encode(data).decode("ascii")
     return line
 
 
@@ -560,11 +634,18 @@ class RecordedCall:
     event_total: int = 0
     end_line: int = 0  # the line of its call_end: what calls overlapped while recording (``overlap_groups``)
     owner: str = ""  # the test that made it, in a shared cassette ("": none said)
+    messages: list[RecordedMessage] = field(default_factory=list)  # a WebSocket session's, in order
+    close: tuple[int | None, str, str | None] | None = None  # a WebSocket session's (code, reason, by)
     lazy: LazyChunks | None = None  # last: every field before it is plain data (the parse cache keeps them)
 
     @property
     def complete(self) -> bool:
         return self.outcome == "complete"
+
+    @property
+    def websocket(self) -> bool:
+        """Whether the call is a WebSocket session (its request is the opening handshake)."""
+        return self.url.partition(":")[0] in WEBSOCKET_SCHEMES
 
     @property
     def stopped_on_purpose(self) -> bool:
@@ -714,6 +795,7 @@ class Parser:
             RequestLine: self._line_request,
             ResponseLine: self._line_response,
             CallEndLine: self._line_call_end,
+            MessageLine: self._line_message,
         }
 
     def read(self, blocks: Iterable[bytes], file: ChunkSource | None = None) -> Cassette:
@@ -866,7 +948,7 @@ class Parser:
         kind = obj.get("type") if isinstance(obj, dict) else None
         if not isinstance(obj, dict):
             return self.fail(number, f"expected a JSON object, found {type(obj).__name__}", _RERECORD)
-        if kind not in ("header", "request", "response", "event", "call_end"):
+        if kind not in ("header", "request", "response", "event", "call_end", "message"):
             return self.fail(
                 number,
                 f"unknown line type {kind!r}",
@@ -930,8 +1012,25 @@ class Parser:
         call.response_headers = obj.headers
         call.http_version = obj.http_version
 
+    def _line_message(self, number: int, obj: MessageLine) -> None:
+        call = self._call(number, obj.call_index)
+        if not call.websocket or call.status != 101:
+            raise self.fail(
+                number,
+                f"a message line for call {call.index}, which is not an open WebSocket session (no 101 response)",
+            )
+        if obj.message_index != len(call.messages):
+            raise self.fail(
+                number, f"message_index {obj.message_index!r} of call {call.index}, expected {len(call.messages)}"
+            )
+        call.messages.append((obj.from_, obj.data(), obj.t))
+
     def _line_call_end(self, number: int, obj: CallEndLine) -> None:
         call = self._call(number, obj.call_index)
+        if obj.close is not None:
+            if not call.websocket:
+                raise self.fail(number, f"call {call.index} is not a WebSocket session: its call_end has no 'close'")
+            call.close = (obj.close.code, obj.close.reason, obj.close.by)
         if obj.event_count != call.event_total:
             raise self.fail(
                 number,

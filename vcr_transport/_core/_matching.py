@@ -22,6 +22,7 @@ __all__ = [
     "NON_DETERMINISTIC_FIELD_NAMES",
     "VOLATILE_HEADERS",
     "VOLATILE_RESPONSE_HEADERS",
+    "Difference",
     "FieldPath",
     "SERVER_ASSIGNED",
     "RequestMatcher",

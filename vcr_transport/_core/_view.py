@@ -9,6 +9,7 @@ it. Each rendering picks what it shows.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import json
 from dataclasses import dataclass
@@ -26,7 +27,7 @@ from ._conversation import (
     request_tools,
     stream_reply,
 )
-from ._format import RecordedCall, StoredBody
+from ._format import RecordedCall, RecordedMessage, StoredBody
 from ._review import Part, request_parts
 
 __all__ = ["NOT_JSON", "CallView", "call_view"]
@@ -63,6 +64,28 @@ class CallView:
     binary: bool  # the body is not UTF-8 (``text`` is then not the body)
     stream: list[SseEvent] | None  # the events of a ``text/event-stream`` response; None for other bodies
     json: Any  # the body (``text``) parsed as JSON; NOT_JSON when it is no JSON document, and for a stream
+    # A WebSocket session's messages, (from, text or bytes, t) in order, and how it closed (code, reason, by)
+    websocket_messages: list[RecordedMessage] = dataclasses.field(default_factory=list)
+    close: tuple[int | None, str, str | None] | None = None
+
+    def message_texts(self, width: int = 300) -> list[str]:
+        """Each WebSocket message as one line: ``[i] +t from: text`` (binary as its size), cut to ``width``."""
+        shown = []
+        for number, (side, data, t) in enumerate(self.websocket_messages):
+            text = data if isinstance(data, str) else f"binary, {len(data)} bytes"
+            text = text if len(text) <= width else text[:width] + f"... ({len(text)} characters)"
+            shown.append(f"[{number}] +{t:.3f}s {side}: {text}")
+        return shown
+
+    @property
+    def closed(self) -> str:
+        """How a WebSocket session closed, in words ("" for an HTTP call)."""
+        if self.close is None:
+            return ""
+        code, reason, by = self.close
+        if code is None:
+            return "no closing handshake (the connection broke)"
+        return f"{code}{f' {reason!r}' if reason else ''} by the {by}"
 
     # The conversation is read when a rendering first asks for it (``show`` never does).
 
@@ -171,4 +194,6 @@ def call_view(call: RecordedCall) -> CallView:
         binary=binary,
         stream=stream,
         json=parsed,
+        websocket_messages=call.messages,
+        close=call.close,
     )

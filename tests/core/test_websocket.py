@@ -1,0 +1,160 @@
+"""WebSocket sessions in the core: their lines in the format, redaction that leaves media alone, the
+comparison of client messages, and replay's order of delivery."""
+
+from __future__ import annotations
+
+import base64
+import json
+from typing import Any
+
+import pytest
+
+from vcr_transport import CassetteError, ReplayMismatch
+from vcr_transport._core._call_recording import CallBook
+from vcr_transport._core._format import Cassette, RecordedCall, encode_line, problems
+from vcr_transport._core._matching import Normalizer, RequestMatcher
+from vcr_transport._core._redaction import PLACEHOLDER, Redactor
+from vcr_transport._core._websocket import MessageMatcher, SessionPlayback, SessionRecording, stored_message
+
+KEY = "sk-proj-abcdefghijklmnopqrstuvwxyz0123456789ABCD"
+AUDIO = base64.b64encode(bytes(range(256)) * 4).decode("ascii")
+
+
+def _session(messages: list[tuple[str, str | bytes]], close: Any = (1000, "", "client")) -> bytes:
+    """A cassette of one WebSocket session recorded through ``SessionRecording``."""
+    recording = SessionRecording(CallBook(), Redactor(), 0)
+    lines = [encode_line({"type": "header", "format_version": 1})]
+    lines += recording.handshake("wss://api.example/v1/realtime?key=" + KEY, [("Authorization", f"Bearer {KEY}")])
+    lines += recording.accepted(101, [("Upgrade", "websocket"), ("Sec-WebSocket-Accept", "random")])
+    for number, (side, data) in enumerate(messages):
+        lines += recording.message(side, data, (number + 1) * 1_000_000)
+    lines += recording.end("complete", close)
+    return b"".join(lines)
+
+
+def _call(data: bytes) -> RecordedCall:
+    return Cassette.parse(data, "c.jsonl").calls[0]
+
+
+def test_a_session_is_written_as_lines_that_read_back_redacted() -> None:
+    data = _session([("client", '{"type":"a"}'), ("server", b"\x00\xff"), ("server", '{"type":"b"}')])
+    assert KEY.encode() not in data
+    assert b"Sec-WebSocket-Accept" not in data  # random per connection: not recorded
+    call = _call(data)
+    assert call.websocket and call.status == 101
+    assert call.url == f"wss://api.example/v1/realtime?key={PLACEHOLDER}"
+    assert call.messages == [
+        ("client", '{"type":"a"}', 0.001),
+        ("server", b"\x00\xff", 0.002),
+        ("server", '{"type":"b"}', 0.003),
+    ]
+    assert call.close == (1000, "", "client")
+    assert list(problems("c.jsonl", [data])) == []
+
+
+def _lines(data: bytes) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in data.splitlines()]
+
+
+def _written(lines: list[dict[str, Any]]) -> bytes:
+    return b"".join(encode_line(line) for line in lines)
+
+
+@pytest.mark.parametrize(
+    ("change", "words"),
+    [
+        (lambda lines: lines[3].update(message_index=5), "message_index 5 of call 0, expected 0"),
+        (lambda lines: lines[3].update({"from": "proxy"}), "field 'from'"),
+        (lambda lines: lines[3].update(base64="AAAA"), "exactly one of 'text' and 'base64'"),
+        (lambda lines: lines[2].update(status=200), "not an open WebSocket session"),
+        (lambda lines: lines[-1]["close"].update(code=99), "field 'close.code'"),
+    ],
+)
+def test_a_malformed_session_is_refused_naming_the_line(change: Any, words: str) -> None:
+    lines = _lines(_session([("client", "hello"), ("server", "hi")]))
+    change(lines)
+    with pytest.raises(CassetteError, match=words):
+        Cassette.parse(_written(lines), "c.jsonl")
+
+
+def test_a_close_on_an_http_call_is_refused() -> None:
+    lines = [
+        {"type": "header", "format_version": 1},
+        {"type": "request", "call_index": 0, "method": "GET", "url": "https://h/x", "headers": []},
+        {"type": "response", "call_index": 0, "status": 200, "headers": []},
+        {"type": "call_end", "call_index": 0, "event_count": 0, "outcome": "complete", "close": {"code": 1000}},
+    ]
+    with pytest.raises(CassetteError, match=r"c.jsonl:4: call 0 is not a WebSocket session"):
+        Cassette.parse(_written(lines), "c.jsonl")
+
+
+def test_redaction_removes_secrets_from_json_messages_and_never_touches_media() -> None:
+    redactor = Redactor()
+    # an audio string that holds a key-shaped run of characters stays byte for byte
+    audio = AUDIO[:100] + "AKIAIOSFODNN7EXAMPLE" + AUDIO[100:]
+    message = json.dumps({"type": "input_audio_buffer.append", "audio": audio, "api_key": KEY})
+    stored = stored_message(message, redactor)
+    assert isinstance(stored, str)
+    assert KEY not in stored and json.loads(stored)["audio"] == audio
+    clean = json.dumps({"type": "input_audio_buffer.append", "audio": audio})
+    assert stored_message(clean, redactor) is clean  # nothing to remove: as it came
+    assert stored_message(b"\x00" + KEY.encode(), redactor) == b"\x00" + KEY.encode()  # binary is media
+
+
+def test_a_client_message_differs_by_field_path_with_ignored_fields_and_normalisers() -> None:
+    redactor = Redactor()
+    matcher = MessageMatcher(RequestMatcher(ignore_fields=["event_id"]), redactor)
+    recorded = '{"type":"session.update","event_id":"a","session":{"instructions":"be brief"}}'
+    assert matcher.differences(4, recorded, recorded.replace('"a"', '"b"')) == []
+    changed = recorded.replace("be brief", "be long")
+    assert matcher.differences(4, recorded, changed) == [("message[4].session.instructions", "be brief", "be long")]
+    lowered = Normalizer(
+        functions=[lambda path, value: value.lower() if path == "body.session.instructions" else value]
+    )
+    assert (
+        MessageMatcher(RequestMatcher(), redactor, lowered).differences(0, recorded, recorded.replace("be", "BE")) == []
+    )
+
+
+def _playback(messages: list[tuple[str, str | bytes]], close: Any = (1000, "", "client")) -> SessionPlayback:
+    call = _call(_session(messages, close))
+    return SessionPlayback(call, MessageMatcher(RequestMatcher(), Redactor()), cassette="c.jsonl")
+
+
+def test_server_messages_before_the_next_send_are_delivered_without_it() -> None:
+    playback = _playback([("server", "created"), ("server", "hello"), ("client", "update"), ("server", "updated")])
+    assert playback.delivered(playback.next_server() or 0) == "created"
+    assert playback.delivered(playback.next_server() or 0) == "hello"
+    assert playback.next_server() is None  # "updated" came after the client's send: it waits for it
+    playback.sent("update")
+    assert playback.delivered(playback.next_server() or 0) == "updated"
+    assert playback.next_server() is None  # the client closed the recording: the server stays quiet
+    assert playback.unplayed() == ""
+
+
+def test_a_recorded_server_close_is_delivered_after_the_last_message() -> None:
+    playback = _playback([("client", "bye"), ("server", "ok")], close=(1011, "overloaded", "server"))
+    playback.sent("bye")
+    playback.delivered(playback.next_server() or 0)
+    assert playback.next_server() == SessionPlayback.CLOSED
+
+
+def test_a_different_or_extra_client_message_raises_a_mismatch_naming_the_message() -> None:
+    playback = _playback([("client", '{"n":1}'), ("server", "ok")])
+    with pytest.raises(ReplayMismatch) as caught:
+        playback.sent('{"n":2}')
+    assert caught.value.field_path == "message[0].n"
+    assert caught.value.call_index == 0
+    playback.sent('{"n":1}')
+    with pytest.raises(ReplayMismatch, match="no more client messages"):
+        playback.sent('{"n":3}')
+    assert playback.unplayed() == "0 client and 1 server message(s) of the session not played"
+
+
+def test_pace_waits_the_recorded_gaps_scaled() -> None:
+    playback = _playback([("server", "a"), ("server", "b")])
+    first = playback.next_server() or 0
+    assert playback.delay(first, None) == 0.0
+    assert playback.delay(first, 2.0) == pytest.approx(0.002)  # recorded at +1 ms, from the handshake
+    playback.delivered(first)
+    assert playback.delay(playback.next_server() or 0, 2.0) == pytest.approx(0.002)

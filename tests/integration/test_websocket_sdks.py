@@ -1,0 +1,306 @@
+"""openai Realtime (sync and async) and google-genai Live through a cassette: recorded against the loopback
+WebSocket server of ``tests/realtime_server.py``, then replayed with that server stopped (no socket)."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import openai
+import pytest
+from google import genai
+from google.genai import types
+from realtime_server import AUDIO_IN, AUDIO_OUT, LONG_DELTAS, RealtimeServer
+
+import vcr_transport
+from vcr_transport import ReplayMismatch
+
+OPENAI_KEY = "sk-proj-realtimeTESTkey0123456789abcdefghij"
+GEMINI_KEY = "AIzaSyRealtimeTestKey0123456789abcdefgh"
+# openai's sync client calls websockets.sync.client.connect() outside a with block, which websockets 17.1+
+# deprecates at the first send (the SDK's own warning, live as recorded).
+pytestmark = pytest.mark.filterwarnings("ignore:connect\\(\\) must be used as a context manager:DeprecationWarning")
+TOOLS = [
+    {
+        "type": "function",
+        "name": "get_weather",
+        "description": "The weather in a city",
+        "parameters": {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]},
+    }
+]
+
+
+@pytest.fixture
+def server(tmp_path: Path) -> Iterator[RealtimeServer]:
+    running = RealtimeServer(tmp_path)
+    yield running
+    running.close()
+
+
+def _openai_client(server: RealtimeServer) -> openai.OpenAI:
+    return openai.OpenAI(api_key=OPENAI_KEY, websocket_base_url=f"{server.url}/v1", max_retries=0)
+
+
+def _openai_async_client(server: RealtimeServer) -> openai.AsyncOpenAI:
+    return openai.AsyncOpenAI(api_key=OPENAI_KEY, websocket_base_url=f"{server.url}/v1", max_retries=0)
+
+
+def _tool_output(temperature: int) -> dict[str, Any]:
+    return {"type": "function_call_output", "call_id": "call_001", "output": json.dumps({"temperature": temperature})}
+
+
+def realtime_sync(server: RealtimeServer, temperature: int = 21) -> dict[str, Any]:
+    """A voice turn with a tool call: audio in, the function call and its output, text and audio out."""
+    seen: dict[str, Any] = {"types": [], "text": "", "audio": "", "arguments": None}
+    with _openai_client(server).realtime.connect(model="gpt-realtime") as connection:
+        connection.session.update(session={"type": "realtime", "output_modalities": ["audio"], "tools": TOOLS})
+        connection.input_audio_buffer.append(audio=AUDIO_IN)
+        connection.conversation.item.create(
+            item={"type": "message", "role": "user", "content": [{"type": "input_text", "text": "Weather?"}]}
+        )
+        connection.response.create()
+        for turn in range(2):
+            for event in connection:
+                seen["types"].append(event.type)
+                if event.type == "response.function_call_arguments.done":
+                    seen["arguments"] = json.loads(event.arguments)
+                elif event.type == "response.output_text.delta":
+                    seen["text"] += event.delta
+                elif event.type == "response.output_audio.delta":
+                    seen["audio"] += event.delta
+                elif event.type == "response.done":
+                    break
+            if turn == 0:
+                connection.conversation.item.create(item=_tool_output(temperature))  # type: ignore[arg-type]
+                connection.response.create()
+    return seen
+
+
+async def realtime_async(server: RealtimeServer, temperature: int = 21) -> dict[str, Any]:
+    seen: dict[str, Any] = {"types": [], "text": "", "audio": "", "arguments": None}
+    async with _openai_async_client(server).realtime.connect(model="gpt-realtime") as connection:
+        await connection.session.update(session={"type": "realtime", "output_modalities": ["audio"], "tools": TOOLS})
+        await connection.input_audio_buffer.append(audio=AUDIO_IN)
+        await connection.conversation.item.create(
+            item={"type": "message", "role": "user", "content": [{"type": "input_text", "text": "Weather?"}]}
+        )
+        await connection.response.create()
+        for turn in range(2):
+            async for event in connection:
+                seen["types"].append(event.type)
+                if event.type == "response.function_call_arguments.done":
+                    seen["arguments"] = json.loads(event.arguments)
+                elif event.type == "response.output_text.delta":
+                    seen["text"] += event.delta
+                elif event.type == "response.output_audio.delta":
+                    seen["audio"] += event.delta
+                elif event.type == "response.done":
+                    break
+            if turn == 0:
+                await connection.conversation.item.create(item=_tool_output(temperature))  # type: ignore[arg-type]
+                await connection.response.create()
+    return seen
+
+
+def _lines(path: Path) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in path.read_text().splitlines()]
+
+
+def test_openai_realtime_sync_records_and_replays_without_a_socket(tmp_path: Path, server: RealtimeServer) -> None:
+    cassette = tmp_path / "realtime.jsonl"
+    with vcr_transport.use_cassette(cassette, mode="record"):
+        recorded = realtime_sync(server)
+    assert recorded["arguments"] == {"city": "Paris"}
+    assert recorded["text"] == "It is 21 degrees in Paris."
+    assert recorded["audio"] == AUDIO_OUT
+    server.close()  # replay must not need it
+    opened = server.connections
+    with vcr_transport.use_cassette(cassette, mode="replay", block_network=True):
+        replayed = realtime_sync(server)
+    assert replayed == recorded
+    assert server.connections == opened
+    text = cassette.read_text()
+    assert OPENAI_KEY not in text
+    assert AUDIO_IN in text and AUDIO_OUT in text  # media byte-exact in the file
+    lines = _lines(cassette)
+    assert lines[1]["url"].startswith("ws://127.0.0.1:") and lines[2]["status"] == 101
+    assert lines[-1]["close"] == {"code": 1000, "reason": "", "by": "client"}
+
+
+def test_openai_realtime_async_records_and_replays(tmp_path: Path, server: RealtimeServer) -> None:
+    cassette = tmp_path / "realtime_async.jsonl"
+    with vcr_transport.use_cassette(cassette, mode="record"):
+        recorded = asyncio.run(realtime_async(server))
+    assert recorded["arguments"] == {"city": "Paris"} and recorded["audio"] == AUDIO_OUT
+    server.close()
+    with vcr_transport.use_cassette(cassette, mode="replay"):
+        replayed = asyncio.run(realtime_async(server))
+    assert replayed == recorded
+    assert OPENAI_KEY not in cassette.read_text()
+
+
+def test_a_changed_client_message_is_reported_by_field_path(tmp_path: Path, server: RealtimeServer) -> None:
+    cassette = tmp_path / "changed.jsonl"
+    with vcr_transport.use_cassette(cassette, mode="record"):
+        realtime_sync(server, temperature=21)
+    with pytest.raises(ReplayMismatch) as caught:  # noqa: PT012 - the block replays until the send that differs
+        with vcr_transport.use_cassette(cassette, mode="replay"):
+            realtime_sync(server, temperature=30)
+    error = caught.value
+    assert error.field_path.endswith("].item.output")
+    assert error.field_path.startswith("message[")
+    assert '"temperature": 21' in error.recorded and '"temperature": 30' in error.incoming
+
+
+def test_unplayed_messages_are_reported(tmp_path: Path, server: RealtimeServer) -> None:
+    cassette = tmp_path / "unplayed.jsonl"
+    with vcr_transport.use_cassette(cassette, mode="record"):
+        realtime_sync(server)
+    with pytest.raises(vcr_transport.UnplayedCallsError, match="message"):  # noqa: PT012
+        with vcr_transport.use_cassette(cassette, mode="replay"):
+            with _openai_client(server).realtime.connect(model="gpt-realtime") as connection:
+                connection.session.update(session={"type": "realtime", "output_modalities": ["audio"], "tools": TOOLS})
+
+
+def _interrupted(server: RealtimeServer) -> list[str]:
+    with _openai_client(server).realtime.connect(model="gpt-realtime") as connection:
+        connection.response.create(response={"instructions": "long"})
+        deltas = []
+        for event in connection:
+            if event.type == "response.output_text.delta":
+                deltas.append(event.delta)
+                if len(deltas) == 3:
+                    break
+    return deltas
+
+
+def test_an_interrupted_session_replays_as_it_happened(tmp_path: Path, server: RealtimeServer) -> None:
+    cassette = tmp_path / "interrupted.jsonl"
+    with vcr_transport.use_cassette(cassette, mode="record"):
+        recorded = _interrupted(server)
+    messages = [line for line in _lines(cassette) if line["type"] == "message"]
+    server_deltas = [m for m in messages if m["from"] == "server" and "output_text.delta" in m["text"]]
+    assert len(server_deltas) == 3 < LONG_DELTAS  # the client stopped reading and closed mid-response
+    assert _lines(cassette)[-1]["close"]["by"] == "client"
+    with vcr_transport.use_cassette(cassette, mode="replay"):  # every recorded message played: no unplayed error
+        assert _interrupted(server) == recorded == ["word0 ", "word1 ", "word2 "]
+
+
+async def gemini_live(server: RealtimeServer) -> dict[str, Any]:
+    client = genai.Client(
+        api_key=GEMINI_KEY, http_options=types.HttpOptions(base_url=f"https://127.0.0.1:{server.port}")
+    )
+    tool = types.Tool(
+        function_declarations=[
+            types.FunctionDeclaration(
+                name="get_weather",
+                description="The weather in a city",
+                parameters_json_schema={"type": "object", "properties": {"city": {"type": "string"}}},
+            )
+        ]
+    )
+    config = types.LiveConnectConfig(response_modalities=[types.Modality.AUDIO], tools=[tool])
+    seen: dict[str, Any] = {"calls": [], "text": "", "audio": b""}
+    async with client.aio.live.connect(model="gemini-live-2.5-flash", config=config) as session:
+        await session.send_realtime_input(audio=types.Blob(data=b"\x01\x02" * 600, mime_type="audio/pcm;rate=16000"))
+        await session.send_client_content(
+            turns=types.Content(role="user", parts=[types.Part(text="Weather in Paris?")]), turn_complete=True
+        )
+        async for message in session.receive():
+            if message.tool_call and message.tool_call.function_calls:
+                call = message.tool_call.function_calls[0]
+                seen["calls"].append((call.name, call.args))
+                await session.send_tool_response(
+                    function_responses=[
+                        types.FunctionResponse(id=call.id, name=call.name, response={"temperature": 21})
+                    ]
+                )
+            content = message.server_content
+            if content and content.model_turn and content.model_turn.parts:
+                for part in content.model_turn.parts:
+                    seen["text"] += part.text or ""
+                    if part.inline_data and part.inline_data.data:
+                        seen["audio"] += part.inline_data.data
+    return seen
+
+
+def test_gemini_live_with_a_tool_call(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    server = RealtimeServer(tmp_path, tls=True)
+    monkeypatch.setenv("SSL_CERT_FILE", str(server.ca_file))
+    cassette = tmp_path / "live.jsonl"
+    try:
+        with vcr_transport.use_cassette(cassette, mode="record"):
+            recorded = asyncio.run(gemini_live(server))
+    finally:
+        server.close()
+    assert recorded["calls"] == [("get_weather", {"city": "Paris"})]
+    assert recorded["text"] == "It is 21 degrees in Paris."
+    assert len(recorded["audio"]) == 3000
+    with vcr_transport.use_cassette(cassette, mode="replay", block_network=True):
+        replayed = asyncio.run(gemini_live(server))
+    assert replayed == recorded
+    text = cassette.read_text()
+    assert GEMINI_KEY not in text
+    assert AUDIO_OUT in text
+    assert "wss://127.0.0.1:" in _lines(cassette)[1]["url"]
+
+
+def test_the_mode_switch_replays_a_session(
+    tmp_path: Path, server: RealtimeServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    cassette = tmp_path / "switch.jsonl"
+    monkeypatch.setenv("VCR_TRANSPORT_MODE", "record")
+    with vcr_transport.use_cassette(cassette):
+        recorded = asyncio.run(realtime_async(server))
+    server.close()
+    monkeypatch.setenv("VCR_TRANSPORT_MODE", "replay")
+    with vcr_transport.use_cassette(cassette) as used:
+        assert asyncio.run(realtime_async(server)) == recorded
+    assert used.mode == "replay"
+
+
+def test_record_on_miss_records_a_session_whose_handshake_differs(tmp_path: Path, server: RealtimeServer) -> None:
+    cassette = tmp_path / "miss.jsonl"
+    with vcr_transport.use_cassette(cassette, mode="record"):
+        realtime_sync(server)
+    opened = server.connections
+    client = openai.OpenAI(api_key=OPENAI_KEY, websocket_base_url=f"{server.url}/v1", max_retries=0)
+    with vcr_transport.use_cassette(cassette, mode="record-on-miss"):
+        with client.realtime.connect(model="gpt-realtime-mini") as connection:
+            assert connection.recv().type == "session.created"
+    assert server.connections == opened + 1  # the miss went to the server
+    (request,) = [line for line in _lines(cassette) if line["type"] == "request"]
+    assert request["url"].endswith("model=gpt-realtime-mini")
+    with vcr_transport.use_cassette(cassette, mode="replay"):
+        with client.realtime.connect(model="gpt-realtime-mini") as connection:
+            assert connection.recv().type == "session.created"
+
+
+MARKED_TEST = """
+import json
+
+import pytest
+from websockets.sync.client import connect
+
+URL = {url!r}
+
+
+@pytest.mark.vcr_transport
+def test_session():
+    with connect(URL + "/echo") as ws:
+        ws.send(json.dumps({{"setup": {{"model": "models/live"}}}}))
+        assert json.loads(ws.recv()) == {{"setupComplete": {{}}}}
+"""
+
+
+def test_the_pytest_marker_records_and_replays_a_session(pytester: pytest.Pytester, server: RealtimeServer) -> None:
+    pytester.makepyprojecttoml("[tool.pytest.ini_options]\nfilterwarnings = ['error']\n")
+    pytester.makepyfile(test_ws=MARKED_TEST.format(url=server.url))
+    pytester.runpytest("--vcr-mode=record").assert_outcomes(passed=1)
+    cassette = pytester.path / "cassettes" / "test_ws" / "test_session.jsonl"
+    assert '"from":"server"' in cassette.read_text()
+    server.close()
+    pytester.runpytest("--vcr-mode=replay").assert_outcomes(passed=1)

@@ -1,0 +1,708 @@
+"""WebSocket sessions through a cassette: the shells around ``websockets``' sync and asyncio clients.
+
+``use_cassette``'s patcher (``_context.py``) sends each connection the ``websockets`` clients open
+(``websockets.sync.client.connect``, ``websockets.asyncio.client.connect`` and their subclasses: the ones
+openai's ``client.realtime.connect(...)`` and google-genai's ``client.aio.live.connect(...)`` use) to
+``open_sync`` or ``open_async`` with the cassette session that owns it. In the session's mode, the
+connection is:
+
+- passed through (off, a passthrough host): the real connection, nothing recorded;
+- recorded: the real connection, wrapped so that each message sent and received, and the close, is
+  appended to the cassette as it happens (``RecordingConnection``, ``AsyncRecordingConnection``);
+- replayed: no socket is opened. The handshake is matched as a request is, then a ``ReplayConnection`` or
+  ``AsyncReplayConnection`` checks each message the client sends and delivers the recorded server messages
+  (what to deliver when is ``_core._websocket.SessionPlayback``'s). A miss in record-on-miss records the
+  session instead, as a missed request is recorded.
+
+A message is recorded when the client sends it or receives it; before each send, the messages that have
+already arrived are received and recorded first (and kept for the client). Replay delivers a server message
+once every client message recorded before it was sent. Pings and pongs
+are not recorded; replay answers a ping at once. The replayed connections offer what the real ones do for
+sending, receiving, iterating and closing, and the attributes the SDKs read (``request``, ``response``,
+``close_code``, ``close_reason``, ``state``, ``subprotocol``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import collections
+import contextlib
+import threading
+import time
+from collections.abc import AsyncIterator, Callable, Iterator
+from typing import TYPE_CHECKING, Any
+
+from websockets.exceptions import ConnectionClosed, ConnectionClosedError, ConnectionClosedOK, InvalidStatus
+from websockets.frames import OK_CLOSE_CODES, Close
+from websockets.http11 import Request, Response
+from websockets.protocol import State
+
+from ._core._format import RecordedCall
+from ._core._modes import Step
+from ._core._websocket import MessageMatcher, SessionPlayback, handshake_headers
+from ._exceptions import ReplayMismatch, VcrTransportError
+
+if TYPE_CHECKING:
+    from ._recording import RecordingSession
+    from ._session import CassetteSession
+
+__all__ = ["ConnectCall", "open_async", "open_sync", "serve_session"]
+
+_clock = time.perf_counter_ns
+
+
+class ConnectCall:
+    """A call of ``websockets.sync.client.connect(uri, **arguments)`` (websockets 13 to 16, which have no
+    ``reconnect`` object), with what the handshake is built from, as a ``reconnect`` object has it."""
+
+    def __init__(self, uri: str, arguments: dict[str, Any]) -> None:
+        from websockets.uri import parse_uri
+
+        self.uri = uri
+        self.ws_uri = parse_uri(uri)
+        self.additional_headers = arguments.get("additional_headers")
+        self.user_agent_header = arguments.get("user_agent_header", _default_user_agent())
+        self.protocol_kwargs = {"origin": arguments.get("origin"), "subprotocols": arguments.get("subprotocols")}
+
+
+def _default_user_agent() -> str:
+    from websockets.http11 import USER_AGENT
+
+    return USER_AGENT
+
+
+def _handshake(connecter: Any, asynchronous: bool) -> Request:
+    """The opening handshake ``connecter`` (a ``websockets`` connect object, or a ``ConnectCall``) would
+    send, built with no I/O by websockets' own sans-I/O protocol, as its connection builds it."""
+    from websockets.client import ClientProtocol
+    from websockets.uri import parse_uri
+
+    request: Request
+    if asynchronous:
+        ws_uri = getattr(connecter, "ws_uri", None) or parse_uri(connecter.uri)
+        factory = getattr(connecter, "factory", None) or connecter.protocol_factory  # 17, or 13 to 16
+        request = factory(ws_uri).protocol.connect()
+    else:
+        request = ClientProtocol(connecter.ws_uri, **connecter.protocol_kwargs).connect()
+    if connecter.additional_headers is not None:
+        request.headers.update(connecter.additional_headers)
+    if connecter.user_agent_header is not None:
+        request.headers.setdefault("User-Agent", connecter.user_agent_header)
+    return request
+
+
+def _step(session: CassetteSession, connecter: Any) -> Step:
+    step = session.decision.step_for(connecter.uri)
+    if step is Step.REFUSE:
+        assert session.broken is not None
+        session.refused += 1
+        raise session.broken
+    return step
+
+
+def _selected(session: CassetteSession, connecter: Any, request: Request) -> RecordedCall | None:
+    """The recorded session that answers this handshake; None when it is to be recorded (record-on-miss)."""
+    assert session.replayer is not None
+    engine = session.replayer.engine
+    headers = handshake_headers(request.headers.raw_items())
+    try:
+        return engine.select(engine.incoming_fields("GET", connecter.uri, headers, b""))
+    except ReplayMismatch as miss:
+        if not session.recording_takes_over(miss):
+            raise
+    return None
+
+
+def _playback(session: CassetteSession, call: RecordedCall) -> SessionPlayback:
+    assert session.replayer is not None
+    replayer = session.replayer
+    options = replayer.options
+    matcher = MessageMatcher(replayer.engine.matcher, options.redactor(), options.normalizer())
+    playback = SessionPlayback(call, matcher, cassette=str(session.path), record_hint=replayer.engine.record_hint)
+    replayer.engine.sessions[call.index] = playback
+    return playback
+
+
+def _refused_handshake(call: RecordedCall) -> BaseException:
+    """The recorded handshake failure, raised again: the server's refusal (InvalidStatus) or the error."""
+    if call.status is not None:
+        from websockets.datastructures import Headers
+
+        return InvalidStatus(Response(call.status, "", Headers(call.response_headers)))
+    return VcrTransportError(f"the recorded WebSocket handshake failed: {call.error_class}: {call.error_message}")
+
+
+def open_sync(session: CassetteSession, connecter: Any, original: Callable[[Any], Any]) -> Any:
+    """``websockets.sync.client`` connect, through ``session``."""
+    step = _step(session, connecter)
+    if step is Step.REPLAY:
+        request = _handshake(connecter, asynchronous=False)
+        call = _selected(session, connecter, request)
+        if call is not None:
+            if call.status != 101:
+                raise _refused_handshake(call)
+            return ReplayConnection(_playback(session, call), request, session)
+    elif step is not Step.RECORD:
+        return original(connecter)
+    recording = _started(session, connecter, asynchronous=False)
+    try:
+        connection = original(connecter)
+    except Exception as error:
+        recording.refused(error)
+        raise
+    recording.accepted(connection)
+    return RecordingConnection(connection, recording)
+
+
+async def open_async(session: CassetteSession, connecter: Any, original: Callable[[Any], Any]) -> Any:
+    """``websockets.asyncio.client`` connect, through ``session``."""
+    step = _step(session, connecter)
+    if step is Step.REPLAY:
+        request = _handshake(connecter, asynchronous=True)
+        call = _selected(session, connecter, request)
+        if call is not None:
+            if call.status != 101:
+                raise _refused_handshake(call)
+            return AsyncReplayConnection(_playback(session, call), request, session)
+    elif step is not Step.RECORD:
+        return await original(connecter)
+    recording = _started(session, connecter, asynchronous=True)
+    try:
+        connection = await original(connecter)
+    except Exception as error:
+        recording.refused(error)
+        raise
+    recording.accepted(connection)
+    return AsyncRecordingConnection(connection, recording)
+
+
+def _started(session: CassetteSession, connecter: Any, asynchronous: bool) -> _SessionRecorder:
+    recorder = session.recorder
+    assert recorder is not None, "a recording step has its recorder"
+    request = _handshake(connecter, asynchronous)
+    return _SessionRecorder(recorder.start_session(connecter.uri, list(request.headers.raw_items())))
+
+
+class _SessionRecorder:
+    """What both recording connections share: the session's recording, and how a connection's close is told."""
+
+    def __init__(self, recording: RecordingSession) -> None:
+        self.recording = recording
+
+    def refused(self, error: Exception) -> None:
+        response = getattr(error, "response", None)
+        if isinstance(error, InvalidStatus) and response is not None:
+            self.recording.accepted(response.status_code, list(response.headers.raw_items()))
+        self.recording.end("error", error=error)
+
+    def accepted(self, connection: Any) -> None:
+        response = connection.response
+        self.recording.accepted(response.status_code, list(response.headers.raw_items()))
+
+    def message(self, side: str, data: Any) -> None:
+        if isinstance(data, bytearray | memoryview):
+            data = bytes(data)
+        self.recording.message(side, data)
+
+    def closed(self, connection: Any) -> None:
+        """The connection closed: how (who closed first, the code and reason), or that it broke."""
+        protocol = connection.protocol
+        rcvd, sent = protocol.close_rcvd, protocol.close_sent
+        if rcvd is None and sent is None:
+            self.recording.end("complete" if connection.state is State.CLOSED else "error", (None, "", None))
+            return
+        by = "server" if rcvd is not None and (sent is None or protocol.close_rcvd_then_sent) else "client"
+        frame = rcvd if by == "server" else sent
+        assert frame is not None
+        self.recording.end("complete", (int(frame.code), frame.reason, by))
+
+
+class RecordingConnection:
+    """A real ``websockets.sync`` connection, each message and the close recorded as they happen.
+
+    Before each send, the messages that have already arrived are received (and kept for the client's next
+    ``recv``), so that the recording shows them before the send: replay delivers them without waiting for
+    it. Not while another thread is receiving: that one gets each message as it arrives."""
+
+    def __init__(self, connection: Any, recorder: _SessionRecorder) -> None:
+        self._connection = connection
+        self._recorder = recorder
+        self._early: collections.deque[str | bytes] = collections.deque()
+        self._receiving = threading.Lock()
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._connection, name)
+
+    def _drain(self) -> None:
+        if not self._receiving.acquire(blocking=False):
+            return
+        try:
+            while True:
+                message = self._connection.recv(0)
+                self._recorder.message("server", message)
+                self._early.append(message)
+        except (TimeoutError, ConnectionClosed):
+            return  # nothing more has arrived; a close is met again by the next recv or send
+        finally:
+            self._receiving.release()
+
+    def send(self, message: Any, text: bool | None = None) -> None:
+        self._drain()
+        try:
+            self._connection.send(message, text=text)
+        except ConnectionClosed:
+            self._recorder.closed(self._connection)
+            raise
+        self._recorder.message("client", _as_sent(message, text))
+
+    def recv(self, timeout: float | None = None, decode: bool | None = None) -> Any:
+        with self._receiving:
+            if self._early:
+                return _decoded(self._early.popleft(), decode)
+            try:
+                message = self._connection.recv(timeout)
+            except ConnectionClosed:
+                self._recorder.closed(self._connection)
+                raise
+            self._recorder.message("server", message)
+        return _decoded(message, decode)
+
+    def __iter__(self) -> Iterator[Any]:
+        try:
+            while True:
+                yield self.recv()
+        except ConnectionClosedOK:
+            return
+
+    def recv_streaming(self, *args: Any, **kwargs: Any) -> Any:
+        raise _NOT_STREAMED
+
+    def close(self, code: int = 1000, reason: str = "") -> None:
+        try:
+            self._connection.close(code, reason)
+        finally:
+            self._recorder.closed(self._connection)
+
+    def __enter__(self) -> RecordingConnection:
+        self._connection.__enter__()  # as the real one is entered (websockets 17 warns of a connection it isn't)
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+
+class AsyncRecordingConnection:
+    """A real ``websockets.asyncio`` connection, each message and the close recorded as they happen; the
+    messages that arrived before a send are received first, as ``RecordingConnection`` does."""
+
+    def __init__(self, connection: Any, recorder: _SessionRecorder) -> None:
+        self._connection = connection
+        self._recorder = recorder
+        self._early: collections.deque[str | bytes] = collections.deque()
+        self._receiving = False
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._connection, name)
+
+    async def _drain(self) -> None:
+        if self._receiving:
+            return
+        self._receiving = True
+        try:
+            while True:
+                waiting = asyncio.ensure_future(self._connection.recv())
+                await asyncio.sleep(0)  # one step: a message already there is taken in it
+                if not waiting.done():
+                    waiting.cancel()  # websockets: cancelling recv loses nothing
+                    with contextlib.suppress(asyncio.CancelledError, ConnectionClosed):
+                        await waiting
+                    return
+                if waiting.exception() is not None:
+                    return  # closed: met again by the next recv or send
+                message = waiting.result()
+                self._recorder.message("server", message)
+                self._early.append(message)
+        finally:
+            self._receiving = False
+
+    async def send(self, message: Any, text: bool | None = None) -> None:
+        await self._drain()
+        try:
+            await self._connection.send(message, text=text)
+        except ConnectionClosed:
+            self._recorder.closed(self._connection)
+            raise
+        self._recorder.message("client", _as_sent(message, text))
+
+    async def recv(self, decode: bool | None = None) -> Any:
+        if self._early:
+            return _decoded(self._early.popleft(), decode)
+        self._receiving = True
+        try:
+            message = await self._connection.recv()
+        except ConnectionClosed:
+            self._recorder.closed(self._connection)
+            raise
+        finally:
+            self._receiving = False
+        self._recorder.message("server", message)
+        return _decoded(message, decode)
+
+    async def __aiter__(self) -> AsyncIterator[Any]:
+        try:
+            while True:
+                yield await self.recv()
+        except ConnectionClosedOK:
+            return
+
+    def recv_streaming(self, *args: Any, **kwargs: Any) -> Any:
+        raise _NOT_STREAMED
+
+    async def close(self, code: int = 1000, reason: str = "") -> None:
+        try:
+            await self._connection.close(code, reason)
+        finally:
+            self._recorder.closed(self._connection)
+
+    async def __aenter__(self) -> AsyncRecordingConnection:
+        await self._connection.__aenter__()
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        await self.close()
+
+
+def _as_sent(message: Any, text: bool | None) -> str | bytes:
+    """What went on the wire: a str (or bytes sent with ``text=True``) as text, bytes (or a str sent with
+    ``text=False``) as binary. Fragments (an iterable of them) are recorded as the one message they make."""
+    if not isinstance(message, str | bytes | bytearray | memoryview):
+        if not isinstance(message, Iterator | list | tuple):
+            raise VcrTransportError(f"a WebSocket message sent in {type(message).__name__} form is not recorded")
+        parts = list(message)
+        message = "".join(parts) if parts and isinstance(parts[0], str) else b"".join(parts)
+    if isinstance(message, str):
+        return message.encode() if text is False else message
+    data = bytes(message)
+    return data.decode() if text else data
+
+
+def _decoded(message: str | bytes, decode: bool | None) -> str | bytes:
+    """A received message as ``recv(decode=...)`` gives it: text as str unless ``decode=False``, binary as
+    bytes unless ``decode=True``."""
+    if decode is False and isinstance(message, str):
+        return message.encode()
+    if decode is True and isinstance(message, bytes):
+        return message.decode()
+    return message
+
+
+_NOT_STREAMED = VcrTransportError(
+    "recv_streaming() (a message read fragment by fragment) is not recorded or replayed by vcr_transport; "
+    "read whole messages with recv() or iteration"
+)
+
+
+class _Replay:
+    """What both replayed connections share: the playback, the handshake's request and response, the close."""
+
+    def __init__(self, playback: SessionPlayback, request: Request, session: CassetteSession) -> None:
+        from websockets.datastructures import Headers
+
+        call = playback.call
+        self._playback = playback
+        self._session = session
+        assert session.replayer is not None
+        self._pace = session.replayer.options.pace
+        self.request = request
+        self.response = Response(101, "Switching Protocols", Headers(call.response_headers))
+        self.subprotocol = self.response.headers.get("Sec-WebSocket-Protocol")
+        self.id = call.index
+        self.local_address: Any = ("127.0.0.1", 0)
+        self.remote_address: Any = ("127.0.0.1", 0)
+        self.latency = 0.0
+        self.state = State.OPEN
+        self._rcvd: Close | None = None
+        self._sent: Close | None = None
+        self._rcvd_then_sent: bool | None = None
+        self._lock = threading.Lock()
+
+    @property
+    def close_code(self) -> int | None:
+        if self.state is not State.CLOSED:
+            return None
+        frame = self._rcvd or self._sent
+        return 1006 if frame is None else int(frame.code)
+
+    @property
+    def close_reason(self) -> str | None:
+        if self.state is not State.CLOSED:
+            return None
+        frame = self._rcvd or self._sent
+        return "" if frame is None else frame.reason
+
+    def recv_streaming(self, *args: Any, **kwargs: Any) -> Any:
+        raise _NOT_STREAMED
+
+    def _closed_error(self) -> ConnectionClosed:
+        rcvd, sent = self._rcvd, self._sent
+        ok = rcvd is not None and sent is not None and rcvd.code in OK_CLOSE_CODES and sent.code in OK_CLOSE_CODES
+        kind = ConnectionClosedOK if ok else ConnectionClosedError
+        return kind(rcvd, sent, self._rcvd_then_sent)
+
+    def _send(self, message: Any, text: bool | None) -> None:
+        with self._lock:
+            if self.state is not State.OPEN:
+                raise self._closed_error()
+            try:
+                self._playback.sent(_as_sent(message, text))
+            except ReplayMismatch as miss:
+                engine = self._session.replayer.engine if self._session.replayer else None
+                if engine is not None and engine.first_mismatch is None:
+                    engine.first_mismatch = miss
+                raise
+
+    def _next(self) -> tuple[str | bytes | None, float] | None:
+        """The next server message and the paced wait before it; None: nothing may be delivered now. Raises
+        ConnectionClosed once the session is closed (as recorded, or by the client)."""
+        with self._lock:
+            if self.state is not State.OPEN:
+                raise self._closed_error()
+            position = self._playback.next_server()
+            if position is None:
+                return None
+            if position == SessionPlayback.CLOSED:
+                self._server_closed()
+                raise self._closed_error()
+            delay = self._playback.delay(position, self._pace)
+            return self._playback.delivered(position), delay
+
+    def _server_closed(self) -> None:
+        close = self._playback.call.close
+        if close is not None and close[0] is not None:
+            frame = Close(close[0], close[1])
+            self._rcvd, self._sent, self._rcvd_then_sent = frame, frame, True
+        self.state = State.CLOSED
+
+    def _client_closed(self, code: int, reason: str) -> None:
+        with self._lock:
+            if self.state is State.CLOSED:
+                return
+            frame = Close(code, reason)
+            self._sent, self._rcvd, self._rcvd_then_sent = frame, frame, False
+            self.state = State.CLOSED
+
+
+class ReplayConnection(_Replay):
+    """A recorded session answering as a ``websockets.sync`` connection would; no socket."""
+
+    def __init__(self, playback: SessionPlayback, request: Request, session: CassetteSession) -> None:
+        super().__init__(playback, request, session)
+        self._changed = threading.Condition()
+
+    def send(self, message: Any, text: bool | None = None) -> None:
+        self._send(message, text)
+        with self._changed:
+            self._changed.notify_all()
+
+    def recv(self, timeout: float | None = None, decode: bool | None = None) -> Any:
+        deadline = None if timeout is None else time.monotonic() + timeout
+        with self._changed:
+            while (found := self._next()) is None:
+                left = None if deadline is None else deadline - time.monotonic()
+                if left is not None and left <= 0:
+                    raise TimeoutError("timed out while receiving data")
+                self._changed.wait(left)
+        message, delay = found
+        if delay:
+            time.sleep(delay)
+        assert message is not None
+        return _decoded(message, decode)
+
+    def __iter__(self) -> Iterator[Any]:
+        try:
+            while True:
+                yield self.recv()
+        except ConnectionClosedOK:
+            return
+
+    def ping(self, data: Any = None, ack_on_close: bool = False) -> threading.Event:
+        answered = threading.Event()
+        answered.set()
+        return answered
+
+    def pong(self, data: Any = b"") -> None:
+        return None
+
+    def close(self, code: int = 1000, reason: str = "") -> None:
+        self._client_closed(code, reason)
+        with self._changed:
+            self._changed.notify_all()
+
+    def __enter__(self) -> ReplayConnection:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+
+class AsyncReplayConnection(_Replay):
+    """A recorded session answering as a ``websockets.asyncio`` connection would; no socket."""
+
+    def __init__(self, playback: SessionPlayback, request: Request, session: CassetteSession) -> None:
+        super().__init__(playback, request, session)
+        self._waiters: list[asyncio.Future[None]] = []
+
+    def _wake(self) -> None:
+        waiters, self._waiters = self._waiters, []
+        for waiter in waiters:
+            if not waiter.done():
+                waiter.set_result(None)
+
+    async def send(self, message: Any, text: bool | None = None) -> None:
+        self._send(message, text)
+        self._wake()
+
+    async def recv(self, decode: bool | None = None) -> Any:
+        while (found := self._next()) is None:
+            waiter = asyncio.get_running_loop().create_future()
+            self._waiters.append(waiter)
+            await waiter
+        message, delay = found
+        if delay:
+            await asyncio.sleep(delay)
+        assert message is not None
+        return _decoded(message, decode)
+
+    async def __aiter__(self) -> AsyncIterator[Any]:
+        try:
+            while True:
+                yield await self.recv()
+        except ConnectionClosedOK:
+            return
+
+    async def ping(self, data: Any = None) -> asyncio.Future[float]:
+        answered: asyncio.Future[float] = asyncio.get_running_loop().create_future()
+        answered.set_result(0.0)
+        return answered
+
+    async def pong(self, data: Any = b"") -> None:
+        return None
+
+    async def wait_closed(self) -> None:
+        while self.state is not State.CLOSED:
+            waiter = asyncio.get_running_loop().create_future()
+            self._waiters.append(waiter)
+            await waiter
+
+    async def close(self, code: int = 1000, reason: str = "") -> None:
+        self._client_closed(code, reason)
+        self._wake()
+
+    async def __aenter__(self) -> AsyncReplayConnection:
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        await self.close()
+
+
+async def serve_session(
+    playback: SessionPlayback,
+    handshake: bytes,
+    reader: asyncio.StreamReader,
+    writer: asyncio.StreamWriter,
+    pace: float | None,
+) -> str:
+    """``serve``: answer a WebSocket client from a recorded session over its connection. ``handshake`` is the
+    client's opening request as it came (and any bytes after it); websockets' sans-I/O server protocol
+    answers it (101, no compression, the recorded subprotocol) and frames the messages, which ``playback``
+    checks and delivers as in-process replay does. A client message that differs is answered with close
+    code 1008 and the mismatch's first line as the reason. What became of the session, for the access log."""
+    from websockets.frames import Opcode
+    from websockets.server import ServerProtocol
+
+    recorded = dict((name.lower(), value) for name, value in playback.call.response_headers)
+    chosen = recorded.get("sec-websocket-protocol")
+    protocol = ServerProtocol(subprotocols=[chosen] if chosen else None)  # type: ignore[list-item]
+    protocol.receive_data(handshake)
+    response = protocol.accept(next(e for e in protocol.events_received() if isinstance(e, Request)))
+    protocol.send_response(response)
+
+    async def flush() -> None:
+        for data in protocol.data_to_send():
+            if data:
+                writer.write(data)
+            elif writer.can_write_eof():
+                writer.write_eof()
+        await writer.drain()
+
+    await flush()
+    if response.status_code != 101:
+        return f"handshake refused ({response.status_code})"
+    changed = asyncio.Event()
+    outcome = ["closed by the client"]
+    fragments: list[bytes] = []
+    text = [False]
+
+    def take(frame: Any) -> None:
+        if frame.opcode in (Opcode.TEXT, Opcode.BINARY):
+            fragments.clear()
+            text[0] = frame.opcode is Opcode.TEXT
+        elif frame.opcode is not Opcode.CONT:
+            return
+        fragments.append(bytes(frame.data))
+        if frame.fin:
+            data = b"".join(fragments)
+            try:
+                playback.sent(data.decode() if text[0] else data)
+            except ReplayMismatch as miss:
+                headline = str(miss).splitlines()[0]
+                outcome[0] = headline
+                protocol.send_close(1008, headline.encode()[:120].decode("utf-8", "ignore"))
+            changed.set()
+
+    async def read() -> None:
+        while protocol.state is not State.CLOSED:
+            data = await reader.read(65536)
+            if not data:
+                protocol.receive_eof()
+            else:
+                protocol.receive_data(data)
+            for frame in protocol.events_received():
+                take(frame)
+            await flush()
+            if not data:
+                return
+
+    async def write() -> None:
+        while protocol.state is State.OPEN:
+            changed.clear()
+            position = playback.next_server()
+            if position is None:
+                await changed.wait()
+                continue
+            if position == SessionPlayback.CLOSED:
+                close = playback.call.close
+                code, reason = (close[0], close[1]) if close is not None and close[0] is not None else (1011, "")
+                outcome[0] = f"closed by the server ({code}), as recorded"
+                protocol.send_close(code, reason)
+                await flush()
+                return
+            delay = playback.delay(position, pace)
+            if delay:
+                await asyncio.sleep(delay)
+            message = playback.delivered(position)
+            if isinstance(message, str):
+                protocol.send_text(message.encode())
+            else:
+                protocol.send_binary(message)
+            await flush()
+
+    sending = asyncio.ensure_future(write())
+    try:
+        await read()
+    finally:
+        sending.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await sending
+    left = playback.unplayed()
+    return outcome[0] + (f"; {left}" if left else "")
