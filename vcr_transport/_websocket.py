@@ -132,48 +132,55 @@ def _refused_handshake(call: RecordedCall) -> BaseException:
     return VcrTransportError(f"the recorded WebSocket handshake failed: {call.error_class}: {call.error_message}")
 
 
-def open_sync(session: CassetteSession, connecter: Any, original: Callable[[Any], Any]) -> Any:
-    """``websockets.sync.client`` connect, through ``session``."""
+def _opening(
+    session: CassetteSession, connecter: Any, asynchronous: bool
+) -> tuple[SessionPlayback, Request] | _SessionRecorder | None:
+    """What opening ``connecter`` does under ``session``, the same for both clients: replay (the playback and
+    the handshake), record (the recorder; record-on-miss too, when no recorded session answers), or None: the
+    connection goes out as it would without vcr_transport."""
     step = _step(session, connecter)
     if step is Step.REPLAY:
-        request = _handshake(connecter, asynchronous=False)
+        request = _handshake(connecter, asynchronous)
         call = _selected(session, connecter, request)
         if call is not None:
             if call.status != 101:
                 raise _refused_handshake(call)
-            return ReplayConnection(_playback(session, call), request, session)
+            return _playback(session, call), request
     elif step is not Step.RECORD:
+        return None
+    return _started(session, connecter, asynchronous)
+
+
+def open_sync(session: CassetteSession, connecter: Any, original: Callable[[Any], Any]) -> Any:
+    """``websockets.sync.client`` connect, through ``session``."""
+    opening = _opening(session, connecter, asynchronous=False)
+    if opening is None:
         return original(connecter)
-    recording = _started(session, connecter, asynchronous=False)
+    if isinstance(opening, tuple):
+        return ReplayConnection(*opening, session)
     try:
         connection = original(connecter)
     except Exception as error:
-        recording.refused(error)
+        opening.refused(error)
         raise
-    recording.accepted(connection)
-    return RecordingConnection(connection, recording)
+    opening.accepted(connection)
+    return RecordingConnection(connection, opening)
 
 
 async def open_async(session: CassetteSession, connecter: Any, original: Callable[[Any], Any]) -> Any:
     """``websockets.asyncio.client`` connect, through ``session``."""
-    step = _step(session, connecter)
-    if step is Step.REPLAY:
-        request = _handshake(connecter, asynchronous=True)
-        call = _selected(session, connecter, request)
-        if call is not None:
-            if call.status != 101:
-                raise _refused_handshake(call)
-            return AsyncReplayConnection(_playback(session, call), request, session)
-    elif step is not Step.RECORD:
+    opening = _opening(session, connecter, asynchronous=True)
+    if opening is None:
         return await original(connecter)
-    recording = _started(session, connecter, asynchronous=True)
+    if isinstance(opening, tuple):
+        return AsyncReplayConnection(*opening, session)
     try:
         connection = await original(connecter)
     except Exception as error:
-        recording.refused(error)
+        opening.refused(error)
         raise
-    recording.accepted(connection)
-    return AsyncRecordingConnection(connection, recording)
+    opening.accepted(connection)
+    return AsyncRecordingConnection(connection, opening)
 
 
 def _started(session: CassetteSession, connecter: Any, asynchronous: bool) -> _SessionRecorder:
