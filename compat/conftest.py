@@ -65,6 +65,13 @@ def _loopback_only() -> Iterator[None]:
         guard.stop()
 
 
+@pytest.fixture(autouse=True)
+def _not_under_ci(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every test starts outside CI, as on a developer's machine: ``CI`` changes what a configured recording mode
+    does, and these tests record."""
+    monkeypatch.delenv("CI", raising=False)
+
+
 @pytest.fixture
 def vendor() -> Iterator[Upstream]:
     server = fake_vendor()

@@ -30,6 +30,13 @@ def _parse_cache_in_the_session_tmp(tmp_path_factory: pytest.TempPathFactory) ->
         yield
 
 
+@pytest.fixture(autouse=True)
+def _not_under_ci(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every test starts outside CI, as on a developer's machine: ``CI`` changes what ``auto`` and a configured
+    recording mode do, so a test that is about CI sets it itself."""
+    monkeypatch.delenv("CI", raising=False)
+
+
 @pytest.fixture
 def upstream() -> Iterator[Upstream]:
     server = Upstream()

@@ -4,8 +4,9 @@ WebSocket tests and the compatibility suite. It runs ``websockets``' own asyncio
 
 - ``/v1/realtime``: ``session.created`` on connect; ``session.updated``; ``conversation.item.added`` for each
   item; ``response.create`` answers with a function call (``get_weather``) until a ``function_call_output``
-  item came, then with text and audio deltas; with ``{"response": {"instructions": "long"}}`` it streams
-  ``LONG_DELTAS`` text deltas slowly (a client that closes mid-response interrupts it).
+  item came, then with text (naming the output's temperature) and audio deltas; with
+  ``{"response": {"instructions": "long"}}`` it streams ``LONG_DELTAS`` text deltas slowly (a client that
+  closes mid-response interrupts it).
 - ``/ws/google.ai.generativelanguage.*``: ``setupComplete`` after ``setup``; a user turn (``client_content``,
   as the SDK spells it) gets a ``toolCall``; the ``tool_response`` gets text, an audio part and
   ``turnComplete``; ``realtime_input`` (audio) gets nothing.
@@ -49,6 +50,7 @@ async def _openai(ws: ServerConnection) -> None:
     session = {"type": "realtime", "object": "realtime.session", "id": "sess_001", "model": "gpt-realtime"}
     await send("session.created", session={**session, "output_modalities": ["audio"]})
     answered_tool = False
+    temperature = None
     responses = 0
     async for raw in ws:
         event = json.loads(raw)
@@ -57,7 +59,9 @@ async def _openai(ws: ServerConnection) -> None:
             await send("session.updated", session={**session, **event["session"]})
         elif kind == "conversation.item.create":
             item = {"id": f"item_{count:03d}", "object": "realtime.item", "status": "completed", **event["item"]}
-            answered_tool = answered_tool or item.get("type") == "function_call_output"
+            if item.get("type") == "function_call_output":
+                answered_tool = True
+                temperature = json.loads(item["output"]).get("temperature")
             await send("conversation.item.added", previous_item_id=None, item=item)
         elif kind == "response.create":
             responses += 1
@@ -89,9 +93,9 @@ async def _openai(ws: ServerConnection) -> None:
                 )
             else:
                 common = {"response_id": rid, "item_id": "item_msg", "output_index": 0, "content_index": 0}
-                for piece in ("It is ", "21 degrees ", "in Paris."):
+                for piece in ("It is ", f"{temperature} degrees ", "in Paris."):
                     await send("response.output_text.delta", **common, delta=piece)
-                await send("response.output_text.done", **common, text="It is 21 degrees in Paris.")
+                await send("response.output_text.done", **common, text=f"It is {temperature} degrees in Paris.")
                 await send("response.output_audio.delta", **common, delta=AUDIO_OUT)
                 await send("response.output_audio.done", **common)
                 usage = {"total_tokens": 42, "input_tokens": 30, "output_tokens": 12}

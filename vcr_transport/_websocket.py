@@ -157,7 +157,7 @@ def open_sync(session: CassetteSession, connecter: Any, original: Callable[[Any]
     if opening is None:
         return original(connecter)
     if isinstance(opening, tuple):
-        return ReplayConnection(*opening, session)
+        return ReplayConnection(*opening, session, connecter, original)
     try:
         connection = original(connecter)
     except Exception as error:
@@ -173,7 +173,7 @@ async def open_async(session: CassetteSession, connecter: Any, original: Callabl
     if opening is None:
         return await original(connecter)
     if isinstance(opening, tuple):
-        return AsyncReplayConnection(*opening, session)
+        return AsyncReplayConnection(*opening, session, connecter, original)
     try:
         connection = await original(connecter)
     except Exception as error:
@@ -224,6 +224,23 @@ class _SessionRecorder:
         self.recording.end("complete", (int(frame.code), frame.reason, by))
 
 
+class _ServerCount:
+    """The server messages a recording connection received, of which the first ``hidden`` are recorded but
+    not given to the client: record-on-miss's resend, where the client already had the recorded messages
+    they stand for."""
+
+    __slots__ = ("hidden", "received")
+
+    def __init__(self, hidden: int) -> None:
+        self.hidden = hidden
+        self.received = 0
+
+    def given(self) -> bool:
+        """Count one more; whether the client is given it."""
+        self.received += 1
+        return self.received > self.hidden
+
+
 class RecordingConnection:
     """A real ``websockets.sync`` connection, each message and the close recorded as they happen.
 
@@ -231,27 +248,43 @@ class RecordingConnection:
     ``recv``), so that the recording shows them before the send: replay delivers them without waiting for
     it. Not while another thread is receiving: that one gets each message as it arrives."""
 
-    def __init__(self, connection: Any, recorder: _SessionRecorder) -> None:
+    def __init__(self, connection: Any, recorder: _SessionRecorder, hidden: int = 0) -> None:
         self._connection = connection
         self._recorder = recorder
         self._early: collections.deque[str | bytes] = collections.deque()
         self._receiving = threading.Lock()
+        self._count = _ServerCount(hidden)
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._connection, name)
+
+    def _take(self, message: str | bytes) -> None:
+        """A server message that arrived before the client asked for it: recorded, kept for its recv."""
+        self._recorder.message("server", message)
+        if self._count.given():
+            self._early.append(message)
 
     def _drain(self) -> None:
         if not self._receiving.acquire(blocking=False):
             return
         try:
             while True:
-                message = self._connection.recv(0)
-                self._recorder.message("server", message)
-                self._early.append(message)
+                self._take(self._connection.recv(0))
         except (TimeoutError, ConnectionClosed):
             return  # nothing more has arrived; a close is met again by the next recv or send
         finally:
             self._receiving.release()
+
+    def catch_up(self, count: int, timeout: float) -> None:
+        """Receive (and record) until ``count`` server messages have come in all, or ``timeout`` seconds have
+        passed, or the connection closed: record-on-miss's resend waits so for the server, as recorded."""
+        deadline = time.monotonic() + timeout
+        with self._receiving:
+            while self._count.received < count and (left := deadline - time.monotonic()) > 0:
+                try:
+                    self._take(self._connection.recv(left))
+                except (TimeoutError, ConnectionClosed):
+                    return
 
     def send(self, message: Any, text: bool | None = None) -> None:
         self._drain()
@@ -264,15 +297,13 @@ class RecordingConnection:
 
     def recv(self, timeout: float | None = None, decode: bool | None = None) -> Any:
         with self._receiving:
-            if self._early:
-                return _decoded(self._early.popleft(), decode)
-            try:
-                message = self._connection.recv(timeout)
-            except ConnectionClosed:
-                self._recorder.closed(self._connection)
-                raise
-            self._recorder.message("server", message)
-        return _decoded(message, decode)
+            while not self._early:
+                try:
+                    self._take(self._connection.recv(timeout))
+                except ConnectionClosed:
+                    self._recorder.closed(self._connection)
+                    raise
+            return _decoded(self._early.popleft(), decode)
 
     def __iter__(self) -> Iterator[Any]:
         try:
@@ -302,14 +333,32 @@ class AsyncRecordingConnection:
     """A real ``websockets.asyncio`` connection, each message and the close recorded as they happen; the
     messages that arrived before a send are received first, as ``RecordingConnection`` does."""
 
-    def __init__(self, connection: Any, recorder: _SessionRecorder) -> None:
+    def __init__(self, connection: Any, recorder: _SessionRecorder, hidden: int = 0) -> None:
         self._connection = connection
         self._recorder = recorder
         self._early: collections.deque[str | bytes] = collections.deque()
         self._receiving = False
+        self._count = _ServerCount(hidden)
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._connection, name)
+
+    def _take(self, message: str | bytes) -> None:
+        self._recorder.message("server", message)
+        if self._count.given():
+            self._early.append(message)
+
+    async def catch_up(self, count: int, timeout: float) -> None:
+        """As ``RecordingConnection.catch_up``."""
+        self._receiving = True
+        try:
+            async with asyncio.timeout(timeout):
+                while self._count.received < count:
+                    self._take(await self._connection.recv())  # websockets: cancelling recv loses nothing
+        except (TimeoutError, ConnectionClosed):
+            return
+        finally:
+            self._receiving = False
 
     async def _drain(self) -> None:
         if self._receiving:
@@ -326,9 +375,7 @@ class AsyncRecordingConnection:
                     return
                 if waiting.exception() is not None:
                     return  # closed: met again by the next recv or send
-                message = waiting.result()
-                self._recorder.message("server", message)
-                self._early.append(message)
+                self._take(waiting.result())
         finally:
             self._receiving = False
 
@@ -342,18 +389,16 @@ class AsyncRecordingConnection:
         self._recorder.message("client", _as_sent(message, text))
 
     async def recv(self, decode: bool | None = None) -> Any:
-        if self._early:
-            return _decoded(self._early.popleft(), decode)
         self._receiving = True
         try:
-            message = await self._connection.recv()
+            while not self._early:
+                self._take(await self._connection.recv())
         except ConnectionClosed:
             self._recorder.closed(self._connection)
             raise
         finally:
             self._receiving = False
-        self._recorder.message("server", message)
-        return _decoded(message, decode)
+        return _decoded(self._early.popleft(), decode)
 
     async def __aiter__(self) -> AsyncIterator[Any]:
         try:
@@ -409,15 +454,42 @@ _NOT_STREAMED = VcrTransportError(
 )
 
 
-class _Replay:
-    """What both replayed connections share: the playback, the handshake's request and response, the close."""
+# How long record-on-miss's resend waits for each server message the recording has before a client message.
+RESEND_WAIT = 10.0
+# _next's answer once record-on-miss takes the session live: what the client receives comes from there
+_LIVE: tuple[str | bytes | None, float] = (None, -1.0)
 
-    def __init__(self, playback: SessionPlayback, request: Request, session: CassetteSession) -> None:
+
+class _Replay:
+    """What both replayed connections share: the playback, the handshake's request and response, the close.
+
+    In record-on-miss, the client messages sent are kept (as sent: the live server needs them whole) until
+    one differs from the recording. Then the session goes live: the real connection is opened through
+    ``original``, and the kept messages, then the differing one, are sent to it, each once as many server
+    messages as the recording has before it have come (``SessionPlayback.resend_plan``; at most
+    ``RESEND_WAIT`` seconds each). The live session is recorded from its handshake on, after the calls
+    replayed (``CallEngine.end_at_session_miss``); its first server messages stand for those the client was
+    given from the recording and are recorded only; from then on the connection is the live one."""
+
+    def __init__(
+        self,
+        playback: SessionPlayback,
+        request: Request,
+        session: CassetteSession,
+        connecter: Any,
+        original: Callable[[Any], Any],
+    ) -> None:
         from websockets.datastructures import Headers
 
         call = playback.call
         self._playback = playback
         self._session = session
+        self._connecter = connecter
+        self._original = original
+        self._sent_messages: list[str | bytes] | None = [] if session.mode == "record-on-miss" else None
+        self._switching = False  # record-on-miss is taking the session live
+        self._live: Any = None  # the live recording connection, once it has
+        self._switch_failed: BaseException | None = None
         assert session.replayer is not None
         self._pace = session.replayer.options.pace
         self.request = request
@@ -427,22 +499,30 @@ class _Replay:
         self.local_address: Any = ("127.0.0.1", 0)
         self.remote_address: Any = ("127.0.0.1", 0)
         self.latency = 0.0
-        self.state = State.OPEN
+        self._state = State.OPEN
         self._rcvd: Close | None = None
         self._sent: Close | None = None
         self._rcvd_then_sent: bool | None = None
         self._lock = threading.Lock()
 
     @property
+    def state(self) -> State:
+        return self._live.state if self._live is not None else self._state
+
+    @property
     def close_code(self) -> int | None:
-        if self.state is not State.CLOSED:
+        if self._live is not None:
+            return self._live.close_code  # type: ignore[no-any-return]
+        if self._state is not State.CLOSED:
             return None
         frame = self._rcvd or self._sent
         return 1006 if frame is None else int(frame.code)
 
     @property
     def close_reason(self) -> str | None:
-        if self.state is not State.CLOSED:
+        if self._live is not None:
+            return self._live.close_reason  # type: ignore[no-any-return]
+        if self._state is not State.CLOSED:
             return None
         frame = self._rcvd or self._sent
         return "" if frame is None else frame.reason
@@ -456,23 +536,69 @@ class _Replay:
         kind = ConnectionClosedOK if ok else ConnectionClosedError
         return kind(rcvd, sent, self._rcvd_then_sent)
 
-    def _send(self, message: Any, text: bool | None) -> None:
+    def _send(self, message: Any, text: bool | None) -> str:
+        """Check a message the client sends: "replayed"; "switch" when it differs and record-on-miss takes
+        the session live from it (the caller does: ``_resend``); "live" when the session is live already or
+        going live (the caller sends it there). Raises the ReplayMismatch otherwise."""
         with self._lock:
-            if self.state is not State.OPEN:
+            if self._switching:
+                return "live"
+            if self._state is not State.OPEN:
                 raise self._closed_error()
+            data = _as_sent(message, text)
             try:
-                self._playback.sent(_as_sent(message, text))
+                self._playback.sent(data)
             except ReplayMismatch as miss:
+                if self._takes_over(miss):
+                    self._switching = True
+                    assert self._sent_messages is not None
+                    self._sent_messages.append(data)
+                    return "switch"
                 engine = self._session.replayer.engine if self._session.replayer else None
                 if engine is not None and engine.first_mismatch is None:
                     engine.first_mismatch = miss
                 raise
+            if self._sent_messages is not None:
+                self._sent_messages.append(data)
+            return "replayed"
+
+    def _takes_over(self, miss: ReplayMismatch) -> bool:
+        replayer = self._session.replayer
+        return (
+            self._sent_messages is not None
+            and replayer is not None
+            and replayer.engine.end_at_session_miss(self._playback.call.index)
+            and self._session.recording_takes_over(miss)
+        )
+
+    def _resend_plan(self) -> tuple[list[tuple[str | bytes, int]], int, _SessionRecorder]:
+        """What going live sends (each message with the server messages to wait for first), how many server
+        messages it records only, and the live session's recorder (its handshake recorded)."""
+        counts, given = self._playback.resend_plan()
+        assert self._sent_messages is not None
+        messages, self._sent_messages = self._sent_messages, None
+        recorder = _started(self._session, self._connecter, asynchronous=isinstance(self, AsyncReplayConnection))
+        return list(zip(messages, counts, strict=True)), given, recorder
+
+    def _went_live(self, live: Any, failure: BaseException | None) -> None:
+        with self._lock:
+            self._live, self._switch_failed = live, failure
+            if failure is not None:
+                self._state = State.CLOSED
+
+    def _joined(self) -> Any:
+        """The live connection, once going live has finished (raising what made it fail)."""
+        if self._switch_failed is not None:
+            raise self._switch_failed
+        return self._live
 
     def _next(self) -> tuple[str | bytes | None, float] | None:
         """The next server message and the paced wait before it; None: nothing may be delivered now. Raises
         ConnectionClosed once the session is closed (as recorded, or by the client)."""
         with self._lock:
-            if self.state is not State.OPEN:
+            if self._switching:
+                return _LIVE
+            if self._state is not State.OPEN:
                 raise self._closed_error()
             position = self._playback.next_server()
             if position is None:
@@ -488,28 +614,66 @@ class _Replay:
         if close is not None and close[0] is not None:
             frame = Close(close[0], close[1])
             self._rcvd, self._sent, self._rcvd_then_sent = frame, frame, True
-        self.state = State.CLOSED
+        self._state = State.CLOSED
 
-    def _client_closed(self, code: int, reason: str) -> None:
+    def _client_closed(self, code: int, reason: str) -> bool:
+        """The client closes: False when the session is live (or going live), whose close it is."""
         with self._lock:
-            if self.state is State.CLOSED:
-                return
-            frame = Close(code, reason)
-            self._sent, self._rcvd, self._rcvd_then_sent = frame, frame, False
-            self.state = State.CLOSED
+            if self._switching:
+                return False
+            if self._state is not State.CLOSED:
+                frame = Close(code, reason)
+                self._sent, self._rcvd, self._rcvd_then_sent = frame, frame, False
+                self._state = State.CLOSED
+            return True
 
 
 class ReplayConnection(_Replay):
-    """A recorded session answering as a ``websockets.sync`` connection would; no socket."""
+    """A recorded session answering as a ``websockets.sync`` connection would; no socket (until
+    record-on-miss takes it live)."""
 
-    def __init__(self, playback: SessionPlayback, request: Request, session: CassetteSession) -> None:
-        super().__init__(playback, request, session)
+    def __init__(
+        self,
+        playback: SessionPlayback,
+        request: Request,
+        session: CassetteSession,
+        connecter: Any,
+        original: Callable[[Any], Any],
+    ) -> None:
+        super().__init__(playback, request, session, connecter, original)
         self._changed = threading.Condition()
+        self._ready = threading.Event()  # going live has finished
 
     def send(self, message: Any, text: bool | None = None) -> None:
-        self._send(message, text)
+        outcome = self._send(message, text)
+        if outcome == "switch":
+            self._resend()
+        elif outcome == "live":
+            self._ready.wait()
+            self._joined().send(message, text)
         with self._changed:
             self._changed.notify_all()
+
+    def _resend(self) -> None:
+        live, failure = None, None
+        try:
+            messages, given, recorder = self._resend_plan()
+            try:
+                connection = self._original(self._connecter)
+            except Exception as error:
+                recorder.refused(error)
+                raise
+            recorder.accepted(connection)
+            live = RecordingConnection(connection, recorder, hidden=given)
+            for data, before in messages:
+                live.catch_up(before, RESEND_WAIT)
+                live.send(data)
+        except BaseException as error:
+            failure = error
+            raise
+        finally:
+            self._went_live(live, failure)
+            self._ready.set()
 
     def recv(self, timeout: float | None = None, decode: bool | None = None) -> Any:
         deadline = None if timeout is None else time.monotonic() + timeout
@@ -519,6 +683,9 @@ class ReplayConnection(_Replay):
                 if left is not None and left <= 0:
                     raise TimeoutError("timed out while receiving data")
                 self._changed.wait(left)
+        if found is _LIVE:
+            self._ready.wait()
+            return self._joined().recv(None if deadline is None else max(0.0, deadline - time.monotonic()), decode)
         message, delay = found
         if delay:
             time.sleep(delay)
@@ -541,7 +708,10 @@ class ReplayConnection(_Replay):
         return None
 
     def close(self, code: int = 1000, reason: str = "") -> None:
-        self._client_closed(code, reason)
+        if not self._client_closed(code, reason):
+            self._ready.wait()
+            if self._live is not None:
+                self._live.close(code, reason)
         with self._changed:
             self._changed.notify_all()
 
@@ -553,11 +723,20 @@ class ReplayConnection(_Replay):
 
 
 class AsyncReplayConnection(_Replay):
-    """A recorded session answering as a ``websockets.asyncio`` connection would; no socket."""
+    """A recorded session answering as a ``websockets.asyncio`` connection would; no socket (until
+    record-on-miss takes it live)."""
 
-    def __init__(self, playback: SessionPlayback, request: Request, session: CassetteSession) -> None:
-        super().__init__(playback, request, session)
+    def __init__(
+        self,
+        playback: SessionPlayback,
+        request: Request,
+        session: CassetteSession,
+        connecter: Any,
+        original: Callable[[Any], Any],
+    ) -> None:
+        super().__init__(playback, request, session, connecter, original)
         self._waiters: list[asyncio.Future[None]] = []
+        self._ready = asyncio.Event()  # going live has finished
 
     def _wake(self) -> None:
         waiters, self._waiters = self._waiters, []
@@ -566,14 +745,46 @@ class AsyncReplayConnection(_Replay):
                 waiter.set_result(None)
 
     async def send(self, message: Any, text: bool | None = None) -> None:
-        self._send(message, text)
+        outcome = self._send(message, text)
+        if outcome == "switch":
+            await self._resend()
+        elif outcome == "live":
+            await self._ready.wait()
+            await self._joined().send(message, text)
         self._wake()
+
+    async def _resend(self) -> None:
+        live, failure = None, None
+        try:
+            messages, given, recorder = self._resend_plan()
+            try:
+                connection = await self._original(self._connecter)
+            except Exception as error:
+                recorder.refused(error)
+                raise
+            if getattr(self._connecter, "connection", None) is connection:
+                self._connecter.connection = self  # websockets 13 to 16: what its __aexit__ closes
+            recorder.accepted(connection)
+            live = AsyncRecordingConnection(connection, recorder, hidden=given)
+            for data, before in messages:
+                await live.catch_up(before, RESEND_WAIT)
+                await live.send(data)
+        except BaseException as error:
+            failure = error
+            raise
+        finally:
+            self._went_live(live, failure)
+            self._ready.set()
+            self._wake()
 
     async def recv(self, decode: bool | None = None) -> Any:
         while (found := self._next()) is None:
             waiter = asyncio.get_running_loop().create_future()
             self._waiters.append(waiter)
             await waiter
+        if found is _LIVE:
+            await self._ready.wait()
+            return await self._joined().recv(decode)
         message, delay = found
         if delay:
             await asyncio.sleep(delay)
@@ -597,12 +808,20 @@ class AsyncReplayConnection(_Replay):
 
     async def wait_closed(self) -> None:
         while self.state is not State.CLOSED:
+            if self._switching:
+                await self._ready.wait()
+                if self._live is not None:
+                    await self._live.wait_closed()
+                return
             waiter = asyncio.get_running_loop().create_future()
             self._waiters.append(waiter)
             await waiter
 
     async def close(self, code: int = 1000, reason: str = "") -> None:
-        self._client_closed(code, reason)
+        if not self._client_closed(code, reason):
+            await self._ready.wait()
+            if self._live is not None:
+                await self._live.close(code, reason)
         self._wake()
 
     async def __aenter__(self) -> AsyncReplayConnection:

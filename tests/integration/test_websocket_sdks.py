@@ -279,6 +279,153 @@ def test_record_on_miss_records_a_session_whose_handshake_differs(tmp_path: Path
             assert connection.recv().type == "session.created"
 
 
+def _sessions(path: Path) -> list[dict[str, Any]]:
+    """The cassette's WebSocket sessions: each handshake's call index, client messages and server texts."""
+    lines = _lines(path)
+    found = []
+    for request in (line for line in lines if line["type"] == "request"):
+        messages = [line for line in lines if line["type"] == "message" and line["call_index"] == request["call_index"]]
+        found.append(
+            {
+                "call_index": request["call_index"],
+                "client": [json.loads(m["text"]) for m in messages if m["from"] == "client"],
+                "server": [json.loads(m["text"]) for m in messages if m["from"] == "server"],
+            }
+        )
+    return found
+
+
+def _answer_text(session: dict[str, Any]) -> str:
+    return next(event["text"] for event in session["server"] if event["type"] == "response.output_text.done")
+
+
+def test_record_on_miss_records_a_session_again_from_the_client_message_that_differs(
+    tmp_path: Path, server: RealtimeServer
+) -> None:
+    cassette = tmp_path / "miss_inside.jsonl"
+    with vcr_transport.use_cassette(cassette, mode="record"):
+        first = realtime_sync(server, temperature=21)
+    opened = server.connections
+    with vcr_transport.use_cassette(cassette, mode="record-on-miss") as used:
+        again = realtime_sync(server, temperature=30)
+    assert used.session is not None and used.session.diverged_at == 0
+    assert server.connections == opened + 1  # the session went live at the tool output that differs
+    # The client met the recorded session until the miss, then the live one, with nothing given twice.
+    assert again["types"] == first["types"]
+    assert again["text"] == "It is 30 degrees in Paris." and first["text"] == "It is 21 degrees in Paris."
+    assert again["arguments"] == {"city": "Paris"} and again["audio"] == AUDIO_OUT
+    (session,) = _sessions(cassette)  # recorded again from its handshake, replacing the old one
+    assert [event["type"] for event in session["client"]] == [
+        "session.update",
+        "input_audio_buffer.append",
+        "conversation.item.create",
+        "response.create",
+        "conversation.item.create",
+        "response.create",
+    ]
+    assert json.loads(session["client"][4]["item"]["output"]) == {"temperature": 30}
+    assert _answer_text(session) == "It is 30 degrees in Paris."
+    assert OPENAI_KEY not in cassette.read_text()
+    server.close()
+    with vcr_transport.use_cassette(cassette, mode="replay", unplayed="error"):
+        assert realtime_sync(server, temperature=30) == again
+    with pytest.raises(ReplayMismatch, match=r"\.item\.output"):  # noqa: PT012
+        with vcr_transport.use_cassette(cassette, mode="replay"):
+            realtime_sync(server, temperature=21)
+
+
+def test_record_on_miss_inside_an_async_session(tmp_path: Path, server: RealtimeServer) -> None:
+    cassette = tmp_path / "miss_inside_async.jsonl"
+    with vcr_transport.use_cassette(cassette, mode="record"):
+        first = asyncio.run(realtime_async(server, temperature=21))
+    opened = server.connections
+    with vcr_transport.use_cassette(cassette, mode="record-on-miss"):
+        again = asyncio.run(realtime_async(server, temperature=30))
+    assert server.connections == opened + 1
+    assert again["types"] == first["types"] and again["text"] == "It is 30 degrees in Paris."
+    (session,) = _sessions(cassette)
+    assert _answer_text(session) == "It is 30 degrees in Paris."
+    server.close()
+    with vcr_transport.use_cassette(cassette, mode="replay", unplayed="error"):
+        assert asyncio.run(realtime_async(server, temperature=30)) == again
+
+
+def test_record_on_miss_with_a_message_the_recording_does_not_have(tmp_path: Path, server: RealtimeServer) -> None:
+    """A client that sends one message more than recorded: the session goes live at that message."""
+    cassette = tmp_path / "one_more.jsonl"
+    client = _openai_client(server)
+    update = {"type": "realtime", "output_modalities": ["text"]}
+    with vcr_transport.use_cassette(cassette, mode="record"):
+        with client.realtime.connect(model="gpt-realtime") as connection:
+            connection.session.update(session=update)  # type: ignore[arg-type]
+            assert connection.recv().type == "session.created"
+            assert connection.recv().type == "session.updated"
+    with vcr_transport.use_cassette(cassette, mode="record-on-miss"):
+        with client.realtime.connect(model="gpt-realtime") as connection:
+            connection.session.update(session=update)  # type: ignore[arg-type]
+            connection.response.create()  # not in the recording
+            received = [connection.recv().type for _ in range(3)]
+    assert received == ["session.created", "session.updated", "response.created"]
+    (session,) = _sessions(cassette)
+    assert [event["type"] for event in session["client"]] == ["session.update", "response.create"]
+    assert [event["type"] for event in session["server"]][:3] == received
+
+
+def test_record_on_miss_keeps_the_sessions_replayed_before_the_miss(tmp_path: Path, server: RealtimeServer) -> None:
+    cassette = tmp_path / "two_sessions.jsonl"
+    with vcr_transport.use_cassette(cassette, mode="record"):
+        realtime_sync(server, temperature=21)
+        realtime_sync(server, temperature=22)
+    before = _sessions(cassette)
+    opened = server.connections
+    with vcr_transport.use_cassette(cassette, mode="record-on-miss"):
+        assert realtime_sync(server, temperature=21)["text"] == "It is 21 degrees in Paris."  # replayed
+        assert realtime_sync(server, temperature=35)["text"] == "It is 35 degrees in Paris."  # live from the miss
+    assert server.connections == opened + 1
+    kept, again = _sessions(cassette)
+    assert kept == before[0]
+    assert (kept["call_index"], again["call_index"]) == (0, 1)
+    assert _answer_text(again) == "It is 35 degrees in Paris."
+
+
+def _answered(server: RealtimeServer, temperature: int) -> str:
+    """A turn that waits for each answer before it sends again: its recording has one order only."""
+    with _openai_client(server).realtime.connect(model="gpt-realtime") as connection:
+        assert connection.recv().type == "session.created"
+        connection.conversation.item.create(item=_tool_output(temperature))  # type: ignore[arg-type]
+        assert connection.recv().type == "conversation.item.added"
+        connection.response.create()
+        text = ""
+        for event in connection:
+            if event.type == "response.output_text.done":
+                text = event.text
+            elif event.type == "response.done":
+                break
+    return text
+
+
+def test_a_re_record_compares_sessions_by_their_messages(tmp_path: Path, server: RealtimeServer) -> None:
+    """A quiet re-record keeps a session's old lines only when its messages are the same too, and then
+    all of them."""
+    cassette = tmp_path / "quiet.jsonl"
+
+    def of_call(index: int) -> list[str]:
+        return [line for line in cassette.read_text().splitlines() if json.loads(line).get("call_index") == index]
+
+    with vcr_transport.use_cassette(cassette, mode="record"):
+        assert _answered(server, 21) == "It is 21 degrees in Paris."
+        assert _answered(server, 22) == "It is 22 degrees in Paris."
+    first = of_call(0)
+    with vcr_transport.use_cassette(cassette, mode="record") as used:
+        _answered(server, 21)
+        assert _answered(server, 40) == "It is 40 degrees in Paris."  # the same handshake, other messages
+    assert used.session is not None and used.session.recorder is not None and not used.session.recorder.unchanged
+    assert of_call(0) == first  # byte for byte, every message line included (their times too)
+    kept, changed = _sessions(cassette)
+    assert len(kept["server"]) == 10
+    assert _answer_text(changed) == "It is 40 degrees in Paris."
+
+
 MARKED_TEST = """
 import json
 

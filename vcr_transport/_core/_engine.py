@@ -431,6 +431,22 @@ class ReplayEngine:
             self.first_mismatch = mismatch
         raise mismatch
 
+    def end_at_session_miss(self, index: int) -> bool:
+        """record-on-miss: replayed WebSocket session ``index`` met a client message it doesn't have. Replay
+        ends here, as at a request's miss, with the session no longer played: it is recorded again, from its
+        handshake, after the calls kept. True; False when this is not record-on-miss, or replay had already
+        ended at an earlier miss (the session's recorded lines are among those kept)."""
+        with self._lock:
+            if not self.stop_at_miss or self.kept is not None:
+                return False
+            if self.played[index]:
+                self.played[index] = False
+                self._left[self.group_of[index]] += 1
+            self.sessions.pop(index, None)
+            self.kept = tuple(i for i, done in enumerate(self.played) if done)
+            self.open_calls = tuple(i for i in self.kept if self._left[self.group_of[i]])
+            return True
+
     def unplayed(self) -> list[tuple[int, str, str]]:
         """The calls not played, and the WebSocket sessions played only in part (what they left is said
         after the URL)."""

@@ -8,7 +8,9 @@ A call is *the same* when, at the same call index:
   ``user-agent`` and ignored fields don't count);
 - its response has the same status, HTTP version and headers, leaving out those that change on every
   request (``VOLATILE_RESPONSE_HEADERS``: the date, the length, request ids, timings, rate-limit counters);
-- its body is the same bytes, the chunks joined (chunk boundaries and the ``t`` offsets don't count);
+- its body is the same bytes, the chunks joined (chunk boundaries and the ``t`` offsets don't count); a
+  WebSocket session's messages are the same, in the same order and from the same side (their ``t`` offsets
+  don't count);
 - it ended the same way (outcome, the error's class and message, and whether an early stop was intended).
 
 An old call is kept only when the current redaction rules find nothing to remove in the parts that were not
@@ -34,6 +36,7 @@ from ._format import (
     ChunkSource,
     EventLine,
     Line,
+    MessageLine,
     Parser,
     RequestLine,
     ResponseLine,
@@ -142,6 +145,12 @@ class QuietComparison:
             call.response = _digest(obj.status, obj.http_version, kept)
             if old and call.clean:
                 call.clean = self._clean_headers(obj.headers)
+        elif isinstance(obj, MessageLine):
+            call = calls[obj.call_index]
+            text, binary = obj.text, obj.base64
+            call.body.update(
+                _digest(obj.from_, text if isinstance(text, str) else None, binary if isinstance(binary, str) else None)
+            )
         elif isinstance(obj, CallEndLine):
             call = calls[obj.call_index]
             error = None if obj.error is None else (obj.error.class_, obj.error.message)

@@ -19,6 +19,7 @@ request is; its messages follow in the order the client sent or received them. T
 from __future__ import annotations
 
 import base64
+import bisect
 import json
 import re
 from collections.abc import Iterable, Sequence
@@ -265,6 +266,16 @@ class SessionPlayback:
         if not pace:
             return 0.0
         return max(0.0, self.call.messages[position][2] - self.last_t) * pace
+
+    def resend_plan(self) -> tuple[list[int], int]:
+        """record-on-miss from the client message that differs: the live session is opened and the client's
+        messages sent so far are sent to it again, then the one that differs. For each of those, how many
+        server messages the recording has before it (the live session waits for as many before sending it,
+        as the recorded one did); and how many server messages the client was given from the recording (the
+        live ones that stand for them are recorded but not given again)."""
+        sent = self._client[: self._sent]
+        differing = self._client[self._sent] if self._sent < len(self._client) else len(self.call.messages)
+        return [bisect.bisect(self._server, position) for position in (*sent, differing)], self._delivered
 
     def unplayed(self) -> str:
         """What of the session was not played ("" when all of it was)."""
