@@ -7,6 +7,9 @@ WebSocket tests and the compatibility suite. It runs ``websockets``' own asyncio
   item came, then with text (naming the output's temperature) and audio deltas; with
   ``{"response": {"instructions": "long"}}`` it streams ``LONG_DELTAS`` text deltas slowly (a client that
   closes mid-response interrupts it).
+- ``/refused...``: the handshake is refused with a 401 and openai's invalid-key error.
+- ``/fragments``: a text and a binary message, each sent in fragments (``TEXT_FRAGMENTS``,
+  ``BINARY_FRAGMENTS``), for ``recv_streaming``.
 - ``/ws/google.ai.generativelanguage.*``: ``setupComplete`` after ``setup``; a user turn (``client_content``,
   as the SDK spells it) gets a ``toolCall``; the ``tool_response`` gets text, an audio part and
   ``turnComplete``; ``realtime_input`` (audio) gets nothing.
@@ -29,6 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from websockets.asyncio.server import ServerConnection, serve
+from websockets.http11 import Request, Response
 
 AUDIO_IN = base64.b64encode(bytes(range(256)) * 8).decode("ascii")  # 2 KiB of "PCM16"
 AUDIO_OUT = base64.b64encode(bytes(255 - (i % 256) for i in range(3000))).decode("ascii")
@@ -105,6 +109,17 @@ async def _openai(ws: ServerConnection) -> None:
                 )
 
 
+TEXT_FRAGMENTS = ["It is ", "21 degrees ", "in Paris."]
+BINARY_FRAGMENTS = [b"\x00\x01", b"\x02\x03\x04"]
+
+
+async def _fragments(ws: ServerConnection) -> None:
+    """A text message and a binary one, each sent in fragments; then it waits for the client to close."""
+    await ws.send(TEXT_FRAGMENTS)
+    await ws.send(BINARY_FRAGMENTS)
+    await ws.wait_closed()
+
+
 async def _gemini(ws: ServerConnection) -> None:
     async for raw in ws:
         message = json.loads(raw)
@@ -121,6 +136,17 @@ async def _gemini(ws: ServerConnection) -> None:
             await ws.send(json.dumps({"serverContent": {"modelTurn": {"role": "model", "parts": audio}}}))
             usage = {"promptTokenCount": 20, "responseTokenCount": 9, "totalTokenCount": 29}
             await ws.send(json.dumps({"serverContent": {"turnComplete": True}, "usageMetadata": usage}))
+
+
+def _refuse(connection: ServerConnection, request: Request) -> Response | None:
+    """A handshake under ``/refused`` is answered 401 with openai's error body, as a wrong key is."""
+    if not request.path.startswith("/refused"):
+        return None
+    body = {"error": {"type": "invalid_request_error", "code": "invalid_api_key", "message": "Incorrect API key"}}
+    response = connection.respond(401, json.dumps(body))
+    del response.headers["Content-Type"]
+    response.headers["Content-Type"] = "application/json"
+    return response
 
 
 def _certificate(folder: Path) -> tuple[Path, Path]:
@@ -172,7 +198,7 @@ class RealtimeServer:
 
         async def main() -> None:
             self._stop = self._loop.create_future()
-            async with serve(self._handle, "127.0.0.1", port, ssl=context) as server:
+            async with serve(self._handle, "127.0.0.1", port, ssl=context, process_request=_refuse) as server:
                 bound.append(server.sockets[0].getsockname()[1])
                 ready.set()
                 await self._stop
@@ -189,6 +215,8 @@ class RealtimeServer:
         self.paths.append(path)
         if path.startswith("/v1/realtime"):
             await _openai(ws)
+        elif path.startswith("/fragments"):
+            await _fragments(ws)
         else:
             await _gemini(ws)
 

@@ -147,9 +147,11 @@ class RecordingSession:
         self.index = core.index
         self._lock = threading.Lock()
 
-    def accepted(self, status: int, headers: list[tuple[str, str]]) -> None:
+    def accepted(self, status: int, headers: list[tuple[str, str]], body: bytes = b"") -> None:
+        """The handshake's response (a refusal's ``body`` too)."""
+        at = _clock()
         with self._lock:
-            self.recording.append(self.core.accepted, status, headers)
+            self.recording.append(self.core.accepted, status, headers, body, at)
 
     def message(self, side: str, data: str | bytes) -> None:
         at = _clock()

@@ -11,8 +11,9 @@ connection is:
   appended to the cassette as it happens (``RecordingConnection``, ``AsyncRecordingConnection``);
 - replayed: no socket is opened. The handshake is matched as a request is, then a ``ReplayConnection`` or
   ``AsyncReplayConnection`` checks each message the client sends and delivers the recorded server messages
-  (what to deliver when is ``_core._websocket.SessionPlayback``'s). A miss in record-on-miss records the
-  session instead, as a missed request is recorded.
+  (what to deliver when is ``_core._websocket.SessionPlayback``'s). In record-on-miss, a handshake that
+  misses records the session instead, as a missed request is recorded, and a client message that differs
+  takes the session live from there (``_Replay``).
 
 A message is recorded when the client sends it or receives it; before each send, the messages that have
 already arrived are received and recorded first (and kept for the client). Replay delivers a server message
@@ -27,6 +28,7 @@ from __future__ import annotations
 import asyncio
 import collections
 import contextlib
+import http
 import threading
 import time
 from collections.abc import AsyncIterator, Callable, Iterator
@@ -124,11 +126,16 @@ def _playback(session: CassetteSession, call: RecordedCall) -> SessionPlayback:
 
 
 def _refused_handshake(call: RecordedCall) -> BaseException:
-    """The recorded handshake failure, raised again: the server's refusal (InvalidStatus) or the error."""
+    """The recorded handshake failure, raised again: the server's refusal (InvalidStatus, with its status,
+    headers and body) or the error."""
     if call.status is not None:
         from websockets.datastructures import Headers
 
-        return InvalidStatus(Response(call.status, "", Headers(call.response_headers)))
+        try:
+            phrase = http.HTTPStatus(call.status).phrase
+        except ValueError:  # a status code of the server's own
+            phrase = ""
+        return InvalidStatus(Response(call.status, phrase, Headers(call.response_headers), b"".join(call.events)))
     return VcrTransportError(f"the recorded WebSocket handshake failed: {call.error_class}: {call.error_message}")
 
 
@@ -199,7 +206,7 @@ class _SessionRecorder:
     def refused(self, error: Exception) -> None:
         response = getattr(error, "response", None)
         if isinstance(error, InvalidStatus) and response is not None:
-            self.recording.accepted(response.status_code, list(response.headers.raw_items()))
+            self.recording.accepted(response.status_code, list(response.headers.raw_items()), bytes(response.body))
         self.recording.end("error", error=error)
 
     def accepted(self, connection: Any) -> None:
@@ -312,8 +319,22 @@ class RecordingConnection:
         except ConnectionClosedOK:
             return
 
-    def recv_streaming(self, *args: Any, **kwargs: Any) -> Any:
-        raise _NOT_STREAMED
+    def recv_streaming(self, decode: bool | None = None) -> Iterator[Any]:
+        """The next message fragment by fragment, as it arrives; recorded whole once its last fragment came."""
+        with self._receiving:
+            if self._early:
+                yield _decoded(self._early.popleft(), decode)
+                return
+            parts: list[str | bytes] = []
+            try:
+                for part in self._connection.recv_streaming():
+                    parts.append(part)
+                    yield _decoded(part, decode)
+            except ConnectionClosed:
+                self._recorder.closed(self._connection)
+                raise
+            self._recorder.message("server", _joined(parts))
+            self._count.given()
 
     def close(self, code: int = 1000, reason: str = "") -> None:
         try:
@@ -407,8 +428,24 @@ class AsyncRecordingConnection:
         except ConnectionClosedOK:
             return
 
-    def recv_streaming(self, *args: Any, **kwargs: Any) -> Any:
-        raise _NOT_STREAMED
+    async def recv_streaming(self, decode: bool | None = None) -> AsyncIterator[Any]:
+        """As ``RecordingConnection.recv_streaming``."""
+        if self._early:
+            yield _decoded(self._early.popleft(), decode)
+            return
+        parts: list[str | bytes] = []
+        self._receiving = True
+        try:
+            async for part in self._connection.recv_streaming():
+                parts.append(part)
+                yield _decoded(part, decode)
+        except ConnectionClosed:
+            self._recorder.closed(self._connection)
+            raise
+        finally:
+            self._receiving = False
+        self._recorder.message("server", _joined(parts))
+        self._count.given()
 
     async def close(self, code: int = 1000, reason: str = "") -> None:
         try:
@@ -430,12 +467,16 @@ def _as_sent(message: Any, text: bool | None) -> str | bytes:
     if not isinstance(message, str | bytes | bytearray | memoryview):
         if not isinstance(message, Iterator | list | tuple):
             raise VcrTransportError(f"a WebSocket message sent in {type(message).__name__} form is not recorded")
-        parts = list(message)
-        message = "".join(parts) if parts and isinstance(parts[0], str) else b"".join(parts)
+        message = _joined(list(message))
     if isinstance(message, str):
         return message.encode() if text is False else message
     data = bytes(message)
     return data.decode() if text else data
+
+
+def _joined(parts: list[str | bytes]) -> str | bytes:
+    """A message read fragment by fragment, whole: text fragments are str, binary ones bytes."""
+    return "".join(parts) if parts and isinstance(parts[0], str) else b"".join(parts)  # type: ignore[arg-type]
 
 
 def _decoded(message: str | bytes, decode: bool | None) -> str | bytes:
@@ -446,12 +487,6 @@ def _decoded(message: str | bytes, decode: bool | None) -> str | bytes:
     if decode is True and isinstance(message, bytes):
         return message.decode()
     return message
-
-
-_NOT_STREAMED = VcrTransportError(
-    "recv_streaming() (a message read fragment by fragment) is not recorded or replayed by vcr_transport; "
-    "read whole messages with recv() or iteration"
-)
 
 
 # How long record-on-miss's resend waits for each server message the recording has before a client message.
@@ -468,7 +503,7 @@ class _Replay:
     ``original``, and the kept messages, then the differing one, are sent to it, each once as many server
     messages as the recording has before it have come (``SessionPlayback.resend_plan``; at most
     ``RESEND_WAIT`` seconds each). The live session is recorded from its handshake on, after the calls
-    replayed (``CallEngine.end_at_session_miss``); its first server messages stand for those the client was
+    replayed (``ReplayEngine.end_at_session_miss``); its first server messages stand for those the client was
     given from the recording and are recorded only; from then on the connection is the live one."""
 
     def __init__(
@@ -526,9 +561,6 @@ class _Replay:
             return None
         frame = self._rcvd or self._sent
         return "" if frame is None else frame.reason
-
-    def recv_streaming(self, *args: Any, **kwargs: Any) -> Any:
-        raise _NOT_STREAMED
 
     def _closed_error(self) -> ConnectionClosed:
         rcvd, sent = self._rcvd, self._sent
@@ -699,6 +731,10 @@ class ReplayConnection(_Replay):
         except ConnectionClosedOK:
             return
 
+    def recv_streaming(self, decode: bool | None = None) -> Iterator[Any]:
+        """The next message in one fragment (the recording keeps messages whole)."""
+        yield self.recv(decode=decode)
+
     def ping(self, data: Any = None, ack_on_close: bool = False) -> threading.Event:
         answered = threading.Event()
         answered.set()
@@ -797,6 +833,10 @@ class AsyncReplayConnection(_Replay):
                 yield await self.recv()
         except ConnectionClosedOK:
             return
+
+    async def recv_streaming(self, decode: bool | None = None) -> AsyncIterator[Any]:
+        """The next message in one fragment (the recording keeps messages whole)."""
+        yield await self.recv(decode)
 
     async def ping(self, data: Any = None) -> asyncio.Future[float]:
         answered: asyncio.Future[float] = asyncio.get_running_loop().create_future()

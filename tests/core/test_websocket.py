@@ -158,3 +158,47 @@ def test_pace_waits_the_recorded_gaps_scaled() -> None:
     assert playback.delay(first, 2.0) == pytest.approx(0.002)  # recorded at +1 ms, from the handshake
     playback.delivered(first)
     assert playback.delay(playback.next_server() or 0, 2.0) == pytest.approx(0.002)
+
+
+def test_the_resend_plan_waits_for_the_recorded_server_messages_before_each_client_message() -> None:
+    playback = _playback(
+        [
+            ("server", "created"),
+            ("client", "update"),
+            ("server", "updated"),
+            ("server", "added"),
+            ("client", '{"n":1}'),
+            ("server", "done"),
+        ]
+    )
+    playback.delivered(playback.next_server() or 0)
+    playback.sent("update")
+    playback.delivered(playback.next_server() or 0)  # "updated"; "added" not received yet
+    with pytest.raises(ReplayMismatch):
+        playback.sent('{"n":2}')
+    # "update" went after 1 server message, the differing one after 3; the client was given 2.
+    assert playback.resend_plan() == ([1, 3], 2)
+
+
+def test_the_resend_plan_of_a_message_beyond_the_recording() -> None:
+    playback = _playback([("client", "a"), ("server", "b"), ("server", "c")])
+    playback.sent("a")
+    with pytest.raises(ReplayMismatch, match="no more client messages"):
+        playback.sent("extra")
+    assert playback.resend_plan() == ([0, 2], 0)
+
+
+def test_a_session_miss_ends_replay_with_the_session_not_played() -> None:
+    from vcr_transport._core._engine import ReplayEngine
+
+    data = _session([("client", "a")])
+    cassette = Cassette.parse(data + data.split(b"\n", 1)[1].replace(b'"call_index":0', b'"call_index":1'), "c.jsonl")
+    engine = ReplayEngine(cassette, RequestMatcher(), Redactor())
+    assert engine.end_at_session_miss(0) is False  # not record-on-miss: the mismatch is raised
+    engine.stop_at_miss = True
+    first = engine.select(engine.incoming_fields("GET", cassette.calls[0].url, [], b""))
+    assert first.index == 0
+    engine.select(engine.incoming_fields("GET", cassette.calls[1].url, [], b""))
+    assert engine.end_at_session_miss(1) is True
+    assert engine.kept == (0,) and not engine.played[1]
+    assert engine.end_at_session_miss(0) is False  # replay has ended: session 0's lines are kept as they are

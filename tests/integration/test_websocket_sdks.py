@@ -4,6 +4,7 @@ WebSocket server of ``tests/realtime_server.py``, then replayed with that server
 from __future__ import annotations
 
 import asyncio
+import base64
 import json
 from collections.abc import Iterator
 from pathlib import Path
@@ -13,7 +14,7 @@ import openai
 import pytest
 from google import genai
 from google.genai import types
-from realtime_server import AUDIO_IN, AUDIO_OUT, LONG_DELTAS, RealtimeServer
+from realtime_server import AUDIO_IN, AUDIO_OUT, BINARY_FRAGMENTS, LONG_DELTAS, TEXT_FRAGMENTS, RealtimeServer
 
 import vcr_transport
 from vcr_transport import ReplayMismatch
@@ -424,6 +425,83 @@ def test_a_re_record_compares_sessions_by_their_messages(tmp_path: Path, server:
     kept, changed = _sessions(cassette)
     assert len(kept["server"]) == 10
     assert _answer_text(changed) == "It is 40 degrees in Paris."
+
+
+def _streamed_sync(server: RealtimeServer) -> list[list[Any]]:
+    from websockets.sync.client import connect
+
+    with connect(f"{server.url}/fragments") as ws:
+        return [list(ws.recv_streaming()), list(ws.recv_streaming(decode=False))]
+
+
+async def _streamed_async(server: RealtimeServer) -> list[list[Any]]:
+    from websockets.asyncio.client import connect
+
+    async with connect(f"{server.url}/fragments") as ws:
+        return [[part async for part in ws.recv_streaming()], [part async for part in ws.recv_streaming()]]
+
+
+@pytest.mark.parametrize("client", ["sync", "async"])
+def test_a_message_read_fragment_by_fragment_is_recorded_whole(
+    tmp_path: Path, server: RealtimeServer, client: str
+) -> None:
+    cassette = tmp_path / "fragments.jsonl"
+
+    def read() -> list[list[Any]]:
+        return _streamed_sync(server) if client == "sync" else asyncio.run(_streamed_async(server))
+
+    with vcr_transport.use_cassette(cassette, mode="record"):
+        text, binary = read()
+    # The client read the fragments as they came (websockets ends a fragmented message with an empty one).
+    assert text[: len(TEXT_FRAGMENTS)] == TEXT_FRAGMENTS and binary[: len(BINARY_FRAGMENTS)] == BINARY_FRAGMENTS
+    messages = [line for line in _lines(cassette) if line["type"] == "message"]
+    assert [(m["from"], m.get("text"), m.get("base64")) for m in messages] == [
+        ("server", "".join(TEXT_FRAGMENTS), None),
+        ("server", None, base64.b64encode(b"".join(BINARY_FRAGMENTS)).decode()),
+    ]
+    server.close()
+    with vcr_transport.use_cassette(cassette, mode="replay", unplayed="error"):
+        assert read() == [["".join(TEXT_FRAGMENTS)], [b"".join(BINARY_FRAGMENTS)]]  # whole, in one fragment
+
+
+@pytest.mark.parametrize("client", ["sync", "async"])
+def test_a_refused_handshake_replays_as_the_same_refusal(tmp_path: Path, server: RealtimeServer, client: str) -> None:
+    """A wrong key is refused at the handshake; recorded (keep_failures: a failed last call is kept only
+    when asked), it replays as the same InvalidStatus, status, headers and body, with no socket."""
+    from websockets.exceptions import InvalidStatus
+
+    cassette = tmp_path / "refused.jsonl"
+
+    def connect() -> None:
+        if client == "sync":
+            sync = openai.OpenAI(api_key=OPENAI_KEY, websocket_base_url=f"{server.url}/refused/v1", max_retries=0)
+            with sync.realtime.connect(model="gpt-realtime") as connection:
+                connection.recv()
+            return
+
+        async def run() -> None:
+            asynchronous = openai.AsyncOpenAI(
+                api_key=OPENAI_KEY, websocket_base_url=f"{server.url}/refused/v1", max_retries=0
+            )
+            async with asynchronous.realtime.connect(model="gpt-realtime") as connection:
+                await connection.recv()
+
+        asyncio.run(run())
+
+    with pytest.raises(InvalidStatus) as live:  # noqa: PT012
+        with vcr_transport.use_cassette(cassette, mode="record", keep_failures=True):
+            connect()
+    server.close()
+    opened = server.connections
+    with pytest.raises(InvalidStatus) as replayed:  # noqa: PT012
+        with vcr_transport.use_cassette(cassette, mode="replay", block_network=True):
+            connect()
+    assert server.connections == opened
+    assert replayed.value.response.status_code == live.value.response.status_code == 401
+    assert replayed.value.response.body == live.value.response.body
+    assert json.loads(replayed.value.response.body)["error"]["code"] == "invalid_api_key"
+    assert replayed.value.response.headers["Content-Type"] == "application/json"
+    assert OPENAI_KEY not in cassette.read_text()
 
 
 MARKED_TEST = """

@@ -323,8 +323,9 @@ class CallRecording:
         self._error = error
         return CallBook.end(self.record, outcome, "" if error is None else f"{error[0]}: {error[1]}")
 
-    def end_lines(self) -> list[bytes]:
-        """The lines that end a call ``close`` has just ended: its last events and its call_end, together."""
+    def end_lines(self, websocket_close: tuple[int | None, str, str | None] | None = None) -> list[bytes]:
+        """The lines that end a call ``close`` has just ended: its last events and its call_end, together
+        (with how a WebSocket session closed, ``websocket_close``)."""
         batch = self._take_pending()
         self._unwatched = []  # the call has ended: whether its protocol had is no longer asked
         if self.book.broken:
@@ -335,7 +336,12 @@ class CallRecording:
         assert outcome is not None, "close ended the call"
         end = encode_line(
             call_end_line(
-                self.index, self.written + len(batch), outcome, self._error, early_stop_ok=self.book.early_stop_ok
+                self.index,
+                self.written + len(batch),
+                outcome,
+                self._error,
+                websocket_close,
+                early_stop_ok=self.book.early_stop_ok,
             )
         )
         lines = self._events(batch)

@@ -13,7 +13,8 @@ request is; its messages follow in the order the client sent or received them. T
   body comparison (``ignore_fields``, the normalisers), so a JSON message differs by field path.
 - ``SessionPlayback``: replay's cursor. Each message the client sends is checked against the next recorded
   client message; a server message is delivered once every client message recorded before it was sent, so
-  one that arrived before the client's next send is delivered without waiting for it.
+  one that arrived before the client's next send is delivered without waiting for it. When one differs in
+  record-on-miss, ``resend_plan`` says how the live session is caught up.
 """
 
 from __future__ import annotations
@@ -28,7 +29,7 @@ from typing import Any
 from .._exceptions import ReplayMismatch
 from ._bodies import stored_body
 from ._call_recording import CallBook, CallRecording
-from ._format import RecordedCall, call_end_line, encode_line, message_line
+from ._format import RecordedCall, encode_line, message_line
 from ._matching import Difference, Normalizer, RequestMatcher
 from ._redaction import Redactor
 
@@ -120,8 +121,13 @@ class SessionRecording:
     def handshake(self, url: str, headers: list[tuple[str, str]]) -> list[bytes]:
         return self.call.request("GET", url, handshake_headers(headers), b"")
 
-    def accepted(self, status: int, headers: list[tuple[str, str]]) -> list[bytes]:
-        return self.call.response(status, handshake_headers(headers), "HTTP/1.1")
+    def accepted(self, status: int, headers: list[tuple[str, str]], body: bytes = b"", at: int = 0) -> list[bytes]:
+        """The handshake's response: 101, or the server's refusal with its ``body`` (arrived at ``at``)."""
+        lines = self.call.response(status, handshake_headers(headers), "HTTP/1.1")
+        if body:
+            self.call.take(body, at)
+            lines += self.call.batch()
+        return lines
 
     def message(self, side: str, data: str | bytes, at: int) -> list[bytes]:
         """A message sent (``side`` "client") or received ("server") at ``at`` nanoseconds."""
@@ -138,7 +144,7 @@ class SessionRecording:
         ended) or error (``error``: class and redacted message)."""
         if not self.call.close(outcome, error) or self.call.book.broken:
             return []
-        return [encode_line(call_end_line(self.index, 0, outcome, error, close))]
+        return self.call.end_lines(close)
 
 
 _EMPTY_REQUEST: dict[str, Any] = {"method": "", "url": {}, "headers": {}, "body": None}
