@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import time
 import traceback
 from collections.abc import Callable, Iterator
@@ -95,13 +96,22 @@ def check_session(row: Row, cassette: Path, server: Any, run: Callable[[str], An
     with vcr_transport.use_cassette(cassette, mode="record"):
         recorded = run(RECORDED)
     opened = server.connections
-    server.close()
     assert opened > 0, "no session reached the server: the client bypassed it"
     row.figures["record"] = f"ok ({opened} sessions)"
+    # record-on-miss, on a copy: replayed up to the changed client message, live from there.
+    missed = cassette.with_name("record-on-miss.jsonl")
+    shutil.copyfile(cassette, missed)
+    with vcr_transport.use_cassette(missed, mode="record-on-miss"):
+        changed = run(CHANGED)
+    went_live = server.connections - opened
+    assert went_live > 0, "record-on-miss never went live"
+    server.close()
     with vcr_transport.use_cassette(cassette, mode="replay", unplayed="error", block_network=True):
         replayed = run(RECORDED)
-    assert replayed == recorded and server.connections == opened
-    row.figures["replay"] = "ok, equal, no socket"
+    assert replayed == recorded and server.connections == opened + went_live
+    with vcr_transport.use_cassette(missed, mode="replay", unplayed="error", block_network=True):
+        assert run(CHANGED) == changed
+    row.figures["replay"] = "ok, equal, no socket; record-on-miss went live at the changed message"
     found = secrets_in(cassette)
     row.figures["secrets"] = ", ".join(found) or "none"
     assert found == [], f"credentials in the cassette: {found}"

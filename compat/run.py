@@ -4,7 +4,7 @@ Pins conflict between frameworks (pydantic-ai-slim[google] pins google-genai<3, 
 so each group gets ``.compat-venvs/<group>``, made with ``python -m venv``, this checkout installed editable
 and the group's packages, and runs pytest on ``compat/test_<group>.py`` there. The versions each group ran
 with and the figures its tests measured (mismatch delivery time and message, secrets found) are written to
-``compat/results/latest.json`` and printed as a table.
+``compat/results/latest.json`` (a run of some groups replaces only theirs) and printed as a table.
 
     python compat/run.py                 # every group
     python compat/run.py sdks langchain  # some groups
@@ -172,7 +172,14 @@ def main(argv: list[str] | None = None) -> int:
     started = time.perf_counter()
     results = [run_group(group, pytest_args) for group in groups]
     total = round(time.perf_counter() - started, 1)
-    (RESULTS / "latest.json").write_text(json.dumps({"seconds": total, "groups": results}, indent=2) + "\n")
+    latest = RESULTS / "latest.json"
+    # A run of some groups replaces their results and keeps the others' (the groups in GROUPS' order).
+    earlier = json.loads(latest.read_text())["groups"] if latest.exists() else []
+    ran = {result["group"]: result for result in results}
+    kept = {result["group"]: result for result in earlier if result["group"] in GROUPS} | ran
+    merged = [kept[group] for group in GROUPS if group in kept]
+    seconds = total if len(ran) == len(kept) else None  # one run's time only when it ran them all
+    latest.write_text(json.dumps({"seconds": seconds, "groups": merged}, indent=2) + "\n")
     print(table(results))
     for result in results:
         print(
