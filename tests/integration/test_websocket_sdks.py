@@ -389,6 +389,53 @@ def test_record_on_miss_keeps_the_sessions_replayed_before_the_miss(tmp_path: Pa
     assert _answer_text(again) == "It is 35 degrees in Paris."
 
 
+def test_record_on_miss_when_the_live_server_is_gone_keeps_the_cassette(tmp_path: Path, server: RealtimeServer) -> None:
+    """Going live fails (nothing listens): the client's send raises the connection error, every later call
+    on the connection raises it too, and the cassette is left as it was."""
+    cassette = tmp_path / "gone.jsonl"
+    with vcr_transport.use_cassette(cassette, mode="record"):
+        realtime_sync(server, temperature=21)
+    before = cassette.read_bytes()
+    server.close()
+    with pytest.raises(OSError) as caught:  # noqa: PT012 - replayed until the differing send, which goes live
+        with vcr_transport.use_cassette(cassette, mode="record-on-miss"):
+            realtime_sync(server, temperature=30)
+    assert any("not saved" in note for note in getattr(caught.value, "__notes__", [])), caught.value
+    assert cassette.read_bytes() == before
+
+
+def test_a_thread_waiting_in_recv_follows_the_session_live(tmp_path: Path, server: RealtimeServer) -> None:
+    """A reader thread blocked in recv() while another thread's send takes the session live gets the live
+    server's messages from then on, none twice."""
+    import threading
+
+    from websockets.sync.client import connect
+
+    cassette = tmp_path / "threads.jsonl"
+    created = json.dumps({"type": "conversation.item.create", "item": _tool_output(21)})
+
+    def talk(item: dict[str, Any]) -> list[str]:
+        seen: list[str] = []
+        with connect(f"{server.url}/v1/realtime?model=gpt-realtime") as ws:
+            assert json.loads(ws.recv())["type"] == "session.created"
+            reader = threading.Thread(target=lambda: seen.extend(json.loads(ws.recv())["type"] for _ in range(2)))
+            reader.start()
+            ws.send(json.dumps({"type": "conversation.item.create", "item": item}))
+            ws.send(json.dumps({"type": "response.create"}))
+            reader.join(10)
+        return seen
+
+    with vcr_transport.use_cassette(cassette, mode="record"):
+        assert talk(_tool_output(21)) == ["conversation.item.added", "response.created"]
+    opened = server.connections
+    with vcr_transport.use_cassette(cassette, mode="record-on-miss"):
+        assert talk(_tool_output(30)) == ["conversation.item.added", "response.created"]
+    assert server.connections == opened + 1
+    (session,) = _sessions(cassette)
+    assert json.loads(session["client"][0]["item"]["output"]) == {"temperature": 30}
+    assert created not in cassette.read_text()
+
+
 def _answered(server: RealtimeServer, temperature: int) -> str:
     """A turn that waits for each answer before it sends again: its recording has one order only."""
     with _openai_client(server).realtime.connect(model="gpt-realtime") as connection:
