@@ -21,7 +21,6 @@ from pathlib import Path
 from types import ModuleType, TracebackType
 from typing import TYPE_CHECKING, Any, Literal, Self, Unpack
 
-from ._check import ShapeChecker
 from ._config import PytestRun, cassette_mode, current_run, find_pyproject, how_to_record, read_settings, resolve_mode
 from ._core._bodies import redact_url, stored_body, stored_body_bytes
 from ._core._conversation import request_label
@@ -36,6 +35,7 @@ from ._recording import AsyncRecordingTransport, CassetteRecorder, RecordingTran
 from ._replay import Replayer, answers_with_error_response, error_response, kept_out
 
 if TYPE_CHECKING:
+    from ._check import ShapeChecker
     from ._core._typed_options import ReplayOptions, TransportOptions
 
 __all__ = [
@@ -117,6 +117,8 @@ class CassetteSession:
         # mode check: each answer's shape compared with the recorded call's (``_check``)
         self.checker: ShapeChecker | None = None
         if mode == "check" and self.replayer is not None:
+            from ._check import ShapeChecker  # only mode check needs it
+
             self.checker = ShapeChecker(
                 self.replayer, str(self.path), plain_bodies=self.options.plain_bodies, record_hint=record_hint
             )

@@ -72,6 +72,20 @@ print(before == after, [f for f in opened if 'vcr_transport' not in str(f) and n
     assert result.stdout.strip() == "True [] []"
 
 
+def test_a_replay_loads_only_what_replay_needs() -> None:
+    """Mode check's module, the WebSocket shells and the CLI's views load only when used."""
+    probe = """
+import sys
+import vcr_transport
+with vcr_transport.use_cassette("cassettes/openai_demo.jsonl", mode="replay", unplayed="ignore"):
+    pass
+print(sorted(m for m in ("vcr_transport._check", "vcr_transport._websocket", "vcr_transport._cli",
+                         "vcr_transport._html", "vcr_transport._har") if m in sys.modules))
+"""
+    result = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True, cwd=ROOT)
+    assert result.stdout.strip() == "[]"
+
+
 def test_py_typed_is_shipped() -> None:
     assert (ROOT / "vcr_transport" / "py.typed").is_file()
 
