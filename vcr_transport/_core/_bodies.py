@@ -30,6 +30,7 @@ __all__ = [
     "decode_stacked",
     "decoded_body",
     "encode_stacked",
+    "is_media",
     "multipart_boundary",
     "multipart_pieces",
     "part_text",
@@ -360,11 +361,19 @@ def binary_body(headers: Iterable[tuple[str, str]]) -> bool:
     return any(name.lower() == "content-type" and _binary_type(value) for name, value in headers)
 
 
+_MEDIA_TYPES = ("image/", "audio/", "video/", "font/")
+
+
+def is_media(content_type: str) -> bool:
+    """Whether a Content-Type names media (an image, audio, video, a font): never redacted."""
+    return content_type.split(";")[0].strip().lower().startswith(_MEDIA_TYPES)
+
+
 @functools.lru_cache(maxsize=256)  # a program sees few content types, each on many calls
 def _binary_type(content_type: str) -> bool:
     """Whether a Content-Type header value names a binary media type."""
     media = content_type.split(";")[0].strip().lower()
-    return media.startswith(("image/", "audio/", "video/", "font/")) or media in (
+    return media.startswith(_MEDIA_TYPES) or media in (
         "application/octet-stream",
         "application/pdf",
         "application/zip",

@@ -15,11 +15,18 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from ._bodies import body_headers, redact_url, stored_body
+from ._bodies import body_headers, is_media, redact_url, stored_body
 from ._format import call_end_line, encode_line, event_lines, request_line, response_line
 from ._redaction import PLACEHOLDER, Redactor
 from ._sse import ProtocolEnd  # where a stream's protocol ends: watched on the one SSE decoder
-from ._stream_redaction import BATCH, EncodedBodyRedactor, StreamRedactor, carries_deltas
+from ._stream_redaction import (
+    BATCH,
+    BinaryBodyRedactor,
+    EncodedBodyRedactor,
+    HeldBodyRedactor,
+    StreamRedactor,
+    carries_deltas,
+)
 
 __all__ = [
     "BATCH",
@@ -221,7 +228,7 @@ class CallRecording:
         self.redactor = redactor
         self.started = started  # nanoseconds, on the clock of the chunks' arrivals
         self.written = 0  # events encoded so far
-        self._body: StreamRedactor | EncodedBodyRedactor | None = None
+        self._body: StreamRedactor | HeldBodyRedactor | None = None
         self._protocol: ProtocolEnd | None = None
         # Chunks recorded but not yet shown to ``_protocol``: it is asked only when the stream stops before
         # its end (``protocol_ended``), so they are fed to it when they pass ``WATCH_AFTER`` bytes, or then.
@@ -265,7 +272,8 @@ class CallRecording:
     def response(self, status: int, headers: list[tuple[str, str]], http_version: str) -> list[bytes]:
         """The response line, redacted; the body's redactor is chosen from the response's headers: a
         content-encoded body is redacted decoded, text as it streams (with SSE deltas reassembled in an event
-        stream, which is also watched for its protocol's end), a binary body is kept as it came."""
+        stream, which is also watched for its protocol's end), a binary body searched as bytes when whole
+        (``BinaryBodyRedactor``), media (images, audio, video) kept as it came."""
         self.record.status = status
         if self.book.broken:
             return []
@@ -278,6 +286,8 @@ class CallRecording:
             self._body = StreamRedactor(self.redactor, deltas=carries_deltas(content_type))
             if event_stream:
                 self._protocol = ProtocolEnd(answers_post=self._method == "POST")
+        elif not is_media(content_type):
+            self._body = BinaryBodyRedactor(self.redactor)
         return [encode_line(response_line(self.index, status, self.redactor.redact_headers(headers), http_version))]
 
     def take(self, chunk: bytes, arrived: int) -> bool:

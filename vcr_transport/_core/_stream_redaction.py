@@ -20,7 +20,9 @@ _first = itemgetter(0)  # a (chunk, tag) pair's chunk
 
 __all__ = [
     "BATCH",
+    "BinaryBodyRedactor",
     "EncodedBodyRedactor",
+    "HeldBodyRedactor",
     "StreamRedactor",
     "carries_deltas",
     "changed_span",
@@ -658,23 +660,22 @@ def redact_body(body: bytes, redactor: Redactor) -> bytes:
     return b"".join(chunk for chunk, _ in [*stream.feed(body, None), *stream.finish()])
 
 
-class EncodedBodyRedactor:
-    """Redacts a content-encoded body (gzip, deflate, br, zstd, stacked in any order), which can only be
-    searched decoded.
+class HeldBodyRedactor:
+    """Redacts a response body that can only be searched whole: its chunks are held back from the cassette
+    (never from the caller) until the call ends, then ``redacted`` is asked for the whole body. With no
+    secret in it they are written as they came; otherwise the redacted body is written as one chunk. A body
+    over ``max_buffer`` bytes is written as it came. ``held`` false: nothing is held (the body can't be
+    searched)."""
 
-    The chunks are held back from the cassette (never from the caller) until the call ends. With no secret
-    in the decoded body they are written as they came; otherwise the redacted body is encoded again with
-    every encoding, in order, and written as one chunk. A body over ``max_buffer`` bytes, or in an
-    encoding this Python can't decode, is written as it came.
-    """
-
-    def __init__(self, redactor: Redactor, encoding: str, max_buffer: int = 64 * 1024 * 1024) -> None:
+    def __init__(self, redactor: Redactor, max_buffer: int = 64 * 1024 * 1024, *, held: bool = True) -> None:
         self._redactor = redactor
-        self._encodings = content_encodings([("content-encoding", encoding)])
         self._max_buffer = max_buffer
-        decodable = all(content_codec(encoding) is not None for encoding in self._encodings)
-        self._held: list[tuple[bytes, Any]] | None = [] if decodable else None
+        self._held: list[tuple[bytes, Any]] | None = [] if held else None
         self._size = 0
+
+    def redacted(self, body: bytes) -> bytes | None:
+        """The whole body redacted (the same bytes when nothing was found), or None to keep it as it came."""
+        raise NotImplementedError
 
     def feed(self, chunk: bytes, tag: Any) -> list[tuple[bytes, Any]]:
         if self._held is None:
@@ -696,11 +697,36 @@ class EncodedBodyRedactor:
         held, self._held = self._held, None
         if not held:
             return ready
-        body = decode_stacked(b"".join(chunk for chunk, _ in held), self._encodings)
-        if body is None:  # a body that doesn't decode is kept as it came; replay fails the same way
+        body = b"".join(chunk for chunk, _ in held)
+        redacted = self.redacted(body)
+        if redacted is None or redacted == body:
             return ready + held
-        redacted = redact_body(body, self._redactor)
-        if redacted == body:
-            return ready + held
-        encoded = encode_stacked(redacted, self._encodings)
-        return ready + (held if encoded is None else [(encoded, held[0][1])])
+        return ready + [(redacted, held[0][1])]
+
+
+class EncodedBodyRedactor(HeldBodyRedactor):
+    """A content-encoded body (gzip, deflate, br, zstd, stacked in any order), searched decoded: redacted as
+    a stream of it would be, then encoded again with every encoding, in order. One in an encoding this
+    Python can't decode, or that doesn't decode, is written as it came (replay fails the same way)."""
+
+    def __init__(self, redactor: Redactor, encoding: str, max_buffer: int = 64 * 1024 * 1024) -> None:
+        encodings = content_encodings([("content-encoding", encoding)])
+        decodable = all(content_codec(encoding) is not None for encoding in encodings)
+        super().__init__(redactor, max_buffer, held=decodable)
+        self._encodings = encodings
+
+    def redacted(self, body: bytes) -> bytes | None:
+        decoded = decode_stacked(body, self._encodings)
+        if decoded is None:
+            return None
+        redacted = redact_body(decoded, self._redactor)
+        return None if redacted == decoded else encode_stacked(redacted, self._encodings)
+
+
+class BinaryBodyRedactor(HeldBodyRedactor):
+    """A binary body that is not media (an ``application/octet-stream`` file download, a PDF, an archive),
+    searched as bytes as a binary request body is (``Redactor.redact_binary``: the catalogue's credential
+    shapes and the values learned); every other byte is kept."""
+
+    def redacted(self, body: bytes) -> bytes | None:
+        return self._redactor.redact_binary(body)
