@@ -506,6 +506,8 @@ class _Replay:
     replayed (``ReplayEngine.end_at_session_miss``); its first server messages stand for those the client was
     given from the recording and are recorded only; from then on the connection is the live one."""
 
+    _ready: threading.Event | asyncio.Event  # going live has finished (the shell's kind of event)
+
     def __init__(
         self,
         playback: SessionPlayback,
@@ -539,6 +541,28 @@ class _Replay:
         self._sent: Close | None = None
         self._rcvd_then_sent: bool | None = None
         self._lock = threading.Lock()
+        self._shell()
+
+    def _shell(self) -> None:
+        """What the shell's waiting needs: its ``_ready`` (going live has finished), set up last."""
+        raise NotImplementedError
+
+    @contextlib.contextmanager
+    def _going_live(self, recorder: _SessionRecorder) -> Iterator[list[Any]]:
+        """Around going live: the block appends the live connection to the list it gets; when the block
+        ends, the session is live, or closed with what made it fail (every later call raises it)."""
+        live: list[Any] = []
+        failure: BaseException | None = None
+        try:
+            yield live
+        except BaseException as error:
+            if not live and isinstance(error, Exception):  # the handshake failed
+                recorder.refused(error)
+            failure = error
+            raise
+        finally:
+            self._went_live(live[0] if live and failure is None else None, failure)
+            self._ready.set()
 
     @property
     def state(self) -> State:
@@ -664,17 +688,11 @@ class ReplayConnection(_Replay):
     """A recorded session answering as a ``websockets.sync`` connection would; no socket (until
     record-on-miss takes it live)."""
 
-    def __init__(
-        self,
-        playback: SessionPlayback,
-        request: Request,
-        session: CassetteSession,
-        connecter: Any,
-        original: Callable[[Any], Any],
-    ) -> None:
-        super().__init__(playback, request, session, connecter, original)
+    _ready: threading.Event
+
+    def _shell(self) -> None:
         self._changed = threading.Condition()
-        self._ready = threading.Event()  # going live has finished
+        self._ready = threading.Event()
 
     def send(self, message: Any, text: bool | None = None) -> None:
         outcome = self._send(message, text)
@@ -687,25 +705,14 @@ class ReplayConnection(_Replay):
             self._changed.notify_all()
 
     def _resend(self) -> None:
-        live, failure = None, None
-        try:
-            messages, given, recorder = self._resend_plan()
-            try:
-                connection = self._original(self._connecter)
-            except Exception as error:
-                recorder.refused(error)
-                raise
+        messages, given, recorder = self._resend_plan()
+        with self._going_live(recorder) as live:
+            connection = self._original(self._connecter)
             recorder.accepted(connection)
-            live = RecordingConnection(connection, recorder, hidden=given)
+            live.append(RecordingConnection(connection, recorder, hidden=given))
             for data, before in messages:
-                live.catch_up(before, RESEND_WAIT)
-                live.send(data)
-        except BaseException as error:
-            failure = error
-            raise
-        finally:
-            self._went_live(live, failure)
-            self._ready.set()
+                live[0].catch_up(before, RESEND_WAIT)
+                live[0].send(data)
 
     def recv(self, timeout: float | None = None, decode: bool | None = None) -> Any:
         deadline = None if timeout is None else time.monotonic() + timeout
@@ -762,17 +769,11 @@ class AsyncReplayConnection(_Replay):
     """A recorded session answering as a ``websockets.asyncio`` connection would; no socket (until
     record-on-miss takes it live)."""
 
-    def __init__(
-        self,
-        playback: SessionPlayback,
-        request: Request,
-        session: CassetteSession,
-        connecter: Any,
-        original: Callable[[Any], Any],
-    ) -> None:
-        super().__init__(playback, request, session, connecter, original)
+    _ready: asyncio.Event
+
+    def _shell(self) -> None:
         self._waiters: list[asyncio.Future[None]] = []
-        self._ready = asyncio.Event()  # going live has finished
+        self._ready = asyncio.Event()
 
     def _wake(self) -> None:
         waiters, self._waiters = self._waiters, []
@@ -790,27 +791,18 @@ class AsyncReplayConnection(_Replay):
         self._wake()
 
     async def _resend(self) -> None:
-        live, failure = None, None
+        messages, given, recorder = self._resend_plan()
         try:
-            messages, given, recorder = self._resend_plan()
-            try:
+            with self._going_live(recorder) as live:
                 connection = await self._original(self._connecter)
-            except Exception as error:
-                recorder.refused(error)
-                raise
-            if getattr(self._connecter, "connection", None) is connection:
-                self._connecter.connection = self  # websockets 13 to 16: what its __aexit__ closes
-            recorder.accepted(connection)
-            live = AsyncRecordingConnection(connection, recorder, hidden=given)
-            for data, before in messages:
-                await live.catch_up(before, RESEND_WAIT)
-                await live.send(data)
-        except BaseException as error:
-            failure = error
-            raise
+                if getattr(self._connecter, "connection", None) is connection:
+                    self._connecter.connection = self  # websockets 13 to 16: what its __aexit__ closes
+                recorder.accepted(connection)
+                live.append(AsyncRecordingConnection(connection, recorder, hidden=given))
+                for data, before in messages:
+                    await live[0].catch_up(before, RESEND_WAIT)
+                    await live[0].send(data)
         finally:
-            self._went_live(live, failure)
-            self._ready.set()
             self._wake()
 
     async def recv(self, decode: bool | None = None) -> Any:
