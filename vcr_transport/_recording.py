@@ -509,8 +509,8 @@ class CassetteRecorder:
 class _Ending:
     """Ends ``call`` when the block raises: ``error`` (the exception raised on as the caller's library's class,
     ``convert``), or, for a BaseException (Ctrl-C, a cancellation), as interrupted; with ``complete``, ends
-    it ``complete`` when the block ends. A stream whose caller stops reading (GeneratorExit) is left to
-    ``close`` or the garbage collector, which stop its call."""
+    it ``complete`` when the block ends. A stream whose caller stops reading (GeneratorExit) is stopped by
+    the stream itself (``_RecordingStream``)."""
 
     __slots__ = ("call", "complete", "convert")
 
@@ -538,8 +538,12 @@ class _Ending:
 class _RecordingStream:
     """Yields each chunk of the inner stream the moment it arrives and records it on the way.
 
-    It is one-shot: a second iteration continues where the first stopped, as a live stream does. The sync
-    and async loops differ only in ``for`` against ``async for``.
+    It is one-shot: a second iteration continues where the first stopped, as a live stream does. An
+    iteration the caller drops before the end (GeneratorExit: an SDK's stream abandoned after the first
+    chunk) closes the stream at once, as httpcore's own does: the inner stream's iterator is held here, and
+    left open it would be closed only by the garbage collector, at any later moment, possibly inside the
+    connection pool's lock (where closing it waits on that lock forever). The sync and async loops differ
+    only in ``for`` against ``async for``.
     """
 
     def __init__(self, inner: ByteStream, call: _Call, convert: Callable[[BaseException], BaseException]) -> None:
@@ -556,18 +560,26 @@ class _RecordingStream:
     def __iter__(self) -> Iterator[bytes]:
         take, clock, record = self._call.core.take, _clock, self._call.record_pending
         with _Ending(self._call, self._convert, complete=True):
-            for chunk in self._sync_chunks():
-                if take(chunk, clock()):
-                    record()
-                yield chunk
+            try:
+                for chunk in self._sync_chunks():
+                    if take(chunk, clock()):
+                        record()
+                    yield chunk
+            except GeneratorExit:
+                self.close()
+                raise
 
     async def __aiter__(self) -> AsyncIterator[bytes]:
         take, clock, record = self._call.core.take, _clock, self._call.record_pending
         with _Ending(self._call, self._convert, complete=True):
-            async for chunk in self._async_chunks():
-                if take(chunk, clock()):
-                    record()
-                yield chunk
+            try:
+                async for chunk in self._async_chunks():
+                    if take(chunk, clock()):
+                        record()
+                    yield chunk
+            except GeneratorExit:
+                await self.aclose()
+                raise
 
     def _sync_chunks(self) -> Iterator[bytes]:
         if self._sync_iterator is None:
