@@ -538,12 +538,13 @@ class _Ending:
 class _RecordingStream:
     """Yields each chunk of the inner stream the moment it arrives and records it on the way.
 
-    It is one-shot: a second iteration continues where the first stopped, as a live stream does. An
-    iteration the caller drops before the end (GeneratorExit: an SDK's stream abandoned after the first
-    chunk) closes the stream at once, as httpcore's own does: the inner stream's iterator is held here, and
-    left open it would be closed only by the garbage collector, at any later moment, possibly inside the
-    connection pool's lock (where closing it waits on that lock forever). The sync and async loops differ
-    only in ``for`` against ``async for``.
+    It is one-shot: while an iteration is open, another continues where it stopped, as a live stream's
+    does. An iteration the caller drops before the end (GeneratorExit: a ``break``, an SDK's stream
+    abandoned after the first chunk) closes the stream at once, as httpcore's own stream closes itself
+    (iterating again then fails with the library's ReadError, as live). Left open, the inner iterator held
+    here would be closed only by the garbage collector, at any later moment, possibly inside the connection
+    pool's lock, where closing it waits on that lock forever. The sync and async loops differ only in
+    ``for`` against ``async for``.
     """
 
     def __init__(self, inner: ByteStream, call: _Call, convert: Callable[[BaseException], BaseException]) -> None:

@@ -141,14 +141,32 @@ def test_replay_gives_every_chunk_byte_exact(side: Side, upstream: Upstream, cas
     assert any("base64" in e for e in events), "a chunk ending mid UTF-8 character is stored as base64"
 
 
-def test_a_second_iteration_continues_where_the_first_stopped(side: Side, upstream: Upstream, cassette: Path) -> None:
+def test_an_iteration_dropped_before_the_end_closes_the_stream_as_the_live_transport_does(
+    side: Side, upstream: Upstream, cassette: Path
+) -> None:
+    """Breaking out of a stream's iteration closes it: iterating again fails with the library's ReadError,
+    through the recording transport as through the library's own."""
     upstream.routes["/sse"] = lambda r: Reply(200, [("content-type", "text/event-stream")], CHUNKS, pause=0.01)
-    first, second = side.iterate_twice(side.recording(cassette), upstream.url + "/sse", first_pass=2)
-    assert b"".join(first + second) == b"".join(CHUNKS)
+    transport = side.library.AsyncHTTPTransport() if side.is_async else side.library.HTTPTransport()
+    with pytest.raises(side.library.ReadError):
+        side.iterate_twice(transport, upstream.url + "/sse", first_pass=2)
+    recording = side.recording(cassette)
+    with pytest.raises(side.library.ReadError):
+        side.iterate_twice(recording, upstream.url + "/sse", first_pass=2)
+    asyncio.run(recording.aclose()) if side.is_async else recording.close()
+    (end,) = call_ends(cassette)
+    assert (end["outcome"], end["event_count"]) == ("closed_early", 2)
+
+
+def test_a_second_replayed_iteration_continues_where_the_first_stopped(
+    side: Side, upstream: Upstream, cassette: Path
+) -> None:
+    upstream.routes["/sse"] = lambda r: Reply(200, [("content-type", "text/event-stream")], CHUNKS, pause=0.01)
+    side.iterate_twice(side.recording(cassette), upstream.url + "/sse", first_pass=len(CHUNKS) + 1)
     assert call_ends(cassette)[0]["outcome"] == "complete"
     upstream.stop()
     replay_first, replay_second = side.iterate_twice(vcr_transport.ReplayTransport(cassette), upstream.url + "/sse", 2)
-    assert (replay_first, replay_second) == (first, second)
+    assert (replay_first, replay_second) == (CHUNKS[:2], CHUNKS[2:])
 
 
 @pytest.mark.parametrize("faults", [["corrupt:chunk=1"], ["stall:after=2,seconds=0.01", "corrupt:chunk=4"]])
@@ -158,7 +176,7 @@ def test_a_second_iteration_continues_where_the_first_stopped_around_faults(
     """A fault splits the stream into runs of chunks; an iteration that stops inside one leaves the rest of it
     to the next."""
     upstream.routes["/sse"] = lambda r: Reply(200, [("content-type", "text/event-stream")], CHUNKS)
-    side.iterate_twice(side.recording(cassette), upstream.url + "/sse", first_pass=len(CHUNKS))
+    side.iterate_twice(side.recording(cassette), upstream.url + "/sse", first_pass=len(CHUNKS) + 1)
     upstream.stop()
     replay = vcr_transport.ReplayTransport(cassette, faults=faults)
     slept: list[float] = []
