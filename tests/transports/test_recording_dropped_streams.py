@@ -90,7 +90,6 @@ class ClosingProbe:
 
 @pytest.fixture
 def no_gc() -> Iterator[None]:
-    gc.collect()
     gc.disable()
     try:
         yield
