@@ -527,6 +527,7 @@ class _Replay:
         self._switching = False  # record-on-miss is taking the session live
         self._live: Any = None  # the live recording connection, once it has
         self._switch_failed: BaseException | None = None
+        self._entered = False  # the client entered this connection with ``with``
         assert session.replayer is not None
         self._pace = session.replayer.options.pace
         self.request = request
@@ -708,6 +709,8 @@ class ReplayConnection(_Replay):
         messages, given, recorder = self._resend_plan()
         with self._going_live(recorder) as live:
             connection = self._original(self._connecter)
+            if self._entered:
+                connection.__enter__()  # as the client entered this one (websockets 17 warns of one it isn't)
             recorder.accepted(connection)
             live.append(RecordingConnection(connection, recorder, hidden=given))
             for data, before in messages:
@@ -759,6 +762,7 @@ class ReplayConnection(_Replay):
             self._changed.notify_all()
 
     def __enter__(self) -> ReplayConnection:
+        self._entered = True  # the live connection, if record-on-miss opens one, is entered too
         return self
 
     def __exit__(self, *exc_info: object) -> None:
@@ -797,6 +801,8 @@ class AsyncReplayConnection(_Replay):
                 connection = await self._original(self._connecter)
                 if getattr(self._connecter, "connection", None) is connection:
                     self._connecter.connection = self  # websockets 13 to 16: what its __aexit__ closes
+                if self._entered:
+                    await connection.__aenter__()
                 recorder.accepted(connection)
                 live.append(AsyncRecordingConnection(connection, recorder, hidden=given))
                 for data, before in messages:
@@ -857,6 +863,7 @@ class AsyncReplayConnection(_Replay):
         self._wake()
 
     async def __aenter__(self) -> AsyncReplayConnection:
+        self._entered = True
         return self
 
     async def __aexit__(self, *exc_info: object) -> None:

@@ -576,3 +576,21 @@ def test_the_pytest_marker_records_and_replays_a_session(pytester: pytest.Pytest
     assert '"from":"server"' in cassette.read_text()
     server.close()
     pytester.runpytest("--vcr-mode=replay").assert_outcomes(passed=1)
+
+
+def test_record_on_miss_under_the_marker_re_records_from_the_changed_message(
+    pytester: pytest.Pytester, server: RealtimeServer
+) -> None:
+    pytester.makepyprojecttoml("[tool.pytest.ini_options]\nfilterwarnings = ['error']\n")
+    pytester.makepyfile(test_ws=MARKED_TEST.format(url=server.url))
+    pytester.runpytest("--vcr-mode=record").assert_outcomes(passed=1)
+    opened = server.connections
+    pytester.makepyfile(test_ws=MARKED_TEST.format(url=server.url).replace("models/live", "models/live-2"))
+    result = pytester.runpytest("--vcr-mode=record-on-miss")
+    result.assert_outcomes(passed=1)
+    result.stdout.fnmatch_lines(["cassettes: 1 re-recorded*"])
+    assert server.connections == opened + 1
+    cassette = pytester.path / "cassettes" / "test_ws" / "test_session.jsonl"
+    assert "models/live-2" in cassette.read_text() and '"models/live"' not in cassette.read_text()
+    server.close()
+    pytester.runpytest("--vcr-mode=replay").assert_outcomes(passed=1)
