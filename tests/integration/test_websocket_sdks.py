@@ -436,6 +436,39 @@ def test_a_thread_waiting_in_recv_follows_the_session_live(tmp_path: Path, serve
     assert created not in cassette.read_text()
 
 
+def test_a_task_waiting_in_recv_follows_the_session_live(tmp_path: Path, server: RealtimeServer) -> None:
+    """The asyncio client: a reader task waiting in recv() while another task's send takes the session
+    live gets the live server's messages from then on, none twice."""
+    from websockets.asyncio.client import connect
+
+    cassette = tmp_path / "tasks.jsonl"
+
+    async def talk(item: dict[str, Any]) -> list[str]:
+        async with connect(f"{server.url}/v1/realtime?model=gpt-realtime") as ws:
+            assert json.loads(await ws.recv())["type"] == "session.created"
+
+            async def read() -> list[str]:
+                return [json.loads(await ws.recv())["type"] for _ in range(2)]
+
+            reader = asyncio.create_task(read())
+            await asyncio.sleep(0)  # the reader waits in recv()
+            await ws.send(json.dumps({"type": "conversation.item.create", "item": item}))
+            await ws.send(json.dumps({"type": "response.create"}))
+            return await asyncio.wait_for(reader, 10)
+
+    with vcr_transport.use_cassette(cassette, mode="record"):
+        assert asyncio.run(talk(_tool_output(21))) == ["conversation.item.added", "response.created"]
+    opened = server.connections
+    with vcr_transport.use_cassette(cassette, mode="record-on-miss"):
+        assert asyncio.run(talk(_tool_output(30))) == ["conversation.item.added", "response.created"]
+    assert server.connections == opened + 1
+    (session,) = _sessions(cassette)
+    assert json.loads(session["client"][0]["item"]["output"]) == {"temperature": 30}
+    server.close()
+    with vcr_transport.use_cassette(cassette, mode="replay", unplayed="error"):
+        assert asyncio.run(talk(_tool_output(30))) == ["conversation.item.added", "response.created"]
+
+
 def _answered(server: RealtimeServer, temperature: int) -> str:
     """A turn that waits for each answer before it sends again: its recording has one order only."""
     with _openai_client(server).realtime.connect(model="gpt-realtime") as connection:
