@@ -134,6 +134,7 @@ def call_data(view: CallView) -> dict[str, Any]:
         "mdl": view.model,
         "s": view.status,
         "o": view.outcome,
+        "own": view.owner,
         "e": view.error if view.outcome == "error" else "",
         "d": view.duration,
         "ti": view.reply.input_tokens,
@@ -456,6 +457,7 @@ function card(c) {
   line.appendChild(el("span", "method", c.m));
   line.appendChild(el("span", "url", c.u));
   if (c.mdl) line.appendChild(badge(c.mdl, "info"));
+  if (c.own) line.appendChild(badge("recorded by " + c.own, "quiet"));
   if (c.xh) line.appendChild(badge(c.xh + " removed from headers", "quiet"));
   if (c.xb) line.appendChild(el("mark", "secret", c.xb + (c.xb > 1 ? " secrets" : " secret") + " removed from bodies"));
   if (changed.has(c.i)) line.appendChild(badge(changed.get(c.i).length + " changed", "chg"));

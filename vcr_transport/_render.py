@@ -116,6 +116,8 @@ def call_json(view: CallView) -> dict[str, Any]:
         "first_chunk_s": view.chunk_times[0] if view.chunk_times else None,
         "last_chunk_s": view.chunk_times[-1] if view.chunk_times else None,
     }
+    if view.owner:
+        data["test"] = view.owner
     if view.outcome == "error":
         data["error"] = {"class": view.error_class, "message": view.error_message}
     if view.close is not None:
@@ -174,6 +176,8 @@ def _shown_call(view: CallView) -> Iterator[str]:
     mark = "" if view.outcome == "complete" else f"  [INCOMPLETE: {view.outcome}]"
     yield ""
     yield f"call {view.index}: {view.method} {view.url}{mark}"
+    if view.owner:
+        yield f"  recorded by: {view.owner}"
     body = view.request_body
     if view.parts is not None:
         yield f"  request body: multipart, {plural(len(view.parts), 'part')}"
@@ -270,6 +274,8 @@ def call_lines(view: CallView, *, volatile: bool = False, label: str | None = No
     (``_review``) unless ``volatile``. ``label``: how the call is named (``call N`` by default)."""
     matcher = RequestMatcher()
     yield f"{label or f'call {view.index}'}: {view.method} {view.url}"
+    if view.owner:
+        yield f"  test: {view.owner}"
     for name, value in view.request_headers:
         if volatile or not matcher.is_volatile(name.lower()):
             yield f"  request.headers.{name.lower()}: {value}"

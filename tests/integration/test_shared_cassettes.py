@@ -174,3 +174,27 @@ def test_a_run_of_one_test_by_keyword_still_records_it_as_shared(project: pytest
     assert [owner for _, owner, _ in _owned(cassette)] == ["test_shared.py::test_b"]
     project.runpytest().assert_outcomes(passed=3)  # auto: a and c record beside b, b replays
     assert [owner[-1] for _, owner, _ in _owned(cassette)] == ["b", "a", "a", "c", "c"]
+
+
+def test_the_views_name_the_test_that_recorded_each_call(project: pytest.Pytester) -> None:
+    import subprocess
+    import sys
+
+    from vcr_transport._core._format import Cassette
+    from vcr_transport._core._view import call_view
+    from vcr_transport._html import call_data
+
+    write_tests(project, PROMPTS)
+    project.runpytest("--vcr-mode=record").assert_outcomes(passed=3)
+    cassette = project.path / "cassettes" / "shared.jsonl"
+
+    def show(*options: str) -> str:
+        command = [sys.executable, "-m", "vcr_transport", "show", *options, str(cassette)]
+        return subprocess.run(command, capture_output=True, text=True, check=True).stdout
+
+    owners = [f"test_shared.py::test_{name}" for name in "aabcc"]
+    assert [line.split(": ", 1)[1] for line in show().splitlines() if "recorded by:" in line] == owners
+    assert [call["test"] for call in json.loads(show("--json"))["calls"]] == owners
+    assert [line.split(": ", 1)[1] for line in show("--textconv").splitlines() if line.startswith("  test:")] == owners
+    calls = Cassette.parse(cassette.read_bytes(), str(cassette)).calls
+    assert [call_data(call_view(call))["own"] for call in calls] == owners

@@ -67,6 +67,7 @@ class CallView:
     # A WebSocket session's messages, (from, text or bytes, t) in order, and how it closed (code, reason, by)
     websocket_messages: list[RecordedMessage] = dataclasses.field(default_factory=list)
     close: tuple[int | None, str, str | None] | None = None
+    owner: str = ""  # the test that recorded it, in a cassette several tests share ("": none said)
 
     def message_texts(self, width: int = 300) -> list[str]:
         """Each WebSocket message as one line: ``[i] +t from: text`` (binary as its size), cut to ``width``."""
@@ -196,4 +197,5 @@ def call_view(call: RecordedCall) -> CallView:
         json=parsed,
         websocket_messages=call.messages,
         close=call.close,
+        owner=call.owner,
     )
