@@ -36,6 +36,7 @@ from ._exceptions import CassetteError, VcrTransportError
 from ._manage import (
     ImportOutcome,
     UsageProblem,
+    calls_of_removed_tests,
     cassette_summary,
     find_cassettes,
     git_setup,
@@ -306,8 +307,13 @@ def command_scan(args: argparse.Namespace) -> int:
 # --- delete and prune -----------------------------------------------------------------------------------
 
 
-def _print_removal(args: argparse.Namespace, why: dict[Path, str], skipped: list[tuple[Path, str]]) -> int:
-    removal = remove_cassettes(why, yes=args.yes, skipped=skipped)
+def _print_removal(
+    args: argparse.Namespace,
+    why: dict[Path, str],
+    skipped: list[tuple[Path, str]],
+    calls_of: dict[Path, dict[str, int]] | None = None,
+) -> int:
+    removal = remove_cassettes(why, yes=args.yes, skipped=skipped, calls_of=calls_of)
     if args.json:
         _print_json(versioned(removal.as_json()))
     else:
@@ -322,7 +328,10 @@ def command_delete(args: argparse.Namespace) -> int:
 def command_prune(args: argparse.Namespace) -> int:
     cassettes, others = split_cassettes(find_cassettes([args.dir] if args.dir else []))
     why = prune_reasons(cassettes, older_than=args.older_than, force=args.force)
-    return _print_removal(args, {path: why[path] for path in sorted(why)}, others)
+    unused = {path: why[path] for path in sorted(why)}
+    kept = [path for path in cassettes if path not in why]
+    calls_of = calls_of_removed_tests(kept, force=args.force) if args.older_than is None else {}
+    return _print_removal(args, unused, others, calls_of)
 
 
 # --- import ---------------------------------------------------------------------------------------------
@@ -648,8 +657,9 @@ def _add_delete_prune_import(commands: Any) -> None:
         "prune",
         "delete cassettes the last test run did not use, or old ones (a dry run unless --yes)",
         "Delete the cassettes no test used in the last complete run (the pytest plugin's ledger), or those "
-        "not modified for DAYS; a dry run without --yes. After a partial run it refuses and says why. Files "
-        "that are not cassettes are skipped.",
+        "not modified for DAYS; a dry run without --yes. From a cassette several tests share, it removes the "
+        "calls of tests the last run no longer had (renamed or removed). After a partial run it refuses and "
+        "says why. Files that are not cassettes are skipped.",
         ["vcr-transport prune", "vcr-transport prune --older-than 90 --yes"],
         removed,
     )

@@ -61,8 +61,9 @@ class PytestRun:
     def __init__(self, vcr_mode: str | None) -> None:
         self.vcr_mode = vcr_mode
 
-    def cassette_opened(self, path: Path, mode: str) -> None:
-        """A cassette was opened in ``mode`` (concrete) through any entry point."""
+    def cassette_opened(self, path: Path, mode: str, owner: str = "") -> None:
+        """A cassette was opened in ``mode`` (concrete) through any entry point; ``owner``: for the test
+        of that name in a cassette several tests share (``shared_as``)."""
 
     def cassette_closed(self, path: Path, outcome: str) -> None:
         """A cassette was closed: ``outcome`` is what ``CassetteSession.outcome()`` says."""

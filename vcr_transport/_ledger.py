@@ -6,11 +6,12 @@ It is one JSON file, ``.vcr_transport/ledger.json`` under the pytest rootdir. Th
 a backup. The plugin's main process writes it twice: when the run starts (``complete: false``, so a run
 that dies leaves an incomplete ledger rather than an older run's), and when it finishes, with every cassette
 opened through any entry point (the marker, ``use_cassette()``, ``transport()``), every cassette a collected
-test's marker names, the run's command line, and whether the run was complete, with why not: a run is complete
-only if it collected the whole suite (no module that failed to collect or was skipped at collection, no
-``--ignore``, ``collect_ignore``, ``--deselect``, ``-k``, ``-m``, ``--lf``, no test id, file or folder narrower than
-the test paths), and did not stop early or lose a worker. Under xdist the controller writes it, from what its
-workers saw.
+test's marker names, the node ids of the tests that named or opened each (``owners``: what a shared
+cassette's calls still belong to), the run's command line, and whether the run was complete, with why not: a
+run is complete only if it collected the whole suite (no module that failed to collect or was skipped at
+collection, no ``--ignore``, ``collect_ignore``, ``--deselect``, ``-k``, ``-m``, ``--lf``, no test id, file or
+folder narrower than the test paths), and did not stop early or lose a worker. Under xdist the controller
+writes it, from what its workers saw.
 """
 
 from __future__ import annotations
@@ -33,8 +34,9 @@ def ledger_path(root: Path) -> Path:
 
 
 class Ledger:
-    """One run's ledger: its id, when it started, its command line, whether it was complete (and why not), and
-    the cassettes it used. (A plain class: the plugin imports this module in every run.)"""
+    """One run's ledger: its id, when it started, its command line, whether it was complete (and why not), the
+    cassettes it used and the tests that used each. (A plain class: the plugin imports this module in every
+    run.)"""
 
     def __init__(
         self,
@@ -44,6 +46,7 @@ class Ledger:
         complete: bool = False,
         why_incomplete: str = "the run has not finished",
         cassettes: set[Path] | None = None,
+        owners: dict[Path, set[str]] | None = None,
     ) -> None:
         self.run = run
         self.started = started
@@ -51,6 +54,9 @@ class Ledger:
         self.complete = complete
         self.why_incomplete = why_incomplete
         self.cassettes: set[Path] = set() if cassettes is None else cassettes
+        # The tests that claimed (by their marker) or opened each cassette, by node id; None: a ledger
+        # written before they were kept, which can't tell which tests a shared cassette still has.
+        self.owners: dict[Path, set[str]] | None = owners
 
 
 def write_ledger(root: Path, ledger: Ledger) -> None:
@@ -68,6 +74,7 @@ def write_ledger(root: Path, ledger: Ledger) -> None:
         "complete": ledger.complete,
         "why_incomplete": "" if ledger.complete else ledger.why_incomplete,
         "cassettes": sorted(_relative(root, p) for p in ledger.cassettes),
+        "owners": {_relative(root, p): sorted(tests) for p, tests in sorted((ledger.owners or {}).items())},
     }
     descriptor, temporary = tempfile.mkstemp(prefix=".ledger.", suffix=".partial", dir=path.parent)
     with os.fdopen(descriptor, "w", encoding="utf-8") as file:
@@ -122,7 +129,14 @@ def read_ledger(root: Path) -> Ledger:
         bool(document["complete"]),
         str(document.get("why_incomplete", "")),
         {(root / name).resolve() for name in document["cassettes"]},
+        _owners(root, document.get("owners")),
     )
+
+
+def _owners(root: Path, found: Any) -> dict[Path, set[str]] | None:
+    if not isinstance(found, dict):
+        return None
+    return {(root / name).resolve(): {str(test) for test in tests} for name, tests in found.items()}
 
 
 def _relative(root: Path, path: Path) -> str:

@@ -15,6 +15,7 @@ import re
 import shlex
 import subprocess
 import time
+from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -27,7 +28,7 @@ from ._core._redaction import Redactor
 from ._core._scan import scan_document
 from ._exceptions import CassetteError
 from ._ledger import LedgerProblem, read_ledger
-from ._storage import check_cassette, not_a_cassette, read_cassette, read_outline
+from ._storage import check_cassette, drop_owners, is_shared, not_a_cassette, read_cassette, read_outline
 from ._vcrpy import ImportProblem, NotACassette, import_vcrpy, plan_imports
 
 __all__ = [
@@ -40,6 +41,7 @@ __all__ = [
     "SecretFound",
     "UsageProblem",
     "Verification",
+    "calls_of_removed_tests",
     "cassette_summary",
     "check_deletable",
     "find_cassettes",
@@ -463,23 +465,42 @@ class Removal:
     deleted: bool
     removed: list[tuple[Path, str]]
     skipped: list[tuple[Path, str]] = field(default_factory=list)
+    # prune: the calls of tests the last run no longer had, in the shared cassettes it used: (cassette,
+    # {test: calls}), removed from the cassette (``deleted``) or to be
+    dropped_calls: list[tuple[Path, dict[str, int]]] = field(default_factory=list)
 
     def as_json(self) -> dict[str, Any]:
         return {
             "deleted": self.deleted,
             "cassettes": [{"path": shown_path(path), "why": why} for path, why in self.removed],
             "skipped": [{"path": shown_path(path), "why": why} for path, why in self.skipped],
+            "calls_of_removed_tests": [
+                {"path": shown_path(path), "test": test, "calls": calls}
+                for path, tests in self.dropped_calls
+                for test, calls in tests.items()
+            ],
         }
 
 
-def remove_cassettes(why: dict[Path, str], *, yes: bool, skipped: Sequence[tuple[Path, str]] = ()) -> Removal:
+def remove_cassettes(
+    why: dict[Path, str],
+    *,
+    yes: bool,
+    skipped: Sequence[tuple[Path, str]] = (),
+    calls_of: dict[Path, dict[str, int]] | None = None,
+) -> Removal:
     """Delete the cassettes ``why`` names (``yes``), or say which would be deleted; refused as a whole
-    (``check_deletable``) unless every one is a cassette."""
+    (``check_deletable``) unless every one is a cassette. ``calls_of``: the shared cassettes whose calls of
+    these tests go too (``prune``)."""
     paths = list(why)
     check_deletable(paths)
-    for path in paths if yes else ():
-        path.unlink()
-    return Removal(yes, [(path, why[path]) for path in paths], list(skipped))
+    dropped = sorted((calls_of or {}).items())
+    if yes:
+        for path in paths:
+            path.unlink()
+        for path, tests in dropped:
+            drop_owners(path, set(tests))
+    return Removal(yes, [(path, why[path]) for path in paths], list(skipped), dropped)
 
 
 def split_cassettes(paths: Sequence[Path]) -> tuple[list[Path], list[tuple[Path, str]]]:
@@ -518,6 +539,30 @@ def prune_reasons(cassettes: Sequence[Path], *, older_than: float | None, force:
         for path in cassettes
         if path.resolve() not in ledger.cassettes
     }
+
+
+def calls_of_removed_tests(cassettes: Sequence[Path], *, force: bool) -> dict[Path, dict[str, int]]:
+    """The shared cassettes (``"shared": true``) the last run used that hold calls of tests it didn't have
+    (renamed or removed: no collected test named the cassette, none opened it under that name): for each,
+    {test: its calls}. Read from the ledger, as ``prune_reasons`` reads it (a partial run was refused
+    there, unless ``force``); nothing for a ledger written before it kept the tests (run the suite again)."""
+    ledger = read_ledger(_project_root())
+    if ledger.owners is None or (not ledger.complete and not force):
+        return {}
+    found: dict[Path, dict[str, int]] = {}
+    for path in cassettes:
+        resolved = path.resolve()
+        if resolved not in ledger.cassettes or not is_shared(path):
+            continue
+        kept = ledger.owners.get(resolved, set())
+        try:
+            calls = read_outline(path).calls
+        except CassetteError:
+            continue  # verify names what is wrong with it; prune changes no cassette it can't read
+        gone = Counter(call.owner for call in calls if call.owner and call.owner not in kept)
+        if gone and sum(gone.values()) < len(calls):
+            found[path] = dict(sorted(gone.items()))
+    return found
 
 
 # --- import ---------------------------------------------------------------------------------------------

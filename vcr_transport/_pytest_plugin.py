@@ -121,13 +121,17 @@ class _PluginRun(PytestRun):
         super().__init__(vcr_mode)
         self._lock = threading.Lock()
         self.used: set[Path] = set()
+        self.owners: dict[Path, set[str]] = {}  # the tests that claimed or opened each cassette, by node id
         self.outcomes: dict[Path, str] = {}
         self.stale: dict[Path, tuple[float, float, str]] = {}  # (age in days, max_age, the test that replayed it)
         self.current_test = ""
 
-    def cassette_opened(self, path: Path, mode: str) -> None:
+    def cassette_opened(self, path: Path, mode: str, owner: str = "") -> None:
         with self._lock:
-            self.used.add(path.resolve())
+            resolved = path.resolve()
+            self.used.add(resolved)
+            if owner:
+                self.owners.setdefault(resolved, set()).add(owner)
 
     def cassette_closed(self, path: Path, outcome: str) -> None:
         with self._lock:
@@ -140,6 +144,7 @@ class _PluginRun(PytestRun):
     def as_data(self) -> dict[str, Any]:
         return {
             "used": sorted(map(str, self.used)),
+            "owners": {str(k): sorted(v) for k, v in self.owners.items()},
             "outcomes": {str(k): v for k, v in self.outcomes.items()},
             "stale": {str(k): list(v) for k, v in self.stale.items()},
         }
@@ -147,6 +152,8 @@ class _PluginRun(PytestRun):
     def absorb(self, data: dict[str, Any]) -> None:
         with self._lock:
             self.used.update(Path(p) for p in data["used"])
+            for path, owners in data.get("owners", {}).items():
+                self.owners.setdefault(Path(path), set()).update(owners)
             self.outcomes.update({Path(k): v for k, v in data["outcomes"].items()})
             for path, (age, max_age, test) in data.get("stale", {}).items():
                 self.stale.setdefault(Path(path), (age, max_age, test))
@@ -388,7 +395,7 @@ def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config
         marker = item.get_closest_marker(MARKER)
         if marker is not None:
             path = marker_cassette_path(item, marker.kwargs.get("path"))
-            run.cassette_opened(path, "claimed")
+            run.cassette_opened(path, "claimed", item.nodeid)
             claims[path.resolve()] += 1
     config.stash[_SHARED] = {path for path, count in claims.items() if count > 1}
 
@@ -423,6 +430,7 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     if not (run.used or ledger_path(config.rootpath).exists()):
         return  # a run that opened no cassette in a project with no ledger writes none
     ledger.cassettes = set(run.used)
+    ledger.owners = {path: set(owners) for path, owners in run.owners.items()}
     ledger.complete = not incomplete
     ledger.why_incomplete = "; ".join(dict.fromkeys(incomplete))
     write_ledger(config.rootpath, ledger)

@@ -480,9 +480,13 @@ def removal_lines(removal: Removal) -> Iterator[str]:
         yield f"skipped {shown_path(path)}: not a cassette ({why}); prune only deletes cassettes"
     for path, why in removal.removed:
         yield f"{'deleted' if removal.deleted else 'would delete'} {shown_path(path)}  ({why})"
-    if not removal.deleted and removal.removed:
+    for path, tests in removal.dropped_calls:
+        for test, calls in tests.items():
+            verb = "removed" if removal.deleted else "would remove"
+            yield f"{verb} {plural(calls, 'call')} of {test} from {shown_path(path)}  (no such test in the last run)"
+    if not removal.deleted and (removal.removed or removal.dropped_calls):
         yield "dry run: nothing was deleted; add --yes to delete"
-    if not removal.removed:
+    if not removal.removed and not removal.dropped_calls:
         yield "nothing to delete"
 
 

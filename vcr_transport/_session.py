@@ -137,7 +137,7 @@ class CassetteSession:
         if self.decision.records_at_start:
             self._record_from(len(self.replayer.calls) if self.replayer is not None else 0)
         if run is not None:
-            run.cassette_opened(self.path, mode)
+            run.cassette_opened(self.path, mode, self.options.shared_as or "")
 
     def _open(self, path: str | os.PathLike[str], serving: bool) -> Replayer | None:
         """The cassette, read to be replayed (its messages name ``path`` as given); None when it doesn't

@@ -16,7 +16,7 @@ import tempfile
 import threading
 import time
 import weakref
-from collections.abc import Iterator
+from collections.abc import Collection, Iterator
 from pathlib import Path
 from typing import Any, NamedTuple
 
@@ -31,6 +31,7 @@ from ._core._format import (
     load_streaming,
     merge_shared,
     problems,
+    without_owners,
 )
 from ._core._quiet import QuietComparison, merged_lines
 from ._core._redaction import Redactor
@@ -39,6 +40,7 @@ from ._exceptions import CassetteError
 __all__ = [
     "CassetteWriter",
     "check_cassette",
+    "drop_owners",
     "holds_calls_of",
     "is_shared",
     "not_a_cassette",
@@ -638,6 +640,40 @@ def _folder_lock(folder: Path) -> Iterator[None]:
 
 # A cassette header is short; a longer first line is not one.
 HEADER_READ_LIMIT = 64 * 1024
+
+
+def drop_owners(path: Path, owners: Collection[str]) -> int:
+    """Remove the calls of the tests ``owners`` from the shared cassette at ``path`` (``prune``: tests the
+    suite no longer has), the others kept byte for byte but for their call numbers; how many calls went.
+    Under the lock of the cassette's folder that shared merges take, through a private temporary file that
+    must read back before it is moved over the cassette (keeping its file mode). Nothing is written when
+    no call goes, or when none would stay (``prune`` deletes an unused cassette whole)."""
+    with _folder_lock(path.parent):
+        old = _read_whole(path)
+        if old is None:
+            raise CassetteError(str(path), None, "can't be read whole", "run vcr-transport verify on it")
+        dropped = sum(call.owner in owners for call in old.calls)
+        if not dropped or dropped == len(old.calls):
+            return 0
+        descriptor, temporary, holder = _new_partial(path)
+        try:
+            try:
+                with os.fdopen(descriptor, "wb") as out:
+                    out.write(without_owners(old.data, owners))
+                    out.flush()
+                    os.fsync(out.fileno())
+                unreadable = _unreadable(temporary)
+                if unreadable is not None:  # pragma: no cover - without_owners keeps whole calls
+                    raise unreadable
+                _keep_mode(path, temporary)
+                os.replace(temporary, path)
+            except BaseException:
+                temporary.unlink(missing_ok=True)
+                raise
+        finally:
+            os.close(holder)
+        _sync_folder(path.parent)
+        return dropped
 
 
 def holds_calls_of(path: Path, owner: str) -> bool:

@@ -94,6 +94,7 @@ def test_every_json_document_is_versioned_with_relative_paths(project: Path) -> 
         "deleted": False,
         "cassettes": [{"path": "tests/cassettes/openai.jsonl", "why": "named"}],
         "skipped": [],
+        "calls_of_removed_tests": [],
     }
     assert (project / "tests" / "cassettes" / "openai.jsonl").exists()
 

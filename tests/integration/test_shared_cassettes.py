@@ -198,3 +198,62 @@ def test_the_views_name_the_test_that_recorded_each_call(project: pytest.Pyteste
     assert [line.split(": ", 1)[1] for line in show("--textconv").splitlines() if line.startswith("  test:")] == owners
     calls = Cassette.parse(cassette.read_bytes(), str(cassette)).calls
     assert [call_data(call_view(call))["own"] for call in calls] == owners
+
+
+def _prune(project: pytest.Pytester, capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str]:
+    from vcr_transport._cli import main
+
+    capsys.readouterr()
+    with pytest.MonkeyPatch.context() as patch:
+        patch.chdir(project.path)
+        code = main(["prune", *args])
+    return code, capsys.readouterr().out
+
+
+@pytest.mark.parametrize("xdist", [False, True], ids=["one-process", "xdist"])
+def test_prune_removes_the_calls_of_a_removed_test_from_a_shared_cassette(
+    project: pytest.Pytester, capsys: pytest.CaptureFixture[str], xdist: bool
+) -> None:
+    write_tests(project, PROMPTS)
+    project.runpytest("--vcr-mode=record").assert_outcomes(passed=3)
+    cassette = project.path / "cassettes" / "shared.jsonl"
+    a, b, c = (f"test_shared.py::test_{name}" for name in "abc")
+    others = _lines_not_of(cassette, b)
+    # test_b is removed; test_c is skipped this run, and still claims its calls.
+    source = SHARED_TESTS.replace("{prompts}", repr(PROMPTS))
+    source = source.replace('@SHARED\ndef test_b():\n    assert len(send(*PROMPTS["b"])) == len(PROMPTS["b"])\n', "")
+    source = source.replace("@SHARED\ndef test_c", "@pytest.mark.skip\n@SHARED\ndef test_c")
+    project.makepyfile(test_shared=source)
+    if xdist:
+        pytest.importorskip("xdist")
+        run = project.runpytest_subprocess(*LEAN, "-p", "xdist", "-n", "2", "-p", "no:randomly")
+    else:
+        run = project.runpytest("-p", "no:randomly")
+    run.assert_outcomes(passed=1, skipped=1)
+    before = cassette.read_bytes()
+    code, out = _prune(project, capsys)
+    assert code == 0
+    assert "would remove 1 call of test_shared.py::test_b from cassettes/shared.jsonl" in out
+    assert cassette.read_bytes() == before  # a dry run
+    code, out = _prune(project, capsys, "--json")
+    assert json.loads(out)["calls_of_removed_tests"] == [{"path": "cassettes/shared.jsonl", "test": b, "calls": 1}]
+    code, out = _prune(project, capsys, "--yes")
+    assert code == 0 and "removed 1 call of test_shared.py::test_b" in out
+    assert _owned(cassette) == [(0, a, "a1"), (1, a, "a2"), (2, c, "c1"), (3, c, "c2")]
+    assert [_unnumbered(line) for line in _lines_not_of(cassette, b)] == [_unnumbered(line) for line in others]
+    project.makepyfile(test_shared=source.replace("@pytest.mark.skip\n", ""))
+    project.runpytest("--vcr-mode=replay").assert_outcomes(passed=2)
+    code, out = _prune(project, capsys)
+    assert "nothing to delete" in out
+
+
+def test_prune_keeps_a_shared_cassettes_calls_after_a_partial_run(
+    project: pytest.Pytester, capsys: pytest.CaptureFixture[str]
+) -> None:
+    write_tests(project, PROMPTS)
+    project.runpytest("--vcr-mode=record").assert_outcomes(passed=3)
+    cassette = project.path / "cassettes" / "shared.jsonl"
+    before = cassette.read_bytes()
+    project.runpytest("-k", "test_a").assert_outcomes(passed=1, deselected=2)
+    code, out = _prune(project, capsys, "--yes")
+    assert code == 2 and cassette.read_bytes() == before  # refused: the run left tests out

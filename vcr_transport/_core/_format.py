@@ -48,7 +48,7 @@ import datetime
 import io
 import json
 import re
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Annotated, Any, Literal, Protocol, overload
 from urllib.parse import urlsplit
@@ -58,22 +58,22 @@ import msgspec
 from .._exceptions import CassetteError
 
 __all__ = [
-    "FORMAT_VERSION",
-    "HTTP_VERSIONS",
-    "HELD_LINE_BYTES",
-    "INTENDED",
-    "MAX_LINE_BYTES",
-    "MAX_NESTING",
-    "OUTCOMES",
     "CallEndLine",
     "Cassette",
-    "CloseInfo",
     "ChunkSource",
+    "CloseInfo",
     "EventLine",
+    "FORMAT_VERSION",
     "Finding",
+    "HELD_LINE_BYTES",
+    "HTTP_VERSIONS",
     "HeaderLine",
+    "INTENDED",
     "Line",
+    "MAX_LINE_BYTES",
+    "MAX_NESTING",
     "MessageLine",
+    "OUTCOMES",
     "Parser",
     "RecordedCall",
     "RecordedMessage",
@@ -83,13 +83,13 @@ __all__ = [
     "call_end_line",
     "encode_line",
     "event_lines",
+    "foreign_file",
     "header_age_days",
     "header_line",
     "header_problem",
     "line_place",
     "lines_before_call",
     "lines_of_calls",
-    "foreign_file",
     "load_outline",
     "load_streaming",
     "merge_shared",
@@ -98,6 +98,7 @@ __all__ = [
     "problems",
     "request_line",
     "response_line",
+    "without_owners",
 ]
 
 FORMAT_VERSION = 1
@@ -541,28 +542,37 @@ def merge_shared(old: bytes | None, new: bytes, owner: str) -> bytes:
     new_lines = [line for line in new.split(b"\n") if line]
     header = _untyped.decode(new_lines[0])
     header["shared"] = True
-    blocks: list[list[bytes]] = []  # each test's lines, in the order the tests come in the file
-    mine = -1  # the block of ``owner``'s calls
-    if old is not None:
-        owners: dict[int, str] = {}
-        by_owner: dict[str, int] = {}
-        for line in old.split(b"\n")[1:]:
-            if not line:
-                continue
-            kind, index = line_place(line)
-            if kind == "request":
-                owners[index] = _owner_decoder.decode(line).test or owner
-            who = owners[index]
-            if who not in by_owner:
-                by_owner[who] = len(blocks)
-                blocks.append([])
-            blocks[by_owner[who]].append(line)
-        mine = by_owner.get(owner, -1)
+    blocks = _owner_blocks(old, owner) if old is not None else {}
     owned = [_with_owner(line, owner) if line_place(line)[0] == "request" else line for line in new_lines[1:]]
-    if mine < 0:
-        blocks.append(owned)
-    else:
-        blocks[mine] = owned
+    blocks[owner] = owned  # in its earlier place, else last
+    return _joined(header, blocks.values())
+
+
+def without_owners(data: bytes, owners: Collection[str]) -> bytes:
+    """A shared cassette (read successfully) without the calls of the tests ``owners``: the other calls byte
+    for byte but for their call numbers, renumbered 0, 1, 2... in file order; the header as it was."""
+    header = _untyped.decode(data.split(b"\n", 1)[0])
+    blocks = _owner_blocks(data, "")
+    return _joined(header, (block for who, block in blocks.items() if who not in owners))
+
+
+def _owner_blocks(data: bytes, default: str) -> dict[str, list[bytes]]:
+    """The lines of a cassette's calls (its header left out), by the test that owns them, the tests in the
+    order they first come in the file; a call that names no owner is ``default``'s."""
+    owners: dict[int, str] = {}
+    blocks: dict[str, list[bytes]] = {}
+    for line in data.split(b"\n")[1:]:
+        if not line:
+            continue
+        kind, index = line_place(line)
+        if kind == "request":
+            owners[index] = _owner_decoder.decode(line).test or default
+        blocks.setdefault(owners[index], []).append(line)
+    return blocks
+
+
+def _joined(header: dict[str, Any], blocks: Iterable[list[bytes]]) -> bytes:
+    """``header`` and the lines of ``blocks`` in order, each call renumbered 0, 1, 2... in file order."""
     merged = [encode_line(header)]
     first = 0
     for block in blocks:

@@ -95,7 +95,7 @@ complete -c vcr-transport -n '_shtab_vcr_transport_using; and test $_shtab_vcr_t
 complete -c vcr-transport -n '_shtab_vcr_transport_using delete' -s h -l help -d 'show this help message and exit'
 complete -c vcr-transport -n '_shtab_vcr_transport_using delete' -l yes -d 'really delete (default: a dry run)'
 complete -c vcr-transport -n '_shtab_vcr_transport_using delete' -l json -d 'machine-readable output (versioned shapes: docs/reference/cli-json.md)'
-complete -c vcr-transport -n '_shtab_vcr_transport_using; and test $_shtab_vcr_transport_npos -eq 0' -a prune -d 'Delete the cassettes no test used in the last complete run (the pytest plugin'"'"'s ledger), or those not modified for DAYS; a dry run without --yes. After a partial run it refuses and says why. Files that are not cassettes are skipped.'
+complete -c vcr-transport -n '_shtab_vcr_transport_using; and test $_shtab_vcr_transport_npos -eq 0' -a prune -d 'Delete the cassettes no test used in the last complete run (the pytest plugin'"'"'s ledger), or those not modified for DAYS; a dry run without --yes. From a cassette several tests share, it removes the calls of tests the last run no longer had (renamed or removed). After a partial run it refuses and says why. Files that are not cassettes are skipped.'
 complete -c vcr-transport -n '_shtab_vcr_transport_using prune' -s h -l help -d 'show this help message and exit'
 complete -c vcr-transport -n '_shtab_vcr_transport_using prune' -l older-than -x -d 'by age instead of by the last test run'
 complete -c vcr-transport -n '_shtab_vcr_transport_using prune' -l yes -d 'really delete (default: a dry run)'
