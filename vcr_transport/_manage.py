@@ -465,8 +465,8 @@ class Removal:
     deleted: bool
     removed: list[tuple[Path, str]]
     skipped: list[tuple[Path, str]] = field(default_factory=list)
-    # prune: the calls of tests the last run no longer had, in the shared cassettes it used: (cassette,
-    # {test: calls}), removed from the cassette (``deleted``) or to be
+    # prune: the calls of tests the last run no longer had, in the shared cassettes it used, as (cassette,
+    # {test: calls}); removed when ``deleted``, else what a real run would remove
     dropped_calls: list[tuple[Path, dict[str, int]]] = field(default_factory=list)
 
     def as_json(self) -> dict[str, Any]:

@@ -648,14 +648,15 @@ def drop_owners(path: Path, owners: Collection[str]) -> int:
     Under the lock of the cassette's folder that shared merges take, through a private temporary file that
     must read back before it is moved over the cassette (keeping its file mode). Nothing is written when
     no call goes, or when none would stay (``prune`` deletes an unused cassette whole)."""
-    with _folder_lock(path.parent):
-        old = _read_whole(path)
+    target = path.resolve()  # a symlinked cassette: its target is rewritten, the link kept
+    with _folder_lock(target.parent):
+        old = _read_whole(target)
         if old is None:
             raise CassetteError(str(path), None, "can't be read whole", "run vcr-transport verify on it")
         dropped = sum(call.owner in owners for call in old.calls)
         if not dropped or dropped == len(old.calls):
             return 0
-        descriptor, temporary, holder = _new_partial(path)
+        descriptor, temporary, holder = _new_partial(target)
         try:
             try:
                 with os.fdopen(descriptor, "wb") as out:
@@ -665,14 +666,14 @@ def drop_owners(path: Path, owners: Collection[str]) -> int:
                 unreadable = _unreadable(temporary)
                 if unreadable is not None:  # pragma: no cover - without_owners keeps whole calls
                     raise unreadable
-                _keep_mode(path, temporary)
-                os.replace(temporary, path)
+                _keep_mode(target, temporary)
+                os.replace(temporary, target)
             except BaseException:
                 temporary.unlink(missing_ok=True)
                 raise
         finally:
             os.close(holder)
-        _sync_folder(path.parent)
+        _sync_folder(target.parent)
         return dropped
 
 
