@@ -550,19 +550,22 @@ class _Replay:
 
     @contextlib.contextmanager
     def _going_live(self, recorder: _SessionRecorder) -> Iterator[list[Any]]:
-        """Around going live: the block appends the live connection to the list it gets; when the block
-        ends, the session is live, or closed with what made it fail (every later call raises it)."""
+        """Around going live: the block appends the live connection to the list it gets, once open. When the
+        block ends the session is live, even when sending the messages again failed (that send raises it;
+        later calls meet the live connection as it is, and closing this one closes it), or, when the live
+        connection never opened, closed with what made it fail (every later call raises it)."""
         live: list[Any] = []
         failure: BaseException | None = None
         try:
             yield live
         except BaseException as error:
-            if not live and isinstance(error, Exception):  # the handshake failed
-                recorder.refused(error)
-            failure = error
+            if not live:  # the handshake failed
+                if isinstance(error, Exception):
+                    recorder.refused(error)
+                failure = error
             raise
         finally:
-            self._went_live(live[0] if live and failure is None else None, failure)
+            self._went_live(live[0] if live else None, failure)
             self._ready.set()
 
     @property
