@@ -297,3 +297,48 @@ def test_a_shared_cassette_merges_one_owners_calls_in_their_place() -> None:
         _bytes([HEADER, *_call(0, "https://a.test/a1")]), _bytes([HEADER, *_call(0, "https://a.test/a7")]), "t::a"
     )
     assert [(c.owner, c.url[-2:]) for c in Cassette.parse(merged, "x").calls] == [("t::a", "a7")]
+
+
+def test_a_shared_cassette_without_some_owners_keeps_the_others_lines() -> None:
+    from vcr_transport._core._format import Cassette, without_owners
+
+    old = _bytes(
+        [
+            HEADER,
+            *_call(0, "https://a.test/a1", "t::a"),
+            *_call(1, "https://a.test/b1", "t::b"),
+            *_call(2, "https://a.test/c1", "t::c"),
+            *_call(3, "https://a.test/c2", "t::c"),
+        ]
+    )
+    kept = without_owners(old, {"t::b"})
+    cassette = Cassette.parse(kept, "shared.jsonl")
+    assert [(c.index, c.owner, c.url[-2:]) for c in cassette.calls] == [
+        (0, "t::a", "a1"),
+        (1, "t::c", "c1"),
+        (2, "t::c", "c2"),
+    ]
+    assert kept.splitlines()[:3] == old.splitlines()[:3]  # the header and test a's lines, byte for byte
+    assert without_owners(old, set()) == old
+
+
+def test_dropping_owners_rewrites_a_symlinked_cassettes_target_and_keeps_its_mode(tmp_path: Path) -> None:
+    import os
+
+    from vcr_transport._storage import drop_owners
+
+    target = tmp_path / "real" / "shared.jsonl"
+    target.parent.mkdir()
+    target.write_bytes(
+        _bytes(
+            [{**HEADER, "shared": True}, *_call(0, "https://a.test/a1", "t::a"), *_call(1, "https://a.test/b1", "t::b")]
+        )
+    )
+    target.chmod(0o644)
+    link = tmp_path / "shared.jsonl"
+    link.symlink_to(target)
+    assert drop_owners(link, {"t::b"}) == 1
+    assert link.is_symlink() and os.stat(target).st_mode & 0o777 == 0o644
+    assert [(c.owner, c.url[-2:]) for c in read_cassette(link).calls] == [("t::a", "a1")]
+    assert drop_owners(link, {"t::a"}) == 0  # none would stay: the cassette is left whole
+    assert sorted(p.name for p in target.parent.iterdir()) == ["shared.jsonl"]  # no partial left behind
