@@ -495,6 +495,16 @@ RESEND_WAIT = 10.0
 _LIVE: tuple[str | bytes | None, float] = (None, -1.0)
 
 
+class _GoingLive:
+    """What going live has opened so far: the live session's recorder, then its connection."""
+
+    __slots__ = ("connection", "recorder")
+
+    def __init__(self) -> None:
+        self.recorder: _SessionRecorder | None = None
+        self.connection: Any = None
+
+
 class _Replay:
     """What both replayed connections share: the playback, the handshake's request and response, the close.
 
@@ -549,23 +559,24 @@ class _Replay:
         raise NotImplementedError
 
     @contextlib.contextmanager
-    def _going_live(self, recorder: _SessionRecorder) -> Iterator[list[Any]]:
-        """Around going live: the block appends the live connection to the list it gets, once open. When the
-        block ends the session is live, even when sending the messages again failed (that send raises it;
-        later calls meet the live connection as it is, and closing this one closes it), or, when the live
-        connection never opened, closed with what made it fail (every later call raises it)."""
-        live: list[Any] = []
+    def _going_live(self) -> Iterator[_GoingLive]:
+        """Around going live: the block sets the live session's recorder, then the live connection once
+        open. When the block ends the session is live, even when sending the messages again failed (that
+        send raises it; later calls meet the live connection as it is, and closing this one closes it), or,
+        when the live connection never opened, closed with what made it fail (every later call raises it).
+        Either way, whoever waits for it is woken."""
+        going = _GoingLive()
         failure: BaseException | None = None
         try:
-            yield live
+            yield going
         except BaseException as error:
-            if not live:  # the handshake failed
-                if isinstance(error, Exception):
-                    recorder.refused(error)
+            if going.connection is None:  # the handshake failed, or the recording could not start
+                if going.recorder is not None and isinstance(error, Exception):
+                    going.recorder.refused(error)
                 failure = error
             raise
         finally:
-            self._went_live(live[0] if live else None, failure)
+            self._went_live(going.connection, failure)
             self._ready.set()
 
     @property
@@ -709,16 +720,16 @@ class ReplayConnection(_Replay):
             self._changed.notify_all()
 
     def _resend(self) -> None:
-        messages, given, recorder = self._resend_plan()
-        with self._going_live(recorder) as live:
+        with self._going_live() as going:
+            messages, given, going.recorder = self._resend_plan()
             connection = self._original(self._connecter)
+            live = going.connection = RecordingConnection(connection, going.recorder, hidden=given)
+            going.recorder.accepted(connection)
             if self._entered:
                 connection.__enter__()  # as the client entered this one (websockets 17 warns of one it isn't)
-            recorder.accepted(connection)
-            live.append(RecordingConnection(connection, recorder, hidden=given))
             for data, before in messages:
-                live[0].catch_up(before, RESEND_WAIT)
-                live[0].send(data)
+                live.catch_up(before, RESEND_WAIT)
+                live.send(data)
 
     def recv(self, timeout: float | None = None, decode: bool | None = None) -> Any:
         deadline = None if timeout is None else time.monotonic() + timeout
@@ -798,19 +809,19 @@ class AsyncReplayConnection(_Replay):
         self._wake()
 
     async def _resend(self) -> None:
-        messages, given, recorder = self._resend_plan()
         try:
-            with self._going_live(recorder) as live:
+            with self._going_live() as going:
+                messages, given, going.recorder = self._resend_plan()
                 connection = await self._original(self._connecter)
+                live = going.connection = AsyncRecordingConnection(connection, going.recorder, hidden=given)
+                going.recorder.accepted(connection)
                 if getattr(self._connecter, "connection", None) is connection:
                     self._connecter.connection = self  # websockets 13 to 16: what its __aexit__ closes
                 if self._entered:
                     await connection.__aenter__()
-                recorder.accepted(connection)
-                live.append(AsyncRecordingConnection(connection, recorder, hidden=given))
                 for data, before in messages:
-                    await live[0].catch_up(before, RESEND_WAIT)
-                    await live[0].send(data)
+                    await live.catch_up(before, RESEND_WAIT)
+                    await live.send(data)
         finally:
             self._wake()
 
