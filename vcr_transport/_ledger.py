@@ -47,6 +47,7 @@ class Ledger:
         why_incomplete: str = "the run has not finished",
         cassettes: set[Path] | None = None,
         owners: dict[Path, set[str]] | None = None,
+        files: set[str] | None = None,
     ) -> None:
         self.run = run
         self.started = started
@@ -57,6 +58,7 @@ class Ledger:
         # The tests that claimed (by their marker) or opened each cassette, by node id; None: a ledger
         # written before they were kept, which can't tell which tests a shared cassette still has.
         self.owners: dict[Path, set[str]] | None = owners
+        self.files: set[str] = set() if files is None else files  # the test files collected, as node ids say
 
 
 def write_ledger(root: Path, ledger: Ledger) -> None:
@@ -75,6 +77,7 @@ def write_ledger(root: Path, ledger: Ledger) -> None:
         "why_incomplete": "" if ledger.complete else ledger.why_incomplete,
         "cassettes": sorted(_relative(root, p) for p in ledger.cassettes),
         "owners": {_relative(root, p): sorted(tests) for p, tests in sorted((ledger.owners or {}).items())},
+        "files": sorted(ledger.files),
     }
     descriptor, temporary = tempfile.mkstemp(prefix=".ledger.", suffix=".partial", dir=path.parent)
     with os.fdopen(descriptor, "w", encoding="utf-8") as file:
@@ -130,6 +133,7 @@ def read_ledger(root: Path) -> Ledger:
         str(document.get("why_incomplete", "")),
         {(root / name).resolve() for name in document["cassettes"]},
         _owners(root, document.get("owners")),
+        {str(name) for name in document.get("files", ())},
     )
 
 

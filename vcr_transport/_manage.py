@@ -542,13 +542,24 @@ def prune_reasons(cassettes: Sequence[Path], *, older_than: float | None, force:
 
 
 def calls_of_removed_tests(cassettes: Sequence[Path], *, force: bool) -> dict[Path, dict[str, int]]:
-    """The shared cassettes (``"shared": true``) the last run used that hold calls of tests it didn't have
-    (renamed or removed: no collected test named the cassette, none opened it under that name): for each,
-    {test: its calls}. Read from the ledger, as ``prune_reasons`` reads it (a partial run was refused
-    there, unless ``force``); nothing for a ledger written before it kept the tests (run the suite again)."""
-    ledger = read_ledger(_project_root())
+    """The shared cassettes (``"shared": true``) the last run used that hold calls of tests that are gone:
+    for each, {test: its calls}. A call's test (a pytest node id) is gone when the run collected its file
+    and no test of that name named the cassette or opened it (renamed or removed), or when its file no
+    longer exists; a test in a file the run did not collect (outside its test paths) stays, and so does
+    an owner that is no node id (``shared_as``). Read from the ledger, as ``prune_reasons`` reads it (a
+    partial run was refused there, unless ``force``); nothing for a ledger written before it kept the tests
+    (run the suite again)."""
+    root = _project_root()
+    ledger = read_ledger(root)
     if ledger.owners is None or (not ledger.complete and not force):
         return {}
+
+    def removed(owner: str, kept: set[str]) -> bool:
+        if not owner or owner in kept or "::" not in owner:
+            return False
+        module = owner.split("::", 1)[0]
+        return module in ledger.files or not (root / module).exists()
+
     found: dict[Path, dict[str, int]] = {}
     for path in cassettes:
         resolved = path.resolve()
@@ -559,7 +570,7 @@ def calls_of_removed_tests(cassettes: Sequence[Path], *, force: bool) -> dict[Pa
             calls = read_outline(path).calls
         except CassetteError:
             continue  # verify names what is wrong with it; prune changes no cassette it can't read
-        gone = Counter(call.owner for call in calls if call.owner and call.owner not in kept)
+        gone = Counter(call.owner for call in calls if removed(call.owner, kept))
         if gone and sum(gone.values()) < len(calls):
             found[path] = dict(sorted(gone.items()))
     return found

@@ -122,6 +122,7 @@ class _PluginRun(PytestRun):
         self._lock = threading.Lock()
         self.used: set[Path] = set()
         self.owners: dict[Path, set[str]] = {}  # the tests that claimed or opened each cassette, by node id
+        self.files: set[str] = set()  # the test files collected, as node ids name them
         self.outcomes: dict[Path, str] = {}
         self.stale: dict[Path, tuple[float, float, str]] = {}  # (age in days, max_age, the test that replayed it)
         self.current_test = ""
@@ -145,6 +146,7 @@ class _PluginRun(PytestRun):
         return {
             "used": sorted(map(str, self.used)),
             "owners": {str(k): sorted(v) for k, v in self.owners.items()},
+            "files": sorted(self.files),
             "outcomes": {str(k): v for k, v in self.outcomes.items()},
             "stale": {str(k): list(v) for k, v in self.stale.items()},
         }
@@ -154,6 +156,7 @@ class _PluginRun(PytestRun):
             self.used.update(Path(p) for p in data["used"])
             for path, owners in data.get("owners", {}).items():
                 self.owners.setdefault(Path(path), set()).update(owners)
+            self.files.update(data.get("files", ()))
             self.outcomes.update({Path(k): v for k, v in data["outcomes"].items()})
             for path, (age, max_age, test) in data.get("stale", {}).items():
                 self.stale.setdefault(Path(path), (age, max_age, test))
@@ -391,6 +394,7 @@ def _selection(config: pytest.Config) -> str:
 def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config, items: list[pytest.Item]) -> None:
     run = config.stash[_RUN]
     claims: Counter[Path] = Counter()
+    run.files.update(item.nodeid.split("::", 1)[0] for item in items)
     for item in items:  # a marked test claims its cassette even when it is skipped
         marker = item.get_closest_marker(MARKER)
         if marker is not None:
@@ -431,6 +435,7 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
         return  # a run that opened no cassette in a project with no ledger writes none
     ledger.cassettes = set(run.used)
     ledger.owners = {path: set(owners) for path, owners in run.owners.items()}
+    ledger.files = set(run.files)
     ledger.complete = not incomplete
     ledger.why_incomplete = "; ".join(dict.fromkeys(incomplete))
     write_ledger(config.rootpath, ledger)

@@ -89,3 +89,18 @@ def test_media_answers_are_kept_byte_for_byte(tmp_path: Path, files: Upstream) -
     files.stop()
     with vcr_transport.use_cassette(cassette, mode="replay"):
         assert speak() == AUDIO
+
+
+@pytest.mark.parametrize("kind", ["audio/mpeg", "image/png"])
+def test_media_sent_content_encoded_is_kept_byte_for_byte(tmp_path: Path, upstream: Upstream, kind: str) -> None:
+    """Media a CDN sends with Content-Encoding: gzip is still media: kept as it came, never searched."""
+    import gzip
+
+    import httpx2
+
+    cassette = tmp_path / "media.jsonl"
+    upstream.routes["/media"] = lambda received: Reply(200, [("content-type", kind)], [AUDIO], gzip=True)
+    with vcr_transport.use_cassette(cassette, mode="record"):
+        with httpx2.Client() as client:
+            assert client.get(upstream.url + "/media").content == AUDIO
+    assert gzip.decompress(_events(cassette)) == AUDIO

@@ -257,3 +257,25 @@ def test_prune_keeps_a_shared_cassettes_calls_after_a_partial_run(
     project.runpytest("-k", "test_a").assert_outcomes(passed=1, deselected=2)
     code, out = _prune(project, capsys, "--yes")
     assert code == 2 and cassette.read_bytes() == before  # refused: the run left tests out
+
+
+def test_prune_keeps_the_calls_of_a_test_the_run_did_not_collect_and_drops_a_deleted_files(
+    project: pytest.Pytester, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``testpaths = ['tests']``; e2e/ is run on its own and shares the cassette. The default run collects
+    tests/ only: its e2e test still exists, and keeps its calls. A test file that is deleted loses its calls."""
+    project.makepyprojecttoml("[tool.pytest.ini_options]\nfilterwarnings = ['error']\ntestpaths = ['tests']\n")
+    module = SHARED_TESTS.replace("{prompts}", repr(PROMPTS)).replace('"cassettes/', '"../cassettes/')
+    for folder, name in (("tests", "test_unit"), ("tests", "test_gone"), ("e2e", "test_e2e")):
+        (project.path / folder).mkdir(exist_ok=True)
+        (project.path / folder / f"{name}.py").write_text(module)
+    project.runpytest("--vcr-mode=record", "tests", "e2e").assert_outcomes(passed=9)
+    cassette = project.path / "cassettes" / "shared.jsonl"
+    (project.path / "tests" / "test_gone.py").unlink()
+    project.runpytest("--vcr-mode=replay").assert_outcomes(passed=3)  # the default run: tests/ only
+    code, out = _prune(project, capsys, "--yes")
+    assert code == 0, out
+    owners = {owner.split("::")[0] for _, owner, _ in _owned(cassette)}
+    assert owners == {"tests/test_unit.py", "e2e/test_e2e.py"}, out
+    assert "removed 2 calls of tests/test_gone.py::test_a" in out
+    project.runpytest("--vcr-mode=replay", "tests", "e2e").assert_outcomes(passed=6)

@@ -270,23 +270,26 @@ class CallRecording:
         return [encode_line(request_line(self.index, method, stored_url, stored_headers, stored))]
 
     def response(self, status: int, headers: list[tuple[str, str]], http_version: str) -> list[bytes]:
-        """The response line, redacted; the body's redactor is chosen from the response's headers: a
-        content-encoded body is redacted decoded, text as it streams (with SSE deltas reassembled in an event
-        stream, which is also watched for its protocol's end), a binary body searched as bytes when whole
-        (``BinaryBodyRedactor``), media (images, audio, video) kept as it came."""
+        """The response line, redacted; the body's redactor is chosen from the response's headers: media
+        (images, audio, video) is kept as it came, content-encoded or not; another content-encoded body is
+        redacted decoded, text as it streams (with SSE deltas reassembled in an event stream, which is also
+        watched for its protocol's end), another binary body searched as bytes when whole
+        (``BinaryBodyRedactor``)."""
         self.record.status = status
         if self.book.broken:
             return []
         self._length = _declared_length(headers)
         content_type, encoding, binary = body_headers(headers)
-        if encoding:
+        if is_media(content_type):
+            pass  # an image, audio, video: kept as it came, content-encoded or not
+        elif encoding:
             self._body = EncodedBodyRedactor(self.redactor, encoding)
         elif not binary:
             event_stream = "event-stream" in content_type
             self._body = StreamRedactor(self.redactor, deltas=carries_deltas(content_type))
             if event_stream:
                 self._protocol = ProtocolEnd(answers_post=self._method == "POST")
-        elif not is_media(content_type):
+        else:
             self._body = BinaryBodyRedactor(self.redactor)
         return [encode_line(response_line(self.index, status, self.redactor.redact_headers(headers), http_version))]
 
