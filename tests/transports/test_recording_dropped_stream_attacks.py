@@ -5,8 +5,6 @@ library's ReadError, as live), replay with ``unplayed="error"`` afterwards."""
 from __future__ import annotations
 
 import asyncio
-import gc
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -17,16 +15,6 @@ from test_recording_dropped_streams import ClosingProbe
 from upstream import Reply, Upstream
 
 import vcr_transport
-
-
-@pytest.fixture
-def no_gc() -> Iterator[None]:
-    gc.disable()
-    try:
-        yield
-    finally:
-        gc.enable()
-
 
 CHUNKS = [f"line {i:03d}\n".encode() for i in range(200)]
 

@@ -7,7 +7,6 @@ SDKs over httpx and httpx2, sync and async."""
 from __future__ import annotations
 
 import asyncio
-import gc
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -86,15 +85,6 @@ class ClosingProbe:
 
     async def __aexit__(self, *exc_info: object) -> None:
         await self.aclose()
-
-
-@pytest.fixture
-def no_gc() -> Iterator[None]:
-    gc.disable()
-    try:
-        yield
-    finally:
-        gc.enable()
 
 
 def _drop_a_stream(sdk: Sdk, url: str, wrap: Any) -> tuple[str, list[bool], str]:
