@@ -658,8 +658,8 @@ def _add_delete_prune_import(commands: Any) -> None:
         "delete cassettes the last test run did not use, or old ones (a dry run unless --yes)",
         "Delete the cassettes no test used in the last complete run (the pytest plugin's ledger), or those "
         "not modified for DAYS; a dry run without --yes. From a cassette several tests share, it removes the "
-        "calls of tests the last run no longer had (renamed or removed). After a partial run it refuses and "
-        "says why. Files that are not cassettes are skipped.",
+        "calls of tests that are gone (renamed or removed from a file the run collected, or whose file was "
+        "deleted). After a partial run it refuses and says why. Files that are not cassettes are skipped.",
         ["vcr-transport prune", "vcr-transport prune --older-than 90 --yes"],
         removed,
     )
