@@ -657,7 +657,7 @@ class _Replay:
             if failure is not None:
                 self._state = State.CLOSED
 
-    def _joined(self) -> Any:
+    def _live_connection(self) -> Any:
         """The live connection, once going live has finished (raising what made it fail)."""
         if self._switch_failed is not None:
             raise self._switch_failed
@@ -715,7 +715,7 @@ class ReplayConnection(_Replay):
             self._resend()
         elif outcome == "live":
             self._ready.wait()
-            self._joined().send(message, text)
+            self._live_connection().send(message, text)
         with self._changed:
             self._changed.notify_all()
 
@@ -741,7 +741,9 @@ class ReplayConnection(_Replay):
                 self._changed.wait(left)
         if found is _LIVE:
             self._ready.wait()
-            return self._joined().recv(None if deadline is None else max(0.0, deadline - time.monotonic()), decode)
+            return self._live_connection().recv(
+                None if deadline is None else max(0.0, deadline - time.monotonic()), decode
+            )
         message, delay = found
         if delay:
             time.sleep(delay)
@@ -805,7 +807,7 @@ class AsyncReplayConnection(_Replay):
             await self._resend()
         elif outcome == "live":
             await self._ready.wait()
-            await self._joined().send(message, text)
+            await self._live_connection().send(message, text)
         self._wake()
 
     async def _resend(self) -> None:
@@ -832,7 +834,7 @@ class AsyncReplayConnection(_Replay):
             await waiter
         if found is _LIVE:
             await self._ready.wait()
-            return await self._joined().recv(decode)
+            return await self._live_connection().recv(decode)
         message, delay = found
         if delay:
             await asyncio.sleep(delay)
