@@ -49,13 +49,16 @@ class EarlyRaw(_socket.socket):
     """A _socket.socket subclass made before any guard started (the C class: the guard can't patch it)."""
 
 
-# Sockets made before any guard started, of the original classes: each try of a route takes one.
+# Sockets made before any guard started, of the original classes: each try of a route takes one (``attack``
+# makes them, first thing).
 ORIGINAL_SOCKET = socket.socket
-EARLY: dict[str, list[Any]] = {
-    "c tcp": [_socket.socket() for _ in range(6)],
-    "c udp": [_socket.socket(socket.AF_INET, socket.SOCK_DGRAM) for _ in range(6)],
-    "tcp": [socket.socket() for _ in range(3)],
-}
+EARLY: dict[str, list[Any]] = {}
+
+
+def _make_early_sockets() -> None:
+    EARLY["c tcp"] = [_socket.socket() for _ in range(6)]
+    EARLY["c udp"] = [_socket.socket(socket.AF_INET, socket.SOCK_DGRAM) for _ in range(6)]
+    EARLY["tcp"] = [socket.socket() for _ in range(3)]
 
 
 def _tcp(sock: Any, address: tuple[str, int], how: str = "connect") -> bytes:
@@ -524,6 +527,7 @@ def _try(route: Route, guard: Any) -> tuple[str, int]:
 def attack() -> dict[str, Any]:
     from vcr_transport._guard import NetworkGuard
 
+    _make_early_sockets()
     results: dict[str, Any] = {}
     for name, route in {**ROUTES, **REFUSED}.items():
         if route.needs:
