@@ -20,10 +20,21 @@ The hooks, in this process and in every thread of it:
   ``getnameinfo``, ``sock_connect`` and ``sock_sendto`` are checked first, when uvloop was imported before
   the guard started or is imported while it is on (``Patch``'s late imports).
 
+- Under all of these, an audit hook (``sys.addaudithook``, put in at the first start, never removed): the C
+  socket module raises its events whatever reference the call came through, so a socket made before the
+  guard started, ``super(<the original class>, s)``, and resolver functions bound before it are checked in
+  C. As a socket is made (``socket.__new__``), it refuses the bare C class reached around the stand-ins
+  (``socket.socket.__mro__``, ``from _socket import socket`` taken earlier, which would resolve a name in C
+  before any check) and every socket that sends where its own headers say: AF_PACKET, SOCK_RAW, and every
+  family but AF_INET, AF_INET6, AF_UNIX and AF_NETLINK. No ``allowed_hosts`` opens these: there is no host
+  yet. The hook returns at once for every other event, and while no guard is on.
+
 What it can't reach (docs/explanation/network-guard.md): C code's own sockets (ctypes, C extensions) and C
-resolvers (c-ares), subprocesses and spawn children, a socket object that was created from the original
-classes before the guard started and is then driven through ``super(original_socket_class, s)``, and
-connections already open when it starts.
+resolvers (c-ares), subprocesses and spawn children, connections already open when it starts (and their
+copies: ``dup``, ``fromfd``, a descriptor passed over a Unix socket), the name lookup C does for a
+``connect`` to a host name on a socket made before the guard started (the connection itself is refused),
+and a proxy on loopback that no ``*_proxy`` variable names (``ProxyHandler``, ``set_tunnel``, a client's
+``proxies=``): the guard sees a loopback connection.
 
 Loopback (127.0.0.0/8, ::1, the unspecified address, which means this host) and AF_UNIX / AF_NETLINK
 sockets stay open. Guards nest: they share one ``Patch`` (``_patch.py``), which the first ``start()``
