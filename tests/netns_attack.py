@@ -27,6 +27,8 @@ import sys
 import tempfile
 import time
 import urllib.request
+from _socket import getaddrinfo as bound_getaddrinfo  # bound at import, before any guard started
+from _socket import socket as BoundCSocket  # the bare C class, bound at import
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -47,10 +49,29 @@ class EarlyRaw(_socket.socket):
     """A _socket.socket subclass made before any guard started (the C class: the guard can't patch it)."""
 
 
-def _tcp(sock: Any, address: tuple[str, int]) -> bytes:
+# Sockets made before any guard started, of the original classes: each try of a route takes one (``attack``
+# makes them, first thing).
+ORIGINAL_SOCKET = socket.socket
+EARLY: dict[str, list[Any]] = {}
+
+
+def _make_early_sockets() -> None:
+    EARLY["c tcp"] = [_socket.socket() for _ in range(6)]
+    EARLY["c udp"] = [_socket.socket(socket.AF_INET, socket.SOCK_DGRAM) for _ in range(6)]
+    EARLY["tcp"] = [socket.socket() for _ in range(3)]
+
+
+def _tcp(sock: Any, address: tuple[str, int], how: str = "connect") -> bytes:
     with contextlib.closing(sock):
         sock.settimeout(5)
-        sock.connect(address)
+        if how == "connect_ex":
+            error = sock.connect_ex(address)
+            if error:
+                raise OSError(error, os.strerror(error))
+        elif how == "super":  # past every subclass, straight to the original C class's method
+            super(ORIGINAL_SOCKET, sock).connect(address)
+        else:
+            sock.connect(address)
         sock.sendall(REQUEST)
         return bytes(sock.recv(100))
 
@@ -99,13 +120,62 @@ async def _open_connection(host: str, port: int) -> bytes:
     return data
 
 
-async def _sock_connect(address: tuple[str, int]) -> bytes:
+async def _sock_connect(address: tuple[str, int], sock: Any = None) -> bytes:
     loop = asyncio.get_running_loop()
-    with socket.socket() as sock:
+    with contextlib.closing(socket.socket() if sock is None else sock) as sock:
         sock.setblocking(False)
         await loop.sock_connect(sock, address)
         await loop.sock_sendall(sock, REQUEST)
         return await loop.sock_recv(sock, 100)
+
+
+def _late_bare_subclass() -> bytes:
+    class LateBare(BoundCSocket):  # type: ignore[misc]
+        pass
+
+    return _tcp(LateBare(), HTTP)
+
+
+def _multiprocessing_client() -> None:
+    from multiprocessing.connection import Client
+
+    Client(HTTP).close()
+
+
+def _checksum(header: bytes) -> int:
+    total = sum(struct.unpack(f"!{len(header) // 2}H", header))
+    while total >> 16:
+        total = (total & 0xFFFF) + (total >> 16)
+    return ~total & 0xFFFF
+
+
+def _ip_udp(target: tuple[str, int]) -> bytes:
+    """An IPv4 packet carrying QUERY over UDP to ``target``, from 10.99.0.2 (a source that isn't local, so
+    that a frame coming in on ``lo`` is taken as from the wire)."""
+    udp = struct.pack("!HHHH", 40000, target[1], 8 + len(QUERY), 0) + QUERY
+    addresses = socket.inet_aton("10.99.0.2") + socket.inet_aton(target[0])
+    header = struct.pack("!BBHHHBBH", 0x45, 0, 20 + len(udp), 0, 0, 64, socket.IPPROTO_UDP, 0) + addresses
+    return header[:10] + struct.pack("!H", _checksum(header)) + header[12:] + udp
+
+
+def _packet_frame() -> None:
+    """An Ethernet frame written on ``lo`` by an AF_PACKET socket (root, or CAP_NET_RAW): it names no address."""
+    with socket.socket(socket.AF_PACKET, socket.SOCK_RAW) as sock:
+        sock.bind(("lo", 0))
+        sock.send(b"\0" * 12 + b"\x08\x00" + _ip_udp(UDP["dns"]))
+
+
+def _raw_ip() -> None:
+    """A raw IP packet sent to 127.0.0.1 whose own header says 10.99.0.1: it goes where its header says."""
+    with socket.socket(socket.AF_INET, socket.SOCK_RAW, socket.IPPROTO_RAW) as sock:
+        sock.sendto(_ip_udp(UDP["dns"]), ("127.0.0.1", 0))
+
+
+def _proxy_handler() -> bytes:
+    """urllib through a loopback proxy that no *_PROXY variable names: the guard sees a loopback connection."""
+    handler = urllib.request.ProxyHandler({"http": f"http://{PROXY[0]}:{PROXY[1]}"})
+    with urllib.request.build_opener(handler).open(f"http://{NAME}/", timeout=5) as response:
+        return bytes(response.read())
 
 
 async def _getaddrinfo() -> Any:
@@ -300,6 +370,39 @@ ROUTES: dict[str, Route] = {
     "aiohttp on asyncio's loop by name": Route(
         "http", lambda: asyncio.run(_aiohttp(f"http://{NAME}:8080/")), (NAME,), needs="aiohttp"
     ),
+    "a bare _socket.socket made before the guard: connect": Route(
+        "http", lambda: _tcp(EARLY["c tcp"].pop(), HTTP), (TARGET,)
+    ),
+    "a bare _socket.socket made before the guard: asyncio loop.sock_connect": Route(
+        "http", lambda: asyncio.run(_sock_connect(HTTP, EARLY["c tcp"].pop())), (TARGET,)
+    ),
+    "a bare _socket.socket made before the guard: UDP sendto": Route(
+        "dns", lambda: _udp(EARLY["c udp"].pop(), UDP["dns"]), (TARGET,)
+    ),
+    "a bare _socket.socket made before the guard: UDP sendmsg": Route(
+        "dns", lambda: _udp(EARLY["c udp"].pop(), UDP["dns"], "sendmsg"), (TARGET,)
+    ),
+    "a socket.socket made before the guard, through super(the original socket.socket, s).connect": Route(
+        "http", lambda: _tcp(EARLY["tcp"].pop(), HTTP, "super"), (TARGET,)
+    ),
+    "connect_ex": Route("http", lambda: _tcp(socket.socket(), HTTP, "connect_ex"), (TARGET,)),
+    "_socket.getaddrinfo bound before the guard": Route("dns", lambda: bound_getaddrinfo(NAME, 80), (NAME,)),
+    "multiprocessing.connection.Client to an address": Route("http", _multiprocessing_client, (TARGET,)),
+}
+
+# Routes refused in replay whatever allowed_hosts says: they are tried with allowed_hosts=["*"] as the third try.
+# The bare C class resolves a name in C before its connect reaches any check; a link-layer or raw IP socket
+# sends where its own headers say, not where the address it names does.
+REFUSED: dict[str, Route] = {
+    "_socket.socket reached through socket.socket.__mro__": Route(
+        "http", lambda: _tcp(socket.socket.__mro__[-2](), HTTP), ("*",)
+    ),
+    "_socket.socket bound before the guard (from _socket import socket)": Route(
+        "http", lambda: _tcp(BoundCSocket(), HTTP), ("*",)
+    ),
+    "a subclass of the bound _socket.socket made under the guard": Route("http", _late_bare_subclass, ("*",)),
+    "AF_PACKET: an Ethernet frame written on lo": Route("dns", _packet_frame, ("*",)),
+    "SOCK_RAW: an IP packet to 127.0.0.1 whose header says 10.99.0.1": Route("dns", _raw_ip, ("*",)),
 }
 
 
@@ -333,6 +436,7 @@ UNCAUGHT: dict[str, Route] = {
     "ctypes: libc's connect": Route("http", _ctypes_connect, ()),
     "a subprocess": Route("http", _subprocess_connect, ()),
     "a multiprocessing spawn child": Route("http", lambda: _in_child("spawn"), ()),
+    "urllib ProxyHandler to a loopback proxy no variable names": Route("proxy", _proxy_handler, ()),
 }
 
 
@@ -423,8 +527,9 @@ def _try(route: Route, guard: Any) -> tuple[str, int]:
 def attack() -> dict[str, Any]:
     from vcr_transport._guard import NetworkGuard
 
+    _make_early_sockets()
     results: dict[str, Any] = {}
-    for name, route in ROUTES.items():
+    for name, route in {**ROUTES, **REFUSED}.items():
         if route.needs:
             try:
                 __import__(route.needs)

@@ -65,7 +65,10 @@ def main(ready: Path) -> None:
                     sock.sendto(str(counts[name]).encode(), peer)
                     continue
                 counts[name] += 1
-                sock.sendto(dns_answer(data), peer)
+                try:
+                    sock.sendto(dns_answer(data), peer)
+                except OSError:  # a forged source (the AF_PACKET attack's) has no route back
+                    pass
                 continue
             name = listening[sock]
             connection, _ = sock.accept()

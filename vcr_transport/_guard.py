@@ -20,10 +20,21 @@ The hooks, in this process and in every thread of it:
   ``getnameinfo``, ``sock_connect`` and ``sock_sendto`` are checked first, when uvloop was imported before
   the guard started or is imported while it is on (``Patch``'s late imports).
 
+- Under all of these, an audit hook (``sys.addaudithook``, put in at the first start, never removed): the C
+  socket module raises its events whatever reference the call came through, so a socket made before the
+  guard started, ``super(<the original class>, s)``, and resolver functions bound before it are checked in
+  C. As a socket is made (``socket.__new__``), it refuses the bare C class reached around the stand-ins
+  (``socket.socket.__mro__``, ``from _socket import socket`` taken earlier, which would resolve a name in C
+  before any check) and every socket that sends where its own headers say: AF_PACKET, SOCK_RAW, and every
+  family but AF_INET, AF_INET6, AF_UNIX and AF_NETLINK. No ``allowed_hosts`` opens these: there is no host
+  yet. The hook returns at once for every other event, and while no guard is on.
+
 What it can't reach (docs/explanation/network-guard.md): C code's own sockets (ctypes, C extensions) and C
-resolvers (c-ares), subprocesses and spawn children, a socket object that was created from the original
-classes before the guard started and is then driven through ``super(original_socket_class, s)``, and
-connections already open when it starts.
+resolvers (c-ares), subprocesses and spawn children, connections already open when it starts (and their
+copies: ``dup``, ``fromfd``, a descriptor passed over a Unix socket), the name lookup C does for a
+``connect`` to a host name on a socket made before the guard started (the connection itself is refused),
+and a proxy on loopback that no ``*_proxy`` variable names (``ProxyHandler``, ``set_tunnel``, a client's
+``proxies=``): the guard sees a loopback connection.
 
 Loopback (127.0.0.0/8, ::1, the unspecified address, which means this host) and AF_UNIX / AF_NETLINK
 sockets stay open. Guards nest: they share one ``Patch`` (``_patch.py``), which the first ``start()``
@@ -91,10 +102,14 @@ _LOCALHOST_V4 = "127.0.0.1"
 _LOCALHOST_V6 = "::1"
 
 
+_ALLOW_IT = "let the host through with allowed_hosts=[...]"
+
+
 def network_blocked_message(
-    what: str, reason: str = "replay mode", allowed: Iterable[str] = (), why: str = BEYOND
+    what: str, reason: str = "replay mode", allowed: Iterable[str] = (), why: str = BEYOND, fix: str = _ALLOW_IT
 ) -> str:
-    """The message of a blocked route: what was blocked, why it can't be recorded, what to do instead."""
+    """The message of a blocked route: what was blocked, why it can't be recorded, what to do instead (the
+    last of the ways out is ``fix``)."""
     hosts = ", ".join(allowed)
     reachable = "loopback (127.0.0.1, ::1, localhost)" + (f" and the allowed hosts ({hosts})" if hosts else "")
     because = f"nothing beyond {reachable} is reachable" if why == BEYOND else why
@@ -102,8 +117,7 @@ def network_blocked_message(
         f"{what} was blocked by vcr_transport's network guard ({reason}): {because}, and no packet was sent. "
         "Requests through httpx or httpx2 are answered from the cassette and never open a socket, so this "
         "traffic comes from something a cassette can't hold (urllib, requests, a raw socket, DNS, another "
-        "client): mock it in the test, point it to a server on 127.0.0.1, or let the host through with "
-        "allowed_hosts=[...]"
+        f"client): mock it in the test, point it to a server on 127.0.0.1, or {fix}"
     )
 
 
@@ -533,6 +547,115 @@ def _guard_uvloop(patch: Patch, uvloop: ModuleType) -> None:
             patch.replace(loop_class, name, hook(original))
 
 
+# --- the audit hook: the floor under the patched classes ----------------------------------------------
+#
+# CPython raises an audit event in the C socket module itself, whatever class or reference the call came
+# through: ``socket.__new__`` as a socket is made, ``socket.connect`` (``connect_ex`` too), ``socket.sendto``
+# and ``socket.sendmsg`` before their system call, and one per resolver function before it resolves. So the
+# C class reached around the patches (``socket.socket.__mro__``, ``from _socket import socket`` taken before
+# the guard started, a socket made before it) still meets a check. The patches stay the first line: they
+# see a host name before C resolves it (the ``socket.connect`` event comes after) and answer ``localhost``
+# without the resolver; the hook can only refuse. A hook can't be removed: it goes in at the first start,
+# stays for the life of the process, and returns at once for every event that isn't one of these, or
+# while no guard is on.
+
+_SOCKET_FAMILIES = _INET_FAMILIES | _LOCAL_FAMILIES
+_TYPE_MASK = 0xF  # Linux or-s SOCK_NONBLOCK and SOCK_CLOEXEC into a socket's type
+_C_METHODS = {name: getattr(_C_SOCKET, name) for name in _SOCKET_METHODS}
+# Why a socket is refused as it is made, and the way out: allowed_hosts can't help, there is no host yet.
+_BARE = (
+    "that class resolves a host name in C before its connect or sendto reaches any check",
+    "make the socket through socket.socket (allowed_hosts can't open this class; block_network=False turns "
+    "the guard off for the test)",
+)
+_UNADDRESSED = (
+    "it sends where its own headers say, not to an address the guard can check (only AF_INET, AF_INET6, "
+    "AF_UNIX and AF_NETLINK sockets that aren't SOCK_RAW are made while the guard is on)",
+    "turn the guard off for this test with block_network=False (allowed_hosts can't open it)",
+)
+
+
+def _refuse(what: str, why_and_fix: tuple[str, str]) -> None:
+    starts = list(_starts)
+    if starts:  # the first guard in force names the reason, as ``_check`` does
+        allowed = [rule.text for rule in starts[0].rules]
+        why, fix = why_and_fix
+        raise NetworkBlockedError(network_blocked_message(what, starts[0].reason, allowed, why, fix))
+
+
+def _family_name(family: int) -> str:
+    try:
+        return socket.AddressFamily(family).name
+    except ValueError:
+        return str(family)
+
+
+def _made(args: tuple[Any, ...]) -> None:
+    """``socket.__new__`` (the instance, family, type, protocol; -1 for what the call left out)."""
+    sock, family, kind, _ = args
+    if family != -1 and family not in _SOCKET_FAMILIES:
+        _refuse(f"a socket of family {_family_name(family)}", _UNADDRESSED)
+    elif family in _INET_FAMILIES and kind != -1 and kind & _TYPE_MASK == socket.SOCK_RAW:
+        _refuse(f"a raw socket (SOCK_RAW) of family {_family_name(family)}", _UNADDRESSED)
+    elif family not in _LOCAL_FAMILIES and any(getattr(type(sock), n) is c for n, c in _C_METHODS.items()):
+        cls = type(sock)
+        _refuse(f"a socket of class {cls.__module__}.{cls.__qualname__} (_socket.socket's own methods)", _BARE)
+
+
+def _sent(route: str) -> Callable[[tuple[Any, ...]], None]:
+    """``socket.connect``, ``socket.sendto``, ``socket.sendmsg``: the socket and the address (None when a
+    ``sendmsg`` names none)."""
+
+    def check(args: tuple[Any, ...]) -> None:
+        if args[1] is not None:
+            _checked_address(args[0], args[1], route)
+
+    return check
+
+
+def _resolved(route: str, host_of: Callable[[Any], Any]) -> Callable[[tuple[Any, ...]], None]:
+    """A resolver function's event: the host it is asked about (None, a passive ``getaddrinfo``, passes)."""
+
+    def check(args: tuple[Any, ...]) -> None:
+        host = host_of(args[0])
+        if host is not None:
+            _lookup(host, f"a DNS lookup ({route}) of {host!r}")
+
+    return check
+
+
+def _sockaddr_host(sockaddr: Any) -> Any:
+    return sockaddr[0] if isinstance(sockaddr, tuple) and sockaddr else ""
+
+
+_AUDITED: dict[str, Callable[[tuple[Any, ...]], None]] = {
+    "socket.__new__": _made,
+    "socket.connect": _sent("connect"),
+    "socket.sendto": _sent("sendto"),
+    "socket.sendmsg": _sent("sendmsg"),
+    "socket.getaddrinfo": _resolved("getaddrinfo", lambda host: host),
+    "socket.gethostbyname": _resolved("gethostbyname", lambda host: host),
+    "socket.gethostbyaddr": _resolved("gethostbyaddr", lambda host: host),
+    "socket.getnameinfo": _resolved("getnameinfo", _sockaddr_host),
+}
+
+
+def _audit(event: str, args: tuple[Any, ...]) -> None:
+    """The audit hook: every audited event of the process comes here, so anything else leaves at once."""
+    if event in _AUDITED and _starts:
+        _AUDITED[event](args)
+
+
+_audit_hooked = False
+
+
+def _hook_audit_events() -> None:
+    global _audit_hooked
+    if not _audit_hooked:
+        sys.addaudithook(_audit)
+        _audit_hooked = True
+
+
 # --- install and restore ------------------------------------------------------------------------------
 
 
@@ -594,6 +717,7 @@ class NetworkGuard:
 
     def start(self) -> NetworkGuard:
         with _lock:
+            _hook_audit_events()
             _PATCH.start()
             start = _Start(self._rules, self.reason)
             _starts.append(start)

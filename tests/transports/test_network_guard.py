@@ -15,6 +15,8 @@ import socket
 import ssl
 import textwrap
 import urllib.request
+from _socket import getaddrinfo as _bound_getaddrinfo  # bound at import, before any guard started
+from _socket import socket as _BoundCSocket  # the bare C class, bound at import
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -543,3 +545,152 @@ def test_uvloop_reaches_loopback_by_name_and_address_under_the_guard(loopback_se
         assert uvloop.run(talk("localhost")) == "127.0.0.1"  # answered by the guard, never by libuv's resolver
         assert uvloop.run(talk("127.0.0.1")) == "127.0.0.1"
         assert uvloop.run(lookup()) <= {"127.0.0.1", "::1"}
+
+
+# --- routes around the patched classes, met by the audit hook ----------------------------------------------
+
+
+@pytest.fixture
+def outside(monkeypatch: pytest.MonkeyPatch) -> Iterator[tuple[socket.socket, socket.socket]]:
+    """A TCP listener and a UDP socket on one loopback port that ALL_PROXY names, so that the guard treats them
+    as the outside (a loopback proxy forwards): what reaches them got past the guard."""
+    tcp = socket.create_server(("127.0.0.1", 0))
+    port = tcp.getsockname()[1]
+    udp = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    udp.bind(("127.0.0.1", port))
+    for sock in (tcp, udp):
+        sock.settimeout(0.2)
+    monkeypatch.setenv("ALL_PROXY", f"socks5://127.0.0.1:{port}")
+    try:
+        yield tcp, udp
+    finally:
+        tcp.close()
+        udp.close()
+
+
+def _nothing_arrived(outside: tuple[socket.socket, socket.socket]) -> bool:
+    tcp, udp = outside
+    for receive in (tcp.accept, lambda: udp.recv(100)):
+        try:
+            receive()
+        except TimeoutError:
+            continue
+        return False
+    return True
+
+
+def _late_bare_subclass() -> Any:
+    class LateBare(_BoundCSocket):  # type: ignore[misc]
+        pass
+
+    return LateBare()
+
+
+@pytest.mark.parametrize(
+    "make",
+    [lambda: socket.socket.__mro__[-2](), _BoundCSocket, _late_bare_subclass],
+    ids=["socket.socket.__mro__", "from _socket import socket", "a subclass of it made under the guard"],
+)
+@pytest.mark.parametrize("allowed", [(), ("*",)], ids=["replay", "allowed_hosts=*"])
+def test_the_c_socket_class_reached_around_the_guard_is_refused_as_the_socket_is_made(
+    make: Callable[[], Any], allowed: tuple[str, ...]
+) -> None:
+    with NetworkGuard(allowed), pytest.raises(NetworkBlockedError, match="make the socket through socket.socket"):
+        make().close()
+    make().close()  # after the stop, as before
+
+
+@pytest.mark.parametrize("how", ["connect", "connect_ex", "super(socket.socket, s).connect"])
+def test_a_socket_made_before_the_guard_is_checked_at_the_c_connect(
+    how: str, outside: tuple[socket.socket, socket.socket]
+) -> None:
+    address = outside[0].getsockname()
+    original = socket.socket
+    bare, wrapped = _socket.socket(), socket.socket()
+    try:
+        with NetworkGuard():
+            with pytest.raises(NetworkBlockedError, match="loopback proxy of ALL_PROXY"):
+                if how == "connect":
+                    bare.connect(address)
+                elif how == "connect_ex":
+                    bare.connect_ex(address)
+                else:
+                    super(original, wrapped).connect(address)
+    finally:
+        bare.close()
+        wrapped.close()
+    assert _nothing_arrived(outside)
+
+
+@pytest.mark.parametrize("how", ["sendto", "sendmsg"])
+def test_a_datagram_from_a_socket_made_before_the_guard_is_checked(
+    how: str, outside: tuple[socket.socket, socket.socket]
+) -> None:
+    address = outside[1].getsockname()
+    bare = _socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    try:
+        with NetworkGuard(), pytest.raises(NetworkBlockedError):
+            if how == "sendto":
+                bare.sendto(b"x", address)
+            else:
+                bare.sendmsg([b"x"], [], 0, address)
+    finally:
+        bare.close()
+    assert _nothing_arrived(outside)
+
+
+def test_a_socket_made_before_the_guard_still_reaches_loopback(loopback_server: int) -> None:
+    bare = _socket.socket()
+    try:
+        with NetworkGuard():
+            bare.connect(("127.0.0.1", loopback_server))
+            assert bare.getpeername() == ("127.0.0.1", loopback_server)
+    finally:
+        bare.close()
+
+
+def test_a_resolver_function_bound_before_the_guard_is_checked() -> None:
+    with NetworkGuard(), pytest.raises(NetworkBlockedError, match="getaddrinfo"):
+        _bound_getaddrinfo("192.0.2.1", 80, 0, 0, 0, socket.AI_NUMERICHOST)  # numeric: nothing is looked up
+    with NetworkGuard():
+        assert _bound_getaddrinfo("127.0.0.1", 80, 0, 0, 0, socket.AI_NUMERICHOST)
+
+
+def _families(*names: str) -> list[Any]:
+    return [pytest.param(getattr(socket, name), id=name) for name in names if hasattr(socket, name)]
+
+
+@pytest.mark.parametrize("family", _families("AF_PACKET", "AF_VSOCK", "AF_BLUETOOTH", "AF_CAN", "AF_TIPC", "AF_RDS"))
+def test_a_socket_of_a_family_the_guard_cant_read_is_refused_as_it_is_made(family: int) -> None:
+    for allowed in ((), ("*",)):
+        with NetworkGuard(allowed), pytest.raises(NetworkBlockedError, match="block_network=False"):
+            socket.socket(family, socket.SOCK_RAW).close()
+
+
+def test_raw_packet_and_raw_ip_sockets_are_refused_where_they_could_be_made() -> None:
+    """AF_PACKET and SOCK_RAW need root (CAP_NET_RAW): made first unguarded, so the test knows it could."""
+    makers = {
+        "AF_PACKET": lambda: socket.socket(socket.AF_PACKET, socket.SOCK_RAW, socket.htons(0x0003)),
+        "SOCK_RAW": lambda: socket.socket(socket.AF_INET, socket.SOCK_RAW | socket.SOCK_NONBLOCK, socket.IPPROTO_RAW),
+        "_socket SOCK_RAW": lambda: _socket.socket(socket.AF_INET6, socket.SOCK_RAW, socket.IPPROTO_UDP),
+    }
+    try:
+        for make in makers.values():
+            make().close()
+    except PermissionError as error:
+        pytest.skip(f"raw sockets need root (CAP_NET_RAW): {error}")
+    for name, make in makers.items():
+        with NetworkGuard(["*"]), pytest.raises(NetworkBlockedError, match="no packet was sent"):
+            make().close()
+            pytest.fail(f"{name} was made under the guard")
+
+
+def test_unix_and_netlink_sockets_are_still_made() -> None:
+    with NetworkGuard():
+        left, right = socket.socketpair()
+        left.sendall(b"x")
+        right.settimeout(5)
+        assert right.recv(1) == b"x"
+        left.close()
+        right.close()
+        socket.socket(socket.AF_NETLINK, socket.SOCK_RAW, 0).close()

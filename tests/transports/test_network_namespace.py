@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from netns_attack import ROUTES, UNCAUGHT, namespace_unavailable, run_in_namespace
+from netns_attack import REFUSED, ROUTES, UNCAUGHT, namespace_unavailable, run_in_namespace
 
 HERE = Path(__file__).resolve().parents[1]  # tests/: netns_attack.py, netns_servers.py
 
@@ -43,6 +43,25 @@ def test_route_is_refused_in_replay_and_reaches_its_host_when_allowed(route: str
     assert not allowed_error.startswith("NetworkBlockedError"), allowed_error
 
 
+@pytest.mark.parametrize("route", REFUSED, ids=list(REFUSED))
+def test_route_is_refused_in_replay_whatever_allowed_hosts_says(route: str, attacked: dict[str, Any]) -> None:
+    """The bare C class made under the guard, AF_PACKET and raw IP sockets: refused as the socket is made
+    (audit event ``socket.__new__``), even with allowed_hosts=["*"]."""
+    result = attacked[route]
+    (unguarded_error, reached), (error, leaked), (allowed_error, allowed) = (
+        result["unguarded"],
+        result["guarded"],
+        result["allowed"],
+    )
+    if unguarded_error.startswith("PermissionError"):
+        pytest.skip(f"{route} needs CAP_NET_RAW in the namespace: {unguarded_error}")
+    assert reached > 0, f"unguarded, {route} never reached its server: the attack proves nothing ({unguarded_error})"
+    for shown, count in ((error, leaked), (allowed_error, allowed)):
+        assert shown.startswith("NetworkBlockedError: "), f"{route} was not refused: {shown or 'no error'}"
+        assert "no packet was sent" in shown
+        assert count == 0, f"{route} reached its server {count} time(s) under the guard"
+
+
 def test_dns_and_proxies_say_why_they_are_refused(attacked: dict[str, Any]) -> None:
     assert (
         "DNS (port 53) is blocked to every address" in attacked["UDP sendto 127.0.0.53:53 (unconnected)"]["guarded"][0]
@@ -53,8 +72,9 @@ def test_dns_and_proxies_say_why_they_are_refused(attacked: dict[str, Any]) -> N
 
 @pytest.mark.parametrize("route", UNCAUGHT, ids=list(UNCAUGHT))
 def test_what_an_in_process_guard_cannot_catch_is_what_the_docs_say(route: str, attacked: dict[str, Any]) -> None:
-    """ctypes and subprocesses are out of the guard's reach (docs/explanation/network-guard.md says so, and that
-    a network namespace closes them): if the guard ever catches them, the docs must change with this test."""
+    """ctypes, subprocesses and a proxy given in code are out of the guard's reach (docs/explanation/network-guard.md
+    says so, and that a network namespace closes them): if the guard ever catches them, the docs must change with
+    this test."""
     error, reached = attacked[route]["guarded"]
     assert reached == 1 and not error, (error, reached)
 
