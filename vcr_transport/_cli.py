@@ -373,7 +373,9 @@ def command_drift(args: argparse.Namespace) -> int:
     upstreams = dict(_upstreams(args.upstream or []))
     if args.dry_run:
         try:
-            cassettes, planned = plan_drift(find_cassettes(args.cassettes), upstreams=upstreams)
+            cassettes, planned = plan_drift(
+                find_cassettes(args.cassettes), upstreams=upstreams, include_writes=args.include_writes
+            )
         except DriftProblem as problem:
             raise UsageProblem(str(problem)) from None
         if args.json:
@@ -387,6 +389,7 @@ def command_drift(args: argparse.Namespace) -> int:
             find_cassettes(args.cassettes),
             upstreams=upstreams,
             timeout=args.timeout,
+            include_writes=args.include_writes,
             progress=lambda done, total: progress.update(f"{done} of {total} calls"),
         )
     except DriftProblem as problem:
@@ -691,31 +694,45 @@ def _add_drift_tools(commands: Any) -> None:
         commands,
         "drift",
         "send a cassette's requests to the live API and compare the answers' shapes (uses the network)",
-        "Send each recorded request to the live upstream (the host it was recorded with, or --upstream), with "
-        "the credentials of the environment (OPENAI_API_KEY, ANTHROPIC_API_KEY, GEMINI_API_KEY or "
-        "GOOGLE_API_KEY) in place of the removed ones, and compare the answer's shape with the recording: "
-        "status, content type, JSON structure and types, stream event types. Writes nothing; each call is "
-        "reported identical or changed, with the field paths that changed. Costs what the requests cost.",
+        "Send each recorded request to the live upstream, and compare the answer's shape with the recording: "
+        "status, content type, JSON structure and types, stream event types. A request goes only to its "
+        "vendor's own hosts over https (OpenAI, Azure OpenAI, Anthropic, Gemini, Vertex AI, Bedrock; more with "
+        "drift_hosts in [tool.vcr_transport]) or to the --upstream named for that vendor, with that vendor's key "
+        "(OPENAI_API_KEY, AZURE_OPENAI_API_KEY, ANTHROPIC_API_KEY, GEMINI_API_KEY or GOOGLE_API_KEY) only where "
+        "the vendor takes it; any other call is refused before any lookup or connection. WebSocket sessions, "
+        "and calls that may change state at the vendor (unless --include-writes), are skipped. Writes nothing; "
+        "each call is reported identical, changed (with the field paths), not checked or skipped. Costs what "
+        "the requests cost.",
         [
             "vcr-transport drift tests/cassettes/chat.jsonl",
             "vcr-transport drift chat.jsonl --upstream openai=http://127.0.0.1:8000",
             "vcr-transport drift --dry-run tests/cassettes",
         ],
         {
-            "0": "every answer has the recorded shape (--dry-run: every call can be sent)",
+            "0": "every answer sent has the recorded shape (--dry-run: every call not skipped can be sent)",
             "1": "a shape changed",
-            "2": TROUBLE + "; a request failed (--dry-run: a call could not be sent)",
+            "2": TROUBLE + "; a request was refused or failed (--dry-run: a call would be refused)",
         },
     )
     drift.add_argument("cassettes", nargs="+", metavar="CASSETTE_OR_DIR")
     drift.add_argument(
-        "--upstream", action="append", metavar="VENDOR=URL", help="send openai|anthropic|google calls here"
+        "--upstream",
+        action="append",
+        metavar="VENDOR=URL",
+        help="send the calls to this vendor's hosts here, with its key (openai, azure, anthropic, gemini, vertex, "
+        "bedrock); http allowed",
     )
     drift.add_argument("--timeout", type=float, default=60.0, help="seconds per request (default: 60)")
     drift.add_argument(
         "--dry-run",
         action="store_true",
-        help="list what each call would send, to which host and with which key variable; send nothing",
+        help="list each call's verdict: to which host and with which key variable, or why refused or skipped; "
+        "send nothing",
+    )
+    drift.add_argument(
+        "--include-writes",
+        action="store_true",
+        help="also send calls that may change state at the vendor (uploads, deletes, batches...; skipped otherwise)",
     )
     _json_flag(drift)
     drift.set_defaults(run=command_drift)

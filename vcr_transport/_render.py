@@ -521,11 +521,16 @@ def import_summary(converted: int, calls: int, refused: Sequence[CassetteError],
 # --- drift ----------------------------------------------------------------------------------------------
 
 
+def _printable(text: str) -> str:
+    """A cassette's text as a line shows it: control characters escaped, never raw."""
+    return text if text.isprintable() else repr(text)[1:-1]
+
+
 def drift_lines(report: DriftReport, paint: Paint = PLAIN) -> Iterator[str]:
-    """``drift``: one line per call (identical, changed or failed), each changed field path below it, then
-    the counts."""
+    """``drift``: one line per call (identical, changed, not checked or skipped), each changed field path below
+    it, then the counts."""
     for call in report.calls:
-        where = f"{call.path} call {call.index}: {call.method} {call.url}"
+        where = f"{call.path} call {call.index}: {call.method} {_printable(call.url)}"
         if call.outcome == "identical":
             yield f"{where}: {paint('identical shape', 'good')}"
         elif call.outcome == "changed":
@@ -533,28 +538,38 @@ def drift_lines(report: DriftReport, paint: Paint = PLAIN) -> Iterator[str]:
             yield f"{where}: {paint(f'changed shape ({fields})', 'warn')}"
             for change in call.changes:
                 yield f"  {change.path}: {change.recorded} -> {change.live}"
+        elif call.outcome == "skipped":
+            yield f"{where}: {paint('skipped', 'warn')}: {call.skipped}"
         else:
             yield f"{where}: {paint('not checked', 'bad')}: {call.error}"
     counts = Counter(call.outcome for call in report.calls)
     yield (
         f"{plural(len(report.calls), 'call')} in {plural(report.cassettes, 'cassette')}: {counts['identical']} "
-        f"identical, {counts['changed']} changed, {counts['failed']} not checked"
+        f"identical, {counts['changed']} changed, {counts['failed']} not checked, {counts['skipped']} skipped"
     )
 
 
+def _plan_line(call: PlannedCall, paint: Paint) -> str:
+    where = f"{call.path} call {call.index}: {call.method} {_printable(call.url)}"
+    if call.error:
+        return f"{where}: {paint('would not be sent', 'bad')}: {call.error}"
+    if call.skipped:
+        return f"{where}: {paint('skipped', 'warn')}: {call.skipped}"
+    return f"{where}" + (f" (key from {call.key_from})" if call.key_from else "")
+
+
 def drift_plan_lines(cassettes: int, planned: Sequence[PlannedCall], paint: Paint = PLAIN) -> Iterator[str]:
-    """``drift --dry-run``: one line per call (where it would go, whose key it would carry), then the hosts."""
-    for call in planned:
-        where = f"{call.path} call {call.index}: {call.method} {call.url}"
-        if call.error:
-            yield f"{where}: {paint('would not be sent', 'bad')}: {call.error}"
-        else:
-            yield f"{where}" + (f" (key from {call.key_from})" if call.key_from else "")
-    hosts = sorted({call.host for call in planned if not call.error})
-    sendable = sum(1 for call in planned if not call.error)
+    """``drift --dry-run``: one line per call (where it would go, whose key it would carry, or why it would be
+    refused or skipped), then the hosts."""
+    yield from (_plan_line(call, paint) for call in planned)
+    sent = [call for call in planned if not call.error and not call.skipped]
+    hosts = sorted({_printable(call.host) for call in sent})
+    skipped = sum(1 for call in planned if call.skipped)
     yield (
-        f"dry run: {plural(sendable, 'call')} of {plural(len(planned), 'call')} in "
-        f"{plural(cassettes, 'cassette')} would be sent to {', '.join(hosts) or 'no host'}; nothing was sent"
+        f"dry run: {plural(len(sent), 'call')} of {plural(len(planned), 'call')} in "
+        f"{plural(cassettes, 'cassette')} would be sent to {', '.join(hosts) or 'no host'}"
+        + (f", {skipped} skipped" if skipped else "")
+        + "; nothing was sent"
     )
 
 

@@ -162,7 +162,7 @@ def test_an_unknown_key_in_pyproject_is_an_error_wherever_the_file_is_read(proje
         f"vcr-transport status: {pyproject}: [tool.vcr_transport] has no setting redact_name; did you mean "
         "redact_names? valid: caught_mismatch, match_on, ignore_headers, compare_headers, ignore_fields, "
         "normalize_patterns, passthrough, ignore_hosts, passthrough_replay, parse_cache, redact_names, "
-        "redact_patterns, mode, max_age, on_expiry, block_network, allowed_hosts, cassette_dir\n"
+        "redact_patterns, mode, max_age, on_expiry, block_network, allowed_hosts, cassette_dir, drift_hosts\n"
     )
 
 

@@ -38,6 +38,7 @@ if TYPE_CHECKING:
 __all__ = [
     "CACHE_DIR_VARIABLE",
     "CASSETTE_DIR_SETTING",
+    "DRIFT_HOSTS_SETTING",
     "CAUGHT_MISMATCH_ACTIONS",
     "COMPAT_INI",
     "ENTRIES",
@@ -72,6 +73,7 @@ ExpiryAction = Literal["warn", "fail", "record-on-miss"]
 PARSE_CACHE_VARIABLE = "VCR_TRANSPORT_PARSE_CACHE"
 CACHE_DIR_VARIABLE = "VCR_TRANSPORT_CACHE_DIR"
 CASSETTE_DIR_SETTING = "cassette_dir"
+DRIFT_HOSTS_SETTING = "drift_hosts"
 COMPAT_INI = "vcr_transport_compat"
 
 # The entry points that take options as keyword arguments, as the table names them: the recording
@@ -914,6 +916,13 @@ SETTINGS: tuple[Setting, ...] = (
         "a folder",
         "every `cassettes` folder under the project",
         "where the vcr-transport commands look for cassettes when given no path",
+        pyproject=True,
+    ),
+    Setting(
+        DRIFT_HOSTS_SETTING,
+        'a table of vendor to hosts: `{openai = ["llm-gateway.corp.example"]}` (globs, `host:port`)',
+        "none: the vendors' own hosts only",
+        "more hosts `vcr-transport drift` may send a vendor's key to, over https (see the drift command)",
         pyproject=True,
     ),
     Setting(

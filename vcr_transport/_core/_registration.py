@@ -88,4 +88,5 @@ PYPROJECT_NAMES: tuple[str, ...] = (
     "block_network",
     "allowed_hosts",
     "cassette_dir",
+    "drift_hosts",
 )

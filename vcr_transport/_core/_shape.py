@@ -147,8 +147,9 @@ def shape_changes(recorded: RecordedCall, live: RecordedCall) -> list[ShapeChang
 
 @dataclass
 class DriftCall:
-    """One recorded call sent again: ``identical`` shape, ``changed`` (with how), or ``failed`` (``error``
-    says why: no credentials, no connection)."""
+    """One recorded call sent again: ``identical`` shape, ``changed`` (with how), ``failed`` (``error`` says
+    why: refused, no credentials, no connection), or ``skipped`` (``skipped`` says why: a WebSocket session, a
+    call that may change state, a host of no vendor, a credential drift can't put back)."""
 
     path: str
     index: int
@@ -157,6 +158,7 @@ class DriftCall:
     outcome: str
     changes: list[ShapeChange] = field(default_factory=list)
     error: str = ""
+    skipped: str = ""
 
     def as_json(self) -> dict[str, Any]:
         return {
@@ -167,6 +169,7 @@ class DriftCall:
             "outcome": self.outcome,
             "changes": [change.as_json() for change in self.changes],
             "error": self.error or None,
+            "skipped": self.skipped or None,
         }
 
 
@@ -177,16 +180,18 @@ class DriftReport:
 
     @property
     def exit_status(self) -> int:
-        """2 when a call could not be sent, else 1 when a shape changed, else 0."""
+        """2 when a call could not be sent (refused or failed), else 1 when a shape changed, else 0 (skipped
+        calls count for nothing)."""
         outcomes = {call.outcome for call in self.calls}
         return 2 if "failed" in outcomes else 1 if "changed" in outcomes else 0
 
 
 @dataclass
 class PlannedCall:
-    """``drift --dry-run``: what would be sent for one recorded call, without sending it. ``url`` is where
-    it would go with the recorded (redacted) values, no key in it; ``key_from`` the environment variable a
-    removed credential would be put back from ("" when none was removed), ``error`` why it could not be sent."""
+    """``drift --dry-run``: the verdict on one recorded call, without sending it. ``url`` is where it would go
+    with the recorded (redacted) values, no key in it; ``vendor`` whose host that is ("" for none);
+    ``key_from`` the environment variable a removed credential would be put back from ("" when none was
+    removed); ``error`` why it would be refused (exit 2), ``skipped`` why it would be left out."""
 
     path: str
     index: int
@@ -195,6 +200,8 @@ class PlannedCall:
     host: str
     key_from: str = ""
     error: str = ""
+    vendor: str = ""
+    skipped: str = ""
 
     def as_json(self) -> dict[str, Any]:
         return {
@@ -203,6 +210,8 @@ class PlannedCall:
             "method": self.method,
             "url": self.url,
             "host": self.host,
+            "vendor": self.vendor or None,
             "key_from": self.key_from or None,
             "error": self.error or None,
+            "skipped": self.skipped or None,
         }

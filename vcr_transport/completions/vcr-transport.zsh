@@ -14,7 +14,7 @@ _shtab_vcr_transport_commands() {
     config:'Read or change [tool.vcr_transport] of the nearest pyproject.toml (created when there is none), edited with a round-trip TOML library: comments and layout stay; an edit that would change anything else is refused. A value is TOML when it parses (true, ["a", "b"]), else text. A recording mode saved here never records under CI; for one run, pytest --vcr-mode=... is the switch.'
     delete:'Delete cassettes; a dry run without --yes. Only cassettes (a regular file whose first line is a cassette header): anything else named refuses the whole command.'
     diff:'What differs between two cassettes, field by field. Calls are paired by their requests, not by position; what changes on every recording (request ids, dates, rate-limit counters, the ids in answers) is left out unless --volatile; whitespace-only and padding-only changes are said so; long values (base64, images) are cut to a head, a length and a hash.'
-    drift:'Send each recorded request to the live upstream (the host it was recorded with, or --upstream), with the credentials of the environment (OPENAI_API_KEY, ANTHROPIC_API_KEY, GEMINI_API_KEY or GOOGLE_API_KEY) in place of the removed ones, and compare the answer'"'"'s shape with the recording: status, content type, JSON structure and types, stream event types. Writes nothing; each call is reported identical or changed, with the field paths that changed. Costs what the requests cost.'
+    drift:'Send each recorded request to the live upstream, and compare the answer'"'"'s shape with the recording: status, content type, JSON structure and types, stream event types. A request goes only to its vendor'"'"'s own hosts over https (OpenAI, Azure OpenAI, Anthropic, Gemini, Vertex AI, Bedrock; more with drift_hosts in [tool.vcr_transport]) or to the --upstream named for that vendor, with that vendor'"'"'s key (OPENAI_API_KEY, AZURE_OPENAI_API_KEY, ANTHROPIC_API_KEY, GEMINI_API_KEY or GOOGLE_API_KEY) only where the vendor takes it; any other call is refused before any lookup or connection. WebSocket sessions, and calls that may change state at the vendor (unless --include-writes), are skipped. Writes nothing; each call is reported identical, changed (with the field paths), not checked or skipped. Costs what the requests cost.'
     git-setup:'Add '"'"'**/cassettes/**/*.jsonl diff=vcr'"'"' to .gitattributes and set diff.vcr.textconv in this clone'"'"'s git config to this Python'"'"'s absolute path with '"'"'-m vcr_transport show --textconv'"'"', so git diff and git log -p work without an active virtualenv. Run it again if the virtualenv moves.'
     import:'Convert vcrpy YAML cassettes (files, or folders searched recursively) to JSONL cassettes, redacting on the way. YAML that is no vcrpy cassette is skipped; a cassette that can'"'"'t be converted is refused with why, and the run goes on. Needs PyYAML.'
     list:'One line per cassette: format version, number of calls, size, whether every call is complete, and the hosts. A cassette that can'"'"'t be read is listed as UNREADABLE with why (verify says more).'
@@ -77,9 +77,10 @@ _shtab_vcr_transport_diff_defaults_added=0
 
 _shtab_vcr_transport_drift_options=(
   "(- : *)"{-h,--help}"[show this help message and exit]"
-  "*--upstream[send openai\|anthropic\|google calls here]:VENDOR=URL:"
+  "*--upstream[send the calls to this vendor\'s hosts here, with its key (openai, azure, anthropic, gemini, vertex, bedrock)\; http allowed]:VENDOR=URL:"
   "--timeout[seconds per request (default\: 60)]:timeout:"
-  "--dry-run[list what each call would send, to which host and with which key variable\; send nothing]"
+  "--dry-run[list each call\'s verdict\: to which host and with which key variable, or why refused or skipped\; send nothing]"
+  "--include-writes[also send calls that may change state at the vendor (uploads, deletes, batches...\; skipped otherwise)]"
   "--json[machine-readable output (versioned shapes\: docs\/reference\/cli-json.md)]"
   "(*):CASSETTE_OR_DIR:"
 )
