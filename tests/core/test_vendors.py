@@ -11,7 +11,12 @@ from vcr_transport._core._format import RecordedCall
 from vcr_transport._core._redaction import PLACEHOLDER
 from vcr_transport._core._vendors import VENDORS, parse_drift_hosts, parse_upstream, resend_verdict
 
-ENV = {"OPENAI_API_KEY": "sk-openai", "AZURE_OPENAI_API_KEY": "azure-key", "GEMINI_API_KEY": "AIza-gemini"}
+ENV = {
+    "OPENAI_API_KEY": "sk-openai",
+    "AZURE_OPENAI_API_KEY": "azure-key",
+    "AZURE_OPENAI_ENDPOINT": "https://myres.openai.azure.com/",
+    "GEMINI_API_KEY": "AIza-gemini",
+}
 BEARER = [("authorization", PLACEHOLDER)]
 
 
@@ -91,6 +96,26 @@ def test_the_azure_key_never_goes_to_openai_nor_the_openai_key_to_azure() -> Non
     assert to_openai.outcome == "refused" and "its api-key header" in to_openai.why
     to_azure = _verdict(_call("https://r.openai.azure.com/openai/deployments/d/chat/completions", BEARER))
     assert to_azure.outcome == "refused" and "its authorization header" in to_azure.why
+
+
+AZURE_CALL = "https://attacker.openai.azure.com/openai/deployments/d/chat/completions?api-version=1"
+
+
+def test_the_azure_key_goes_only_to_the_resource_of_azure_openai_endpoint() -> None:
+    """Every Azure resource is a ``*.openai.azure.com`` host, an attacker's too: the key is for one of them."""
+    refused = _verdict(_call(AZURE_CALL, [("api-key", PLACEHOLDER)]))
+    assert refused.outcome == "refused" and refused.key_from == ""
+    assert "AZURE_OPENAI_ENDPOINT is https://myres.openai.azure.com/" in refused.why
+    assert 'drift_hosts = {azure = ["attacker.openai.azure.com"]}' in refused.why
+    unset = resend_verdict(_call(AZURE_CALL, [("api-key", PLACEHOLDER)]), environ={"AZURE_OPENAI_API_KEY": "k"})
+    assert unset.outcome == "refused" and "AZURE_OPENAI_ENDPOINT is not set" in unset.why
+    named = _verdict(
+        _call(AZURE_CALL, [("api-key", PLACEHOLDER)]), extra_hosts={"azure": ("attacker.openai.azure.com",)}
+    )
+    assert (named.outcome, named.key_from) == ("send", "AZURE_OPENAI_API_KEY")
+    upstream = parse_upstream("azure", "https://attacker.openai.azure.com")
+    through = _verdict(_call(AZURE_CALL, [("api-key", PLACEHOLDER)]), upstreams=[upstream])
+    assert (through.outcome, through.key_from) == ("send", "AZURE_OPENAI_API_KEY")
 
 
 def test_the_key_is_filled_only_where_the_vendor_takes_it() -> None:

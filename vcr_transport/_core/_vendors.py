@@ -72,7 +72,9 @@ class Vendor:
     """One vendor: its hosts (exact names or one-label globs), the environment variables its key is read
     from (the first set wins), where the key goes (``places``: a lower-case header name and its form, ``{key}``
     standing for the key; ``query``: the query parameter that takes it), the path endings of its read-only
-    POSTs (``reads``), and why drift can't put its credential back (``unkeyable``, "" when it can)."""
+    POSTs (``reads``), why drift can't put its credential back (``unkeyable``, "" when it can), and, where
+    ``hosts`` are the shape of every customer's own host, the environment variable naming the one its key is
+    for (``endpoint``)."""
 
     name: str
     hosts: tuple[str, ...]
@@ -81,6 +83,7 @@ class Vendor:
     query: str = ""
     reads: tuple[str, ...] = ()
     unkeyable: str = ""
+    endpoint: str = ""
 
     @property
     def where_keys_go(self) -> str:
@@ -97,6 +100,7 @@ VENDORS: tuple[Vendor, ...] = (
         {"api-key": "{key}"},
         "",
         _OPENAI_READS,
+        endpoint="AZURE_OPENAI_ENDPOINT",
     ),
     Vendor(
         "anthropic",
@@ -266,12 +270,16 @@ class _Where:
         return len(labels) > 1 and all(_LABEL.fullmatch(label) for label in labels)
 
 
-def _table_vendor(where: _Where, extra: Mapping[str, tuple[str, ...]]) -> tuple[Vendor, int] | None:
-    """The vendor whose listed (or project-added) hosts hold ``where``'s host, and the port it listens on."""
+Hosts = Mapping[str, tuple[str, ...]]
+
+
+def _table_vendor(where: _Where, extra: Hosts, *, listed: bool = True) -> tuple[Vendor, int] | None:
+    """The vendor whose listed (with ``listed``) or project-added hosts hold ``where``'s host, and the port
+    it listens on."""
     if not where.named:
         return None
     for vendor in VENDORS:
-        rules = [(_glob(host), 443) for host in vendor.hosts]
+        rules = [(_glob(host), 443) for host in vendor.hosts] if listed else []
         rules += [_host_rule(host, "drift_hosts") for host in extra.get(vendor.name, ())]
         for pattern, port in rules:
             if pattern.fullmatch(where.host):
@@ -439,8 +447,25 @@ def _sent_headers(call: RecordedCall) -> tuple[tuple[str, str], ...]:
     )
 
 
-def _keyed(call: RecordedCall, where: _Where, vendor: Vendor, url: str, environ: Mapping[str, str]) -> Verdict:
-    """The verdict on a call to ``vendor``'s host, past the skips (rules 5 and 6)."""
+def _not_the_endpoint(where: _Where, vendor: Vendor, environ: Mapping[str, str]) -> str:
+    """Why ``vendor``'s key can't go to ``where``, a host of the vendor's shape that the user did not name
+    (rule 5: it is not the host of the vendor's endpoint variable), or ""."""
+    endpoint = environ.get(vendor.endpoint, "") if vendor.endpoint else ""
+    if not vendor.endpoint or (endpoint and (urlsplit(endpoint).hostname or "").lower() == where.host):
+        return ""
+    said = f"is {_shown(endpoint)}" if endpoint else "is not set"
+    return (
+        f"refused: {where.netloc} has the shape of {vendor.name}'s hosts, which are each customer's own, and "
+        f"{vendor.endpoint} {said}: {vendor.keys[0]} goes only to that resource's host; set {vendor.endpoint} "
+        f"or {_allow_hint(vendor.name, where)}"
+    )
+
+
+def _keyed(
+    call: RecordedCall, where: _Where, vendor: Vendor, url: str, environ: Mapping[str, str], named: bool
+) -> Verdict:
+    """The verdict on a call to ``vendor``'s host, past the skips (rules 5 and 6); ``named``: the user named
+    the host (an ``--upstream`` or ``drift_hosts``)."""
     if vendor.unkeyable and _anything_removed(call, where):
         return Verdict("skipped", f"the recording removed its credential: {vendor.unkeyable}", vendor.name, url)
     stray = _stray_removal(call, where, vendor)
@@ -459,6 +484,9 @@ def _keyed(call: RecordedCall, where: _Where, vendor: Vendor, url: str, environ:
     if variable is None:
         why = f"its credential was removed and none of {', '.join(vendor.keys)} is set: set one"
         return Verdict("refused", why, vendor.name, url)
+    elsewhere = "" if named else _not_the_endpoint(where, vendor, environ)
+    if elsewhere:
+        return Verdict("refused", elsewhere, vendor.name, url)
     return Verdict("send", "", vendor.name, url, variable, headers)
 
 
@@ -487,4 +515,6 @@ def resend_verdict(
             "--include-writes sends it"
         )
         return Verdict("skipped", why, vendor.name, url)
-    return _keyed(call, where, vendor, url, environ)
+    named = url != where.url or _named(where, upstreams) is not None
+    named = named or _table_vendor(where, extra_hosts or {}, listed=False) is not None
+    return _keyed(call, where, vendor, url, environ, named)
