@@ -81,6 +81,7 @@ __all__ = [
     "ResponseLine",
     "StoredBody",
     "call_end_line",
+    "decode_json",
     "encode_line",
     "event_lines",
     "foreign_file",
@@ -111,7 +112,10 @@ MAX_LINE_BYTES = 256 * 1024 * 1024
 # A line longer than this is measured, not held, until its end, then read again from the file (when the reader
 # can): a file with one endless line costs this much memory, not MAX_LINE_BYTES.
 HELD_LINE_BYTES = 8 * 1024 * 1024
-# The deepest nesting of a request's JSON body: matching and redaction walk it recursively.
+# The deepest nesting of JSON a cassette may hand to code that walks it recursively: a request's JSON body
+# (matching and redaction), refused on load; and every JSON the views and the stream redaction decode from
+# recorded text (a response body, an SSE data line, a WebSocket message), which ``decode_json`` reads as no
+# JSON (shown and compared as the text it is) when it nests deeper.
 MAX_NESTING = 100
 _MAX_INDEX = 2**53
 _MAX_SECONDS = 1e9  # about 31 years: every finite offset a recording can take
@@ -322,6 +326,22 @@ def _too_deep(value: Any) -> bool:
             return True
         stack.extend((child, depth + 1) for child in item if isinstance(child, dict | list))
     return False
+
+
+def decode_json(data: str | bytes) -> Any:
+    """``json.loads(data)`` for JSON recorded as text (a response body, an SSE data line, a WebSocket message):
+    the one decoder of such text for every view and the stream redaction. A ValueError, as for text that is
+    no JSON, when it nests deeper than MAX_NESTING (or deeper than ``json`` reads): the code that reads it
+    walks it recursively. Counting the brackets first spares the walk of the value for the many documents
+    that can't nest that deep."""
+    try:
+        value = json.loads(data)
+    except RecursionError:
+        raise ValueError(f"JSON nested deeper than {MAX_NESTING} levels") from None
+    brackets = data.count("[") + data.count("{") if isinstance(data, str) else data.count(b"[") + data.count(b"{")
+    if brackets > MAX_NESTING and _too_deep(value):
+        raise ValueError(f"JSON nested deeper than {MAX_NESTING} levels")
+    return value
 
 
 # --- encoders: the one place lines are written ---------------------------------------------------------

@@ -29,7 +29,7 @@ from typing import Any
 from .._exceptions import ReplayMismatch
 from ._bodies import stored_body
 from ._call_recording import CallBook, CallRecording
-from ._format import RecordedCall, encode_line, message_line
+from ._format import RecordedCall, decode_json, encode_line, message_line
 from ._matching import Difference, Normalizer, RequestMatcher
 from ._redaction import Redactor
 
@@ -90,7 +90,7 @@ def stored_message(data: str | bytes, redactor: Redactor) -> str | bytes:
     if isinstance(data, bytes) or not redactor.could_redact(data):
         return data
     try:
-        parsed = json.loads(data)
+        parsed = decode_json(data)
     except ValueError:
         return redactor.redact_text(data)
     media: list[str] = []
@@ -166,7 +166,7 @@ class MessageMatcher:
             stored = {"base64": base64.b64encode(data).decode("ascii")}
         else:
             try:
-                stored = {"json": json.loads(data)}
+                stored = {"json": decode_json(data)}
             except ValueError:
                 stored = {"text": data}
         fields = self.matcher.with_body(_EMPTY_REQUEST, "application/json", stored)
