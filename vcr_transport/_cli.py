@@ -423,6 +423,17 @@ def command_completion(args: argparse.Namespace) -> int:
 # --- serve ----------------------------------------------------------------------------------------------
 
 
+def _positive_int(text: str) -> int:
+    """An argument that is a whole number of at least 1 (a bound of serve's)."""
+    try:
+        number = int(text)
+    except ValueError:
+        number = 0
+    if number < 1:
+        raise argparse.ArgumentTypeError(f"expected a whole number of at least 1, got {text!r}")
+    return number
+
+
 def _upstreams(items: list[str]) -> tuple[tuple[str, str], ...]:
     """``--upstream VENDOR=URL`` arguments as (vendor, URL) pairs."""
     upstreams = []
@@ -460,6 +471,9 @@ def command_serve(args: argparse.Namespace) -> int:
             port=args.port,
             allow_remote=args.allow_remote,
             grace=args.grace,
+            max_body=args.max_body,
+            max_connections=args.max_connections,
+            idle_timeout=args.idle_timeout,
         )
         run_server(config, say=lambda line: print(line, flush=True))
     except ServeError as problem:
@@ -797,6 +811,27 @@ def _add_serve(commands: Any) -> None:
     serve.add_argument("--ignore-field", action="append", metavar="FIELD", help="a body field matching skips")
     serve.add_argument("--allow-remote", action="store_true", help="listen beyond loopback (keys cross in clear)")
     serve.add_argument("--grace", type=float, default=30.0, help="seconds calls in flight get on SIGTERM (default: 30)")
+    serve.add_argument(
+        "--max-body",
+        type=_positive_int,
+        default=64 * 1024 * 1024,
+        metavar="BYTES",
+        help="the largest request body read; a larger one is answered 413 (default: 64 MiB)",
+    )
+    serve.add_argument(
+        "--max-connections",
+        type=_positive_int,
+        default=512,
+        metavar="N",
+        help="connections open at once; one more is answered 503 and closed (default: 512)",
+    )
+    serve.add_argument(
+        "--idle-timeout",
+        type=float,
+        default=60.0,
+        metavar="SECONDS",
+        help="close a connection that sends nothing this long while a request is awaited (default: 60)",
+    )
     serve.set_defaults(run=command_serve)
 
 

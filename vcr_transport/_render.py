@@ -20,7 +20,7 @@ from typing import Any
 from ._core._conversation import Message, ToolCall
 from ._core._diff import ComparedCall, Difference, changed_words, reading_order, recorded_concurrently
 from ._core._display import MISSING, shorten
-from ._core._format import FORMAT_VERSION, Cassette
+from ._core._format import FORMAT_VERSION, Cassette, decode_json
 from ._core._matching import RequestMatcher, is_volatile_response_header
 from ._core._review import Part, cut_long, described_bytes, quiet
 from ._core._shape import DriftReport, PlannedCall
@@ -145,7 +145,7 @@ def _message_text(data: str | bytes) -> str:
     if isinstance(data, bytes):
         return f"binary, {described_bytes(data)}"
     try:
-        return json.dumps(cut_long(json.loads(data)), ensure_ascii=False)
+        return json.dumps(cut_long(decode_json(data)), ensure_ascii=False)
     except ValueError:
         return str(cut_long(data))
 
@@ -243,7 +243,7 @@ def _event_line(raw: str, name: str, data: str, volatile: bool) -> str:
     if volatile:
         return raw
     try:
-        parsed = json.loads(data)
+        parsed = decode_json(data)
     except ValueError:
         return raw
     shown = json.dumps(cut_long(quiet(parsed)), ensure_ascii=False)

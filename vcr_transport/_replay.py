@@ -69,6 +69,7 @@ class _ReplayStream:
         self._request = request
         self._steps: Iterator[_Step] | None = None
         self._run: Iterator[bytes] = iter(())  # the run of chunks being passed on
+        self._reached = 0.0  # with pace: the latest recorded time of a chunk passed on
 
     def _next_steps(self) -> Iterator[_Step]:
         if self._steps is None:
@@ -154,10 +155,10 @@ class _ReplayStream:
                     "RemoteProtocolError",
                     "peer closed connection without sending complete message body (incomplete chunked read)",
                 )
-        if self._pace:
-            offsets = self._call.offsets
-            previous = offsets[position - 1] if position else 0.0
-            yield float(max(0.0, offsets[position] - previous) * self._pace)
+        if self._pace:  # from the latest time reached: one call waits at most MAX_SECONDS times pace in all
+            offset = self._call.offsets[position]
+            yield float(max(0.0, offset - self._reached) * self._pace)
+            self._reached = max(self._reached, offset)
 
     def _error(self, name: str, message: str) -> BaseException:
         library = library_of(self._request)

@@ -17,8 +17,10 @@ redacted. record-on-miss appends each miss after the recorded calls.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import dataclasses
 import ipaddress
+import re
 import signal
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -30,6 +32,7 @@ import httpx2
 
 from ._core._bodies import redact_url
 from ._core._options import Options
+from ._core._redaction import PLACEHOLDER
 from ._exceptions import ReplayMismatch, VcrTransportError
 from ._http import header_pairs
 from ._recording import CassetteRecorder
@@ -56,7 +59,12 @@ _HOP_BY_HOP = frozenset(
     {"connection", "keep-alive", "proxy-connection", "te", "trailer", "transfer-encoding", "upgrade", "host"}
 )
 _MAX_HEAD = 64 * 1024
+_FRAMING = ("transfer-encoding", "content-length")
 _READ_SIZE = 64 * 1024
+# A refused request's unread bytes are read and dropped (up to this many, for up to _LINGER seconds) before the
+# connection closes: closed with bytes unread, the socket resets, and the client may lose the refusal.
+_LINGER_BYTES = 1024 * 1024
+_LINGER = 2.0
 _UPSTREAM_TIMEOUT = {"connect": 30.0, "read": 600.0, "write": 60.0, "pool": 30.0}
 
 
@@ -65,7 +73,15 @@ class ServeError(VcrTransportError):
 
 
 class _BadRequest(Exception):
-    pass
+    """A request refused before it is answered: its status (400, 413) and the problem, said in the answer."""
+
+    def __init__(self, problem: str, status: int = 400) -> None:
+        super().__init__(problem)
+        self.status = status
+
+
+class _Idle(Exception):
+    """The client sent nothing for ``idle_timeout`` seconds while the server waited for a request."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -81,6 +97,12 @@ class ServeConfig:
     port: int = 0
     allow_remote: bool = False
     grace: float = 30.0
+    # The server's own bounds (each a flag): the largest request body read (a larger one is answered 413), the
+    # connections open at once (one more is answered 503 and closed), and how long a connection may send
+    # nothing while a request is awaited (then it is closed; a response being written is not timed).
+    max_body: int = 64 * 1024 * 1024
+    max_connections: int = 512
+    idle_timeout: float = 60.0
 
 
 def check_bind(host: str, allow_remote: bool) -> bool:
@@ -142,9 +164,11 @@ class _Wire:
     """One connection's HTTP/1.1, framed by h11 (RFC 9112: conflicting lengths, chunked bodies with
     trailers, bad chunk sizes and over-long heads are refused as 400s), over asyncio's streams."""
 
-    def __init__(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+    def __init__(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter, config: ServeConfig) -> None:
         self.reader, self.writer = reader, writer
         self.connection = h11.Connection(h11.SERVER, max_incomplete_event_size=_MAX_HEAD)
+        self.max_body, self.idle_timeout = config.max_body, config.idle_timeout
+        self.must_close = False  # the request being answered is the connection's last (RFC 9112 6.1)
 
     async def _next_event(self) -> Any:
         while True:
@@ -157,7 +181,11 @@ class _Wire:
             if self.connection.they_are_waiting_for_100_continue:
                 self.writer.write(self.connection.send(h11.InformationalResponse(status_code=100, headers=[])))
                 await self.writer.drain()
-            self.connection.receive_data(await self.reader.read(_READ_SIZE))
+            try:
+                data = await asyncio.wait_for(self.reader.read(_READ_SIZE), self.idle_timeout)
+            except TimeoutError:
+                raise _Idle from None
+            self.connection.receive_data(data)
 
     async def read_request(self) -> _Request | None:
         """The next request on the connection, or None when the client closed it between requests."""
@@ -166,23 +194,51 @@ class _Wire:
             return None
         if not isinstance(event, h11.Request):  # pragma: no cover - h11 gives a request first
             raise _BadRequest(f"expected a request, got {type(event).__name__}")
-        parts: list[bytes] = []
-        while not isinstance(body := await self._next_event(), h11.EndOfMessage):
-            if isinstance(body, h11.ConnectionClosed):
-                raise _BadRequest("the request body ended early")
-            parts.append(bytes(body.data))
-        content = b"".join(parts)
         headers = [(name.decode("latin-1"), value.decode("latin-1")) for name, value in event.headers.raw_items()]
-        if any(name.lower() == "transfer-encoding" for name, _ in headers):  # the body came whole: say its length
-            headers = [(n, v) for n, v in headers if n.lower() != "transfer-encoding"]
-            headers.append(("content-length", str(len(content))))
-        keep_alive = self.connection.their_state is not h11.MUST_CLOSE
+        lengths = self._framing(headers)
+        content = await self._body()
+        # RFC 9112 6.1: a request with both Transfer-Encoding and Content-Length may be an attempt to smuggle a
+        # second request in its body; h11 frames it by Transfer-Encoding, and the connection closes after the
+        # answer (``connection: close``), so no byte after it is read as a request.
+        self.must_close = len(lengths) == len(_FRAMING)
+        keep_alive = self.connection.their_state is not h11.MUST_CLOSE and not self.must_close
+        if "transfer-encoding" in lengths:  # the body came whole: say its length
+            headers = [
+                *((n, v) for n, v in headers if n.lower() not in _FRAMING),
+                ("content-length", str(len(content))),
+            ]
         return _Request(
             event.method.decode("ascii").upper(), event.target.decode("latin-1"), headers, content, keep_alive
         )
 
+    def _framing(self, headers: list[tuple[str, str]]) -> dict[str, str]:
+        """The request's framing headers (h11 has checked them), lowercased; a 413 for a Content-Length over
+        ``max_body``, before a byte of the body is read."""
+        framing = {name.lower(): value for name, value in headers if name.lower() in _FRAMING}
+        if "transfer-encoding" not in framing and int(framing.get("content-length", 0)) > self.max_body:
+            raise self._too_large()
+        return framing
+
+    async def _body(self) -> bytes:
+        """The request's body, refused (413) once it grows past ``max_body``: a chunked one as it comes."""
+        parts: list[bytes] = []
+        size = 0
+        while not isinstance(body := await self._next_event(), h11.EndOfMessage):
+            if isinstance(body, h11.ConnectionClosed):
+                raise _BadRequest("the request body ended early")
+            size += len(body.data)
+            if size > self.max_body:
+                raise self._too_large()
+            parts.append(bytes(body.data))
+        return b"".join(parts)
+
+    def _too_large(self) -> _BadRequest:
+        return _BadRequest(f"the request body is larger than {self.max_body:,} bytes (serve --max-body)", 413)
+
     def head(self, status: int, reason: str, headers: list[tuple[str, str]], bodiless: bool) -> bytes:
         framing = [] if bodiless else [("transfer-encoding", "chunked")]
+        if self.must_close:
+            framing.append(("connection", "close"))
         return self.connection.send(
             h11.Response(status_code=status, reason=reason.encode("latin-1"), headers=[*headers, *framing])
         )
@@ -200,13 +256,27 @@ class _Wire:
             return True
         return False
 
-    def refuse(self, problem: str) -> None:
-        """Answer a malformed request with a 400 saying why, then close."""
-        body = f"bad request: {problem}\n".encode()
+    async def refuse(self, status: int, problem: str) -> None:
+        """Answer a request refused before it was read whole (400, 413, 503) saying why, then read and drop
+        what the client still sends (bounded: ``_LINGER_BYTES``, ``_LINGER`` seconds), so that the close
+        doesn't reset the connection before the client has read the answer."""
+        body = f"{_REFUSALS[status].lower()}: {problem}\n".encode()
         self.writer.write(
-            b"HTTP/1.1 400 Bad Request\r\nconnection: close\r\ncontent-type: text/plain\r\ncontent-length: %d\r\n\r\n%s"
-            % (len(body), body)
+            b"HTTP/1.1 %d %s\r\nconnection: close\r\ncontent-type: text/plain\r\ncontent-length: %d\r\n\r\n%s"
+            % (status, _REFUSALS[status].encode(), len(body), body)
         )
+        await self.writer.drain()
+        self.writer.write_eof()
+        with contextlib.suppress(TimeoutError, ConnectionError):
+            async with asyncio.timeout(_LINGER):
+                left = _LINGER_BYTES
+                while left > 0 and (data := await self.reader.read(min(left, _READ_SIZE))):
+                    left -= len(data)
+
+
+# How h11 quotes a header line without a colon: its first word stands where a header's name would.
+_ILLEGAL_HEADER = re.compile(r"illegal header line: bytearray\(b['\"](?P<name>[^\s:'\"]*)(?P<rest>.*)['\"]\)")
+_REFUSALS = {400: "Bad Request", 413: "Content Too Large", 503: "Service Unavailable"}
 
 
 def _origins(calls: Sequence[Any]) -> dict[tuple[str, str], list[str]]:
@@ -381,6 +451,35 @@ class CassetteServer:
         finally:
             await response.aclose()
 
+    async def _requests(self, wire: _Wire) -> None:
+        """Answer the connection's requests one after the other, while it can carry another."""
+        while True:
+            request = await wire.read_request()
+            if request is None:
+                break
+            if _upgrades_to_websocket(request):
+                await self._websocket(request, wire)
+                break
+            self._in_flight += 1
+            self._idle.clear()
+            try:
+                keep_alive = await self._answer(request, wire) and request.keep_alive
+            finally:
+                self._in_flight -= 1
+                if not self._in_flight:
+                    self._idle.set()
+            if not (keep_alive and wire.next_cycle()):
+                break
+
+    def _redacted_problem(self, problem: str) -> str:
+        """A refusal's reason as the answer and the log say it: redacted as a recorded value is. A header line
+        without a colon (``Authorization Bearer sk-...``), which h11 quotes whole, loses all but its name
+        when that name is a secret one."""
+        line = _ILLEGAL_HEADER.search(problem)
+        if line is not None and self._log_redactor.is_secret_name(line["name"], header=True):
+            problem = problem[: line.start("rest")] + " " + PLACEHOLDER + problem[line.end("rest") :]
+        return self._log_redactor.redact_text(problem)
+
     def _log(self, request: _Request, status: str, note: str) -> None:
         """The access log: one line per request (method, path with its query redacted, status, what answered)."""
         target = redact_url("http://serve" + request.target, self._log_redactor).removeprefix("http://serve")
@@ -389,31 +488,19 @@ class CassetteServer:
     async def _connection(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         task = asyncio.current_task()
         assert task is not None
+        full = len(self._connections) >= self.config.max_connections
         self._connections.add(task)
-        wire = _Wire(reader, writer)
+        wire = _Wire(reader, writer, self.config)
         try:
-            while True:
-                request = await wire.read_request()
-                if request is None:
-                    break
-                if _upgrades_to_websocket(request):
-                    await self._websocket(request, wire)
-                    break
-                self._in_flight += 1
-                self._idle.clear()
-                try:
-                    keep_alive = await self._answer(request, wire) and request.keep_alive
-                finally:
-                    self._in_flight -= 1
-                    if not self._in_flight:
-                        self._idle.set()
-                if not (keep_alive and wire.next_cycle()):
-                    break
-        except _BadRequest as problem:
-            self.say(f"- - 400 bad request: {problem}")
-            wire.refuse(str(problem))
-        except (ConnectionError, asyncio.IncompleteReadError, h11.LocalProtocolError):
-            pass  # the client went away mid-answer
+            if full:
+                raise _BadRequest(f"{self.config.max_connections} connections are open (serve --max-connections)", 503)
+            await self._requests(wire)
+        except _BadRequest as refusal:
+            problem = self._redacted_problem(str(refusal))
+            self.say(f"- - {refusal.status} {_REFUSALS[refusal.status].lower()}: {problem}")
+            await wire.refuse(refusal.status, problem)
+        except (ConnectionError, asyncio.IncompleteReadError, h11.LocalProtocolError, _Idle):
+            pass  # the client went away mid-answer, or sent nothing for idle_timeout
         except asyncio.CancelledError:
             writer.transport.abort()
         finally:

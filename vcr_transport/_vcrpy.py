@@ -44,8 +44,10 @@ __all__ = [
     "plan_imports",
 ]
 
-# How many nodes aliases may add to a document once expanded. vcrpy writes no aliases at all.
-ALIAS_BUDGET = 10_000
+# How much aliases may add to a document once expanded, in characters of its scalars (each node counting one
+# more, so that empty ones count too): what expanding them costs is the text they repeat, not the nodes. vcrpy
+# writes no aliases at all.
+ALIAS_BUDGET = 1_000_000
 YAML_SUFFIXES = (".yaml", ".yml")
 FIX = "re-record it with vcrpy, or correct the file by hand; a vcrpy cassette is a mapping with an 'interactions' list"
 
@@ -114,7 +116,7 @@ def _yaml() -> Any:
 
 
 def _expanded_size(root: Any, yaml: Any, source: Path) -> int:
-    """The number of nodes the document has once every alias is expanded; refuses self-reference."""
+    """The size of the document once every alias is expanded (``_size``); refuses self-reference."""
     sizes: dict[int, int] = {}
     visiting: set[int] = set()
     stack: list[tuple[Any, bool]] = [(root, False)]
@@ -128,7 +130,7 @@ def _expanded_size(root: Any, yaml: Any, source: Path) -> int:
         elif isinstance(node, yaml.MappingNode):
             children = [part for pair in node.value for part in pair]
         else:
-            sizes[key] = 1
+            sizes[key] = _size(node)
             continue
         if children_done:
             visiting.discard(key)
@@ -150,19 +152,25 @@ def _expanded_size(root: Any, yaml: Any, source: Path) -> int:
     return sizes[id(root)]
 
 
-def _count_nodes(root: Any, yaml: Any) -> int:
-    seen: set[int] = set()
+def _size(node: Any) -> int:
+    """What a node adds to the document's size (ALIAS_BUDGET): one, and a scalar's characters."""
+    return 1 + len(node.value) if isinstance(node.value, str) else 1
+
+
+def _distinct_size(root: Any, yaml: Any) -> int:
+    """The size of the document with each alias counted once (as written)."""
+    seen: dict[int, int] = {}
     stack = [root]
     while stack:
         node = stack.pop()
         if id(node) in seen:
             continue
-        seen.add(id(node))
+        seen[id(node)] = _size(node)
         if isinstance(node, yaml.SequenceNode):
             stack += node.value
         elif isinstance(node, yaml.MappingNode):
             stack += [part for pair in node.value for part in pair]
-    return len(seen)
+    return sum(seen.values())
 
 
 def _load(source: Path) -> tuple[Any, list[int]]:
@@ -178,13 +186,13 @@ def _load(source: Path) -> tuple[Any, list[int]]:
         root = loader.get_single_node()
         if root is None:
             return None, []
-        expanded, distinct = _expanded_size(root, yaml, source), _count_nodes(root, yaml)
+        expanded, distinct = _expanded_size(root, yaml, source), _distinct_size(root, yaml)
         if expanded - distinct > ALIAS_BUDGET:
             raise CassetteError(
                 str(source),
                 None,
-                f"YAML aliases would expand it from {distinct} to {expanded} nodes, beyond the "
-                f"{ALIAS_BUDGET} that import allows (an alias bomb?); nothing was imported",
+                f"YAML aliases would expand it from {distinct:,} to {expanded:,} characters, more than the "
+                f"{ALIAS_BUDGET:,} they may add on import (an alias bomb?); nothing was imported",
                 "vcrpy writes no aliases: import only files vcrpy wrote",
             )
         lines: list[int] = []

@@ -434,3 +434,76 @@ def test_verify_reads_a_cassette_in_bounded_blocks(
     assert cli_main(["verify", str(path)]) == 0
     assert sizes and max(sizes) == 256 and len(sizes) > path.stat().st_size // 256
     assert "1 cassette checked, 0 with problems" in capsys.readouterr().out
+
+
+# --- JSON decoded at view time: a response body, an SSE data line, a WebSocket message ------------------------
+
+
+def _nested(depth: int) -> str:
+    return '{"a":' * depth + "1" + "}" * depth
+
+
+def _deep_cassette(kind: str, depth: int, model_name: str = "m") -> bytes:
+    """A cassette as a pull request could bring it: it passes verify, and its response (or message) holds JSON
+    nested ``depth`` levels deep, which no line schema checks (it is recorded text)."""
+    deep = _nested(depth)
+    lines: list[dict[str, Any]] = [{"type": "header", "format_version": 1}]
+    if kind == "websocket":
+        lines += [
+            {"type": "request", "call_index": 0, "method": "GET", "url": "wss://api.openai.com/v1/realtime",
+             "headers": [["x-model", model_name]], "body": None},
+            {"type": "response", "call_index": 0, "status": 101, "headers": [], "http_version": "HTTP/1.1"},
+            {"type": "message", "call_index": 0, "message_index": 0, "t": 0.0, "from": "server", "text": deep},
+            {"type": "call_end", "call_index": 0, "event_count": 0, "outcome": "complete",
+             "close": {"code": 1000, "reason": "", "by": "client"}},
+        ]  # fmt: skip
+    else:
+        content_type, text = ("text/event-stream", f"data: {deep}\n\n") if kind == "sse" else ("application/json", deep)
+        lines += [
+            {"type": "request", "call_index": 0, "method": "POST", "url": "https://api.openai.com/v1/chat/completions",
+             "headers": [["content-type", "application/json"]], "body": {"json": {"model": model_name}}},
+            {"type": "response", "call_index": 0, "status": 200, "headers": [["content-type", content_type]],
+             "http_version": "HTTP/1.1"},
+            {"type": "event", "call_index": 0, "event_index": 0, "t": 0.0, "text": text},
+            {"type": "call_end", "call_index": 0, "event_count": 1, "outcome": "complete"},
+        ]  # fmt: skip
+    return b"".join(json.dumps(line).encode() + b"\n" for line in lines)
+
+
+@pytest.mark.parametrize("depth", [model.MAX_NESTING + 1, 900, 5_000])
+@pytest.mark.parametrize("kind", ["body", "sse", "websocket"])
+def test_json_nested_deeper_than_the_limit_is_shown_and_compared_as_text(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], kind: str, depth: int
+) -> None:
+    """Every view decodes recorded JSON through ``decode_json``: deeper than MAX_NESTING it is text, so show (each
+    format), textconv, diff and the HTML review finish (before: a RecursionError traceback, and git diff broke)."""
+    path, other = tmp_path / "deep.jsonl", tmp_path / "other.jsonl"
+    path.write_bytes(_deep_cassette(kind, depth))
+    other.write_bytes(_deep_cassette(kind, depth, model_name="n"))
+    commands: list[tuple[list[str], int]] = [
+        (["verify", str(path)], 0),
+        *(
+            ([*view, str(path)], 0)
+            for view in (["show"], ["show", "--json"], ["show", "--textconv"], ["show", "--html"])
+        ),
+        (["show", "--har", "-", str(path)], 0),
+        (["show", "--html", str(path), str(other)], 0),
+        (["diff", str(path), str(other)], 1),
+    ]
+    for command, expected in commands:
+        capsys.readouterr()
+        assert cli_main(command) == expected, command
+        captured = capsys.readouterr()
+        assert "Traceback" not in captured.out + captured.err, command
+    capsys.readouterr()
+    assert cli_main(["show", "--textconv", str(path)]) == 0
+    assert '{"a":{"a":' in capsys.readouterr().out  # shown, as the text it is
+
+
+def test_decode_json_reads_the_limit_and_refuses_one_level_more() -> None:
+    limit = model.MAX_NESTING
+    assert model.decode_json(_nested(limit)) is not None
+    assert model.decode_json(("[" * limit + "]" * limit).encode()) is not None
+    for text in (_nested(limit + 1), "[" * (limit + 1) + "]" * (limit + 1), b"[" * 100_000 + b"]" * 100_000):
+        with pytest.raises(ValueError, match="nested deeper"):
+            model.decode_json(text)

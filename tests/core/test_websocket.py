@@ -11,7 +11,7 @@ import pytest
 
 from vcr_transport import CassetteError, ReplayMismatch
 from vcr_transport._core._call_recording import CallBook
-from vcr_transport._core._format import Cassette, RecordedCall, encode_line, problems
+from vcr_transport._core._format import MAX_SECONDS, Cassette, RecordedCall, encode_line, problems
 from vcr_transport._core._matching import Normalizer, RequestMatcher
 from vcr_transport._core._redaction import PLACEHOLDER, Redactor
 from vcr_transport._core._websocket import MessageMatcher, SessionPlayback, SessionRecording, stored_message
@@ -202,3 +202,21 @@ def test_a_session_miss_ends_replay_with_the_session_not_played() -> None:
     assert engine.end_at_session_miss(1) is True
     assert engine.kept == (0,) and not engine.played[1]
     assert engine.end_at_session_miss(0) is False  # replay has ended: session 0's lines are kept as they are
+
+
+def test_pace_waits_for_the_latest_time_reached_so_a_session_waits_at_most_the_bound() -> None:
+    """Server messages at an hour, 0, an hour, 0...: the first waits an hour, the others nothing (before: an hour
+    for every rise)."""
+    recording = SessionRecording(CallBook(), Redactor(), 0)
+    lines = [encode_line({"type": "header", "format_version": 1})]
+    lines += recording.handshake("wss://api.example/v1/realtime", [])
+    lines += recording.accepted(101, [("Upgrade", "websocket")])
+    for number in range(10):
+        lines += recording.message("server", f"m{number}", (number + 1) % 2 * int(MAX_SECONDS * 1e9))
+    lines += recording.end("complete", (1000, "", "server"))
+    playback = SessionPlayback(_call(b"".join(lines)), MessageMatcher(RequestMatcher(), Redactor()), cassette="c")
+    waits = []
+    while (position := playback.next_server()) is not None and position != SessionPlayback.CLOSED:
+        waits.append(playback.delay(position, 1.0))
+        playback.delivered(position)
+    assert waits == [MAX_SECONDS] + [0.0] * 9

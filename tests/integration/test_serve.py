@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import select
 import signal
 import socket
 import stat
@@ -452,3 +453,94 @@ def test_serve_answers_a_websocket_session_from_the_cassette(tmp_path: Path) -> 
     assert caught.value.rcvd is not None and caught.value.rcvd.code == 1008
     assert "field message[1].item" in caught.value.rcvd.reason
     assert "101 session 0 of realtime.jsonl: closed by the client" in child.output
+
+
+# --- serve's own bounds: request bodies, connections, idle time, framing, what a refusal echoes -------------------
+
+
+def _connect(url: str) -> socket.socket:
+    connection = socket.create_connection((urlsplit(url).hostname, urlsplit(url).port), timeout=5)
+    connection.settimeout(5)
+    return connection
+
+
+def _read_all(connection: socket.socket) -> bytes:
+    """Everything the server sends until it closes (every recv with the socket's timeout)."""
+    answer = b""
+    while data := connection.recv(65536):
+        answer += data
+    return answer
+
+
+@pytest.mark.parametrize("framing", ["content-length", "chunked"])
+def test_a_body_over_max_body_is_answered_413_before_it_is_all_sent(framing: str) -> None:
+    """The server answers once the body passes --max-body (a declared length at once), so it never holds more
+    than that: the answer comes while most of the body is still unsent (before: it read 300 MB whole, 2.1 GB)."""
+    piece = b"x" * 4096
+    total = 1000 * len(piece)
+    head = b"POST /v1/chat/completions HTTP/1.1\r\nhost: x\r\ncontent-type: application/json\r\n"
+    chunked = framing == "chunked"
+    head += b"transfer-encoding: chunked\r\n\r\n" if chunked else b"content-length: %d\r\n\r\n" % total
+    with served(str(DEMO), "--max-body", "65536") as server, _connect(server.url) as connection:
+        connection.sendall(head)
+        sent = 0
+        while sent < total and not select.select([connection], [], [], 0.001)[0]:
+            connection.sendall(b"%x\r\n%s\r\n" % (len(piece), piece) if chunked else piece)
+            sent += len(piece)
+        answer = _read_all(connection)
+    assert answer.startswith(b"HTTP/1.1 413 Content Too Large\r\n"), answer[:200]
+    assert b"larger than 65,536 bytes (serve --max-body)" in answer
+    assert sent < total // 2, "the answer came while most of the body was unsent"
+    assert "413 content too large" in server.output
+
+
+def test_connections_over_the_limit_are_refused_and_idle_ones_closed_so_a_real_request_is_answered() -> None:
+    """With --max-connections 3, a fourth connection gets a 503 and is closed; the idle ones are closed after
+    --idle-timeout; then a real request is answered (before: 1,100 idle sockets starved it)."""
+    with served(str(DEMO), "--max-connections", "3", "--idle-timeout", "0.5") as server:
+        idle = [_connect(server.url) for _ in range(3)]
+        try:
+            time.sleep(0.1)  # the three are accepted before the fourth
+            with _connect(server.url) as fourth:
+                refused = _read_all(fourth)
+            assert refused.startswith(b"HTTP/1.1 503 Service Unavailable\r\n"), refused[:200]
+            assert b"3 connections are open (serve --max-connections)" in refused
+            assert [connection.recv(1) for connection in idle] == [b"", b"", b""], "closed after the idle timeout"
+        finally:
+            for connection in idle:
+                connection.close()
+        assert post(f"{server.url}/v1/chat/completions", HELLO).status_code == 200
+
+
+def test_a_request_with_both_content_length_and_transfer_encoding_closes_the_connection_after_its_answer() -> None:
+    """RFC 9112 6.1: the body is framed by Transfer-Encoding, the answer says connection: close and the
+    connection closes, so the bytes smuggled after the body are never answered as a request (before: they were)."""
+    chunked = b"%x\r\n%s\r\n0\r\n\r\n" % (len(HELLO_BODY), HELLO_BODY)
+    smuggled = b"GET /smuggled HTTP/1.1\r\nhost: x\r\n\r\n"
+    request = (
+        b"POST /v1/chat/completions HTTP/1.1\r\nhost: x\r\ncontent-type: application/json\r\n"
+        b"content-length: %d\r\ntransfer-encoding: chunked\r\n\r\n%s%s" % (len(chunked), chunked, smuggled)
+    )
+    with served(str(DEMO)) as server, _connect(server.url) as connection:
+        connection.sendall(request)
+        answer = _read_all(connection)
+    assert answer.startswith(b"HTTP/1.1 200 ") and answer.count(b"HTTP/1.1 ") == 1, answer[:500]
+    assert b"connection: close\r\n" in answer.partition(b"\r\n\r\n")[0].lower()
+    assert "/smuggled" not in server.output
+
+
+@pytest.mark.parametrize(
+    ("line", "secret"),
+    [
+        ("Authorization Bearer sk-proj-{}", "sk-proj-abcdefghijklmnopqrstuvwxyz0123456789ABCD"),
+        ("x-api-key {}", "opaque0123456789opaque0123456789"),  # no known shape: its name is secret
+    ],
+)
+def test_a_header_line_without_a_colon_is_refused_without_echoing_its_secret(line: str, secret: str) -> None:
+    raw = b"GET / HTTP/1.1\r\nhost: x\r\n" + line.format(secret).encode() + b"\r\n\r\n"
+    with served(str(DEMO)) as server, _connect(server.url) as connection:
+        connection.sendall(raw)
+        answer = _read_all(connection)
+    assert answer.startswith(b"HTTP/1.1 400 Bad Request\r\n") and b"[secret removed]" in answer, answer
+    assert secret.encode() not in answer and secret not in server.output + server.errors
+    assert "400 bad request: illegal header line" in server.output

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import json
 import threading
 from dataclasses import dataclass
 from pathlib import Path
@@ -380,3 +381,63 @@ def test_one_recording_serves_sync_and_async_and_commits_when_both_are_closed(
     assert [end["call_index"] for end in call_ends(cassette)] == [0, 1, 2]
     with pytest.raises(vcr_transport.VcrTransportError, match="already closed"):
         httpx2.Client(transport=transport).get(upstream.url + "/sse")
+
+
+def _chat_stream_cassette(times: list[float]) -> bytes:
+    """An openai chat stream as a pull request could bring it: one event per time in ``times`` (its ``t``)."""
+    chunks = [
+        "data: " + json.dumps({"id": "c", "object": "chat.completion.chunk", "created": 0, "model": "m",
+                               "choices": [{"index": 0, "delta": {"content": f"{n} "}, "finish_reason": None}]})
+        + "\n\n"
+        for n in range(len(times) - 1)
+    ] + ["data: [DONE]\n\n"]  # fmt: skip
+    lines: list[dict[str, Any]] = [
+        {"type": "header", "format_version": 1},
+        {"type": "request", "call_index": 0, "method": "POST", "url": "https://api.openai.com/v1/chat/completions",
+         "headers": [["content-type", "application/json"]],
+         "body": {"json": {"model": "m", "messages": [{"role": "user", "content": "hi"}], "stream": True}}},
+        {"type": "response", "call_index": 0, "status": 200, "headers": [["content-type", "text/event-stream"]],
+         "http_version": "HTTP/1.1"},
+        *({"type": "event", "call_index": 0, "event_index": n, "t": t, "text": chunk}
+          for n, (t, chunk) in enumerate(zip(times, chunks, strict=True))),
+        {"type": "call_end", "call_index": 0, "event_count": len(times), "outcome": "complete"},
+    ]  # fmt: skip
+    return b"".join(json.dumps(line).encode() + b"\n" for line in lines)
+
+
+def _paced_openai_stream(cassette: Path, slept: list[float]) -> str:
+    import openai
+
+    replay = vcr_transport.ReplayTransport(cassette, pace=1.0, match_on=("method", "uri", "body"))
+    replay.sleep = slept.append  # the seam pace waits with: nothing here waits for real
+    client = openai.OpenAI(api_key="sk-test", http_client=httpx.Client(transport=replay), max_retries=0)
+    stream = client.chat.completions.create(model="m", messages=[{"role": "user", "content": "hi"}], stream=True)
+    return "".join(chunk.choices[0].delta.content or "" for chunk in stream)
+
+
+def test_a_recorded_time_beyond_the_bound_is_refused_before_pace_waits(tmp_path: Path) -> None:
+    """An event at t = 1e9 s (31 years) is out of the format's range (MAX_SECONDS, an hour): verify reports the
+    file, line and field, and a paced replay through the openai SDK refuses the cassette without a wait (before:
+    it slept 31 years)."""
+    from vcr_transport._cli import main as cli_main
+    from vcr_transport._core._format import MAX_SECONDS
+
+    cassette = tmp_path / "late.jsonl"
+    cassette.write_bytes(_chat_stream_cassette([0.0, 1e9]))
+    slept: list[float] = []
+    with pytest.raises(vcr_transport.CassetteError) as refused:
+        _paced_openai_stream(cassette, slept)
+    assert f"{cassette}:5" in str(refused.value) and "field 't'" in str(refused.value)
+    assert str(MAX_SECONDS) in str(refused.value) and slept == []
+    assert cli_main(["verify", str(cassette)]) == 1
+
+
+def test_pace_waits_for_the_latest_recorded_time_so_times_that_go_up_and_down_wait_no_longer(tmp_path: Path) -> None:
+    """Times going 0, an hour, 0, an hour... wait an hour in all (before: an hour for every rise)."""
+    from vcr_transport._core._format import MAX_SECONDS
+
+    cassette = tmp_path / "sawtooth.jsonl"
+    cassette.write_bytes(_chat_stream_cassette([0.0, MAX_SECONDS] * 20))
+    slept: list[float] = []
+    assert _paced_openai_stream(cassette, slept) == "".join(f"{n} " for n in range(39))
+    assert sum(slept) == MAX_SECONDS

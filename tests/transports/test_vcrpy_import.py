@@ -89,7 +89,23 @@ def test_an_alias_bomb_is_refused_before_it_expands(tmp_path: Path, capsys: pyte
     source = tmp_path / "bomb.yaml"
     source.write_text(ALIAS_BOMB)
     code, _, err = run(capsys, str(source), "--out", str(tmp_path / "out"))
-    assert code == 1 and "alias bomb" in err and f"beyond the {ALIAS_BUDGET}" in err and str(source) in err
+    assert code == 1 and "alias bomb" in err and f"more than the {ALIAS_BUDGET:,}" in err and str(source) in err
+    assert "Traceback" not in err and not (tmp_path / "out").exists()
+
+
+def test_one_long_string_aliased_many_times_is_refused_by_the_text_it_would_repeat(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The budget counts what aliases add in characters, not nodes: one 1 MB anchored response body aliased by
+    300 interactions adds 300 nodes but 300 MB, and is refused before anything is written (before: 301 MB)."""
+    source = tmp_path / "long.yaml"
+    text = yaml.safe_dump({"interactions": [interaction(response__body={"string": "BODY"}) for _ in range(301)]})
+    first = text.index("string: BODY")
+    source.write_text(
+        text[:first] + f"string: &big '{'x' * 1_000_000}'" + text[first + 12 :].replace("string: BODY", "string: *big")
+    )
+    code, _, err = run(capsys, str(source), "--out", str(tmp_path / "out"))
+    assert code == 1 and "alias bomb" in err and f"more than the {ALIAS_BUDGET:,}" in err and str(source) in err
     assert "Traceback" not in err and not (tmp_path / "out").exists()
 
 

@@ -17,6 +17,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
+from ._format import decode_json
 from ._sse import decode_events
 
 __all__ = [
@@ -453,7 +454,7 @@ def stream_reply(events: Iterable[SseEvent]) -> Reply:
     assembler = _Assembler()
     for event in events:
         try:
-            assembler.add(json.loads(event.data))
+            assembler.add(decode_json(event.data))
         except ValueError:
             continue
     return assembler.reply()

@@ -33,7 +33,7 @@ from urllib.parse import urlsplit
 
 from ._conversation import request_messages
 from ._display import MISSING
-from ._format import Cassette, RecordedCall
+from ._format import Cassette, RecordedCall, decode_json
 from ._matching import VOLATILE_HEADERS, RequestMatcher, is_volatile_response_header, iter_differences
 from ._review import PADDING_FIELDS, VOLATILE_FIELDS, change_kind
 from ._view import NOT_JSON, CallView, call_view
@@ -239,7 +239,7 @@ def _event_values(view: CallView) -> list[Any]:
     values: list[Any] = []
     for event in view.readable_stream or []:
         try:
-            data: Any = json.loads(event.data)
+            data: Any = decode_json(event.data)
         except ValueError:
             data = event.data
         data = _without_text(data) if joined else data
@@ -266,7 +266,7 @@ def _message_value(data: str | bytes) -> Any:
     if isinstance(data, bytes):
         return {"base64": base64.b64encode(data).decode("ascii")}
     try:
-        return json.loads(data)
+        return decode_json(data)
     except ValueError:
         return data
 

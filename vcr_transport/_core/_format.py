@@ -72,6 +72,7 @@ __all__ = [
     "Line",
     "MAX_LINE_BYTES",
     "MAX_NESTING",
+    "MAX_SECONDS",
     "MessageLine",
     "OUTCOMES",
     "Parser",
@@ -81,6 +82,7 @@ __all__ = [
     "ResponseLine",
     "StoredBody",
     "call_end_line",
+    "decode_json",
     "encode_line",
     "event_lines",
     "foreign_file",
@@ -111,10 +113,16 @@ MAX_LINE_BYTES = 256 * 1024 * 1024
 # A line longer than this is measured, not held, until its end, then read again from the file (when the reader
 # can): a file with one endless line costs this much memory, not MAX_LINE_BYTES.
 HELD_LINE_BYTES = 8 * 1024 * 1024
-# The deepest nesting of a request's JSON body: matching and redaction walk it recursively.
+# The deepest nesting of JSON a cassette may hand to code that walks it recursively: a request's JSON body
+# (matching and redaction), refused on load; and every JSON the views and the stream redaction decode from
+# recorded text (a response body, an SSE data line, a WebSocket message), which ``decode_json`` reads as no
+# JSON (shown and compared as the text it is) when it nests deeper.
 MAX_NESTING = 100
 _MAX_INDEX = 2**53
-_MAX_SECONDS = 1e9  # about 31 years: every finite offset a recording can take
+# The latest a chunk or message may come after its request (``t``): an hour, longer than any call a test makes.
+# A paced replay waits for the recorded times, so this bounds its wait for one call (times ``pace``); a later
+# time is refused on load like any value out of range, and the recorder writes a later arrival as this.
+MAX_SECONDS = 3_600.0
 _TOKEN = r"^[!#$%&'*+\-.^_`|~0-9A-Za-z]+$"  # RFC 9110 token, the grammar of a method
 _RERECORD = "re-record the cassette"
 
@@ -127,7 +135,7 @@ RecordedMessage = tuple[str, str | bytes, float]
 # --- the schema ------------------------------------------------------------------------------------------
 
 Index = Annotated[int, msgspec.Meta(ge=0, le=_MAX_INDEX)]
-Seconds = Annotated[float, msgspec.Meta(ge=0.0, le=_MAX_SECONDS)]
+Seconds = Annotated[float, msgspec.Meta(ge=0.0, le=MAX_SECONDS)]
 Status = Annotated[int, msgspec.Meta(ge=100, le=599)]
 Method = Annotated[str, msgspec.Meta(pattern=_TOKEN)]
 HeaderPair = tuple[str, str]
@@ -324,6 +332,22 @@ def _too_deep(value: Any) -> bool:
     return False
 
 
+def decode_json(data: str | bytes) -> Any:
+    """``json.loads(data)`` for JSON recorded as text (a response body, an SSE data line, a WebSocket message):
+    the one decoder of such text for every view and the stream redaction. A ValueError, as for text that is
+    no JSON, when it nests deeper than MAX_NESTING (or deeper than ``json`` reads): the code that reads it
+    walks it recursively. Counting the brackets first spares the walk of the value for the many documents
+    that can't nest that deep."""
+    try:
+        value = json.loads(data)
+    except RecursionError:
+        raise ValueError(f"JSON nested deeper than {MAX_NESTING} levels") from None
+    brackets = data.count("[") + data.count("{") if isinstance(data, str) else data.count(b"[") + data.count(b"{")
+    if brackets > MAX_NESTING and _too_deep(value):
+        raise ValueError(f"JSON nested deeper than {MAX_NESTING} levels")
+    return value
+
+
 # --- encoders: the one place lines are written ---------------------------------------------------------
 
 
@@ -446,12 +470,13 @@ def call_end_line(
 
 
 def message_line(call_index: int, message_index: int, offset: float, side: str, data: str | bytes) -> dict[str, Any]:
-    """A WebSocket message's line: ``offset`` in seconds since the handshake, rounded to the microsecond."""
+    """A WebSocket message's line: ``offset`` in seconds since the handshake, rounded to the microsecond (at
+    most MAX_SECONDS)."""
     line: dict[str, Any] = {
         "type": "message",
         "call_index": call_index,
         "message_index": message_index,
-        "t": round(max(offset, 0.0), 6),
+        "t": round(min(max(offset, 0.0), MAX_SECONDS), 6),
         "from": side,
     }
     if isinstance(data, str):
@@ -466,10 +491,10 @@ def event_lines(call_index: int, first_index: int, chunks: Iterable[tuple[bytes,
     from the schema's own Struct: a chunk as ``text`` when it is valid UTF-8 on its own, else ``base64``.
     Arrivals and ``started`` are nanoseconds on one clock; an event's ``t`` is its arrival's offset from
     ``started`` in seconds, rounded to the microsecond (half up: integer arithmetic, far cheaper per chunk
-    than ``round``)."""
+    than ``round``), at most MAX_SECONDS."""
     return _encoder.encode_lines(
         [
-            _event(call_index, index, (arrived - started + 500) // 1000 / 1e6, chunk)
+            _event(call_index, index, min((arrived - started + 500) // 1000 / 1e6, MAX_SECONDS), chunk)
             for index, (chunk, arrived) in enumerate(chunks, first_index)
         ]
     )

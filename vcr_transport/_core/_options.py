@@ -493,7 +493,8 @@ class Options:
     )
     pace: float | None = _option(
         None,
-        "reproduce the recorded gaps between chunks, scaled by this factor (1.0 = real time)",
+        "reproduce the recorded gaps between chunks, scaled by this factor (1.0 = real time); recorded times "
+        "are at most an hour, and one that goes back waits nothing, so one call waits at most an hour times this",
         _SECONDS,
         flags=("serve: --pace",),
     )

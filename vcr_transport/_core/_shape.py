@@ -12,12 +12,11 @@ recorded call with a live answer, for ``drift`` and for the mode ``check`` alike
 
 from __future__ import annotations
 
-import json
 from collections import defaultdict
 from dataclasses import dataclass, field
 from typing import Any
 
-from ._format import RecordedCall
+from ._format import RecordedCall, decode_json
 from ._view import NOT_JSON, CallView, call_view
 
 __all__ = [
@@ -83,7 +82,7 @@ def answer_shape(view: CallView) -> Shape:
     if view.stream is not None:
         for event in view.stream:
             try:
-                data: Any = json.loads(event.data)
+                data: Any = decode_json(event.data)
             except ValueError:
                 name = event.name or (event.data.strip() if event.data.strip() == "[DONE]" else "data")
                 fields[f"events[{name}]"].add("text")

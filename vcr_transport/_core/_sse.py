@@ -22,12 +22,13 @@ nothing more to say.
 from __future__ import annotations
 
 import functools
-import json
 import re
 from collections.abc import Iterator
 from typing import NamedTuple
 
 import ahocorasick_rs
+
+from ._format import decode_json
 
 __all__ = ["Event", "ProtocolEnd", "SseDecoder", "data_of", "decode_events"]
 
@@ -259,7 +260,7 @@ def _ends_by_its_json(data: bytes, json_rpc: bool) -> bool:
     ``json_rpc``) a JSON-RPC 2.0 response (an ``id`` with a ``result`` or an ``error``; a request or
     notification has a ``method``)."""
     try:
-        obj = json.loads(data)
+        obj = decode_json(data)
     except ValueError:
         return False
     if not isinstance(obj, dict):

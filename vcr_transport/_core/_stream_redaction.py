@@ -13,6 +13,7 @@ from typing import Any
 import msgspec
 
 from ._bodies import content_codec, content_encodings, decode_stacked, encode_stacked
+from ._format import decode_json
 from ._redaction import Redactor
 from ._sse import Event, data_of, decode_events
 
@@ -475,7 +476,7 @@ def delta_channels(body: bytes) -> dict[Hashable, list[Piece]]:
         if not _may_carry_deltas(data):
             continue
         try:
-            parsed = json.loads(data)
+            parsed = decode_json(data)
         except ValueError:
             continue
         for channel, key, value in _delta_values(parsed):
@@ -569,7 +570,7 @@ def _chat_texts(events: list[bytes]) -> dict[Hashable, list[str]] | None:
 def _parsed(events: list[bytes]) -> Iterator[Any]:
     """The JSON of each event's data (one that isn't JSON is skipped), as ``json.loads`` reads it."""
     try:  # one parse of them all as a JSON array: far cheaper than one call per event
-        parsed = json.loads(b"[" + b",".join(events) + b"]")
+        parsed = decode_json(b"[" + b",".join(events) + b"]")
     except ValueError:
         parsed = None
     if isinstance(parsed, list) and len(parsed) == len(events):
@@ -577,7 +578,7 @@ def _parsed(events: list[bytes]) -> Iterator[Any]:
         return
     for data in events:  # one that isn't JSON (or holds more than one value) is skipped on its own
         try:
-            yield json.loads(data)
+            yield decode_json(data)
         except ValueError:
             continue
 

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-import json
 from dataclasses import dataclass
 from typing import Any, Final
 
@@ -27,7 +26,7 @@ from ._conversation import (
     request_tools,
     stream_reply,
 )
-from ._format import RecordedCall, RecordedMessage, StoredBody
+from ._format import RecordedCall, RecordedMessage, StoredBody, decode_json
 from ._review import Part, request_parts
 
 __all__ = ["NOT_JSON", "CallView", "call_view"]
@@ -160,7 +159,7 @@ class CallView:
 
 def _parsed(text: str) -> Any:
     try:
-        return json.loads(text)
+        return decode_json(text)
     except ValueError:
         return NOT_JSON
 

@@ -29,7 +29,7 @@ from typing import Any
 from .._exceptions import ReplayMismatch
 from ._bodies import stored_body
 from ._call_recording import CallBook, CallRecording
-from ._format import RecordedCall, encode_line, message_line
+from ._format import RecordedCall, decode_json, encode_line, message_line
 from ._matching import Difference, Normalizer, RequestMatcher
 from ._redaction import Redactor
 
@@ -90,7 +90,7 @@ def stored_message(data: str | bytes, redactor: Redactor) -> str | bytes:
     if isinstance(data, bytes) or not redactor.could_redact(data):
         return data
     try:
-        parsed = json.loads(data)
+        parsed = decode_json(data)
     except ValueError:
         return redactor.redact_text(data)
     media: list[str] = []
@@ -166,7 +166,7 @@ class MessageMatcher:
             stored = {"base64": base64.b64encode(data).decode("ascii")}
         else:
             try:
-                stored = {"json": json.loads(data)}
+                stored = {"json": decode_json(data)}
             except ValueError:
                 stored = {"text": data}
         fields = self.matcher.with_body(_EMPTY_REQUEST, "application/json", stored)
@@ -196,7 +196,7 @@ class SessionPlayback:
         self._server = [i for i, (side, _, _) in enumerate(messages) if side == "server"]
         self._sent = 0  # client messages sent so far
         self._delivered = 0  # server messages delivered so far
-        self.last_t = 0.0  # when the last delivered message came while recording
+        self.last_t = 0.0  # the latest time a delivered message came while recording
 
     @property
     def _gate(self) -> int:
@@ -264,11 +264,14 @@ class SessionPlayback:
     def delivered(self, position: int) -> str | bytes:
         """Take the server message at ``position`` (as ``next_server`` gave it)."""
         self._delivered += 1
-        _, data, self.last_t = self.call.messages[position]
+        _, data, t = self.call.messages[position]
+        self.last_t = max(self.last_t, t)
         return data
 
     def delay(self, position: int, pace: float | None) -> float:
-        """How long ``pace`` waits before the message at ``position``: its recorded gap, scaled."""
+        """How long ``pace`` waits before the message at ``position``: its recorded gap from the latest time
+        reached, scaled. A time earlier than one before it waits nothing, so one session waits at most
+        MAX_SECONDS times ``pace`` in all, however its times go up and down."""
         if not pace:
             return 0.0
         return max(0.0, self.call.messages[position][2] - self.last_t) * pace

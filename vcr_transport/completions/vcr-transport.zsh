@@ -151,6 +151,9 @@ _shtab_vcr_transport_serve_options=(
   "*--ignore-field[a body field matching skips]:FIELD:"
   "--allow-remote[listen beyond loopback (keys cross in clear)]"
   "--grace[seconds calls in flight get on SIGTERM (default\: 30)]:grace:"
+  "--max-body[the largest request body read\; a larger one is answered 413 (default\: 64 MiB)]:BYTES:"
+  "--max-connections[connections open at once\; one more is answered 503 and closed (default\: 512)]:N:"
+  "--idle-timeout[close a connection that sends nothing this long while a request is awaited (default\: 60)]:SECONDS:"
   "(*):CASSETTE_OR_DIR:"
 )
 
