@@ -185,14 +185,15 @@ def _shown_response(view: CallView) -> Iterator[str]:
         yield f"  timing: {view.chunk_count} chunks, first at +{first:.3f}s, last at +{last:.3f}s"
     if view.stream is not None:
         yield f"  stream: {len(view.stream)} events"
-        yield from [f"    {event.raw}" for event in view.stream]
+        for event in view.stream:
+            yield from _indented(event.raw)
     elif view.json is not NOT_JSON:
         yield "  body:"
         yield from _indented(_pretty(cut_long(view.json)))
     elif view.binary:
         yield f"  body: {view.content_type or 'binary'}, {described_bytes(view.body)}"
     else:
-        yield f"  body: {_body_as_text(view)[:2000]}"
+        yield from _block("body", _body_as_text(view)[:2000])
 
 
 def _shown_call(view: CallView) -> Iterator[str]:

@@ -117,6 +117,8 @@ def test_show_and_textconv_escape_every_recorded_text(hostile: Path, command: li
     assert ATTACKER_URL + "\\r\\x1b[2K\\x1b[1A\\x1b[2K" in out, "the URL's erase sequence is shown, not run"
     for seen in ("\\x1b]8;;http://evil.example/", "\\x9b2K", "\\u202eevil", "refused "):
         assert seen in out
+    if command == ["show"]:
+        assert "  body: plain " + visible(OSC52) in out, "a text body of one line, on its line"
     if "--textconv" in command:
         assert "test: " + visible(OWNER) in out and "get_" + visible(OSC52) in out
         assert "plain " + visible(OSC52) in out, "the SSE line that is no JSON"
@@ -253,3 +255,23 @@ def test_visible_is_idempotent_and_keeps_text_readable() -> None:
     assert visible("\ud800") == "\\ud800", "a lone surrogate, which no terminal encoding writes"
     assert visible("\U000e0041") == "\\U000e0041", "a Unicode tag: invisible ASCII"
     assert once.encode("utf-8"), "encodable: no lone surrogate left"
+
+
+def test_a_reply_s_newlines_still_break_it_into_lines_and_its_cr_shows(tmp_path: Path) -> None:
+    path = tmp_path / "crlf.jsonl"
+    path.write_bytes(
+        encode_line(header_line())
+        + encode_line(request_line(0, "GET", "https://api.example.com/v1/x", [], None))
+        + encode_line(response_line(0, 200, [("content-type", "text/plain")]))
+        + event_lines(0, 0, [(b"one\r\ntwo" + ERASE.encode() + b"\nthree", 1000)], 0)
+        + encode_line(call_end_line(0, 1, "complete"))
+    )
+    for command in (["show"], ["show", "--textconv"]):
+        lines = cli(tmp_path, *command, str(path)).stdout.splitlines()
+        assert [
+            line.split("| ")[-1] for line in lines if line.endswith(("one\\r", "two" + visible(ERASE), "three"))
+        ] == [
+            "one\\r",
+            "two\\r\\x1b[2K\\x1b[1A\\x1b[2K",
+            "three",
+        ], lines
