@@ -11,7 +11,8 @@ Conventions, the same for every command (each ``--help`` says them too):
 - **Output**: text for people, ``--json`` for scripts (an object whose ``json_version`` says its shape,
   docs/reference/cli-json.md); paths as the user would type them, the same in both. Colour on a terminal
   (``NO_COLOR`` and ``FORCE_COLOR`` honoured, ``_term``), and a progress line on stderr when a long run
-  goes to a terminal.
+  goes to a terminal. Text from a cassette (or its file name) never reaches the terminal raw: its control and
+  bidi characters are shown escaped (``visible``), in the text output and in error messages alike.
 - This module parses and prints; ``_manage`` does the work on the files, ``_render`` the text.
 """
 
@@ -28,6 +29,7 @@ from typing import Any
 
 from ._config import ENVIRONMENT_VARIABLE, MODES, check_settings, edit_setting, find_pyproject, read_settings
 from ._core._diff import compared_calls
+from ._core._display import visible, visible_json
 from ._core._format import Cassette, RecordedCall
 from ._core._modes import check_mode
 from ._core._options import Options
@@ -82,7 +84,7 @@ def _print_lines(lines: Iterable[str]) -> None:
 
 
 def _print_json(value: Any, **options: Any) -> None:
-    print(json.dumps(value, indent=2, **options))
+    print(visible_json(json.dumps(value, indent=2, **options)))
 
 
 def _paint() -> Paint:
@@ -161,12 +163,12 @@ def command_list(args: argparse.Namespace) -> int:
 
 def _textconv(path: str, volatile: bool) -> int:
     """git's textconv driver: the cassette one line per field; a file that is no readable cassette is shown as
-    it is, under a line saying why, so that ``git diff`` still works."""
+    it is (``visible``), under a line saying why, so that ``git diff`` still works."""
     try:
         cassette = read_cassette(path)
     except CassetteError as error:
         print(f"(not a readable cassette: {str(error).splitlines()[0]})")
-        sys.stdout.write(Path(path).read_text(encoding="utf-8", errors="replace"))
+        sys.stdout.write(visible(Path(path).read_text(encoding="utf-8", errors="replace"), newlines=True))
         return 0
     _print_lines(textconv_lines(cassette, volatile=volatile))
     return 0
@@ -194,7 +196,8 @@ def _har(args: argparse.Namespace) -> int:
 
     cassette = read_cassette(args.cassette, lazy=True)
     log = har_log(cassette, _chosen_calls(cassette, args.call))
-    _write(args.har, json.dumps(log, indent=1, ensure_ascii=False) + "\n", "open it in a HAR viewer or devtools")
+    har = visible_json(json.dumps(log, indent=1, ensure_ascii=False))
+    _write(args.har, har + "\n", "open it in a HAR viewer or devtools")
     return 0
 
 
@@ -863,7 +866,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         return int(args.run(args))
     except (UsageProblem, ImportProblem, VcrTransportError) as problem:
-        print(f"vcr-transport {args.command}: {problem}", file=sys.stderr)
+        print(f"vcr-transport {args.command}: {visible(str(problem), newlines=True)}", file=sys.stderr)
         return 2
     except BrokenPipeError:  # the output was piped into head or less, which stopped reading
         sys.stderr.close()

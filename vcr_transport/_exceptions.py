@@ -43,7 +43,19 @@ __all__ = [
 
 
 class VcrTransportError(Exception):
-    """Base class of every exception vcr_transport raises."""
+    """Base class of every exception vcr_transport raises. Its message is ``visible``: a value from a
+    cassette (a URL, a recorded body, a file name) shows its control and bidi characters escaped wherever the
+    message is printed; the attributes hold the values as they are."""
+
+    def __init__(self, *args: Any) -> None:
+        super().__init__(*(_shown(arg, newlines=True) if isinstance(arg, str) else arg for arg in args))
+
+
+def _shown(text: str, *, newlines: bool = False) -> str:
+    """``text`` ``visible``: a value from a cassette in one line of a message (``newlines``: a message)."""
+    from ._core._display import visible  # here: importing the package loads this module alone
+
+    return visible(text, newlines=newlines)
 
 
 class CassetteError(VcrTransportError):
@@ -54,7 +66,7 @@ class CassetteError(VcrTransportError):
         self.line = line
         self.problem = problem
         self.fix = fix
-        where = f"{path}:{line}" if line is not None else path
+        where = f"{_shown(path)}:{line}" if line is not None else _shown(path)
         message = f"cassette {where}: {problem}"
         if fix:
             message += f"\n  fix: {fix}"
@@ -107,7 +119,7 @@ class ReplayMismatch(VcrTransportError):
             lines.append(f"{len(self.differences)} fields differ from recorded call {call_index}:")
             for path, was, now in self.differences[:_SHOWN]:
                 shown_was, shown_now = side_by_side(was, now)
-                lines.append(f"  {path}: recorded {shown_was}, incoming {shown_now}")
+                lines.append(f"  {_shown(path)}: recorded {shown_was}, incoming {shown_now}")
             if len(self.differences) > _SHOWN:
                 lines.append(f"  and {len(self.differences) - _SHOWN} more (all of them: the exception's differences)")
         lines += self.notes
@@ -131,12 +143,14 @@ class ReplayMismatch(VcrTransportError):
         from ._core._display import side_by_side
 
         recorded, incoming = side_by_side(self.recorded, self.incoming)
-        where = f"replay mismatch at call {self.call_index}, field {self.field_path}"
+        where = f"replay mismatch at call {self.call_index}, field {_shown(self.field_path)}"
         return f"{where}: recorded {recorded}, incoming {incoming}"
 
     def full_values(self) -> str:
         """Every differing field with its values whole, one field after another (what ``-vv`` shows)."""
-        return "\n".join(f"{path}:\n  recorded {was!r}\n  incoming {now!r}" for path, was, now in self.differences)
+        return "\n".join(
+            f"{_shown(path)}:\n  recorded {was!r}\n  incoming {now!r}" for path, was, now in self.differences
+        )
 
 
 _SHOWN = 10  # the differing fields a message lists
@@ -155,7 +169,7 @@ class UnplayedCallsError(VcrTransportError):
         lines = [f"{len(unplayed)} recorded call(s) were never played from {cassette}:"]
         for index, method, url in unplayed:
             label = self.labels.get(index)
-            lines.append(f"  call {index}: {method} {url}" + (f" ({label})" if label else ""))
+            lines.append(_shown(f"  call {index}: {method} {url}" + (f" ({label})" if label else "")))
         lines.append("the code under test made fewer requests than were recorded; re-record if that is intended")
         super().__init__("\n".join(lines))
 
@@ -177,11 +191,11 @@ class ShapeDriftError(VcrTransportError):
         lines = [f"{len(self.calls)} live answer(s) differ in shape from cassette {cassette}:"]
         for index, method, url, changes, problem in self.calls:
             if problem:
-                lines.append(f"  call {index} ({method} {url}): {problem}")
+                lines.append(_shown(f"  call {index} ({method} {url}): {problem}"))
                 continue
-            lines.append(f"  call {index} ({method} {url}): {len(changes)} field path(s) changed")
+            lines.append(_shown(f"  call {index} ({method} {url}): {len(changes)} field path(s) changed"))
             for path, recorded, live in changes[:_SHOWN]:
-                lines.append(f"    {path}: recorded {recorded}, live {live}")
+                lines.append(_shown(f"    {path}: recorded {recorded}, live {live}"))
             if len(changes) > _SHOWN:
                 lines.append(f"    and {len(changes) - _SHOWN} more")
         how = record_hint or "record it again (mode 'record')"

@@ -27,7 +27,7 @@ from urllib.parse import urlsplit
 
 from ._core._conversation import Message, ToolCall
 from ._core._diff import compared_calls
-from ._core._display import shorten
+from ._core._display import shorten, visible, visible_json
 from ._core._format import Cassette
 from ._core._redaction import PLACEHOLDER
 from ._core._view import NOT_JSON, CallView, call_view
@@ -172,9 +172,10 @@ def _with_history(calls: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 
 def _embedded(value: Any) -> str:
-    """JSON that can sit inside a <script> element: no ``</`` or ``<!--`` can end or confuse it."""
-    text = json.dumps(value, ensure_ascii=False, separators=(",", ":"))
-    return text.replace("<", "\\u003c").replace("\u2028", "\\u2028").replace("\u2029", "\\u2029")
+    """JSON that can sit inside a <script> element: no ``</`` or ``<!--`` can end or confuse it, and no control
+    or bidi character is raw in it (``visible_json``: a page written to a terminal is safe to show)."""
+    text = visible_json(json.dumps(value, ensure_ascii=False, separators=(",", ":")))
+    return text.replace("<", "\\u003c")
 
 
 def html_page(cassette: Cassette, other: Cassette | None = None) -> str:
@@ -200,7 +201,7 @@ def html_page(cassette: Cassette, other: Cassette | None = None) -> str:
         "calls": _with_history(calls),
         "diffs": differences,
     }
-    title = html.escape(f"{shown.path}: {len(shown.calls)} calls")
+    title = html.escape(visible(f"{shown.path}: {len(shown.calls)} calls"))
     return _TEMPLATE.replace("__TITLE__", title).replace("__DATA__", _embedded(data))
 
 

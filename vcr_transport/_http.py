@@ -10,6 +10,7 @@ import sys
 from types import ModuleType
 from typing import Any
 
+from ._core._display import visible
 from ._core._memo import Memo
 from ._exceptions import RecordedError
 
@@ -149,8 +150,10 @@ def error_name(exc: BaseException) -> str:
 
 
 def rebuild_error(library: ModuleType, class_name: str, message: str, request: Any) -> BaseException:
-    """The recorded exception as the same class of the caller's library, or a builtin, or RecordedError."""
+    """The recorded exception as the same class of the caller's library, or a builtin, or RecordedError; its
+    message ``visible`` (a traceback prints it)."""
     root, _, name = class_name.rpartition(".")
+    message = visible(message, newlines=True)
     try:
         if root in HTTP_LIBRARIES:
             cls = getattr(library, name, None)

@@ -23,6 +23,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from ._config import SKIPPED_FOLDERS, cassette_folders, find_pyproject, resolve_mode
+from ._core._display import visible
 from ._core._format import MAX_NESTING, Finding
 from ._core._redaction import Redactor
 from ._core._scan import scan_document
@@ -92,8 +93,9 @@ class Problem:
         return cls(shown_path(finding.path), finding.line, message, finding.fix, named[1] if named else None)
 
     def __str__(self) -> str:
+        """The problem as text to show: its path and message ``visible`` (they may come from the cassette)."""
         where = self.path if self.line is None else f"{self.path}:{self.line}"
-        return f"{where}: {self.message}" + (f"\n  fix: {self.fix}" if self.fix else "")
+        return visible(f"{where}: {self.message}") + (f"\n  fix: {visible(self.fix)}" if self.fix else "")
 
     def as_json(self) -> dict[str, Any]:
         return {"path": self.path, "line": self.line, "field": self.field, "message": self.message, "fix": self.fix}

@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING
 import pytest
 from _pytest._code.code import ExceptionInfo, ReprEntry, ReprExceptionInfo, ReprFileLocation, ReprTraceback
 
-from ._core._display import side_by_side
+from ._core._display import side_by_side, visible
 from ._exceptions import CassetteError, ReplayMismatch, ShapeDriftError, UnplayedCallsError
 
 if TYPE_CHECKING:
@@ -263,7 +263,8 @@ def _raised_in_test(item: pytest.Item, excinfo: ExceptionInfo[BaseException]) ->
 def _repr(
     item: pytest.Item, excinfo: ExceptionInfo[BaseException], lines: list[str], crash_message: str
 ) -> ReprExceptionInfo:
-    """A report whose one entry is the test's own line (or, when the test's code was done, its ``def``)."""
+    """A report whose one entry is the test's own line (or, when the test's code was done, its ``def``); its
+    lines ``visible``, as they quote the cassette (its path, URLs, values) and the test's node id."""
     own = [entry for entry in excinfo.traceback if str(entry.path) == str(item.path)]
     kind = type(_raised(excinfo.value, ReplayMismatch) or excinfo.value).__name__
     if own:
@@ -272,9 +273,9 @@ def _repr(
         path_, lineno_, _ = item.reportinfo()
         path, lineno, source = str(path_), (lineno_ or 0) + 1, []
         kind = "at the end of the test"
-    crash = ReprFileLocation(path, lineno, crash_message)
+    crash = ReprFileLocation(path, lineno, visible(crash_message))
     if item.config.getoption("tbstyle", "auto") == "line":  # pytest prints the crash line alone
         return ReprExceptionInfo(reprtraceback=ReprTraceback([], None, "line"), reprcrash=crash)
     location = ReprFileLocation(path, lineno, kind)
-    entry = ReprEntry([*source, *(f"E   {line}" for line in lines)], None, None, location, "short")
+    entry = ReprEntry([*source, *(f"E   {visible(line)}" for line in lines)], None, None, location, "short")
     return ReprExceptionInfo(reprtraceback=ReprTraceback([entry], None, "short"), reprcrash=crash)

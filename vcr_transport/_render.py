@@ -4,7 +4,12 @@ cassettes, and the reports of the management commands. A call is rendered from i
 (``_core._view.CallView``); the HTML page is ``_html``, the HAR file ``_har``.
 
 Text is coloured by role through a ``Paint`` (``_term``: plain unless the output is a terminal that wants
-colour). Every ``--json`` document is an object whose ``json_version`` says its shape (``JSON_VERSION``;
+colour). Recorded text (a URL, a header, a body, a path, a test id) is shown ``visible`` (``_core._display``):
+its control and bidi characters escaped, never raw. A view that paints nothing escapes each line it yields
+(``_visible_lines``); one that paints escapes each recorded value before it is painted, so that only its own
+colour codes reach the terminal.
+
+Every ``--json`` document is an object whose ``json_version`` says its shape (``JSON_VERSION``;
 docs/reference/cli-json.md describes each); a new field may be added within a version, a field changed or removed
 makes the next one.
 """
@@ -12,14 +17,15 @@ makes the next one.
 from __future__ import annotations
 
 import base64
+import functools
 import json
 from collections import Counter
-from collections.abc import Iterable, Iterator, Sequence
-from typing import Any
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from typing import Any, ParamSpec
 
 from ._core._conversation import Message, ToolCall
 from ._core._diff import ComparedCall, Difference, changed_words, reading_order, recorded_concurrently
-from ._core._display import MISSING, shorten
+from ._core._display import MISSING, shorten, visible
 from ._core._format import FORMAT_VERSION, Cassette, decode_json
 from ._core._matching import RequestMatcher, is_volatile_response_header
 from ._core._review import Part, cut_long, described_bytes, quiet
@@ -62,6 +68,7 @@ __all__ = [
 ]
 
 JSON_VERSION = 1
+_P = ParamSpec("_P")
 
 
 def versioned(payload: dict[str, Any]) -> dict[str, Any]:
@@ -80,8 +87,24 @@ def _pretty(value: Any) -> str:
     return json.dumps(value, indent=2, ensure_ascii=False)
 
 
+def _visible_lines(render: Callable[_P, Iterator[str]]) -> Callable[_P, Iterator[str]]:
+    """A view that paints nothing, each of its lines ``visible`` (a recorded newline inside a line too)."""
+
+    @functools.wraps(render)
+    def shown(*args: _P.args, **kwargs: _P.kwargs) -> Iterator[str]:
+        return map(visible, render(*args, **kwargs))
+
+    return shown
+
+
+def _split(text: str) -> list[str]:
+    """A multi-line text's lines, split at its newlines only: a CR or another separator stays in its line,
+    where ``visible`` shows it."""
+    return text.removesuffix("\n").split("\n") if text else []
+
+
 def _indented(text: str, indent: str = "    ") -> list[str]:
-    return [f"{indent}{line}" for line in text.splitlines()]
+    return [f"{indent}{line}" for line in _split(text)]
 
 
 def _part_lines(parts: list[Part], prefix: str) -> Iterator[str]:
@@ -162,14 +185,15 @@ def _shown_response(view: CallView) -> Iterator[str]:
         yield f"  timing: {view.chunk_count} chunks, first at +{first:.3f}s, last at +{last:.3f}s"
     if view.stream is not None:
         yield f"  stream: {len(view.stream)} events"
-        yield from [f"    {event.raw}" for event in view.stream]
+        for event in view.stream:
+            yield from _indented(event.raw)
     elif view.json is not NOT_JSON:
         yield "  body:"
         yield from _indented(_pretty(cut_long(view.json)))
     elif view.binary:
         yield f"  body: {view.content_type or 'binary'}, {described_bytes(view.body)}"
     else:
-        yield f"  body: {_body_as_text(view)[:2000]}"
+        yield from _block("body", _body_as_text(view)[:2000])
 
 
 def _shown_call(view: CallView) -> Iterator[str]:
@@ -202,6 +226,7 @@ def show_json(cassette: Cassette, views: Iterable[CallView]) -> dict[str, Any]:
     )
 
 
+@_visible_lines
 def show_lines(cassette: Cassette, views: Iterable[CallView]) -> Iterator[str]:
     """``show``: the cassette's header line, then each of ``views`` (its calls, or one of them)."""
     yield f"{cassette.path}: format v{cassette.header['format_version']}, {plural(len(cassette.calls), 'call')}"
@@ -214,7 +239,7 @@ def show_lines(cassette: Cassette, views: Iterable[CallView]) -> Iterator[str]:
 
 def _block(label: str, text: str, indent: str = "  ") -> Iterator[str]:
     """``label: text`` on one line, or ``label:`` then the text's lines indented below it."""
-    lines = text.splitlines()
+    lines = _split(text)
     if len(lines) <= 1:
         yield f"{indent}{label}: {text}"
         return
@@ -304,6 +329,7 @@ def call_lines(view: CallView, *, volatile: bool = False, label: str | None = No
     yield f"  outcome: {view.outcome}" + (f": {view.error}" if view.outcome == "error" else "")
 
 
+@_visible_lines
 def textconv_lines(cassette: Cassette, *, volatile: bool = False) -> Iterator[str]:
     """``show --textconv``, git's textconv driver: the whole cassette, one line per field (``call_lines``),
     calls separated by a blank line, so a re-recording shows in ``git diff`` as the fields that changed.
@@ -325,18 +351,22 @@ def _value(value: Any) -> str:
     return "<missing>" if value is MISSING else shorten(cut_long(value))
 
 
+def _shown(value: Any) -> str:
+    """A recorded value in a painted line: as text, ``visible``."""
+    return visible(str(value))
+
+
 def _change(difference: Difference, paint: Paint) -> str:
     """A difference as the terminal shows it: two texts by their changed words, anything else by value;
     whitespace and padding changes said so."""
     left, right = difference.a, difference.b
     if difference.kind == "padding":
-        return paint(f"padding only: the random padding of {left} changed", "dim")
+        return paint(f"padding only: the random padding of {_shown(left)} changed", "dim")
     if difference.kind in ("added", "removed"):
-        return paint(
-            f"only in {'B' if difference.kind == 'added' else 'A'}: {left if right is MISSING else right}", "warn"
-        )
+        only = left if right is MISSING else right
+        return paint(f"only in {'B' if difference.kind == 'added' else 'A'}: {_shown(only)}", "warn")
     if isinstance(left, str) and isinstance(right, str) and any(" " in text or "\n" in text for text in (left, right)):
-        words = changed_words(left, right)
+        words = visible(changed_words(left, right))
         if difference.kind == "whitespace":
             return paint("whitespace only: ", "dim") + shorten(left) + " -> " + shorten(right)
         return _painted_words(words, paint)
@@ -360,12 +390,12 @@ def diff_lines(a: Cassette, b: Cassette, compared: Sequence[ComparedCall], paint
     the two cassettes, and how many volatile ones were left out."""
     found = [difference for call in compared for difference in call.differences]
     for difference in found:
-        yield f"call {difference.call}, field {difference.path}: {_change(difference, paint)}"
+        yield f"call {difference.call}, field {_shown(difference.path)}: {_change(difference, paint)}"
     hidden = sum(call.hidden for call in compared)
     note = f"; {plural(hidden, 'volatile difference')} not shown (--volatile shows them)" if hidden else ""
     yield (
-        f"{plural(len(found), 'difference')} between {a.path} ({plural(len(a.calls), 'call')}) "
-        f"and {b.path} ({plural(len(b.calls), 'call')}){note}"
+        f"{plural(len(found), 'difference')} between {_shown(a.path)} ({plural(len(a.calls), 'call')}) "
+        f"and {_shown(b.path)} ({plural(len(b.calls), 'call')}){note}"
     )
 
 
@@ -400,6 +430,7 @@ def diff_json(a: Cassette, b: Cassette, compared: Sequence[ComparedCall]) -> dic
 # --- the management commands' reports -------------------------------------------------------------------
 
 
+@_visible_lines
 def status_lines(status: ProjectStatus) -> Iterator[str]:
     yield f"mode: {status.mode}  (from {status.source})"
     if status.mode == "auto":
@@ -423,12 +454,12 @@ def _size(size: float) -> str:
 
 
 def _list_row(summary: CassetteSummary) -> list[str]:
-    shown, size = shown_path(summary.path), _size(summary.size)
+    shown, size = _shown(shown_path(summary.path)), _size(summary.size)
     if summary.problem is not None:
         return [shown, "", "", size, f"UNREADABLE: cassette {str(summary.problem).splitlines()[0]}"]
     state = f"incomplete calls {summary.incomplete_calls}" if summary.incomplete_calls else "all complete"
     calls = plural(summary.calls, "call")
-    return [shown, f"v{summary.format_version}", calls, size, state, ", ".join(summary.hosts)]
+    return [shown, f"v{summary.format_version}", calls, size, state, _shown(", ".join(summary.hosts))]
 
 
 def list_lines(summaries: Sequence[CassetteSummary], paint: Paint = PLAIN) -> Iterator[str]:
@@ -447,7 +478,7 @@ def list_json(summaries: Sequence[CassetteSummary]) -> dict[str, Any]:
 
 
 def verify_lines(verification: Verification, paint: Paint = PLAIN) -> Iterator[str]:
-    yield from [f"{paint('PROBLEM', 'bad')} {problem}" for problem in verification.problems]
+    yield from [f"{paint('PROBLEM', 'bad')} {problem}" for problem in verification.problems]  # Problem: visible
     notes = verification.notes
     yield from [f"{paint('note', 'warn')}    {note} (recorded incomplete; replays as recorded)" for note in notes]
     yield (
@@ -458,7 +489,7 @@ def verify_lines(verification: Verification, paint: Paint = PLAIN) -> Iterator[s
 
 def scan_lines(report: ScanReport, paint: Paint = PLAIN) -> Iterator[str]:
     for hit in report.hits:
-        yield f"{shown_path(hit.path)}:{hit.line}: {paint('secret-shaped value', 'bad')} {hit.secret}"
+        yield f"{_shown(shown_path(hit.path))}:{hit.line}: {paint('secret-shaped value', 'bad')} {_shown(hit.secret)}"
     yield from [f"{paint('PROBLEM', 'bad')} {problem}" for problem in report.problems]
     problems = f", {plural(len(report.problems), 'line')} not scanned whole" if report.problems else ""
     yield f"{plural(len(report.files), 'file')} scanned, {plural(len(report.hits), 'secret')} found{problems}"
@@ -474,6 +505,7 @@ def scan_json(report: ScanReport) -> dict[str, Any]:
     )
 
 
+@_visible_lines
 def removal_lines(removal: Removal) -> Iterator[str]:
     """``delete`` and ``prune``: what was skipped, what was (or would be) deleted and why."""
     for path, why in removal.skipped:
@@ -493,10 +525,10 @@ def removal_lines(removal: Removal) -> Iterator[str]:
 def import_line(outcome: ImportOutcome) -> str:
     """One converted, skipped or refused file (a refusal goes to stderr)."""
     if outcome.refused is not None:
-        return "refused: " + str(outcome.refused).replace("\n  fix: ", "; fix: ")
+        return visible("refused: " + str(outcome.refused).replace("\n  fix: ", "; fix: "))
     if outcome.skipped is not None:
-        return f"skipped: {outcome.skipped}"
-    return f"imported {plural(outcome.calls, 'call')}: {outcome.source} -> {outcome.target}"
+        return visible(f"skipped: {outcome.skipped}")
+    return visible(f"imported {plural(outcome.calls, 'call')}: {outcome.source} -> {outcome.target}")
 
 
 def import_summary(converted: int, calls: int, refused: Sequence[CassetteError], skipped: int = 0) -> str:
@@ -508,7 +540,7 @@ def import_summary(converted: int, calls: int, refused: Sequence[CassetteError],
             error.problem.split(":", 1)[-1].strip() if error.problem.startswith("interaction ") else error.problem
             for error in refused
         )
-        summary += ": " + "; ".join(f"{n} x {reason}" for reason, n in why.most_common(5))
+        summary += ": " + "; ".join(f"{n} x {visible(reason)}" for reason, n in why.most_common(5))
         if len(why) > 5:
             summary += f"; and {len(why) - 5} other reason(s)"
     if skipped:
@@ -521,27 +553,22 @@ def import_summary(converted: int, calls: int, refused: Sequence[CassetteError],
 # --- drift ----------------------------------------------------------------------------------------------
 
 
-def _printable(text: str) -> str:
-    """A cassette's text as a line shows it: control characters escaped, never raw."""
-    return text if text.isprintable() else repr(text)[1:-1]
-
-
 def drift_lines(report: DriftReport, paint: Paint = PLAIN) -> Iterator[str]:
     """``drift``: one line per call (identical, changed, not checked or skipped), each changed field path below
     it, then the counts."""
     for call in report.calls:
-        where = f"{call.path} call {call.index}: {call.method} {_printable(call.url)}"
+        where = _shown(f"{call.path} call {call.index}: {call.method} {call.url}")
         if call.outcome == "identical":
             yield f"{where}: {paint('identical shape', 'good')}"
         elif call.outcome == "changed":
             fields = plural(len(call.changes), "field")
             yield f"{where}: {paint(f'changed shape ({fields})', 'warn')}"
             for change in call.changes:
-                yield f"  {change.path}: {change.recorded} -> {change.live}"
+                yield _shown(f"  {change.path}: {change.recorded} -> {change.live}")
         elif call.outcome == "skipped":
-            yield f"{where}: {paint('skipped', 'warn')}: {call.skipped}"
+            yield f"{where}: {paint('skipped', 'warn')}: {_shown(call.skipped)}"
         else:
-            yield f"{where}: {paint('not checked', 'bad')}: {call.error}"
+            yield f"{where}: {paint('not checked', 'bad')}: {_shown(call.error)}"
     counts = Counter(call.outcome for call in report.calls)
     yield (
         f"{plural(len(report.calls), 'call')} in {plural(report.cassettes, 'cassette')}: {counts['identical']} "
@@ -550,12 +577,12 @@ def drift_lines(report: DriftReport, paint: Paint = PLAIN) -> Iterator[str]:
 
 
 def _plan_line(call: PlannedCall, paint: Paint) -> str:
-    where = f"{call.path} call {call.index}: {call.method} {_printable(call.url)}"
+    where = _shown(f"{call.path} call {call.index}: {call.method} {call.url}")
     if call.error:
-        return f"{where}: {paint('would not be sent', 'bad')}: {call.error}"
+        return f"{where}: {paint('would not be sent', 'bad')}: {_shown(call.error)}"
     if call.skipped:
-        return f"{where}: {paint('skipped', 'warn')}: {call.skipped}"
-    return f"{where}" + (f" (key from {call.key_from})" if call.key_from else "")
+        return f"{where}: {paint('skipped', 'warn')}: {_shown(call.skipped)}"
+    return where + (f" (key from {_shown(call.key_from)})" if call.key_from else "")
 
 
 def drift_plan_lines(cassettes: int, planned: Sequence[PlannedCall], paint: Paint = PLAIN) -> Iterator[str]:
@@ -563,11 +590,11 @@ def drift_plan_lines(cassettes: int, planned: Sequence[PlannedCall], paint: Pain
     refused or skipped), then the hosts."""
     yield from (_plan_line(call, paint) for call in planned)
     sent = [call for call in planned if not call.error and not call.skipped]
-    hosts = sorted({_printable(call.host) for call in sent})
+    hosts = sorted({call.host for call in sent})
     skipped = sum(1 for call in planned if call.skipped)
     yield (
         f"dry run: {plural(len(sent), 'call')} of {plural(len(planned), 'call')} in "
-        f"{plural(cassettes, 'cassette')} would be sent to {', '.join(hosts) or 'no host'}"
+        f"{plural(cassettes, 'cassette')} would be sent to {_shown(', '.join(hosts)) or 'no host'}"
         + (f", {skipped} skipped" if skipped else "")
         + "; nothing was sent"
     )

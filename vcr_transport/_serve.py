@@ -31,6 +31,7 @@ import h11
 import httpx2
 
 from ._core._bodies import redact_url
+from ._core._display import visible
 from ._core._options import Options
 from ._core._redaction import PLACEHOLDER
 from ._exceptions import ReplayMismatch, VcrTransportError
@@ -306,7 +307,7 @@ class CassetteServer:
 
     def __init__(self, config: ServeConfig, say: Callable[[str], None] = print) -> None:
         self.config = config
-        self.say = say
+        self.say: Callable[[str], None] = lambda line: say(visible(line))  # the log quotes cassettes and clients
         self.loopback = check_bind(config.host, config.allow_remote)
         self.upstreams = {name: check_upstream(name, url, config.options) for name, url in config.upstreams}
         _check_mode(config, self.upstreams)

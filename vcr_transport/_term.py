@@ -16,6 +16,8 @@ import time
 from collections.abc import Callable, Mapping
 from typing import Final, TextIO
 
+from ._core._display import visible
+
 __all__ = ["PLAIN", "Paint", "Progress", "colour_wanted"]
 
 # The roles a rendering gives to its pieces, and their SGR codes.
@@ -47,6 +49,8 @@ class Paint:
         self.enabled = enabled
 
     def __call__(self, text: str, role: str) -> str:
+        """``text`` (``visible``: its own control characters escaped) in the colour of ``role``."""
+        text = visible(text)
         if not self.enabled or not text:
             return text
         return f"\x1b[{_STYLES[role]}m{text}\x1b[0m"

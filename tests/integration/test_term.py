@@ -67,3 +67,11 @@ def test_no_progress_line_off_a_terminal() -> None:
     progress.update("2 of 9 files")
     progress.close()
     assert stream.getvalue() == ""
+
+
+def test_paint_shows_its_text_escaped_with_colour_on_or_off() -> None:
+    """A painted piece of a cassette (a path, a value) can't carry its own escape sequence to the terminal:
+    only the colour codes Paint adds are raw."""
+    hostile = "x\x1b]52;c;AAAA\x07\u202ey"
+    assert Paint(False)(hostile, "bad") == "x\\x1b]52;c;AAAA\\x07\\u202ey"
+    assert Paint(True)(hostile, "bad") == "\x1b[31mx\\x1b]52;c;AAAA\\x07\\u202ey\x1b[0m"

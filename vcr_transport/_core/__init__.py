@@ -23,7 +23,7 @@ transports, the context manager, the pytest plugin and the CLI are thin shells a
 | ``_sse``              | the one server-sent-events decoder; where a stream's protocol ends            |
 | ``_quiet``            | a re-record compared with the old cassette: which calls keep their old lines   |
 | ``_faults``           | the faults injected into replay: their spec, parsing and aiming               |
-| ``_display``          | how a value is shown in a message: ``MISSING``, ``shorten``                   |
+| ``_display``          | how a value is shown: ``visible`` (recorded text safe to show), ``shorten``  |
 | ``_view``             | the one call model every view reads (``show``, ``diff``, HTML, textconv)      |
 | ``_memo``             | ``Memo``: the one bounded memo for what requests and cassettes repeat          |
 """

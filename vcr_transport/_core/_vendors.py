@@ -36,6 +36,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 from urllib.parse import quote, quote_plus, unquote_plus, urlsplit
 
+from ._display import visible
 from ._format import RecordedCall
 from ._redaction import PLACEHOLDER
 from ._review import request_bytes
@@ -156,11 +157,6 @@ def _vendor_named(name: str) -> Vendor | None:
     return _BY_NAME.get(ALIASES.get(lower, lower))
 
 
-def _shown(text: str) -> str:
-    """A piece of a cassette as a message shows it: its control characters escaped, never raw."""
-    return text if text.isprintable() else repr(text)[1:-1]
-
-
 def _removed(text: str) -> bool:
     """Whether ``text`` holds the placeholder of a removed value, in any of its URL forms."""
     lower = text.lower()
@@ -237,7 +233,7 @@ class _Where:
         self.url = url
         self.parts = urlsplit(url)
         self.scheme = self.parts.scheme.lower()
-        self.netloc = _shown(self.parts.netloc)
+        self.netloc = visible(self.parts.netloc)
         self.host = ""
         self.port = 0
         self.problem = self._problem()
@@ -453,7 +449,7 @@ def _not_the_endpoint(where: _Where, vendor: Vendor, environ: Mapping[str, str])
     endpoint = environ.get(vendor.endpoint, "") if vendor.endpoint else ""
     if not vendor.endpoint or (endpoint and (urlsplit(endpoint).hostname or "").lower() == where.host):
         return ""
-    said = f"is {_shown(endpoint)}" if endpoint else "is not set"
+    said = f"is {visible(endpoint)}" if endpoint else "is not set"
     return (
         f"refused: {where.netloc} has the shape of {vendor.name}'s hosts, which are each customer's own, and "
         f"{vendor.endpoint} {said}: {vendor.keys[0]} goes only to that resource's host; set {vendor.endpoint} "
