@@ -70,7 +70,7 @@ def write_ledger(root: Path, ledger: Ledger) -> None:
     import json
     import tempfile
 
-    path = write_target(ledger_path(root))
+    path = write_target(ledger_path(root), root=root)
     _make_state_folder(path.parent)
     document: dict[str, Any] = {
         "ledger_version": LEDGER_VERSION,

@@ -313,7 +313,7 @@ def _write_ledger(config: pytest.Config, ledger: Ledger) -> None:
     """Write the ledger, unless it could not be written before in this run. A project where it can't be (a
     read-only checkout, a ``.vcr_transport`` linked out of the project) is no reason to stop a run that
     needs it for nothing but ``prune``: the summary says why in one line (as pytest's cache does)."""
-    from ._ledger import write_ledger
+    from ._ledger import ledger_path, write_ledger
     from ._write_paths import RefusedWrite
 
     if _LEDGER_UNWRITTEN in config.stash:
@@ -323,7 +323,7 @@ def _write_ledger(config: pytest.Config, ledger: Ledger) -> None:
     except RefusedWrite as refused:
         config.stash[_LEDGER_UNWRITTEN] = str(refused).splitlines()[0]
     except OSError as error:
-        config.stash[_LEDGER_UNWRITTEN] = f"{error.filename or config.rootpath}: {error.strerror or error}"
+        config.stash[_LEDGER_UNWRITTEN] = f"{ledger_path(config.rootpath)}: {error.strerror or error}"
 
 
 def _command(config: pytest.Config) -> str:

@@ -68,10 +68,16 @@ def regular_file(path: Path) -> str | None:
     return None if stat.S_ISREG(mode) else "not a regular file"
 
 
-def write_target(path: str | os.PathLike[str], *, replaces: Callable[[Path], str | None] = regular_file) -> Path:
+def write_target(
+    path: str | os.PathLike[str],
+    *,
+    replaces: Callable[[Path], str | None] = regular_file,
+    root: Path | None = None,
+) -> Path:
     """Where a write to ``path`` goes (the path resolved), or RefusedWrite when the rule of this module's
     docstring refuses it. ``replaces``: why a link's target is not what this writer replaces (None: it is),
-    e.g. ``_storage.not_a_cassette``."""
+    e.g. ``_storage.not_a_cassette``. ``root``: the project's folder, when the writer knows it (the
+    ledger's rootdir); else ``project_root()``."""
     asked = Path(path)
     target = Path(os.path.realpath(asked))
     if os.path.islink(asked):
@@ -83,7 +89,7 @@ def write_target(path: str | os.PathLike[str], *, replaces: Callable[[Path], str
                 f"is a symlink to {target}, not written through: {why}",
                 f"remove the link {asked}, or point it at a file of its kind inside the project",
             )
-    root = project_root()
+    root = project_root() if root is None else Path(os.path.realpath(root))
     if _passes_through(Path(os.path.abspath(asked)), root) and not target.is_relative_to(root):
         raise RefusedWrite(
             asked,
