@@ -119,7 +119,8 @@ def command_config(args: argparse.Namespace) -> int:
         raise UsageProblem(f"config set {args.key} needs a value, e.g. vcr-transport config set mode replay")
     value = None if args.action == "unset" else _setting_value(args.key, args.value)
     text = pyproject.read_text(encoding="utf-8") if pyproject.exists() else ""
-    replace_file(pyproject, edit_setting(text, args.key, value, where=str(pyproject)).encode("utf-8"))
+    edited = edit_setting(text, args.key, value, where=str(pyproject))
+    replace_file(pyproject, edited.encode("utf-8"), root=pyproject.parent)  # the project is the file's folder
     done = f"{args.key} = {json.dumps(value)} saved in" if value is not None else f"{args.key} removed from"
     print(f"{done} {pyproject} [tool.vcr_transport]")
     if args.key == "mode" and os.environ.get(ENVIRONMENT_VARIABLE):

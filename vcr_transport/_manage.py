@@ -679,7 +679,7 @@ def git_setup(root: Path, python: str, *, dry_run: bool = False) -> list[str]:
     else:
         if not dry_run:
             separator = "\n" if existing and not existing.endswith("\n") else ""
-            replace_file(attributes, (existing + separator + GIT_ATTRIBUTES_LINE + "\n").encode("utf-8"))
+            replace_file(attributes, (existing + separator + GIT_ATTRIBUTES_LINE + "\n").encode("utf-8"), root=top)
         said.append(f"{would}add '{GIT_ATTRIBUTES_LINE}' to {shown_path(attributes)}")
     if not dry_run:
         _git(top, "config", "diff.vcr.textconv", command)

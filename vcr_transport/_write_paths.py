@@ -105,11 +105,11 @@ def _passes_through(lexical: Path, root: Path) -> bool:
     return any(os.path.realpath(folder) == str(root) for folder in reversed(lexical.parents))
 
 
-def replace_file(path: Path, data: bytes) -> Path:
-    """Replace the file at ``path`` (through a link, by ``write_target``'s rule) with ``data``: a temporary
-    file beside its target, synced, given the old file's mode (a new file: the umask's), moved over it.
-    Returns the file written."""
-    target = write_target(path)
+def replace_file(path: Path, data: bytes, *, root: Path | None = None) -> Path:
+    """Replace the file at ``path`` (through a link, by ``write_target``'s rule, in the project ``root``)
+    with ``data``: a temporary file beside its target, synced, given the old file's mode (a new file: the
+    umask's), moved over it. Returns the file written."""
+    target = write_target(path, root=root)
     descriptor, temporary = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".partial", dir=target.parent)
     try:
         with os.fdopen(descriptor, "wb") as file:
