@@ -481,11 +481,7 @@ MAX_STALE_SHOWN = 5
 def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pytest.Config) -> None:
     if _is_worker(config):
         return
-    if _LEDGER_UNWRITTEN in config.stash:
-        terminalreporter.write_line(
-            f"vcr_transport: the usage ledger was not written ({config.stash[_LEDGER_UNWRITTEN]}); "
-            "prune needs a run that wrote it"
-        )
+    _say_ledger_unwritten(terminalreporter, config)
     run = config.stash[_RUN]
     counts = Counter(outcome for outcome in run.outcomes.values() if outcome not in ("off", "not needed"))
     if (not counts and not run.used) or config.option.no_summary:
@@ -496,6 +492,15 @@ def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pyte
     terminalreporter.write_line("cassettes: " + (", ".join(parts) or "none opened"))
     for line in _stale_lines(config, run):
         terminalreporter.write_line(line)
+
+
+def _say_ledger_unwritten(terminalreporter: Any, config: pytest.Config) -> None:
+    """The one line saying the ledger could not be written this run, and why (``_write_ledger``)."""
+    if _LEDGER_UNWRITTEN in config.stash:
+        terminalreporter.write_line(
+            f"vcr_transport: the usage ledger was not written ({config.stash[_LEDGER_UNWRITTEN]}); "
+            "prune needs a run that wrote it"
+        )
 
 
 def _stale_lines(config: pytest.Config, run: _PluginRun) -> list[str]:
