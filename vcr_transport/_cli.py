@@ -74,6 +74,7 @@ from ._render import (
 from ._storage import read_cassette
 from ._term import Paint, Progress, colour_wanted
 from ._vcrpy import ImportProblem
+from ._write_paths import replace_file
 
 __all__ = ["build_parser", "main"]
 
@@ -120,7 +121,8 @@ def command_config(args: argparse.Namespace) -> int:
         raise UsageProblem(f"config set {args.key} needs a value, e.g. vcr-transport config set mode replay")
     value = None if args.action == "unset" else _setting_value(args.key, args.value)
     text = pyproject.read_text(encoding="utf-8") if pyproject.exists() else ""
-    pyproject.write_text(edit_setting(text, args.key, value, where=str(pyproject)), encoding="utf-8")
+    edited = edit_setting(text, args.key, value, where=str(pyproject))
+    replace_file(pyproject, edited.encode("utf-8"), root=pyproject.parent)  # the project is the file's folder
     done = f"{args.key} = {json.dumps(value)} saved in" if value is not None else f"{args.key} removed from"
     print(f"{done} {pyproject} [tool.vcr_transport]")
     if args.key == "mode" and os.environ.get(ENVIRONMENT_VARIABLE):

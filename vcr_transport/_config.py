@@ -55,11 +55,13 @@ class ResolvedMode:
 
 
 class PytestRun:
-    """A pytest run in progress: its ``--vcr-mode`` (None when not given), and what it is told of cassettes.
-    The plugin subclasses it; the methods here do nothing."""
+    """A pytest run in progress: its ``--vcr-mode`` (None when not given), its rootdir (``root``: the project
+    no symlink may lead a write out of, see ``_write_paths``), and what it is told of cassettes. The plugin
+    subclasses it; the methods here do nothing."""
 
-    def __init__(self, vcr_mode: str | None) -> None:
+    def __init__(self, vcr_mode: str | None, root: Path | None = None) -> None:
         self.vcr_mode = vcr_mode
+        self.root = root
 
     def cassette_opened(self, path: Path, mode: str, owner: str = "") -> None:
         """A cassette was opened in ``mode`` (concrete) through any entry point; ``owner``: for the test

@@ -20,6 +20,8 @@ import os
 from pathlib import Path
 from typing import Any
 
+from ._write_paths import write_target
+
 __all__ = ["Ledger", "LedgerProblem", "ledger_path", "new_ledger", "read_ledger", "write_ledger"]
 
 LEDGER_VERSION = 1
@@ -62,11 +64,13 @@ class Ledger:
 
 
 def write_ledger(root: Path, ledger: Ledger) -> None:
-    """Replace the ledger whole (a private temporary file moved over it)."""
+    """Replace the ledger whole (a private temporary file moved over it), where ``_write_paths.write_target``
+    allows: a ``.vcr_transport`` or ``ledger.json`` that is a link leading out of the project raises
+    RefusedWrite; a read-only project raises OSError (the plugin says so in one line and goes on)."""
     import json
     import tempfile
 
-    path = ledger_path(root)
+    path = write_target(ledger_path(root), root=root)
     _make_state_folder(path.parent)
     document: dict[str, Any] = {
         "ledger_version": LEDGER_VERSION,
@@ -100,9 +104,12 @@ def _make_state_folder(folder: Path) -> None:
     """The plugin's state folder, ignoring itself: a ``.gitignore`` of ``*`` and a ``CACHEDIR.TAG``."""
     folder.mkdir(parents=True, exist_ok=True)
     for name, text in ((".gitignore", GITIGNORE), ("CACHEDIR.TAG", CACHEDIR_TAG)):
-        marker = folder / name
-        if not marker.exists():
-            marker.write_text(text, encoding="utf-8")
+        try:  # created only where nothing is, not even a link (O_EXCL): never written through one
+            descriptor = os.open(folder / name, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+        except FileExistsError:
+            continue
+        with os.fdopen(descriptor, "w", encoding="utf-8") as file:
+            file.write(text)
 
 
 def new_ledger(run: str, *, command: str = "") -> Ledger:

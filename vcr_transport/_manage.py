@@ -29,8 +29,17 @@ from ._core._redaction import Redactor
 from ._core._scan import scan_document
 from ._exceptions import CassetteError
 from ._ledger import LedgerProblem, read_ledger
-from ._storage import check_cassette, drop_owners, is_shared, not_a_cassette, read_cassette, read_outline
+from ._storage import (
+    cassette_target,
+    check_cassette,
+    drop_owners,
+    is_shared,
+    not_a_cassette,
+    read_cassette,
+    read_outline,
+)
 from ._vcrpy import ImportProblem, NotACassette, import_vcrpy, plan_imports
+from ._write_paths import replace_file
 
 __all__ = [
     "CassetteSummary",
@@ -450,13 +459,22 @@ def scan(
 
 def check_deletable(paths: Sequence[Path]) -> None:
     """Refuses (``UsageProblem``) unless every path is a cassette: delete and prune remove nothing else."""
-    refused = {path: problem for path in paths if (problem := not_a_cassette(path))}
+    refused = {path: problem for path in paths if (problem := not_a_cassette(path) or _leads_out(path))}
     if refused:
         raise UsageProblem(
             "refused, nothing was deleted: "
             + "; ".join(f"{path} is not a cassette ({problem})" for path, problem in refused.items())
             + ". delete and prune only remove vcr_transport cassettes (a file whose first line is a cassette header)"
         )
+
+
+def _leads_out(path: Path) -> str | None:
+    """Why removing ``path`` would remove a file out of the project through a folder link, or None."""
+    try:
+        cassette_target(path)
+    except CassetteError as error:
+        return error.problem
+    return None
 
 
 @dataclass
@@ -663,7 +681,7 @@ def git_setup(root: Path, python: str, *, dry_run: bool = False) -> list[str]:
     else:
         if not dry_run:
             separator = "\n" if existing and not existing.endswith("\n") else ""
-            attributes.write_text(existing + separator + GIT_ATTRIBUTES_LINE + "\n", encoding="utf-8")
+            replace_file(attributes, (existing + separator + GIT_ATTRIBUTES_LINE + "\n").encode("utf-8"), root=top)
         said.append(f"{would}add '{GIT_ATTRIBUTES_LINE}' to {shown_path(attributes)}")
     if not dry_run:
         _git(top, "config", "diff.vcr.textconv", command)

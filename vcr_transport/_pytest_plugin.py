@@ -117,8 +117,8 @@ class _PluginRun(PytestRun):
     """This process's part of the run: every cassette opened, through any entry point, and what became of
     each (for the ledger and the summary)."""
 
-    def __init__(self, vcr_mode: str | None) -> None:
-        super().__init__(vcr_mode)
+    def __init__(self, vcr_mode: str | None, root: Path | None = None) -> None:
+        super().__init__(vcr_mode, root)
         self._lock = threading.Lock()
         self.used: set[Path] = set()
         self.owners: dict[Path, set[str]] = {}  # the tests that claimed or opened each cassette, by node id
@@ -164,6 +164,7 @@ class _PluginRun(PytestRun):
 
 _RUN = pytest.StashKey[_PluginRun]()
 _LEDGER: pytest.StashKey[Ledger] = pytest.StashKey()
+_LEDGER_UNWRITTEN = pytest.StashKey[str]()  # why the ledger could not be written (a read-only project): said once
 # Why the run is partial: what it could not collect or was told to leave out, an early stop, a crashed worker.
 # Each process notes what it sees (an xdist worker collects, deselects and skips modules); a worker's notes
 # reach the controller with its results, and the controller, which writes the ledger, decides.
@@ -194,7 +195,7 @@ def pytest_configure(config: pytest.Config) -> None:
         read_settings(find_pyproject())
     except VcrTransportError as error:
         raise pytest.UsageError(str(error)) from None
-    config.stash[_RUN] = _PluginRun(config.getoption("vcr_mode"))
+    config.stash[_RUN] = _PluginRun(config.getoption("vcr_mode"), config.rootpath)
     configure_compat(config)
     config.stash[_INCOMPLETE] = []
     config.pluginmanager.register(_CollectionWatcher(config), "vcr_transport_collection")
@@ -300,12 +301,29 @@ def pytest_sessionstart(session: pytest.Session) -> None:
     for why in (_part_of_suite(config), _last_failed_only(config)):
         if why:
             _note_incomplete(config, why)
-    from ._ledger import ledger_path, new_ledger, write_ledger  # lazily: a run with no ledger never needs it
+    from ._ledger import ledger_path, new_ledger  # lazily: a run with no ledger never needs it
 
     ledger = new_ledger(os.urandom(16).hex(), command=_command(config))
     config.stash[_LEDGER] = ledger
     if ledger_path(config.rootpath).exists():
-        write_ledger(config.rootpath, ledger)  # a run that dies leaves "incomplete", not an older run
+        _write_ledger(config, ledger)  # a run that dies leaves "incomplete", not an older run
+
+
+def _write_ledger(config: pytest.Config, ledger: Ledger) -> None:
+    """Write the ledger, unless it could not be written before in this run. A project where it can't be (a
+    read-only checkout, a ``.vcr_transport`` linked out of the project) is no reason to stop a run that
+    needs it for nothing but ``prune``: the summary says why in one line (as pytest's cache does)."""
+    from ._ledger import ledger_path, write_ledger
+    from ._write_paths import RefusedWrite
+
+    if _LEDGER_UNWRITTEN in config.stash:
+        return
+    try:
+        write_ledger(config.rootpath, ledger)
+    except RefusedWrite as refused:
+        config.stash[_LEDGER_UNWRITTEN] = str(refused).splitlines()[0]
+    except OSError as error:
+        config.stash[_LEDGER_UNWRITTEN] = f"{ledger_path(config.rootpath)}: {error.strerror or error}"
 
 
 def _command(config: pytest.Config) -> str:
@@ -429,7 +447,7 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     ledger = config.stash.get(_LEDGER, None)
     if ledger is None:
         return
-    from ._ledger import ledger_path, write_ledger
+    from ._ledger import ledger_path
 
     if not (run.used or ledger_path(config.rootpath).exists()):
         return  # a run that opened no cassette in a project with no ledger writes none
@@ -438,7 +456,7 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     ledger.files = set(run.files)
     ledger.complete = not incomplete
     ledger.why_incomplete = "; ".join(dict.fromkeys(incomplete))
-    write_ledger(config.rootpath, ledger)
+    _write_ledger(config, ledger)
 
 
 # What the end-of-run summary says of the cassettes of each outcome, in its order.
@@ -463,6 +481,7 @@ MAX_STALE_SHOWN = 5
 def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pytest.Config) -> None:
     if _is_worker(config):
         return
+    _say_ledger_unwritten(terminalreporter, config)
     run = config.stash[_RUN]
     counts = Counter(outcome for outcome in run.outcomes.values() if outcome not in ("off", "not needed"))
     if (not counts and not run.used) or config.option.no_summary:
@@ -473,6 +492,15 @@ def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pyte
     terminalreporter.write_line("cassettes: " + (", ".join(parts) or "none opened"))
     for line in _stale_lines(config, run):
         terminalreporter.write_line(line)
+
+
+def _say_ledger_unwritten(terminalreporter: Any, config: pytest.Config) -> None:
+    """The one line saying the ledger could not be written this run, and why (``_write_ledger``)."""
+    if _LEDGER_UNWRITTEN in config.stash:
+        terminalreporter.write_line(
+            f"vcr_transport: the usage ledger was not written ({config.stash[_LEDGER_UNWRITTEN]}); "
+            "prune needs a run that wrote it"
+        )
 
 
 def _stale_lines(config: pytest.Config, run: _PluginRun) -> list[str]:

@@ -39,7 +39,7 @@ from ._http import (
     transport_library,
 )
 from ._lifecycle import AsyncTransport, ByteStream, ClosingSides, HttpRequest, SyncTransport, TransportLifecycle
-from ._storage import CassetteWriter, older_cassette
+from ._storage import CassetteWriter, cassette_target, older_cassette
 
 if TYPE_CHECKING:
     from ._core._typed_options import RecordingOptions
@@ -410,6 +410,7 @@ class CassetteRecorder:
         is marked an intended early stop."""
         global _exit_hook_installed
         self.path = os.fspath(path)
+        cassette_target(self.path)  # a link that may not be written through is refused before a call is sent
         self._recording = _Recording(
             self.path,
             redactor or Redactor(),

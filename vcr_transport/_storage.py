@@ -36,9 +36,11 @@ from ._core._format import (
 from ._core._quiet import QuietComparison, merged_lines
 from ._core._redaction import Redactor
 from ._exceptions import CassetteError
+from ._write_paths import RefusedWrite, sync_folder, write_target
 
 __all__ = [
     "CassetteWriter",
+    "cassette_target",
     "check_cassette",
     "drop_owners",
     "holds_calls_of",
@@ -242,10 +244,20 @@ def _new_partial(target: Path) -> tuple[int, Path, int]:
     return descriptor, temporary, holder
 
 
+def cassette_target(path: str | os.PathLike[str]) -> Path:
+    """The file a cassette at ``path`` is written to: the path resolved, a symlink written through only to a
+    cassette and never out of the project (``_write_paths.write_target``); else a CassetteError naming the
+    path and where it leads."""
+    try:
+        return write_target(path, replaces=not_a_cassette)
+    except RefusedWrite as refused:
+        raise CassetteError(os.fspath(path), None, refused.problem, refused.fix) from None
+
+
 class CassetteWriter:
     """Appends whole lines to a private temporary file (mode 0600) beside the cassette, and on ``commit``
-    syncs it to disk and moves it over the cassette (over a symlink's target; the link is kept). A cassette
-    that existed keeps its file mode (a new one is 0600).
+    syncs it to disk and moves it over the cassette (over a symlink's target, by ``cassette_target``'s rule;
+    the link is kept). A cassette that existed keeps its file mode (a new one is 0600).
 
     The temporary file is named ``.<cassette name>.<pid>.<random>.partial`` and locked (``flock``) for as
     long as the writer lives. A crash leaves it readable up to its last complete line and never touches an
@@ -258,7 +270,7 @@ class CassetteWriter:
 
     def __init__(self, path: str | os.PathLike[str], header: dict[str, Any]) -> None:
         self.path = Path(path)
-        self.target = Path(os.path.realpath(self.path))  # a symlinked cassette is replaced at its target
+        self.target = cassette_target(self.path)  # a symlinked cassette is replaced at its target
         self.target.parent.mkdir(parents=True, exist_ok=True)
         remove_stale_partials(self.target)
         descriptor, self.temporary, holder = _new_partial(self.target)
@@ -395,7 +407,7 @@ class CassetteWriter:
                         os.replace(self.temporary, self.target)
                         self._release()
                         replaced = True
-                        _sync_folder(self.target.parent)
+                        sync_folder(self.target.parent)
                 except OSError as error:
                     self._fail(error)
             failure = self.failure
@@ -532,19 +544,6 @@ def _file_blocks(path: Path) -> Iterator[bytes]:
             yield block
 
 
-def _sync_folder(folder: Path) -> None:
-    try:
-        descriptor = os.open(folder, os.O_RDONLY)
-    except OSError:
-        return  # a folder that can't be opened for reading (some platforms) can't be synced either
-    try:
-        os.fsync(descriptor)
-    except OSError:
-        pass  # some file systems refuse fsync on a folder; the rename itself is done
-    finally:
-        os.close(descriptor)
-
-
 def _keep_mode(target: Path, temporary: Path) -> None:
     """A cassette recorded again keeps its file's mode (0644 stays 0644); a new one stays 0600."""
     try:
@@ -648,7 +647,7 @@ def drop_owners(path: Path, owners: Collection[str]) -> int:
     Under the lock of the cassette's folder that shared merges take, through a private temporary file that
     must read back before it is moved over the cassette (keeping its file mode). Nothing is written when
     no call goes, or when none would stay (``prune`` deletes an unused cassette whole)."""
-    target = path.resolve()  # a symlinked cassette: its target is rewritten, the link kept
+    target = cassette_target(path)  # a symlinked cassette: its target is rewritten, the link kept
     with _folder_lock(target.parent):
         old = _read_whole(target)
         if old is None:
@@ -673,7 +672,7 @@ def drop_owners(path: Path, owners: Collection[str]) -> int:
                 raise
         finally:
             os.close(holder)
-        _sync_folder(target.parent)
+        sync_folder(target.parent)
         return dropped
 
 

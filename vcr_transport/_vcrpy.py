@@ -7,7 +7,9 @@ not what vcrpy writes, each with an error naming the file, the line of the inter
 fix. Two inputs that would write the same output are refused before anything is written. Each output is
 written to a fresh ``tempfile.mkstemp`` file (0600, created exclusively, so a planted symlink is never
 followed) in the target folder, read back by the strict parser, and only then moved into place: a conversion
-that would not read is refused and the target is left as it was.
+that would not read is refused and the target is left as it was. An output that is a symlink, or lies in a
+folder reached through one, is written by the one rule of ``_write_paths``: through a link to a cassette in
+the project only, never out of it.
 """
 
 from __future__ import annotations
@@ -32,7 +34,7 @@ from ._core._format import encode_line, event_lines, header_line
 from ._core._redaction import Redactor
 from ._core._stream_redaction import EncodedBodyRedactor, StreamRedactor
 from ._exceptions import CassetteError
-from ._storage import read_cassette
+from ._storage import cassette_target, read_cassette
 
 __all__ = [
     "ALIAS_BUDGET",
@@ -76,7 +78,8 @@ def plan_imports(
 ) -> list[tuple[Path, Path]]:
     """(source, target) for every YAML file named or found in a named folder (recursively). A folder's
     files go to the same relative paths under ``out`` (beside them without ``out``). Raises ImportProblem
-    for a missing input and for two inputs that map to one output, before anything is written."""
+    for a missing input and for two inputs that map to one output, and a CassetteError for a target a link
+    may not be written through (``cassette_target``), before anything is written."""
     plan: list[tuple[Path, Path]] = []
     for raw in inputs:
         given = Path(raw)
@@ -101,6 +104,8 @@ def plan_imports(
                 "Import them in separate runs with different --out folders, or rename one"
             )
         by_target[key] = source
+    for _, target in plan:
+        cassette_target(target)  # a link that may not be written through: refused before anything is written
     return plan
 
 
@@ -453,7 +458,10 @@ def _redacted_response(redactor: Redactor, headers: list[tuple[str, str]], body:
 def _write_privately(target: Path, lines: list[bytes], check: _Checker) -> None:
     """Write through a fresh, exclusively created temporary file (0600) in the target folder, read it back with
     the strict parser, then move it into place: a symlink planted anywhere near the target is never written
-    through, and a file that would not read never replaces anything (a CassetteError naming the interaction)."""
+    through, and a file that would not read never replaces anything (a CassetteError naming the interaction).
+    A target that is itself a link is written through by ``cassette_target``'s rule (to a cassette in the
+    project only)."""
+    target = cassette_target(target)
     target.parent.mkdir(parents=True, exist_ok=True)
     descriptor, temporary = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".partial")
     try:

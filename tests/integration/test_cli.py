@@ -7,6 +7,7 @@ import io
 import json
 import os
 import socket
+import stat
 import subprocess
 import sys
 from pathlib import Path
@@ -20,6 +21,7 @@ from vendors import SDKS, VENDOR_ROUTES
 
 import vcr_transport
 from vcr_transport._cli import main
+from vcr_transport._config import MODES
 
 OPENAI = next(s for s in SDKS if s.name == "openai" and s.library is httpx2 and s.side == "sync")
 ANTHROPIC = next(s for s in SDKS if s.name == "anthropic" and s.side == "async")
@@ -430,3 +432,77 @@ def test_help_is_written_for_the_terminal(tmp_path: Path, command: list[str]) ->
             "See, check, manage and serve vcr_transport cassettes. "
             "Only serve, as a recording proxy, records; only serve and drift use the network." in words
         )
+
+
+# --- config set replaces pyproject.toml whole (_write_paths.replace_file) ------------------------------------
+
+PADDED = '[project]\nname = "demo"\n\n[tool.other]\n' + "".join(f'key_{n} = "{"x" * 60}"\n' for n in range(400))
+
+
+def test_config_set_never_shows_a_reader_a_cut_file_and_keeps_its_mode(tmp_path: Path) -> None:
+    import threading
+    import tomllib
+
+    pyproject = tmp_path / "pyproject.toml"
+    pyproject.write_text(PADDED)
+    pyproject.chmod(0o640)
+    environment = {**os.environ, "PYTHONPATH": str(Path(vcr_transport.__file__).parent.parent)}
+    environment.pop("VCR_TRANSPORT_MODE", None)
+    writers = [
+        subprocess.Popen(
+            [sys.executable, "-m", "vcr_transport", "config", "set", "mode", mode],
+            cwd=tmp_path,
+            env=environment,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+        )
+        for mode in ["record", "replay", "off", "auto", "record-on-miss", "replay", "auto"]
+    ]
+    cut: list[str] = []
+    reads = 0
+
+    def read_until_done() -> None:
+        nonlocal reads
+        while any(writer.poll() is None for writer in writers) and reads < 200_000:
+            text = pyproject.read_text()
+            reads += 1
+            try:
+                if "other" not in tomllib.loads(text).get("tool", {}):
+                    cut.append(text[-80:])
+            except tomllib.TOMLDecodeError:
+                cut.append(text[-80:])
+
+    readers = [threading.Thread(target=read_until_done) for _ in range(2)]
+    for reader in readers:
+        reader.start()
+    for writer in writers:
+        assert writer.wait(timeout=300) == 0, writer.stderr.read() if writer.stderr else ""
+        if writer.stderr:
+            writer.stderr.close()
+    for reader in readers:
+        reader.join(timeout=60)
+    assert reads > 0 and cut == [], f"{len(cut)} of {reads} reads saw a cut file"
+    assert stat.S_IMODE(pyproject.stat().st_mode) == 0o640
+    assert tomllib.loads(pyproject.read_text())["tool"]["vcr_transport"]["mode"] in MODES
+    assert [p.name for p in tmp_path.iterdir()] == ["pyproject.toml"]
+
+
+def test_config_set_writes_through_a_pyproject_link_only_inside_the_project(
+    tmp_path: Path, tmp_path_factory: pytest.TempPathFactory
+) -> None:
+    project = tmp_path / "project"
+    (project / "config").mkdir(parents=True)
+    (project / "config" / "pyproject.toml").write_text(PADDED)
+    (project / "pyproject.toml").symlink_to("config/pyproject.toml")
+    assert cli(project, "config", "set", "mode", "replay").returncode == 0
+    assert (project / "pyproject.toml").is_symlink()
+    assert 'mode = "replay"' in (project / "config" / "pyproject.toml").read_text()
+    outside = tmp_path_factory.mktemp("outside") / "pyproject.toml"
+    outside.write_text(PADDED)
+    (project / "pyproject.toml").unlink()
+    (project / "pyproject.toml").symlink_to(outside)
+    result = cli(project, "config", "set", "mode", "record")
+    assert result.returncode != 0 and f"leads out of the project {project} through a symlink, to {outside}" in (
+        result.stderr
+    ), result.stderr
+    assert outside.read_text() == PADDED

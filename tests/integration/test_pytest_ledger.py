@@ -5,10 +5,17 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
+from upstream import Upstream
+from vendors import OPENAI_KEY
+
+import vcr_transport
 
 PYPROJECT = """[tool.pytest.ini_options]
 filterwarnings = ['error']
@@ -219,3 +226,71 @@ def test_a_start_in_the_folder_that_holds_every_test_is_complete(
     assert ledger(suite)["why_incomplete"] == (
         "the run started in tests with no test path given, so it collected only that folder of the suite (.)"
     )
+
+
+# --- a project the run can't write to -------------------------------------------------------------------------
+
+RECORDED_TEST = """
+import openai, pytest
+
+@pytest.mark.vcr_transport(path="cassettes/chat.jsonl")
+def test_chat():
+    with openai.OpenAI(api_key={key!r}, base_url={url!r}, max_retries=0) as client:
+        client.chat.completions.create(model="m", messages=[{{"role": "user", "content": "hello"}}])
+"""
+# Inside a user and mount namespace, ``folder`` bound read-only over itself: writes there fail with EROFS for
+# root too (permission bits would not stop root), then the command runs.
+READ_ONLY = 'mount --bind "$0" "$0" && mount -o remount,bind,ro "$0" && exec "$@"'
+
+
+def read_only_unavailable() -> str:
+    if shutil.which("unshare") is None or shutil.which("mount") is None:
+        return "unshare or mount is not installed (util-linux)"
+    probe = subprocess.run(["unshare", "-rm", "true"], capture_output=True, text=True, check=False, timeout=60)
+    return f"unshare -rm is refused here: {probe.stderr.strip()}" if probe.returncode else ""
+
+
+@pytest.mark.parametrize("read_only", ["the project", ".vcr_transport"])
+def test_replay_in_a_read_only_checkout_passes_with_one_line_about_the_ledger(
+    read_only: str, pytester: pytest.Pytester, upstream: Upstream
+) -> None:
+    why = read_only_unavailable()
+    if why:
+        pytest.skip(f"no read-only bind mount: {why}")
+    pytester.makepyprojecttoml("[tool.pytest.ini_options]\n")
+    pytester.makepyfile(test_chat=RECORDED_TEST.format(key=OPENAI_KEY, url=upstream.url + "/v1"))
+    pytester.runpytest_subprocess("--vcr-mode=record", *LEAN).assert_outcomes(passed=1)
+    state = pytester.path / ".vcr_transport"
+    written = (state / "ledger.json").read_bytes()
+    folder = pytester.path if read_only == "the project" else state
+    environment = {**os.environ, "PYTHONPATH": str(Path(vcr_transport.__file__).parent.parent)}
+    command = [sys.executable, "-m", "pytest", "--vcr-mode=replay", "-p", "no:cacheprovider", *LEAN]
+    done = subprocess.run(
+        ["unshare", "-rm", "sh", "-c", READ_ONLY, str(folder), *command],
+        cwd=pytester.path,
+        env=environment,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "1 passed" in done.stdout
+    said = [line for line in done.stdout.splitlines() if line.startswith("vcr_transport: ")]
+    assert said == [
+        f"vcr_transport: the usage ledger was not written ({state / 'ledger.json'}: Read-only file system); "
+        "prune needs a run that wrote it"
+    ], done.stdout
+    assert (state / "ledger.json").read_bytes() == written
+
+
+def test_a_state_folder_linked_out_of_the_project_is_not_written_through(
+    suite: pytest.Pytester, tmp_path_factory: pytest.TempPathFactory
+) -> None:
+    outside = tmp_path_factory.mktemp("outside")
+    (suite.path / ".vcr_transport").symlink_to(outside, target_is_directory=True)
+    result = suite.runpytest("-p", "no:randomly")
+    result.assert_outcomes(passed=4)
+    said = [line for line in result.outlines if line.startswith("vcr_transport: ")]
+    assert len(said) == 1 and "leads out of the project" in said[0] and str(outside) in said[0], said
+    assert list(outside.iterdir()) == []

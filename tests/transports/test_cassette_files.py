@@ -228,3 +228,90 @@ def test_an_empty_pattern_in_pyproject_is_refused_naming_it(pytester: pytest.Pyt
     result = pytester.runpytest_subprocess("-p", "no:randomly")
     result.assert_outcomes(failed=1)
     result.stdout.fnmatch_lines(["*redact_patterns*pattern 'x?' matches the empty string*"])
+
+
+# --- symlinks: a cassette is never written out of the project (_write_paths) --------------------------------
+
+CHAT_TEST = """
+import openai, pytest
+
+@pytest.mark.vcr_transport(path={path!r}, mode="record")
+def test_chat():
+    with openai.OpenAI(api_key={key!r}, base_url={url!r}, max_retries=0) as client:
+        client.chat.completions.create(model="m", messages=[{{"role": "user", "content": "hello"}}])
+"""
+
+
+def record_in_project(pytester: pytest.Pytester, upstream: Upstream) -> pytest.RunResult:
+    """A project (pyproject.toml, the rootdir) whose one test records ``cassettes/a.jsonl`` through the
+    real openai SDK against the loopback upstream, in record mode."""
+    pytester.makefile(".toml", pyproject="[tool.pytest.ini_options]\n")
+    pytester.makepyfile(CHAT_TEST.format(path="cassettes/a.jsonl", key=OPENAI_KEY, url=upstream.url + "/v1"))
+    return pytester.runpytest("-p", "no:cacheprovider")
+
+
+@pytest.fixture
+def outside(tmp_path_factory: pytest.TempPathFactory, upstream: Upstream) -> Path:
+    """A folder out of the test's project, holding a text file and a cassette."""
+    folder = tmp_path_factory.mktemp("outside")
+    (folder / "notes.txt").write_text("keep me\n")
+    record(folder / "elsewhere.jsonl", upstream, "elsewhere")
+    upstream.received.clear()
+    return folder
+
+
+@pytest.mark.parametrize("name", ["notes.txt", "elsewhere.jsonl"])
+def test_a_cassette_linked_out_of_the_project_is_refused_and_its_target_unchanged(
+    name: str, pytester: pytest.Pytester, upstream: Upstream, outside: Path
+) -> None:
+    target = outside / name
+    before = target.read_bytes()
+    link = pytester.path / "cassettes" / "a.jsonl"
+    link.parent.mkdir()
+    link.symlink_to(os.path.relpath(target, link.parent))  # as git checks a committed link out
+    result = record_in_project(pytester, upstream)
+    assert result.ret != 0
+    output = result.stdout.str()
+    assert f"{link}: " in output and str(target) in output, output  # both paths named
+    assert target.read_bytes() == before and link.is_symlink()
+    assert upstream.received == [], "refused before any call was sent"
+    assert sorted(p.name for p in outside.iterdir()) == ["elsewhere.jsonl", "notes.txt"]
+
+
+def test_a_dangling_cassette_link_creates_nothing_where_it_points(
+    pytester: pytest.Pytester, upstream: Upstream, outside: Path
+) -> None:
+    link = pytester.path / "cassettes" / "a.jsonl"
+    link.parent.mkdir()
+    link.symlink_to(outside / "planted.jsonl")
+    result = record_in_project(pytester, upstream)
+    assert result.ret != 0 and "not written through: no such file" in result.stdout.str()
+    assert not (outside / "planted.jsonl").exists() and link.is_symlink()
+
+
+def test_a_cassette_folder_linked_out_of_the_project_is_refused(
+    pytester: pytest.Pytester, upstream: Upstream, outside: Path
+) -> None:
+    (pytester.path / "cassettes").symlink_to(outside, target_is_directory=True)
+    result = record_in_project(pytester, upstream)
+    assert result.ret != 0
+    assert f"leads out of the project {pytester.path.resolve()} through a symlink" in result.stdout.str()
+    assert sorted(p.name for p in outside.iterdir()) == ["elsewhere.jsonl", "notes.txt"]
+
+
+def test_a_link_to_a_cassette_inside_the_project_is_still_written_through(
+    pytester: pytest.Pytester, upstream: Upstream
+) -> None:
+    target = pytester.path / "shared" / "real.jsonl"
+    target.parent.mkdir()
+    record(target, upstream, "older")
+    target.chmod(0o644)
+    before = target.read_bytes()
+    link = pytester.path / "cassettes" / "a.jsonl"
+    link.parent.mkdir()
+    link.symlink_to("../shared/real.jsonl")
+    result = record_in_project(pytester, upstream)
+    result.assert_outcomes(passed=1)
+    assert link.is_symlink() and target.read_bytes() != before
+    assert stat.S_IMODE(target.stat().st_mode) == 0o644
+    assert sorted(os.listdir(target.parent)) == ["real.jsonl"]

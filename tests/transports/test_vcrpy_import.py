@@ -212,23 +212,38 @@ def test_folders_are_converted_into_a_mirrored_tree(tmp_path: Path, capsys: pyte
     assert code == 2 and "no .yaml or .yml file" in err
 
 
-@pytest.mark.parametrize("planted", [".chat.jsonl.partial", "chat.jsonl"])
-def test_a_planted_symlink_is_never_written_through(
-    planted: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
-) -> None:
+def planted_link(tmp_path: Path, planted: str) -> tuple[Path, Path, Path]:
+    """(a file outside the output folder, the output folder holding a link to it named ``planted``, a source)."""
     outside = tmp_path / "precious.txt"
     outside.write_text("keep me")
     os.chmod(outside, 0o644)
     out = tmp_path / "out"
     out.mkdir()
     (out / planted).symlink_to(outside)
-    source = vcrpy_file(tmp_path / "chat.yaml", [interaction()])
+    return outside, out, vcrpy_file(tmp_path / "chat.yaml", [interaction()])
+
+
+def test_a_symlink_planted_at_the_old_temporary_name_is_never_written_through(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    outside, out, source = planted_link(tmp_path, ".chat.jsonl.partial")
     code, _, err = run(capsys, str(source), "--out", str(out))
     assert code == 0, err
     assert outside.read_text() == "keep me" and stat.S_IMODE(outside.stat().st_mode) == 0o644
     target = out / "chat.jsonl"
     assert not target.is_symlink() and len(read_cassette(target).calls) == 1
     assert not [p for p in out.iterdir() if p.name.endswith(".partial") and not p.is_symlink()]
+
+
+def test_an_output_that_is_a_symlink_to_no_cassette_is_refused_naming_both(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """One rule for every writer (``_write_paths``): a link is written through only to a cassette."""
+    outside, out, source = planted_link(tmp_path, "chat.jsonl")
+    code, _, err = run(capsys, str(source), "--out", str(out))
+    assert code == 2 and f"{out / 'chat.jsonl'}: is a symlink to {outside}, not written through" in err, err
+    assert outside.read_text() == "keep me" and stat.S_IMODE(outside.stat().st_mode) == 0o644
+    assert (out / "chat.jsonl").is_symlink() and os.listdir(out) == ["chat.jsonl"]
 
 
 # --- YAML that is no cassette, bytes headers, read-back ---------------------------------------------------
