@@ -8,6 +8,7 @@
      ├── RecordedError             replays a recorded failure whose class is neither httpx's nor a builtin
      ├── ModeError                 an unknown mode name (also a ValueError)
      ├── CassetteOwnerError        a request whose cassette can't be told (use_cassette, several open)
+     ├── RefusedWrite              a write through a link that leads out of the project or to no cassette
      └── NetworkBlockedError       a route beyond loopback stopped by the network guard (replay); also a
                                    RuntimeError, as pytest-recording's "Network is disabled" is
 
@@ -23,6 +24,7 @@ of the caller's own HTTP library, not as one of these.
 from __future__ import annotations
 
 from collections.abc import Sequence as _Sequence
+from pathlib import Path as _Path
 from typing import Any
 
 __all__ = [
@@ -33,6 +35,7 @@ __all__ = [
     "NetworkBlockedError",
     "RecordedError",
     "RecordingNotSavedWarning",
+    "RefusedWrite",
     "ReplayMismatch",
     "ShapeDriftError",
     "ShapeDriftWarning",
@@ -217,6 +220,17 @@ class ModeError(VcrTransportError, ValueError):
 
 class CassetteOwnerError(VcrTransportError):
     """A request came from a thread or task that holds no cassette while several cassettes are open."""
+
+
+class RefusedWrite(VcrTransportError):
+    """A write refused by ``write_target``: ``path`` is what was asked, ``leads_to`` where it resolves."""
+
+    def __init__(self, path: _Path, leads_to: _Path, problem: str, fix: str) -> None:
+        self.path = path
+        self.leads_to = leads_to
+        self.problem = problem
+        self.fix = fix
+        super().__init__(f"{path}: {problem}\n  fix: {fix}")
 
 
 class NetworkBlockedError(VcrTransportError, RuntimeError):

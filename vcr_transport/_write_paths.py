@@ -27,22 +27,11 @@ from collections.abc import Callable
 from pathlib import Path
 
 from ._config import current_run
-from ._exceptions import VcrTransportError
+from ._exceptions import RefusedWrite
 
 __all__ = ["RefusedWrite", "project_root", "regular_file", "replace_file", "sync_folder", "write_target"]
 
 PROJECT_MARKERS = ("pyproject.toml", ".git")
-
-
-class RefusedWrite(VcrTransportError):
-    """A write refused by ``write_target``: ``path`` is what was asked, ``leads_to`` where it resolves."""
-
-    def __init__(self, path: Path, leads_to: Path, problem: str, fix: str) -> None:
-        self.path = path
-        self.leads_to = leads_to
-        self.problem = problem
-        self.fix = fix
-        super().__init__(f"{path}: {problem}\n  fix: {fix}")
 
 
 def project_root() -> Path:
