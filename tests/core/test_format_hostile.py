@@ -241,6 +241,7 @@ def cli_refuses(path: Path, capsys: pytest.CaptureFixture[str], listing: bool = 
         assert "UNREADABLE" in capsys.readouterr().out
 
 
+@pytest.mark.slow
 def test_a_thousand_mutants_are_refused_by_line_or_replay_exactly(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -191,6 +191,7 @@ any_json = st.recursive(
 
 @settings(max_examples=200, deadline=None)
 @given(any_json)
+@pytest.mark.slow
 def test_redaction_is_idempotent(value: Any) -> None:
     once = remove_secret_values(value)
     assert remove_secret_values(once) == once
@@ -642,6 +643,7 @@ def _redactor(rng: random.Random) -> Redactor:
     return redactor
 
 
+@pytest.mark.slow
 def test_could_redact_false_means_redact_text_changes_nothing_in_the_text_or_any_piece() -> None:
     rng = random.Random(20261130)
     fragments = _fragments(rng)
@@ -664,6 +666,7 @@ def test_could_redact_false_means_redact_text_changes_nothing_in_the_text_or_any
     assert 1000 < unredactable < len(texts) - 1000
 
 
+@pytest.mark.slow
 def test_could_redact_false_means_a_json_body_keeps_every_key_and_string() -> None:
     rng = random.Random(11302026)
     fragments = _fragments(rng)
@@ -885,6 +888,7 @@ STREAMS: dict[str, tuple[bytes, bool]] = {
 
 
 @pytest.mark.parametrize("name", sorted(STREAMS))
+@pytest.mark.slow
 def test_every_stream_protocol_is_reassembled_at_every_split_point(name: str) -> None:
     """The secret a model repeats piece by piece, in every protocol, is removed however the body is cut in
     two reads, and in as many reads as it has bytes; a JSON value waits for its line to end."""

@@ -8,6 +8,7 @@ import json
 import random
 from typing import Any
 
+import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 from vendors import sse
@@ -108,6 +109,7 @@ def streams(draw: Any) -> tuple[bytes, list[int]]:
 @example((b"\xef\xbb\xbfdata\r\rdata\n\r\xff\xc3", [13]))  # a blank line's CR not at the chunk's end
 @example((b"data: a\r", [8]))
 @example((b"data: a\r\r\ndata: b\r\n\r\n", [9, 10, 20]))
+@pytest.mark.slow
 def test_the_decoder_fed_in_any_chunks_dispatches_what_the_standard_does(case: tuple[bytes, list[int]]) -> None:
     stream, cuts = case
     assert _decoded(stream, cuts) == reference(stream)
@@ -115,6 +117,7 @@ def test_the_decoder_fed_in_any_chunks_dispatches_what_the_standard_does(case: t
 
 @settings(max_examples=1000, deadline=None)
 @given(streams(), st.sampled_from([b"[DONE]", b"message_stop", b"x", b"1"]))
+@pytest.mark.slow
 def test_with_a_marker_only_events_before_the_first_that_holds_it_are_passed_over(
     case: tuple[bytes, list[int]], marker: bytes
 ) -> None:
@@ -137,6 +140,7 @@ def test_with_a_marker_only_events_before_the_first_that_holds_it_are_passed_ove
 
 @settings(max_examples=1000, deadline=None)
 @given(streams())
+@pytest.mark.slow
 def test_each_event_knows_where_its_bytes_are(case: tuple[bytes, list[int]]) -> None:
     stream, _ = case
     for event in decode_events(stream):

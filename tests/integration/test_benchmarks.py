@@ -5,6 +5,8 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
+import pytest
+
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from benchmarks import run  # noqa: E402
@@ -51,6 +53,7 @@ def test_goals_are_judged_from_the_results() -> None:
     assert met == [False, False, True, False, True, True, True, True, False, True]
 
 
+@pytest.mark.slow
 def test_plugin_start_compares_the_same_suite_with_and_without_the_plugin() -> None:
     from benchmarks import plugin_start
 

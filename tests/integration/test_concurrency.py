@@ -148,6 +148,7 @@ def _replays(runner: Runner, name: str, base_url: str, path: Path, prompts: list
 
 @pytest.mark.parametrize("name", VENDORS)
 @pytest.mark.parametrize("runner", [_gather, _threads, _trio], ids=["asyncio-gather", "thread-pool", "trio-nursery"])
+@pytest.mark.slow
 def test_concurrent_calls_replay_in_any_order_20_runs_out_of_20(
     name: str, runner: Runner, upstream: Upstream, tmp_path: Path
 ) -> None:
@@ -256,6 +257,7 @@ def test_a_volatile_value_gets_a_suggestion_that_applied_as_written_replays(
 
 @pytest.mark.parametrize("name", VENDORS)
 @pytest.mark.parametrize("ordered", ["concurrent", False])
+@pytest.mark.slow
 def test_record_on_miss_of_one_changed_concurrent_prompt_writes_a_cassette_that_replays(
     name: str, ordered: Any, upstream: Upstream, tmp_path: Path
 ) -> None:
@@ -318,6 +320,7 @@ def test_replay(seed):
 """
 
 
+@pytest.mark.slow
 def test_the_marker_replays_concurrent_calls_in_any_order(
     pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, upstream: Upstream
 ) -> None:

@@ -168,6 +168,7 @@ def vendor() -> Any:
 
 
 @pytest.mark.parametrize("interaction", _exchanges())
+@pytest.mark.slow
 def test_vendor_exchange_replays_identically(
     interaction: dict[str, Any], vendor: Upstream, tmp_path: Path, request: pytest.FixtureRequest
 ) -> None:

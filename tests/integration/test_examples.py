@@ -18,6 +18,7 @@ EXPECTED = {
 
 
 @pytest.mark.parametrize("sdk", sorted(EXPECTED))
+@pytest.mark.slow
 def test_example_replays_offline(sdk: str) -> None:
     env = {k: v for k, v in os.environ.items() if k != "VCR_TRANSPORT_MODE"}
     result = subprocess.run(

@@ -86,6 +86,7 @@ def _outcome(folder: Path, name: str) -> str:
 
 
 @pytest.mark.parametrize("where", ["command line", "ini", "pyproject"])
+@pytest.mark.slow
 def test_session_guard_keeps_threads_and_atexit_hooks_of_replayed_tests_offline(
     project: pytest.Pytester, where: str
 ) -> None:
@@ -103,6 +104,7 @@ def test_session_guard_keeps_threads_and_atexit_hooks_of_replayed_tests_offline(
     assert _outcome(project.path, "atexit") == "NetworkBlockedError"
 
 
+@pytest.mark.slow
 def test_without_the_session_guard_the_thread_and_the_atexit_hook_reach_the_host(project: pytest.Pytester) -> None:
     """The attack is real: with the per-test guard (the default), both reach the server once the test is over."""
     project.makepyfile(test_late=LATE)
@@ -112,6 +114,7 @@ def test_without_the_session_guard_the_thread_and_the_atexit_hook_reach_the_host
     assert _outcome(project.path, "atexit") == "reached hello"
 
 
+@pytest.mark.slow
 def test_session_guard_pauses_for_a_test_that_records_or_turns_it_off(project: pytest.Pytester) -> None:
     project.makepyfile(
         test_order="""
@@ -145,6 +148,7 @@ def test_session_guard_pauses_for_a_test_that_records_or_turns_it_off(project: p
     result.assert_outcomes(passed=5)
 
 
+@pytest.mark.slow
 def test_marker_ini_and_pyproject_allowed_hosts_and_block_network_false(project: pytest.Pytester) -> None:
     project.makepyprojecttoml(
         textwrap.dedent(
@@ -206,6 +210,7 @@ def test_a_wrong_block_network_value_is_a_usage_error(pytester: pytest.Pytester)
     result.stdout.fnmatch_lines(["*block_network*must be one of true, false, session, not 'always'*"])
 
 
+@pytest.mark.slow
 def test_the_readmes_namespace_one_liner_keeps_loopback_and_closes_what_the_guard_cannot_see(
     pytester: pytest.Pytester,
 ) -> None:

@@ -172,6 +172,7 @@ def test_prune_run_with_continue_on_collection_errors(
     assert cassette.read_bytes() == before
 
 
+@pytest.mark.slow
 def test_prune_after_running_from_another_directory(
     pytester: pytest.Pytester, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -147,6 +147,7 @@ PARTIAL_RUNS = {
 
 @pytest.mark.parametrize("xdist", [False, True], ids=["one process", "xdist"])
 @pytest.mark.parametrize("case", list(PARTIAL_RUNS))
+@pytest.mark.slow
 def test_prune_refuses_after_a_run_that_left_part_of_the_suite_out(
     suite: pytest.Pytester, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, case: str, xdist: bool
 ) -> None:
@@ -170,6 +171,7 @@ def test_prune_refuses_after_a_run_that_left_part_of_the_suite_out(
 
 
 @pytest.mark.parametrize("xdist", [False, True], ids=["one process", "xdist"])
+@pytest.mark.slow
 def test_a_complete_run_still_allows_prune(
     suite: pytest.Pytester, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, xdist: bool
 ) -> None:
@@ -194,6 +196,7 @@ def test_a_complete_run_still_allows_prune(
     assert code == 0 and not (suite.path / "tests" / "cassettes" / "stale.jsonl").exists()
 
 
+@pytest.mark.slow
 def test_a_k_run_under_xdist_names_the_run_in_the_refusal(
     suite: pytest.Pytester, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -142,6 +142,7 @@ def test_marker_arguments_are_checked(project: pytest.Pytester) -> None:
 LEAN = ("-p", "no:hypothesispytest", "-p", "no:cassetter")
 
 
+@pytest.mark.slow
 def test_xdist_workers_write_their_own_cassettes(project: pytest.Pytester) -> None:
     pytest.importorskip("xdist")
     write_tests(project, ["a", "b", "c"])
@@ -201,6 +202,7 @@ def pytest_unconfigure(config):
 """
 
 
+@pytest.mark.slow
 def test_a_run_that_uses_no_cassette_imports_none_of_the_machinery(project: pytest.Pytester) -> None:
     project.makeconftest(MODULES_CONFTEST)
     project.makepyfile(test_plain="def test_plain():\n    pass\n")
@@ -622,6 +624,7 @@ def test_chat_again(http_client):
 """
 
 
+@pytest.mark.slow
 def test_a_session_scoped_client_replays_in_any_order_and_under_xdist(project: pytest.Pytester) -> None:
     """The docs' tip (one client for the run) with the cookies api.openai.com sets: whether a test's
     request carries the server's cookie depends on which test ran before it on that client."""
@@ -703,6 +706,7 @@ def failure_lines(result: pytest.RunResult, name: str = "test_chat") -> list[str
 
 
 @pytest.mark.parametrize("sdk", SDK_NAMES)
+@pytest.mark.slow
 def test_a_mismatch_is_short_for_every_sdk_and_names_the_cheapest_fix(
     project: pytest.Pytester, upstream: Any, sdk: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -747,6 +751,7 @@ def test_a_mismatch_is_short_for_every_sdk_and_names_the_cheapest_fix(
 
 
 @pytest.mark.parametrize("sdk", SDK_NAMES)
+@pytest.mark.slow
 def test_a_missing_cassette_and_a_configured_record_in_ci_are_short_failures(
     project: pytest.Pytester, upstream: Any, sdk: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:

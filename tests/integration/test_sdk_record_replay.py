@@ -29,6 +29,7 @@ def record_and_replay(
 
 
 @pytest.mark.parametrize("split", ["events", 7, 1], ids=["event-boundaries", "7-bytes", "1-byte"])
+@pytest.mark.slow
 def test_conversation_replays_chunk_exact(sdk: Sdk, upstream: Upstream, cassette: Path, split: Any) -> None:
     prefix, reply = VENDOR_ROUTES[sdk.name]
     upstream.routes[prefix] = lambda received: reply(received, split=split, pause=0.001)

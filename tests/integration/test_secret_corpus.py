@@ -501,6 +501,7 @@ def _in_catalogue(planted: list[Planted], catalogue: str) -> list[Planted]:
 
 @pytest.mark.parametrize("catalogue", CATALOGUES)
 @pytest.mark.parametrize("sdk", _sdk_ids())
+@pytest.mark.slow
 def test_no_planted_secret_reaches_the_cassette(sdk: Sdk, catalogue: str, tmp_path_factory: Any) -> None:
     planted, received, haystack = _recorded(sdk, str(tmp_path_factory.getbasetemp()))
     planted = _in_catalogue(planted, catalogue)
@@ -925,6 +926,7 @@ def _as_yaml_and_text(exchanges: list[tuple[Received, Reply]]) -> tuple[str, str
 
 
 @pytest.mark.parametrize("sdk", _sdk_ids())
+@pytest.mark.slow
 def test_scan_flags_everything_the_recorder_removes(sdk: Sdk, tmp_path: Path) -> None:
     """The whole corpus through the SDK twice over: recorded (with the rules) and written raw. Every planted
     secret the recorder removed from its cassette, ``scan`` flags in the raw cassette; every one it removed

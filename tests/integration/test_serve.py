@@ -113,6 +113,7 @@ def boundaries(chunks: list[bytes]) -> set[int]:
     return ends
 
 
+@pytest.mark.slow
 def test_node_fetch_sees_the_recorded_chunks(capsys: Any) -> None:
     import base64
 
@@ -203,6 +204,7 @@ def _time_to_first_chunk(base_url: str) -> float:
     return first
 
 
+@pytest.mark.slow
 def test_the_recording_proxy_tees_the_stream_and_keeps_no_key(tmp_path: Path, capsys: Any) -> None:
     fake = Upstream()
     fake.routes["/v1/chat/completions"] = lambda received: openai_reply(received, pause=0.05)

@@ -129,6 +129,7 @@ def test_a_test_replays_only_its_own_calls(project: pytest.Pytester) -> None:
     result.stdout.fnmatch_lines(["*1 recorded call(s) were never played from cassettes/shared.jsonl:*"])
 
 
+@pytest.mark.slow
 def test_xdist_workers_merge_into_one_shared_cassette(project: pytest.Pytester) -> None:
     pytest.importorskip("xdist")
     many = {name: [f"{name}{i}" for i in range(3)] for name in "abc"}
@@ -211,6 +212,7 @@ def _prune(project: pytest.Pytester, capsys: pytest.CaptureFixture[str], *args: 
 
 
 @pytest.mark.parametrize("xdist", [False, True], ids=["one-process", "xdist"])
+@pytest.mark.slow
 def test_prune_removes_the_calls_of_a_removed_test_from_a_shared_cassette(
     project: pytest.Pytester, capsys: pytest.CaptureFixture[str], xdist: bool
 ) -> None:

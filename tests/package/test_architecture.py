@@ -72,6 +72,7 @@ def _declared_all(path: Path) -> set[str] | None:
     return None
 
 
+@pytest.mark.slow
 def test_internal_imports_take_only_names_in_the_target_modules_all() -> None:
     """Inside the package, ``from .x import y`` takes ``y`` from ``x.__all__`` (or imports the module ``y``):
     a module's ``__all__`` is its interface, and what it keeps outside may change without notice. Module
@@ -114,6 +115,7 @@ def _own_private_names() -> set[str]:
     return names
 
 
+@pytest.mark.slow
 def test_only_http_touches_other_libraries_private_attributes() -> None:
     """``x._name`` (or ``x.__dict__``) where the package defines no ``_name`` is another library's private
     attribute (httpx's ``Headers._list``, ``Response._content``...): only ``_http.py`` may reach for one."""

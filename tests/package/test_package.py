@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 
 import httpx2
+import pytest
 
 import vcr_transport
 
@@ -109,6 +110,7 @@ def test_the_shipped_demo_cassette_replays_offline() -> None:
     transport.assert_all_played()
 
 
+@pytest.mark.slow
 def test_the_demo_runs() -> None:
     result = subprocess.run([sys.executable, str(ROOT / "examples" / "demo.py")], capture_output=True, text=True)
     assert result.returncode == 0, result.stderr

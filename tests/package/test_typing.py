@@ -46,6 +46,7 @@ CASES = textwrap.dedent(
 )
 
 
+@pytest.mark.slow
 def test_mypy_strict_accepts_the_documented_ways_and_reports_typos_and_wrong_modes(tmp_path: Path) -> None:
     api = pytest.importorskip("mypy.api")
     user = tmp_path / "user_code.py"

@@ -154,6 +154,7 @@ def test_ctrl_c_inside_the_recorders_batch_work_never_saves_a_cassette_missing_c
     assert "was not saved" in done.stdout and "KeyboardInterrupt" in done.stdout, done.stdout
 
 
+@pytest.mark.slow
 def test_a_stream_dropped_unclosed_records_its_last_batch_when_collected(upstream: Upstream, cassette: Path) -> None:
     texts = [f" w{n}" for n in range(60)]
     texts[30:30] = list(PIECES)
@@ -355,6 +356,7 @@ _LOADS_ONCE = """
 """
 
 
+@pytest.mark.slow
 def test_the_parse_cache_survives_parallel_writers_a_swapped_entry_and_a_folder_that_is_a_file(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

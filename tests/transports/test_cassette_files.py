@@ -131,6 +131,7 @@ def peak_of_verify(path: Path) -> tuple[int, list[str]]:
     return int(first), findings
 
 
+@pytest.mark.slow
 def test_verify_reads_a_2_gb_line_with_bounded_memory(upstream: Upstream, cassette: Path) -> None:
     record(cassette, upstream)
     header = cassette.read_bytes().splitlines(keepends=True)[0]
@@ -215,6 +216,7 @@ def test_a_pattern_that_matches_the_empty_string_is_refused_when_given(
     )
 
 
+@pytest.mark.slow
 def test_an_empty_pattern_in_pyproject_is_refused_naming_it(pytester: pytest.Pytester) -> None:
     pytester.makepyprojecttoml('[tool.vcr_transport]\nredact_patterns = ["x?"]\n')
     pytester.makepyfile(

@@ -47,6 +47,7 @@ def _data(rng: random.Random) -> bytes:
     return b"".join(parts)
 
 
+@pytest.mark.slow
 def test_could_redact_of_bytes_answers_as_of_their_text_and_a_no_changes_nothing() -> None:
     """The one prefilter, asked of bytes (a batch of chunks) or of their text: the same answer, and a no
     means that redacting the text or any piece of it changes nothing."""

@@ -30,6 +30,7 @@ def attacked(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
 
 
 @pytest.mark.parametrize("route", ROUTES, ids=list(ROUTES))
+@pytest.mark.slow
 def test_route_is_refused_in_replay_and_reaches_its_host_when_allowed(route: str, attacked: dict[str, Any]) -> None:
     result = attacked[route]
     if "skipped" in result:

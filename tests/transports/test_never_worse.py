@@ -177,6 +177,7 @@ def test_keep_failures_saves_the_worse_recording(failure: str, upstream: Upstrea
 
 
 @pytest.mark.parametrize("ending", ["xfail", "xfail-marker", "skip", "xfail-after-complete", "skip-after-complete"])
+@pytest.mark.slow
 def test_an_xfail_or_a_skip_after_the_start_keeps_the_complete_cassette(
     ending: str, pytester: pytest.Pytester, upstream: Upstream, tmp_path: Path
 ) -> None:

@@ -40,6 +40,7 @@ def run(way: str, cassette: Path, url: str) -> list[str]:
 
 
 @pytest.mark.parametrize("way", WAYS)
+@pytest.mark.slow
 def test_a_forked_childs_calls_are_refused_and_the_parents_cassette_is_whole(
     way: str, upstream: Upstream, tmp_path: Path
 ) -> None:

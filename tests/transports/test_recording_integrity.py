@@ -58,6 +58,7 @@ def strays(folder: Path) -> list[str]:
 
 
 @pytest.mark.parametrize("signal_number", [signal.SIGINT, signal.SIGTERM, signal.SIGKILL], ids=lambda s: s.name)
+@pytest.mark.slow
 def test_a_signal_at_a_random_point_keeps_the_old_cassette(
     signal_number: signal.Signals, upstream: Upstream, tmp_path: Path
 ) -> None:
@@ -187,6 +188,7 @@ def _openai(transport: Any, base_url: str, **options: Any) -> openai.OpenAI:
     return openai.OpenAI(api_key=OPENAI_KEY, base_url=base_url + "/v1", http_client=httpx2.Client(transport=transport))
 
 
+@pytest.mark.slow
 def test_the_vendor_down_is_not_recorded_unless_asked(cassette: Path) -> None:
     url = f"http://127.0.0.1:{free_port()}"
     messages = [{"role": "user", "content": "hi"}]
@@ -349,6 +351,7 @@ def test_only_this_cassettes_unheld_temporary_files_are_removed(upstream: Upstre
     assert strays(folder) == [someone_elses.name]
 
 
+@pytest.mark.slow
 def test_a_failing_marked_test_keeps_the_old_cassette(
     pytester: pytest.Pytester, upstream: Upstream, tmp_path: Path
 ) -> None:

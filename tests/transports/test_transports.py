@@ -266,6 +266,7 @@ def test_a_stream_never_closed_is_finalised_when_the_cassette_closes(
     del kept
 
 
+@pytest.mark.slow
 def test_concurrent_calls_keep_their_own_lines(side: Side, upstream: Upstream, cassette: Path) -> None:
     def numbered(received: Received) -> Reply:
         n = received.path.rsplit("/", 1)[1]
