@@ -20,6 +20,9 @@ variables that are unset get ``STAND_IN`` for as long as a cassette replays. The
   out in ``authorization`` (or ``x-api-key``, ``x-goog-api-key``), which replay compares as redacted, so a
   cassette recorded with a real key replays with it.
 
+Where the stand-ins come too late (a client built at import, or in a fixture wider than the test), the SDK's
+missing-key error gets ``MISSING_KEY_HINT`` as a note (the pytest plugin adds it to a marked test's failure).
+
 Importing this module sets nothing.
 """
 
@@ -30,7 +33,7 @@ import os
 
 from ._patch import Patch
 
-__all__ = ["KEY_VARIABLES", "STAND_IN", "STAND_INS", "KeyVariable"]
+__all__ = ["KEY_VARIABLES", "MISSING_KEY_HINT", "STAND_IN", "STAND_INS", "KeyVariable", "add_missing_key_hint"]
 
 STAND_IN = "vcr_transport-replay-stand-in-not-a-key"
 
@@ -66,3 +69,28 @@ def _set_stand_ins(patch: Patch) -> None:
 
 STAND_INS = Patch(_set_stand_ins)
 """Started by each replaying ``use_cassette`` block, stopped as it closes."""
+
+
+# How the SDKs say a key is missing (openai 3.60 OpenAI and AzureOpenAI, anthropic 2.17 at its first request,
+# google-genai 3.6): a client built before its test's cassette opened, at import or in a fixture wider than the
+# test, never saw the stand-ins.
+MISSING_KEY_MESSAGES = (
+    "Missing credentials",
+    "The api_key client option must be set",
+    "Could not resolve authentication method",
+    "No API key was provided",
+)
+MISSING_KEY_HINT = (
+    "vcr_transport: a replay needs no key (while a cassette replays, the SDKs' unset key variables hold a "
+    "stand-in), but this client was built before its test's cassette opened (at import, or in a fixture wider "
+    "than the test): build it in the test, or set a dummy key for replay (OPENAI_API_KEY=dummy); recording "
+    "needs the real one"
+)
+
+
+def add_missing_key_hint(error: BaseException) -> None:
+    """Note on an SDK's missing-key error that replay needs none, and what to do (once)."""
+    if any(message in str(error) for message in MISSING_KEY_MESSAGES) and MISSING_KEY_HINT not in getattr(
+        error, "__notes__", ()
+    ):
+        error.add_note(MISSING_KEY_HINT)

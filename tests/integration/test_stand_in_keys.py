@@ -14,7 +14,7 @@ import pytest
 
 import vcr_transport
 from vcr_transport._core._credentials import catalogue_matches, looks_like_credential
-from vcr_transport._stand_in_keys import KEY_VARIABLES, STAND_IN, STAND_INS
+from vcr_transport._stand_in_keys import KEY_VARIABLES, MISSING_KEY_HINT, STAND_IN, STAND_INS
 
 EVERY_KEY = [name for variable in KEY_VARIABLES for name in variable.names]
 
@@ -196,3 +196,30 @@ def test_two_threads_replaying_at_once_keep_the_stand_ins_until_the_last_ends(tm
 def test_the_stand_in_is_no_credential_to_redaction_or_scan() -> None:
     assert not looks_like_credential(STAND_IN)
     assert catalogue_matches(STAND_IN) == [] and catalogue_matches(f"Bearer {STAND_IN}") == []
+
+
+def test_a_client_built_before_the_cassette_opened_fails_with_a_hint(pytester: pytest.Pytester, no_keys: None) -> None:
+    pytester.makepyfile(
+        """
+        import openai
+        import pytest
+
+        @pytest.fixture(scope="module")
+        def client():
+            return openai.OpenAI()
+
+        @pytest.mark.vcr_transport
+        def test_chat(client):
+            pass
+
+        @pytest.fixture(scope="module")
+        def other_client():
+            return openai.OpenAI()
+
+        def test_unmarked(other_client):
+            pass
+        """
+    )
+    result = pytester.runpytest("--vcr-mode=replay", "-p", "no:randomly")
+    result.assert_outcomes(errors=2)
+    assert result.stdout.str().count(MISSING_KEY_HINT) == 1, "the marked test's error, once"
