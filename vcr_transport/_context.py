@@ -26,6 +26,7 @@ from ._exceptions import CassetteOwnerError, UnplayedCallsWarning
 from ._http import transport_choice
 from ._patch import Patch
 from ._session import CassetteRequest, CassetteSession, open_session
+from ._stand_in_keys import STAND_INS
 
 if TYPE_CHECKING:
     from ._core._typed_options import BlockOptions
@@ -216,8 +217,9 @@ class use_cassette:  # noqa: N801 - reads as a function, like contextlib's
     not). ``missing_ok_unused``: a missing cassette no request asked for is not an error at exit (the first
     request still raises it). ``block_network=True`` (or ``"session"``, which only the pytest plugin reads
     otherwise) turns the network guard (``_guard.NetworkGuard``) on for the block when the mode is replay;
-    ``allowed_hosts`` (host globs, ``_core/_hosts.py``) stay reachable through it. ``requests`` and
-    ``play_count`` show what was replayed or recorded.
+    ``allowed_hosts`` (host globs, ``_core/_hosts.py``) stay reachable through it. While the block replays,
+    the SDKs' unset credential variables hold a fake key (``_stand_in_keys.py``): a replay needs no key.
+    ``requests`` and ``play_count`` show what was replayed or recorded.
     """
 
     def __init__(
@@ -232,6 +234,7 @@ class use_cassette:  # noqa: N801 - reads as a function, like contextlib's
         given = Options.of(options, arguments, where="use_cassette()", entry="block")
         self.options = given if mode is None else given.overridden(mode=mode)
         self._guard: Any = None
+        self._stand_ins: Patch | None = None
         self.session: CassetteSession | None = None
         self._token: contextvars.Token[CassetteSession | None] | None = None
 
@@ -243,12 +246,20 @@ class use_cassette:  # noqa: N801 - reads as a function, like contextlib's
     def __enter__(self) -> use_cassette:
         self.session = open_session(self.path, self.options.mode, self.options)
         self._token = PATCHER.enter(self.session)
-        options = self.session.options  # with [tool.vcr_transport] merged
-        if options.block_network and self.session.mode == "replay":
+        if self.session.mode == "replay":
+            try:
+                self._stand_ins = STAND_INS.start()  # a replay sends no key: the SDKs get a fake one to start with
+                self._start_guard(self.session.options)  # the options with [tool.vcr_transport] merged
+            except BaseException as error:
+                self.close(check=False, failure=error)
+                raise
+        return self
+
+    def _start_guard(self, options: Options) -> None:
+        if options.block_network:
             from ._guard import NetworkGuard
 
             self._guard = NetworkGuard(options.allowed_hosts).start()
-        return self
 
     @property
     def guarded(self) -> bool:
@@ -264,12 +275,17 @@ class use_cassette:  # noqa: N801 - reads as a function, like contextlib's
         session = self.session
         assert session is not None and self._token is not None
         guard, self._guard = self._guard, None
+        stand_ins, self._stand_ins = self._stand_ins, None
         if guard is not None:
             guard.stop()
         try:
             PATCHER.leave(session, self._token)
         finally:
-            session.close(failure)
+            try:
+                if stand_ins is not None:
+                    stand_ins.stop()
+            finally:
+                session.close(failure)
         if check:
             self.check()
 

@@ -1,10 +1,12 @@
-"""``Patch``: attributes of other modules replaced while in use, the one way vcr_transport patches anything.
+"""``Patch``: attributes of other modules (and entries of ``os.environ``) replaced while in use, the one way
+vcr_transport patches anything.
 
-The network guard (``_guard.py``) and the client patcher of ``use_cassette`` (``_context.py``) each own one.
-Rules, the same for both:
+The network guard (``_guard.py``), the client patcher of ``use_cassette`` (``_context.py``) and the stand-in
+keys of a replay (``_stand_in_keys.py``) each own one. Rules, the same for all:
 
 - **The object owns what it replaced.** Each ``replace`` records the attribute's old state (its own value, or
-  that it had none and inherited one); nothing lives in module globals that a later import would miss.
+  that it had none and inherited one), each ``set_item`` the entry's (its value, or that it had none); nothing
+  lives in module globals that a later import would miss.
 - **Nested users are counted.** The first ``start()`` installs, the last ``stop()`` restores; a ``stop()``
   without a ``start()`` is an error, never a silent restore under another user's feet.
 - **Restored on every path.** An install that fails half-way (an exception, Ctrl-C) restores what it had
@@ -19,7 +21,7 @@ import importlib.abc
 import importlib.machinery
 import sys
 import threading
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping, MutableMapping, Sequence
 from types import ModuleType
 from typing import Any
 
@@ -89,7 +91,7 @@ class Patch:
         self._watcher = _ImportWatcher(tuple(self._late), self._loaded) if self._late else None
         self.lock = threading.RLock()
         self.users = 0
-        self._saved: list[tuple[Any, str, bool, Any]] = []  # (owner, attribute, had its own, its value)
+        self._saved: list[Callable[[], None]] = []  # what puts each replaced attribute or entry back
         self._replaced: set[tuple[int, str]] = set()
 
     @property
@@ -125,9 +127,35 @@ class Patch:
         if key in self._replaced:
             return
         own = vars(owner)
-        self._saved.append((owner, name, name in own, own.get(name)))
+        had, old = name in own, own.get(name)
+
+        def undo() -> None:
+            if had:
+                setattr(owner, name, old)
+            else:
+                delattr(owner, name)
+
+        self._saved.append(undo)
         self._replaced.add(key)
         setattr(owner, name, value)
+
+    def set_item(self, mapping: MutableMapping[str, str], key: str, value: str) -> None:
+        """``mapping[key] = value`` until the last stop (then the old value back, or no entry, as before). An
+        entry this patch set already is left as it is."""
+        marker = (id(mapping), key)
+        if marker in self._replaced:
+            return
+        old = mapping.get(key)
+
+        def undo() -> None:
+            if old is None:
+                mapping.pop(key, None)
+            else:
+                mapping[key] = old
+
+        self._saved.append(undo)
+        self._replaced.add(marker)
+        mapping[key] = value
 
     def _loaded(self, module: ModuleType) -> None:
         with self.lock:
@@ -140,12 +168,9 @@ class Patch:
             sys.meta_path.remove(self._watcher)
         failure: BaseException | None = None
         while self._saved:
-            owner, name, had, value = self._saved.pop()
+            undo = self._saved.pop()
             try:
-                if had:
-                    setattr(owner, name, value)
-                else:
-                    delattr(owner, name)
+                undo()
             except BaseException as error:  # noqa: PERF203 - each attribute is restored on its own
                 failure = failure or error
         self._replaced.clear()

@@ -465,7 +465,8 @@ _SUMMARY = (
     ("recorded", "{} recorded"),
     ("re-recorded", "{} re-recorded"),
     ("recorded unchanged", "{} recorded unchanged"),
-    ("not saved", "{} not saved"),
+    ("failed, not saved", "{} not saved as the test failed (keep_failures=True keeps them)"),
+    ("not saved", "{} not saved (no call, or calls a cassette shouldn't keep; keep_failures=True keeps those)"),
     ("mismatched", "{} with a replay mismatch"),
     ("checked", "{} checked live, same shape"),
     ("shape changed", "{} with a changed shape (mode check)"),
@@ -559,6 +560,7 @@ def pytest_runtest_call(item: pytest.Item) -> Any:
 
 @pytest.hookimpl(wrapper=True)
 def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Any:
+    _hint_missing_key(item, call)
     report = yield
     # A test that failed, xfailed or skipped once its body started did not finish: its recording is not saved.
     if report.when == "call" and call.excinfo is not None and (report.failed or report.skipped):
@@ -568,6 +570,15 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
         if cassette is not None and cassette.session is not None and call.excinfo is not None:
             _report_failure(item, call.excinfo, cassette, report)
     return report
+
+
+def _hint_missing_key(item: pytest.Item, call: pytest.CallInfo[None]) -> None:
+    """A marked test that failed with an SDK's missing-key error: a note that replay needs none (before the
+    report is made, so that it shows)."""
+    if call.excinfo is not None and item.get_closest_marker(MARKER) is not None:
+        from ._stand_in_keys import add_missing_key_hint
+
+        add_missing_key_hint(call.excinfo.value)
 
 
 def _report_failure(item: pytest.Item, excinfo: Any, cassette: use_cassette, report: pytest.TestReport) -> None:

@@ -100,6 +100,7 @@ class CassetteSession:
         self.pid = os.getpid()  # a forked child replays from the session, never records into its cassette
         self._recorder: CassetteRecorder | None = None
         self.closed = False
+        self.ended_by: BaseException | None = None  # what ended the block, when an exception did
         self.refused = 0  # requests answered with the cassette's diagnostic (a missing or unreadable cassette)
         self._sent: list[CassetteRequest] = []  # requests forwarded and recorded in this session
         self._sent_lock = threading.Lock()
@@ -384,17 +385,19 @@ class CassetteSession:
         """Commit a recording, or drop it when ``failure`` (or an exception propagating now) ended its block;
         tell the pytest run what became of the cassette."""
         self.closed = True
+        self.ended_by = failure if failure is not None else propagating()
         if self._recorder is not None:
-            self._recorder.close(failure if failure is not None else propagating())
+            self._recorder.close(self.ended_by)
         if self.run is not None:
             self.run.cassette_closed(self.path, self.outcome())
 
     def outcome(self) -> str:
         """What became of the cassette, for the end-of-run summary: off, not needed (no cassette, and no request
         asked for one), missing (a request asked for it), refused (a recording refused under CI), unreadable,
-        recorded, re-recorded, recorded unchanged (a re-record that left the file as it was), not saved,
-        mismatched, checked or shape changed (mode check), unplayed (recorded calls nobody asked for), stale
-        (older than max_age, with ``on_expiry="fail"``) or replayed."""
+        recorded, re-recorded, recorded unchanged (a re-record that left the file as it was), not saved (no call,
+        or calls a cassette shouldn't keep: ``CallBook.why_not_saved``), failed, not saved (an exception ended
+        its block: a failed test's), mismatched, checked or shape changed (mode check), unplayed (recorded calls
+        nobody asked for), stale (older than max_age, with ``on_expiry="fail"``) or replayed."""
         if self.mode == "off":
             return "off"
         if self.stale_days is not None and self.options.on_expiry == "fail":
@@ -409,7 +412,7 @@ class CassetteSession:
             if self._recorder.unchanged:
                 return "recorded unchanged"
             if not self._recorder.saved:
-                return "not saved"
+                return "not saved" if self.ended_by is None else "failed, not saved"
             return "re-recorded" if self.existed else "recorded"
         if self.first_mismatch is not None:
             return "mismatched"

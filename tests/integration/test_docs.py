@@ -44,6 +44,9 @@ from vcr_transport import Options
 from vcr_transport._cli import build_parser
 from vcr_transport._core import _format
 from vcr_transport._guard import NetworkGuard
+from vcr_transport._stand_in_keys import KEY_VARIABLES
+
+KEY_VARIABLE_NAMES = [name for variable in KEY_VARIABLES for name in variable.names]
 
 # Cassette names the docs use, and the committed cassettes that stand in for them.
 STAND_INS = {"chat.jsonl": "openai/constructor.jsonl", "gemini.jsonl": "genai/constructor.jsonl"}
@@ -218,38 +221,51 @@ def test_the_test_files_of_the_docs_pass(pytester: pytest.Pytester) -> None:
     assert set(outcomes) <= {"passed", "warnings"}, output
 
 
-@pytest.mark.docs
-def test_the_tutorial(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> None:
-    """Record against a vendor-shaped server, replay with it stopped, change the prompt, see the mismatch
-    the page shows."""
+def _local_vendor() -> ModuleType:
     sys.path.insert(0, str(ROOT / "examples"))
     try:
         import local_vendor
     finally:
         sys.path.remove(str(ROOT / "examples"))
+    return local_vendor
+
+
+def _tutorial_recorded(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, test_code: str) -> Path:
+    """Step 2 of the tutorial: its test file recorded against a vendor-shaped server, which is then stopped;
+    the key is gone from the environment afterwards (its base URL stays: the cassette's URL). The cassette."""
+    tests = pytester.mkdir("tests")
+    (tests / "test_chat.py").write_text(test_code)
+    for variable in ("VCR_TRANSPORT_MODE", "CI", *KEY_VARIABLE_NAMES):
+        monkeypatch.delenv(variable, raising=False)
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-tutorial-not-a-real-key-0000")
+    with _local_vendor().running(port=0) as url:
+        monkeypatch.setenv("OPENAI_BASE_URL", url + "/v1")
+        recorded = pytester.runpytest_subprocess("-p", "no:cacheprovider")
+    monkeypatch.delenv("OPENAI_API_KEY")
+    recorded.assert_outcomes(passed=1)
+    assert "cassettes: 1 recorded" in recorded.stdout.str()
+    return tests / "cassettes" / "test_chat" / "test_greeting.jsonl"
+
+
+@pytest.mark.docs
+def test_the_tutorial(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Record against a vendor-shaped server, replay with it stopped and no key at all, change the prompt, see
+    the mismatch the page shows."""
     page = DOCS / "tutorial" / "index.md"
     (test_file,) = [block for block in blocks(page) if block.kind == "tutorial"]
     text = page.read_text("utf-8")
-    tests = pytester.mkdir("tests")
-    (tests / "test_chat.py").write_text(test_file.code)
-    for variable in ("VCR_TRANSPORT_MODE", "CI"):
-        monkeypatch.delenv(variable, raising=False)
-    monkeypatch.setenv("OPENAI_API_KEY", "sk-tutorial-not-a-real-key-0000")
-    with local_vendor.running(port=0) as url:
-        monkeypatch.setenv("OPENAI_BASE_URL", url + "/v1")
-        recorded = pytester.runpytest_subprocess("-p", "no:cacheprovider")
-    recorded.assert_outcomes(passed=1)
-    assert "cassettes: 1 recorded" in recorded.stdout.str()
-    cassette = tests / "cassettes" / "test_chat" / "test_greeting.jsonl"
+    cassette = _tutorial_recorded(pytester, monkeypatch, test_file.code)
     assert f"`{cassette.relative_to(pytester.path)}`" in text
     assert "sk-tutorial" not in cassette.read_text()
 
-    monkeypatch.setenv("OPENAI_API_KEY", "sk-another-key-entirely-1111")
+    assert "with no key at all" in text.split("## 3.", 1)[1]
     replayed = pytester.runpytest_subprocess("-p", "no:cacheprovider")
     replayed.assert_outcomes(passed=1)
     assert "cassettes: 1 replayed" in replayed.stdout.str()
 
-    (tests / "test_chat.py").write_text(test_file.code.replace('"Say hello"', '"Say hello in French"'))
+    (pytester.path / "tests" / "test_chat.py").write_text(
+        test_file.code.replace('"Say hello"', '"Say hello in French"')
+    )
     mismatched = pytester.runpytest_subprocess("-p", "no:cacheprovider")
     mismatched.assert_outcomes(failed=1)
     shown = re.search(r"```text\n(.*?)```", text.split("## 4.", 1)[1], re.S)
@@ -259,6 +275,47 @@ def test_the_tutorial(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
         # The count of hidden frames follows the SDK's and our own code: any number stands for it.
         pattern = re.escape(line).replace("hidden:\\ 44", r"hidden:\ \d+")
         assert re.search(pattern, output), line
+
+
+def _workflow_steps() -> list[str]:
+    """The ``run:`` steps of the CI page's GitHub Actions job."""
+    yaml = pytest.importorskip("yaml")
+    (job,) = [block for block in blocks(DOCS / "how-to" / "ci.md") if block.lang == "yaml"]
+    steps = yaml.safe_load(job.code)["jobs"]["test"]["steps"]
+    return [step["run"] for step in steps if "run" in step]
+
+
+def test_the_ci_pages_install_step_names_what_can_be_installed() -> None:
+    """The install step (offline, it can't run): every requirement parses, and vcr_transport comes from this
+    repository (the project's own URL), not from the package index, where it is not yet."""
+    from packaging.requirements import Requirement
+
+    install = shlex.split(_workflow_steps()[0])
+    assert install[:4] == ["pip", "install", "-e", "."]
+    requirements = {requirement.name: requirement for requirement in map(Requirement, install[4:])}
+    repository = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["urls"]["Repository"]
+    assert requirements["vcr_transport"].url == f"git+{repository}"
+    assert {"pytest", "pytest-xdist"} <= set(requirements)
+
+
+@pytest.mark.docs
+def test_the_ci_pages_workflow_runs_after_the_install(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Every step of the CI page's job after the install, run as written in a project holding the tutorial's
+    recorded test, under CI, with no key in the environment (this checkout stands for the installed package)."""
+    (test_file,) = [block for block in blocks(DOCS / "tutorial" / "index.md") if block.kind == "tutorial"]
+    _tutorial_recorded(pytester, monkeypatch, test_file.code)
+    monkeypatch.setenv("CI", "true")
+    commands = {"vcr-transport": [sys.executable, "-m", "vcr_transport"], "pytest": [sys.executable, "-m", "pytest"]}
+    for step in _workflow_steps()[1:]:
+        program, *arguments = shlex.split(step)
+        done = subprocess.run(
+            [*commands[program], *arguments], cwd=pytester.path, capture_output=True, text=True, timeout=300
+        )
+        assert done.returncode == 0, (step, done.stdout, done.stderr)
+        if program == "pytest":
+            assert "cassettes: 1 replayed" in done.stdout and "1 passed" in done.stdout, done.stdout
 
 
 # --- blocks in other languages -----------------------------------------------------------------------------

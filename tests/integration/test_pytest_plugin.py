@@ -55,6 +55,30 @@ def test_records_then_replays_with_default_paths(project: pytest.Pytester) -> No
     project.runpytest("--vcr-mode=replay").assert_outcomes(passed=3)
 
 
+FAILING_RECORDING = """
+import httpx2
+import pytest
+
+@pytest.mark.vcr_transport{arguments}
+def test_chat():
+    with httpx2.Client(transport=httpx2.MockTransport(lambda r: httpx2.Response(200, json={{"n": 1}}))) as client:
+        assert client.get("https://api.example.test/v1/models").json() == {{"n": 2}}
+"""
+
+
+def test_a_failed_tests_recording_is_not_saved_and_the_end_line_says_why(project: pytest.Pytester) -> None:
+    project.makepyfile(test_llm=FAILING_RECORDING.format(arguments=""))
+    result = project.runpytest("--vcr-mode=record")
+    result.assert_outcomes(failed=1)
+    assert "cassettes: 1 not saved as the test failed (keep_failures=True keeps them)" in result.stdout.lines
+    assert not (project.path / "cassettes" / "test_llm" / "test_chat.jsonl").exists()
+    project.makepyfile(test_llm=FAILING_RECORDING.format(arguments="(keep_failures=True)"))
+    kept = project.runpytest("--vcr-mode=record")
+    kept.assert_outcomes(failed=1)
+    kept.stdout.fnmatch_lines(["cassettes: 1 recorded"])
+    assert (project.path / "cassettes" / "test_llm" / "test_chat.jsonl").exists()
+
+
 def test_a_mismatch_names_the_field(project: pytest.Pytester) -> None:
     write_tests(project, ["hi", "bye"])
     project.runpytest("--vcr-mode=record").assert_outcomes(passed=3)

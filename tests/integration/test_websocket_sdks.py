@@ -627,3 +627,50 @@ def test_record_on_miss_under_the_marker_re_records_from_the_changed_message(
     assert "models/live-2" in cassette.read_text() and '"models/live"' not in cassette.read_text()
     server.close()
     pytester.runpytest("--vcr-mode=replay").assert_outcomes(passed=1)
+
+
+def _handshake_as(cassette: Path, changes: dict[str, str]) -> None:
+    """The cassette's handshake with its headers (by lower-case name) set to ``changes``'s values."""
+    lines = _lines(cassette)
+    headers = [[name, changes.get(name.lower(), value)] for name, value in lines[1]["headers"]]
+    named = {name.lower() for name, _ in headers}
+    lines[1]["headers"] = headers + [[name, value] for name, value in changes.items() if name not in named]
+    cassette.write_text("".join(json.dumps(line) + "\n" for line in lines))
+
+
+OPENAI_3_3_HANDSHAKE = {
+    "accept": "*/*",
+    "content-type": "text/plain",
+    "user-agent": "OpenAI/Python 3.3.0",
+    "x-stainless-package-version": "3.3.0",
+}
+
+
+def test_a_realtime_session_replays_with_another_openai_version(tmp_path: Path, server: RealtimeServer) -> None:
+    cassette = tmp_path / "realtime.jsonl"
+    with vcr_transport.use_cassette(cassette, mode="record"):
+        recorded = realtime_sync(server)
+    server.close()
+    _handshake_as(cassette, OPENAI_3_3_HANDSHAKE)  # what another openai version sends on the same connect()
+    with vcr_transport.use_cassette(cassette, mode="replay"):
+        assert realtime_sync(server) == recorded
+
+
+@pytest.mark.parametrize(
+    ("changes", "field"),
+    [({}, "url.query.model"), ({"sec-websocket-protocol": "realtime"}, "headers.sec-websocket-protocol")],
+    ids=["model", "subprotocol"],
+)
+def test_what_the_app_chose_in_a_handshake_still_mismatches(
+    tmp_path: Path, server: RealtimeServer, changes: dict[str, str], field: str
+) -> None:
+    cassette = tmp_path / "realtime.jsonl"
+    with vcr_transport.use_cassette(cassette, mode="record"):
+        realtime_sync(server)
+    server.close()
+    _handshake_as(cassette, {**OPENAI_3_3_HANDSHAKE, **changes})
+    model = "gpt-realtime-mini" if not changes else "gpt-realtime"
+    with pytest.raises(ReplayMismatch) as caught, vcr_transport.use_cassette(cassette, mode="replay"):
+        with _openai_client(server).realtime.connect(model=model):
+            pass
+    assert caught.value.field_path == field

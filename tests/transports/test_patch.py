@@ -79,6 +79,19 @@ def test_one_attribute_that_fails_to_restore_does_not_keep_the_others() -> None:
     assert module.value == "before", "restored despite the other attribute's failure"  # type: ignore[attr-defined]
 
 
+def test_an_entry_is_set_until_the_last_stop_and_put_back_as_it_was() -> None:
+    environment = {"SET": "the user's", "EMPTY": ""}
+
+    def install(patch: Patch) -> None:
+        for key in ("SET", "EMPTY", "ABSENT"):
+            patch.set_item(environment, key, "stand-in")
+
+    patch = Patch(install)
+    with patch, patch:
+        assert environment == {"SET": "stand-in", "EMPTY": "stand-in", "ABSENT": "stand-in"}
+    assert environment == {"SET": "the user's", "EMPTY": ""}, "an absent entry is removed, the others restored"
+
+
 LATE = """
 import sys
 from vcr_transport._patch import Patch

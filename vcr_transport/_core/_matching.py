@@ -24,6 +24,7 @@ __all__ = [
     "VOLATILE_RESPONSE_HEADERS",
     "Difference",
     "FieldPath",
+    "HANDSHAKE_DEFAULTS",
     "SERVER_ASSIGNED",
     "RequestMatcher",
     "comparable_parts",
@@ -64,6 +65,12 @@ VOLATILE_HEADERS: frozenset[str] = frozenset(
         "x-ms-client-request-id",
     }
 )
+
+# What a WebSocket handshake (a request with ``upgrade: websocket``) carries from its SDK's HTTP defaults, not
+# from the app: it has no body and takes no content, yet openai sends ``accept`` and ``content-type`` on it, and
+# they differ between its versions (3.3 and 3.60). Left out of a handshake's comparison, as the SDKs' own
+# headers are of every request; the URL (the model), the subprotocols and the app's own headers are compared.
+HANDSHAKE_DEFAULTS: frozenset[str] = frozenset({"accept", "content-type"})
 
 # Response headers whose value changes from one request to the next while the answer stays the same
 # (lower-case; globs allowed): when, how long, how many are left, and the ids of this one request.
@@ -318,6 +325,11 @@ def _chosen_parts(match_on: Iterable[str] | None) -> frozenset[str] | None:
     return chosen | frozenset(_URL_PARTS) if "uri" in chosen else chosen
 
 
+def _is_handshake(lowered: list[tuple[str, str]]) -> bool:
+    """Whether headers (lower-case names) are a WebSocket handshake's."""
+    return any(name == "upgrade" and value.strip().lower() == "websocket" for name, value in lowered)
+
+
 class RequestMatcher:
     """Turns a recorded or incoming request into the fields that matching compares.
 
@@ -326,7 +338,8 @@ class RequestMatcher:
     from ``body`` with globs (``body.contents[*].parts[*].functionCall.id``) for just the fields it names.
     ``match_on`` (vcrpy's names, see MATCH_ON_NAMES) compares only the parts it names, and then compares
     only the headers the recording kept (a header filtered at record time is not compared); None compares
-    everything.
+    everything. A WebSocket handshake's ``HANDSHAKE_DEFAULTS`` are not compared (unless ``compare_headers``
+    names them).
 
     ``server_cookies``: the names of the cookies the recorded responses set (``set-cookie``). A request's
     ``cookie`` header is compared without them: whether a client sends back a server's cookie depends on
@@ -360,6 +373,7 @@ class RequestMatcher:
         self._fields = NON_DETERMINISTIC_FIELD_NAMES | frozenset(name for name, path in parsed if path is None)
         self._paths = tuple(path for _, path in parsed if path is not None)
         self._length_volatile = self.is_volatile("content-length")
+        self._handshake_defaults = HANDSHAKE_DEFAULTS - self._removed
         # What a client's requests share, and a replayed request shares with its recorded call, worked out
         # once (don't change the values): the headers' comparable form, and each URL's "url" field.
         self._headers: Memo[tuple[tuple[str, str], ...], tuple[dict[str, Any], str]] = Memo()
@@ -406,8 +420,7 @@ class RequestMatcher:
         return self._headers.get(key, lambda: self._comparable_headers(listed))
 
     def _comparable_headers(self, headers: list[tuple[str, str]]) -> tuple[dict[str, Any], str]:
-        lowered = [(name.lower(), value) for name, value in headers]
-        kept = [(name, value) for name, value in lowered if not self.is_volatile(name)]
+        kept = self._compared([(name.lower(), value) for name, value in headers])
         merged = {name: ", ".join(v) if isinstance(v, list) else v for name, v in _multi_dict(kept).items()}
         content_type = merged.get("content-type", "")
         if "boundary" in content_type and multipart_boundary(content_type) is not None:
@@ -422,6 +435,11 @@ class RequestMatcher:
             else:
                 del merged["cookie"]
         return merged, content_type
+
+    def _compared(self, lowered: list[tuple[str, str]]) -> list[tuple[str, str]]:
+        """The headers (lower-case names) that are compared: not the volatile ones, nor a handshake's defaults."""
+        left_out = self._handshake_defaults if _is_handshake(lowered) else frozenset()
+        return [(name, value) for name, value in lowered if not self.is_volatile(name) and name not in left_out]
 
     def request_fields(
         self, method: str, url: str, headers: dict[str, Any], content_type: str
