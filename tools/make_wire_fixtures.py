@@ -13,7 +13,8 @@ It writes:
   "response"}``, ``name`` being the capture file's stem and the exchange's number in it). Kept: the smallest
   exchange of each host, method, endpoint, kind of answer (JSON, event stream, text) and status; every event
   stream up to ``STREAM_LIMIT`` bytes (the chunk-fidelity cases); and, per vendor, the smallest exchanges whose
-  answer calls a tool the request offered. No body is cut: each exchange is whole, as captured.
+  answer calls a tool the request offered; and every exchange whose bodies hold a key prefix by chance (``sk-``
+  inside base64 media: redaction must leave it whole). No body is cut: each exchange is whole, as captured.
 - The ``cookie`` request headers of the captures carry real Cloudflare cookie values: each value is replaced by
   random text of the same shape (seeded by the value, so that a rerun writes the same bytes).
 
@@ -44,6 +45,8 @@ _OBJECT = re.compile(
     r"/(models|files|vector_stores|conversations|fileSearchStores|operations|responses|projects|locations)/[^/:]+"
 )
 _COOKIE = re.compile(r"(=)([^;]+)")
+# A key's prefix, met by chance inside real bodies (base64 media): the exchanges the redaction must leave whole.
+_BY_CHANCE = re.compile(r"sk-")
 
 
 def _content_kind(response: dict[str, Any]) -> str:
@@ -61,20 +64,25 @@ def _group(exchange: dict[str, Any]) -> tuple[str, ...]:
     return parts.hostname or "", request["method"].upper(), endpoint, kind, str(response["status"])
 
 
+def _offered(request_body: Any) -> set[str]:
+    """The names of the tools a request offers (Anthropic's ``tools``, Gemini's ``functionDeclarations``)."""
+    tools = [t for t in request_body.get("tools", []) if isinstance(t, dict)] if isinstance(request_body, dict) else []
+    declared = [d for t in tools for d in t.get("functionDeclarations", []) if isinstance(d, dict)]
+    return {t["name"] for t in tools + declared if isinstance(t.get("name"), str)}
+
+
+def _called(response_body: Any) -> set[str]:
+    """The names of the tools a JSON answer calls (Anthropic ``tool_use`` blocks, Gemini ``functionCall`` parts)."""
+    if not isinstance(response_body, dict):
+        return set()
+    blocks = [b for b in response_body.get("content", []) if isinstance(b, dict) and b.get("type") == "tool_use"]
+    parts = [p for c in response_body.get("candidates", []) for p in c.get("content", {}).get("parts", [])]
+    return {b.get("name") for b in blocks} | {p["functionCall"].get("name") for p in parts if "functionCall" in p}
+
+
 def _offered_tool_called(exchange: dict[str, Any]) -> bool:
-    """Whether the JSON answer calls (Anthropic ``tool_use``, Gemini ``functionCall``) a tool the request offered."""
-    request_body, response_body = exchange["request"]["body"].get("json"), exchange["response"]["body"].get("json")
-    if not isinstance(request_body, dict) or not isinstance(response_body, dict):
-        return False
-    tools = [t for t in request_body.get("tools", []) if isinstance(t, dict)]
-    offered = {t.get("name") for t in tools}
-    for tool in tools:
-        offered |= {d.get("name") for d in tool.get("functionDeclarations", []) if isinstance(d, dict)}
-    called = {b.get("name") for b in response_body.get("content", []) if b.get("type") == "tool_use"}
-    for candidate in response_body.get("candidates", []):
-        parts = candidate.get("content", {}).get("parts", [])
-        called |= {p["functionCall"].get("name") for p in parts if "functionCall" in p}
-    return bool(called & (offered - {None}))
+    """Whether the JSON answer calls a tool the request offered."""
+    return bool(_offered(exchange["request"]["body"].get("json")) & _called(exchange["response"]["body"].get("json")))
 
 
 def _same_shape(value: str) -> str:
@@ -109,20 +117,30 @@ def _captured(folder: Path) -> list[tuple[str, dict[str, Any]]]:
     return found
 
 
-def select(exchanges: list[tuple[str, dict[str, Any]]]) -> list[tuple[str, dict[str, Any]]]:
-    """The kept exchanges, in the captures' order (see the module's docstring for the rule)."""
-    size = {name: len(json.dumps(exchange)) for name, exchange in exchanges}
-    by_size = sorted(exchanges, key=lambda item: (size[item[0]], item[0]))
-    kept: set[str] = set()
-    groups: set[tuple[str, ...]] = set()
+def _smallest_of_each_group(by_size: list[tuple[str, dict[str, Any]]]) -> set[str]:
+    groups: dict[tuple[str, ...], str] = {}
     for name, exchange in by_size:
-        if _group(exchange) not in groups:
-            groups.add(_group(exchange))
-            kept.add(name)
+        groups.setdefault(_group(exchange), name)
+    return set(groups.values())
+
+
+def _body_text(exchange: dict[str, Any]) -> str:
+    return json.dumps([exchange["request"]["body"], exchange["response"]["body"]])
+
+
+def _kept(by_size: list[tuple[str, dict[str, Any]]], size: dict[str, int]) -> set[str]:
+    kept = _smallest_of_each_group(by_size)
     kept |= {n for n, e in by_size if _content_kind(e["response"]) == "sse" and size[n] <= STREAM_LIMIT}
     for vendor in ("anthropic", "googleapis"):
         calls = [n for n, e in by_size if vendor in e["request"]["uri"] and _offered_tool_called(e)]
         kept |= set(calls[:TOOL_CALLS_PER_VENDOR])
+    return kept | {n for n, e in by_size if _BY_CHANCE.search(_body_text(e))}
+
+
+def select(exchanges: list[tuple[str, dict[str, Any]]]) -> list[tuple[str, dict[str, Any]]]:
+    """The kept exchanges, in the captures' order (see the module's docstring for the rule)."""
+    size = {name: len(json.dumps(exchange)) for name, exchange in exchanges}
+    kept = _kept(sorted(exchanges, key=lambda item: (size[item[0]], item[0])), size)
     unique: dict[str, str] = {}  # captures repeated word for word in several files are kept once
     for name, exchange in exchanges:
         if name in kept:
@@ -141,17 +159,22 @@ def _lines(selected: Iterable[tuple[str, dict[str, Any]]]) -> str:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--shared", type=Path, default=ROOT.parent / "shared", help="the captures' folder")
+    parser.add_argument("--output", type=Path, default=TARGET, help="the fixtures' folder")
     arguments = parser.parse_args(argv)
-    headers, traffic = arguments.shared / "vendor-headers", arguments.shared / "vendor-traffic"
+    headers, traffic, output = (
+        arguments.shared / "vendor-headers",
+        arguments.shared / "vendor-traffic",
+        arguments.output,
+    )
     if not headers.is_dir() or not traffic.is_dir():
         print(f"{arguments.shared} has no vendor-headers/ and vendor-traffic/: pass --shared", file=sys.stderr)
         return 2
-    (TARGET / "headers").mkdir(parents=True, exist_ok=True)
+    (output / "headers").mkdir(parents=True, exist_ok=True)
     for vendor in ("openai", "anthropic"):
-        shutil.copyfile(headers / f"{vendor}.json", TARGET / "headers" / f"{vendor}.json")
+        shutil.copyfile(headers / f"{vendor}.json", output / "headers" / f"{vendor}.json")
     selected = select(_captured(traffic))
-    (TARGET / "traffic.jsonl").write_text(_lines(selected), encoding="utf-8")
-    print(f"{len(selected)} exchanges into {TARGET / 'traffic.jsonl'}; header sets into {TARGET / 'headers'}")
+    (output / "traffic.jsonl").write_text(_lines(selected), encoding="utf-8")
+    print(f"{len(selected)} exchanges into {output / 'traffic.jsonl'}; header sets into {output / 'headers'}")
     return 0
 
 
