@@ -8,7 +8,7 @@ wire, so ``Upstream`` serves one of these sets with every reply (chosen by the r
 met), and
 ``vendor_mock`` answers at the vendor's own host with them.
 
-``vendor_traffic`` gives the exchanges (``traffic.jsonl``) the conformance and conversation-view tests serve
+``vendor_traffic`` gives the exchanges (``traffic.ndjson``) the conformance and conversation-view tests serve
 and read. The fixtures are part of the repository: there is no other source and no stand-in.
 """
 
@@ -40,7 +40,7 @@ def vendor_traffic(prefix: str = "") -> list[tuple[str, dict[str, Any]]]:
     """The real exchanges whose name (capture file and number: ``test_openai_responses__...#1``) starts with
     ``prefix``, as ``(name, {"source", "request", "response"})``, in the fixture's order."""
     found = []
-    for line in (FIXTURES / "traffic.jsonl").read_text(encoding="utf-8").splitlines():
+    for line in (FIXTURES / "traffic.ndjson").read_text(encoding="utf-8").splitlines():
         exchange = json.loads(line)
         if exchange["name"].startswith(prefix):
             found.append((exchange.pop("name"), exchange))

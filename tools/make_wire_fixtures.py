@@ -9,7 +9,7 @@ It writes:
 
 - ``headers/openai.json``, ``headers/anthropic.json``: every response header set of ``vendor-headers``, as it is
   (JSON answers and event streams; their identifying values were replaced by same-shaped text when captured).
-- ``traffic.jsonl``: a selection of ``vendor-traffic``'s exchanges, one a line (``{"name", "source", "request",
+- ``traffic.ndjson``: a selection of ``vendor-traffic``'s exchanges, one a line (``{"name", "source", "request",
   "response"}``, ``name`` being the capture file's stem and the exchange's number in it). Kept: the smallest
   exchange of each host, method, endpoint, kind of answer (JSON, event stream, text) and status; every event
   stream up to ``STREAM_LIMIT`` bytes (the chunk-fidelity cases); and, per vendor, the smallest exchanges whose
@@ -173,8 +173,8 @@ def main(argv: list[str] | None = None) -> int:
     for vendor in ("openai", "anthropic"):
         shutil.copyfile(headers / f"{vendor}.json", output / "headers" / f"{vendor}.json")
     selected = select(_captured(traffic))
-    (output / "traffic.jsonl").write_text(_lines(selected), encoding="utf-8")
-    print(f"{len(selected)} exchanges into {output / 'traffic.jsonl'}; header sets into {output / 'headers'}")
+    (output / "traffic.ndjson").write_text(_lines(selected), encoding="utf-8")
+    print(f"{len(selected)} exchanges into {output / 'traffic.ndjson'}; header sets into {output / 'headers'}")
     return 0
 
 

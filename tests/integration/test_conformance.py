@@ -1,4 +1,4 @@
-"""Conformance over real vendor traffic (``tests/fixtures/wire/traffic.jsonl``): each exchange is served by a
+"""Conformance over real vendor traffic (``tests/fixtures/wire/traffic.ndjson``): each exchange is served by a
 loopback server, called through the real SDK for its host while recording, then replayed offline. The SDK-level
 result, the bytes and the chunk boundaries the SDK received must be identical. A stream is served three ways
 (split at its events, every 7 bytes, and at 64 bytes with CRLF line endings), on the sync and async sides in

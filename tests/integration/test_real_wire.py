@@ -199,7 +199,7 @@ def test_the_generator_keeps_one_of_each_kind_whole_and_fakes_cookies(tmp_path: 
     output = tmp_path / "wire"
     assert generator.main(["--shared", str(shared), "--output", str(output)]) == 0
     assert json.loads((output / "headers" / "anthropic.json").read_text()) == [{"vendor": "anthropic"}]
-    first = (output / "traffic.jsonl").read_bytes()
+    first = (output / "traffic.ndjson").read_bytes()
     kept = {line["name"]: line for line in map(json.loads, first.splitlines())}
     assert list(kept) == ["a#1", "b#1", "b#2"]
     assert [kept["a#1"]["source"], kept["b#2"]["response"]["body"]] == ["s", tool], "bodies are kept whole"
@@ -211,7 +211,7 @@ def test_the_generator_keeps_one_of_each_kind_whole_and_fakes_cookies(tmp_path: 
     )
     assert _shape(faked) == _shape(COOKIE) == "__aa_aa=Aa0.a-00; _aaaaaa=Aa0_a-000000000", "names and shape kept"
     rerun = generator.main(["--shared", str(shared), "--output", str(output)])
-    assert (rerun, (output / "traffic.jsonl").read_bytes()) == (0, first), "a rerun writes the same bytes"
+    assert (rerun, (output / "traffic.ndjson").read_bytes()) == (0, first), "a rerun writes the same bytes"
     assert generator.main(["--shared", str(tmp_path / "nowhere"), "--output", str(output)]) == 2
 
 
