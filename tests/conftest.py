@@ -17,6 +17,24 @@ pytest_plugins = ["pytester"]
 
 sys.path.insert(0, os.path.dirname(__file__))
 
+# The suite reads its fixtures from the repository (tests/fixtures/wire) and never the team's captures beside
+# CI's checkout: a test that passes only where ../shared happens to be proves nothing in a clone. Installed
+# before any test module imports, so that a read of it anywhere in the run fails where it is made.
+OUTSIDE_THE_CLONE = str(Path(__file__).resolve().parents[2] / "shared")
+
+
+def _refuse_the_shared_captures(event: str, arguments: tuple[object, ...]) -> None:
+    if event not in ("open", "os.listdir", "os.scandir") or not arguments:
+        return
+    path = arguments[0]
+    if isinstance(path, str | bytes | os.PathLike):
+        where = os.path.abspath(os.fsdecode(path))
+        if where == OUTSIDE_THE_CLONE or where.startswith(OUTSIDE_THE_CLONE + os.sep):
+            raise PermissionError(f"{where}: a test read the captures beside the checkout; use tests/fixtures/wire")
+
+
+sys.addaudithook(_refuse_the_shared_captures)
+
 from upstream import Upstream  # noqa: E402
 from vendors import SDKS, VENDOR_ROUTES, Sdk  # noqa: E402
 

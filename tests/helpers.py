@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import io
 import json
@@ -32,3 +33,44 @@ def verify_strict(path: Path) -> tuple[int, str]:
     with contextlib.redirect_stdout(out), contextlib.redirect_stderr(out):
         code = cli(["verify", "--strict", str(path)])
     return code, out.getvalue()
+
+
+# --- reads with a deadline: a test that waits on a socket fails after READ_TIMEOUT, it never hangs ---------
+
+READ_TIMEOUT = 10.0  # seconds: generous for a loaded machine, short beside a CI job's limit
+
+
+def recv_event(connection: Any) -> Any:
+    """The next event of an openai realtime connection (sync), waiting at most READ_TIMEOUT: its ``recv()``
+    takes no timeout, so this reads its websockets connection (``_connection``, openai 3.x) as ``recv`` does."""
+    return connection.parse_event(connection._connection.recv(timeout=READ_TIMEOUT, decode=False))
+
+
+def events(connection: Any) -> Any:
+    """``for event in connection`` with READ_TIMEOUT on each read: the events until the server closes."""
+    from websockets.exceptions import ConnectionClosedOK
+
+    with contextlib.suppress(ConnectionClosedOK):
+        while True:
+            yield recv_event(connection)
+
+
+async def async_events(connection: Any) -> Any:
+    """``async for event in connection`` (openai's async realtime connection, or a websockets one) with
+    READ_TIMEOUT on each read."""
+    from websockets.exceptions import ConnectionClosedOK
+
+    with contextlib.suppress(ConnectionClosedOK):
+        while True:
+            yield await asyncio.wait_for(connection.recv(), READ_TIMEOUT)
+
+
+async def each_within(messages: Any) -> Any:
+    """``async for message in messages`` (an async iterator: genai's ``session.receive()``) with READ_TIMEOUT on
+    each message."""
+    iterator = aiter(messages)
+    while True:
+        try:
+            yield await asyncio.wait_for(anext(iterator), READ_TIMEOUT)
+        except StopAsyncIteration:
+            return

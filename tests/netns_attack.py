@@ -115,7 +115,7 @@ def _ssl() -> bytes:
 async def _open_connection(host: str, port: int) -> bytes:
     reader, writer = await asyncio.open_connection(host, port)
     writer.write(REQUEST)
-    data = await reader.read(100)
+    data = await asyncio.wait_for(reader.read(100), 5)
     writer.close()
     return data
 
@@ -419,6 +419,8 @@ def _ctypes_connect() -> bytes:
         if libc.connect(fd, ctypes.c_char_p(address), len(address)) != 0:
             raise OSError(ctypes.get_errno(), "connect")
         libc.send(fd, REQUEST, len(REQUEST), 0)
+        five_seconds = struct.pack("@ll", 5, 0)  # struct timeval: the read below waits no longer
+        libc.setsockopt(fd, socket.SOL_SOCKET, socket.SO_RCVTIMEO, five_seconds, len(five_seconds))
         answer = ctypes.create_string_buffer(100)
         return answer.raw[: libc.recv(fd, answer, 100, 0)]
     finally:
@@ -426,8 +428,10 @@ def _ctypes_connect() -> bytes:
 
 
 def _subprocess_connect() -> bytes:
-    script = f"import socket; s = socket.create_connection({HTTP!r}); s.sendall({REQUEST!r}); print(s.recv(100))"
-    return subprocess.run([sys.executable, "-c", script], check=True, capture_output=True).stdout
+    script = (
+        f"import socket; s = socket.create_connection({HTTP!r}, timeout=5); s.sendall({REQUEST!r}); print(s.recv(100))"
+    )
+    return subprocess.run([sys.executable, "-c", script], check=True, capture_output=True, timeout=60).stdout
 
 
 # What an in-process guard can't catch (the docs say so, and how to close it: a network namespace): these reach

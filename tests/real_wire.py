@@ -1,4 +1,5 @@
-"""The response headers real vendors send (../shared/vendor-headers), for every test upstream.
+"""The real wire, from the fixtures in ``tests/fixtures/wire`` (their README says where they came from): the
+response headers real vendors send, for every test upstream, and real vendor exchanges.
 
 api.openai.com and api.anthropic.com answer with Cloudflare cookies (``__cf_bm``, ``_cfuvid``) carrying
 ``Domain``, ``Path``, ``Expires`` and ``HttpOnly; Secure; SameSite=None``, plus HSTS with ``max-age``,
@@ -7,8 +8,8 @@ wire, so ``Upstream`` serves one of these sets with every reply (chosen by the r
 met), and
 ``vendor_mock`` answers at the vendor's own host with them.
 
-The sets are read from ``../shared/vendor-headers`` beside the checkout; without it, a small set of the
-same shape (the two Cloudflare cookies, HSTS) stands in, so that the tests still meet cookies.
+``vendor_traffic`` gives the exchanges (``traffic.ndjson``) the conformance and conversation-view tests serve
+and read. The fixtures are part of the repository: there is no other source and no stand-in.
 """
 
 from __future__ import annotations
@@ -22,51 +23,28 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-HEADERS_FOLDER = Path(__file__).resolve().parents[2] / "shared" / "vendor-headers"
+FIXTURES = Path(__file__).resolve().parent / "fixtures" / "wire"
 # What a server sets itself for the body it sends: taken from the reply, never from a recorded set.
 _FRAMING = {"content-length", "transfer-encoding", "content-encoding", "connection", "content-type"}
-
-_STAND_IN = {
-    "openai": [
-        ("CF-RAY", "93f1b2c3d4e5f607-IAD"),
-        (
-            "Set-Cookie",
-            "__cf_bm=Xq7kP2mN9vL4tR8wZ1yB6cD3fH5jK0sA.uE-1700000000-1.0.1.1-"
-            "aB3cD4eF5gH6iJ7kL8mN9oP0qR1sT2uV3wX4yZ5; path=/; expires=Tue, 01-Dec-26 20:30:00 GMT; "
-            "domain=.api.openai.com; HttpOnly; Secure; SameSite=None",
-        ),
-        (
-            "Set-Cookie",
-            "_cfuvid=Zy9xW8vU7tS6rQ5pO4nM3lK2jI1hG0fE.dC-1700000000000-0.0.1.1-604800000; path=/; "
-            "domain=.api.openai.com; HttpOnly; Secure; SameSite=None",
-        ),
-        ("strict-transport-security", "max-age=31536000; includeSubDomains; preload"),
-        ("openai-processing-ms", "170"),
-        ("x-request-id", "req_8xNbe3nNyjOq9wMxEhh2FDEE"),
-    ],
-    "anthropic": [
-        ("CF-RAY", "93f1b2c3d4e5f608-IAD"),
-        (
-            "set-cookie",
-            "_cfuvid=iANTSBS4dlrRkFu6PB7dYwhSmLGbZKcI2HM28FvqmHH-1700000000000-0.0.1.1-604800000; "
-            "HttpOnly; SameSite=None; Secure; Path=/; Domain=api.anthropic.com",
-        ),
-        ("strict-transport-security", "max-age=31536000; includeSubDomains; preload"),
-        ("request-id", "req_011CQ2mn9vL4tR8wZ1yB6cD3"),
-    ],
-}
 
 
 def _load() -> dict[str, list[list[tuple[str, str]]]]:
     sets: dict[str, list[list[tuple[str, str]]]] = {}
     for vendor in ("openai", "anthropic"):
-        path = HEADERS_FOLDER / f"{vendor}.json"
-        if path.is_file():
-            entries = json.loads(path.read_text())
-            sets[vendor] = [[(name, value) for name, value in entry["headers"]] for entry in entries]
-        else:
-            sets[vendor] = [_STAND_IN[vendor]]
+        entries = json.loads((FIXTURES / "headers" / f"{vendor}.json").read_text(encoding="utf-8"))
+        sets[vendor] = [[(name, value) for name, value in entry["headers"]] for entry in entries]
     return sets
+
+
+def vendor_traffic(prefix: str = "") -> list[tuple[str, dict[str, Any]]]:
+    """The real exchanges whose name (capture file and number: ``test_openai_responses__...#1``) starts with
+    ``prefix``, as ``(name, {"source", "request", "response"})``, in the fixture's order."""
+    found = []
+    for line in (FIXTURES / "traffic.ndjson").read_text(encoding="utf-8").splitlines():
+        exchange = json.loads(line)
+        if exchange["name"].startswith(prefix):
+            found.append((exchange.pop("name"), exchange))
+    return found
 
 
 HEADER_SETS = _load()

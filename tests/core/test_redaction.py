@@ -16,6 +16,7 @@ import pytest
 from helpers import recording
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from real_wire import vendor_traffic
 from test_credentials import FAKES, PLANTED
 from upstream import Received, Reply, Upstream
 from vendors import VENDOR_ROUTES, Sdk
@@ -215,29 +216,24 @@ def test_base64_blobs_survive(blob: bytes, urlsafe: bool) -> None:
     assert remove_secret_values(document) == document
 
 
-def _vendor_documents() -> list[Any]:
-    folder = Path(__file__).resolve().parents[3] / "shared" / "vendor-traffic"
-    if not folder.is_dir():
-        pytest.skip(f"{folder} is absent: the vendor-traffic corpus is not beside this checkout")
-    return [json.loads(path.read_text()) for path in sorted(folder.glob("*.json"))]
-
-
 def test_vendor_corpus_bodies_survive_redaction_intact() -> None:
-    """Real traffic: base64 media (some holding 'sk-z...' by chance), logprob tokens, page tokens, metadata
-    keys. The only values that change are the OAuth credentials of one exchange (already scrubbed there)."""
+    """Real traffic (tests/fixtures/wire): base64 media (some holding 'sk-z...' by chance), logprob tokens,
+    metadata keys. The only values that change are the OAuth credentials of one exchange (already scrubbed
+    there)."""
     changed = []
-    for document in _vendor_documents():
-        for interaction in document["interactions"]:
-            for side, is_response in (("request", False), ("response", True)):
-                body = interaction[side]["body"]
-                value = body.get("json", body.get("text"))
-                redacted = Redactor().redact_value(value, response=is_response)
-                if "application/x-www-form-urlencoded" in str(interaction[side]["headers"]).lower():
-                    redacted = Redactor().redact_form(value)
-                while (difference := vcr_transport.find_first_difference(value, redacted)) is not None:
-                    path, before, _ = difference
-                    changed.append((path or before.split("=")[0], before))
-                    value = redacted if not path else _set(value, path, difference[2])
+    bodies = [json.dumps([e["request"]["body"], e["response"]["body"]]) for _, e in vendor_traffic()]
+    assert any("sk-" in body for body in bodies), "the fixtures hold media with a key's prefix in it by chance"
+    for _, interaction in vendor_traffic():
+        for side, is_response in (("request", False), ("response", True)):
+            body = interaction[side]["body"]
+            value = body.get("json", body.get("text"))
+            redacted = Redactor().redact_value(value, response=is_response)
+            if "application/x-www-form-urlencoded" in str(interaction[side]["headers"]).lower():
+                redacted = Redactor().redact_form(value)
+            while (difference := vcr_transport.find_first_difference(value, redacted)) is not None:
+                path, before, _ = difference
+                changed.append((path or before.split("=")[0], before))
+                value = redacted if not path else _set(value, path, difference[2])
     assert changed
     assert all(before == "scrubbed" or "=scrubbed" in before for _, before in changed), changed
     assert {path.split("&")[0] for path, _ in changed} <= {"access_token", "id_token", "grant_type"}
@@ -255,8 +251,7 @@ def _set(value: Any, path: str, new: Any) -> Any:
 
 
 def test_vendor_corpus_still_loses_planted_credentials() -> None:
-    document = _vendor_documents()[0]
-    body = document["interactions"][0]["request"]["body"]["json"]
+    body = vendor_traffic("test_anthropic")[0][1]["request"]["body"]["json"]
     planted = {**body, "metadata": {"token": "plain-credential-value", "api_key": "k"}}
     cleaned = remove_secret_values(planted)
     assert cleaned["metadata"] == {"token": PLACEHOLDER, "api_key": PLACEHOLDER}

@@ -1,13 +1,15 @@
-"""Conformance over real vendor traffic (../shared/vendor-traffic): each exchange is served by a loopback
-server, called through the real SDK for its host while recording, then replayed offline. The SDK-level
-result, the bytes and the chunk boundaries the SDK received must be identical."""
+"""Conformance over real vendor traffic (``tests/fixtures/wire/traffic.ndjson``): each exchange is served by a
+loopback server, called through the real SDK for its host while recording, then replayed offline. The SDK-level
+result, the bytes and the chunk boundaries the SDK received must be identical. A stream is served three ways
+(split at its events, every 7 bytes, and at 64 bytes with CRLF line endings), on the sync and async sides in
+turn."""
 
 from __future__ import annotations
 
 import asyncio
 import json
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 from urllib.parse import urlsplit
 
 import anthropic
@@ -17,28 +19,33 @@ import pytest
 from google import genai
 from google.genai import types as genai_types
 from helpers import recording
+from real_wire import vendor_traffic
 from tap import Tap
 from upstream import Reply, Upstream, split_bytes, split_events
 
 import vcr_transport
 from vcr_transport import PLACEHOLDER, Redactor
 
-CORPUS = Path(__file__).resolve().parents[3] / "shared" / "vendor-traffic"
 DROPPED_HEADERS = {"content-length", "transfer-encoding", "content-encoding", "connection"}
 
 
+class Exchange(NamedTuple):
+    interaction: dict[str, Any]
+    variant: int  # % 3: how the body is split (a stream: at events, every 7 bytes, CRLF); % 2: the async side
+
+
+def _streaming(headers: Any) -> bool:
+    return any(
+        k.lower() == "content-type" and "event-stream" in (v if isinstance(v, str) else v[0]) for k, v in headers
+    )
+
+
 def _exchanges() -> list[Any]:
-    if not CORPUS.is_dir():
-        return [
-            pytest.param(
-                None,
-                marks=pytest.mark.skip(reason=f"{CORPUS} is absent: no vendor-traffic corpus beside this checkout"),
-            )
-        ]
     found = []
-    for path in sorted(CORPUS.glob("*.json")):
-        for number, interaction in enumerate(json.loads(path.read_text())["interactions"]):
-            found.append(pytest.param(interaction, id=f"{path.stem[:70]}-{number}"))
+    for name, interaction in vendor_traffic():
+        # A stream is served three times, in turn split at its events, every 7 bytes, and with CRLF line endings.
+        for _ in range(3 if _streaming(interaction["response"]["headers"].items()) else 1):
+            found.append(pytest.param(Exchange(interaction, len(found)), id=f"{name[:70]}-{len(found)}"))
     return found
 
 
@@ -51,7 +58,7 @@ def _reply(interaction: dict[str, Any], variant: int) -> Reply:
     ]
     body = response["body"]
     data = json.dumps(body["json"]).encode() if "json" in body else body["text"].encode()
-    streaming = any(k.lower() == "content-type" and "event-stream" in v for k, v in headers)
+    streaming = _streaming(headers)
     if streaming and variant % 3 == 2:
         data = data.replace(b"\r\n", b"\n").replace(b"\n", b"\r\n")
     chunks = split_events(data) if streaming and variant % 3 == 0 else split_bytes(data, 7 if variant % 3 == 1 else 64)
@@ -167,14 +174,12 @@ def vendor() -> Any:
     server.stop()
 
 
-@pytest.mark.parametrize("interaction", _exchanges())
+@pytest.mark.parametrize("exchange", _exchanges())
 @pytest.mark.slow
-def test_vendor_exchange_replays_identically(
-    interaction: dict[str, Any], vendor: Upstream, tmp_path: Path, request: pytest.FixtureRequest
-) -> None:
-    variant = request.node.callspec.indices["interaction"]
+def test_vendor_exchange_replays_identically(exchange: Exchange, vendor: Upstream, tmp_path: Path) -> None:
+    interaction, variant = exchange
     reply = _reply(interaction, variant)
-    streaming = any(k.lower() == "content-type" and "event-stream" in v for k, v in reply.headers)
+    streaming = _streaming(reply.headers)
     kind = _kind(urlsplit(interaction["request"]["uri"]).hostname or "")
     use_async = kind != "plain" and variant % 2 == 1
     vendor.routes["/"] = lambda received: reply

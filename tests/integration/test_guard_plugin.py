@@ -23,6 +23,7 @@ def serve():
     while True:
         connection, _ = server.accept()
         with connection:
+            connection.settimeout(5)
             connection.recv(10)
             connection.sendall(b"hello")
 

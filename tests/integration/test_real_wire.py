@@ -1,5 +1,5 @@
 """Sessions on the real wire: the SDKs at their default hosts, answered with every header set the vendors
-really send (../shared/vendor-headers: Cloudflare cookies with Domain, Path, Expires; HSTS with max-age),
+really send (tests/fixtures/wire/headers: Cloudflare cookies with Domain, Path, Expires; HSTS with max-age),
 four calls on one client (so that the client's cookie jar sends the cookies back), recorded, checked with
 ``verify --strict`` and replayed offline."""
 
@@ -7,14 +7,17 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
+import re
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 import httpx
 import httpx2
 import pytest
 from helpers import verify_strict
-from real_wire import HEADER_SETS, at_vendor_host, real_headers, vendor_of
+from real_wire import COOKIE_SETS, FIXTURES, HEADER_SETS, at_vendor_host, real_headers, vendor_of, vendor_traffic
 from upstream import Received
 from vendors import SDKS, VENDOR_ROUTES, Sdk
 
@@ -95,6 +98,121 @@ def test_every_header_set_is_served_by_the_test_upstream() -> None:
     assert vendor_of("/v1/messages") == "anthropic" and vendor_of("/v1/chat/completions") == "openai"
     assert sum(map(len, HEADER_SETS.values())) >= 2
     assert any(PLACEHOLDER not in value for sets in HEADER_SETS.values() for s in sets for _, value in s)
+
+
+# --- the fixtures: in the repository, whole, and the only source ---------------------------------------
+
+
+def test_the_fixture_header_sets_are_real_answers_of_each_kind() -> None:
+    """Each header set has the Date and Server a real answer has (tests compare answers that differ in them
+    alone); each vendor has sets with real cookies, and sets for JSON answers and for event streams."""
+    for vendor, sets in HEADER_SETS.items():
+        assert all({"date", "server"} <= {name.lower() for name, _ in headers} for headers in sets), vendor
+        assert COOKIE_SETS[vendor], f"{vendor}: no set with a real cookie"
+        kinds = {entry["content_type"] for entry in json.loads((FIXTURES / "headers" / f"{vendor}.json").read_text())}
+        assert "application/json" in kinds and any("event-stream" in kind for kind in kinds), (vendor, kinds)
+
+
+def _vendor_and_kinds(exchange: dict[str, Any]) -> set[tuple[str, Any]]:
+    host = urlsplit(exchange["request"]["uri"]).hostname or ""
+    vendor = next((v for v in ("openai", "anthropic", "googleapis") if v in host), host)
+    types = [v for k, v in exchange["response"]["headers"].items() if k.lower() == "content-type"]
+    return {
+        (vendor, "sse" if types and "event-stream" in str(types[0]) else "json"),
+        (vendor, exchange["response"]["status"]),
+    }
+
+
+def test_the_fixture_traffic_has_json_streams_and_errors_of_each_vendor() -> None:
+    seen = set().union(*(_vendor_and_kinds(exchange) for _, exchange in vendor_traffic()))
+    wanted = {(v, kind) for v in ("openai", "anthropic", "googleapis") for kind in ("json", "sse", 200)}
+    assert wanted | {("openai", 400), ("anthropic", 400)} <= seen, seen
+    assert "tools/make_wire_fixtures.py" in (FIXTURES / "README.md").read_text()
+
+
+def test_no_test_reads_the_captures_beside_the_checkout(tmp_path: Path) -> None:
+    """The suite's guard (tests/conftest.py) refuses a read of ../shared, whether or not it is there, and no
+    test module names it."""
+    outside = Path(__file__).resolve().parents[3] / "shared"  # tests/conftest.py's OUTSIDE_THE_CLONE
+    for read in (
+        lambda: open(outside / "vendor-headers" / "openai.json"),  # noqa: SIM115
+        lambda: os.listdir(outside / "vendor-traffic"),
+        lambda: os.scandir(outside),
+    ):
+        with pytest.raises(PermissionError, match="tests/fixtures/wire"):
+            read()
+    (tmp_path / "shared-elsewhere").mkdir()
+    assert os.listdir(tmp_path) == ["shared-elsewhere"], "a folder of that name elsewhere is read as any other"
+    named = re.compile("shared" + r"""(?:/|["']\s*/\s*["'])vendor-""")  # the path, written or built
+    tests = Path(__file__).resolve().parents[1]
+    assert [p for p in tests.rglob("*.py") if named.search(p.read_text(encoding="utf-8"))] == []
+
+
+COOKIE = "__cf_bm=Ab3.x-17; _cfuvid=Zz9_q-604800000"
+
+
+def _capture(path: str, reply: Any, kind: str = "application/json", tools: Any = None) -> dict[str, Any]:
+    body = {"json": {"tools": tools}} if tools else {"json": {"p": 1}}
+    request = {"method": "POST", "uri": f"https://api.anthropic.com{path}", "headers": {"cookie": COOKIE}}
+    response = {"status": 200, "headers": {"content-type": kind}, "body": reply}
+    return {"request": {**request, "body": body}, "response": response}
+
+
+def _generator() -> Any:
+    import importlib.util
+
+    root = Path(__file__).resolve().parents[2]
+    spec = importlib.util.spec_from_file_location("make_wire_fixtures", root / "tools" / "make_wire_fixtures.py")
+    assert spec is not None and spec.loader is not None
+    generator = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(generator)
+    return generator
+
+
+def _write_captures(shared: Path) -> dict[str, Any]:
+    """Captures in the shared folder's shape: header sets; an exchange twice (in two files), a bigger one of
+    the same endpoint, a stream, an answer calling the tool its request offered (returned)."""
+    (shared / "vendor-headers").mkdir(parents=True)
+    for vendor in ("openai", "anthropic"):
+        (shared / "vendor-headers" / f"{vendor}.json").write_text(f'[{{"vendor": "{vendor}"}}]')
+    small, big = _capture("/v1/messages", {"json": {"a": 1}}), _capture("/v1/messages", {"json": {"a": "x" * 99}})
+    stream = _capture("/v1/messages", {"text": "data: {}\n\n"}, "text/event-stream")
+    tool = {"json": {"content": [{"type": "tool_use", "name": "look", "input": {}}], "pad": "y" * 200}}
+    called = _capture("/v1/messages", tool, tools=[{"name": "look"}])
+    (shared / "vendor-traffic").mkdir()
+    (shared / "vendor-traffic" / "a.json").write_text(json.dumps({"source": "s", "interactions": [big, small]}))
+    (shared / "vendor-traffic" / "b.json").write_text(
+        json.dumps({"source": "s", "interactions": [small, stream, called]})
+    )
+    return tool
+
+
+def _shape(value: str) -> str:
+    return re.sub("[a-z]", "a", re.sub("[A-Z]", "A", re.sub("[0-9]", "0", value)))
+
+
+def test_the_generator_keeps_one_of_each_kind_whole_and_fakes_cookies(tmp_path: Path) -> None:
+    """tools/make_wire_fixtures.py on small captures: the header sets copied as they are; of the traffic, the
+    smallest exchange of each endpoint and kind, every small stream, an answer calling an offered tool, each
+    repeated exchange once; request cookies replaced by text of the same shape; a rerun writes the same bytes."""
+    generator, shared, tool = _generator(), tmp_path / "captures", _write_captures(tmp_path / "captures")
+    output = tmp_path / "wire"
+    assert generator.main(["--shared", str(shared), "--output", str(output)]) == 0
+    assert json.loads((output / "headers" / "anthropic.json").read_text()) == [{"vendor": "anthropic"}]
+    first = (output / "traffic.ndjson").read_bytes()
+    kept = {line["name"]: line for line in map(json.loads, first.splitlines())}
+    assert list(kept) == ["a#1", "b#1", "b#2"]
+    assert [kept["a#1"]["source"], kept["b#2"]["response"]["body"]] == ["s", tool], "bodies are kept whole"
+    faked = kept["a#1"]["request"]["headers"]["cookie"]
+    assert (faked.partition("=")[0], faked.partition("; ")[2].partition("=")[0], faked != COOKIE) == (
+        "__cf_bm",
+        "_cfuvid",
+        True,
+    )
+    assert _shape(faked) == _shape(COOKIE) == "__aa_aa=Aa0.a-00; _aaaaaa=Aa0_a-000000000", "names and shape kept"
+    rerun = generator.main(["--shared", str(shared), "--output", str(output)])
+    assert (rerun, (output / "traffic.ndjson").read_bytes()) == (0, first), "a rerun writes the same bytes"
+    assert generator.main(["--shared", str(tmp_path / "nowhere"), "--output", str(output)]) == 2
 
 
 @pytest.mark.parametrize("library", [httpx, httpx2], ids=lambda library: library.__name__)

@@ -22,6 +22,7 @@ from urllib.parse import urlsplit
 import httpx2
 import openai
 import pytest
+from helpers import READ_TIMEOUT, events
 from upstream import Upstream
 from vendors import OPENAI_KEY, SDKS, VENDOR_ROUTES, openai_reply
 
@@ -433,7 +434,7 @@ def test_serve_answers_a_websocket_session_from_the_cassette(tmp_path: Path) -> 
             )
             connection.response.create()
             kinds = []
-            for event in connection:
+            for event in events(connection):
                 kinds.append(event.type)
                 if event.type == "response.done":
                     return kinds
@@ -448,10 +449,10 @@ def test_serve_answers_a_websocket_session_from_the_cassette(tmp_path: Path) -> 
         base = child.url.replace("http://", "ws://")
         assert session(base) == recorded
         with connect(f"{base}/v1/realtime?model=gpt-realtime") as raw:
-            raw.recv()  # session.created came before the first send
+            raw.recv(timeout=READ_TIMEOUT)  # session.created came before the first send
             raw.send(json.dumps({"type": "conversation.item.create", "item": {"type": "message", "role": "system"}}))
             with pytest.raises(ConnectionClosedError) as caught:
-                raw.recv()
+                raw.recv(timeout=READ_TIMEOUT)
     assert caught.value.rcvd is not None and caught.value.rcvd.code == 1008
     assert "field message[1].item" in caught.value.rcvd.reason
     assert "101 session 0 of realtime.jsonl: closed by the client" in child.output

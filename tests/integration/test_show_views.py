@@ -17,6 +17,7 @@ import httpx2
 import pytest
 from browser import Browser, find_chromium
 from helpers import recording
+from real_wire import vendor_traffic
 from test_cli import cli
 from upstream import Upstream
 from vendors import SDKS, Sdk
@@ -27,7 +28,6 @@ from vcr_transport._core._view import NOT_JSON, call_view
 from vcr_transport._storage import read_cassette
 
 ROOT = Path(__file__).resolve().parents[2]
-CORPUS = ROOT.parent / "shared" / "vendor-traffic"
 OPENAI = next(s for s in SDKS if s.name == "openai" and s.library is httpx2 and s.side == "sync")
 CHROMIUM = find_chromium()
 needs_browser = pytest.mark.skipif(
@@ -51,21 +51,19 @@ def test_a_recorded_call_reads_as_the_conversation_the_sdk_had(sdk: Sdk, upstrea
 
 
 def _corpus_calls(prefix: str) -> list[tuple[str, RecordedCall]]:
-    """Streams of the real vendor traffic as recorded calls (built by hand: this checks the core alone)."""
-    if not CORPUS.is_dir():
-        pytest.skip(f"{CORPUS} is absent: no vendor-traffic corpus beside this checkout")
+    """The real vendor exchanges (tests/fixtures/wire) as recorded calls (built by hand: this checks the core
+    alone)."""
     found = []
-    for path in sorted(CORPUS.glob(f"{prefix}*.json")):
-        for number, interaction in enumerate(json.loads(path.read_text())["interactions"]):
-            request, response = interaction["request"], interaction["response"]
-            body = response["body"]
-            data = body["text"].encode() if "text" in body else json.dumps(body.get("json")).encode()
-            call = RecordedCall(
-                number, request["method"], request["uri"], list(request["headers"].items()), request.get("body")
-            )
-            call.status, call.response_headers = response["status"], list(response["headers"].items())
-            call.chunks, call.outcome = [data], "complete"
-            found.append((f"{path.name}#{number}", call))
+    for number, (name, interaction) in enumerate(vendor_traffic(prefix)):
+        request, response = interaction["request"], interaction["response"]
+        body = response["body"]
+        data = body["text"].encode() if "text" in body else json.dumps(body.get("json")).encode()
+        call = RecordedCall(
+            number, request["method"], request["uri"], list(request["headers"].items()), request.get("body")
+        )
+        call.status, call.response_headers = response["status"], list(response["headers"].items())
+        call.chunks, call.outcome = [data], "complete"
+        found.append((name, call))
     return found
 
 

@@ -14,6 +14,7 @@ from typing import Any
 
 import httpx
 import pytest
+from helpers import READ_TIMEOUT
 from realtime_server import RealtimeServer
 from upstream import Reply, Upstream
 from websockets.sync.client import connect
@@ -51,11 +52,11 @@ def _update(modality: str) -> str:
 
 def _turn(ws: Any, first: str, temperature: int, *, binary: bool = False) -> list[str]:
     """session.update, then an item; the server's answers by type."""
-    seen = [json.loads(ws.recv())["type"]]  # session.created
+    seen = [json.loads(ws.recv(timeout=READ_TIMEOUT))["type"]]  # session.created
     ws.send(first.encode() if binary else first)
-    seen.append(json.loads(ws.recv())["type"])
+    seen.append(json.loads(ws.recv(timeout=READ_TIMEOUT))["type"])
     ws.send(_item(temperature).encode() if binary else _item(temperature))
-    added = json.loads(ws.recv())
+    added = json.loads(ws.recv(timeout=READ_TIMEOUT))
     seen.append(added["type"] + ":" + added["item"]["output"])
     return seen
 
@@ -166,7 +167,7 @@ def test_ws_two_sessions_open_the_second_misses(tmp_path: Path, server: Realtime
             a = _turn(one, _update("text"), 21)
             b = _turn(two, _update("text"), second)
             one.send(_item(22))
-            a.append(json.loads(one.recv())["item"]["output"])
+            a.append(json.loads(one.recv(timeout=READ_TIMEOUT))["item"]["output"])
         return a, b
 
     with vcr_transport.use_cassette(cassette, mode="record"):
@@ -203,7 +204,7 @@ def test_ws_client_closes_right_after_the_differing_send(tmp_path: Path, server:
 
     def run(temperature: int) -> None:
         with connect(_ws_url(server)) as ws:
-            assert json.loads(ws.recv())["type"] == "session.created"
+            assert json.loads(ws.recv(timeout=READ_TIMEOUT))["type"] == "session.created"
             ws.send(_item(temperature))
 
     with vcr_transport.use_cassette(cassette, mode="record"):
@@ -301,10 +302,10 @@ def test_ws_two_sessions_both_miss(tmp_path: Path, server: RealtimeServer) -> No
 
     def run(one_temperature: int, two_temperature: int) -> tuple[list[str], list[str]]:
         with connect(_ws_url(server, "&n=1")) as one, connect(_ws_url(server, "&n=2")) as two:
-            seen_one = [json.loads(one.recv())["type"]]
+            seen_one = [json.loads(one.recv(timeout=READ_TIMEOUT))["type"]]
             b = _turn(two, _update("text"), two_temperature)
             one.send(_item(one_temperature))
-            added = json.loads(one.recv())
+            added = json.loads(one.recv(timeout=READ_TIMEOUT))
             seen_one.append(added["item"]["output"])
         return seen_one, b
 
@@ -327,7 +328,7 @@ def test_ws_client_sends_ahead_without_reading(tmp_path: Path, server: RealtimeS
         with connect(_ws_url(server)) as ws:
             ws.send(_update("text"))
             ws.send(_item(temperature))
-            return [json.loads(ws.recv())["type"] for _ in range(3)]
+            return [json.loads(ws.recv(timeout=READ_TIMEOUT))["type"] for _ in range(3)]
 
     with vcr_transport.use_cassette(cassette, mode="record"):
         first = run(21)
@@ -348,7 +349,7 @@ def test_ws_async_close_right_after_the_differing_send(tmp_path: Path, server: R
 
     async def run(temperature: int) -> str:
         async with aconnect(_ws_url(server)) as ws:
-            created = json.loads(await ws.recv())["type"]
+            created = json.loads(await asyncio.wait_for(ws.recv(), READ_TIMEOUT))["type"]
             await ws.send(_item(temperature).encode())
         return created
 
@@ -431,9 +432,9 @@ def test_http():
 def test_session():
     with connect(URL + "/echo") as ws:
         ws.send(json.dumps({{"setup": {{"model": "models/live"}}}}))
-        assert json.loads(ws.recv()) == {{"setupComplete": {{}}}}
+        assert json.loads(ws.recv(timeout=10)) == {{"setupComplete": {{}}}}
         ws.send(json.dumps({{"client_content": {{"turns": [{{"role": "user", "parts": [{{"text": "TEMP"}}]}}]}}}}))
-        assert "toolCall" in json.loads(ws.recv())
+        assert "toolCall" in json.loads(ws.recv(timeout=10))
 
 
 @SHARED
@@ -482,10 +483,10 @@ def test_ws_http_call_inside_the_session_before_the_miss(
 
     def run(temperature: int) -> tuple[list[str], Any, Any]:
         with httpx.Client() as client, connect(_ws_url(server)) as ws:
-            seen = [json.loads(ws.recv())["type"]]
+            seen = [json.loads(ws.recv(timeout=READ_TIMEOUT))["type"]]
             during = client.get(upstream.url + "/api/during").json()
             ws.send(_item(temperature))
-            seen.append(json.loads(ws.recv())["item"]["output"])
+            seen.append(json.loads(ws.recv(timeout=READ_TIMEOUT))["item"]["output"])
             after = client.get(upstream.url + "/api/after").json()
         return seen, during, after
 
@@ -509,7 +510,7 @@ def test_ws_fragments_then_a_message_not_recorded(tmp_path: Path, server: Realti
 
     def run(extra: bool) -> list[Any]:
         with connect(f"{server.url}/fragments") as ws:
-            got = [ws.recv(), ws.recv()]
+            got = [ws.recv(timeout=READ_TIMEOUT), ws.recv(timeout=READ_TIMEOUT)]
             if extra:
                 ws.send(b"\x00binary hello\xff")
                 try:
@@ -566,10 +567,10 @@ def test_ws_async_miss_with_concurrent_http(tmp_path: Path, server: RealtimeServ
 
     async def session(temperature: int) -> list[str]:
         async with aconnect(_ws_url(server)) as ws:
-            seen = [json.loads(await ws.recv())["type"]]
+            seen = [json.loads(await asyncio.wait_for(ws.recv(), READ_TIMEOUT))["type"]]
             await asyncio.sleep(0.05)
             await ws.send(_item(temperature))
-            seen.append(json.loads(await ws.recv())["item"]["output"])
+            seen.append(json.loads(await asyncio.wait_for(ws.recv(), READ_TIMEOUT))["item"]["output"])
         return seen
 
     async def calls() -> list[Any]:

@@ -14,6 +14,7 @@ import openai
 import pytest
 from google import genai
 from google.genai import types
+from helpers import READ_TIMEOUT, async_events, each_within, events, recv_event
 from realtime_server import AUDIO_IN, AUDIO_OUT, BINARY_FRAGMENTS, LONG_DELTAS, TEXT_FRAGMENTS, RealtimeServer
 
 import vcr_transport
@@ -64,7 +65,7 @@ def realtime_sync(server: RealtimeServer, temperature: int = 21) -> dict[str, An
         )
         connection.response.create()
         for turn in range(2):
-            for event in connection:
+            for event in events(connection):
                 seen["types"].append(event.type)
                 if event.type == "response.function_call_arguments.done":
                     seen["arguments"] = json.loads(event.arguments)
@@ -90,7 +91,7 @@ async def realtime_async(server: RealtimeServer, temperature: int = 21) -> dict[
         )
         await connection.response.create()
         for turn in range(2):
-            async for event in connection:
+            async for event in async_events(connection):
                 seen["types"].append(event.type)
                 if event.type == "response.function_call_arguments.done":
                     seen["arguments"] = json.loads(event.arguments)
@@ -170,7 +171,7 @@ def _interrupted(server: RealtimeServer) -> list[str]:
     with _openai_client(server).realtime.connect(model="gpt-realtime") as connection:
         connection.response.create(response={"instructions": "long"})
         deltas = []
-        for event in connection:
+        for event in events(connection):
             if event.type == "response.output_text.delta":
                 deltas.append(event.delta)
                 if len(deltas) == 3:
@@ -210,7 +211,7 @@ async def gemini_live(server: RealtimeServer) -> dict[str, Any]:
         await session.send_client_content(
             turns=types.Content(role="user", parts=[types.Part(text="Weather in Paris?")]), turn_complete=True
         )
-        async for message in session.receive():
+        async for message in each_within(session.receive()):
             if message.tool_call and message.tool_call.function_calls:
                 call = message.tool_call.function_calls[0]
                 seen["calls"].append((call.name, call.args))
@@ -271,13 +272,13 @@ def test_record_on_miss_records_a_session_whose_handshake_differs(tmp_path: Path
     client = openai.OpenAI(api_key=OPENAI_KEY, websocket_base_url=f"{server.url}/v1", max_retries=0)
     with vcr_transport.use_cassette(cassette, mode="record-on-miss"):
         with client.realtime.connect(model="gpt-realtime-mini") as connection:
-            assert connection.recv().type == "session.created"
+            assert recv_event(connection).type == "session.created"
     assert server.connections == opened + 1  # the miss went to the server
     (request,) = [line for line in _lines(cassette) if line["type"] == "request"]
     assert request["url"].endswith("model=gpt-realtime-mini")
     with vcr_transport.use_cassette(cassette, mode="replay"):
         with client.realtime.connect(model="gpt-realtime-mini") as connection:
-            assert connection.recv().type == "session.created"
+            assert recv_event(connection).type == "session.created"
 
 
 def _sessions(path: Path) -> list[dict[str, Any]]:
@@ -359,13 +360,13 @@ def test_record_on_miss_with_a_message_the_recording_does_not_have(tmp_path: Pat
     with vcr_transport.use_cassette(cassette, mode="record"):
         with client.realtime.connect(model="gpt-realtime") as connection:
             connection.session.update(session=update)  # type: ignore[arg-type]
-            assert connection.recv().type == "session.created"
-            assert connection.recv().type == "session.updated"
+            assert recv_event(connection).type == "session.created"
+            assert recv_event(connection).type == "session.updated"
     with vcr_transport.use_cassette(cassette, mode="record-on-miss"):
         with client.realtime.connect(model="gpt-realtime") as connection:
             connection.session.update(session=update)  # type: ignore[arg-type]
             connection.response.create()  # not in the recording
-            received = [connection.recv().type for _ in range(3)]
+            received = [recv_event(connection).type for _ in range(3)]
     assert received == ["session.created", "session.updated", "response.created"]
     (session,) = _sessions(cassette)
     assert [event["type"] for event in session["client"]] == ["session.update", "response.create"]
@@ -417,8 +418,10 @@ def test_a_thread_waiting_in_recv_follows_the_session_live(tmp_path: Path, serve
     def talk(item: dict[str, Any]) -> list[str]:
         seen: list[str] = []
         with connect(f"{server.url}/v1/realtime?model=gpt-realtime") as ws:
-            assert json.loads(ws.recv())["type"] == "session.created"
-            reader = threading.Thread(target=lambda: seen.extend(json.loads(ws.recv())["type"] for _ in range(2)))
+            assert json.loads(ws.recv(timeout=READ_TIMEOUT))["type"] == "session.created"
+            reader = threading.Thread(
+                target=lambda: seen.extend(json.loads(ws.recv(timeout=READ_TIMEOUT))["type"] for _ in range(2))
+            )
             reader.start()
             ws.send(json.dumps({"type": "conversation.item.create", "item": item}))
             ws.send(json.dumps({"type": "response.create"}))
@@ -445,10 +448,10 @@ def test_a_task_waiting_in_recv_follows_the_session_live(tmp_path: Path, server:
 
     async def talk(item: dict[str, Any]) -> list[str]:
         async with connect(f"{server.url}/v1/realtime?model=gpt-realtime") as ws:
-            assert json.loads(await ws.recv())["type"] == "session.created"
+            assert json.loads(await asyncio.wait_for(ws.recv(), READ_TIMEOUT))["type"] == "session.created"
 
             async def read() -> list[str]:
-                return [json.loads(await ws.recv())["type"] for _ in range(2)]
+                return [json.loads(await asyncio.wait_for(ws.recv(), READ_TIMEOUT))["type"] for _ in range(2)]
 
             reader = asyncio.create_task(read())
             await asyncio.sleep(0)  # the reader waits in recv()
@@ -472,12 +475,12 @@ def test_a_task_waiting_in_recv_follows_the_session_live(tmp_path: Path, server:
 def _answered(server: RealtimeServer, temperature: int) -> str:
     """A turn that waits for each answer before it sends again: its recording has one order only."""
     with _openai_client(server).realtime.connect(model="gpt-realtime") as connection:
-        assert connection.recv().type == "session.created"
+        assert recv_event(connection).type == "session.created"
         connection.conversation.item.create(item=_tool_output(temperature))  # type: ignore[arg-type]
-        assert connection.recv().type == "conversation.item.added"
+        assert recv_event(connection).type == "conversation.item.added"
         connection.response.create()
         text = ""
-        for event in connection:
+        for event in events(connection):
             if event.type == "response.output_text.done":
                 text = event.text
             elif event.type == "response.done":
@@ -556,7 +559,7 @@ def test_a_refused_handshake_replays_as_the_same_refusal(tmp_path: Path, server:
         if client == "sync":
             sync = openai.OpenAI(api_key=OPENAI_KEY, websocket_base_url=f"{server.url}/refused/v1", max_retries=0)
             with sync.realtime.connect(model="gpt-realtime") as connection:
-                connection.recv()
+                recv_event(connection)
             return
 
         async def run() -> None:
@@ -564,7 +567,7 @@ def test_a_refused_handshake_replays_as_the_same_refusal(tmp_path: Path, server:
                 api_key=OPENAI_KEY, websocket_base_url=f"{server.url}/refused/v1", max_retries=0
             )
             async with asynchronous.realtime.connect(model="gpt-realtime") as connection:
-                await connection.recv()
+                await asyncio.wait_for(connection.recv(), READ_TIMEOUT)
 
         asyncio.run(run())
 
@@ -597,7 +600,7 @@ URL = {url!r}
 def test_session():
     with connect(URL + "/echo") as ws:
         ws.send(json.dumps({{"setup": {{"model": "models/live"}}}}))
-        assert json.loads(ws.recv()) == {{"setupComplete": {{}}}}
+        assert json.loads(ws.recv(timeout=10)) == {{"setupComplete": {{}}}}
 """
 
 

@@ -252,6 +252,7 @@ def test_ipv6_loopback_and_udp_loopback_work(
         client.connect(("::1", server.getsockname()[1]))
     with _udp() as receiver, _udp() as sender:
         receiver.bind(("127.0.0.1", 0))
+        receiver.settimeout(5)
         sender.sendto(b"ping", receiver.getsockname())
         assert receiver.recv(10) == b"ping"
     assert {name for name, _ in recorder} >= {"connect", "sendto"}
