@@ -130,14 +130,24 @@ def test_a_transport_warns_as_each_changed_answer_ends(side: str, chat_cassette:
     assert _folder(chat_cassette) == before
 
 
-def test_a_request_no_recorded_call_matches_goes_live_and_is_reported(chat_cassette: Path, api: Api) -> None:
-    with pytest.raises(ShapeDriftError) as raised:
-        with vcr_transport.use_cassette(chat_cassette, mode="check"):
-            replies = OPENAI["sync"].run(None, api.url, [("chat", ["bye"])])
-    assert replies == ["echo:bye"]
-    index, _, _, changes, problem = raised.value.calls[0]
-    assert index == 0 and changes == []
-    assert problem.startswith("matches no recorded call, so its answer was not compared (replay mismatch at call 0")
+def test_a_request_at_a_recorded_place_is_compared_and_one_no_recorded_call_stands_for_is_not(
+    chat_cassette: Path, api: Api
+) -> None:
+    """A first turn whose text changed stands for the recorded chat (its place in the conversation) and is
+    compared; a longer conversation the recording never had goes live and is not compared: no drift, the
+    block passes, and the checker says why."""
+    with vcr_transport.use_cassette(chat_cassette, mode="check") as block:
+        replies = OPENAI["sync"].run(None, api.url, [("chat", ["bye"]), ("chat", ["hi", "echo:hi", "more"])])
+    assert replies == ["echo:bye", "echo:more"]
+    assert len(api.received) == 2
+    checker = block.session.checker if block.session is not None else None
+    assert checker is not None and checker.checked == 1 and checker.findings == []
+    assert block.session is not None and block.session.outcome() == "checked"
+    [(number, method, _, why)] = checker.not_compared
+    assert (number, method) == (1, "POST")
+    assert why.startswith("no unpaired recorded call of this method and path is at its place in the conversation")
+    live = "{'role': 'assistant', 'content': '<text>'}"
+    assert why.endswith(f"(the next, call 1, differs at body.messages[1]: recorded <missing>, live {live})")
 
 
 def test_a_missing_cassette_refuses_in_check_mode(tmp_path: Path, api: Api) -> None:
