@@ -85,15 +85,21 @@ class LivePairing:
         with self._lock:
             unpaired = [i for i, done in enumerate(self._paired) if not done]
             index = next((i for i in unpaired if self.engine.matches(i, incoming)), None)
-            route = _route(incoming)
-            same_route = [i for i in unpaired if _route(self.engine.recorded_fields(i)) == route]
             if index is None:
-                place = _place(incoming)
-                index = next((i for i in same_route if self._place_of(i) == place), None)
-                if index is None:
-                    return Unpaired(self._why(route, same_route, place))
+                found = self._at_place(incoming, unpaired)
+                if isinstance(found, Unpaired):
+                    return found
+                index = found
             self._paired[index] = True
             return self._calls[index]
+
+    def _at_place(self, incoming: dict[str, Any], unpaired: list[int]) -> int | Unpaired:
+        """The first unpaired call of the request's route at its place in the conversation, or why none is."""
+        route = _route(incoming)
+        same_route = [i for i in unpaired if _route(self.engine.recorded_fields(i)) == route]
+        place = _place(incoming)
+        index = next((i for i in same_route if self._place_of(i) == place), None)
+        return index if index is not None else Unpaired(self._why(route, same_route, place))
 
     def _place_of(self, index: int) -> dict[str, Any]:
         found = self._places.get(index)
