@@ -111,3 +111,10 @@ def test_a_recorded_call_at_another_host_stands_for_the_request_by_method_and_pa
     pairing, engine = _pairing(tmp_path, [_turn(USER)])
     paired = pairing.pair(_incoming(engine, _turn(USER), url="http://127.0.0.1:9/v1/chat/completions"))
     assert not isinstance(paired, Unpaired) and paired.index == 0
+
+
+def test_a_cassettes_key_in_why_is_shown_escaped(tmp_path: Path) -> None:
+    pairing, engine = _pairing(tmp_path, [{**_turn(USER), "\x1b[2Jclear": 1}])
+    unpaired = pairing.pair(_incoming(engine, _turn(USER)))
+    assert isinstance(unpaired, Unpaired) and "\x1b" not in unpaired.why
+    assert "differs at body.\\x1b[2Jclear: recorded '<number>', live <missing>" in unpaired.why
