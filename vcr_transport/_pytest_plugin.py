@@ -491,12 +491,14 @@ def _check_lines(config: pytest.Config, run: _PluginRun) -> list[str]:
     """Mode check: how many live answers were compared, and which requests' answers were not (and why)."""
     if not (run.compared or run.not_compared):
         return []
+    from ._core._display import visible  # each why quotes a URL and may quote a cassette's field name
+
     line = f"live answers (mode check): {run.compared} compared with their recorded calls"
     if not run.not_compared:
         return [line]
     lines = [f"{line}, {len(run.not_compared)} not compared (not drift):"]
     for path, why in run.not_compared[:MAX_NOT_COMPARED_SHOWN]:
-        lines.append(f"  {_shown(config, path)}: {why}")
+        lines.append(visible(f"  {_shown(config, path)}: {why}"))
     if len(run.not_compared) > MAX_NOT_COMPARED_SHOWN:
         lines.append(f"  ... and {len(run.not_compared) - MAX_NOT_COMPARED_SHOWN} more")
     return lines

@@ -24,7 +24,7 @@ import threading
 from dataclasses import dataclass
 from typing import Any
 
-from ._display import shorten
+from ._display import shorten, visible
 from ._engine import ReplayEngine
 from ._format import RecordedCall
 from ._matching import find_first_difference
@@ -117,8 +117,7 @@ class LivePairing:
         difference = find_first_difference(self._place_of(nearest), place)
         assert difference is not None  # the places differ, or the call would have been paired
         path, was, now = difference
-        path = "".join(c if c.isprintable() else repr(c)[1:-1] for c in path)  # a cassette's key, shown escaped
         return (
             "no unpaired recorded call of this method and path is at its place in the conversation (the next, "
-            f"call {nearest}, differs at {path}: recorded {shorten(was, 60)}, live {shorten(now, 60)})"
+            f"call {nearest}, differs at {visible(path)}: recorded {shorten(was, 60)}, live {shorten(now, 60)})"
         )
