@@ -70,6 +70,10 @@ class PytestRun:
     def cassette_closed(self, path: Path, outcome: str) -> None:
         """A cassette was closed: ``outcome`` is what ``CassetteSession.outcome()`` says."""
 
+    def cassette_checked(self, path: Path, compared: int, not_compared: list[str]) -> None:
+        """A cassette opened in mode check was closed: ``compared`` live answers were compared with the
+        recorded calls their requests stand for; ``not_compared`` says, per request, why its answer was not."""
+
     def cassette_stale(self, path: Path, age_days: float, max_age: float) -> None:
         """A replayed cassette was recorded more than ``max_age`` days ago (``on_expiry`` warn or
         record-on-miss): the run says so once, at its end."""

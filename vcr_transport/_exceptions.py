@@ -179,31 +179,43 @@ class UnplayedCallsError(VcrTransportError):
 
 class ShapeDriftError(VcrTransportError):
     """Mode ``check``: live answers whose shape (status, content type, JSON structure and types, stream event
-    types) differs from the recorded calls' they were compared with, or requests that matched no recorded
-    call. ``calls``: (call index, method, URL, [(field path, recorded types, live types)...], problem), the
-    problem being "" for a changed shape, else why the call could not be compared."""
+    types) differs from the recorded calls' they were compared with. ``calls``: (call index, method, URL,
+    [(field path, recorded types, live types)...]). ``not_compared``: the requests of the same block whose
+    answer was not compared, which are no drift but say how much the check saw: one line each, naming the
+    request (its number from 0, method and URL) and why."""
 
     def __init__(
         self,
         cassette: str,
-        calls: _Sequence[tuple[int, str, str, _Sequence[tuple[str, str, str]], str]],
+        calls: _Sequence[tuple[int, str, str, _Sequence[tuple[str, str, str]]]],
         record_hint: str = "",
+        *,
+        not_compared: _Sequence[str] = (),
     ) -> None:
         self.cassette = cassette
         self.calls = list(calls)
+        self.not_compared = list(not_compared)
         lines = [f"{len(self.calls)} live answer(s) differ in shape from cassette {cassette}:"]
-        for index, method, url, changes, problem in self.calls:
-            if problem:
-                lines.append(_shown(f"  call {index} ({method} {url}): {problem}"))
-                continue
+        for index, method, url, changes in self.calls:
             lines.append(_shown(f"  call {index} ({method} {url}): {len(changes)} field path(s) changed"))
             for path, recorded, live in changes[:_SHOWN]:
                 lines.append(_shown(f"    {path}: recorded {recorded}, live {live}"))
             if len(changes) > _SHOWN:
                 lines.append(f"    and {len(changes) - _SHOWN} more")
+        lines += self.not_compared_lines()
         how = record_hint or "record it again (mode 'record')"
         lines.append(f"the API changed under the cassette; if the new shape is intended, re-record it: {how}")
         super().__init__("\n".join(lines))
+
+    def not_compared_lines(self, limit: int = _SHOWN) -> list[str]:
+        """How a report lists the requests whose answer was not compared (no drift): up to ``limit``."""
+        if not self.not_compared:
+            return []
+        lines = [f"{len(self.not_compared)} request(s) not compared (not drift):"]
+        lines += [_shown(f"  {line}") for line in self.not_compared[:limit]]
+        if len(self.not_compared) > limit:
+            lines.append(f"  and {len(self.not_compared) - limit} more")
+        return lines
 
 
 class RecordedError(VcrTransportError):

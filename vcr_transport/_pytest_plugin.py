@@ -125,6 +125,8 @@ class _PluginRun(PytestRun):
         self.files: set[str] = set()  # the test files collected, as node ids name them
         self.outcomes: dict[Path, str] = {}
         self.stale: dict[Path, tuple[float, float, str]] = {}  # (age in days, max_age, the test that replayed it)
+        self.compared = 0  # mode check: live answers compared with the recorded calls their requests stand for
+        self.not_compared: list[tuple[Path, str]] = []  # mode check: (cassette, which request and why)
         self.current_test = ""
 
     def cassette_opened(self, path: Path, mode: str, owner: str = "") -> None:
@@ -138,6 +140,11 @@ class _PluginRun(PytestRun):
         with self._lock:
             self.outcomes[path.resolve()] = outcome
 
+    def cassette_checked(self, path: Path, compared: int, not_compared: list[str]) -> None:
+        with self._lock:
+            self.compared += compared
+            self.not_compared += [(path.resolve(), why) for why in not_compared]
+
     def cassette_stale(self, path: Path, age_days: float, max_age: float) -> None:
         with self._lock:
             self.stale.setdefault(path.resolve(), (age_days, max_age, self.current_test))
@@ -149,6 +156,8 @@ class _PluginRun(PytestRun):
             "files": sorted(self.files),
             "outcomes": {str(k): v for k, v in self.outcomes.items()},
             "stale": {str(k): list(v) for k, v in self.stale.items()},
+            "compared": self.compared,
+            "not_compared": [[str(path), why] for path, why in self.not_compared],
         }
 
     def absorb(self, data: dict[str, Any]) -> None:
@@ -160,6 +169,8 @@ class _PluginRun(PytestRun):
             self.outcomes.update({Path(k): v for k, v in data["outcomes"].items()})
             for path, (age, max_age, test) in data.get("stale", {}).items():
                 self.stale.setdefault(Path(path), (age, max_age, test))
+            self.compared += data.get("compared", 0)
+            self.not_compared += [(Path(path), why) for path, why in data.get("not_compared", ())]
 
 
 _RUN = pytest.StashKey[_PluginRun]()
@@ -477,6 +488,7 @@ _SUMMARY = (
     ("stale", "{} failed as stale (older than max_age)"),
 )
 MAX_STALE_SHOWN = 5
+MAX_NOT_COMPARED_SHOWN = 5
 
 
 def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pytest.Config) -> None:
@@ -491,7 +503,7 @@ def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pyte
     parts += _never_used(config, run)
     terminalreporter.write_sep("-", "vcr_transport")
     terminalreporter.write_line("cassettes: " + (", ".join(parts) or "none opened"))
-    for line in _stale_lines(config, run):
+    for line in [*_check_lines(config, run), *_stale_lines(config, run)]:
         terminalreporter.write_line(line)
 
 
@@ -502,6 +514,23 @@ def _say_ledger_unwritten(terminalreporter: Any, config: pytest.Config) -> None:
             f"vcr_transport: the usage ledger was not written ({config.stash[_LEDGER_UNWRITTEN]}); "
             "prune needs a run that wrote it"
         )
+
+
+def _check_lines(config: pytest.Config, run: _PluginRun) -> list[str]:
+    """Mode check: how many live answers were compared, and which requests' answers were not (and why)."""
+    if not (run.compared or run.not_compared):
+        return []
+    from ._core._display import visible  # each why quotes a URL and may quote a cassette's field name
+
+    line = f"live answers (mode check): {run.compared} compared with their recorded calls"
+    if not run.not_compared:
+        return [line]
+    lines = [f"{line}, {len(run.not_compared)} not compared (not drift):"]
+    for path, why in run.not_compared[:MAX_NOT_COMPARED_SHOWN]:
+        lines.append(visible(f"  {_shown(config, path)}: {why}"))
+    if len(run.not_compared) > MAX_NOT_COMPARED_SHOWN:
+        lines.append(f"  ... and {len(run.not_compared) - MAX_NOT_COMPARED_SHOWN} more")
+    return lines
 
 
 def _stale_lines(config: pytest.Config, run: _PluginRun) -> list[str]:

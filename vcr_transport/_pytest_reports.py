@@ -230,29 +230,28 @@ def _unplayed(item: pytest.Item, error: UnplayedCallsError) -> tuple[list[str], 
 
 
 def _drifted(item: pytest.Item, error: ShapeDriftError) -> tuple[list[str], str]:
-    """Mode check: the calls whose live answer changed shape, each with its field paths (cut to fit)."""
+    """Mode check: the calls whose live answer changed shape, each with its field paths (cut to fit), then
+    the requests not compared."""
     where = _relative(item, error.cassette)
     lines = [f"{len(error.calls)} live answer(s) differ in shape from cassette {where}:"]
     room = MAX_LINES - 4
-    for index, method, url, changes, problem in error.calls:
+    for index, method, url, changes in error.calls:
         if len(lines) >= room:
             lines.append("  ... (all of them: vcr-transport drift " + where + ")")
             break
-        if problem:
-            lines.append(f"  call {index} ({method} {url}): {problem}")
-            continue
         lines.append(f"  call {index} ({method} {url}):")
         for shown, (path, recorded, live) in enumerate(changes):
             if len(lines) >= room:
                 lines.append(f"    and {len(changes) - shown} more")
                 break
             lines.append(f"    {path}: recorded {recorded}, live {live}")
+    lines += error.not_compared_lines(limit=max(1, room - len(lines)))
     lines += [
         "the API changed under the cassette; if the new shape is intended, re-record this test:",
         f"    pytest --vcr-mode=record {_node(item)}",
     ]
-    index, _, _, changes, problem = error.calls[0]
-    first = f"{changes[0][0]}: recorded {changes[0][1]}, live {changes[0][2]}" if changes else problem
+    index, _, _, changes = error.calls[0]
+    first = f"{changes[0][0]}: recorded {changes[0][1]}, live {changes[0][2]}"
     return lines, shorten_text(f"shape changed at call {index}, {first}", 90)
 
 

@@ -390,6 +390,8 @@ class CassetteSession:
             self._recorder.close(self.ended_by)
         if self.run is not None:
             self.run.cassette_closed(self.path, self.outcome())
+            if self.checker is not None:
+                self.run.cassette_checked(self.path, self.checker.checked, self.checker.not_compared_text())
 
     def outcome(self) -> str:
         """What became of the cassette, for the end-of-run summary: off, not needed (no cassette, and no request

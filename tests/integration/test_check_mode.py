@@ -5,6 +5,7 @@ streaming and not) against the loopback upstream serving the API as recorded and
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import warnings
@@ -13,6 +14,7 @@ from typing import Any
 
 import httpx2
 import pytest
+from agents import ToolApi, anthropic_agent, genai_agent, openai_agent
 from helpers import recording
 from test_drift import _changed_openai
 from upstream import Upstream
@@ -130,14 +132,24 @@ def test_a_transport_warns_as_each_changed_answer_ends(side: str, chat_cassette:
     assert _folder(chat_cassette) == before
 
 
-def test_a_request_no_recorded_call_matches_goes_live_and_is_reported(chat_cassette: Path, api: Api) -> None:
-    with pytest.raises(ShapeDriftError) as raised:
-        with vcr_transport.use_cassette(chat_cassette, mode="check"):
-            replies = OPENAI["sync"].run(None, api.url, [("chat", ["bye"])])
-    assert replies == ["echo:bye"]
-    index, _, _, changes, problem = raised.value.calls[0]
-    assert index == 0 and changes == []
-    assert problem.startswith("matches no recorded call, so its answer was not compared (replay mismatch at call 0")
+def test_a_request_at_a_recorded_place_is_compared_and_one_no_recorded_call_stands_for_is_not(
+    chat_cassette: Path, api: Api
+) -> None:
+    """A first turn whose text changed stands for the recorded chat (its place in the conversation) and is
+    compared; a longer conversation the recording never had goes live and is not compared: no drift, the
+    block passes, and the checker says why."""
+    with vcr_transport.use_cassette(chat_cassette, mode="check") as block:
+        replies = OPENAI["sync"].run(None, api.url, [("chat", ["bye"]), ("chat", ["hi", "echo:hi", "more"])])
+    assert replies == ["echo:bye", "echo:more"]
+    assert len(api.received) == 2
+    checker = block.session.checker if block.session is not None else None
+    assert checker is not None and checker.checked == 1 and checker.findings == []
+    assert block.session is not None and block.session.outcome() == "checked"
+    [(number, method, _, why)] = checker.not_compared
+    assert (number, method) == (1, "POST")
+    assert why.startswith("no unpaired recorded call of this method and path is at its place in the conversation")
+    live = "{'role': 'assistant', 'content': '<text>'}"
+    assert why.endswith(f"(the next, call 1, differs at body.messages[1]: recorded <missing>, live {live})")
 
 
 def test_a_missing_cassette_refuses_in_check_mode(tmp_path: Path, api: Api) -> None:
@@ -203,3 +215,194 @@ def test_the_marker_fails_a_test_whose_live_answer_changed_shape(
     assert cassette.read_bytes() == before
     assert sorted(p.name for p in cassette.parent.iterdir()) == ["chat.jsonl"]
     assert os.environ.get("VCR_TRANSPORT_MODE") is None
+
+
+# --- multi-turn agents: the live vendor returns new tool-call ids and new text, the app sends them back ---
+
+AGENT_RUNS = {
+    "openai-sync": functools.partial(openai_agent, side="sync"),
+    "openai-async": functools.partial(openai_agent, side="async"),
+    "anthropic": anthropic_agent,
+    "genai": genai_agent,
+}
+USAGE = {"openai-sync": "usage", "openai-async": "usage", "anthropic": "usage", "genai": "usageMetadata"}
+
+
+@pytest.fixture
+def tools() -> Any:
+    server = ToolApi()
+    yield server.start()
+    server.stop()
+
+
+def _recorded_agent(tools: ToolApi, path: Path, agent: Any) -> None:
+    """Record the agent's two turns from the API's recording run, then let the API answer as a live run."""
+    with vcr_transport.use_cassette(path, mode="record"):
+        assert agent(tools.url) == "The sum is 5 (rec run)."
+    tools.received.clear()
+    tools.run = "live"
+
+
+@pytest.mark.parametrize("agent", AGENT_RUNS)
+def test_a_multi_turn_agent_passes_the_check_when_only_its_ids_and_text_changed(
+    agent: str, tools: ToolApi, tmp_path: Path
+) -> None:
+    cassette = tmp_path / "agent.jsonl"
+    _recorded_agent(tools, cassette, AGENT_RUNS[agent])
+    before = _folder(cassette)
+    with vcr_transport.use_cassette(cassette, mode="check") as block:
+        assert AGENT_RUNS[agent](tools.url) == "The sum is 5 (live run)."
+    # Turn 2 carried the live tool-call id back (no recorded call matches it), and was compared all the same.
+    assert len(tools.received) == 2
+    assert b"live" in tools.received[1].body and b"rec" not in tools.received[1].body
+    checker = block.session.checker if block.session is not None else None
+    assert checker is not None and checker.checked == 2
+    assert checker.findings == [] and checker.not_compared == []
+    assert block.session is not None and block.session.outcome() == "checked"
+    assert _folder(cassette) == before
+
+
+@pytest.mark.parametrize("agent", AGENT_RUNS)
+def test_a_changed_shape_in_turn_2_of_an_agent_is_drift_naming_turn_2s_field(
+    agent: str, tools: ToolApi, tmp_path: Path
+) -> None:
+    cassette = tmp_path / "agent.jsonl"
+    _recorded_agent(tools, cassette, AGENT_RUNS[agent])
+    tools.drop = USAGE[agent]
+    with pytest.raises(ShapeDriftError) as raised:
+        with vcr_transport.use_cassette(cassette, mode="check"):
+            AGENT_RUNS[agent](tools.url)
+            AGENT_RUNS[agent](tools.url)  # again: the recording has no more calls to pair it with
+    error = raised.value
+    assert [index for index, _, _, _ in error.calls] == [1]  # turn 2 only: turn 1 kept its shape
+    assert (f"body.{USAGE[agent]}", "object", "-") in error.calls[0][3]
+    assert [line.split(" (")[0] for line in error.not_compared] == ["request 2", "request 3"]
+    lines = str(error).splitlines()
+    assert f"    body.{USAGE[agent]}: recorded object, live -" in lines
+    at = lines.index("2 request(s) not compared (not drift):")
+    assert lines[at + 1].startswith("  request 2 (POST ")
+    assert lines[at + 1].endswith(
+        "): the recording's 2 call(s) of this method and path were paired with earlier requests"
+    )
+    assert lines[-1].startswith("the API changed under the cassette")
+
+
+@pytest.mark.parametrize("agent", ["openai-sync", "anthropic", "genai"])
+def test_requests_the_recording_never_had_are_not_compared_and_are_no_drift(
+    agent: str, tools: ToolApi, tmp_path: Path
+) -> None:
+    """Live, turn 1 calls the tool twice: turn 2 then has a place in the conversation the recording never had.
+    The agent runs again: its turn 1 finds recorded call 0 paired already, its turn 2 stands for call 1; a third
+    run finds every recorded call paired. What has no recorded call is not compared, and the block passes."""
+    cassette = tmp_path / "agent.jsonl"
+    _recorded_agent(tools, cassette, AGENT_RUNS[agent])
+    tools.parallel = True
+    with vcr_transport.use_cassette(cassette, mode="check") as block:
+        AGENT_RUNS[agent](tools.url)
+        tools.parallel = False
+        AGENT_RUNS[agent](tools.url)
+        AGENT_RUNS[agent](tools.url)
+    assert len(tools.received) == 6
+    checker = block.session.checker if block.session is not None else None
+    assert checker is not None and checker.checked == 2 and checker.findings == []
+    assert [(number, method) for number, method, _, _ in checker.not_compared] == [(n, "POST") for n in (1, 2, 4, 5)]
+    whys = [why for _, _, _, why in checker.not_compared]
+    at_no_place = "no unpaired recorded call of this method and path is at its place in the conversation"
+    assert whys[0].startswith(at_no_place) and whys[1].startswith(at_no_place)
+    assert "(the next, call 1, differs at body." in whys[0] and ": recorded <missing>, live " in whys[0]
+    assert whys[2:] == ["the recording's 2 call(s) of this method and path were paired with earlier requests"] * 2
+    assert block.session is not None and block.session.outcome() == "checked"
+
+
+def test_check_sends_the_apps_own_request_where_its_client_sends_it(
+    tools: ToolApi, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The cassette names another host (where it was recorded) and the environment holds a key for the
+    vendor: the check sends each request to the app's own base URL with the app's own key, and nothing to the
+    cassette's host."""
+    cassette = tmp_path / "agent.jsonl"
+    elsewhere = ToolApi().start()
+    try:
+        with vcr_transport.use_cassette(cassette, mode="record"):
+            openai_agent(elsewhere.url, api_key="sk-proj-RECORDEDKEYabcdefghijklmnopqrstu")
+        elsewhere.received.clear()
+        assert f"127.0.0.1:{elsewhere.port}" in cassette.read_text()
+        env_key = "sk-proj-ENVIRONMENTKEYabcdefghijklmnopq"
+        for name in ("OPENAI_API_KEY", "VCR_TRANSPORT_OPENAI_API_KEY", "API_KEY"):
+            monkeypatch.setenv(name, env_key)
+        tools.run = "live"
+        with vcr_transport.use_cassette(cassette, mode="check") as block:
+            assert openai_agent(tools.url, api_key="sk-app-own-key") == "The sum is 5 (live run)."
+        assert elsewhere.received == []
+    finally:
+        elsewhere.stop()
+    assert [r.headers["authorization"] for r in tools.received] == ["Bearer sk-app-own-key"] * 2
+    assert [r.headers["host"] for r in tools.received] == [f"127.0.0.1:{tools.port}"] * 2
+    for received in tools.received:
+        assert env_key not in repr(received.headers) and env_key.encode() not in received.body
+        assert "RECORDEDKEY" not in repr(received.headers) and b"REDACTED" not in received.body
+    # Paired by method and path: the answers were compared although the recorded URLs name another host.
+    checker = block.session.checker if block.session is not None else None
+    assert checker is not None and checker.checked == 2 and checker.not_compared == []
+
+
+AGENT_TEST = """
+import os
+
+from agents import openai_agent
+
+
+@pytest.mark.vcr_transport(path="cassettes/agent.jsonl")
+def test_agent():
+    assert openai_agent(os.environ["UPSTREAM"]).startswith("The sum is 5")
+"""
+
+
+def test_the_run_summary_says_what_was_compared_and_what_was_not(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, tools: ToolApi
+) -> None:
+    pytester.makepyprojecttoml("[tool.pytest.ini_options]\nfilterwarnings = ['error']\n")
+    pytester.makepyfile(test_agent="import pytest\n" + AGENT_TEST)
+    monkeypatch.setenv("UPSTREAM", tools.url)
+    pytester.runpytest("--vcr-mode=record").assert_outcomes(passed=1)
+    cassette = pytester.path / "cassettes" / "agent.jsonl"
+    before = cassette.read_bytes()
+    url = f"{tools.url}/v1/chat/completions"
+
+    tools.run = "live"
+    same = pytester.runpytest("--vcr-mode=check")
+    same.assert_outcomes(passed=1)
+    same.stdout.fnmatch_lines(
+        ["cassettes: 1 checked live, same shape*", "live answers (mode check): 2 compared with their recorded calls"]
+    )
+
+    tools.parallel = True
+    extra = pytester.runpytest("--vcr-mode=check")
+    extra.assert_outcomes(passed=1)
+    lines = extra.stdout.lines
+    start = lines.index("live answers (mode check): 1 compared with their recorded calls, 1 not compared (not drift):")
+    assert lines[start + 1].startswith(
+        f"  cassettes/agent.jsonl: request 1 (POST {url}): no unpaired recorded call of this method and path is at "
+        "its place in the conversation (the next, call 1, differs at body.messages[1].tool_calls[1]: recorded "
+        "<missing>, live "
+    )
+
+    tools.parallel, tools.drop = False, "usage"
+    changed = pytester.runpytest("--vcr-mode=check", "-rf")
+    changed.assert_outcomes(failed=1)
+    lines = changed.stdout.lines
+    start = next(i for i, line in enumerate(lines) if "live answer(s) differ in shape" in line)
+    assert lines[start : start + 3] == [
+        "E   1 live answer(s) differ in shape from cassette cassettes/agent.jsonl:",
+        f"E     call 1 (POST {url}):",
+        "E       body.usage: recorded object, live -",
+    ]
+    assert "not compared" not in changed.stdout.str()
+    changed.stdout.fnmatch_lines(
+        [
+            "E   the API changed under the cassette; if the new shape is intended, re-record this test:",
+            "cassettes: 1 with a changed shape (mode check)*",
+            "live answers (mode check): 2 compared with their recorded calls",
+        ]
+    )
+    assert cassette.read_bytes() == before

@@ -249,7 +249,8 @@ class ReplayEngine:
         played = self.played
         return self.kept is not None or all(played[i] for i in indexes)
 
-    def _recorded_fields(self, index: int) -> dict[str, Any]:
+    def recorded_fields(self, index: int) -> dict[str, Any]:
+        """Recorded call ``index``'s request as matching compares it (``incoming_fields`` for a request)."""
         call = self.cassette.calls[index]
         return self._recorded.get(
             index, lambda: self._comparable(call.method, call.url, call.request_headers, call.body)
@@ -269,8 +270,10 @@ class ReplayEngine:
         stored = stored_body(body, content_type, redactor, encoding=encoding)
         return self._comparable(method, redacted_url, redacted, stored)
 
-    def _matches(self, index: int, incoming: dict[str, Any]) -> bool:
-        return self.matcher.difference(self._recorded_fields(index), incoming) is None
+    def matches(self, index: int, incoming: dict[str, Any]) -> bool:
+        """Whether a request (``incoming_fields``) matches recorded call ``index`` exactly, whatever the
+        ordering and whether the call was played."""
+        return self.matcher.difference(self.recorded_fields(index), incoming) is None
 
     def select(self, incoming: dict[str, Any]) -> RecordedCall:
         with self._lock:
@@ -288,25 +291,25 @@ class ReplayEngine:
 
     def _last_played_match(self, incoming: dict[str, Any]) -> int | None:
         played = self.played
-        return next((i for i in reversed(range(len(played))) if played[i] and self._matches(i, incoming)), None)
+        return next((i for i in reversed(range(len(played))) if played[i] and self.matches(i, incoming)), None)
 
     def _choose(self, incoming: dict[str, Any]) -> int | None:
         """The call that answers a request in this ordering, or None."""
         played = self.played
         if self.ordered is True:
             index = self.position
-            if index < len(played) and self._matches(index, incoming):
+            if index < len(played) and self.matches(index, incoming):
                 self.position += 1
                 return index
             return None
         if self.ordered is False:
-            found = next((i for i, done in enumerate(played) if not done and self._matches(i, incoming)), None)
+            found = next((i for i, done in enumerate(played) if not done and self.matches(i, incoming)), None)
             if found is None and self.reuse:
-                found = next((i for i, done in enumerate(played) if done and self._matches(i, incoming)), None)
+                found = next((i for i, done in enumerate(played) if done and self.matches(i, incoming)), None)
             return found
         while self.group < len(self._ranges) and not self._left[self.group]:
             self.group += 1
-        return next((i for i in self._due() if self._matches(i, incoming)), None)
+        return next((i for i in self._due() if self.matches(i, incoming)), None)
 
     def _due(self) -> list[int]:
         """The unplayed calls a request may take now, in recorded order."""
@@ -333,7 +336,7 @@ class ReplayEngine:
     def distance(self, index: int, incoming: dict[str, Any]) -> tuple[int, float]:
         """How far recorded call ``index`` is from a request, for choosing the nearest when none matches:
         (0 for the same method and path, else 1; then how unalike the bodies are, from 0 to 1)."""
-        recorded = self._recorded_fields(index)
+        recorded = self.recorded_fields(index)
         same_route = recorded["method"] == incoming["method"] and recorded["url"]["path"] == incoming["url"]["path"]
         unalike = (
             1.0
@@ -366,11 +369,11 @@ class ReplayEngine:
             )
         # The nearest: the same method and path first, then the most alike body; the earliest on a tie.
         best = min(candidates, key=lambda i: self.distance(i, incoming)) if len(candidates) > 1 else candidates[0]
-        recorded = self._recorded_fields(best)
+        recorded = self.recorded_fields(best)
         differences = self.matcher.differences(recorded, incoming)
         notes: list[str] = []
         same = next(
-            (i for i, done in enumerate(self.played) if not done and i != best and self._matches(i, incoming)), None
+            (i for i, done in enumerate(self.played) if not done and i != best and self.matches(i, incoming)), None
         )
         if same is not None:
             notes.append(self._order_note(best, same))
