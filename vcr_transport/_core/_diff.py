@@ -35,7 +35,7 @@ from ._conversation import request_messages
 from ._display import MISSING
 from ._format import Cassette, RecordedCall, decode_json
 from ._matching import VOLATILE_HEADERS, RequestMatcher, is_volatile_response_header, iter_differences
-from ._review import PADDING_FIELDS, VOLATILE_FIELDS, change_kind
+from ._review import PADDING_FIELDS, VOLATILE_FIELDS, change_kind, described_bytes
 from ._view import NOT_JSON, CallView, call_view
 
 __all__ = [
@@ -271,6 +271,16 @@ def _message_value(data: str | bytes) -> Any:
         return data
 
 
+def _body_value(view: CallView) -> Any:
+    """A body that is no stream as it is compared: JSON parsed, text as it is, and a binary body (or one shown
+    encoded, past the bound) by its size and hash, never as its bytes read as text."""
+    if view.json is not NOT_JSON:
+        return view.json
+    if view.binary:
+        return f"{described_bytes(view.body)}{f' ({view.note})' if view.note else ''}"
+    return view.text
+
+
 def _response_fields(view: CallView) -> dict[str, Any]:
     fields: dict[str, Any] = {
         "status": view.status,
@@ -281,7 +291,7 @@ def _response_fields(view: CallView) -> dict[str, Any]:
         messages = [[side, _message_value(data)] for side, data, _ in view.websocket_messages]
         return fields | {"messages": messages, "close": list(view.close)}
     if view.stream is None:
-        return fields | {"body": view.text if view.json is NOT_JSON else view.json}
+        return fields | {"body": _body_value(view)}
     reply = view.reply
     if reply.text or reply.tool_calls:
         fields["text"] = reply.text
