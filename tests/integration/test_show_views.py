@@ -574,3 +574,15 @@ def test_a_gzip_bomb_is_shown_encoded_with_a_note_in_bounded_memory(
     if command not in ("diff", "verify"):
         assert note in done.stdout + done.stderr
     assert peak < 2 * BOUND + 16 * size, f"{peak:,} bytes held for a bound of {BOUND:,} (the body stored: {size:,})"
+
+
+def test_a_gzip_bomb_replays_its_recorded_bytes_as_they_are(tmp_path: Path) -> None:
+    """The bound is the readers': replay hands the client the stored bytes, never decoding them."""
+    import vcr_transport
+
+    cassette = _bomb_cassette(tmp_path / "a.jsonl", 16 * BOUND)
+    replaying = vcr_transport.use_cassette(cassette, mode="replay", ignore_headers=("*",), unplayed="ignore")
+    with replaying, httpx2.Client() as client:
+        with client.stream("POST", "https://api.openai.com/v1/chat/completions") as response:
+            raw = b"".join(response.iter_raw())
+    assert raw == _gzip_bomb(16 * BOUND) and response.headers["content-encoding"] == "gzip"
