@@ -479,6 +479,7 @@ def command_serve(args: argparse.Namespace) -> int:
             max_body=args.max_body,
             max_connections=args.max_connections,
             idle_timeout=args.idle_timeout,
+            request_timeout=args.request_timeout,
         )
         run_server(config, say=lambda line: print(line, flush=True))
     except ServeError as problem:
@@ -836,6 +837,13 @@ def _add_serve(commands: Any) -> None:
         default=60.0,
         metavar="SECONDS",
         help="close a connection that sends nothing this long while a request is awaited (default: 60)",
+    )
+    serve.add_argument(
+        "--request-timeout",
+        type=float,
+        default=120.0,
+        metavar="SECONDS",
+        help="answer 408 to a request whose head and body take longer to arrive, from its first byte (default: 120)",
     )
     serve.set_defaults(run=command_serve)
 

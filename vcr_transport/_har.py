@@ -145,6 +145,8 @@ def _content(view: CallView, wire: int) -> dict[str, Any]:
     content: dict[str, Any] = {"size": len(view.body), "mimeType": view.content_type or "x-unknown"}
     if wire != len(view.body):
         content["compression"] = len(view.body) - wire
+    if view.note:  # the body as stored, still encoded: the size HAR gives is the stored one
+        content["comment"] = view.note
     if view.binary:
         content["text"], content["encoding"] = base64.b64encode(view.body).decode("ascii"), "base64"
     elif view.body:

@@ -363,6 +363,12 @@ NESTED_TOO_DEEP = "nested too deep to scan as JSON; its text was searched, its J
 _DEEP_FIX = f"no cassette line nests deeper than {MAX_NESTING} levels: the file is damaged or not a cassette"
 
 
+_BOMB_FIX = (
+    "the recorder never writes a body it can't search: the file is damaged or hostile; re-record the call, "
+    "or delete the cassette"
+)
+
+
 def _scan_file(path: Path, redactor: Redactor) -> tuple[list[tuple[int, str]], list[Problem]]:
     """(line, masked secret) for every secret in a file, by the redaction engine (``_core._scan``), and the
     lines that could not be scanned whole; nothing for a file that can't be read. A line nested too deep for
@@ -371,8 +377,10 @@ def _scan_file(path: Path, redactor: Redactor) -> tuple[list[tuple[int, str]], l
         text = path.read_text(encoding="utf-8", errors="surrogateescape")
     except OSError:
         return [], []
+    unsearched: list[tuple[int, str]] = []
     try:
-        return [(number, _masked(secret)) for number, secret in scan_document(redactor, text)], []
+        found = [(number, _masked(secret)) for number, secret in scan_document(redactor, text, unsearched)]
+        return found, [Problem(shown_path(path), number, why, _BOMB_FIX) for number, why in dict.fromkeys(unsearched)]
     except RecursionError:
         pass
     lines = text.splitlines(keepends=True)  # numbered as scan_document numbers them

@@ -123,6 +123,11 @@ def _body_as_text(view: CallView) -> str:
     return base64.b64encode(view.body).decode()
 
 
+def _binary_body(view: CallView) -> str:
+    """A binary body in words: its type, size and hash (and why it is shown encoded, when it is)."""
+    return f"{view.content_type or 'binary'}, {described_bytes(view.body)}{f' ({view.note})' if view.note else ''}"
+
+
 def call_json(view: CallView) -> dict[str, Any]:
     """One call as ``show --json`` prints it."""
     data: dict[str, Any] = {
@@ -156,6 +161,8 @@ def call_json(view: CallView) -> dict[str, Any]:
         data["response_json"] = view.json
     else:
         data["response_text"] = _body_as_text(view)
+    if view.note:
+        data["response_note"] = view.note
     return data
 
 
@@ -191,7 +198,7 @@ def _shown_response(view: CallView) -> Iterator[str]:
         yield "  body:"
         yield from _indented(_pretty(cut_long(view.json)))
     elif view.binary:
-        yield f"  body: {view.content_type or 'binary'}, {described_bytes(view.body)}"
+        yield f"  body: {_binary_body(view)}"
     else:
         yield from _block("body", _body_as_text(view)[:2000])
 
@@ -286,7 +293,7 @@ def _reply_lines(view: CallView, volatile: bool) -> Iterator[str]:
         for number, event in enumerate(stream):
             yield f"  response.stream[{number}]: {_event_line(event.raw, event.name, event.data, volatile)}"
     elif view.binary and view.status is not None:
-        yield f"  response.body: {view.content_type or 'binary'}, {described_bytes(view.body)}"
+        yield f"  response.body: {_binary_body(view)}"
     elif isinstance(body, dict | list):
         yield from _block("response.body", _pretty(cut_long(body if volatile else quiet(body))))
     elif body is not None:

@@ -99,11 +99,14 @@ class ServeConfig:
     allow_remote: bool = False
     grace: float = 30.0
     # The server's own bounds (each a flag): the largest request body read (a larger one is answered 413), the
-    # connections open at once (one more is answered 503 and closed), and how long a connection may send
-    # nothing while a request is awaited (then it is closed; a response being written is not timed).
+    # connections open at once (one more is answered 503 and closed), how long a connection may send nothing
+    # while a request is awaited (then it is closed), and how long one request's head and body may take to
+    # arrive from its first byte (then it is answered 408: a client sending a byte now and then holds no
+    # connection longer). A response being written is not timed.
     max_body: int = 64 * 1024 * 1024
     max_connections: int = 512
     idle_timeout: float = 60.0
+    request_timeout: float = 120.0
 
 
 def check_bind(host: str, allow_remote: bool) -> bool:
@@ -168,8 +171,13 @@ class _Wire:
     def __init__(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter, config: ServeConfig) -> None:
         self.reader, self.writer = reader, writer
         self.connection = h11.Connection(h11.SERVER, max_incomplete_event_size=_MAX_HEAD)
-        self.max_body, self.idle_timeout = config.max_body, config.idle_timeout
+        self.max_body, self.idle_timeout, self.request_timeout = (
+            config.max_body,
+            config.idle_timeout,
+            config.request_timeout,
+        )
         self.must_close = False  # the request being answered is the connection's last (RFC 9112 6.1)
+        self._deadline: float | None = None  # when the request being read must have arrived (loop time)
 
     async def _next_event(self) -> Any:
         while True:
@@ -182,14 +190,33 @@ class _Wire:
             if self.connection.they_are_waiting_for_100_continue:
                 self.writer.write(self.connection.send(h11.InformationalResponse(status_code=100, headers=[])))
                 await self.writer.drain()
-            try:
-                data = await asyncio.wait_for(self.reader.read(_READ_SIZE), self.idle_timeout)
-            except TimeoutError:
-                raise _Idle from None
-            self.connection.receive_data(data)
+            self.connection.receive_data(await self._read())
+
+    async def _read(self) -> bytes:
+        """The next bytes the client sends, within ``idle_timeout`` (``_Idle`` past it) and the request's
+        deadline, which its first byte starts (a 408 past it)."""
+        loop = asyncio.get_running_loop()
+        wait = self.idle_timeout
+        if self._deadline is not None:
+            wait = min(wait, self._deadline - loop.time())
+        try:
+            data = await asyncio.wait_for(self.reader.read(_READ_SIZE), max(wait, 0.0))
+        except TimeoutError:
+            if self._deadline is not None and loop.time() >= self._deadline:
+                raise _BadRequest(
+                    f"the request did not arrive whole within {self.request_timeout:g} s of its first byte "
+                    "(serve --request-timeout)",
+                    408,
+                ) from None
+            raise _Idle from None
+        if self._deadline is None:
+            self._deadline = loop.time() + self.request_timeout
+        return data
 
     async def read_request(self) -> _Request | None:
-        """The next request on the connection, or None when the client closed it between requests."""
+        """The next request on the connection, or None when the client closed it between requests. It must
+        arrive whole within ``request_timeout`` of the first byte read for it."""
+        self._deadline = None
         event = await self._next_event()
         if isinstance(event, h11.ConnectionClosed):
             return None
@@ -258,7 +285,7 @@ class _Wire:
         return False
 
     async def refuse(self, status: int, problem: str) -> None:
-        """Answer a request refused before it was read whole (400, 413, 503) saying why, then read and drop
+        """Answer a request refused before it was read whole (400, 408, 413, 503) saying why, then read and drop
         what the client still sends (bounded: ``_LINGER_BYTES``, ``_LINGER`` seconds), so that the close
         doesn't reset the connection before the client has read the answer."""
         body = f"{_REFUSALS[status].lower()}: {problem}\n".encode()
@@ -277,7 +304,7 @@ class _Wire:
 
 # How h11 quotes a header line without a colon: its first word stands where a header's name would.
 _ILLEGAL_HEADER = re.compile(r"illegal header line: bytearray\(b['\"](?P<name>[^\s:'\"]*)(?P<rest>.*)['\"]\)")
-_REFUSALS = {400: "Bad Request", 413: "Content Too Large", 503: "Service Unavailable"}
+_REFUSALS = {400: "Bad Request", 408: "Request Timeout", 413: "Content Too Large", 503: "Service Unavailable"}
 
 
 def _origins(calls: Sequence[Any]) -> dict[tuple[str, str], list[str]]:

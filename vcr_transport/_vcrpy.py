@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from ._core._bodies import (
+    DecodedTooLarge,
     body_headers,
     content_encoding,
     content_encodings,
@@ -347,12 +348,21 @@ def _consistent(headers: list[tuple[str, str]], body: bytes) -> list[tuple[str, 
     store the decoded text, parsed or not, keep the header), and a content-length is the body's length (an
     empty body keeps its header, so that ``verify`` can tell that it was lost)."""
     encodings = content_encodings(headers)
-    if encodings and body and decode_stacked(body, encodings) is None:
+    if encodings and body and _undecodable(body, encodings):
         headers = [(k, v) for k, v in headers if k.lower() != "content-encoding"]
     length = _header(headers, "content-length")
     if body and length is not None and length.strip() != str(len(body)):
         headers = [(k, str(len(body)) if k.lower() == "content-length" else v) for k, v in headers]
     return headers
+
+
+def _undecodable(body: bytes, encodings: list[str]) -> bool:
+    """Whether ``body`` is not in ``encodings`` (one that decodes past the bound is: ``_redacted_response``
+    refuses it)."""
+    try:
+        return decode_stacked(body, encodings) is None
+    except DecodedTooLarge:
+        return False
 
 
 def import_vcrpy(source: Path, target: Path, redactor: Redactor | None = None) -> int:
@@ -434,7 +444,14 @@ def _converted(interactions: list[Any], source: Path, check: _Checker, redactor:
                 }
             )
         )
-        chunks = _redacted_response(redactor, response_headers, response_body)
+        try:
+            chunks = _redacted_response(redactor, response_headers, response_body)
+        except DecodedTooLarge as error:
+            raise check.fail(
+                index,
+                f"response: the {error}, more than import searches for secrets",
+                "a body that can't be searched is never written: re-record that call, or leave it out",
+            ) from None
         out.append(event_lines(index, 0, [(chunk, 0) for chunk in chunks], 0))
         out.append(
             encode_line({"type": "call_end", "call_index": index, "event_count": len(chunks), "outcome": "complete"})

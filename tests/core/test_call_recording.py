@@ -3,6 +3,10 @@ out, which read back as the call."""
 
 from __future__ import annotations
 
+import gzip
+
+import pytest
+
 from vcr_transport._core._call_recording import BATCH, CallBook, CallRecording, OlderCassette
 from vcr_transport._core._format import Cassette, encode_line, header_line
 from vcr_transport._core._redaction import PLACEHOLDER, Redactor
@@ -143,3 +147,21 @@ def test_the_older_cassette_is_asked_only_about_a_call_that_could_be_worse() -> 
     assert not _book((200, "complete"), (401, "complete"), (None, "error")).asks_older
     assert _book((200, "closed_early")).asks_older
     assert _book((503, "complete")).asks_older
+
+
+def test_a_response_that_decodes_past_the_bound_breaks_the_recording_and_writes_nothing_of_it(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A gzip body that can't be searched decoded is not written as it came: it may hold a secret."""
+    from vcr_transport._core import _bodies
+
+    monkeypatch.setattr(_bodies, "MAX_DECODED_BYTES", 1024 * 1024, raising=False)
+    book = CallBook()
+    call, lines = _call(book)
+    lines += call.response(200, [("content-type", "text/plain"), ("content-encoding", "gzip")], "HTTP/1.1")
+    body = gzip.compress(f"key {SECRET}\n".encode() + b" " * (2 * 1024 * 1024), mtime=0)
+    call.take(body, 2_000)
+    assert call.close("complete")
+    assert call.end_lines() == [] and call.batch() == []
+    assert "call 0: the response's gzip body decodes past 1,048,576 bytes" in book.broken
+    assert "httpx.MockTransport" in book.broken_fix

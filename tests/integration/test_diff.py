@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import base64
 import json
+import random
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -268,3 +270,94 @@ def test_long_values_are_cut_to_a_head_a_length_and_a_hash(tmp_path: Path) -> No
 @pytest.mark.parametrize("value", ["plain words that are not base64 at all " * 10, "short"])
 def test_ordinary_text_is_never_cut(value: str) -> None:
     assert cut_long(value) == value
+
+
+# --- bounded work on a big cassette ----------------------------------------------------------------------
+
+
+def _pairing_reference(a: list[Any], b: list[Any]) -> list[tuple[int | None, int | None]]:
+    """The pairing as it was written first (a list rescanned and shifted for every call of B): what
+    ``paired_calls`` must still give, in linear work."""
+    from vcr_transport._core import _diff
+    from vcr_transport._core._matching import RequestMatcher
+
+    matcher = RequestMatcher()
+    requests_a = [_diff._request(matcher, call) for call in a]
+    requests_b = [_diff._request(matcher, call) for call in b]
+    pair: dict[int, int] = {}
+    free = list(range(len(a)))
+    for position, request in enumerate(requests_b):
+        same = next((i for i in free if requests_a[i].key == request.key), None)
+        if same is not None:
+            pair[position] = same
+            free.remove(same)
+    for position, request in enumerate(requests_b):
+        nearest = sorted((i for i in free if requests_a[i].route == request.route), key=lambda i: abs(i - position))
+        if position in pair or not nearest[: _diff._NEAREST]:
+            continue
+        chosen = min(
+            nearest[: _diff._NEAREST],
+            key=lambda i: (
+                abs(requests_a[i].messages - request.messages),
+                -_diff._alike(requests_a[i].key, request.key),
+                abs(i - position),
+            ),
+        )
+        pair[position] = chosen
+        free.remove(chosen)
+    pairs: list[tuple[int | None, int | None]] = [
+        (requests_a[pair[j]].index if j in pair else None, requests_b[j].index) for j in range(len(b))
+    ]
+    return pairs + [(requests_a[i].index, None) for i in free]
+
+
+def _recorded(calls: list[tuple[str, str]]) -> list[Any]:
+    from vcr_transport._core._format import RecordedCall
+
+    return [
+        RecordedCall(index, "POST", url, [], {"json": {"messages": [{"role": "user", "content": text}] * (index % 3)}})
+        for index, (url, text) in enumerate(calls)
+    ]
+
+
+def test_pairing_is_the_same_as_before_on_random_cassettes() -> None:
+    rng = random.Random(35)
+    routes = [CHAT, "https://api.openai.com/v1/embeddings", "https://api.anthropic.com/v1/messages"]
+    for _ in range(200):
+        words = [f"w{n}" for n in range(rng.randrange(1, 8))]
+        a = _recorded([(rng.choice(routes), " ".join(rng.sample(words, k=1))) for _ in range(rng.randrange(60))])
+        b = _recorded([(rng.choice(routes), " ".join(rng.sample(words, k=1))) for _ in range(rng.randrange(60))])
+        assert paired_calls(a, b) == _pairing_reference(a, b)
+
+
+def _lines_run(module_file: str, run: Any) -> int:
+    """How many lines of ``module_file`` ``run()`` executes: a count of operations, not a time."""
+    count = 0
+
+    def tracer(frame: Any, event: str, arg: Any) -> Any:
+        nonlocal count
+        if frame.f_code.co_filename != module_file:
+            return None
+        count += event == "line"
+        return tracer
+
+    sys.settrace(tracer)
+    try:
+        run()
+    finally:
+        sys.settrace(None)
+    return count
+
+
+def test_pairing_many_changed_calls_grows_linearly() -> None:
+    """Every request changed, on one route: pairing 4 times the calls runs about 4 times the lines (before: 16
+    times in the pairing itself, 7 times in all, each call of B rescanning every unpaired call of A)."""
+    from vcr_transport._core import _diff
+
+    def lines(n: int) -> int:
+        a = _recorded([(CHAT, f"question {i}") for i in range(n)])
+        b = _recorded([(CHAT, f"question {i} changed") for i in range(n)])
+        return _lines_run(_diff.__file__, lambda: paired_calls(a, b))
+
+    small, big = lines(1200), lines(4800)
+    assert big < 5 * small, f"{small:,} lines for 1,200 calls, {big:,} for 4,800"

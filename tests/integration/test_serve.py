@@ -547,3 +547,23 @@ def test_a_header_line_without_a_colon_is_refused_without_echoing_its_secret(lin
     assert answer.startswith(b"HTTP/1.1 400 Bad Request\r\n") and b"[secret removed]" in answer, answer
     assert secret.encode() not in answer and secret not in server.output + server.errors
     assert "400 bad request: illegal header line" in server.output
+
+
+def test_a_request_trickled_a_byte_at_a_time_is_answered_408_at_its_deadline() -> None:
+    """A slowloris: a byte every 0.2 s keeps under --idle-timeout, and the head never ends; --request-timeout
+    bounds the whole request from its first byte, so the answer (a 408) comes while most of it is unsent
+    (before: the connection stayed open as long as the bytes kept coming, then closed unanswered)."""
+    head = b"POST /v1/chat/completions HTTP/1.1\r\nhost: x\r\nx-padding: " + b"a" * 40
+    with (
+        served(str(DEMO), "--idle-timeout", "0.6", "--request-timeout", "1") as server,
+        _connect(server.url) as connection,
+    ):
+        sent = 0
+        while sent < len(head) and not select.select([connection], [], [], 0.2)[0]:
+            connection.sendall(head[sent : sent + 1])
+            sent += 1
+        answer = _read_all(connection)
+    assert answer.startswith(b"HTTP/1.1 408 Request Timeout\r\n"), answer[:200]
+    assert b"did not arrive whole within 1 s of its first byte (serve --request-timeout)" in answer
+    assert sent < len(head), "answered at the deadline, not when the client stopped sending"
+    assert "408 request timeout" in server.output

@@ -10,6 +10,8 @@ import os
 import shutil
 import subprocess
 import sys
+import tracemalloc
+import zlib
 from pathlib import Path
 from typing import Any
 
@@ -498,3 +500,87 @@ def test_the_page_embeds_its_data_safely(tmp_path: Path) -> None:
     call.chunks = [json.dumps({"choices": [{"message": {"content": "</script><b>bold</b>"}}]}).encode()]
     page = html_page(Cassette("x.jsonl", {"format_version": 1}, [call]))
     assert "</script><b>" not in page and page.count("</script>") == 2
+
+
+# --- a decompression bomb: every view finishes, in bounded memory, with a note ----------------------------
+
+BOUND = 16 * 1024 * 1024  # MAX_DECODED_BYTES for these tests: a bomb past it is cheap to make and to stop
+BOMB_MEMBER = 16 * 1024 * 1024
+
+
+def _gzip_bomb(declared: int) -> bytes:
+    """Concatenated gzip members of zeros declaring ``declared`` bytes (16 KB stored for each 16 MiB)."""
+    compressor = zlib.compressobj(9, zlib.DEFLATED, 31)
+    zero = b"\0" * (1024 * 1024)
+    member = b"".join(compressor.compress(zero) for _ in range(BOMB_MEMBER // len(zero))) + compressor.flush()
+    return member * (declared // BOMB_MEMBER)
+
+
+def _bomb_cassette(path: Path, declared: int) -> Path:
+    """A cassette as the recorder writes it: a chat call whose gzip answer declares ``declared`` bytes, in
+    chunks, then a call with a plain answer."""
+    from vcr_transport._core._format import call_end_line, event_lines, header_line, request_line, response_line
+
+    bomb = _gzip_bomb(declared)
+    chunks = [(bomb[i : i + 256 * 1024], 1_000_000 * n) for n, i in enumerate(range(0, len(bomb), 256 * 1024))]
+    gzip_headers = [("content-type", "application/json"), ("content-encoding", "gzip")]
+    plain = [(json.dumps({"choices": [{"message": {"content": "fine"}}]}).encode(), 1_000_000)]
+    lines = [encode_line(header_line())]
+    for index, (headers, body) in enumerate([(gzip_headers, chunks), ([("content-type", "application/json")], plain)]):
+        lines.append(encode_line(request_line(index, "POST", "https://api.openai.com/v1/chat/completions", [], None)))
+        lines.append(encode_line(response_line(index, 200, headers)))
+        lines.append(event_lines(index, 0, body, 0))
+        lines.append(encode_line(call_end_line(index, len(body), "complete")))
+    path.write_bytes(b"".join(lines))
+    return path
+
+
+BOMB_COMMANDS: dict[str, tuple[list[str], int, str]] = {
+    "show": (["show", "{a}"], 0, "body: application/json, {size} bytes, sha256 "),
+    "show --json": (["show", "--json", "{a}"], 0, '"response_note": "gzip body decodes past'),
+    "show --textconv": (["show", "--textconv", "{a}"], 0, "response.body: application/json, {size} bytes"),
+    "show --html": (["show", "--html", "{a}"], 0, "bytes of binary data; gzip body decodes past"),
+    "show --har -": (["show", "--har", "-", "{a}"], 0, '"comment": "gzip body decodes past'),
+    "diff": (["diff", "{a}", "{b}"], 1, "call 0"),
+    "scan": (["scan", "{a}"], 1, "searched as stored, not decoded"),
+    "verify": (["verify", "{a}"], 0, ""),
+}
+
+
+@pytest.mark.parametrize("command", BOMB_COMMANDS)
+def test_a_gzip_bomb_is_shown_encoded_with_a_note_in_bounded_memory(
+    command: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A body declaring 16 times the bound (256 MiB here, the same as 10 GB against the real bound): every
+    command that reads it finishes, names the bound, and holds less than twice the bound."""
+    from vcr_transport._core import _bodies
+
+    monkeypatch.setattr(_bodies, "MAX_DECODED_BYTES", BOUND, raising=False)
+    a = _bomb_cassette(tmp_path / "a.jsonl", 16 * BOUND)
+    b = _bomb_cassette(tmp_path / "b.jsonl", 17 * BOUND)
+    args, code, expected = BOMB_COMMANDS[command]
+    size = len(_gzip_bomb(16 * BOUND))
+    tracemalloc.start()
+    try:
+        done = cli(tmp_path, *[arg.format(a=a, b=b) for arg in args])
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert done.returncode == code, done.stdout + done.stderr
+    assert expected.format(size=size) in done.stdout + done.stderr
+    note = f"gzip body decodes past {BOUND:,} bytes"
+    if command not in ("diff", "verify"):
+        assert note in done.stdout + done.stderr
+    assert peak < 2 * BOUND + 16 * size, f"{peak:,} bytes held for a bound of {BOUND:,} (the body stored: {size:,})"
+
+
+def test_a_gzip_bomb_replays_its_recorded_bytes_as_they_are(tmp_path: Path) -> None:
+    """The bound is the readers': replay hands the client the stored bytes, never decoding them."""
+    import vcr_transport
+
+    cassette = _bomb_cassette(tmp_path / "a.jsonl", 16 * BOUND)
+    replaying = vcr_transport.use_cassette(cassette, mode="replay", ignore_headers=("*",), unplayed="ignore")
+    with replaying, httpx2.Client() as client:
+        with client.stream("POST", "https://api.openai.com/v1/chat/completions") as response:
+            raw = b"".join(response.iter_raw())
+    assert raw == _gzip_bomb(16 * BOUND) and response.headers["content-encoding"] == "gzip"

@@ -480,3 +480,29 @@ def test_a_vcrpy_cassette_with_real_set_cookie_headers_imports_verifies_and_repl
     assert all(call.url.startswith(DEFAULT_HOSTS[sdk.name] + "/v1/") for call in read_cassette(target).calls)
 
     assert sdk.run(ReplayTransport(target), DEFAULT_HOSTS[sdk.name], COOKIE_STEPS, max_retries=0) == live
+
+
+def test_a_gzip_bomb_body_is_refused_naming_its_interaction(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A recorded gzip body that decodes past the bound can't be searched for secrets: refused, not written."""
+    import gzip
+
+    from vcr_transport._core import _bodies
+
+    monkeypatch.setattr(_bodies, "MAX_DECODED_BYTES", 1024 * 1024, raising=False)
+    bomb = gzip.compress(b"\0" * (64 * 1024 * 1024), mtime=0)
+    fine = interaction()
+    source = vcrpy_file(
+        tmp_path / "bomb.yaml",
+        [
+            fine,
+            interaction(
+                response__body={"string": bomb},
+                response__headers={"Content-Type": ["application/json"], "Content-Encoding": ["gzip"]},
+            ),
+        ],
+    )
+    code, _, err = run(capsys, str(source), "--out", str(tmp_path / "out"))
+    assert code == 1 and "interaction 1: response: the gzip body decodes past 1,048,576 bytes" in err, err
+    assert "Traceback" not in err and not (tmp_path / "out").exists()

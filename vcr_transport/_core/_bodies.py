@@ -8,18 +8,24 @@ import functools
 import importlib
 import json
 import re
+import zlib
 from collections.abc import Callable, Iterable, Sequence
 from typing import TYPE_CHECKING, Any, NamedTuple
 from urllib.parse import quote
 
 import msgspec
 
+from ._format import MAX_LINE_BYTES
 from ._redaction import PLACEHOLDER
 
 if TYPE_CHECKING:
     from ._redaction import Redactor
 
 __all__ = [
+    "MAX_DECODED_BYTES",
+    "MAX_RATIO",
+    "DecodedBody",
+    "DecodedTooLarge",
     "MultipartPart",
     "binary_body",
     "body_headers",
@@ -41,6 +47,28 @@ __all__ = [
 ]
 
 StoredBody = dict[str, Any] | None
+
+# The most bytes a recorded body's content-encodings may decode to, all of them together: as much as one
+# cassette line may hold (``MAX_LINE_BYTES``), the most a reader accepts of a body stored decoded. A recorded
+# body of a few KB can declare gigabytes (gzip of zeros, concatenated or nested members, brotli, zstd): every
+# decoding stops here, the views show such a body as stored, still encoded, and the recorder refuses to write
+# one it can't search.
+MAX_DECODED_BYTES = MAX_LINE_BYTES
+# Nor past this many times the body's own size: deflate's highest ratio, so that no gzip or deflate body is
+# ever refused for it, while a brotli or zstd bomb of 2 KB stops at 2 MB, and reading a cassette decodes at
+# most this many times its size.
+MAX_RATIO = 1032
+_PIECE = 1024 * 1024  # decoders give their output this much at a time, so that a bomb stops past the bound
+_FEED = 64 * 1024  # and take their input this much at a time
+
+
+class DecodedTooLarge(ValueError):
+    """A body whose content-encodings decode past ``limit`` bytes (``MAX_DECODED_BYTES``): it can't be
+    shown, compared or searched decoded."""
+
+    def __init__(self, encoding: str, limit: int) -> None:
+        super().__init__(f"{encoding} body decodes past {limit:,} bytes")
+        self.encoding, self.limit = encoding, limit
 
 
 def content_type_of(headers: Iterable[tuple[str, str]]) -> str:
@@ -72,7 +100,8 @@ def stored_body(content: bytes, content_type: str, redactor: Redactor, *, encodi
 
     A body with a content-``encoding`` (``"gzip"``, ``"gzip, br"``...) is searched decoded; with no secret
     it is stored as it came, otherwise redacted and encoded again deterministically, so that a request
-    redacted the same way at replay stores the same bytes. Multipart bodies have their text parts redacted
+    redacted the same way at replay stores the same bytes; one that decodes past ``MAX_DECODED_BYTES`` is
+    not stored (a note in its place says so). Multipart bodies have their text parts redacted
     and their binary parts kept byte-identical but for catalogued credential shapes, searched as bytes, as
     are bodies of a binary media type.
     """
@@ -154,7 +183,10 @@ def unredactable(content: bytes, redactor: Redactor) -> bool:
 def _stored_encoded(content: bytes, content_type: str, redactor: Redactor, encoding: str) -> StoredBody:
     encodings = content_encodings([("content-encoding", encoding)])
     as_came = {"base64": base64.b64encode(content).decode("ascii")}
-    decoded = decode_stacked(content, encodings)
+    try:
+        decoded = decode_stacked(content, encodings)
+    except DecodedTooLarge as error:  # can't be searched: not stored (the same at replay, so it still matches)
+        return {"text": f"[{error}: not stored]"}
     if decoded is None:  # an encoding this Python can't undo: kept as it came (documented)
         return as_came
     redacted = stored_body(decoded, content_type, redactor)
@@ -333,16 +365,25 @@ def content_encoding(headers: Iterable[tuple[str, str]]) -> str:
     return ", ".join(content_encodings(headers))
 
 
-def decode_stacked(data: bytes, encodings: Sequence[str]) -> bytes | None:
-    """``data`` with every encoding undone, last applied first; None when one can't be undone here."""
+def decode_stacked(data: bytes, encodings: Sequence[str], limit: int | None = None) -> bytes | None:
+    """``data`` with every encoding undone, last applied first; None when one can't be undone here. Raises
+    DecodedTooLarge when they decode past ``limit`` bytes, every encoding's output counted (by default
+    ``MAX_DECODED_BYTES``, and ``MAX_RATIO`` times ``data``'s size): each stops there, so that a bomb costs
+    about that much memory and time, however many encodings it stacks."""
+    if limit is None:
+        limit = min(MAX_DECODED_BYTES, MAX_RATIO * max(len(data), 1))
+    left = limit
     for encoding in reversed(encodings):
         codec = content_codec(encoding)
         if codec is None:
             return None
         try:
-            data = codec[0](data)
+            data = codec[0](data, left)
+        except DecodedTooLarge:
+            raise DecodedTooLarge(", ".join(encodings), limit) from None
         except Exception:  # noqa: BLE001 - any codec's failure means "can't be decoded"
             return None
+        left -= len(data)
     return data
 
 
@@ -381,52 +422,120 @@ def _binary_type(content_type: str) -> bool:
     )
 
 
-Codec = tuple[Callable[[bytes], bytes], Callable[[bytes], bytes]]
+# (decode at most ``limit`` bytes, raising DecodedTooLarge past them; encode)
+Codec = tuple[Callable[[bytes, int], bytes], Callable[[bytes], bytes]]
 
 
 def content_codec(encoding: str) -> Codec | None:
-    """(decode, encode) for one content-encoding, when this Python can do both. Encoding is deterministic
-    (no timestamp), so the same bytes are encoded the same way at record and at replay."""
-    import zlib
-
+    """(decode, encode) for one content-encoding, when this Python can do both, decoding within a bound.
+    Encoding is deterministic (no timestamp), so the same bytes are encoded the same way at record and at
+    replay. ``br`` needs brotli 1.2 or later (its output limit), ``zstd`` the zstandard package."""
     encoding = encoding.strip().lower()
     if encoding in ("gzip", "x-gzip"):
         return _gunzip, _gzip
     if encoding == "deflate":
-
-        def decode_deflate(data: bytes) -> bytes:
-            try:
-                return zlib.decompressobj(15).decompress(data)
-            except zlib.error:
-                return zlib.decompressobj(-15).decompress(data)
-
-        return decode_deflate, zlib.compress
+        return _undeflate, zlib.compress
     try:
         if encoding == "br":
             brotli = importlib.import_module("brotli")
-            return brotli.decompress, brotli.compress
+            if not hasattr(brotli.Decompressor, "can_accept_more_data"):  # before 1.2: no output limit
+                return None
+            return functools.partial(_unbrotli, brotli), brotli.compress
         if encoding == "zstd":
             zstandard = importlib.import_module("zstandard")
-            return (lambda data: zstandard.ZstdDecompressor().decompressobj().decompress(data)), (
-                lambda data: zstandard.ZstdCompressor().compress(data)
-            )
+            return functools.partial(_unzstd, zstandard), lambda data: zstandard.ZstdCompressor().compress(data)
     except ImportError:
         return None
     return None
 
 
-def _gunzip(data: bytes) -> bytes:
-    """Every member of a gzip body (several can be concatenated); a body cut short gives what it holds."""
-    import zlib
+class _Pieces:
+    """A decoder's output, a piece at a time, within ``limit`` bytes (DecodedTooLarge past them)."""
 
-    out = []
-    while data:
-        decoder = zlib.decompressobj(47)
-        out.append(decoder.decompress(data))
-        data = decoder.unused_data
-        if not decoder.eof:
-            break
-    return b"".join(out)
+    def __init__(self, limit: int) -> None:
+        self.limit, self.size, self.pieces = limit, 0, list[bytes]()
+
+    @property
+    def room(self) -> int:
+        """The most output to ask of the decoder next: a piece, or one byte past the limit."""
+        return min(_PIECE, self.limit - self.size + 1)
+
+    def add(self, piece: bytes) -> None:
+        self.size += len(piece)
+        if self.size > self.limit:
+            raise DecodedTooLarge("", self.limit)
+        self.pieces.append(piece)
+
+    def joined(self) -> bytes:
+        return b"".join(self.pieces)
+
+
+def _inflate(data: bytes, limit: int, wbits: int, *, members: bool) -> bytes:
+    """A zlib stream (``wbits`` as ``zlib.decompressobj`` takes it) inflated a piece at a time; with
+    ``members``, the members that follow the first too (gzip's, concatenated); a stream cut short gives what
+    it holds. The input goes in ``_FEED`` bytes at a time: what an output limit leaves of it
+    (``unconsumed_tail``) is a copy, which must stay small."""
+    out = _Pieces(limit)
+    whole = memoryview(data)
+    decoder = zlib.decompressobj(wbits)
+    given: bytes | memoryview = b""
+    position = 0
+    while True:
+        if not given:
+            given = whole[position : position + _FEED]
+            position += len(given)
+        room = out.room
+        piece = decoder.decompress(given, room)
+        out.add(piece)
+        if decoder.eof:
+            given = decoder.unused_data
+            if not (members and (given or position < len(whole))):
+                break
+            decoder = zlib.decompressobj(wbits)
+        else:
+            given = decoder.unconsumed_tail  # left only when the piece was cut at ``room``
+            if not given and position >= len(whole) and len(piece) < room:
+                break
+    return out.joined()
+
+
+def _gunzip(data: bytes, limit: int) -> bytes:
+    """Every member of a gzip body (several can be concatenated); a body cut short gives what it holds."""
+    return _inflate(data, limit, 47, members=True)
+
+
+def _undeflate(data: bytes, limit: int) -> bytes:
+    """A deflate body: zlib-wrapped as RFC 9110 says, or raw deflate as some servers send it."""
+    try:
+        return _inflate(data, limit, 15, members=False)
+    except zlib.error:
+        return _inflate(data, limit, -15, members=False)
+
+
+def _unbrotli(brotli: Any, data: bytes, limit: int) -> bytes:
+    """A brotli body, given a piece at a time (``output_buffer_limit``, which it may pass by a block); a body
+    cut short is an error."""
+    decoder = brotli.Decompressor()
+    out = _Pieces(limit)
+    whole = memoryview(data)
+    for position in range(0, len(whole), _FEED):
+        out.add(decoder.process(whole[position : position + _FEED], output_buffer_limit=out.room))
+        while not decoder.can_accept_more_data():
+            out.add(decoder.process(b"", output_buffer_limit=out.room))
+    while not decoder.is_finished() and (piece := decoder.process(b"", output_buffer_limit=out.room)):
+        out.add(piece)
+    if not decoder.is_finished():
+        raise brotli.error("the brotli body is cut short")
+    return out.joined()
+
+
+def _unzstd(zstandard: Any, data: bytes, limit: int) -> bytes:
+    """A zstd body's first frame, read a piece at a time."""
+    out = _Pieces(limit)
+    with zstandard.ZstdDecompressor().stream_reader(data) as reader:
+        while piece := reader.read(_PIECE):
+            out.add(piece)
+    return out.joined()
 
 
 def _gzip(data: bytes) -> bytes:
@@ -435,10 +544,20 @@ def _gzip(data: bytes) -> bytes:
     return gzip.compress(data, mtime=0)
 
 
-def decoded_body(chunks: Sequence[bytes], headers: Iterable[tuple[str, str]]) -> bytes:
+class DecodedBody(NamedTuple):
+    """A response body as the views show it (``decoded_body``)."""
+
+    data: bytes
+    note: str  # why ``data`` is the body as stored, still encoded ("gzip body decodes past N bytes: ..."); ""
+
+
+def decoded_body(chunks: Sequence[bytes], headers: Iterable[tuple[str, str]]) -> DecodedBody:
     """A response body with its content-encodings undone, for display and comparison; as it came when it
-    can't be decoded."""
+    can't be decoded, and, with a note, when it decodes past ``MAX_DECODED_BYTES``."""
     data = b"".join(chunks)
     encodings = content_encodings(headers)
-    decoded = decode_stacked(data, encodings) if encodings else data
-    return data if decoded is None else decoded
+    try:
+        decoded = decode_stacked(data, encodings) if encodings else data
+    except DecodedTooLarge as error:
+        return DecodedBody(data, f"{error}: shown encoded, as stored")
+    return DecodedBody(data if decoded is None else decoded, "")

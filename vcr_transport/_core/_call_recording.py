@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from ._bodies import body_headers, is_media, redact_url, stored_body
+from ._bodies import DecodedTooLarge, body_headers, is_media, redact_url, stored_body
 from ._format import call_end_line, encode_line, event_lines, request_line, response_line
 from ._redaction import PLACEHOLDER, Redactor
 from ._sse import ProtocolEnd  # where a stream's protocol ends: watched on the one SSE decoder
@@ -344,7 +344,15 @@ class CallRecording:
         if self.book.broken:
             return []
         if self._body is not None:  # the last batch goes with the finish: a body that came at once
-            batch = self._body.finish(batch)  # is taken in at once
+            try:
+                batch = self._body.finish(batch)  # is taken in at once
+            except DecodedTooLarge as error:
+                self.book.break_down(
+                    f"call {self.index}: the response's {error}, more than the recorder searches for secrets",
+                    "a body that can't be searched is never written: ask the server for a smaller response, "
+                    "or answer that call in the test with a stub (httpx.MockTransport)",
+                )
+                return []
         outcome = self.record.outcome
         assert outcome is not None, "close ended the call"
         end = encode_line(

@@ -21,6 +21,7 @@ asked for, and counted; ``padding`` for random stream padding, summed up in one 
 from __future__ import annotations
 
 import base64
+import bisect
 import difflib
 import json
 import re
@@ -35,7 +36,7 @@ from ._conversation import request_messages
 from ._display import MISSING
 from ._format import Cassette, RecordedCall, decode_json
 from ._matching import VOLATILE_HEADERS, RequestMatcher, is_volatile_response_header, iter_differences
-from ._review import PADDING_FIELDS, VOLATILE_FIELDS, change_kind
+from ._review import PADDING_FIELDS, VOLATILE_FIELDS, change_kind, described_bytes
 from ._view import NOT_JSON, CallView, call_view
 
 __all__ = [
@@ -151,12 +152,25 @@ def paired_calls(a: Sequence[RecordedCall], b: Sequence[RecordedCall]) -> list[t
     for position, request in enumerate(requests_b):
         if same[request.key]:
             pair[position] = same[request.key].popleft()
-    unpaired_a = sorted(set(range(len(a))) - set(pair.values()))
+    _pair_alike(requests_a, requests_b, pair)
+    pairs: list[tuple[int | None, int | None]] = [
+        (requests_a[pair[j]].index if j in pair else None, requests_b[j].index) for j in range(len(b))
+    ]
+    paired = set(pair.values())
+    return pairs + [(requests_a[i].index, None) for i in range(len(a)) if i not in paired]
+
+
+def _pair_alike(requests_a: list[_Request], requests_b: list[_Request], pair: dict[int, int]) -> None:
+    """Pair each call of B left unpaired (``pair``: position in B -> position in A) with the most alike of the
+    ``_NEAREST`` unpaired calls of A nearest to it on its route."""
+    taken = set(pair.values())
+    routes: dict[tuple[str, str, str, str], list[int]] = defaultdict(list)
+    for position, request in enumerate(requests_a):
+        if position not in taken:
+            routes[request.route].append(position)
+    unpaired = {route: _Unpaired(positions) for route, positions in routes.items()}
     for position, request in enumerate(requests_b):
-        if position in pair:
-            continue
-        route = [i for i in unpaired_a if requests_a[i].route == request.route]
-        nearest = sorted(route, key=lambda i: abs(i - position))[:_NEAREST]
+        nearest = [] if position in pair else unpaired.get(request.route, _NONE).nearest(position, _NEAREST)
         if not nearest:
             continue
         chosen = min(
@@ -168,11 +182,48 @@ def paired_calls(a: Sequence[RecordedCall], b: Sequence[RecordedCall]) -> list[t
             ),
         )
         pair[position] = chosen
-        unpaired_a.remove(chosen)
-    pairs: list[tuple[int | None, int | None]] = [
-        (requests_a[pair[j]].index if j in pair else None, requests_b[j].index) for j in range(len(b))
-    ]
-    return pairs + [(requests_a[i].index, None) for i in unpaired_a]
+        unpaired[request.route].take(chosen)
+
+
+class _Unpaired:
+    """The positions of A's calls on one route that are not paired yet, in order: the nearest to a position,
+    and one taken, each in about constant time. Each side's next free position is found by following links
+    past the taken ones, shortened as they are followed (a list rescanned or shifted at every call of B made
+    pairing quadratic in a cassette of many changed calls)."""
+
+    def __init__(self, positions: list[int]) -> None:
+        self.positions = positions
+        self._right = list(range(len(positions) + 1))  # j: some j' >= j free, or len(positions): none
+        self._left = list(range(len(positions) + 1))  # j: some j' <= j with j' - 1 free, or 0: none
+
+    @staticmethod
+    def _follow(links: list[int], j: int) -> int:
+        while links[j] != j:
+            links[j] = links[links[j]]
+            j = links[j]
+        return j
+
+    def nearest(self, position: int, count: int) -> list[int]:
+        """The ``count`` free positions nearest to ``position``, the nearest first (the earlier on a tie)."""
+        at = bisect.bisect_left(self.positions, position)
+        found: list[int] = []
+        j = self._follow(self._right, at)
+        while j < len(self.positions) and len(found) < count:
+            found.append(j)
+            j = self._follow(self._right, j + 1)
+        j = self._follow(self._left, at)
+        while j > 0 and len(found) < 2 * count:
+            found.append(j - 1)
+            j = self._follow(self._left, j - 1)
+        in_order = sorted(self.positions[j] for j in found)
+        return sorted(in_order, key=lambda i: abs(i - position))[:count]
+
+    def take(self, position: int) -> None:
+        j = bisect.bisect_left(self.positions, position)
+        self._right[j], self._left[j + 1] = j + 1, j
+
+
+_NONE = _Unpaired([])  # a route of B that A has no unpaired call on
 
 
 def _lines_of(call: RecordedCall) -> int:
@@ -271,6 +322,16 @@ def _message_value(data: str | bytes) -> Any:
         return data
 
 
+def _body_value(view: CallView) -> Any:
+    """A body that is no stream as it is compared: JSON parsed, text as it is, and a binary body (or one shown
+    encoded, past the bound) by its size and hash, never as its bytes read as text."""
+    if view.json is not NOT_JSON:
+        return view.json
+    if view.binary:
+        return f"{described_bytes(view.body)}{f' ({view.note})' if view.note else ''}"
+    return view.text
+
+
 def _response_fields(view: CallView) -> dict[str, Any]:
     fields: dict[str, Any] = {
         "status": view.status,
@@ -281,7 +342,7 @@ def _response_fields(view: CallView) -> dict[str, Any]:
         messages = [[side, _message_value(data)] for side, data, _ in view.websocket_messages]
         return fields | {"messages": messages, "close": list(view.close)}
     if view.stream is None:
-        return fields | {"body": view.text if view.json is NOT_JSON else view.json}
+        return fields | {"body": _body_value(view)}
     reply = view.reply
     if reply.text or reply.tool_calls:
         fields["text"] = reply.text

@@ -10,7 +10,7 @@ import re
 from collections.abc import Iterator
 from typing import Any
 
-from ._bodies import content_encodings, decode_stacked
+from ._bodies import DecodedTooLarge, content_encodings, decode_stacked
 from ._matching import iter_differences
 from ._redaction import PLACEHOLDER, Redactor
 from ._stream_redaction import changed_span, delta_channels, redact_body
@@ -74,14 +74,26 @@ def _named_value(redactor: Redactor, line: str) -> tuple[str, str] | None:
     return match["name"], match["value"].strip().strip(",").strip().strip("\"'")
 
 
-def _decoded_payload(encoded: str) -> bytes | None:
+# (line number, why) of each body searched as stored because it decodes past MAX_DECODED_BYTES
+Unsearched = list[tuple[int, str]]
+
+
+def _decoded(data: bytes, encodings: list[str], number: int, unsearched: Unsearched) -> bytes | None:
+    """``data`` with ``encodings`` undone, None when they can't be; as it is, noted in ``unsearched``, when it
+    decodes past the bound."""
+    try:
+        return decode_stacked(data, encodings)
+    except DecodedTooLarge as error:
+        unsearched.append((number, f"{error}: searched as stored, not decoded"))
+        return data
+
+
+def _decoded_payload(encoded: str, number: int, unsearched: Unsearched) -> bytes | None:
     try:
         data = base64.b64decode(encoded, validate=True)
     except (binascii.Error, ValueError):
         return None
-    if data.startswith(_GZIP_MAGIC):
-        return decode_stacked(data, ["gzip"]) or data
-    return data
+    return (_decoded(data, ["gzip"], number, unsearched) or data) if data.startswith(_GZIP_MAGIC) else data
 
 
 class _Call:
@@ -91,12 +103,14 @@ class _Call:
         self.payload = bytearray()
 
 
-def scan_document(redactor: Redactor, text: str) -> Iterator[tuple[int, str]]:
+def scan_document(redactor: Redactor, text: str, unsearched: Unsearched | None = None) -> Iterator[tuple[int, str]]:
     """(line number, secret) for every secret in a file's text, by the redaction rules: in each line
     (secret shapes, secret-named JSON keys, ``NAME=value`` and ``name: value`` lines, YAML list values under
     a secret name), in cassette lines (headers, JSON bodies, base64 payloads decoded and gunzipped), in
     each recorded call's stream reassembled and decoded by its content-encodings (lines and SSE deltas),
-    and in multi-line blocks (PEM keys). Each secret is reported once per line."""
+    and in multi-line blocks (PEM keys). Each secret is reported once per line. A body that decodes past
+    ``MAX_DECODED_BYTES`` is searched as stored, and added to ``unsearched`` (line number, why)."""
+    unsearched = [] if unsearched is None else unsearched
     calls: dict[Any, _Call] = {}
     pending_name = False  # a secret name on the line before, with its value on the following YAML lines
     lines = text.splitlines()
@@ -111,10 +125,9 @@ def scan_document(redactor: Redactor, text: str) -> Iterator[tuple[int, str]]:
         else:
             pending_name = named is not None and not named[1]
         if line.startswith("{"):
-            found += _scan_cassette_line(redactor, line, number, calls)
+            found += _scan_cassette_line(redactor, line, number, calls, unsearched)
         yield from _report(number, found)
-    for call in calls.values():
-        yield from _report(call.first_line, _scan_stream(redactor, bytes(call.payload), call.encodings))
+    yield from _stream_secrets(redactor, calls, unsearched)
     if "-----BEGIN" in text:
         for secret in scan_text(redactor, text):
             if "\n" in secret:
@@ -129,7 +142,9 @@ def _report(number: int, found: list[str]) -> Iterator[tuple[int, str]]:
             yield number, secret
 
 
-def _scan_cassette_line(redactor: Redactor, line: str, number: int, calls: dict[Any, _Call]) -> list[str]:
+def _scan_cassette_line(
+    redactor: Redactor, line: str, number: int, calls: dict[Any, _Call], unsearched: Unsearched
+) -> list[str]:
     try:
         obj = json.loads(line)
     except ValueError:
@@ -142,7 +157,7 @@ def _scan_cassette_line(redactor: Redactor, line: str, number: int, calls: dict[
     found += [
         before if isinstance(before, str) else json.dumps(before) for _, before, _ in iter_differences(obj, cleaned)
     ]
-    found += _payload_secrets(redactor, obj, kind in ("response", "event"))
+    found += _payload_secrets(redactor, obj, kind in ("response", "event"), number, unsearched)
     if kind == "event":
         _collect_event(obj, number, calls.setdefault(obj.get("call_index"), _Call()))
     return found
@@ -163,12 +178,14 @@ def _header_secrets(
     return found, {key: value for key, value in obj.items() if key != "headers"}
 
 
-def _payload_secrets(redactor: Redactor, obj: dict[str, Any], response: bool) -> list[str]:
+def _payload_secrets(
+    redactor: Redactor, obj: dict[str, Any], response: bool, number: int, unsearched: Unsearched
+) -> list[str]:
     """The secrets in a line's base64 payloads (a chunk's, a body's), decoded and gunzipped."""
     body = obj.get("body")
     found: list[str] = []
     for encoded in (obj.get("base64"), body.get("base64") if isinstance(body, dict) else None):
-        if isinstance(encoded, str) and (data := _decoded_payload(encoded)) is not None:
+        if isinstance(encoded, str) and (data := _decoded_payload(encoded, number, unsearched)) is not None:
             found += scan_text(redactor, data.decode("utf-8", "surrogateescape"), response)
     return found
 
@@ -185,10 +202,17 @@ def _collect_event(obj: dict[str, Any], number: int, call: _Call) -> None:
             pass
 
 
-def _scan_stream(redactor: Redactor, payload: bytes, encodings: list[str]) -> list[str]:
-    """Secrets in one call's whole stream: decoded, searched by line and in its reassembled deltas."""
-    body = decode_stacked(payload, encodings) if encodings else payload
-    if body is None or redact_body(body, redactor) == body:
+def _stream_secrets(redactor: Redactor, calls: dict[Any, _Call], unsearched: Unsearched) -> Iterator[tuple[int, str]]:
+    """The secrets in each call's stream, reassembled and decoded, at the line of its first event."""
+    for call in calls.values():
+        body = _decoded(bytes(call.payload), call.encodings, call.first_line, unsearched)
+        if body is not None:
+            yield from _report(call.first_line, _scan_stream(redactor, body))
+
+
+def _scan_stream(redactor: Redactor, body: bytes) -> list[str]:
+    """Secrets in one call's whole stream (decoded): searched by line and in its reassembled deltas."""
+    if redact_body(body, redactor) == body:
         return []
     found = []
     text = body.decode("utf-8", "surrogateescape")

@@ -708,7 +708,9 @@ class HeldBodyRedactor:
 class EncodedBodyRedactor(HeldBodyRedactor):
     """A content-encoded body (gzip, deflate, br, zstd, stacked in any order), searched decoded: redacted as
     a stream of it would be, then encoded again with every encoding, in order. One in an encoding this
-    Python can't decode, or that doesn't decode, is written as it came (replay fails the same way)."""
+    Python can't decode, or that doesn't decode, is written as it came (replay fails the same way); one that
+    decodes past ``MAX_DECODED_BYTES`` can't be searched: ``finish`` raises DecodedTooLarge, and the
+    recorder writes nothing of it."""
 
     def __init__(self, redactor: Redactor, encoding: str, max_buffer: int = 64 * 1024 * 1024) -> None:
         encodings = content_encodings([("content-encoding", encoding)])

@@ -67,6 +67,9 @@ class CallView:
     websocket_messages: list[RecordedMessage] = dataclasses.field(default_factory=list)
     close: tuple[int | None, str, str | None] | None = None
     owner: str = ""  # the test that recorded it, in a cassette several tests share ("": none said)
+    # Why ``body`` is the body as stored, still encoded: it decodes past MAX_DECODED_BYTES ("" otherwise). Such
+    # a body is read as a binary one (no text, JSON or stream), and shown by its size with this note.
+    note: str = ""
 
     def message_texts(self, width: int = 300) -> list[str]:
         """Each WebSocket message as one line: ``[i] +t from: text`` (binary as its size), cut to ``width``."""
@@ -149,7 +152,7 @@ class CallView:
         if self.status is None:
             return None
         if self.binary:
-            return f"[{len(self.body)} bytes of binary data]"
+            return f"[{len(self.body)} bytes of binary data{f'; {self.note}' if self.note else ''}]"
         if self.stream is not None:
             return None
         if self.json is not NOT_JSON:
@@ -167,13 +170,13 @@ def _parsed(text: str) -> Any:
 def call_view(call: RecordedCall) -> CallView:
     """``call`` as a reader sees it: its body decoded and read once, for every rendering."""
     content_type = content_type_of(call.response_headers)
-    body = decoded_body(call.events, call.response_headers)
+    body, note = decoded_body(call.events, call.response_headers)
     try:
-        text, binary = body.decode("utf-8"), False
+        text, binary = body.decode("utf-8"), bool(note)
     except UnicodeDecodeError:
         text, binary = body.decode("utf-8", "replace"), True
-    stream = parse_sse(text) if "event-stream" in content_type else None
-    parsed = _parsed(text) if stream is None else NOT_JSON
+    stream = parse_sse(text) if "event-stream" in content_type and not note else None
+    parsed = _parsed(text) if stream is None and not note else NOT_JSON
     return CallView(
         index=call.index,
         method=call.method,
@@ -197,4 +200,5 @@ def call_view(call: RecordedCall) -> CallView:
         websocket_messages=call.messages,
         close=call.close,
         owner=call.owner,
+        note=note,
     )

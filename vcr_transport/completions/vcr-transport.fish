@@ -51,7 +51,7 @@ function _shtab_vcr_transport_using
 end
 
 set -g _shtab_vcr_transport_commands status config list show diff verify scan delete prune import serve drift git-setup completion
-set -g _shtab_vcr_transport_opts_with_value --allow-early-stop --call --fault --grace --har --host --idle-timeout --ignore-field --ignore-header --max-body --max-connections --mode --name --older-than --out --output --pace --pattern --port --timeout --upstream -o
+set -g _shtab_vcr_transport_opts_with_value --allow-early-stop --call --fault --grace --har --host --idle-timeout --ignore-field --ignore-header --max-body --max-connections --mode --name --older-than --out --output --pace --pattern --port --request-timeout --timeout --upstream -o
 
 complete -c vcr-transport -e
 complete -c vcr-transport -f
@@ -121,6 +121,7 @@ complete -c vcr-transport -n '_shtab_vcr_transport_using serve' -l grace -x -d '
 complete -c vcr-transport -n '_shtab_vcr_transport_using serve' -l max-body -x -d 'the largest request body read; a larger one is answered 413 (default: 64 MiB)'
 complete -c vcr-transport -n '_shtab_vcr_transport_using serve' -l max-connections -x -d 'connections open at once; one more is answered 503 and closed (default: 512)'
 complete -c vcr-transport -n '_shtab_vcr_transport_using serve' -l idle-timeout -x -d 'close a connection that sends nothing this long while a request is awaited (default: 60)'
+complete -c vcr-transport -n '_shtab_vcr_transport_using serve' -l request-timeout -x -d 'answer 408 to a request whose head and body take longer to arrive, from its first byte (default: 120)'
 complete -c vcr-transport -n '_shtab_vcr_transport_using; and test $_shtab_vcr_transport_npos -eq 0' -a drift -d 'Send each recorded request to the live upstream, and compare the answer'"'"'s shape with the recording: status, content type, JSON structure and types, stream event types. A request goes only to its vendor'"'"'s own hosts over https (OpenAI, Azure OpenAI, Anthropic, Gemini, Vertex AI, Bedrock; more with drift_hosts in [tool.vcr_transport]) or to the --upstream named for that vendor, with that vendor'"'"'s key (OPENAI_API_KEY, AZURE_OPENAI_API_KEY, ANTHROPIC_API_KEY, GEMINI_API_KEY or GOOGLE_API_KEY) only where the vendor takes it; any other call is refused before any lookup or connection. WebSocket sessions, and calls that may change state at the vendor (unless --include-writes), are skipped. Writes nothing; each call is reported identical, changed (with the field paths), not checked or skipped. Costs what the requests cost.'
 complete -c vcr-transport -n '_shtab_vcr_transport_using drift' -s h -l help -d 'show this help message and exit'
 complete -c vcr-transport -n '_shtab_vcr_transport_using drift' -l upstream -x -d 'send the calls to this vendor'"'"'s hosts here, with its key (openai, azure, anthropic, gemini, vertex, bedrock); http allowed'
