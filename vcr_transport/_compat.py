@@ -552,7 +552,9 @@ class RecordingCompat:
             **options,
         }
         arguments = with_run_options(request.config, arguments)
-        with open_test_cassette(request, folder / f"{stem}.jsonl", arguments) as cassette:
+        from ._urllib3 import URLLIB3_REPLAY  # vcrpy records urllib3 (requests) calls: they replay here too
+
+        with URLLIB3_REPLAY, open_test_cassette(request, folder / f"{stem}.jsonl", arguments) as cassette:
             yield VcrpyCassette(cassette, given_record_mode(request.config, config))
 
     @pytest.fixture(autouse=True)

@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any, Literal, Self, Unpack
 from ._config import PytestRun, cassette_mode, current_run, find_pyproject, how_to_record, read_settings, resolve_mode
 from ._core._bodies import redact_url, stored_body, stored_body_bytes
 from ._core._conversation import request_label
-from ._core._format import header_age_days, lines_before_call, lines_of_calls
+from ._core._format import RecordedCall, header_age_days, lines_before_call, lines_of_calls
 from ._core._modes import Decision, Mode, Step, concrete_mode
 from ._core._options import Options
 from ._core._redaction import RedactWithError
@@ -263,6 +263,22 @@ class CassetteSession:
         ``ReplayTransport``, ``serve``): from the cassette, or None when it is to be forwarded and recorded
         (record-on-miss)."""
         return self._answer(request, body, self.decision.step_for(str(request.url)))
+
+    def replayed_call(self, method: str, url: str, headers: list[tuple[str, str]], body: bytes) -> RecordedCall | None:
+        """The recorded call that answers a request of a client this session replays but never records
+        (urllib3, ``_urllib3.py``), or None when the request is to go on to the network, unrecorded: the mode
+        records, checks or is off, or a rule keeps the request out of the cassette (the network guard, on in
+        replay, then refuses what is not allowed). A cassette that can't be read raises its diagnostic, and a
+        miss raises ReplayMismatch, whatever the mode: recording can't take over a call it can't record."""
+        step = self.decision.step_for(url)
+        if step is Step.REFUSE:
+            assert self.broken is not None
+            self.refused += 1
+            raise self.broken
+        if step is not Step.REPLAY:
+            return None
+        assert self.replayer is not None
+        return self.replayer.select(method, url, headers, body)
 
     def record(self, request: Any, inner: Any) -> Any:
         """Forward a request to ``inner`` and record the exchange."""
