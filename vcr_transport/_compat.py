@@ -69,6 +69,7 @@ __all__ = [
     "configure_compat",
     "VcrRegistrations",
     "before_record_request_normalizer",
+    "claimed_cassette",
     "options_from_vcr_config",
 ]
 
@@ -201,6 +202,26 @@ def cassette_stem(node: pytest.Item) -> str:
     for forbidden in "<>?%*:|\"'/\\":
         name = name.replace(forbidden, "-")
     return name
+
+
+def marker_stem(marker: pytest.Mark | None, default: str) -> str:
+    """The cassette's name the ``vcr`` marker gives (its first argument, a ``.yaml`` read as ``.jsonl``), else
+    ``default``."""
+    if marker is None or not marker.args:
+        return default
+    return str(marker.args[0]).removesuffix(".yaml").removesuffix(".yml")
+
+
+def claimed_cassette(node: pytest.Item) -> Path | None:
+    """The cassette a ``vcr`` test claims at collection, whether it runs or is skipped (``prune`` keeps it):
+    pytest-recording's default folder, the marker's name or the test's. A conftest that overrides the
+    ``vcr_cassette_dir`` or ``default_cassette_name`` fixture is only known once the test runs: such a test
+    claims the cassette it opens."""
+    marker = node.get_closest_marker("vcr")
+    if marker is None:
+        return None
+    module = Path(str(node.path))
+    return module.parent / "cassettes" / module.stem / f"{marker_stem(marker, cassette_stem(node))}.jsonl"
 
 
 class VcrRegistrations:
@@ -540,9 +561,7 @@ class RecordingCompat:
         marker = request.node.get_closest_marker("vcr")
         config = {**request.getfixturevalue("vcr_config"), **(marker.kwargs if marker else {})}
         folder = Path(request.getfixturevalue("vcr_cassette_dir"))
-        stem = request.getfixturevalue("default_cassette_name")
-        if marker is not None and marker.args:
-            stem = str(marker.args[0]).removesuffix(".yaml").removesuffix(".yml")
+        stem = marker_stem(marker, request.getfixturevalue("default_cassette_name"))
         options = options_from_vcr_config(
             config, f"vcr_config of {request.node.nodeid}", _registrations(request.config), self.notes
         )

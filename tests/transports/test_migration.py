@@ -617,3 +617,51 @@ def test_compat_checks_no_unplayed_calls_and_leaves_a_caught_mismatch(
     result = pytester.runpytest_inprocess("-p", "no:cassetter", "-o", "vcr_caught_mismatch=raise")
     result.assert_outcomes(failed=1)
     result.stdout.fnmatch_lines(["E   replay mismatch at call 1, field body.prompt: recorded 'b', incoming 'changed'"])
+
+
+# --- prune keeps the cassette of a test skipped by a mark -----------------------------------------------
+
+SKIPPED_TESTS = """
+import httpx2
+import pytest
+
+def ask(prompt):
+    with httpx2.Client(transport=httpx2.MockTransport(lambda r: httpx2.Response(200, json={"ok": True}))) as client:
+        client.post("https://api.example.test/v1/chat", json={"prompt": prompt})
+
+@pytest.mark.vcr
+def test_kept():
+    ask("a")
+
+MARK
+@pytest.mark.vcr
+def test_later():
+    ask("b")
+
+@pytest.mark.vcr("shared_name.yaml")
+MARK
+def test_named():
+    ask("c")
+"""
+
+
+def test_prune_keeps_the_cassette_of_a_test_skipped_by_a_mark(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A pytest-recording test skipped by ``@pytest.mark.skip`` never opens its cassette, yet claims it: prune
+    offers nothing of it, and un-skipping the test later finds it replaying."""
+    _compat_project(pytester, monkeypatch)
+    pytester.makepyfile(test_skips=SKIPPED_TESTS.replace("MARK\n", ""))
+    pytester.runpytest_inprocess("-p", "no:cassetter", "--record-mode=all").assert_outcomes(passed=3)
+    folder = pytester.path / "cassettes" / "test_skips"
+    assert sorted(p.name for p in folder.iterdir()) == ["shared_name.jsonl", "test_kept.jsonl", "test_later.jsonl"]
+    skipped = SKIPPED_TESTS.replace("MARK", '@pytest.mark.skip(reason="flaky upstream")')
+    pytester.makepyfile(test_skips=skipped)
+    pytester.runpytest_inprocess("-p", "no:cassetter").assert_outcomes(passed=1, skipped=2)
+    capsys.readouterr()
+    monkeypatch.chdir(pytester.path)
+    assert main(["prune", "--yes"]) == 0
+    out = capsys.readouterr().out
+    assert sorted(p.name for p in folder.iterdir()) == ["shared_name.jsonl", "test_kept.jsonl", "test_later.jsonl"], out
+    pytester.makepyfile(test_skips=SKIPPED_TESTS.replace("MARK\n", ""))
+    pytester.runpytest_inprocess("-p", "no:cassetter").assert_outcomes(passed=3)
