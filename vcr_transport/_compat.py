@@ -336,11 +336,14 @@ def _fields_of(request: Any, before: dict[str, Any]) -> dict[str, Any]:
 def _match_on_of(
     config: dict[str, Any], where: str, registered: VcrRegistrations, notes: set[str]
 ) -> tuple[str, ...] | None:
-    if "match_on" not in config:
-        return None
     from ._core._matching import MATCH_ON_NAMES  # lazily: only a vcr test's cassette needs matching
+    from ._vcrpy import VCRPY_MATCH_ON  # what vcrpy compares unless told, and an imported cassette's header keeps
 
-    names = ["body" if name == "raw_body" else name for name in config["match_on"]]
+    given = "match_on" in config
+    names = ["body" if name == "raw_body" else name for name in (config["match_on"] if given else VCRPY_MATCH_ON)]
+    _note_overridden([name for name in names if name in registered.matchers and name in MATCH_ON_NAMES], notes)
+    if not given:
+        return None
     custom = [name for name in names if name in registered.matchers and name not in MATCH_ON_NAMES]
     if custom:
         notes.add(
@@ -356,6 +359,19 @@ def _match_on_of(
             f"valid: {', '.join(MATCH_ON_NAMES)}"
         )
     return tuple(dict.fromkeys(names))
+
+
+def _note_overridden(overridden: list[str], notes: set[str]) -> None:
+    """A custom matcher registered under a built-in name (pydantic-ai's ``host``, ``path`` and ``method``, which
+    ignore Bedrock and Vertex regions and projects) replaces vcrpy's own comparison, which can't be applied:
+    the field is compared as vcr_transport compares it, and the note says what stands for the matcher."""
+    if overridden:
+        notes.add(
+            f"vcr_transport can't apply the custom matcher(s) registered under vcrpy's built-in name(s) "
+            f"{', '.join(map(repr, overridden))}: those fields are compared plainly; where a matcher ignored "
+            "part of a value (a region or project in a host or path), normalize_patterns in "
+            "[tool.vcr_transport] replaces it on both sides (see the vcrpy migration guide)"
+        )
 
 
 def _ignored_hosts_of(config: dict[str, Any]) -> tuple[str, ...] | None:

@@ -665,3 +665,59 @@ def test_prune_keeps_the_cassette_of_a_test_skipped_by_a_mark(
     assert sorted(p.name for p in folder.iterdir()) == ["shared_name.jsonl", "test_kept.jsonl", "test_later.jsonl"], out
     pytester.makepyfile(test_skips=SKIPPED_TESTS.replace("MARK\n", ""))
     pytester.runpytest_inprocess("-p", "no:cassetter").assert_outcomes(passed=3)
+
+
+# --- a custom matcher under a built-in name; the pyproject form of the compat switch ---------------------
+
+REGION_CONFTEST = """
+import re
+
+def pytest_recording_configure(config, vcr):
+    def host(r1, r2):  # pydantic-ai's: the same service in any Bedrock region
+        region = r"\\\\.[a-z]+-[a-z]+-\\\\d\\\\."
+        assert re.sub(region, ".", r1.host) == re.sub(region, ".", r2.host)
+    vcr.register_matcher("host", host)
+"""
+
+REGION_TESTS = """
+import httpx2
+import pytest
+
+@pytest.mark.vcr
+def test_converse():
+    with httpx2.Client(transport=httpx2.MockTransport(lambda r: httpx2.Response(200, json={"ok": True}))) as client:
+        client.post("https://bedrock-runtime.REGION.amazonaws.com/model/m/converse", json={"prompt": "hi"})
+"""
+
+REGION_PATTERN = r"bedrock-runtime\\.[a-z0-9-]+\\.amazonaws\\.com"
+
+
+def test_a_custom_matcher_under_a_built_in_name_is_reported_and_a_pattern_stands_for_it(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """pydantic-ai registers its own ``host`` matcher (any Bedrock region): the summary says it can't be
+    applied, the host is compared plainly (a cassette recorded in another region mismatches at url.host), and
+    ``normalize_patterns`` in ``[tool.vcr_transport]`` serves the case. The compat switch is given in
+    ``[tool.pytest.ini_options]``, as the guide's step 3 shows."""
+    monkeypatch.delenv("VCR_TRANSPORT_MODE", raising=False)
+    monkeypatch.delenv("CI", raising=False)
+    ini = '[tool.pytest.ini_options]\nvcr_transport_compat = "pytest-recording"\n'
+    pytester.makepyprojecttoml(ini)
+    pytester.makeconftest(REGION_CONFTEST)
+    pytester.makepyfile(test_bedrock=REGION_TESTS.replace("REGION", "us-east-1"))
+    pytester.runpytest_inprocess("-p", "no:cassetter", "--record-mode=all").assert_outcomes(passed=1)
+    pytester.makepyfile(test_bedrock=REGION_TESTS.replace("REGION", "eu-west-3"))
+    result = pytester.runpytest_inprocess("-p", "no:cassetter")
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(
+        [
+            "E   *replay mismatch at call 0, field url.host: recorded 'bedrock-runtime.us-east-1.amazonaws.com'*",
+            "vcr_transport can't apply the custom matcher(s) registered under vcrpy's built-in name(s) 'host': "
+            "those fields are compared plainly; where a matcher ignored part of a value (a region or project in a "
+            "host or path), normalize_patterns in [tool.vcr_transport] replaces it on both sides (see the vcrpy "
+            "migration guide)",
+        ]
+    )
+    region = f'[["{REGION_PATTERN}", "bedrock-runtime.<region>.amazonaws.com"]]'
+    pytester.makepyprojecttoml(f"{ini}\n[tool.vcr_transport]\nnormalize_patterns = {region}\n")
+    pytester.runpytest_inprocess("-p", "no:cassetter").assert_outcomes(passed=1)
