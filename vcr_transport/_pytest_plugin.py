@@ -455,6 +455,7 @@ _SUMMARY = (
     ("checked", "{} checked live, same shape"),
     ("shape changed", "{} with a changed shape (mode check)"),
     ("unplayed", "{} left with unplayed calls"),
+    ("unplayed, not checked", "{} with unplayed calls, which are not checked (vcr_unplayed = ignore)"),
     ("missing", "{} missing"),
     ("refused", "{} not recorded under CI"),
     ("unreadable", "{} unreadable"),

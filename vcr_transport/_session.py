@@ -409,7 +409,8 @@ class CassetteSession:
         """What became of the cassette, for the end-of-run summary: off, not needed (no cassette, and no request
         asked for one), missing (a request asked for it), refused (a recording refused under CI), unreadable,
         recorded, re-recorded, recorded unchanged (a re-record that left the file as it was), not saved,
-        mismatched, checked or shape changed (mode check), unplayed (recorded calls nobody asked for), stale
+        mismatched, checked or shape changed (mode check), unplayed (recorded calls nobody asked for; "unplayed, not
+        checked" when ``unplayed="ignore"``, the compatibility mode's default), stale
         (older than max_age, with ``on_expiry="fail"``) or replayed."""
         if self.mode == "off":
             return "off"
@@ -427,11 +428,18 @@ class CassetteSession:
             if not self._recorder.saved:
                 return "not saved"
             return "re-recorded" if self.existed else "recorded"
+        return self._replay_outcome()
+
+    def _replay_outcome(self) -> str:
+        """What became of a cassette that was read and not recorded: mismatched, checked or shape changed,
+        unplayed (checked or not), or replayed."""
         if self.first_mismatch is not None:
             return "mismatched"
         if self.checker is not None:
             return "shape changed" if self.checker.findings else "checked"
-        return "unplayed" if self.unplayed_calls() else "replayed"
+        if not self.unplayed_calls():
+            return "replayed"
+        return "unplayed, not checked" if self.options.unplayed == "ignore" else "unplayed"
 
 
 def _callers_level() -> int:

@@ -300,7 +300,7 @@ def test_pytest_recording_compat_vcrpy_shapes(pytester: pytest.Pytester, monkeyp
     result = pytester.runpytest_inprocess("-p", "no:cassetter")
     result.assert_outcomes(passed=4)
     # The three tests that needed no cassette are not counted as unreadable ones.
-    assert "cassettes: 1 left with unplayed calls" in result.stdout.str().replace("\n", " ")
+    assert "cassettes: 1 with unplayed calls, which are not checked" in result.stdout.str().replace("\n", " ")
     assert "unreadable" not in result.stdout.str()
     assert sorted(path.name for path in cassette.parent.iterdir()) == ["test_vcrpy_cassette_view.jsonl"]
 
@@ -606,7 +606,7 @@ def test_compat_checks_no_unplayed_calls_and_leaves_a_caught_mismatch(
     pytester.makepyfile(test_lenient=LENIENT_TESTS.replace("PROMPTS", "'a'"))
     result = pytester.runpytest_inprocess("-p", "no:cassetter")
     result.assert_outcomes(passed=1)
-    result.stdout.fnmatch_lines(["cassettes: 1 left with unplayed calls"])
+    result.stdout.fnmatch_lines(["cassettes: 1 with unplayed calls, which are not checked (vcr_unplayed = ignore)"])
     result = pytester.runpytest_inprocess("-p", "no:cassetter", "-o", "vcr_unplayed=partial")
     result.assert_outcomes(failed=1)  # the test fails when its body ends, not at teardown
     result.stdout.fnmatch_lines(["E   2 recorded call(s) were never played from *test_fewer_calls.jsonl:"])
