@@ -36,7 +36,13 @@ each claims ``@pytest.mark.vcr`` and ``--record-mode``. Then:
   compared (a request it drops, returning None, is compared as it is; what is recorded is not changed by it:
   ``redact_with`` does that). A registered custom matcher named in ``match_on`` compares two requests, which
   no normaliser can stand for: it is left out, the rest of ``match_on`` compared, and the run's summary says
-  so in one line.
+  so in one line. One registered under a built-in name (pydantic-ai's ``host``) can't replace our comparison
+  either: the field is compared plainly, and the summary's line points to ``normalize_patterns``, which
+  stands for a matcher that ignores a region or project in a host or path.
+- The calls vcrpy recorded from ``requests`` and urllib3 (vcrpy patches urllib3) replay from the test's
+  cassette too: each ``vcr`` test is a user of ``_urllib3.URLLIB3_REPLAY`` while its cassette is open.
+- A collected ``vcr`` test claims its cassette (``claimed_cassette``) even when it is skipped, so ``prune``
+  keeps it.
 """
 
 from __future__ import annotations
