@@ -343,21 +343,14 @@ def _match_on_of(
     config: dict[str, Any], where: str, registered: VcrRegistrations, notes: set[str]
 ) -> tuple[str, ...] | None:
     from ._core._matching import MATCH_ON_NAMES  # lazily: only a vcr test's cassette needs matching
-    from ._vcrpy import VCRPY_MATCH_ON  # what vcrpy compares unless told, and an imported cassette's header keeps
 
     given = "match_on" in config
-    names = ["body" if name == "raw_body" else name for name in (config["match_on"] if given else VCRPY_MATCH_ON)]
-    _note_overridden([name for name in names if name in registered.matchers and name in MATCH_ON_NAMES], notes)
+    names = _vcrpy_match_on(config)
+    registered_names = [name for name in names if name in registered.matchers]
+    _note_overridden([name for name in registered_names if name in MATCH_ON_NAMES], notes)
     if not given:
         return None
-    custom = [name for name in names if name in registered.matchers and name not in MATCH_ON_NAMES]
-    if custom:
-        notes.add(
-            f"vcr_transport can't apply vcrpy's custom matcher(s) {', '.join(map(repr, custom))} (a comparison of "
-            "two requests): the rest of match_on is compared; a normalize_with function that makes both sides "
-            "equal where they may differ stands for one"
-        )
-        names = [name for name in names if name not in custom]
+    names = _without_custom(names, [name for name in registered_names if name not in MATCH_ON_NAMES], notes)
     unknown = [name for name in names if name not in MATCH_ON_NAMES]
     if unknown:
         raise pytest.UsageError(
@@ -365,6 +358,26 @@ def _match_on_of(
             f"valid: {', '.join(MATCH_ON_NAMES)}"
         )
     return tuple(dict.fromkeys(names))
+
+
+def _vcrpy_match_on(config: dict[str, Any]) -> list[str]:
+    """What vcrpy compares: the ``match_on`` given (``raw_body`` as ``body``), else vcrpy's default, which an
+    imported cassette's header keeps."""
+    from ._vcrpy import VCRPY_MATCH_ON
+
+    return ["body" if name == "raw_body" else name for name in config.get("match_on", VCRPY_MATCH_ON)]
+
+
+def _without_custom(names: list[str], custom: list[str], notes: set[str]) -> list[str]:
+    """``names`` without the registered custom matchers named in ``match_on``, which compare two requests (no
+    normaliser can stand for one); the note says so."""
+    if custom:
+        notes.add(
+            f"vcr_transport can't apply vcrpy's custom matcher(s) {', '.join(map(repr, custom))} (a comparison of "
+            "two requests): the rest of match_on is compared; a normalize_with function that makes both sides "
+            "equal where they may differ stands for one"
+        )
+    return [name for name in names if name not in custom]
 
 
 def _note_overridden(overridden: list[str], notes: set[str]) -> None:
