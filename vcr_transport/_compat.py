@@ -36,7 +36,13 @@ each claims ``@pytest.mark.vcr`` and ``--record-mode``. Then:
   compared (a request it drops, returning None, is compared as it is; what is recorded is not changed by it:
   ``redact_with`` does that). A registered custom matcher named in ``match_on`` compares two requests, which
   no normaliser can stand for: it is left out, the rest of ``match_on`` compared, and the run's summary says
-  so in one line.
+  so in one line. One registered under a built-in name (pydantic-ai's ``host``) can't replace our comparison
+  either: the field is compared plainly, and the summary's line points to ``normalize_patterns``, which
+  stands for a matcher that ignores a region or project in a host or path.
+- The calls vcrpy recorded from ``requests`` and urllib3 (vcrpy patches urllib3) replay from the test's
+  cassette too: each ``vcr`` test is a user of ``_urllib3.URLLIB3_REPLAY`` while its cassette is open.
+- A collected ``vcr`` test claims its cassette (``claimed_cassette``) even when it is skipped, so ``prune``
+  keeps it.
 """
 
 from __future__ import annotations
@@ -69,6 +75,7 @@ __all__ = [
     "configure_compat",
     "VcrRegistrations",
     "before_record_request_normalizer",
+    "claimed_cassette",
     "options_from_vcr_config",
 ]
 
@@ -203,6 +210,26 @@ def cassette_stem(node: pytest.Item) -> str:
     return name
 
 
+def marker_stem(marker: pytest.Mark | None, default: str) -> str:
+    """The cassette's name the ``vcr`` marker gives (its first argument, a ``.yaml`` read as ``.jsonl``), else
+    ``default``."""
+    if marker is None or not marker.args:
+        return default
+    return str(marker.args[0]).removesuffix(".yaml").removesuffix(".yml")
+
+
+def claimed_cassette(node: pytest.Item) -> Path | None:
+    """The cassette a ``vcr`` test claims at collection, whether it runs or is skipped (``prune`` keeps it):
+    pytest-recording's default folder, the marker's name or the test's. A conftest that overrides the
+    ``vcr_cassette_dir`` or ``default_cassette_name`` fixture is only known once the test runs: such a test
+    claims the cassette it opens."""
+    marker = node.get_closest_marker("vcr")
+    if marker is None:
+        return None
+    module = Path(str(node.path))
+    return module.parent / "cassettes" / module.stem / f"{marker_stem(marker, cassette_stem(node))}.jsonl"
+
+
 class VcrRegistrations:
     """What a conftest's ``pytest_recording_configure(config, vcr)`` registers on vcrpy's ``VCR``, as far as
     it means anything here: the custom matchers, by name. Every other call or setting is accepted and does
@@ -315,19 +342,15 @@ def _fields_of(request: Any, before: dict[str, Any]) -> dict[str, Any]:
 def _match_on_of(
     config: dict[str, Any], where: str, registered: VcrRegistrations, notes: set[str]
 ) -> tuple[str, ...] | None:
-    if "match_on" not in config:
-        return None
     from ._core._matching import MATCH_ON_NAMES  # lazily: only a vcr test's cassette needs matching
 
-    names = ["body" if name == "raw_body" else name for name in config["match_on"]]
-    custom = [name for name in names if name in registered.matchers and name not in MATCH_ON_NAMES]
-    if custom:
-        notes.add(
-            f"vcr_transport can't apply vcrpy's custom matcher(s) {', '.join(map(repr, custom))} (a comparison of "
-            "two requests): the rest of match_on is compared; a normalize_with function that makes both sides "
-            "equal where they may differ stands for one"
-        )
-        names = [name for name in names if name not in custom]
+    given = "match_on" in config
+    names = _vcrpy_match_on(config)
+    registered_names = [name for name in names if name in registered.matchers]
+    _note_overridden([name for name in registered_names if name in MATCH_ON_NAMES], notes)
+    if not given:
+        return None
+    names = _without_custom(names, [name for name in registered_names if name not in MATCH_ON_NAMES], notes)
     unknown = [name for name in names if name not in MATCH_ON_NAMES]
     if unknown:
         raise pytest.UsageError(
@@ -335,6 +358,39 @@ def _match_on_of(
             f"valid: {', '.join(MATCH_ON_NAMES)}"
         )
     return tuple(dict.fromkeys(names))
+
+
+def _vcrpy_match_on(config: dict[str, Any]) -> list[str]:
+    """What vcrpy compares: the ``match_on`` given (``raw_body`` as ``body``), else vcrpy's default, which an
+    imported cassette's header keeps."""
+    from ._vcrpy import VCRPY_MATCH_ON
+
+    return ["body" if name == "raw_body" else name for name in config.get("match_on", VCRPY_MATCH_ON)]
+
+
+def _without_custom(names: list[str], custom: list[str], notes: set[str]) -> list[str]:
+    """``names`` without the registered custom matchers named in ``match_on``, which compare two requests (no
+    normaliser can stand for one); the note says so."""
+    if custom:
+        notes.add(
+            f"vcr_transport can't apply vcrpy's custom matcher(s) {', '.join(map(repr, custom))} (a comparison of "
+            "two requests): the rest of match_on is compared; a normalize_with function that makes both sides "
+            "equal where they may differ stands for one"
+        )
+    return [name for name in names if name not in custom]
+
+
+def _note_overridden(overridden: list[str], notes: set[str]) -> None:
+    """A custom matcher registered under a built-in name (pydantic-ai's ``host``, ``path`` and ``method``, which
+    ignore Bedrock and Vertex regions and projects) replaces vcrpy's own comparison, which can't be applied:
+    the field is compared as vcr_transport compares it, and the note says what stands for the matcher."""
+    if overridden:
+        notes.add(
+            f"vcr_transport can't apply the custom matcher(s) registered under vcrpy's built-in name(s) "
+            f"{', '.join(map(repr, overridden))}: those fields are compared plainly; where a matcher ignored "
+            "part of a value (a region or project in a host or path), normalize_patterns in "
+            "[tool.vcr_transport] replaces it on both sides (see the vcrpy migration guide)"
+        )
 
 
 def _ignored_hosts_of(config: dict[str, Any]) -> tuple[str, ...] | None:
@@ -540,9 +596,7 @@ class RecordingCompat:
         marker = request.node.get_closest_marker("vcr")
         config = {**request.getfixturevalue("vcr_config"), **(marker.kwargs if marker else {})}
         folder = Path(request.getfixturevalue("vcr_cassette_dir"))
-        stem = request.getfixturevalue("default_cassette_name")
-        if marker is not None and marker.args:
-            stem = str(marker.args[0]).removesuffix(".yaml").removesuffix(".yml")
+        stem = marker_stem(marker, request.getfixturevalue("default_cassette_name"))
         options = options_from_vcr_config(
             config, f"vcr_config of {request.node.nodeid}", _registrations(request.config), self.notes
         )
@@ -552,7 +606,9 @@ class RecordingCompat:
             **options,
         }
         arguments = with_run_options(request.config, arguments)
-        with open_test_cassette(request, folder / f"{stem}.jsonl", arguments) as cassette:
+        from ._urllib3 import URLLIB3_REPLAY  # vcrpy records urllib3 (requests) calls: they replay here too
+
+        with URLLIB3_REPLAY, open_test_cassette(request, folder / f"{stem}.jsonl", arguments) as cassette:
             yield VcrpyCassette(cassette, given_record_mode(request.config, config))
 
     @pytest.fixture(autouse=True)

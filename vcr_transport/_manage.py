@@ -617,6 +617,8 @@ class ImportOutcome:
     calls: int = 0
     skipped: str | None = None
     refused: CassetteError | None = None
+    compat_only: dict[str, int] = field(default_factory=dict)  # calls by client: replayed in compat mode only
+    unserved: dict[str, int] = field(default_factory=dict)  # calls by client: never replayed
 
     def as_json(self) -> dict[str, Any]:
         if self.refused is not None:
@@ -632,6 +634,8 @@ class ImportOutcome:
             "outcome": "imported",
             "target": shown_path(self.target),
             "calls": self.calls,
+            "compat_only_clients": self.compat_only,
+            "unserved_clients": self.unserved,
         }
 
 
@@ -648,7 +652,10 @@ def import_files(
         raise UsageProblem(str(problem)) from None
     for source, target in plan:
         try:
-            yield ImportOutcome(source, target, calls=import_vcrpy(source, target, Redactor(names, patterns)))
+            imported = import_vcrpy(source, target, Redactor(names, patterns))
+            yield ImportOutcome(
+                source, target, imported.calls, compat_only=imported.compat_only, unserved=imported.unserved
+            )
         except ImportProblem as problem:
             raise UsageProblem(str(problem)) from None
         except NotACassette as other:

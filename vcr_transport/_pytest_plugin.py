@@ -60,7 +60,7 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from ._compat import add_compat_options, compat_active, configure_compat, guard_hosts
+from ._compat import add_compat_options, claimed_cassette, compat_active, configure_compat, guard_hosts
 from ._config import SKIPPED_FOLDERS, PytestRun, cassette_folders, find_pyproject, published_run, read_settings
 from ._core._registration import INI_OPTIONS, MODES
 from ._exceptions import VcrTransportError
@@ -430,6 +430,9 @@ def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config
             path = marker_cassette_path(item, marker.kwargs.get("path"))
             run.cassette_opened(path, "claimed", item.nodeid)
             claims[path.resolve()] += 1
+        compat_claim = claimed_cassette(item) if compat_active(config) else None
+        if compat_claim is not None:  # a pytest-recording test's cassette, its own (never shared)
+            run.cassette_opened(compat_claim, "claimed", item.nodeid)
     config.stash[_SHARED] = {path for path, count in claims.items() if count > 1}
 
 
@@ -482,6 +485,7 @@ _SUMMARY = (
     ("checked", "{} checked live, same shape"),
     ("shape changed", "{} with a changed shape (mode check)"),
     ("unplayed", "{} left with unplayed calls"),
+    ("unplayed, not checked", "{} with unplayed calls, which are not checked (vcr_unplayed = ignore)"),
     ("missing", "{} missing"),
     ("refused", "{} not recorded under CI"),
     ("unreadable", "{} unreadable"),

@@ -535,7 +535,19 @@ def import_line(outcome: ImportOutcome) -> str:
         return visible("refused: " + str(outcome.refused).replace("\n  fix: ", "; fix: "))
     if outcome.skipped is not None:
         return visible(f"skipped: {outcome.skipped}")
-    return visible(f"imported {plural(outcome.calls, 'call')}: {outcome.source} -> {outcome.target}")
+    lines = [visible(f"imported {plural(outcome.calls, 'call')}: {outcome.source} -> {outcome.target}")]
+    lines += [
+        f"  note: {plural(count, 'call')} from {client}, replayed in the pytest-recording compatibility mode only "
+        "(vcr_transport_compat = pytest-recording); never recorded"
+        for client, count in sorted(outcome.compat_only.items())
+    ]
+    lines += [
+        f"  can't serve: {plural(count, 'call')} from {client}: replay answers httpx and httpx2 (and, in the "
+        "compatibility mode, urllib3 and requests); a test making it meets the network guard: send it through "
+        "one of those clients, or mock it"
+        for client, count in sorted(outcome.unserved.items())
+    ]
+    return "\n".join(lines)
 
 
 def import_summary(converted: int, calls: int, refused: Sequence[CassetteError], skipped: int = 0) -> str:

@@ -228,9 +228,7 @@ class Replayer:
         status fault's answer in its place, or the recorded failure raised. A miss raises ReplayMismatch."""
         library = library_of(request)
         engine = self.engine
-        call = engine.select(
-            engine.incoming_fields(request.method, str(request.url), header_pairs(request.headers), body)
-        )
+        call = self.select(request.method, str(request.url), header_pairs(request.headers), body)
         path = request.url.path if self._faults.faults else ""
         status = self._faults.status_answer(call.index, path)
         if status is not None:
@@ -242,14 +240,22 @@ class Replayer:
         stream = stream_class(library, _ReplayStream)(
             call, lambda: rebuild_error(library, call.error_class, call.error_message, request), self, faults, request
         )
-        created = engine.cassette.header.get("created")
-        headers = replay_headers(call, self.options.max_retry_after, created)
         return library.Response(
             call.status,
-            headers=[(k.encode("latin-1"), v.encode("latin-1")) for k, v in headers],
+            headers=[(k.encode("latin-1"), v.encode("latin-1")) for k, v in self.headers_of(call)],
             stream=stream,
             extensions={"http_version": call.http_version.encode("ascii"), CALL_INDEX_EXTENSION: call.index},
         )
+
+    def select(self, method: str, url: str, headers: list[tuple[str, str]], body: bytes) -> RecordedCall:
+        """The recorded call that answers a request (the engine's choice, marked played); a miss raises
+        ReplayMismatch. Any client's request: httpx and httpx2 here, urllib3 in ``_urllib3.py``."""
+        engine = self.engine
+        return engine.select(engine.incoming_fields(method, url, headers, body))
+
+    def headers_of(self, call: RecordedCall) -> list[tuple[str, str]]:
+        """The headers a call is replayed with (``replay_headers``: a true length, retry delays shortened)."""
+        return replay_headers(call, self.options.max_retry_after, self.engine.cassette.header.get("created"))
 
     def distance(self, request: Any, body: bytes, call_index: int) -> tuple[int, float]:
         """How far recorded call ``call_index`` is from a request (see ``ReplayEngine.distance``); a call past

@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any, Literal, Self, Unpack
 from ._config import PytestRun, cassette_mode, current_run, find_pyproject, how_to_record, read_settings, resolve_mode
 from ._core._bodies import redact_url, stored_body, stored_body_bytes
 from ._core._conversation import request_label
-from ._core._format import header_age_days, lines_before_call, lines_of_calls
+from ._core._format import RecordedCall, header_age_days, lines_before_call, lines_of_calls
 from ._core._modes import Decision, Mode, Step, concrete_mode
 from ._core._options import Options
 from ._core._redaction import RedactWithError
@@ -265,6 +265,22 @@ class CassetteSession:
         (record-on-miss)."""
         return self._answer(request, body, self.decision.step_for(str(request.url)))
 
+    def replayed_call(self, method: str, url: str, headers: list[tuple[str, str]], body: bytes) -> RecordedCall | None:
+        """The recorded call that answers a request of a client this session replays but never records
+        (urllib3, ``_urllib3.py``), or None when the request is to go on to the network, unrecorded: the mode
+        records, checks or is off, or a rule keeps the request out of the cassette (the network guard, on in
+        replay, then refuses what is not allowed). A cassette that can't be read raises its diagnostic, and a
+        miss raises ReplayMismatch, whatever the mode: recording can't take over a call it can't record."""
+        step = self.decision.step_for(url)
+        if step is Step.REFUSE:
+            assert self.broken is not None
+            self.refused += 1
+            raise self.broken
+        if step is not Step.REPLAY:
+            return None
+        assert self.replayer is not None
+        return self.replayer.select(method, url, headers, body)
+
     def record(self, request: Any, inner: Any) -> Any:
         """Forward a request to ``inner`` and record the exchange."""
         self._note_sent(request, request.read())
@@ -399,7 +415,8 @@ class CassetteSession:
         recorded, re-recorded, recorded unchanged (a re-record that left the file as it was), not saved (no call,
         or calls a cassette shouldn't keep: ``CallBook.why_not_saved``), failed, not saved (an exception ended
         its block: a failed test's), mismatched, checked or shape changed (mode check), unplayed (recorded calls
-        nobody asked for), stale (older than max_age, with ``on_expiry="fail"``) or replayed."""
+        nobody asked for; "unplayed, not checked" when ``unplayed="ignore"``, the compatibility mode's default),
+        stale (older than max_age, with ``on_expiry="fail"``) or replayed."""
         if self.mode == "off":
             return "off"
         if self.stale_days is not None and self.options.on_expiry == "fail":
@@ -416,11 +433,18 @@ class CassetteSession:
             if not self._recorder.saved:
                 return "not saved" if self.ended_by is None else "failed, not saved"
             return "re-recorded" if self.existed else "recorded"
+        return self._replay_outcome()
+
+    def _replay_outcome(self) -> str:
+        """What became of a cassette that was read and not recorded: mismatched, checked or shape changed,
+        unplayed (checked or not), or replayed."""
         if self.first_mismatch is not None:
             return "mismatched"
         if self.checker is not None:
             return "shape changed" if self.checker.findings else "checked"
-        return "unplayed" if self.unplayed_calls() else "replayed"
+        if not self.unplayed_calls():
+            return "replayed"
+        return "unplayed, not checked" if self.options.unplayed == "ignore" else "unplayed"
 
 
 def _callers_level() -> int:

@@ -1,19 +1,22 @@
 """Converting vcrpy YAML cassettes into v1 cassettes, redacting on the way (``vcr-transport import``).
 
-YAML that is no vcrpy cassette at all (a project's own configuration: no mapping with ``interactions``) is
-skipped (``NotACassette``, with why). Hostile input is refused, never half-converted: a YAML whose aliases would
-expand beyond a small budget (an "alias bomb") or refer to themselves, and a cassette whose interactions are
-not what vcrpy writes, each with an error naming the file, the line of the interaction, what is wrong and the
-fix. Two inputs that would write the same output are refused before anything is written. Each output is
-written to a fresh ``tempfile.mkstemp`` file (0600, created exclusively, so a planted symlink is never
-followed) in the target folder, read back by the strict parser, and only then moved into place: a conversion
-that would not read is refused and the target is left as it was. An output that is a symlink, or lies in a
-folder reached through one, is written by the one rule of ``_write_paths``: through a link to a cassette in
-the project only, never out of it.
+YAML that is no vcrpy cassette at all (a project's own configuration: no mapping with ``interactions``; another
+tool's recording, whose ``interactions`` hold no request with a ``uri`` and response) is skipped (``NotACassette``,
+with why). The calls of clients replay can't serve, or serves in the compatibility mode only, are counted by client
+(``RECORDED_CLIENTS``), for ``import`` to name. Hostile input is refused, never half-converted: a YAML whose aliases
+would expand beyond a small budget (an "alias bomb") or refer to themselves, and a cassette whose interactions are
+not what vcrpy writes, each with an error naming the file, the line of the interaction, what is wrong and the fix.
+Two inputs that would write the same output are refused before anything is written. Each output is written to a
+fresh ``tempfile.mkstemp`` file (0600, created exclusively, so a planted symlink is never followed) in the target
+folder, read back by the strict parser, and only then moved into place: a conversion that would not read is refused
+and the target is left as it was. An output that is a symlink, or lies in a folder reached through one, is written by
+the one rule of ``_write_paths``: through a link to a cassette in the project only, never out of it.
 """
 
 from __future__ import annotations
 
+import collections
+import dataclasses
 import json
 import os
 import re
@@ -31,6 +34,7 @@ from ._core._bodies import (
     decode_stacked,
     stored_body,
 )
+from ._core._display import shorten
 from ._core._format import encode_line, event_lines, header_line
 from ._core._redaction import Redactor
 from ._core._stream_redaction import EncodedBodyRedactor, StreamRedactor
@@ -41,7 +45,10 @@ __all__ = [
     "ALIAS_BUDGET",
     "PARSED_BODY_KEYS",
     "VCRPY_MATCH_ON",
+    "COMPAT_ONLY",
+    "RECORDED_CLIENTS",
     "ImportProblem",
+    "Imported",
     "NotACassette",
     "import_vcrpy",
     "plan_imports",
@@ -365,14 +372,91 @@ def _undecodable(body: bytes, encodings: list[str]) -> bool:
         return False
 
 
-def import_vcrpy(source: Path, target: Path, redactor: Redactor | None = None) -> int:
+@dataclasses.dataclass(frozen=True)
+class Imported:
+    """A converted cassette: its call count, and the calls of each client replay serves in the compatibility
+    mode only (``compat_only``) or never (``unserved``), by the client's name (``RECORDED_CLIENTS``)."""
+
+    calls: int
+    compat_only: dict[str, int] = dataclasses.field(default_factory=dict)
+    unserved: dict[str, int] = dataclasses.field(default_factory=dict)
+
+
+# The clients vcrpy records besides httpx (it patches http.client, urllib3, requests, aiohttp, botocore,
+# tornado, httplib2...), told by what their User-Agent holds: (pattern, the client's name, served). urllib3's
+# calls (requests, botocore) replay in the pytest-recording compatibility mode only (``_urllib3.py``); the
+# others never, and meet the network guard. The first that matches names the client; an SDK's own agent names
+# none (its calls go through httpx).
+COMPAT_ONLY = "compat-only"
+RECORDED_CLIENTS: tuple[tuple[re.Pattern[str], str, str | None], ...] = (
+    (re.compile(r"\bpython-requests/", re.IGNORECASE), "requests", COMPAT_ONLY),
+    (re.compile(r"\bpython-urllib3/", re.IGNORECASE), "urllib3", COMPAT_ONLY),
+    (re.compile(r"\bbotocore[/#]", re.IGNORECASE), "botocore", COMPAT_ONLY),
+    (re.compile(r"\bpython-urllib/", re.IGNORECASE), "urllib.request (http.client)", None),
+    (re.compile(r"\baiohttp/", re.IGNORECASE), "aiohttp", None),
+    (re.compile(r"\bhttplib2\b", re.IGNORECASE), "httplib2", None),
+    (re.compile(r"\btornado/", re.IGNORECASE), "tornado", None),
+)
+
+
+def _foreign(interactions: list[Any]) -> bool:
+    """Whether ``interactions`` are another tool's recording (gRPC, WebSocket): mappings, none of which bears
+    a mark of vcrpy's HTTP exchange (a request with a ``uri``, a response status with a code and a message).
+    A list that holds one, or holds anything but mappings, is a vcrpy cassette, broken where it is."""
+    if not all(isinstance(interaction, dict) for interaction in interactions):
+        return False
+    for interaction in interactions:
+        request, response = interaction.get("request"), interaction.get("response")
+        status = response.get("status") if isinstance(response, dict) else None
+        if (isinstance(request, dict) and "uri" in request) or (
+            isinstance(status, dict) and {"code", "message"} <= set(status)
+        ):
+            return False
+    return True
+
+
+def _recorded_client(interaction: dict[str, Any]) -> tuple[str, str | None] | None:
+    """The client a checked interaction's request came from (``RECORDED_CLIENTS``), by its User-Agent."""
+    headers = interaction["request"].get("headers") or {}
+    agents = [value for name, value in headers.items() if str(name).lower() == "user-agent"]
+    agent = " ".join(str(item) for value in agents for item in (value if isinstance(value, list) else [value]))
+    for pattern, client, served in RECORDED_CLIENTS:
+        if pattern.search(agent[:1000]):  # bounded: a cassette chooses the header's length
+            return client, served
+    return None
+
+
+def _clients(interactions: list[Any]) -> Imported:
+    compat_only: collections.Counter[str] = collections.Counter()
+    unserved: collections.Counter[str] = collections.Counter()
+    for interaction in interactions:
+        found = _recorded_client(interaction)
+        if found is not None:
+            (compat_only if found[1] == COMPAT_ONLY else unserved)[found[0]] += 1
+    return Imported(len(interactions), dict(compat_only), dict(unserved))
+
+
+def import_vcrpy(source: Path, target: Path, redactor: Redactor | None = None) -> Imported:
     """Convert a vcrpy YAML cassette into a v1 cassette at ``target``, redacting on the way. Returns the call
-    count. ``redactor``: the rules (the defaults when not given). Every interaction is checked before
-    anything is written; a body that can't be recovered is a
-    CassetteError, never an empty body. The header records ``match_on`` (vcrpy's default matching) and
-    ``ordered: false`` (vcrpy plays the first unplayed match), which replay keeps unless told otherwise."""
+    count and the recorded clients replay serves in the compatibility mode only or never (``Imported``).
+    ``redactor``: the rules (the defaults when not given). Every interaction is checked before anything is
+    written; a body that can't be recovered is a CassetteError, never an empty body. The header records
+    ``match_on`` (vcrpy's default matching) and ``ordered: false`` (vcrpy plays the first unplayed match),
+    which replay keeps unless told otherwise."""
     document, lines = _load(source)
     check = _Checker(source, lines)
+    interactions = _interactions(document, source, check)
+    redactor = Redactor() if redactor is None else redactor
+    # Twice with one redactor: the second conversion, the one written, knows every value the first learned
+    # anywhere (a token a later login returned leaves the earlier calls, compressed bodies included).
+    _converted(interactions, source, check, redactor)
+    _write_privately(target, _converted(interactions, source, check, redactor), check)
+    return _clients(interactions)
+
+
+def _interactions(document: Any, source: Path, check: _Checker) -> list[Any]:
+    """The cassette's interactions; NotACassette for YAML that is none (a configuration, another tool's
+    recording), a CassetteError for a cassette whose ``interactions`` is no list."""
     if document is None:
         raise NotACassette(source, "an empty YAML document")
     if not isinstance(document, dict):
@@ -384,12 +468,13 @@ def import_vcrpy(source: Path, target: Path, redactor: Redactor | None = None) -
     interactions = document.get("interactions")
     if not isinstance(interactions, list):
         raise check.fail(None, f"not a vcrpy cassette: 'interactions' is {type(interactions).__name__}, not a list")
-    redactor = Redactor() if redactor is None else redactor
-    # Twice with one redactor: the second conversion, the one written, knows every value the first learned
-    # anywhere (a token a later login returned leaves the earlier calls, compressed bodies included).
-    _converted(interactions, source, check, redactor)
-    _write_privately(target, _converted(interactions, source, check, redactor), check)
-    return len(interactions)
+    if interactions and _foreign(interactions):
+        raise NotACassette(
+            source,
+            "its 'interactions' hold no HTTP exchange as vcrpy writes one (a request with a uri, a response with a "
+            f"status), the first has keys {shorten(sorted(map(str, interactions[0]))[:6])}: another tool's recording",
+        )
+    return interactions
 
 
 def _converted(interactions: list[Any], source: Path, check: _Checker, redactor: Redactor) -> list[bytes]:

@@ -117,7 +117,14 @@ def test_import_reports_each_file_in_json(tmp_path: Path) -> None:
     document = json.loads(result.stdout)
     assert document["json_version"] == 1 and document["converted"] == 1 and document["calls"] == 1
     outcomes = {entry["source"]: entry for entry in document["files"]}
-    assert outcomes["a.yaml"] == {"source": "a.yaml", "outcome": "imported", "target": "a.jsonl", "calls": 1}
+    assert outcomes["a.yaml"] == {
+        "source": "a.yaml",
+        "outcome": "imported",
+        "target": "a.jsonl",
+        "calls": 1,
+        "compat_only_clients": {},
+        "unserved_clients": {},
+    }
     assert outcomes["config.yaml"]["outcome"] == "skipped"
 
 

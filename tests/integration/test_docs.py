@@ -331,9 +331,18 @@ def _settings_names() -> set[str]:
 TOML = [block for block in BLOCKS if block.lang == "toml"]
 
 
+def _ini_names() -> set[str]:
+    from vcr_transport._core._registration import COMPAT_INI, INI_OPTIONS
+
+    return {COMPAT_INI} | {ini for _, ini, *_ in INI_OPTIONS}
+
+
 @pytest.mark.parametrize("block", TOML, ids=_ids(TOML))
 def test_the_toml_blocks_are_valid_settings(block: Block) -> None:
-    settings = tomllib.loads(block.code)["tool"]["vcr_transport"]
+    tool = tomllib.loads(block.code)["tool"]
+    ini = tool.get("pytest", {}).get("ini_options", {})  # the plugin's ini settings, in pyproject.toml
+    assert set(ini) <= _ini_names() and (ini or "vcr_transport" in tool), block.where
+    settings = tool.get("vcr_transport", {})
     assert set(settings) <= _settings_names(), block.where
     options = {name: value for name, value in settings.items() if name not in ("mode", "cassette_dir")}
     Options().with_settings(options, where=block.where)

@@ -300,7 +300,7 @@ def test_pytest_recording_compat_vcrpy_shapes(pytester: pytest.Pytester, monkeyp
     result = pytester.runpytest_inprocess("-p", "no:cassetter")
     result.assert_outcomes(passed=4)
     # The three tests that needed no cassette are not counted as unreadable ones.
-    assert "cassettes: 1 left with unplayed calls" in result.stdout.str().replace("\n", " ")
+    assert "cassettes: 1 with unplayed calls, which are not checked" in result.stdout.str().replace("\n", " ")
     assert "unreadable" not in result.stdout.str()
     assert sorted(path.name for path in cassette.parent.iterdir()) == ["test_vcrpy_cassette_view.jsonl"]
 
@@ -606,7 +606,7 @@ def test_compat_checks_no_unplayed_calls_and_leaves_a_caught_mismatch(
     pytester.makepyfile(test_lenient=LENIENT_TESTS.replace("PROMPTS", "'a'"))
     result = pytester.runpytest_inprocess("-p", "no:cassetter")
     result.assert_outcomes(passed=1)
-    result.stdout.fnmatch_lines(["cassettes: 1 left with unplayed calls"])
+    result.stdout.fnmatch_lines(["cassettes: 1 with unplayed calls, which are not checked (vcr_unplayed = ignore)"])
     result = pytester.runpytest_inprocess("-p", "no:cassetter", "-o", "vcr_unplayed=partial")
     result.assert_outcomes(failed=1)  # the test fails when its body ends, not at teardown
     result.stdout.fnmatch_lines(["E   2 recorded call(s) were never played from *test_fewer_calls.jsonl:"])
@@ -617,3 +617,107 @@ def test_compat_checks_no_unplayed_calls_and_leaves_a_caught_mismatch(
     result = pytester.runpytest_inprocess("-p", "no:cassetter", "-o", "vcr_caught_mismatch=raise")
     result.assert_outcomes(failed=1)
     result.stdout.fnmatch_lines(["E   replay mismatch at call 1, field body.prompt: recorded 'b', incoming 'changed'"])
+
+
+# --- prune keeps the cassette of a test skipped by a mark -----------------------------------------------
+
+SKIPPED_TESTS = """
+import httpx2
+import pytest
+
+def ask(prompt):
+    with httpx2.Client(transport=httpx2.MockTransport(lambda r: httpx2.Response(200, json={"ok": True}))) as client:
+        client.post("https://api.example.test/v1/chat", json={"prompt": prompt})
+
+@pytest.mark.vcr
+def test_kept():
+    ask("a")
+
+MARK
+@pytest.mark.vcr
+def test_later():
+    ask("b")
+
+@pytest.mark.vcr("shared_name.yaml")
+MARK
+def test_named():
+    ask("c")
+"""
+
+
+def test_prune_keeps_the_cassette_of_a_test_skipped_by_a_mark(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A pytest-recording test skipped by ``@pytest.mark.skip`` never opens its cassette, yet claims it: prune
+    offers nothing of it, and un-skipping the test later finds it replaying."""
+    _compat_project(pytester, monkeypatch)
+    pytester.makepyfile(test_skips=SKIPPED_TESTS.replace("MARK\n", ""))
+    pytester.runpytest_inprocess("-p", "no:cassetter", "--record-mode=all").assert_outcomes(passed=3)
+    folder = pytester.path / "cassettes" / "test_skips"
+    assert sorted(p.name for p in folder.iterdir()) == ["shared_name.jsonl", "test_kept.jsonl", "test_later.jsonl"]
+    skipped = SKIPPED_TESTS.replace("MARK", '@pytest.mark.skip(reason="flaky upstream")')
+    pytester.makepyfile(test_skips=skipped)
+    pytester.runpytest_inprocess("-p", "no:cassetter").assert_outcomes(passed=1, skipped=2)
+    capsys.readouterr()
+    monkeypatch.chdir(pytester.path)
+    assert main(["prune", "--yes"]) == 0
+    out = capsys.readouterr().out
+    assert sorted(p.name for p in folder.iterdir()) == ["shared_name.jsonl", "test_kept.jsonl", "test_later.jsonl"], out
+    pytester.makepyfile(test_skips=SKIPPED_TESTS.replace("MARK\n", ""))
+    pytester.runpytest_inprocess("-p", "no:cassetter").assert_outcomes(passed=3)
+
+
+# --- a custom matcher under a built-in name; the pyproject form of the compat switch ---------------------
+
+REGION_CONFTEST = """
+import re
+
+def pytest_recording_configure(config, vcr):
+    def host(r1, r2):  # pydantic-ai's: the same service in any Bedrock region
+        region = r"\\\\.[a-z]+-[a-z]+-\\\\d\\\\."
+        assert re.sub(region, ".", r1.host) == re.sub(region, ".", r2.host)
+    vcr.register_matcher("host", host)
+"""
+
+REGION_TESTS = """
+import httpx2
+import pytest
+
+@pytest.mark.vcr
+def test_converse():
+    with httpx2.Client(transport=httpx2.MockTransport(lambda r: httpx2.Response(200, json={"ok": True}))) as client:
+        client.post("https://bedrock-runtime.REGION.amazonaws.com/model/m/converse", json={"prompt": "hi"})
+"""
+
+REGION_PATTERN = r"bedrock-runtime\\.[a-z0-9-]+\\.amazonaws\\.com"
+
+
+def test_a_custom_matcher_under_a_built_in_name_is_reported_and_a_pattern_stands_for_it(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """pydantic-ai registers its own ``host`` matcher (any Bedrock region): the summary says it can't be
+    applied, the host is compared plainly (a cassette recorded in another region mismatches at url.host), and
+    ``normalize_patterns`` in ``[tool.vcr_transport]`` serves the case. The compat switch is given in
+    ``[tool.pytest.ini_options]``, as the guide's step 3 shows."""
+    monkeypatch.delenv("VCR_TRANSPORT_MODE", raising=False)
+    monkeypatch.delenv("CI", raising=False)
+    ini = '[tool.pytest.ini_options]\nvcr_transport_compat = "pytest-recording"\n'
+    pytester.makepyprojecttoml(ini)
+    pytester.makeconftest(REGION_CONFTEST)
+    pytester.makepyfile(test_bedrock=REGION_TESTS.replace("REGION", "us-east-1"))
+    pytester.runpytest_inprocess("-p", "no:cassetter", "--record-mode=all").assert_outcomes(passed=1)
+    pytester.makepyfile(test_bedrock=REGION_TESTS.replace("REGION", "eu-west-3"))
+    result = pytester.runpytest_inprocess("-p", "no:cassetter")
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(
+        [
+            "E   *replay mismatch at call 0, field url.host: recorded 'bedrock-runtime.us-east-1.amazonaws.com'*",
+            "vcr_transport can't apply the custom matcher(s) registered under vcrpy's built-in name(s) 'host': "
+            "those fields are compared plainly; where a matcher ignored part of a value (a region or project in a "
+            "host or path), normalize_patterns in [tool.vcr_transport] replaces it on both sides (see the vcrpy "
+            "migration guide)",
+        ]
+    )
+    region = f'[["{REGION_PATTERN}", "bedrock-runtime.<region>.amazonaws.com"]]'
+    pytester.makepyprojecttoml(f"{ini}\n[tool.vcr_transport]\nnormalize_patterns = {region}\n")
+    pytester.runpytest_inprocess("-p", "no:cassetter").assert_outcomes(passed=1)

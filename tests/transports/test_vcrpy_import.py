@@ -296,6 +296,61 @@ def test_yaml_that_is_no_vcrpy_cassette_is_skipped_in_one_line(
     assert sorted(p.name for p in (tmp_path / "out").rglob("*.jsonl")) == ["test_chat.jsonl"]
 
 
+GRPC_RECORDING = {
+    "interactions": [
+        {"method": "/agents.v1.Memory/Save", "request": {"key": "k", "value": "v"}, "response": {"ok": True}},
+        {"method": "/agents.v1.Memory/Load", "request": {"key": "k"}, "response": {"value": "v"}},
+    ]
+}
+WEBSOCKET_RECORDING = {"interactions": [{"direction": "send", "text": "hello"}, {"direction": "recv", "text": "hi"}]}
+
+
+def test_another_tools_recordings_are_skipped_and_clients_replay_cannot_serve_are_named(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A project's own gRPC and WebSocket recordings (an ``interactions`` list, but no vcrpy exchange) are
+    skipped in one line each, the run exiting 0; a cassette's calls from requests are said to replay in the
+    compatibility mode only, and those of clients replay never serves (urllib.request, aiohttp) are named."""
+    tree = tmp_path / "tests"
+    agents = {"User-Agent": ["python-requests/2.32.3"]}
+    calls = [
+        interaction(),
+        interaction(request__headers=agents, request__method="GET", request__uri="https://example.test/a.png"),
+        interaction(request__headers={"user-agent": "Python-urllib/3.12"}, request__uri="https://example.test/x"),
+        interaction(request__headers={"User-Agent": ["Python/3.12 aiohttp/3.10.5"]}),
+        interaction(request__headers={"User-Agent": ["Python/3.12 aiohttp/3.10.5"]}),
+    ]
+    source = vcrpy_file(tree / "cassettes" / "test_agent.yaml", calls)
+    (tree / "recordings").mkdir()
+    (tree / "recordings" / "memory_grpc.yaml").write_text(yaml.safe_dump(GRPC_RECORDING))
+    (tree / "recordings" / "chat_ws.yaml").write_text(yaml.safe_dump(WEBSOCKET_RECORDING))
+    code, out, err = run(capsys, str(tree))
+    assert (code, err) == (0, ""), err
+    lines = out.splitlines()
+    assert lines[:4] == [
+        f"imported 5 calls: {source} -> {source.with_suffix('.jsonl')}",
+        "  note: 1 call from requests, replayed in the pytest-recording compatibility mode only "
+        "(vcr_transport_compat = pytest-recording); never recorded",
+        "  can't serve: 2 calls from aiohttp: replay answers httpx and httpx2 (and, in the compatibility mode, "
+        "urllib3 and requests); a test making it meets the network guard: send it through one of those clients, "
+        "or mock it",
+        "  can't serve: 1 call from urllib.request (http.client): replay answers httpx and httpx2 (and, in the "
+        "compatibility mode, urllib3 and requests); a test making it meets the network guard: send it through "
+        "one of those clients, or mock it",
+    ]
+    recordings = tree / "recordings"
+    assert lines[4:6] == [
+        f"skipped: {recordings / 'chat_ws.yaml'}: not a vcrpy cassette (its 'interactions' hold no HTTP exchange "
+        "as vcrpy writes one (a request with a uri, a response with a status), the first has keys "
+        "['direction', 'text']: another tool's recording)",
+        f"skipped: {recordings / 'memory_grpc.yaml'}: not a vcrpy cassette (its 'interactions' hold no HTTP "
+        "exchange as vcrpy writes one (a request with a uri, a response with a status), the first has keys "
+        "['method', 'request', 'response']: another tool's recording)",
+    ]
+    assert lines[-1] == "summary: 1 file converted (5 calls), 0 refused; 2 skipped (not vcrpy cassettes)"
+    assert not list(recordings.glob("*.jsonl"))
+
+
 def test_a_run_that_finds_no_cassette_at_all_exits_1(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     (tmp_path / "agents.yaml").write_text(AGENTS_YAML)
     code, out, err = run(capsys, str(tmp_path))
