@@ -20,8 +20,6 @@ import os
 from pathlib import Path
 from typing import Any
 
-from ._write_paths import write_target
-
 __all__ = ["Ledger", "LedgerProblem", "ledger_path", "new_ledger", "read_ledger", "write_ledger"]
 
 LEDGER_VERSION = 1
@@ -69,6 +67,8 @@ def write_ledger(root: Path, ledger: Ledger) -> None:
     RefusedWrite; a read-only project raises OSError (the plugin says so in one line and goes on)."""
     import json
     import tempfile
+
+    from ._write_paths import write_target  # lazily: a run that writes no ledger never needs it
 
     path = write_target(ledger_path(root), root=root)
     _make_state_folder(path.parent)

@@ -324,8 +324,8 @@ def _write_ledger(config: pytest.Config, ledger: Ledger) -> None:
     """Write the ledger, unless it could not be written before in this run. A project where it can't be (a
     read-only checkout, a ``.vcr_transport`` linked out of the project) is no reason to stop a run that
     needs it for nothing but ``prune``: the summary says why in one line (as pytest's cache does)."""
+    from ._exceptions import RefusedWrite
     from ._ledger import ledger_path, write_ledger
-    from ._write_paths import RefusedWrite
 
     if _LEDGER_UNWRITTEN in config.stash:
         return
