@@ -22,7 +22,7 @@ from urllib.parse import urlsplit
 import httpx2
 import openai
 import pytest
-from helpers import READ_TIMEOUT, events
+from helpers import READ_TIMEOUT, events, recv_event
 from upstream import Upstream
 from vendors import OPENAI_KEY, SDKS, VENDOR_ROUTES, openai_reply
 
@@ -429,11 +429,14 @@ def test_serve_answers_a_websocket_session_from_the_cassette(tmp_path: Path) -> 
     def session(base: str) -> list[str]:
         client = openai.OpenAI(api_key="sk-proj-serveTESTkey0123456789abcdefghij", websocket_base_url=f"{base}/v1")
         with client.realtime.connect(model="gpt-realtime") as connection:
+            # session.created is received before the first send, so the cassette has it first: the raw client
+            # below waits for it. (Sent at once, the message could be recorded before session.created had
+            # arrived, on a loaded machine, and replay then rightly holds session.created back until it comes.)
+            kinds = [recv_event(connection).type]
             connection.conversation.item.create(
                 item={"type": "message", "role": "user", "content": [{"type": "input_text", "text": "Weather?"}]}
             )
             connection.response.create()
-            kinds = []
             for event in events(connection):
                 kinds.append(event.type)
                 if event.type == "response.done":
