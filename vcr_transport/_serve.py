@@ -100,7 +100,8 @@ class ServeConfig:
     grace: float = 30.0
     # The server's own bounds (each a flag): the largest request body read (a larger one is answered 413), the
     # connections open at once (one more is answered 503 and closed), and how long a connection may send
-    # nothing while a request is awaited (then it is closed; a response being written is not timed).
+    # nothing while a request is awaited (then it is closed; a response being written is not timed), or, in a
+    # WebSocket session, while the recording waits for the client (then the session is closed with 1008).
     max_body: int = 64 * 1024 * 1024
     max_connections: int = 512
     idle_timeout: float = 60.0
@@ -468,7 +469,13 @@ class CassetteServer:
         head = f"GET {request.target} HTTP/1.1\r\n" + "".join(f"{n}: {v}\r\n" for n, v in request.headers)
         early = bytes(wire.connection.trailing_data[0])
         note = await serve_session(
-            playback, (head + "\r\n").encode("latin-1"), early, wire.reader, wire.writer, options.pace
+            playback,
+            (head + "\r\n").encode("latin-1"),
+            early,
+            wire.reader,
+            wire.writer,
+            options.pace,
+            self.config.idle_timeout,
         )
         self._log(request, "101", f"session {call.index} of {session.path.name}: {note}")
 

@@ -696,3 +696,30 @@ def test_a_websocket_handshake_with_a_body_is_refused_with_a_400(tmp_path: Path)
         answer = _read_all(connection)
     assert answer.startswith(b"HTTP/1.1 400 Bad Request\r\n"), answer
     assert b"a WebSocket handshake has no body" in answer and not server.errors, server.errors
+
+
+def test_a_websocket_client_silent_while_the_recording_waits_for_it_is_closed_after_idle_timeout(
+    tmp_path: Path,
+) -> None:
+    """A client that waits for a message the recording has after one of the client's (the CI hang: the cassette
+    had the client's message before session.created) is closed after --idle-timeout with 1008, the reason
+    saying what the recording waits for (before: the session waited for ever, the client too)."""
+    with served(str(_ws_cassette(tmp_path)), "--idle-timeout", "0.5") as server:
+        client = _RawWebSocket(server.url)
+        try:
+            assert client.received(2) == [101, _HELLO.encode()]
+            client.received(3)  # to the close
+        finally:
+            client.close()
+    close = client.protocol.close_rcvd
+    assert close is not None and close.code == 1008, close
+    assert close.reason == "closed after 0.5 s with nothing from the client; the recording has client message 1 next"
+    assert f"101 session 0 of session.jsonl: {close.reason}; 1 client and 1 server" in server.output, server.output
+
+
+def test_a_websocket_client_listening_while_serve_paces_is_not_idle(tmp_path: Path) -> None:
+    """While a paced server message is due (1 s at --pace 50) the client sends nothing and is not closed for it:
+    --idle-timeout times only a session that waits for the client."""
+    with served(str(_ws_cassette(tmp_path)), "--idle-timeout", "0.3", "--pace", "50") as server:
+        assert _played(server.url) == [101, _HELLO.encode(), _ANSWER.encode()]
+    assert "101 session 0 of session.jsonl: closed by the client\n" in server.output, server.output
