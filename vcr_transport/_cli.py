@@ -836,7 +836,10 @@ def _add_serve(commands: Any) -> None:
         type=float,
         default=60.0,
         metavar="SECONDS",
-        help="close a connection that sends nothing this long while a request is awaited (default: 60)",
+        help=(
+            "close a connection that sends nothing this long while a request is awaited, or a WebSocket session "
+            "the recording has waiting for the client (default: 60)"
+        ),
     )
     serve.add_argument(
         "--request-timeout",

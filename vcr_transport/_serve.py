@@ -100,7 +100,8 @@ class ServeConfig:
     grace: float = 30.0
     # The server's own bounds (each a flag): the largest request body read (a larger one is answered 413), the
     # connections open at once (one more is answered 503 and closed), how long a connection may send nothing
-    # while a request is awaited (then it is closed), and how long one request's head and body may take to
+    # while a request is awaited (then it is closed) or, in a WebSocket session, while the recording waits for
+    # the client (then the session is closed with 1008), and how long one request's head and body may take to
     # arrive from its first byte (then it is answered 408: a client sending a byte now and then holds no
     # connection longer). A response being written is not timed.
     max_body: int = 64 * 1024 * 1024
@@ -439,33 +440,15 @@ class CassetteServer:
     async def _websocket(self, request: _Request, wire: _Wire) -> None:
         """A WebSocket handshake: answered from the recorded session it matches (``_websocket.serve_session``)
         on this connection, which then carries the session's messages; a miss is answered as an HTTP miss
-        is. Recording WebSocket sessions through ``serve`` is not supported (501)."""
-        from ._core._websocket import MessageMatcher, SessionPlayback, handshake_headers
-        from ._websocket import serve_session
-
-        path = urlsplit(request.target).path or "/"
-        nearest: ReplayMismatch | None = None
-        for session, replayer, origins in self._replaying:
-            engine = replayer.engine
-            for origin in origins.get(("GET", path), []):
-                if not origin.startswith("ws"):
-                    continue
-                incoming = engine.incoming_fields(
-                    "GET", origin + request.target, handshake_headers(request.headers), b""
-                )
-                try:
-                    call = engine.select(incoming)
-                except ReplayMismatch as miss:
-                    nearest = nearest or miss
-                    continue
-                options = replayer.options
-                matcher = MessageMatcher(engine.matcher, options.redactor(), options.normalizer())
-                playback = SessionPlayback(call, matcher, cassette=str(session.path))
-                head = f"GET {request.target} HTTP/1.1\r\n" + "".join(f"{n}: {v}\r\n" for n, v in request.headers)
-                handshake = (head + "\r\n").encode("latin-1") + bytes(wire.connection.trailing_data[0])
-                note = await serve_session(playback, handshake, wire.reader, wire.writer, options.pace)
-                self._log(request, "101", f"session {call.index} of {session.path.name}: {note}")
-                return
+        is. Recording WebSocket sessions through ``serve`` is not supported (501). A handshake with a body is
+        refused (400): RFC 6455 4.1 has none, and websockets would not read the handshake."""
+        if request.body:
+            raise _BadRequest("a WebSocket handshake has no body (RFC 6455 4.1)")
+        found = self._recorded_session(request)
+        if isinstance(found, tuple):
+            await self._session_played(request, wire, *found)
+            return
+        nearest = found
         if nearest is None and self.recording is not None:
             response = _json_error(
                 501, "not_supported", "serve records HTTP only; record WebSocket sessions in-process"
@@ -478,6 +461,50 @@ class CassetteServer:
             await _send(response, request, wire)
         finally:
             await response.aclose()
+
+    def _recorded_session(self, request: _Request) -> tuple[CassetteSession, Any] | ReplayMismatch | None:
+        """The cassette and recorded session that answer a handshake, else the first miss (None: no cassette
+        has a WebSocket session at its path)."""
+        from ._core._websocket import handshake_headers
+
+        path = urlsplit(request.target).path or "/"
+        nearest: ReplayMismatch | None = None
+        for session, replayer, origins in self._replaying:
+            engine = replayer.engine
+            for origin in origins.get(("GET", path), []):
+                if not origin.startswith("ws"):
+                    continue
+                incoming = engine.incoming_fields(
+                    "GET", origin + request.target, handshake_headers(request.headers), b""
+                )
+                try:
+                    return session, engine.select(incoming)
+                except ReplayMismatch as miss:
+                    nearest = nearest or miss
+        return nearest
+
+    async def _session_played(self, request: _Request, wire: _Wire, session: CassetteSession, call: Any) -> None:
+        """The recorded session ``call`` played on the connection (``_websocket.serve_session``), with the
+        bytes h11 read past the handshake (the client's first frames, when they came in the same packet)."""
+        from ._core._websocket import MessageMatcher, SessionPlayback
+        from ._websocket import serve_session
+
+        assert session.replayer is not None
+        options = session.replayer.options
+        matcher = MessageMatcher(session.replayer.engine.matcher, options.redactor(), options.normalizer())
+        playback = SessionPlayback(call, matcher, cassette=str(session.path))
+        head = f"GET {request.target} HTTP/1.1\r\n" + "".join(f"{n}: {v}\r\n" for n, v in request.headers)
+        early = bytes(wire.connection.trailing_data[0])
+        note = await serve_session(
+            playback,
+            (head + "\r\n").encode("latin-1"),
+            early,
+            wire.reader,
+            wire.writer,
+            options.pace,
+            self.config.idle_timeout,
+        )
+        self._log(request, "101", f"session {call.index} of {session.path.name}: {note}")
 
     async def _requests(self, wire: _Wire) -> None:
         """Answer the connection's requests one after the other, while it can carry another."""
@@ -527,8 +554,8 @@ class CassetteServer:
             problem = self._redacted_problem(str(refusal))
             self.say(f"- - {refusal.status} {_REFUSALS[refusal.status].lower()}: {problem}")
             await wire.refuse(refusal.status, problem)
-        except (ConnectionError, asyncio.IncompleteReadError, h11.LocalProtocolError, _Idle):
-            pass  # the client went away mid-answer, or sent nothing for idle_timeout
+        except (OSError, asyncio.IncompleteReadError, h11.LocalProtocolError, _Idle):
+            pass  # the client went away mid-answer (reset, or no longer connected), or sent nothing for idle_timeout
         except asyncio.CancelledError:
             writer.transport.abort()
         finally:

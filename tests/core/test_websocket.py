@@ -132,6 +132,17 @@ def test_server_messages_before_the_next_send_are_delivered_without_it() -> None
     assert playback.unplayed() == ""
 
 
+def test_a_server_message_recorded_after_a_client_message_waits_for_it_and_says_what_it_waits_for() -> None:
+    """The order the CI hang came from: the client's message recorded before session.created arrived. Replay
+    holds session.created back until that message is sent; ``awaited`` names what the session waits for."""
+    playback = _playback([("client", "item"), ("server", "created"), ("server", "added")])
+    assert (playback.next_server(), playback.awaited()) == (None, "client message 0")
+    playback.sent("item")
+    assert playback.delivered(playback.next_server() or 0) == "created"
+    playback.delivered(playback.next_server() or 0)
+    assert (playback.next_server(), playback.awaited()) == (None, "the client's close")
+
+
 def test_a_recorded_server_close_is_delivered_after_the_last_message() -> None:
     playback = _playback([("client", "bye"), ("server", "ok")], close=(1011, "overloaded", "server"))
     playback.sent("bye")

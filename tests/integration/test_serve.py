@@ -13,7 +13,7 @@ import stat
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -22,7 +22,7 @@ from urllib.parse import urlsplit
 import httpx2
 import openai
 import pytest
-from helpers import READ_TIMEOUT, events
+from helpers import READ_TIMEOUT, events, recv_event
 from upstream import Upstream
 from vendors import OPENAI_KEY, SDKS, VENDOR_ROUTES, openai_reply
 
@@ -429,11 +429,14 @@ def test_serve_answers_a_websocket_session_from_the_cassette(tmp_path: Path) -> 
     def session(base: str) -> list[str]:
         client = openai.OpenAI(api_key="sk-proj-serveTESTkey0123456789abcdefghij", websocket_base_url=f"{base}/v1")
         with client.realtime.connect(model="gpt-realtime") as connection:
+            # session.created is received before the first send, so the cassette has it first: the raw client
+            # below waits for it. (Sent at once, the message could be recorded before session.created had
+            # arrived, on a loaded machine, and replay then rightly holds session.created back until it comes.)
+            kinds = [recv_event(connection).type]
             connection.conversation.item.create(
                 item={"type": "message", "role": "user", "content": [{"type": "input_text", "text": "Weather?"}]}
             )
             connection.response.create()
-            kinds = []
             for event in events(connection):
                 kinds.append(event.type)
                 if event.type == "response.done":
@@ -567,3 +570,176 @@ def test_a_request_trickled_a_byte_at_a_time_is_answered_408_at_its_deadline() -
     assert b"did not arrive whole within 1 s of its first byte (serve --request-timeout)" in answer
     assert sent < len(head), "answered at the deadline, not when the client stopped sending"
     assert "408 request timeout" in server.output
+
+
+# --- WebSocket sessions over raw sockets: what the client sends when, and how many at once -----------------------
+
+_WS_TARGET = "/v1/realtime?model=gpt-realtime"
+_HELLO, _ASK, _ANSWER = '{"type":"session.created"}', '{"type":"ask"}', '{"type":"answer"}'
+
+
+def _ws_cassette(tmp_path: Path) -> Path:
+    """One recorded session: the server's hello, the client's ask, the server's answer, closed by the client."""
+    upgrade = [["Upgrade", "websocket"], ["Connection", "Upgrade"]]
+    lines: list[dict[str, Any]] = [
+        {"type": "header", "format_version": 1},
+        {"type": "request", "call_index": 0, "method": "GET", "url": "ws://127.0.0.1:9" + _WS_TARGET},
+        {"type": "response", "call_index": 0, "status": 101, "headers": upgrade, "http_version": "HTTP/1.1"},
+    ]
+    lines[1].update(headers=upgrade, body=None)
+    for index, (side, text) in enumerate([("server", _HELLO), ("client", _ASK), ("server", _ANSWER)]):
+        lines.append({"type": "message", "call_index": 0, "message_index": index, "t": index / 100, "from": side})
+        lines[-1]["text"] = text
+    close = {"code": 1000, "reason": "", "by": "client"}
+    lines.append({"type": "call_end", "call_index": 0, "event_count": 0, "outcome": "complete", "close": close})
+    path = tmp_path / "session.jsonl"
+    path.write_text("".join(json.dumps(line) + "\n" for line in lines))
+    return path
+
+
+class _RawWebSocket:
+    """A WebSocket client on a plain socket (websockets' sans-I/O protocol frames it), so a test chooses what
+    goes in which packet: the handshake alone, or with the first frames after it."""
+
+    def __init__(self, url: str, after: Sequence[Any] = ()) -> None:
+        from websockets.client import ClientProtocol
+        from websockets.uri import parse_uri
+
+        self.protocol = ClientProtocol(parse_uri(url.replace("http://", "ws://") + _WS_TARGET))
+        self.protocol.send_request(self.protocol.connect())
+        handshake = b"".join(self.protocol.data_to_send())
+        self.socket = _connect(url)
+        self.socket.sendall(handshake + b"".join(self.frame(frame) for frame in after))
+        self.events: list[Any] = []
+
+    @staticmethod
+    def frame(frame: Any) -> bytes:
+        return bytes(frame.serialize(mask=True, extensions=[]))
+
+    def send(self, frame: Any) -> None:
+        self.socket.sendall(self.frame(frame))
+
+    def received(self, count: int) -> list[Any]:
+        """The first ``count`` things the server sent (the handshake's response, then frames), fewer if it
+        closed first; each socket read waits at most READ_TIMEOUT."""
+        self.socket.settimeout(READ_TIMEOUT)
+        while len(self.events) < count and (data := self.socket.recv(65536)):
+            self.protocol.receive_data(data)
+            self.events += self.protocol.events_received()
+        return [getattr(event, "status_code", None) or bytes(event.data) for event in self.events[:count]]
+
+    def close(self) -> None:
+        self.socket.close()
+
+
+def _played(url: str) -> list[Any]:
+    """A whole session as a conforming client plays it: the ask sent once the hello came."""
+    client = _RawWebSocket(url)
+    try:
+        client.received(2)
+        client.send(_text(_ASK))
+        return client.received(3)
+    finally:
+        client.close()
+
+
+def _text(data: str) -> Any:
+    from websockets.frames import Frame, Opcode
+
+    return Frame(Opcode.TEXT, data.encode())
+
+
+def _close_frame() -> Any:
+    from websockets.frames import Close, Frame, Opcode
+
+    return Frame(Opcode.CLOSE, Close(1000, "").serialize())
+
+
+def test_a_websocket_message_in_the_handshakes_packet_is_played(tmp_path: Path) -> None:
+    """The client's first message sent in the same packet as its handshake is read once the session is open
+    (before: h11 held it past the handshake, and websockets' events for it were dropped with the handshake's,
+    so the session waited for it and the client for the answer, forever)."""
+    with served(str(_ws_cassette(tmp_path))) as server:
+        client = _RawWebSocket(server.url, after=[_text(_ASK)])
+        try:
+            assert client.received(3) == [101, _HELLO.encode(), _ANSWER.encode()]
+        finally:
+            client.close()
+    assert server.output.count("101 session 0 of session.jsonl: closed by the client\n") == 1, server.output
+
+
+def test_two_clients_play_the_same_websocket_session_at_once(tmp_path: Path) -> None:
+    """Two sessions open together, each with its own cursor over the recording: both get the hello before
+    either sends, then each its answer; a third, opened after they closed, gets the session again."""
+    with served(str(_ws_cassette(tmp_path))) as server:
+        clients = [_RawWebSocket(server.url), _RawWebSocket(server.url)]
+        try:
+            assert [client.received(2) for client in clients] == [[101, _HELLO.encode()]] * 2
+            for client in reversed(clients):
+                client.send(_text(_ASK))
+                assert client.received(3)[2] == _ANSWER.encode()
+        finally:
+            for client in clients:
+                client.close()
+        assert _played(server.url) == [101, _HELLO.encode(), _ANSWER.encode()]
+    assert server.output.count("101 session 0 of session.jsonl: closed by the client\n") == 3, server.output
+
+
+@pytest.mark.parametrize("when", ["in the handshake's packet", "after the 101"])
+def test_a_websocket_client_that_closes_before_the_hello_gets_its_close_answered(tmp_path: Path, when: str) -> None:
+    """A client that closes before reading the hello: serve answers the close (1000, as RFC 6455 5.5.1 has it)
+    and closes the connection, and the next client gets the whole session (before, with the close in the
+    handshake's packet: nothing answered it)."""
+    with served(str(_ws_cassette(tmp_path))) as server:
+        early = _RawWebSocket(server.url, after=[_close_frame()] if when != "after the 101" else [])
+        try:
+            if when == "after the 101":
+                assert early.received(1) == [101]
+                early.send(_close_frame())
+            early.received(4)  # to the end: 101, perhaps the hello, the close
+            assert early.protocol.close_rcvd is not None and early.protocol.close_rcvd.code == 1000
+        finally:
+            early.close()
+        assert _played(server.url) == [101, _HELLO.encode(), _ANSWER.encode()]
+    assert server.output.count(": closed by the client") == 2 and not server.errors, server.output + server.errors
+
+
+def test_a_websocket_handshake_with_a_body_is_refused_with_a_400(tmp_path: Path) -> None:
+    """RFC 6455 4.1: the handshake has no body; one with a body is answered 400 saying why (before: websockets
+    refused the handshake serve had matched, and serve dropped the connection with a traceback)."""
+    handshake = (
+        f"GET {_WS_TARGET} HTTP/1.1\r\nhost: x\r\nupgrade: websocket\r\nconnection: upgrade\r\n"
+        "sec-websocket-key: dGhlIHNhbXBsZSBub25jZQ==\r\nsec-websocket-version: 13\r\ncontent-length: 1\r\n\r\nx"
+    )
+    with served(str(_ws_cassette(tmp_path))) as server, _connect(server.url) as connection:
+        connection.sendall(handshake.encode())
+        answer = _read_all(connection)
+    assert answer.startswith(b"HTTP/1.1 400 Bad Request\r\n"), answer
+    assert b"a WebSocket handshake has no body" in answer and not server.errors, server.errors
+
+
+def test_a_websocket_client_silent_while_the_recording_waits_for_it_is_closed_after_idle_timeout(
+    tmp_path: Path,
+) -> None:
+    """A client that waits for a message the recording has after one of the client's (the CI hang: the cassette
+    had the client's message before session.created) is closed after --idle-timeout with 1008, the reason
+    saying what the recording waits for (before: the session waited for ever, the client too)."""
+    with served(str(_ws_cassette(tmp_path)), "--idle-timeout", "0.5") as server:
+        client = _RawWebSocket(server.url)
+        try:
+            assert client.received(2) == [101, _HELLO.encode()]
+            client.received(3)  # to the close
+        finally:
+            client.close()
+    close = client.protocol.close_rcvd
+    assert close is not None and close.code == 1008, close
+    assert close.reason == "closed after 0.5 s with nothing from the client; the recording has client message 1 next"
+    assert f"101 session 0 of session.jsonl: {close.reason}; 1 client and 1 server" in server.output, server.output
+
+
+def test_a_websocket_client_listening_while_serve_paces_is_not_idle(tmp_path: Path) -> None:
+    """While a paced server message is due (1 s at --pace 50) the client sends nothing and is not closed for it:
+    --idle-timeout times only a session that waits for the client."""
+    with served(str(_ws_cassette(tmp_path)), "--idle-timeout", "0.3", "--pace", "50") as server:
+        assert _played(server.url) == [101, _HELLO.encode(), _ANSWER.encode()]
+    assert "101 session 0 of session.jsonl: closed by the client\n" in server.output, server.output

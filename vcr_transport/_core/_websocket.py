@@ -261,6 +261,13 @@ class SessionPlayback:
             return self.CLOSED
         return None
 
+    def awaited(self) -> str:
+        """What the recording has the client do next (its next message, or its close), for saying what the
+        server waits for when ``next_server`` is None."""
+        if self._sent < len(self._client):
+            return f"client message {self._client[self._sent]}"
+        return "the client's close"
+
     def delivered(self, position: int) -> str | bytes:
         """Take the server message at ``position`` (as ``next_server`` gave it)."""
         self._delivered += 1

@@ -153,7 +153,7 @@ _shtab_vcr_transport_serve_options=(
   "--grace[seconds calls in flight get on SIGTERM (default\: 30)]:grace:"
   "--max-body[the largest request body read\; a larger one is answered 413 (default\: 64 MiB)]:BYTES:"
   "--max-connections[connections open at once\; one more is answered 503 and closed (default\: 512)]:N:"
-  "--idle-timeout[close a connection that sends nothing this long while a request is awaited (default\: 60)]:SECONDS:"
+  "--idle-timeout[close a connection that sends nothing this long while a request is awaited, or a WebSocket session the recording has waiting for the client (default\: 60)]:SECONDS:"
   "--request-timeout[answer 408 to a request whose head and body take longer to arrive, from its first byte (default\: 120)]:SECONDS:"
   "(*):CASSETTE_OR_DIR:"
 )
