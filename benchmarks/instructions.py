@@ -7,6 +7,10 @@ counted the same way, so that every figure is also a ratio against it.
 
     python -m benchmarks.instructions [--out FILE.json]      # from inside the checkout you measure
 
+``first_use`` is what a process's first cassette costs (every xdist worker and CLI command pays it);
+``plugin_start``, a pytest run of 20 plain tests with the plugin installed and unused, over the same run with
+``-p no:vcr_transport``. Every count is of a second run, with the bytecode the first wrote, as a user's runs.
+
 Needs valgrind (Debian: valgrind). PYTHONHASHSEED is fixed, so a run repeats its counts closely.
 """
 
@@ -19,6 +23,7 @@ import re
 import subprocess
 import sys
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -35,7 +40,33 @@ SCENARIOS: dict[str, tuple[str, int, str]] = {
     "record_chunks": ("recording 10 SSE calls of 400 chunks (the pass-through subtracted)", 4000, "chunk"),
     "record_calls": ("recording 200 JSON calls (the pass-through subtracted)", 200, "call"),
     "import": ("import vcr_transport after httpx2", 1, "import"),
+    "first_use": ("the first cassette of a process: its imports and one replayed call, after httpx2", 1, "process"),
+    "plugin_start": ("pytest on 20 plain tests, the plugin installed and unused, over -p no:vcr_transport", 1, "run"),
 }
+# The plugin-start runs: other plugins that would load either way are off (as in ``plugin_start.py``).
+PYTEST_QUIET = ("-q", "-p", "no:cacheprovider", "-p", "no:cassetter", "-p", "no:hypothesispytest", "-p", "no:randomly")
+
+
+def _first_use(work: bool, folder: str) -> None:
+    """A process's first cassette (with ``work``): every import behind it, and one replayed call. Both runs
+    make the client's own first call first."""
+    from benchmarks.run import drive_raw, floor_transport, workload
+
+    warm = workload(json_calls=1, sse_calls=1, chunks=2)
+    drive_raw(floor_transport(warm), BASE, warm)
+    if work:
+        import vcr_transport
+
+        drive_raw(vcr_transport.ReplayTransport(Path(folder) / "warm.jsonl", parse_cache=False), BASE, warm)
+
+
+def _import(work: bool, folder: str) -> None:
+    if work:
+        import vcr_transport  # noqa: F401
+
+
+# The scenarios that make their own calls (or none): name -> what runs them.
+_OWN_CALLS: dict[str, Callable[[bool, str], None]] = {"first_use": _first_use, "import": _import}
 
 
 def _child(scenario: str, work: bool, folder: str) -> None:
@@ -44,9 +75,8 @@ def _child(scenario: str, work: bool, folder: str) -> None:
     the difference is the scenario's calls alone."""
     import httpx2  # noqa: F401
 
-    if scenario == "import":
-        if work:
-            import vcr_transport  # noqa: F401
+    if scenario in _OWN_CALLS:
+        _OWN_CALLS[scenario](work, folder)
         return
     import vcr_transport
     from benchmarks.run import drive_openai, drive_raw, floor_transport, workload
@@ -83,11 +113,11 @@ def _child(scenario: str, work: bool, folder: str) -> None:
 
 
 def _count(scenario: str, work: bool, folder: str, environment: dict[str, str]) -> int:
-    out = Path(folder) / f"callgrind.{scenario}.{int(work)}"
+    if scenario == "plugin_start":
+        suite = Path(folder) / "suite"
+        command = [sys.executable, "-m", "pytest", *PYTEST_QUIET, *(() if work else ("-p", "no:vcr_transport"))]
+        return _instructions(scenario, command, str(suite), environment)
     command = [
-        "valgrind",
-        "--tool=callgrind",
-        f"--callgrind-out-file={out}",
         sys.executable,
         "-m",
         "benchmarks.instructions",
@@ -97,14 +127,38 @@ def _count(scenario: str, work: bool, folder: str, environment: dict[str, str]) 
         "--folder",
         folder,
     ]
-    result = subprocess.run(command, capture_output=True, text=True, env=environment, check=False)
+    return _instructions(scenario, command, None, environment)
+
+
+def _instructions(scenario: str, command: list[str], cwd: str | None, environment: dict[str, str]) -> int:
+    """The instructions ``command`` runs, counted by callgrind, after one run outside it (which writes the
+    bytecode, as a user's runs find it)."""
+    subprocess.run(command, capture_output=True, env=environment, cwd=cwd, check=False)
+    result = subprocess.run(
+        ["valgrind", "--tool=callgrind", "--callgrind-out-file=/dev/null", *command],
+        capture_output=True,
+        text=True,
+        env=environment,
+        cwd=cwd,
+        check=False,
+    )
     if result.returncode != 0:
         raise SystemExit(f"{scenario}: {result.stderr[-2000:]}")
     found = re.search(r"Collected : (\d+)", result.stderr)
     if found is None:
         raise SystemExit(f"{scenario}: no count in valgrind's output")
-    out.unlink(missing_ok=True)
     return int(found.group(1))
+
+
+def _environment(folder: Path) -> dict[str, str]:
+    """The counted runs' environment, and the plugin-start suite in ``folder``: bytecode is written and used,
+    as in a user's runs (in ``folder``, whatever ``PYTHONDONTWRITEBYTECODE`` says here)."""
+    from benchmarks.plugin_start import make_suite
+
+    (folder / "suite").mkdir()
+    make_suite(folder / "suite", 20)
+    environment = {name: value for name, value in os.environ.items() if name != "PYTHONDONTWRITEBYTECODE"}
+    return environment | {"PYTHONHASHSEED": "0", "PYTHONPYCACHEPREFIX": str(folder / "bytecode")}
 
 
 def main() -> None:
@@ -122,9 +176,9 @@ def main() -> None:
     import vcr_transport
     from benchmarks.run import drive_openai, drive_raw, floor_transport, workload
 
-    environment = {**os.environ, "PYTHONHASHSEED": "0"}
     results: dict[str, Any] = {"checkout": str(Path(vcr_transport.__file__).parent.parent)}
     with tempfile.TemporaryDirectory() as folder:
+        environment = _environment(Path(folder))
         calls = workload(json_calls=20, sse_calls=20)
         drive_raw(vcr_transport.RecordingTransport(floor_transport(calls), Path(folder) / "bench.jsonl"), BASE, calls)
         sdk = vcr_transport.RecordingTransport(floor_transport(calls), Path(folder) / "bench-openai.jsonl")

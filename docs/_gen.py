@@ -165,6 +165,23 @@ def registration_text() -> str:
 REGISTRATION_FILE = ROOT / "vcr_transport" / "_core" / "_registration.py"
 
 
+def prefix_table_text() -> str:
+    """``vcr_transport/_core/_prefix_table.py``: the credential catalogue's prefix table, computed once here."""
+    from vcr_transport._core._credentials import prefix_table_module
+
+    return prefix_table_module()
+
+
+PREFIX_TABLE_FILE = ROOT / "vcr_transport" / "_core" / "_prefix_table.py"
+# The generated files beside the pages, each with what gives it.
+FILES: dict[Path, Callable[[], str]] = {
+    SCHEMA_FILE: schema_text,
+    TYPED_OPTIONS_FILE: typed_options_text,
+    REGISTRATION_FILE: registration_text,
+    PREFIX_TABLE_FILE: prefix_table_text,
+}
+
+
 def schema_block() -> str:
     return "```json\n" + schema_text() + "```"
 
@@ -198,12 +215,9 @@ def stale() -> list[str]:
     found = [
         str(page.relative_to(ROOT)) for page in pages() if fill(page.read_text("utf-8")) != page.read_text("utf-8")
     ]
-    if not SCHEMA_FILE.exists() or SCHEMA_FILE.read_text("utf-8") != schema_text():
-        found.append(str(SCHEMA_FILE.relative_to(ROOT)))
-    if not TYPED_OPTIONS_FILE.exists() or TYPED_OPTIONS_FILE.read_text("utf-8") != typed_options_text():
-        found.append(str(TYPED_OPTIONS_FILE.relative_to(ROOT)))
-    if not REGISTRATION_FILE.exists() or REGISTRATION_FILE.read_text("utf-8") != registration_text():
-        found.append(str(REGISTRATION_FILE.relative_to(ROOT)))
+    for file, text in FILES.items():
+        if not file.exists() or file.read_text("utf-8") != text():
+            found.append(str(file.relative_to(ROOT)))
     return found
 
 
@@ -211,9 +225,8 @@ def write() -> list[str]:
     changed = stale()
     for page in pages():
         page.write_text(fill(page.read_text("utf-8")), "utf-8")
-    SCHEMA_FILE.write_text(schema_text(), "utf-8")
-    TYPED_OPTIONS_FILE.write_text(typed_options_text(), "utf-8")
-    REGISTRATION_FILE.write_text(registration_text(), "utf-8")
+    for file, text in FILES.items():
+        file.write_text(text(), "utf-8")
     return changed
 
 

@@ -578,6 +578,30 @@ def test_gitleaks_rules_keep_their_entropy_check() -> None:
             assert rule.name not in {name for _, _, name in catalogue_matches(f"see {dull} end")}
 
 
+def test_the_generated_prefix_table_is_what_the_catalogue_gives() -> None:
+    """``_prefix_table.py`` is current, and ``prefix_table`` gives what its first form computed at import: for
+    each prefix (the token part of a prefixed format's keyword), every prefixed format with a keyword whose
+    token part starts it."""
+    from vcr_transport._core import _prefix_table
+    from vcr_transport._core._credentials import _token_prefix, prefix_table, prefix_table_module
+
+    assert Path(_prefix_table.__file__).read_text(encoding="utf-8") == prefix_table_module(), (
+        "vcr_transport/_core/_prefix_table.py differs from the catalogue: run .venv/bin/python docs/_gen.py"
+    )
+    prefixes = {_token_prefix(k) for c in CATALOGUE if c.prefixed for k in c.keywords}
+    expected = {
+        prefix: tuple(
+            i
+            for i, c in enumerate(CATALOGUE)
+            if c.prefixed and any(prefix.startswith(_token_prefix(k)) for k in c.keywords)
+        )
+        for prefix in prefixes
+    }
+    assert dict(prefix_table(CATALOGUE)) == expected == dict(_prefix_table.PREFIX_TABLE)
+    lengths = [len(prefix) for prefix, _ in _prefix_table.PREFIX_TABLE]
+    assert lengths == sorted(lengths, reverse=True) and len(lengths) == len(prefixes)
+
+
 def test_the_docs_count_the_catalogue_as_it_is() -> None:
     root = Path(__file__).resolve().parents[2]
     readme = (root / "README.md").read_text()

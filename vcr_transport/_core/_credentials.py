@@ -25,6 +25,7 @@ from dataclasses import dataclass
 import ahocorasick_rs
 
 from ._gitleaks_rules import GITLEAKS_RULES, GitleaksRule
+from ._prefix_table import PREFIX_TABLE
 
 __all__ = [
     "ADDITIONS",
@@ -36,6 +37,8 @@ __all__ = [
     "catalogue_matches",
     "looks_like_credential",
     "may_hold_prefixed",
+    "prefix_table",
+    "prefix_table_module",
 ]
 
 # A prefixed shape must stand alone: not inside a longer run of base64 or URL-safe base64 characters, so
@@ -350,6 +353,7 @@ _SHORTEST = 11  # eyJ and eight characters: the first part of a JWT
 
 
 def _token_prefix(keyword: str) -> bytes:
+    """The start of ``keyword`` that a token holds: up to its first character outside the tokens."""
     prefix = bytearray()
     for byte in keyword.encode():
         if byte not in _TOKEN_BYTES:
@@ -358,16 +362,42 @@ def _token_prefix(keyword: str) -> bytes:
     return bytes(prefix)
 
 
-_PREFIXES = sorted({_token_prefix(k) for c in CATALOGUE if c.prefixed for k in c.keywords}, key=len, reverse=True)
-# A long token starting with a prefix (the longest that fits) may be any format whose prefix it starts with.
-_FORMATS_BY_PREFIX: dict[bytes, tuple[int, ...]] = {
-    prefix: tuple(
-        i
-        for i, c in enumerate(CATALOGUE)
-        if c.prefixed and any(prefix.startswith(_token_prefix(k)) for k in c.keywords)
+def prefix_table(catalogue: Iterable[CredentialFormat]) -> tuple[tuple[bytes, tuple[int, ...]], ...]:
+    """Each prefix that a prefixed format's keyword starts a token with (``_token_prefix``), the longest
+    first (then in byte order), and the formats (their index in ``catalogue``) whose prefix it starts with:
+    a long token starting with it may be any of them. Generated into ``_prefix_table`` with the catalogue
+    (``prefix_table_module``), so that importing this module computes none of it."""
+    formats: dict[bytes, set[int]] = {}
+    for index, credential in enumerate(catalogue):
+        for keyword in credential.keywords if credential.prefixed else ():
+            formats.setdefault(_token_prefix(keyword), set()).add(index)
+    return tuple(
+        (prefix, tuple(sorted(set().union(*(formats.get(prefix[:end], ()) for end in range(len(prefix) + 1))))))
+        for prefix in sorted(formats, key=lambda prefix: (-len(prefix), prefix))
     )
-    for prefix in _PREFIXES
-}
+
+
+def prefix_table_module() -> str:
+    """The source of ``_prefix_table.py``: ``prefix_table(CATALOGUE)`` as plain constants."""
+    # As ruff formats it: the prefixes are token characters (no quote, no backslash), printed in double quotes.
+    rows = "".join(f'    (b"{prefix.decode()}", {formats!r}),\n' for prefix, formats in prefix_table(CATALOGUE))
+    return (
+        '"""The credential catalogue\'s prefix table: each prefix a prefixed format starts a token with, the\n'
+        "longest first, and the formats (their index in ``_credentials.CATALOGUE``) a token starting with it may\n"
+        "be. Plain data, so that importing the catalogue computes none of it.\n\n"
+        "Generated from the catalogue (``_credentials.prefix_table_module``): do not edit, run\n"
+        "``python docs/_gen.py``. ``tests/core/test_credentials.py`` checks that it is current.\n"
+        '"""\n\n'
+        "# ruff: noqa: E501\n\n"
+        "from __future__ import annotations\n\n"
+        '__all__ = ["PREFIX_TABLE"]\n\n'
+        f"PREFIX_TABLE: tuple[tuple[bytes, tuple[int, ...]], ...] = (\n{rows})\n"
+    )
+
+
+# A long token starting with a prefix (the longest that fits) may be any format whose prefix it starts with.
+_PREFIXES = [prefix for prefix, _ in PREFIX_TABLE]
+_FORMATS_BY_PREFIX: dict[bytes, tuple[int, ...]] = dict(PREFIX_TABLE)
 
 
 def _formats_by_keyword() -> dict[tuple[str, str | None], tuple[int, ...]]:
