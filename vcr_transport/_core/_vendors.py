@@ -486,6 +486,16 @@ def _keyed(
     return Verdict("send", "", vendor.name, url, variable, headers)
 
 
+def _user_named(where: _Where, url: str, upstreams: Sequence[Upstream], extra: Hosts) -> bool:
+    """Whether the user named the host a call goes to: an ``--upstream`` (the call moved there, or its host is
+    one) or a ``drift_hosts`` entry."""
+    return (
+        url != where.url
+        or _named(where, upstreams) is not None
+        or _table_vendor(where, extra, listed=False) is not None
+    )
+
+
 def resend_verdict(
     call: RecordedCall,
     *,
@@ -511,6 +521,4 @@ def resend_verdict(
             "--include-writes sends it"
         )
         return Verdict("skipped", why, vendor.name, url)
-    named = url != where.url or _named(where, upstreams) is not None
-    named = named or _table_vendor(where, extra_hosts or {}, listed=False) is not None
-    return _keyed(call, where, vendor, url, environ, named)
+    return _keyed(call, where, vendor, url, environ, _user_named(where, url, upstreams, extra_hosts or {}))
