@@ -8,6 +8,7 @@ import base64
 import json
 import random
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -19,6 +20,7 @@ from test_cli import OPENAI, cli
 from upstream import Upstream
 from vendors import VENDOR_ROUTES
 
+import vcr_transport
 from vcr_transport._core._diff import cassette_differences, paired_calls
 from vcr_transport._core._review import change_kind, cut_long
 from vcr_transport._storage import read_cassette
@@ -361,3 +363,89 @@ def test_pairing_many_changed_calls_grows_linearly() -> None:
 
     small, big = lines(1200), lines(4800)
     assert big < 5 * small, f"{small:,} lines for 1,200 calls, {big:,} for 4,800"
+
+
+# --- concurrent agents: paired by their conversation -------------------------------------------------------
+
+CITIES = ("Tokyo", "Paris", "Berlin")
+
+
+def _weather_agents(upstream: Upstream, path: Path, *, slowest_first: bool, paris_calls: int, tokyo: str) -> None:
+    """Three weather agents run together with asyncio.gather through the openai SDK, each in two turns: the
+    vendor answers the question with ``get_weather`` tool calls (Paris's with ``paris_calls`` of them), the
+    app runs the tool (Tokyo's weather is ``tokyo``) and sends its result. The vendor answers Tokyo first,
+    then Paris, then Berlin (``slowest_first``: the other way round), so the second turns start, and are
+    numbered, in that order."""
+    import asyncio
+
+    import openai
+    from upstream import Received, Reply
+    from vendors import OPENAI_KEY
+
+    delays = dict(zip(CITIES, (0.05, 0.25, 0.45)[:: -1 if slowest_first else 1], strict=True))
+
+    def answer(received: Received) -> Reply:
+        messages = received.json()["messages"]
+        city = next(c for c in CITIES if c in messages[0]["content"])
+        if messages[-1]["role"] == "user":
+            time.sleep(delays[city])
+            count = paris_calls if city == "Paris" else 1
+            function = {"name": "get_weather", "arguments": json.dumps({"city": city})}
+            calls = [{"id": f"call_{n}", "type": "function", "function": function} for n in range(count)]
+            message: dict[str, Any] = {"role": "assistant", "content": None, "tool_calls": calls}
+        else:
+            time.sleep(0.3)
+            message = {"role": "assistant", "content": f"{city}: {messages[-1]['content']}"}
+        return Reply.json({"id": "chatcmpl-1", "object": "chat.completion", "created": 1, "model": "gpt-4o",
+                           "choices": [{"index": 0, "message": message, "finish_reason": "stop"}]})  # fmt: skip
+
+    upstream.routes["/v1/chat/completions"] = answer
+    weather = {"Tokyo": tokyo, "Paris": "sunny, 21C", "Berlin": "cloudy, 12C"}
+
+    async def agent(client: Any, city: str) -> None:
+        messages: list[Any] = [{"role": "user", "content": f"What is the weather in {city}?"}]
+        first = await client.chat.completions.create(model="gpt-4o", messages=messages)
+        calls = first.choices[0].message.tool_calls
+        messages.append(first.choices[0].message.model_dump(exclude_none=True))
+        messages += [{"role": "tool", "tool_call_id": call.id, "content": weather[city]} for call in calls]
+        await client.chat.completions.create(model="gpt-4o", messages=messages)
+
+    async def run() -> None:
+        async with openai.AsyncOpenAI(api_key=OPENAI_KEY, base_url=upstream.url + "/v1", max_retries=0) as client:
+            await asyncio.gather(*(agent(client, city) for city in CITIES))
+
+    with vcr_transport.use_cassette(path, mode="record"):
+        asyncio.run(run())
+
+
+def test_re_recorded_concurrent_agents_pair_by_their_conversation(upstream: Upstream, tmp_path: Path) -> None:
+    """The second turns start in another order, Paris's answer asks for one tool call where it asked for two,
+    and Tokyo's weather changed: each call still pairs with its own city's (before, Paris's second turn took
+    Tokyo's, which had as many messages, and Tokyo's was compared with Paris's)."""
+    _weather_agents(upstream, tmp_path / "a.jsonl", slowest_first=False, paris_calls=2, tokyo="rain, 18C")
+    _weather_agents(upstream, tmp_path / "b.jsonl", slowest_first=True, paris_calls=1, tokyo="clear, 19C")
+    a, b = read_cassette(tmp_path / "a.jsonl"), read_cassette(tmp_path / "b.jsonl")
+
+    def city(call: Any) -> str:
+        return str(call.body["json"]["messages"][0]["content"])
+
+    assert [city(call) for call in a.calls[3:]] != [city(call) for call in b.calls[3:]], "the order changed"
+    document = json.loads(cli(tmp_path, "diff", "--json", "a.jsonl", "b.jsonl").stdout)
+    pairs = {(d["a_call"], d["b_call"]) for d in document["differences"]}
+    assert pairs and all(city(a.calls[i]) == city(b.calls[j]) for i, j in pairs), pairs
+    # What the calls say (the loopback vendor draws its headers' ids anew for every answer, as a real one does).
+    said = {
+        (city(b.calls[d["b_call"]]).split()[-1], d["field_path"], d["b"] is None)
+        for d in document["differences"]
+        if d["field_path"].startswith(("body.", "response.body."))
+    }
+    assert said == {
+        ("Tokyo?", "body.messages[2].content", False),  # the tool's result
+        ("Tokyo?", "response.body.choices[0].message.content", False),
+        ("Paris?", "response.body.choices[0].message.tool_calls[1]", True),  # one tool call, not two
+        ("Paris?", "body.messages[1].tool_calls[1]", True),
+        ("Paris?", "body.messages[3]", True),
+    }, said
+    tokyo_a, tokyo_b = (next(c.index for c in x.calls[3:] if city(c).endswith("Tokyo?")) for x in (a, b))
+    text = cli(tmp_path, "diff", "a.jsonl", "b.jsonl").stdout
+    assert f"call {tokyo_a} -> {tokyo_b}, field body.messages[2].content: " in text, text

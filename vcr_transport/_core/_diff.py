@@ -3,8 +3,14 @@
 **Pairing.** Calls are paired by their requests, not by position (``paired_calls``): a re-recording of
 concurrent calls finishes them in another order, and a new call in the middle shifts every later one. First
 each call of B takes the first unpaired call of A whose request matching sees as the same; then each call
-left takes, among the unpaired calls of A to the same method and route, the one with as many messages and
-the most alike request, the nearest by position on a tie; the calls still left are only in A or only in B.
+of B recorded concurrently (``overlap_groups``: a group of more than one call) takes the first unpaired
+call of A recorded concurrently that continues the same conversation (``_conversation_key``: the model, the
+system prompt and the messages before the last one: a re-recording repeats them, while the last one, a
+tool's result or the user's new turn, may change): a concurrent group finishes in another order and starts
+its next turns in that order, so positions say nothing there; then each call left takes, among the unpaired
+calls of A to the same method and route, the one with as many messages and the most alike request, the
+nearest by position on a tie; the calls still left are only in A or only in B. Each request's keys are
+worked out once, and each step is linear in the calls.
 
 **What is compared.** The request as matching sees it (``RequestMatcher.comparable``). The response as a
 reader sees it: status, outcome, headers, and the body with its content-encoding undone: JSON parsed; a
@@ -32,9 +38,9 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlsplit
 
-from ._conversation import request_messages
+from ._conversation import Message, request_messages, request_model
 from ._display import MISSING
-from ._format import Cassette, RecordedCall, decode_json
+from ._format import Cassette, RecordedCall, decode_json, overlap_groups
 from ._matching import VOLATILE_HEADERS, RequestMatcher, is_volatile_response_header, iter_differences
 from ._review import PADDING_FIELDS, VOLATILE_FIELDS, change_kind, described_bytes
 from ._view import NOT_JSON, CallView, call_view
@@ -125,17 +131,33 @@ class _Request:
     key: str  # the request as matching compares it, as canonical JSON
     route: tuple[str, str, str, str]  # method, scheme, host, path
     messages: int
+    conversation: str | None  # ``_conversation_key``
+
+
+def _conversation_key(route: tuple[str, str, str, str], model: str, messages: list[Message]) -> str | None:
+    """The conversation a request continues: its route, its model and every message but the last (the
+    system prompt included), by role, text and tool calls (no tool-call ids: a vendor draws new ones on
+    every recording); None for a request that continues none (no message but the system prompt before
+    its last: concurrent first turns share that, and are told apart by their last message instead)."""
+    before = messages[:-1]
+    if not any(message.role != "system" for message in before):
+        return None
+    said = [[m.role, m.text, [[t.name, t.arguments] for t in m.tool_calls]] for m in before]
+    return json.dumps([route, model, said], ensure_ascii=False)
 
 
 def _request(matcher: RequestMatcher, call: RecordedCall) -> _Request:
     fields = matcher.comparable(call.method, call.url, call.request_headers, call.body)
     parts = urlsplit(call.url)
     body = call.body["json"] if call.body is not None and "json" in call.body else None
+    route = (call.method.upper(), parts.scheme, parts.netloc, parts.path or "/")
+    messages = request_messages(body)
     return _Request(
         call.index,
         json.dumps(fields, sort_keys=True, default=str, ensure_ascii=False),
-        (call.method.upper(), parts.scheme, parts.netloc, parts.path or "/"),
-        len(request_messages(body)),
+        route,
+        len(messages),
+        _conversation_key(route, request_model(body, call.url), messages),
     )
 
 
@@ -152,12 +174,42 @@ def paired_calls(a: Sequence[RecordedCall], b: Sequence[RecordedCall]) -> list[t
     for position, request in enumerate(requests_b):
         if same[request.key]:
             pair[position] = same[request.key].popleft()
+    _pair_conversations(requests_a, requests_b, _concurrent(a), _concurrent(b), pair)
     _pair_alike(requests_a, requests_b, pair)
     pairs: list[tuple[int | None, int | None]] = [
         (requests_a[pair[j]].index if j in pair else None, requests_b[j].index) for j in range(len(b))
     ]
     paired = set(pair.values())
     return pairs + [(requests_a[i].index, None) for i in range(len(a)) if i not in paired]
+
+
+def _concurrent(calls: Sequence[RecordedCall]) -> list[bool]:
+    """Whether each call was recorded concurrently: in a group of more than one (``overlap_groups``)."""
+    groups = overlap_groups(calls)
+    sizes: dict[int, int] = defaultdict(int)
+    for group in groups:
+        sizes[group] += 1
+    return [sizes[group] > 1 for group in groups]
+
+
+def _pair_conversations(
+    requests_a: list[_Request],
+    requests_b: list[_Request],
+    concurrent_a: list[bool],
+    concurrent_b: list[bool],
+    pair: dict[int, int],
+) -> None:
+    """Pair each call of B recorded concurrently and left unpaired (``pair``: position in B -> position in A)
+    with the first unpaired call of A recorded concurrently that continues the same conversation."""
+    taken = set(pair.values())
+    same: dict[str, deque[int]] = defaultdict(deque)
+    for position, request in enumerate(requests_a):
+        if concurrent_a[position] and position not in taken and request.conversation is not None:
+            same[request.conversation].append(position)
+    for position, request in enumerate(requests_b):
+        key = request.conversation
+        if concurrent_b[position] and position not in pair and key is not None and same.get(key):
+            pair[position] = same[key].popleft()
 
 
 def _pair_alike(requests_a: list[_Request], requests_b: list[_Request], pair: dict[int, int]) -> None:
