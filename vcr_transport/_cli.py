@@ -203,6 +203,15 @@ def _har(args: argparse.Namespace) -> int:
     return 0
 
 
+def _har_alone_took_the_cassette(args: argparse.Namespace) -> None:
+    """``show --har CASSETTE``: argparse gives the one path to ``--har`` (its FILE is optional), so it is the
+    cassette and the HAR goes to stdout, as ``--html`` without ``-o``. A cassette is always required."""
+    if args.cassette is None and args.har not in (None, "-"):
+        args.cassette, args.har = args.har, "-"
+    if args.cassette is None:
+        raise UsageProblem("which cassette? e.g. vcr-transport show tests/cassettes/chat.jsonl")
+
+
 def _show_problem(args: argparse.Namespace) -> str | None:
     """What is wrong with ``show``'s options together, or None."""
     if args.other and not args.html:
@@ -228,6 +237,7 @@ def _chosen_calls(cassette: Cassette, number: int | None) -> list[RecordedCall]:
 
 
 def command_show(args: argparse.Namespace) -> int:
+    _har_alone_took_the_cassette(args)
     problem = _show_problem(args)
     if problem:
         raise UsageProblem(problem)
@@ -587,9 +597,10 @@ def _add_list_show(commands: Any) -> None:
             "vcr-transport show chat.jsonl --html -o chat.html",
             "vcr-transport show old.jsonl new.jsonl --html -o review.html",
             "vcr-transport show chat.jsonl --har chat.har",
+            "vcr-transport show --har chat.jsonl | jq '.log.entries[0].timings'",
         ],
     )
-    show.add_argument("cassette")
+    show.add_argument("cassette", nargs="?", metavar="CASSETTE", help="the cassette to show (required)")
     show.add_argument("other", nargs="?", metavar="CASSETTE_B", help="with --html: show B and what changed from A")
     show.add_argument("--call", type=int, metavar="N", help="only call N (default: every call)")
     _json_flag(show)
@@ -597,7 +608,9 @@ def _add_list_show(commands: Any) -> None:
     show.add_argument("--volatile", action="store_true", help="with --textconv: show volatile headers and fields too")
     show.add_argument("--html", action="store_true", help="one self-contained HTML page (offline)")
     show.add_argument("-o", "--output", metavar="FILE", help="with --html: write the page here (default: stdout)")
-    show.add_argument("--har", metavar="FILE", help="write the calls as a HAR 1.2 file ('-': stdout)")
+    show.add_argument(
+        "--har", nargs="?", const="-", metavar="FILE", help="the calls as a HAR 1.2 file (default or '-': stdout)"
+    )
     show.set_defaults(run=command_show)
 
 

@@ -169,8 +169,8 @@ _shtab_vcr_transport_show_options=(
   "--volatile[with --textconv\: show volatile headers and fields too]"
   "--html[one self-contained HTML page (offline)]"
   {-o,--output}"[with --html\: write the page here (default\: stdout)]:FILE:"
-  "--har[write the calls as a HAR 1.2 file (\'-\'\: stdout)]:FILE:"
-  ":cassette:"
+  "--har[the calls as a HAR 1.2 file (default or \'-\'\: stdout)]:FILE:"
+  ":the cassette to show (required):"
   ":with --html\: show B and what changed from A:"
 )
 
