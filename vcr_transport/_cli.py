@@ -105,15 +105,11 @@ def command_status(args: argparse.Namespace) -> int:
 
 
 def command_config(args: argparse.Namespace) -> int:
-    """``config get [KEY]``, ``config set KEY VALUE``, ``config unset KEY``: [tool.vcr_transport] of the nearest
+    """``config [get [KEY]]``, ``config set KEY VALUE``, ``config unset KEY``: [tool.vcr_transport] of the nearest
     pyproject.toml, edited with tomlkit (comments and layout kept; refused when it can't edit safely)."""
     pyproject = find_pyproject() or Path.cwd() / "pyproject.toml"
     if args.action == "get":
-        settings = read_settings(pyproject if pyproject.exists() else None)
-        if args.key is not None:
-            check_settings({args.key: None}, pyproject)
-        for key in [args.key] if args.key else sorted(settings):
-            print(f"{key} = {json.dumps(settings[key])}" if key in settings else f"{key}: not set in {pyproject}")
+        _config_get(pyproject, args.key)
         return 0
     if args.key is None:
         raise UsageProblem(f"config {args.action} needs a key, e.g. vcr-transport config {args.action} mode")
@@ -125,11 +121,32 @@ def command_config(args: argparse.Namespace) -> int:
     replace_file(pyproject, edited.encode("utf-8"), root=pyproject.parent)  # the project is the file's folder
     done = f"{args.key} = {json.dumps(value)} saved in" if value is not None else f"{args.key} removed from"
     print(f"{done} {pyproject} [tool.vcr_transport]")
-    if args.key == "mode" and os.environ.get(ENVIRONMENT_VARIABLE):
-        print(f"note: {ENVIRONMENT_VARIABLE}={os.environ[ENVIRONMENT_VARIABLE]} is set and takes precedence")
-    if args.key == "mode" and value in ("record", "record-on-miss"):
-        print("note: committed, this records wherever the tests run; under CI it is refused (--vcr-mode records)")
+    _config_notes(args.key, value)
     return 0
+
+
+def _config_get(pyproject: Path, key: str | None) -> None:
+    """``config get KEY``, or every key set (``config`` alone too); with none set, says so and where it looked."""
+    settings = read_settings(pyproject if pyproject.exists() else None)
+    if key is not None:
+        check_settings({key: None}, pyproject)
+        print(f"{key} = {json.dumps(settings[key])}" if key in settings else f"{key}: not set in {pyproject}")
+        return
+    example = "e.g. vcr-transport config set mode replay"
+    if not pyproject.exists():
+        print(f"nothing set: no pyproject.toml in {pyproject.parent} or above; {example} creates it")
+    elif not settings:
+        print(f"nothing set in {pyproject} [tool.vcr_transport]; {example}")
+    for name in sorted(settings):
+        print(f"{name} = {json.dumps(settings[name])}")
+
+
+def _config_notes(key: str, value: Any) -> None:
+    """What else decides a saved mode: the environment variable over it, CI refusing a committed recording mode."""
+    if key == "mode" and os.environ.get(ENVIRONMENT_VARIABLE):
+        print(f"note: {ENVIRONMENT_VARIABLE}={os.environ[ENVIRONMENT_VARIABLE]} is set and takes precedence")
+    if key == "mode" and value in ("record", "record-on-miss"):
+        print("note: committed, this records wherever the tests run; under CI it is refused (--vcr-mode records)")
 
 
 def _setting_value(key: str, text: str) -> Any:
@@ -560,12 +577,15 @@ def _add_status_and_modes(commands: Any) -> None:
         "never records under CI; for one run, pytest --vcr-mode=... is the switch.",
         [
             "vcr-transport config set mode replay",
+            "vcr-transport config",
             "vcr-transport config get mode",
             "vcr-transport config set redact_names '[\"customer_secret\"]'",
             "vcr-transport config unset mode",
         ],
     )
-    config.add_argument("action", choices=("get", "set", "unset"))
+    config.add_argument(
+        "action", nargs="?", choices=("get", "set", "unset"), default="get", help="(default: get, every key set)"
+    )
     config.add_argument("key", nargs="?", help="a [tool.vcr_transport] key, e.g. mode (get: every key when none)")
     config.add_argument("value", nargs="?", help="the value to set")
     config.set_defaults(run=command_config)

@@ -46,7 +46,7 @@ _shtab_vcr_transport_completion_defaults_added=0
 
 _shtab_vcr_transport_config_options=(
   "(- : *)"{-h,--help}"[show this help message and exit]"
-  ":action:(get set unset)"
+  ":(default\: get, every key set):(get set unset)"
   ":a \[tool.vcr_transport\] key, e.g. mode (get\: every key when none):"
   ":the value to set:"
 )
