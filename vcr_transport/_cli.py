@@ -105,15 +105,11 @@ def command_status(args: argparse.Namespace) -> int:
 
 
 def command_config(args: argparse.Namespace) -> int:
-    """``config get [KEY]``, ``config set KEY VALUE``, ``config unset KEY``: [tool.vcr_transport] of the nearest
+    """``config [get [KEY]]``, ``config set KEY VALUE``, ``config unset KEY``: [tool.vcr_transport] of the nearest
     pyproject.toml, edited with tomlkit (comments and layout kept; refused when it can't edit safely)."""
     pyproject = find_pyproject() or Path.cwd() / "pyproject.toml"
     if args.action == "get":
-        settings = read_settings(pyproject if pyproject.exists() else None)
-        if args.key is not None:
-            check_settings({args.key: None}, pyproject)
-        for key in [args.key] if args.key else sorted(settings):
-            print(f"{key} = {json.dumps(settings[key])}" if key in settings else f"{key}: not set in {pyproject}")
+        _config_get(pyproject, args.key)
         return 0
     if args.key is None:
         raise UsageProblem(f"config {args.action} needs a key, e.g. vcr-transport config {args.action} mode")
@@ -125,11 +121,32 @@ def command_config(args: argparse.Namespace) -> int:
     replace_file(pyproject, edited.encode("utf-8"), root=pyproject.parent)  # the project is the file's folder
     done = f"{args.key} = {json.dumps(value)} saved in" if value is not None else f"{args.key} removed from"
     print(f"{done} {pyproject} [tool.vcr_transport]")
-    if args.key == "mode" and os.environ.get(ENVIRONMENT_VARIABLE):
-        print(f"note: {ENVIRONMENT_VARIABLE}={os.environ[ENVIRONMENT_VARIABLE]} is set and takes precedence")
-    if args.key == "mode" and value in ("record", "record-on-miss"):
-        print("note: committed, this records wherever the tests run; under CI it is refused (--vcr-mode records)")
+    _config_notes(args.key, value)
     return 0
+
+
+def _config_get(pyproject: Path, key: str | None) -> None:
+    """``config get KEY``, or every key set (``config`` alone too); with none set, says so and where it looked."""
+    settings = read_settings(pyproject if pyproject.exists() else None)
+    if key is not None:
+        check_settings({key: None}, pyproject)
+        print(f"{key} = {json.dumps(settings[key])}" if key in settings else f"{key}: not set in {pyproject}")
+        return
+    example = "e.g. vcr-transport config set mode replay"
+    if not pyproject.exists():
+        print(f"nothing set: no pyproject.toml in {pyproject.parent} or above; {example} creates it")
+    elif not settings:
+        print(f"nothing set in {pyproject} [tool.vcr_transport]; {example}")
+    for name in sorted(settings):
+        print(f"{name} = {json.dumps(settings[name])}")
+
+
+def _config_notes(key: str, value: Any) -> None:
+    """What else decides a saved mode: the environment variable over it, CI refusing a committed recording mode."""
+    if key == "mode" and os.environ.get(ENVIRONMENT_VARIABLE):
+        print(f"note: {ENVIRONMENT_VARIABLE}={os.environ[ENVIRONMENT_VARIABLE]} is set and takes precedence")
+    if key == "mode" and value in ("record", "record-on-miss"):
+        print("note: committed, this records wherever the tests run; under CI it is refused (--vcr-mode records)")
 
 
 def _setting_value(key: str, text: str) -> Any:
@@ -203,6 +220,15 @@ def _har(args: argparse.Namespace) -> int:
     return 0
 
 
+def _har_alone_took_the_cassette(args: argparse.Namespace) -> None:
+    """``show --har CASSETTE``: argparse gives the one path to ``--har`` (its FILE is optional), so it is the
+    cassette and the HAR goes to stdout, as ``--html`` without ``-o``. A cassette is always required."""
+    if args.cassette is None and args.har not in (None, "-"):
+        args.cassette, args.har = args.har, "-"
+    if args.cassette is None:
+        raise UsageProblem("which cassette? e.g. vcr-transport show tests/cassettes/chat.jsonl")
+
+
 def _show_problem(args: argparse.Namespace) -> str | None:
     """What is wrong with ``show``'s options together, or None."""
     if args.other and not args.html:
@@ -228,6 +254,7 @@ def _chosen_calls(cassette: Cassette, number: int | None) -> list[RecordedCall]:
 
 
 def command_show(args: argparse.Namespace) -> int:
+    _har_alone_took_the_cassette(args)
     problem = _show_problem(args)
     if problem:
         raise UsageProblem(problem)
@@ -550,12 +577,15 @@ def _add_status_and_modes(commands: Any) -> None:
         "never records under CI; for one run, pytest --vcr-mode=... is the switch.",
         [
             "vcr-transport config set mode replay",
+            "vcr-transport config",
             "vcr-transport config get mode",
             "vcr-transport config set redact_names '[\"customer_secret\"]'",
             "vcr-transport config unset mode",
         ],
     )
-    config.add_argument("action", choices=("get", "set", "unset"))
+    config.add_argument(
+        "action", nargs="?", choices=("get", "set", "unset"), default="get", help="(default: get, every key set)"
+    )
     config.add_argument("key", nargs="?", help="a [tool.vcr_transport] key, e.g. mode (get: every key when none)")
     config.add_argument("value", nargs="?", help="the value to set")
     config.set_defaults(run=command_config)
@@ -587,9 +617,10 @@ def _add_list_show(commands: Any) -> None:
             "vcr-transport show chat.jsonl --html -o chat.html",
             "vcr-transport show old.jsonl new.jsonl --html -o review.html",
             "vcr-transport show chat.jsonl --har chat.har",
+            "vcr-transport show --har chat.jsonl | jq '.log.entries[0].timings'",
         ],
     )
-    show.add_argument("cassette")
+    show.add_argument("cassette", nargs="?", metavar="CASSETTE", help="the cassette to show (required)")
     show.add_argument("other", nargs="?", metavar="CASSETTE_B", help="with --html: show B and what changed from A")
     show.add_argument("--call", type=int, metavar="N", help="only call N (default: every call)")
     _json_flag(show)
@@ -597,7 +628,9 @@ def _add_list_show(commands: Any) -> None:
     show.add_argument("--volatile", action="store_true", help="with --textconv: show volatile headers and fields too")
     show.add_argument("--html", action="store_true", help="one self-contained HTML page (offline)")
     show.add_argument("-o", "--output", metavar="FILE", help="with --html: write the page here (default: stdout)")
-    show.add_argument("--har", metavar="FILE", help="write the calls as a HAR 1.2 file ('-': stdout)")
+    show.add_argument(
+        "--har", nargs="?", const="-", metavar="FILE", help="the calls as a HAR 1.2 file (default or '-': stdout)"
+    )
     show.set_defaults(run=command_show)
 
 

@@ -252,18 +252,44 @@ def edit_setting(text: str, key: str, value: Any, *, where: str = "pyproject.tom
                 return text
             tool["vcr_transport"] = table = tomlkit.table()
         if value is None:
-            table.pop(key, None)
+            _unset(document, tool, key)
         else:
             table[key] = value
         edited = tomlkit.dumps(document)
+        if value is None:
+            edited = _no_new_blank_end(text, edited)
         after = tomllib.loads(edited)
     except (tomllib.TOMLDecodeError, TOMLKitError, TypeError, ValueError, AttributeError) as error:
         raise UnsafeEdit(f"{where}: can't edit [tool.vcr_transport] safely ({error}); edit it by hand") from None
     expected = _with_setting(before, key, value)
+    if value is None:
+        expected = _less_emptied_tables(expected, after)
     if after != expected:
         raise UnsafeEdit(
             f"{where}: can't edit [tool.vcr_transport] safely (the edit would change more than {key}); edit it by hand"
         )
+    return edited
+
+
+def _unset(document: Any, tool: Any, key: str) -> None:
+    """``key`` out of ``[tool.vcr_transport]``; the table goes once it holds no key and no comment (a comment is
+    the user's, and stays with its table), and ``tool`` with it when nothing but that dotted header made it."""
+    from tomlkit.items import Comment
+
+    table = tool["vcr_transport"]
+    table.pop(key, None)
+    if len(table) or any(isinstance(item, Comment) for _, item in table.value.body):
+        return
+    del tool["vcr_transport"]
+    if not len(tool) and tool.is_super_table():
+        del document["tool"]
+
+
+def _no_new_blank_end(text: str, edited: str) -> str:
+    """``edited`` without the blank line it ends in when ``text`` did not: the one ``set`` put before the table
+    an unset took away, so that set then unset gives the file back byte for byte."""
+    if edited.endswith("\n\n") and not text.endswith("\n\n"):
+        return edited.rstrip("\n") + "\n"
     return edited
 
 
@@ -281,3 +307,15 @@ def _with_setting(document: dict[str, Any], key: str, value: Any) -> dict[str, A
     if tool or "tool" in document:
         result["tool"] = tool
     return result
+
+
+def _less_emptied_tables(expected: dict[str, Any], after: dict[str, Any]) -> dict[str, Any]:
+    """``expected`` without the empty ``[tool.vcr_transport]`` (and then empty ``tool``) that ``after`` no longer
+    has: an unset may take away the tables it left empty (``_drop_if_empty``), and nothing else."""
+    tool = expected.get("tool")
+    if tool is not None and tool.get("vcr_transport") == {} and "vcr_transport" not in after.get("tool", {}):
+        tool = {name: table for name, table in tool.items() if name != "vcr_transport"}
+        expected = {**expected, "tool": tool}
+    if tool == {} and "tool" not in after:
+        expected = {name: table for name, table in expected.items() if name != "tool"}
+    return expected

@@ -118,8 +118,7 @@ def test_config_set_mode_keeps_the_rest_of_pyproject(project: Path, mode: str) -
         == f"mode: {mode}  (from {project / 'pyproject.toml'} [tool.vcr_transport])"
     )
     assert cli(project, "config", "unset", "mode").returncode == 0
-    assert (project / "pyproject.toml").read_text() == after.replace(f'mode = "{mode}"\n', "")
-    (project / "pyproject.toml").write_text(before)
+    assert (project / "pyproject.toml").read_text() == before, "the emptied table goes; the rest is as it was"
 
 
 def test_config_edits_a_dotted_key_pyproject_and_keeps_inline_comments(project: Path) -> None:
@@ -151,6 +150,63 @@ def test_config_refuses_unknown_keys_and_wrong_values_and_old_mode_commands_are_
     )
     assert pyproject.read_text() == before
     assert cli(project, "record").returncode == 2, "the old top-level mode commands are removed"
+
+
+@pytest.mark.parametrize(
+    ("rest_before", "rest_after", "left"),
+    [  # the blank line before a last table goes with it: set put it there
+        ('[project]\nname = "demo"\n\n', "", '[project]\nname = "demo"\n'),
+        (
+            '[project]\nname = "demo"\n\n',
+            "\n[tool.ruff]\nline-length = 99  # why\n",
+            '[project]\nname = "demo"\n\n[tool.ruff]\nline-length = 99  # why\n',
+        ),
+        ("", "", ""),
+    ],
+    ids=["last-table", "between-tables", "only-table"],
+)
+def test_unset_of_the_last_key_removes_the_table_and_keeps_the_file_byte_for_byte(
+    tmp_path: Path, rest_before: str, rest_after: str, left: str
+) -> None:
+    pyproject = tmp_path / "pyproject.toml"
+    pyproject.write_text(f'{rest_before}[tool.vcr_transport]\nmode = "replay"\n{rest_after}')
+    result = cli(tmp_path, "config", "unset", "mode")
+    assert result.stdout == f"mode removed from {pyproject} [tool.vcr_transport]\n", result.stderr
+    assert pyproject.read_text() == left
+    assert cli(tmp_path, "config", "get").stdout.startswith(f"nothing set in {pyproject} [tool.vcr_transport]")
+
+
+def test_set_then_unset_gives_the_file_back_and_a_table_with_a_comment_stays(tmp_path: Path) -> None:
+    pyproject = tmp_path / "pyproject.toml"
+    before = '[project]\nname = "demo"  # keep me\n\n[tool.ruff]\nline-length = 99\n'
+    pyproject.write_text(before)
+    assert cli(tmp_path, "config", "set", "redact_names", '["x"]').returncode == 0
+    assert cli(tmp_path, "config", "unset", "redact_names").returncode == 0
+    assert pyproject.read_text() == before
+    pyproject.write_text('[tool.vcr_transport]\n# mode = "record"  when the API changes\nmode = "replay"\n')
+    assert cli(tmp_path, "config", "unset", "mode").returncode == 0
+    assert pyproject.read_text() == '[tool.vcr_transport]\n# mode = "record"  when the API changes\n'
+
+
+def test_config_alone_lists_the_settings_and_says_when_none_is_set(tmp_path: Path) -> None:
+    result = cli(tmp_path, "config")
+    assert (result.returncode, result.stdout) == (
+        0,
+        f"nothing set: no pyproject.toml in {tmp_path.resolve()} or above; e.g. vcr-transport config set mode "
+        "replay creates it\n",
+    )
+    assert not (tmp_path / "pyproject.toml").exists(), "reading creates nothing"
+    (tmp_path / "pyproject.toml").write_text('[project]\nname = "demo"\n')
+    assert cli(tmp_path, "config", "get").stdout == (
+        f"nothing set in {tmp_path.resolve() / 'pyproject.toml'} [tool.vcr_transport]; e.g. vcr-transport config "
+        "set mode replay\n"
+    )
+    assert cli(tmp_path, "config", "set", "mode", "replay").returncode == 0
+    assert cli(tmp_path, "config", "set", "cassette_dir", "tests/tapes").returncode == 0
+    listing = 'cassette_dir = "tests/tapes"\nmode = "replay"\n'
+    assert cli(tmp_path, "config").stdout == cli(tmp_path, "config", "get").stdout == listing
+    unknown = cli(tmp_path, "config", "mode")
+    assert unknown.returncode == 2 and "invalid choice: 'mode' (choose from 'get', 'set', 'unset')" in unknown.stderr
 
 
 def test_an_unknown_key_in_pyproject_is_an_error_wherever_the_file_is_read(project: Path) -> None:

@@ -85,6 +85,31 @@ def test_one_call_and_stdout(project: Path) -> None:
     assert len(document["log"]["entries"]) == 1 and document["log"]["entries"][0]["comment"].startswith("call 1")
 
 
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["--har", "tests/cassettes/openai.jsonl"],  # as --html: the one path is the cassette
+        ["tests/cassettes/openai.jsonl", "--har"],
+        ["--har", "-", "tests/cassettes/openai.jsonl"],
+    ],
+    ids=["har-then-cassette", "cassette-then-har", "har-dash"],
+)
+def test_without_a_file_the_har_goes_to_stdout(project: Path, args: list[str]) -> None:
+    result = cli(project, "show", *args)
+    assert result.returncode == 0, result.stderr
+    document = json.loads(result.stdout)
+    validate_har(document)
+    assert len(document["log"]["entries"]) == 2
+    assert not (project / "-").exists()
+
+
+def test_show_without_a_cassette_says_which_is_missing(project: Path) -> None:
+    for args in (["show"], ["show", "--har"], ["show", "--har", "-"]):
+        result = cli(project, *args)
+        assert result.returncode == 2
+        assert result.stderr.startswith("vcr-transport show: which cassette? e.g. vcr-transport show ")
+
+
 def test_a_call_without_response_and_a_binary_body(tmp_path: Path) -> None:
     header = {"type": "header", "format_version": 1, "created": "2026-01-02T03:04:05+00:00"}
     png = b"\x89PNG\r\n\x1a\n" + bytes(range(256))

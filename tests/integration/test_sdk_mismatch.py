@@ -86,3 +86,26 @@ def test_machine_varying_headers_do_not_miss(sdk: Sdk, upstream: Upstream, casse
     assert results[0] == "echo:hi"
     assert replay.first_mismatch is None
     assert replay.unplayed_calls() == []
+
+
+def test_an_sdk_answered_with_the_400_raises_its_own_error_and_the_mismatch_is_kept(
+    sdk: Sdk, upstream: Upstream, cassette: Path
+) -> None:
+    """What openai before 3.50 (instructor's 3.3) gets under ``on_mismatch="auto"``, forced here on the installed
+    SDK: its ``BadRequestError`` carrying the line, not caused by ``ReplayMismatch``; an app that catches 400s
+    swallows it, and the transport still holds the mismatch that closing the cassette raises."""
+    if sdk.name != "openai":
+        pytest.skip("the openai SDK's own error")
+    import openai
+
+    recorded = [("chat", ["hi"]), ("chat", ["hi", "echo:hi", "tell me about cats"])]
+    sdk.run(recording(sdk.library, sdk.is_async, cassette), upstream.url, recorded)
+    upstream.stop()
+    replay = vcr_transport.ReplayTransport(cassette, on_mismatch="respond")
+    with pytest.raises(openai.BadRequestError) as caught:
+        sdk.run(replay, upstream.url, [("chat", ["hi"]), ("chat", ["hi", "echo:hi", "tell me about dogs"])])
+    line = f"replay mismatch at call 1, field {FIELD['openai']}: recorded 'tell me about cats', incoming"
+    assert line in caught.value.message and caught.value.status_code == 400
+    assert caught.value.__cause__ is None and not isinstance(caught.value, vcr_transport.ReplayMismatch)
+    with pytest.raises(vcr_transport.ReplayMismatch, match=r"field body\.messages\[2\]\.content"):
+        replay.raise_first_mismatch()

@@ -46,6 +46,7 @@ _shtab_vcr_transport_show___json_nargs=0
 _shtab_vcr_transport_show___textconv_nargs=0
 _shtab_vcr_transport_show___volatile_nargs=0
 _shtab_vcr_transport_show___html_nargs=0
+_shtab_vcr_transport_show___har_nargs='?'
 _shtab_vcr_transport_diff__h_nargs=0
 _shtab_vcr_transport_diff___help_nargs=0
 _shtab_vcr_transport_diff___volatile_nargs=0

@@ -64,7 +64,7 @@ complete -c vcr-transport -n '_shtab_vcr_transport_using status' -l mode -xka "o
 complete -c vcr-transport -n '_shtab_vcr_transport_using status' -l json -d 'machine-readable output (versioned shapes: docs/reference/cli-json.md)'
 complete -c vcr-transport -n '_shtab_vcr_transport_using; and test $_shtab_vcr_transport_npos -eq 0' -a config -d 'Read or change [tool.vcr_transport] of the nearest pyproject.toml (created when there is none), edited with a round-trip TOML library: comments and layout stay; an edit that would change anything else is refused. A value is TOML when it parses (true, ["a", "b"]), else text. A recording mode saved here never records under CI; for one run, pytest --vcr-mode=... is the switch.'
 complete -c vcr-transport -n '_shtab_vcr_transport_using config' -s h -l help -d 'show this help message and exit'
-complete -c vcr-transport -n '_shtab_vcr_transport_using config; and test $_shtab_vcr_transport_npos -eq 0' -ka "get set unset" -d action
+complete -c vcr-transport -n '_shtab_vcr_transport_using config; and test $_shtab_vcr_transport_npos -eq 0' -ka "get set unset" -d '(default: get, every key set)'
 complete -c vcr-transport -n '_shtab_vcr_transport_using; and test $_shtab_vcr_transport_npos -eq 0' -a list -d 'One line per cassette: format version, number of calls, size, whether every call is complete, and the hosts. A cassette that can'"'"'t be read is listed as UNREADABLE with why (verify says more).'
 complete -c vcr-transport -n '_shtab_vcr_transport_using list' -s h -l help -d 'show this help message and exit'
 complete -c vcr-transport -n '_shtab_vcr_transport_using list' -l json -d 'machine-readable output (versioned shapes: docs/reference/cli-json.md)'
@@ -76,7 +76,7 @@ complete -c vcr-transport -n '_shtab_vcr_transport_using show' -l textconv -d 'o
 complete -c vcr-transport -n '_shtab_vcr_transport_using show' -l volatile -d 'with --textconv: show volatile headers and fields too'
 complete -c vcr-transport -n '_shtab_vcr_transport_using show' -l html -d 'one self-contained HTML page (offline)'
 complete -c vcr-transport -n '_shtab_vcr_transport_using show' -s o -l output -x -d 'with --html: write the page here (default: stdout)'
-complete -c vcr-transport -n '_shtab_vcr_transport_using show' -l har -x -d 'write the calls as a HAR 1.2 file ('"'"'-'"'"': stdout)'
+complete -c vcr-transport -n '_shtab_vcr_transport_using show' -l har -x -d 'the calls as a HAR 1.2 file (default or '"'"'-'"'"': stdout)'
 complete -c vcr-transport -n '_shtab_vcr_transport_using; and test $_shtab_vcr_transport_npos -eq 0' -a diff -d 'What differs between two cassettes, field by field. Calls are paired by their requests, not by position; what changes on every recording (request ids, dates, rate-limit counters, the ids in answers) is left out unless --volatile; whitespace-only and padding-only changes are said so; long values (base64, images) are cut to a head, a length and a hash.'
 complete -c vcr-transport -n '_shtab_vcr_transport_using diff' -s h -l help -d 'show this help message and exit'
 complete -c vcr-transport -n '_shtab_vcr_transport_using diff' -l volatile -d 'show the volatile differences too'

@@ -46,7 +46,7 @@ _shtab_vcr_transport_completion_defaults_added=0
 
 _shtab_vcr_transport_config_options=(
   "(- : *)"{-h,--help}"[show this help message and exit]"
-  ":action:(get set unset)"
+  ":(default\: get, every key set):(get set unset)"
   ":a \[tool.vcr_transport\] key, e.g. mode (get\: every key when none):"
   ":the value to set:"
 )
@@ -169,8 +169,8 @@ _shtab_vcr_transport_show_options=(
   "--volatile[with --textconv\: show volatile headers and fields too]"
   "--html[one self-contained HTML page (offline)]"
   {-o,--output}"[with --html\: write the page here (default\: stdout)]:FILE:"
-  "--har[write the calls as a HAR 1.2 file (\'-\'\: stdout)]:FILE:"
-  ":cassette:"
+  "--har[the calls as a HAR 1.2 file (default or \'-\'\: stdout)]:FILE:"
+  ":the cassette to show (required):"
   ":with --html\: show B and what changed from A:"
 )
 
