@@ -71,7 +71,7 @@ from ._render import (
     verify_lines,
     versioned,
 )
-from ._storage import read_cassette
+from ._storage import not_a_cassette, read_cassette
 from ._term import Paint, Progress, colour_wanted
 from ._vcrpy import ImportProblem
 from ._write_paths import replace_file
@@ -194,8 +194,16 @@ def _textconv(path: str, volatile: bool) -> int:
 
 
 def _write(output: str | None, text: str, what: str) -> None:
-    """``text`` into the file ``output`` (saying so), or to stdout without one (or with ``-``)."""
+    """``text`` into the file ``output`` (saying so), or to stdout without one (or with ``-``). A cassette is
+    never the output: ``show a.jsonl --har b.jsonl`` would replace it with a page."""
     if output and output != "-":
+        if not_a_cassette(Path(output)) is None:
+            raise CassetteError(
+                output,
+                None,
+                "is a cassette, and the output would replace it",
+                "name another output file, or - for stdout",
+            )
         Path(output).write_text(text, encoding="utf-8")
         print(f"wrote {output} ({len(text.encode('utf-8'))} bytes): {what}")
     else:

@@ -103,6 +103,19 @@ def test_without_a_file_the_har_goes_to_stdout(project: Path, args: list[str]) -
     assert not (project / "-").exists()
 
 
+@pytest.mark.parametrize("flag", ["--har", "-o"], ids=["har", "html"])
+def test_an_output_that_is_a_cassette_is_refused_and_left_as_it_was(project: Path, flag: str) -> None:
+    """``show a.jsonl --har b.jsonl`` (two cassettes, as ``diff`` takes them) would replace b with a HAR."""
+    other = project / "tests" / "cassettes" / "other.jsonl"
+    other.write_bytes((project / "tests" / "cassettes" / "openai.jsonl").read_bytes())
+    before = other.read_bytes()
+    args = ["--html", "-o", str(other)] if flag == "-o" else ["--har", str(other)]
+    result = cli(project, "show", "tests/cassettes/openai.jsonl", *args)
+    assert result.returncode == 2 and other.read_bytes() == before
+    assert "is a cassette, and the output would replace it" in result.stderr
+    assert "fix: name another output file, or - for stdout" in result.stderr
+
+
 def test_show_without_a_cassette_says_which_is_missing(project: Path) -> None:
     for args in (["show"], ["show", "--har"], ["show", "--har", "-"]):
         result = cli(project, *args)
