@@ -14,9 +14,9 @@ from typing import Any
 
 import httpx2
 import pytest
-from agents import ToolApi, anthropic_agent, genai_agent, openai_agent
 from helpers import recording
 from test_drift import _changed_openai
+from tool_agents import ToolApi, anthropic_agent, genai_agent, openai_agent
 from upstream import Upstream
 from vendors import SDKS, VENDOR_ROUTES
 
@@ -349,7 +349,7 @@ def test_check_sends_the_apps_own_request_where_its_client_sends_it(
 AGENT_TEST = """
 import os
 
-from agents import openai_agent
+from tool_agents import openai_agent
 
 
 @pytest.mark.vcr_transport(path="cassettes/agent.jsonl")

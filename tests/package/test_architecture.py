@@ -140,3 +140,20 @@ def test_tests_are_laid_out_by_owner_with_unique_names() -> None:
     assert {path.parent.name for path in files} == {"core", "transports", "integration", "package"}
     names = [path.name for path in files]
     assert len(names) == len(set(names)), sorted(name for name in names if names.count(name) > 1)
+
+
+def test_no_helper_module_of_the_tests_shadows_a_package_the_compatibility_suite_imports() -> None:
+    """The tests' helper modules are imported by their bare names (``from upstream import ...``), as are the
+    frameworks in ``compat/``: a helper named ``agents.py`` hid openai-agents' ``agents`` from the compat run."""
+    tests = Path(__file__).resolve().parents[1]
+    helpers = {path.stem for path in tests.glob("*.py")}
+    imported = set()
+    for path in (tests.parent / "compat").glob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text("utf-8"))):
+            if isinstance(node, ast.Import):
+                imported |= {alias.name.split(".")[0] for alias in node.names}
+            elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
+                imported.add(node.module.split(".")[0])
+    local = {"conftest", "fakes"} | helpers & {"upstream", "realtime_server", "mcp_upstream", "helpers", "vendors"}
+    shadowed = sorted((helpers & imported) - local)
+    assert shadowed == [], f"rename these helpers of tests/: {shadowed}"
