@@ -1,8 +1,9 @@
 """A cassette as one self-contained HTML page a reviewer reads at a glance.
 
-- **The overview first**: one row per call (index, method, path, model, status, outcome, duration, tokens in
-  and out, size, a bar of its duration against the longest call's); a click (or Enter) opens the call's card
-  below its row.
+- **The overview first**: one row per call (index, method, path, model, what tells it from the calls beside it
+  (``call_label``: the first words of its system prompt, else of its last user message, and the tools its
+  reply calls), status, outcome, duration, tokens in and out, size, a bar of its duration against the longest
+  call's); a click (or Enter) opens the call's card below its row.
 - **The card** shows what is new in this call: the messages beyond those the previous call sent already
   (an agent loop resends its history), the earlier ones folded; the reply, headers and bodies folded in
   ``<details>``, a timeline of each stream's chunk arrivals, images as images and multipart parts as parts.
@@ -25,7 +26,7 @@ import json
 from typing import Any
 from urllib.parse import urlsplit
 
-from ._core._conversation import Message, ToolCall
+from ._core._conversation import Message, ToolCall, call_label
 from ._core._diff import compared_calls
 from ._core._display import shorten, visible, visible_json
 from ._core._format import Cassette
@@ -132,6 +133,7 @@ def call_data(view: CallView) -> dict[str, Any]:
         "u": view.url,
         "p": urlsplit(view.url).path or "/",
         "mdl": view.model,
+        "lbl": call_label(view.messages, view.reply),
         "s": view.status,
         "o": view.outcome,
         "own": view.owner,
@@ -233,6 +235,7 @@ table.overview { border-collapse: collapse; width: 100%; background: #fff; font-
 .overview td.num { text-align: right; font-variant-numeric: tabular-nums; white-space: nowrap; }
 .overview td.path { font-family: ui-monospace, monospace; font-size: 12px; word-break: break-all; }
 .overview td.mdl { font-family: ui-monospace, monospace; font-size: 12px; }
+.overview td.lbl { font-size: 12px; color: #3b4a66; word-break: break-word; }
 .bar { width: 120px; height: 8px; background: #eceef2; border-radius: 4px; overflow: hidden; }
 .bar span { display: block; height: 100%; background: #2f6fd6; }
 tr.detail > td { padding: 0 0 0 18px; background: #f4f5f7; }
@@ -285,8 +288,8 @@ table.difftable { border-collapse: collapse; width: 100%; font-size: 12.5px; bac
   <span class="keys">j / k: next / previous call &middot; Enter: open or fold</span>
 </div>
 <table class="overview" id="overview">
-<thead><tr><th>#</th><th>method</th><th>path</th><th>model</th><th>status</th><th>outcome</th><th>duration</th>
-<th>tokens in</th><th>tokens out</th><th>size</th><th>time</th></tr></thead>
+<thead><tr><th>#</th><th>method</th><th>path</th><th>model</th><th>prompt -&gt; tool</th><th>status</th><th>outcome</th>
+<th>duration</th><th>tokens in</th><th>tokens out</th><th>size</th><th>time</th></tr></thead>
 <tbody id="rows"></tbody>
 </table>
 </main>
@@ -296,6 +299,7 @@ table.difftable { border-collapse: collapse; width: 100%; font-size: 12.5px; bac
 const STARTED = performance.now();
 const DATA = JSON.parse(document.getElementById("data").textContent);
 const PAGE = 100;
+const COLUMNS = document.querySelectorAll("#overview thead th").length;
 let page = 0;
 let visible = DATA.calls;
 let selected = -1;  // position in visible
@@ -506,6 +510,7 @@ function overviewRow(c, position) {
   cell(row, null, c.m);
   cell(row, "path", c.p);
   cell(row, "mdl", c.mdl);
+  cell(row, "lbl", c.lbl);
   cell(row, null).appendChild(badge(c.s === null ? "none" : String(c.s), statusKind(c.s)));
   cell(row, null).appendChild(badge(c.o || "unfinished", c.o === "complete" ? "ok" : c.o === "error" ? "bad" : "warn"));
   cell(row, "num", seconds(c.d));
@@ -525,7 +530,7 @@ function detailRow(c) {
   const row = el("tr", "detail");
   row.id = "detail-" + c.i;
   const td = el("td");
-  td.colSpan = 11;
+  td.colSpan = COLUMNS;
   td.appendChild(card(c));
   row.appendChild(td);
   return row;
@@ -545,7 +550,7 @@ function render() {
   if (!shown.length) {
     const row = body.insertRow();
     const td = cell(row, "empty", "no calls");
-    td.colSpan = 11;
+    td.colSpan = COLUMNS;
   }
   document.getElementById("where").textContent = "page " + (page + 1) + " of " + pages + " \\u00b7 "
     + visible.length + " of " + DATA.calls.length + " calls";
@@ -580,7 +585,7 @@ function refilter() {
   const words = document.getElementById("filter").value.toLowerCase();
   const only = document.getElementById("changed-only").checked;
   visible = DATA.calls.filter(c => (!only || changed.has(c.i)) && (!words
-    || [c.u, c.mdl, c.text || ""].concat(c.msgs.map(m => m[1])).join(" ").toLowerCase().includes(words)));
+    || [c.u, c.mdl, c.lbl, c.text || ""].concat(c.msgs.map(m => m[1])).join(" ").toLowerCase().includes(words)));
   page = 0;
   selected = -1;
   render();

@@ -16,15 +16,17 @@ from pathlib import Path
 from typing import Any
 
 import httpx2
+import openai
 import pytest
 from browser import Browser, find_chromium
 from helpers import recording
 from real_wire import vendor_traffic
 from test_cli import cli
-from upstream import Upstream
+from upstream import Received, Upstream
+from upstream import Reply as UpstreamReply
 from vendors import SDKS, Sdk
 
-from vcr_transport._core._conversation import request_messages, request_tools
+from vcr_transport._core._conversation import Message, Reply, ToolCall, call_label, request_messages, request_tools
 from vcr_transport._core._format import Cassette, RecordedCall, encode_line
 from vcr_transport._core._view import NOT_JSON, call_view
 from vcr_transport._storage import read_cassette
@@ -347,7 +349,8 @@ def test_a_10000_call_cassette_is_an_overview_of_100_rows_a_page(tmp_path: Path,
     assert _visible(browser, "tr.row") == 100 and _visible(browser, "article.call") == 0, "cards open on demand"
     assert "page 1 of 100" in browser.evaluate("document.getElementById('where').innerText")
     row = browser.evaluate("document.getElementById('row-7').innerText").split("\t")
-    assert row[:6] == ["7", "POST", "/v1/chat/completions", "m", "200", "complete"] and row[6] == "30 ms"
+    assert row[:7] == ["7", "POST", "/v1/chat/completions", "m", '"question 7"', "200", "complete"]
+    assert row[7] == "30 ms"
     browser.evaluate("document.getElementById('next').click()")
     assert _ids(browser, "tr.row") == [f"row-{i}" for i in range(100, 200)]
     browser.evaluate(
@@ -465,7 +468,7 @@ def test_a_card_shows_what_is_new_images_parts_and_identifiers_as_written(tmp_pa
     assert cli(tmp_path, "show", "--html", str(cassette), "-o", str(page)).returncode == 0
     browser.open(page)
     row = browser.evaluate("document.getElementById('row-2').innerText").split("\t")
-    assert row[3] == "gpt-4o-mini" and row[7:9] == ["12", "3"], "the model and tokens in and out"
+    assert row[3] == "gpt-4o-mini" and row[8:10] == ["12", "3"], "the model and tokens in and out"
     for index in range(4):
         browser.evaluate(f"document.getElementById('row-{index}').click()")
     # Call 1 resends call 0's message: folded, and the new ones shown.
@@ -488,6 +491,85 @@ def test_a_card_shows_what_is_new_images_parts_and_identifiers_as_written(tmp_pa
     assert fetched == [page.resolve().as_uri()], "images come from the page itself, nothing else is fetched"
     shot = browser.screenshot(tmp_path / "agent.png", full_page=True)
     print(f"screenshot: {shot}")
+
+
+TRIAGE = "You are the triage agent. Hand weather questions to the weather agent."
+WEATHER = "Weather agent </script><script>alert(1)</script> answers in one line, with the temperature."
+TRANSFER = "transfer_to_weather_agent"
+
+
+def _agents_route(received: Received) -> UpstreamReply:
+    """One model behind two agents: the triage agent's turn hands off (a tool call), the weather agent's answers."""
+    body = received.json()
+    if body["messages"][0]["content"] == TRIAGE:
+        call = {"id": "call_1", "type": "function", "function": {"name": TRANSFER, "arguments": "{}"}}
+        message: dict[str, Any] = {"role": "assistant", "content": None, "tool_calls": [call]}
+    else:
+        message = {"role": "assistant", "content": "Sunny in Paris."}
+    choice = {"index": 0, "message": message, "finish_reason": "tool_calls" if "tool_calls" in message else "stop"}
+    return UpstreamReply.json({"id": "chatcmpl-1", "object": "chat.completion", "created": 1, "model": body["model"],
+                               "choices": [choice]})  # fmt: skip
+
+
+def _embedded_data(page: str) -> Any:
+    start = page.index('<script type="application/json" id="data">') + len('<script type="application/json" id="data">')
+    return json.loads(page[start : page.index("</script>", start)])
+
+
+def test_the_overview_tells_a_triage_agent_from_the_agent_it_hands_off_to(tmp_path: Path) -> None:
+    """Two agents on one path and one model (issue 39): each row says the first words of its system prompt and
+    the tool its reply calls; a system prompt that closes the script element stays text."""
+    upstream = Upstream()
+    upstream.routes["/v1/chat/completions"] = _agents_route
+    upstream.start()
+    cassette, page_file = tmp_path / "agents.jsonl", tmp_path / "agents.html"
+    try:
+        with httpx2.Client(transport=recording(httpx2, False, cassette), timeout=10) as http:
+            client = openai.OpenAI(api_key="sk-test", base_url=upstream.url + "/v1", http_client=http, max_retries=0)
+            question: Any = {"role": "user", "content": "What is the weather in Paris?"}
+            triage = client.chat.completions.create(
+                model="gpt-4o-mini", messages=[{"role": "system", "content": TRIAGE}, question]
+            )
+            handed = triage.choices[0].message.model_dump(exclude_none=True)
+            answer: Any = {"role": "tool", "tool_call_id": "call_1", "content": "{}"}
+            client.chat.completions.create(
+                model="gpt-4o-mini", messages=[{"role": "system", "content": WEATHER}, question, handed, answer]
+            )
+    finally:
+        upstream.stop()
+    assert cli(tmp_path, "show", "--html", str(cassette), "-o", str(page_file)).returncode == 0
+    page = page_file.read_text()
+    calls = _embedded_data(page)["calls"]
+    assert [(c["p"], c["mdl"]) for c in calls] == [("/v1/chat/completions", "gpt-4o-mini")] * 2
+    triage_label, weather_label = calls[0]["lbl"], calls[1]["lbl"]
+    assert triage_label.startswith('"You are the triage agent.') and triage_label.endswith(f"-> {TRANSFER}")
+    assert weather_label == '"Weather agent </script><script>alert(1)</script> answers ..."'
+    assert TRANSFER not in weather_label and len(triage_label) <= 70 and len(weather_label) <= 70
+    # Inert: the prompt is in the page only escaped, the script element closed where the page closes it.
+    assert "<script>alert(1)" not in page and page.count("</script>") == 2
+    assert "\\u003c/script>\\u003cscript>alert(1)\\u003c/script>" in page
+
+
+@pytest.mark.parametrize(
+    ("body", "label"),
+    [
+        ({"instructions": "Triage the ask.", "input": "hi"}, '"Triage the ask."'),  # the Responses API
+        ({"system": [{"type": "text", "text": "Be a cat."}], "messages": []}, '"Be a cat."'),  # anthropic
+        ({"messages": [{"role": "developer", "content": "Be brief."}]}, '"Be brief."'),
+        ({"messages": [{"role": "user", "content": "one"}, {"role": "user", "content": "two"}]}, '"two"'),
+        ({"messages": []}, ""),
+    ],
+)
+def test_a_call_label_is_the_system_prompt_else_the_last_user_message(body: Any, label: str) -> None:
+    assert call_label(request_messages(body), Reply()) == label
+
+
+def test_a_call_label_stays_short_on_a_hostile_call() -> None:
+    """A prompt of a million words and a reply of 100,000 tool calls: a label of about 60 characters."""
+    calls = [ToolCall("t" * 100)] + [ToolCall(f"t{n}") for n in range(100_000)]
+    label = call_label([Message("system", "word " * 1_000_000)], Reply(tool_calls=calls))
+    assert len(label) <= 70 and label.endswith("...") and label.startswith('"word word')
+    assert call_label([Message("user", "x" * 1_000_000)], Reply()) == '"' + "x" * 56 + ' ..."'
 
 
 def test_the_page_embeds_its_data_safely(tmp_path: Path) -> None:

@@ -26,6 +26,7 @@ __all__ = [
     "SseEvent",
     "ToolCall",
     "body_reply",
+    "call_label",
     "parse_sse",
     "request_label",
     "request_messages",
@@ -183,13 +184,46 @@ def request_label(url: str, body: Any, words: int = 6) -> str:
     if not isinstance(model, str) or not model:
         found = _GEMINI_MODEL.search(url)
         model = found.group(1) if found else ""
-    said = [message.text for message in request_messages(body) if message.role == "user" and message.text]
+    said = _said(request_messages(body), ("user",))
     parts = [model] if model else []
     if said:
-        first = said[-1].split()
-        text = " ".join(first[:words]) + (" ..." if len(first) > words else "")
-        parts.append(json.dumps(text, ensure_ascii=False))
+        parts.append(_opening(said[-1], words))
     return " ".join(parts)
+
+
+def _said(messages: list[Message], roles: tuple[str, ...]) -> list[str]:
+    """The texts of the messages of these roles that say something, in order."""
+    return [message.text for message in messages if message.role in roles and message.text]
+
+
+def _opening(text: str, words: int, width: int = 0) -> str:
+    """The first ``words`` words of ``text`` quoted as JSON, `` ...`` after them when it says more, cut to
+    ``width`` characters (0: not cut) after a whole word where one fits; the text is split no further than
+    those words."""
+    found = text.split(maxsplit=words)
+    shown = " ".join(found[:words]) + (" ..." if len(found) > words else "")
+    if width and len(shown) > width:
+        cut = shown[: max(width - 4, 1)]
+        whole = shown[len(cut)] == " " or " " not in cut
+        shown = (cut if whole else cut.rsplit(" ", 1)[0]) + " ..."
+    return json.dumps(shown, ensure_ascii=False)
+
+
+LABEL_TOOLS = 3  # tool calls a label names; more are counted
+
+
+def call_label(messages: list[Message], reply: Reply, width: int = 60) -> str:
+    """What tells apart calls that share a URL and a model (a triage agent's and the agent it handed off
+    to): the first words of the system prompt, else of the last user message, and the tools the reply calls
+    (``"You are the triage agent. ..." -> transfer_to_weather_agent``), in about ``width`` characters (the
+    tools' names first, cut to half of it); "" when the call says none of these."""
+    said = _said(messages, ("system", "developer"))[:1] or _said(messages, ("user",))[-1:]
+    names = [call.name for call in reply.tool_calls[:LABEL_TOOLS]]
+    more = len(reply.tool_calls) - len(names)
+    tools = ", ".join(names) + (f" +{more} more" if more > 0 else "")
+    tools = tools if len(tools) <= width // 2 else tools[: width // 2 - 3] + "..."
+    parts = [_opening(said[0], width, width - len(tools)) if said else "", f"-> {tools}" if tools else ""]
+    return " ".join(part for part in parts if part)
 
 
 def _tool_names(tool: Any) -> list[str]:
