@@ -1,4 +1,5 @@
-"""A loopback fake vendor for the compatibility suite: openai (and Azure) chat completions, anthropic messages
+"""A loopback fake vendor for the compatibility suite: openai (and Azure) chat completions and responses
+(not streamed), anthropic messages
 (and Bedrock's invoke with its binary eventstream, and Vertex's rawPredict), Gemini (and Vertex) generateContent,
 streaming or not, with one tool call when tools are offered and no tool result came back yet. Every answer
 echoes the first user prompt, so a changed prompt changes the answer. Standard library only (and
@@ -14,7 +15,8 @@ import zlib
 from pathlib import Path
 from typing import Any
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
+# After site-packages: tests/agents.py (the main suite's tool-calling agents) must not hide openai-agents' ``agents``.
+sys.path.append(str(Path(__file__).resolve().parent.parent / "tests"))
 
 from upstream import Received, Reply, Upstream  # noqa: E402
 
@@ -93,6 +95,47 @@ def openai_reply(body: dict[str, Any]) -> Reply:
     events.append((None, {**base, "choices": [], "usage": usage}))
     events.append((None, "[DONE]"))
     return _stream(_sse(events))
+
+
+def responses_reply(body: dict[str, Any]) -> Reply:
+    """openai's Responses API (``POST /v1/responses``, not streamed): a function call when tools are offered
+    and no ``function_call_output`` came back yet, else a message whose ``output_text`` echoes the prompt."""
+    items = body.get("input") if isinstance(body.get("input"), list) else []
+    answered = any(item.get("type") == "function_call_output" for item in items)
+    tools = [tool for tool in body.get("tools") or [] if tool.get("type") == "function"]
+    if tools and not answered:
+        output: dict[str, Any] = {
+            "type": "function_call",
+            "id": "fc_1",
+            "call_id": "call_1",
+            "name": tools[0]["name"],
+            "arguments": json.dumps(TOOL_ARGS),
+            "status": "completed",
+        }
+    else:
+        text = {"type": "output_text", "text": "echo:" + first_prompt(body), "annotations": []}
+        output = {"type": "message", "id": "msg_1", "status": "completed", "role": "assistant", "content": [text]}
+    usage = {
+        "input_tokens": 3,
+        "input_tokens_details": {"cached_tokens": 0},
+        "output_tokens": 2,
+        "output_tokens_details": {"reasoning_tokens": 0},
+        "total_tokens": 5,
+    }
+    return Reply.json(
+        {
+            "id": "resp_1",
+            "object": "response",
+            "created_at": 1,
+            "status": "completed",
+            "model": body.get("model", "m"),
+            "output": [output],
+            "parallel_tool_calls": True,
+            "tool_choice": "auto",
+            "tools": body.get("tools") or [],
+            "usage": usage,
+        }
+    )
 
 
 def anthropic_events(body: dict[str, Any]) -> tuple[dict[str, Any], list[tuple[str, Any]]]:
@@ -201,6 +244,8 @@ def route(received: Received) -> Reply:
     body = received.json() if received.body else {}
     if path.endswith("/chat/completions"):
         return openai_reply(body)
+    if path.endswith("/responses"):
+        return responses_reply(body)
     if path.endswith("/invoke-with-response-stream"):
         return anthropic_reply(body, bedrock_stream=True)
     if path.endswith(("/invoke", "/messages")):
