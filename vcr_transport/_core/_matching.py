@@ -180,6 +180,7 @@ Difference = tuple[str, Any, Any]
 # vcrpy's matcher names that ``match_on`` takes (``uri`` is scheme, host, port, path and query together).
 MATCH_ON_NAMES = ("method", "scheme", "host", "port", "path", "query", "headers", "body", "uri")
 _URL_PARTS = ("scheme", "host", "port", "path", "query")
+_SECTIONS = ("method", "url", "headers", "body")  # what difference compares, in its order
 _DEFAULT_PORTS = {"https": 443, "http": 80}
 
 
@@ -392,6 +393,12 @@ class RequestMatcher:
         twin._headers = Memo()  # the headers compare otherwise
         return twin
 
+    @property
+    def keyed_sections(self) -> tuple[str, ...]:
+        """What a request's key hashes (``_index.py``): the sections compared, but headers under ``match_on``
+        (compared by the names each recording kept)."""
+        return _SECTIONS if self._match_on is None else ("method", "url", "body")
+
     def is_volatile(self, lower_name: str) -> bool:
         """Whether a request header (lower-case name) is left out of matching."""
         if lower_name in self._exact:
@@ -509,7 +516,7 @@ class RequestMatcher:
         if self._match_on is not None:  # headers the recording does not have were filtered out: not compared
             kept = recorded["headers"]
             incoming = {**incoming, "headers": {k: v for k, v in incoming["headers"].items() if k in kept}}
-        for section in ("method", "url", "headers", "body"):
+        for section in _SECTIONS:
             for difference in iter_differences(recorded[section], incoming[section], section):
                 # A value the final pass at commit removed (learned in a later call) matches any value: the
                 # replay learns it only when it reaches that call too.
