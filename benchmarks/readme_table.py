@@ -133,6 +133,8 @@ def render(results: dict[str, Any]) -> str:
         f"| {goal['goal']} | {goal['measured']} | {'yes' if goal['met'] else '**no**'} |" for goal in results["goals"]
     ]
     machine = f"Python {results['python']}, {results['cpus']} CPUs ({results['machine']})"
+    if "load_before" in results:
+        machine += f", load average {results['load_before']:.1f} before and {results['load_after']:.1f} after"
     return "\n".join(
         [*rows, "", *alone, "", *_scaling(results), "", *goals, "", f"Generated from one run on {machine}."]
     )

@@ -812,6 +812,7 @@ def main() -> None:
         "python": platform.python_version(),
         "machine": platform.machine(),
         "cpus": os.cpu_count(),
+        "load_before": os.getloadavg()[0],  # other work on the machine: read the ratios, not the seconds
         "versions": {
             name: _version(name) for name in ("vcr_transport", "httpx2", "vcrpy", "cassetter", "openai", "msgspec")
         },
@@ -831,6 +832,7 @@ def main() -> None:
         results["million_lines"] = bench_million_lines(folder, 3)
         results.update(replay_scaling.measure(folder, args.quick))  # gather, conversation, binary
 
+    results["load_after"] = os.getloadavg()[0]
     for row in results["memory"] + results["memory_held"]:
         if "bytes" in row:
             row["mb_streamed"] = row["bytes"] / 1e6
