@@ -13,7 +13,8 @@ same key. Where a difference doesn't count, the key leaves it out:
 A key only narrows: every call it finds is then compared in full (two requests may share a hash). A
 request or call that can't be encoded (a normaliser's dict with keys that aren't strings, nesting deeper
 than the encoder goes) has no key: it is compared with every call. Equal values of another type (1 and 1.0,
-True and 1) are a difference, as the field-by-field walk always said.
+True and 1) are a difference, as the field-by-field walk always named them (they used to match when nothing
+else differed).
 """
 
 from __future__ import annotations
@@ -28,7 +29,7 @@ import msgspec
 from ._display import MISSING
 from ._redaction import PLACEHOLDER
 
-__all__ = ["CallIndex", "Mask", "RequestKeys", "call_key"]
+__all__ = ["CallIndex", "CallKey", "Mask", "RequestKeys", "call_key"]
 
 # The paths of a recorded call's placeholders: each a section, and the keys and list positions in it.
 Steps = tuple[str | int, ...]
