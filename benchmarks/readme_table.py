@@ -132,12 +132,18 @@ def render(results: dict[str, Any]) -> str:
     goals = ["| goal of the performance issue | measured | met |", "|---|---|---|"] + [
         f"| {goal['goal']} | {goal['measured']} | {'yes' if goal['met'] else '**no**'} |" for goal in results["goals"]
     ]
-    machine = f"Python {results['python']}, {results['cpus']} CPUs ({results['machine']})"
-    if "load_before" in results:
-        machine += f", load average {results['load_before']:.1f} before and {results['load_after']:.1f} after"
+    machine = _machine(results)
     return "\n".join(
         [*rows, "", *alone, "", *_scaling(results), "", *goals, "", f"Generated from one run on {machine}."]
     )
+
+
+def _machine(results: dict[str, Any]) -> str:
+    """What the run ran on, and how loaded the machine was (when the run says)."""
+    machine = f"Python {results['python']}, {results['cpus']} CPUs ({results['machine']})"
+    if "load_before" in results:
+        machine += f", load average {results['load_before']:.1f} before and {results['load_after']:.1f} after"
+    return machine
 
 
 def _scaling(results: dict[str, Any]) -> list[str]:
