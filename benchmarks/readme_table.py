@@ -132,8 +132,45 @@ def render(results: dict[str, Any]) -> str:
     goals = ["| goal of the performance issue | measured | met |", "|---|---|---|"] + [
         f"| {goal['goal']} | {goal['measured']} | {'yes' if goal['met'] else '**no**'} |" for goal in results["goals"]
     ]
+    machine = _machine(results)
+    return "\n".join(
+        [*rows, "", *alone, "", *_scaling(results), "", *goals, "", f"Generated from one run on {machine}."]
+    )
+
+
+def _machine(results: dict[str, Any]) -> str:
+    """What the run ran on, and how loaded the machine was (when the run says)."""
     machine = f"Python {results['python']}, {results['cpus']} CPUs ({results['machine']})"
-    return "\n".join([*rows, "", *alone, "", *goals, "", f"Generated from one run on {machine}."])
+    if "load_before" in results:
+        machine += f", load average {results['load_before']:.1f} before and {results['load_after']:.1f} after"
+    return machine
+
+
+def _scaling(results: dict[str, Any]) -> list[str]:
+    """Replay as agents grow it: a gather in each order, a long conversation, binary answers."""
+    cassetter = f"cassetter {results['versions']['cassetter']}"
+    rows = [
+        f"| replay as agents grow it | vcr_transport per call (x floor; x recorded order) | floor | {cassetter} |",
+        "|---|---|---|---|",
+    ]
+    for row in results["gather"]:
+        rival = row.get("cassetter_per_call_us")
+        rows.append(
+            f"| {row['name']} | {row['per_call_us']:,.0f} µs ({row['ratio']:.2f}x; {row['vs_recorded']:.2f}x) "
+            f"| {row['floor_per_call_us']:,.0f} µs | {f'{rival:,.0f} µs' if rival else 'not installed'} |"
+        )
+    talk = results["conversation"][0]
+    rows.append(
+        f"| {talk['name']}: per call; load; peak memory of the replay | {talk['per_call_us']:,.0f} µs "
+        f"({talk['ratio']:.2f}x); {talk['open_s']:.2f} s; {talk['growth_mb']:.0f} MB ({talk['memory_ratio']:.1f}x "
+        f"the file) | {talk['floor_per_call_us']:,.0f} µs | |"
+    )
+    for row in results["binary"]:
+        rows.append(
+            f"| {row['name']} | {row['seconds']:.2f} s ({row['ratio']:.2f}x), {row['mb_per_s']:.0f} MB/s "
+            f"| {row['floor_seconds']:.2f} s | |"
+        )
+    return rows
 
 
 def replace_between_markers(text: str, block: str) -> str:

@@ -31,6 +31,7 @@ from typing import Any
 import httpx2
 
 import vcr_transport
+from benchmarks import replay_scaling
 
 
 @dataclass
@@ -719,6 +720,28 @@ def goals(results: dict[str, Any], big_stream_mb: int) -> list[dict[str, Any]]:
             "met": max(per_call) <= 1.5 * min(per_call),
             "measured": ", ".join(f"{v:.0f}" for v in per_call) + " us per call",
         },
+        *_scaling_goals(results),
+    ]
+
+
+def _scaling_goals(results: dict[str, Any]) -> list[dict[str, Any]]:
+    """Issue 38's goals: any order of a gather costs what recorded order does; a long conversation."""
+    largest = max(row["calls"] for row in results["gather"])
+    gather = {row["order"]: row for row in results["gather"] if row["calls"] == largest}
+    talk = results["conversation"][0]
+    return [
+        {
+            "goal": f"a gather of {largest:,} shuffled or reversed: within 2x the recorded order's cost per call",
+            "met": max(gather["shuffled"]["vs_recorded"], gather["reversed"]["vs_recorded"]) <= 2,
+            "measured": f"{gather['shuffled']['vs_recorded']:.2f}x shuffled, {gather['reversed']['vs_recorded']:.2f}x "
+            f"reversed ({gather['recorded']['per_call_us']:.0f} us a call in recorded order)",
+        },
+        {
+            "goal": "a long conversation at most 2.5x the floor per call, its replay's memory at most 2x the file",
+            "met": talk["ratio"] <= 2.5 and talk["memory_ratio"] <= 2,
+            "measured": f"{talk['name']}: {talk['ratio']:.2f}x the floor, {talk['growth_mb']:.0f} MB "
+            f"({talk['memory_ratio']:.1f}x the file), loaded in {talk['open_s']:.2f} s",
+        },
     ]
 
 
@@ -746,6 +769,16 @@ TABLES: list[tuple[str, str, list[tuple[str, str, int]]]] = [
     ("imports", "7. import time (fresh interpreters, ms)", [("", "name", 30), ("ms", "ms", 8)]),
     ("million_lines", "8. a 1,000,000-line cassette",
      [("", "name", 34), ("seconds", "seconds", 10), ("CPU s", "cpu_seconds", 8), ("MB growth", "growth_mb", 11)]),
+    ("gather", "9. N calls made at once, replayed in recorded, shuffled and reversed order",
+     [("", "name", 26), ("us per call", "per_call_us", 13), ("floor us", "floor_per_call_us", 10),
+      ("x floor", "ratio", 9), ("x recorded order", "vs_recorded", 18), ("cassetter us", "cassetter_per_call_us", 14)]),
+    ("conversation", "10. a conversation, each request carrying the history",
+     [("", "name", 34), ("us per call", "per_call_us", 13), ("floor us", "floor_per_call_us", 10),
+      ("x floor", "ratio", 9), ("load s", "open_s", 8), ("RSS growth MB", "growth_mb", 15),
+      ("x file", "memory_ratio", 8)]),
+    ("binary", "11. binary answers",
+     [("", "name", 44), ("seconds", "seconds", 9), ("floor s", "floor_seconds", 9), ("x floor", "ratio", 9),
+      ("MB/s", "mb_per_s", 8)]),
 ]  # fmt: skip
 
 
@@ -779,6 +812,7 @@ def main() -> None:
         "python": platform.python_version(),
         "machine": platform.machine(),
         "cpus": os.cpu_count(),
+        "load_before": os.getloadavg()[0],  # other work on the machine: read the ratios, not the seconds
         "versions": {
             name: _version(name) for name in ("vcr_transport", "httpx2", "vcrpy", "cassetter", "openai", "msgspec")
         },
@@ -796,7 +830,9 @@ def main() -> None:
         results["record_overhead"] = bench_record_overhead(folder, repeats)
         results["imports"] = bench_import(5 if args.quick else 11)
         results["million_lines"] = bench_million_lines(folder, 3)
+        results.update(replay_scaling.measure(folder, args.quick))  # gather, conversation, binary
 
+    results["load_after"] = os.getloadavg()[0]
     for row in results["memory"] + results["memory_held"]:
         if "bytes" in row:
             row["mb_streamed"] = row["bytes"] / 1e6

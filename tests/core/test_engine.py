@@ -29,6 +29,7 @@ from vcr_transport._core._format import (
     request_line,
     response_line,
 )
+from vcr_transport._core._matching import RequestMatcher
 from vcr_transport._core._options import Options
 
 URL = "https://api.example.test/v1/chat"
@@ -365,3 +366,95 @@ def test_a_held_stream_with_no_call_to_wait_for_times_out_as_a_silent_server_doe
     cassette = Cassette.parse(path.read_bytes(), "c")
     served = ReplayEngine(cassette, chosen.matcher(), chosen.redactor(), ordered=False, reuse=True)
     assert served.holds(0) == (), "serve answers any number of runs: nothing to wait for"
+
+
+def _together(count: int) -> list[tuple[str, int]]:
+    """Calls that all ran at once (an asyncio.gather): every request line, then every end."""
+    return [("start", index) for index in range(count)] + [("end", index) for index in range(count)]
+
+
+def _engine(path: Path, **options: Any) -> ReplayEngine:
+    chosen = Options.from_arguments(options, where="test")
+    return ReplayEngine(
+        Cassette.parse(path.read_bytes(), str(path)),
+        chosen.matcher(),
+        chosen.redactor(),
+        ordered=chosen.ordered,
+        repeats=chosen.allow_playback_repeats,
+        normalizer=chosen.normalizer(),
+    )
+
+
+def _ask(engine: ReplayEngine, body: Any) -> int:
+    return engine.select(engine.incoming_fields("POST", URL, HEADERS, json.dumps(body).encode())).index
+
+
+@pytest.mark.parametrize("order", ["recorded", "reversed", "shuffled"])
+def test_a_group_answers_each_request_with_its_own_call_in_any_order(tmp_path: Path, order: str) -> None:
+    # Two identical requests among them: the first of them asked gets the first recorded.
+    bodies: dict[int, Any] = {i: {"q": f"document {i}"} for i in range(40)}
+    bodies[7] = bodies[30] = {"q": "same"}
+    engine = _engine(_write(tmp_path / "c.jsonl", _together(40), bodies))
+    asked = list(range(40))
+    if order == "reversed":
+        asked.reverse()
+    elif order == "shuffled":
+        random.Random(38).shuffle(asked)
+    answers = {i: _ask(engine, bodies[i]) for i in asked}
+    first_same, second_same = sorted((7, 30), key=asked.index)
+    assert answers == {**{i: i for i in range(40)}, first_same: 7, second_same: 30}
+    assert engine.unplayed() == []
+    with pytest.raises(ReplayMismatch, match="field call_index"):
+        _ask(engine, bodies[0])
+
+
+def test_a_group_in_reverse_compares_each_request_with_one_call(tmp_path: Path, monkeypatch: Any) -> None:
+    count = 300
+    bodies = {i: {"q": f"document {i}", "history": ["turn"] * 5} for i in range(count)}
+    engine = _engine(_write(tmp_path / "c.jsonl", _together(count), bodies))
+    compared = 0
+    compare = RequestMatcher.difference
+
+    def counted(matcher: RequestMatcher, recorded: Any, incoming: Any) -> Any:
+        nonlocal compared
+        compared += 1
+        return compare(matcher, recorded, incoming)
+
+    monkeypatch.setattr(RequestMatcher, "difference", counted)
+    for index in reversed(range(count)):
+        assert _ask(engine, bodies[index]) == index
+    # One full comparison a request (the call its key finds); comparing every unplayed call made 45,150.
+    assert compared == count
+
+
+def test_repeats_answer_from_a_group_replayed_out_of_order(tmp_path: Path) -> None:
+    bodies = {i: {"q": f"q{i % 3}"} for i in range(6)}  # each request three times: 0 and 3, 1 and 4, 2 and 5
+    path = _write(tmp_path / "c.jsonl", [*_together(6), ("start", 6), ("end", 6)], {**bodies, 6: {"q": "last"}})
+    engine = _engine(path, allow_playback_repeats=True)
+    assert [_ask(engine, bodies[i]) for i in (5, 4, 3, 2, 1, 0)] == [2, 1, 0, 5, 4, 3]
+    assert _ask(engine, bodies[1]) == 4, "a repeat gets the last played call that matches"
+    assert _ask(engine, {"q": "last"}) == 6
+    assert _ask(engine, bodies[0]) == 3
+    with pytest.raises(ReplayMismatch, match="field call_index"):
+        _ask(engine, {"q": "never recorded"})
+
+
+def test_normalize_with_still_decides_in_a_group(tmp_path: Path) -> None:
+    bodies = {i: {"q": f"q{i}", "run_id": f"recorded-{i}"} for i in range(20)}
+    path = _write(tmp_path / "c.jsonl", _together(20), bodies)
+    run_ids = re.compile(r"(recorded|live)-\d+")
+    engine = _engine(path, normalize_with=[lambda path, value: "<run>" if path == "body.run_id" else value])
+    assert [_ask(engine, {"q": f"q{i}", "run_id": f"live-{i}"}) for i in reversed(range(20))] == list(
+        reversed(range(20))
+    )
+    strict = _engine(path)
+    with pytest.raises(ReplayMismatch, match="body.run_id") as raised:
+        _ask(strict, {"q": "q19", "run_id": "live-19"})
+    assert raised.value.call_index == 19 and run_ids.fullmatch(raised.value.incoming)
+
+
+def test_a_recorded_placeholder_matches_an_unlearned_secret_in_a_group(tmp_path: Path) -> None:
+    bodies = {i: {"q": f"q{i}", "token": vcr_transport.PLACEHOLDER} for i in range(10)}
+    engine = _engine(_write(tmp_path / "c.jsonl", _together(10), bodies))
+    assert [_ask(engine, {"q": f"q{i}", "token": f"tok-{i}"}) for i in (9, 3, 0, 5)] == [9, 3, 0, 5]
+    assert _ask(engine, {"q": "q1"}) == 1, "a field the recording holds as the placeholder may be missing"

@@ -508,3 +508,26 @@ def test_decode_json_reads_the_limit_and_refuses_one_level_more() -> None:
     for text in (_nested(limit + 1), "[" * (limit + 1) + "]" * (limit + 1), b"[" * 100_000 + b"]" * 100_000):
         with pytest.raises(ValueError, match="nested deeper"):
             model.decode_json(text)
+
+
+def _depth(value: Any) -> int:
+    """How deep containers nest in ``value`` (a container is 1), by recursion: the reference for shallow values."""
+    if isinstance(value, dict):
+        value = list(value.values())
+    if not isinstance(value, list):
+        return 0
+    return 1 + max((_depth(child) for child in value), default=0)
+
+
+@pytest.mark.parametrize("depth", [1, 2, *range(model.MAX_NESTING - 4, model.MAX_NESTING + 2), 5_000])
+def test_the_nesting_bound_counts_every_branch_and_no_more(depth: int) -> None:
+    shuffler = random.Random(depth)
+    deep: Any = "leaf"
+    for level in range(depth):
+        siblings: list[Any] = [{"k": "v"}, [1, [2]], "text"][: shuffler.randrange(4)]
+        deep = {"a": deep, "b": siblings} if level % 2 else [*siblings, deep]
+    wide = [{"history": [{"role": "user", "content": "x"}] * 50}, deep]  # the deep branch last, after a wide one
+    # The reference recursion can't go 5,000 deep: there, the bound is known to be passed.
+    expected = _depth(wide) > model.MAX_NESTING if depth < 500 else True
+    assert model._too_deep(wide) is expected
+    assert model._too_deep("text") is model._too_deep([]) is False

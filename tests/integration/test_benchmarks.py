@@ -46,11 +46,23 @@ def test_goals_are_judged_from_the_results() -> None:
             {"name": "recording", "overhead_us_per_chunk": 5.0},
         ],
         "imports": [{"name": "then import vcr_transport", "ms": 3.0}, {"name": "... and use its transports", "ms": 60}],
+        "gather": [
+            {"calls": 10, "order": "recorded", "per_call_us": 500.0, "vs_recorded": 1.0},
+            {"calls": 10, "order": "shuffled", "per_call_us": 5000.0, "vs_recorded": 10.0},
+            {"calls": 10, "order": "reversed", "per_call_us": 5000.0, "vs_recorded": 10.0},
+            {"calls": 1000, "order": "recorded", "per_call_us": 500.0, "vs_recorded": 1.0},
+            {"calls": 1000, "order": "shuffled", "per_call_us": 600.0, "vs_recorded": 1.2},
+            {"calls": 1000, "order": "reversed", "per_call_us": 1100.0, "vs_recorded": 2.2},
+        ],
+        "conversation": [
+            {"name": "talk", "ratio": 2.4, "memory_ratio": 2.5, "growth_mb": 25.0, "open_s": 0.5},
+        ],
     }
     met = [goal["met"] for goal in run.goals(results, big_stream_mb=1024)]
     # cold behind cassetter, warm over 1.2x, chunks all there, 5 us a chunk, 40 us a call, first byte, import,
-    # replay memory, the 1,000,000-line open in 2.5 s, flat per-call cost
-    assert met == [False, False, True, False, True, True, True, True, False, True]
+    # replay memory, the 1,000,000-line open in 2.5 s, flat per-call cost; the largest gather reversed at 2.2x
+    # its recorded order (the smaller one doesn't count), the conversation's memory 2.5x its file
+    assert met == [False, False, True, False, True, True, True, True, False, True, False, False]
 
 
 @pytest.mark.slow
@@ -60,3 +72,19 @@ def test_plugin_start_compares_the_same_suite_with_and_without_the_plugin() -> N
     figures = plugin_start.measure(repeats=1, tests=2)
     assert set(figures) == {"without_plugin_ms", "with_plugin_ms", "added_ms", "ratio", "added_cpu_ms"}
     assert abs(figures["added_ms"] - (figures["with_plugin_ms"] - figures["without_plugin_ms"])) <= 0.11
+
+
+def test_replay_scaling_replays_every_call_in_every_order_and_renders(tmp_path: Path) -> None:
+    from benchmarks import readme_table, replay_scaling
+
+    gather = replay_scaling.bench_gather(tmp_path, (5,), 1)  # asserts every call replayed, in each order
+    assert [row["order"] for row in gather] == ["recorded", "shuffled", "reversed"]
+    assert all(row["floor_per_call_us"] > 0 and row["vs_recorded"] > 0 for row in gather)
+    talk = replay_scaling.bench_conversation(tmp_path, 4, 1)
+    assert talk[0]["calls"] == 4 and talk[0]["growth_mb"] >= 0 and talk[0]["cassette_mb"] > 0
+    audio = replay_scaling.bench_binary(tmp_path, 2, 1)
+    assert 2 < audio[0]["cassette_mb"] < 3, "two answers of 1 MB, as base64"
+    table = readme_table._scaling(
+        {"versions": {"cassetter": "0"}, "gather": gather, "conversation": talk, "binary": audio}
+    )
+    assert len(table) == 2 + 3 + 1 + 1 and "5 at once, reversed" in table[4]

@@ -10,13 +10,14 @@ import itertools
 import json
 import math
 import threading
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from typing import Any, NoReturn, Protocol
 
 from .._exceptions import ReplayMismatch
 from ._bodies import body_headers, redact_url, stored_body
 from ._explain import reordered_lists, volatile_suggestion
 from ._format import Cassette, RecordedCall, overlap_groups
+from ._index import CallIndex, CallKey, RequestKeys, call_key
 from ._matching import Normalizer, RequestMatcher, echoed_headers
 from ._memo import Memo
 from ._redaction import Redactor, cookie_names
@@ -163,7 +164,10 @@ class ReplayEngine:
     one that matches. ``stop_at_miss`` (record-on-miss): the first miss ends replay; ``kept`` then holds the
     calls played until then and ``open_calls`` those of them whose group still had unplayed calls (the run
     was in the middle of it), and every later request misses.
-    A recorded call's fields are worked out once, when first compared; the groups once per cassette.
+    The calls a request may take are looked up by the key of its comparable request (``_index.py``), then
+    compared in full: a hit costs a lookup, whatever order the requests come in, and only a miss walks the
+    fields for the differences to report. A recorded call's fields and key are worked out once, when first
+    needed; the groups once per cassette.
     """
 
     def __init__(
@@ -215,6 +219,12 @@ class ReplayEngine:
         self._lock = threading.Lock()
         # call index -> its fields: unordered matching compares a request with many calls, each many times
         self._recorded: Memo[int, dict[str, Any]] = Memo(size=max(1, len(cassette.calls)))
+        self._keys: dict[int, CallKey] = {}  # call index -> its (mask, key)
+        # The unplayed calls a request may take now (``_due``), made anew when they change (``_scope``); and
+        # the played ones, for repeats and reuse.
+        self._due_index: CallIndex | None = None
+        self._due_scope = -1
+        self._played_index = CallIndex(self._call_key)  # keyed only when asked (repeats, reuse)
         self._holds: dict[int, tuple[int, ...]] = {}
 
     def holds(self, index: int) -> tuple[int, ...]:
@@ -233,15 +243,20 @@ class ReplayEngine:
         (``serve`` answers any number of runs)."""
         found = self._holds.get(index)
         if found is None:
-            calls = self.cassette.calls
-            call = calls[index]
-            later = range(index + 1, len(calls))  # request lines come in call order
-            found = tuple(itertools.takewhile(lambda i: calls[i].line < call.end_line, later))
-            if call.outcome == "complete" and data_of(b"".join(call.events)):
-                found = tuple(i for i in found if calls[i].end_line > call.end_line)
-            if found and (self.reuse or call.outcome == "error" or not _open_ended(call)):
-                found = ()
-            self._holds[index] = found
+            found = self._holds[index] = self._held_for(index)
+        return found
+
+    def _held_for(self, index: int) -> tuple[int, ...]:
+        """``holds``, worked out: what is cheap to know first (most calls hold nothing: a sequential app's
+        calls end before the next starts), the stream's events only then."""
+        calls = self.cassette.calls
+        call = calls[index]
+        later = range(index + 1, len(calls))  # request lines come in call order
+        found = tuple(itertools.takewhile(lambda i: calls[i].line < call.end_line, later))
+        if not found or self.reuse or call.outcome == "error" or not _open_ended(call):
+            return ()
+        if call.outcome == "complete" and data_of(b"".join(call.events)):
+            found = tuple(i for i in found if calls[i].end_line > call.end_line)
         return found
 
     def all_played(self, indexes: Sequence[int]) -> bool:
@@ -275,41 +290,65 @@ class ReplayEngine:
         ordering and whether the call was played."""
         return self.matcher.difference(self.recorded_fields(index), incoming) is None
 
+    def _call_key(self, index: int) -> CallKey:
+        found = self._keys.get(index)
+        if found is None:
+            found = self._keys[index] = call_key(self.recorded_fields(index), self.matcher.keyed_sections)
+        return found
+
     def select(self, incoming: dict[str, Any]) -> RecordedCall:
         with self._lock:
             if self.kept is not None:
                 self._mismatch(len(self.played), "call_index", "replay ended at an earlier miss", _describe(incoming))
-            index = self._choose(incoming)
-            if index is None and self.repeats:
-                index = self._last_played_match(incoming)
+            request = RequestKeys(incoming, self.matcher.keyed_sections)
+            index = self._choose(request)
             if index is None:
-                self._miss(incoming)
-            elif not self.played[index]:
-                self.played[index] = True
-                self._left[self.group_of[index]] -= 1
+                self._miss(request)
+            self._play(index)
             return self.cassette.calls[index]
 
-    def _last_played_match(self, incoming: dict[str, Any]) -> int | None:
-        played = self.played
-        return next((i for i in reversed(range(len(played))) if played[i] and self.matches(i, incoming)), None)
+    def _choose(self, request: RequestKeys) -> int | None:
+        """The call that answers a request: the first due one it matches; else (``reuse``) the first played
+        one, else (``repeats``) the last played one."""
+        index = self._first_match(self._due_calls().candidates(request), request)
+        played = self._played_index
+        if index is None and self.reuse and self.ordered is False:
+            index = self._first_match(played.candidates(request), request)
+        if index is None and self.repeats:
+            index = self._first_match(played.candidates(request, reverse=True), request)
+        return index
 
-    def _choose(self, incoming: dict[str, Any]) -> int | None:
-        """The call that answers a request in this ordering, or None."""
-        played = self.played
+    def _first_match(self, candidates: Iterable[int], request: RequestKeys) -> int | None:
+        return next((i for i in candidates if self.matches(i, request.fields)), None)
+
+    def _play(self, index: int) -> None:
+        if self._due_index is not None:
+            self._due_index.discard(index)
+        if self.ordered is True and index == self.position:
+            self.position += 1
+        if not self.played[index]:
+            self.played[index] = True
+            self._left[self.group_of[index]] -= 1
+            self._played_index.add(index)
+
+    def _due_calls(self) -> CallIndex:
+        """The index of the calls ``_due`` gives, made anew when they change."""
+        scope = self._scope()
+        if self._due_index is None or scope != self._due_scope:
+            self._due_index = CallIndex(self._call_key, self._due())
+            self._due_scope = scope
+        return self._due_index
+
+    def _scope(self) -> int:
+        """What the calls due depend on: the position (ordered), the group due (concurrent); nothing (-1),
+        unordered, beyond the calls played."""
         if self.ordered is True:
-            index = self.position
-            if index < len(played) and self.matches(index, incoming):
-                self.position += 1
-                return index
-            return None
+            return self.position
         if self.ordered is False:
-            found = next((i for i, done in enumerate(played) if not done and self.matches(i, incoming)), None)
-            if found is None and self.reuse:
-                found = next((i for i, done in enumerate(played) if done and self.matches(i, incoming)), None)
-            return found
+            return -1
         while self.group < len(self._ranges) and not self._left[self.group]:
             self.group += 1
-        return next((i for i in self._due() if self.matches(i, incoming)), None)
+        return self.group
 
     def _due(self) -> list[int]:
         """The unplayed calls a request may take now, in recorded order."""
@@ -321,15 +360,21 @@ class ReplayEngine:
             return []
         return [i for i in self._ranges[self.group] if not self.played[i]]
 
+    def _unplay(self, index: int) -> None:
+        """Call ``index`` no longer played: the calls due are worked out again."""
+        if self.played[index]:
+            self.played[index] = False
+            group = self.group_of[index]
+            self._left[group] += 1
+            self.group = min(self.group, group)
+            self._played_index.discard(index)
+        self._due_index = None
+
     def put_back(self, call: RecordedCall) -> None:
         """Undo the selection of ``call``, the last one selected: the next matching request gets it again
         (a fault answered the request in its place)."""
         with self._lock:
-            if self.played[call.index]:
-                self.played[call.index] = False
-                group = self.group_of[call.index]
-                self._left[group] += 1
-                self.group = min(self.group, group)
+            self._unplay(call.index)
             if self.ordered is True and self.position == call.index + 1:
                 self.position = call.index
 
@@ -346,38 +391,46 @@ class ReplayEngine:
         )
         return (0 if same_route else 1, unalike)
 
-    def _miss(self, incoming: dict[str, Any]) -> NoReturn:
+    def _miss(self, request: RequestKeys) -> NoReturn:
         """Raise the mismatch of a request no call answers: every field in which it differs from the call
         due (for a group, or unordered, the closest), what kind of difference it is, and what would replay
         it. In record-on-miss, replay ends here."""
-        calls = self.cassette.calls
+        incoming = request.fields
         candidates = self._due()
-        if self.ordered is False and self.reuse:
-            candidates += [i for i, done in enumerate(self.played) if done]
+        if self.ordered is False and self.reuse:  # the played calls are candidates too
+            candidates += self._played_index.calls()
         if self.stop_at_miss:
-            self.kept = tuple(i for i, done in enumerate(self.played) if done)
-            self.open_calls = tuple(i for i in self.kept if self._left[self.group_of[i]])
+            self._end_replay()
         if not candidates:
-            count = len(calls)
-            index = len(self.played) if self.ordered is not True else self.position
-            self._mismatch(
-                index,
-                "call_index",
-                f"{count} call(s) (0..{count - 1})" if calls else "no calls",
-                _describe(incoming),
-                detail=f"the cassette recorded {count} call(s); this request would be call {index}",
-            )
+            self._nothing_due(incoming)
         # The nearest: the same method and path first, then the most alike body; the earliest on a tie.
         best = min(candidates, key=lambda i: self.distance(i, incoming)) if len(candidates) > 1 else candidates[0]
-        recorded = self.recorded_fields(best)
-        differences = self.matcher.differences(recorded, incoming)
-        notes: list[str] = []
-        same = next(
-            (i for i, done in enumerate(self.played) if not done and i != best and self.matches(i, incoming)), None
+        differences = self.matcher.differences(self.recorded_fields(best), incoming)
+        unplayed = CallIndex(self._call_key, (i for i, done in enumerate(self.played) if not done and i != best))
+        same = self._first_match(unplayed.candidates(request), request)
+        notes = self._miss_notes(best, same, incoming, differences)
+        path, was, now = differences[0]
+        self._mismatch(best, path, was, now, differences=differences, notes=notes, rerecord=same is None)
+
+    def _nothing_due(self, incoming: dict[str, Any]) -> NoReturn:
+        calls = self.cassette.calls
+        count = len(calls)
+        index = len(self.played) if self.ordered is not True else self.position
+        self._mismatch(
+            index,
+            "call_index",
+            f"{count} call(s) (0..{count - 1})" if calls else "no calls",
+            _describe(incoming),
+            detail=f"the cassette recorded {count} call(s); this request would be call {index}",
         )
-        if same is not None:
-            notes.append(self._order_note(best, same))
-        for path in reordered_lists(recorded, incoming, (d[0] for d in differences)):
+
+    def _miss_notes(
+        self, best: int, same: int | None, incoming: dict[str, Any], differences: list[tuple[str, Any, Any]]
+    ) -> list[str]:
+        """What a mismatch with call ``best`` adds: that the request is unplayed call ``same`` exactly, lists
+        in another order, volatile values."""
+        notes = [self._order_note(best, same)] if same is not None else []
+        for path in reordered_lists(self.recorded_fields(best), incoming, (d[0] for d in differences)):
             notes.append(
                 f"{path} holds the same items as recorded, in another order: that is the app's own "
                 "nondeterminism (tool results appended as they complete, a set made a list); give it a fixed "
@@ -388,8 +441,7 @@ class ReplayEngine:
             suggestion = volatile_suggestion(path, was, now)
             if suggestion:
                 notes.append(suggestion)
-        path, was, now = differences[0]
-        self._mismatch(best, path, was, now, differences=differences, notes=notes, rerecord=same is None)
+        return notes
 
     def _order_note(self, due: int, same: int) -> str:
         """What to say when the request is another unplayed call exactly: the order differs."""
@@ -442,13 +494,15 @@ class ReplayEngine:
         with self._lock:
             if not self.stop_at_miss or self.kept is not None:
                 return False
-            if self.played[index]:
-                self.played[index] = False
-                self._left[self.group_of[index]] += 1
+            self._unplay(index)
             self.sessions.pop(index, None)
-            self.kept = tuple(i for i, done in enumerate(self.played) if done)
-            self.open_calls = tuple(i for i in self.kept if self._left[self.group_of[i]])
+            self._end_replay()
             return True
+
+    def _end_replay(self) -> None:
+        """record-on-miss: replay ends here, keeping the calls played (``kept``, ``open_calls``)."""
+        self.kept = tuple(i for i, done in enumerate(self.played) if done)
+        self.open_calls = tuple(i for i in self.kept if self._left[self.group_of[i]])
 
     def unplayed(self) -> list[tuple[int, str, str]]:
         """The calls not played, and the WebSocket sessions played only in part (what they left is said

@@ -318,18 +318,19 @@ def _b64decode(text: str) -> bytes:
 
 
 def _too_deep(value: Any) -> bool:
-    """Whether ``value`` nests deeper than MAX_NESTING, found without recursion."""
-    stack = [(value, 1)]
-    while stack:
-        item, depth = stack.pop()
-        if isinstance(item, dict):
-            item = item.values()
-        elif not isinstance(item, list):
-            continue
-        if depth > MAX_NESTING:
-            return True
-        stack.extend((child, depth + 1) for child in item if isinstance(child, dict | list))
-    return False
+    """Whether ``value`` nests deeper than MAX_NESTING, found without recursion: one level at a time, the
+    containers of each level gathered by one comprehension (at most MAX_NESTING of them)."""
+    level = [value] if isinstance(value, dict | list) else []
+    for _ in range(MAX_NESTING):
+        level = [
+            child
+            for item in level
+            for child in (item.values() if isinstance(item, dict) else item)
+            if isinstance(child, dict | list)
+        ]
+        if not level:
+            return False
+    return True
 
 
 def decode_json(data: str | bytes) -> Any:

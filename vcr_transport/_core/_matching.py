@@ -11,6 +11,8 @@ from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import Any
 from urllib.parse import parse_qsl, urlsplit
 
+import msgspec
+
 from ._bodies import MultipartPart, multipart_boundary, multipart_pieces, part_text
 from ._display import MISSING
 from ._format import StoredBody
@@ -180,6 +182,7 @@ Difference = tuple[str, Any, Any]
 # vcrpy's matcher names that ``match_on`` takes (``uri`` is scheme, host, port, path and query together).
 MATCH_ON_NAMES = ("method", "scheme", "host", "port", "path", "query", "headers", "body", "uri")
 _URL_PARTS = ("scheme", "host", "port", "path", "query")
+_SECTIONS = ("method", "url", "headers", "body")  # what difference compares, in its order
 _DEFAULT_PORTS = {"https": 443, "http": 80}
 
 
@@ -263,6 +266,21 @@ def _drop_fields(value: Any, names: frozenset[str], paths: tuple[FieldPath, ...]
             items.append(_IGNORED if () in below else _drop_fields(child, names, below))
         return items
     return value
+
+
+def _key_markers(names: Iterable[str]) -> tuple[bytes, ...]:
+    """How each key of ``names`` appears in compact JSON: quoted, then a colon."""
+    return tuple(msgspec.json.encode(name) + b":" for name in names)
+
+
+def _may_hold_keys(value: Any, markers: tuple[bytes, ...]) -> bool:
+    """Whether ``value`` may hold a key ``markers`` stand for (``_key_markers``): its JSON holds the marker
+    (never inside a string, where the quotes are escaped). True when it can't be encoded."""
+    try:
+        encoded = msgspec.json.encode(value)
+    except (TypeError, ValueError, RecursionError, msgspec.EncodeError):
+        return True
+    return any(marker in encoded for marker in markers)
 
 
 def _below(paths: tuple[FieldPath, ...], key: str | int) -> tuple[FieldPath, ...]:
@@ -372,6 +390,7 @@ class RequestMatcher:
         parsed = [(name, parse_field_path(name)) for name in ignore_fields]
         self._fields = NON_DETERMINISTIC_FIELD_NAMES | frozenset(name for name, path in parsed if path is None)
         self._paths = tuple(path for _, path in parsed if path is not None)
+        self._field_markers = _key_markers(self._fields)
         self._length_volatile = self.is_volatile("content-length")
         self._handshake_defaults = HANDSHAKE_DEFAULTS - self._removed
         # What a client's requests share, and a replayed request shares with its recorded call, worked out
@@ -391,6 +410,12 @@ class RequestMatcher:
         twin.server_headers = self.server_headers | headers
         twin._headers = Memo()  # the headers compare otherwise
         return twin
+
+    @property
+    def keyed_sections(self) -> tuple[str, ...]:
+        """What a request's key hashes (``_index.py``): the sections compared, but headers under ``match_on``
+        (compared by the names each recording kept)."""
+        return _SECTIONS if self._match_on is None else ("method", "url", "body")
 
     def is_volatile(self, lower_name: str) -> bool:
         """Whether a request header (lower-case name) is left out of matching."""
@@ -483,7 +508,7 @@ class RequestMatcher:
         if body is None:
             return ""
         if "json" in body:
-            return _drop_fields(body["json"], self._fields, self._paths)
+            return self._without_skipped(body["json"])
         text = body.get("text")
         if text is not None and "application/x-www-form-urlencoded" in content_type:
             return _drop_fields(_multi_dict(parse_qsl(text, keep_blank_values=True)), self._fields, self._paths)
@@ -492,6 +517,13 @@ class RequestMatcher:
             data = text.encode("utf-8", "surrogateescape") if text is not None else base64.b64decode(body["base64"])
             return comparable_parts(data, boundary)
         return text if text is not None else {"base64": body["base64"]}
+
+    def _without_skipped(self, value: Any) -> Any:
+        """A JSON body without the fields matching skips; the body itself (not a copy: don't change it) when
+        it has none of them, found in its encoding rather than by rebuilding it."""
+        if self._paths or _may_hold_keys(value, self._field_markers):
+            return _drop_fields(value, self._fields, self._paths)
+        return value
 
     def difference(self, recorded: Mapping[str, Any], incoming: Mapping[str, Any]) -> Difference | None:
         """The first differing field, looking at method, URL, headers and body in that order."""
@@ -509,7 +541,7 @@ class RequestMatcher:
         if self._match_on is not None:  # headers the recording does not have were filtered out: not compared
             kept = recorded["headers"]
             incoming = {**incoming, "headers": {k: v for k, v in incoming["headers"].items() if k in kept}}
-        for section in ("method", "url", "headers", "body"):
+        for section in _SECTIONS:
             for difference in iter_differences(recorded[section], incoming[section], section):
                 # A value the final pass at commit removed (learned in a later call) matches any value: the
                 # replay learns it only when it reaches that call too.
