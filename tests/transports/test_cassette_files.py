@@ -304,14 +304,14 @@ def test_a_cassette_folder_linked_out_of_the_project_is_refused(
 def test_a_link_to_a_cassette_inside_the_project_is_still_written_through(
     pytester: pytest.Pytester, upstream: Upstream
 ) -> None:
-    target = pytester.path / "shared" / "real.jsonl"
+    target = pytester.path / "recorded" / "real.jsonl"
     target.parent.mkdir()
     record(target, upstream, "older")
     target.chmod(0o644)
     before = target.read_bytes()
     link = pytester.path / "cassettes" / "a.jsonl"
     link.parent.mkdir()
-    link.symlink_to("../shared/real.jsonl")
+    link.symlink_to("../recorded/real.jsonl")
     result = record_in_project(pytester, upstream)
     result.assert_outcomes(passed=1)
     assert link.is_symlink() and target.read_bytes() != before
