@@ -17,8 +17,8 @@ import time
 from typing import Any
 
 from benchmarks.stream_redaction import batches, sse_stream
-from vcr_transport._core._redaction import Redactor
-from vcr_transport._core._stream_redaction import StreamRedactor
+from vcr_transport._core.rules._redaction import Redactor
+from vcr_transport._core.rules._stream_redaction import StreamRedactor
 
 
 def _run(chunks: list[bytes], fast: bool) -> float:

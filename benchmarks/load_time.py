@@ -112,7 +112,7 @@ def open_measures(path: Path, repeats: int) -> tuple[float, float, float, float,
 
 VERIFY_CHILD = r"""
 import contextlib, io, sys
-import vcr_transport._cli as cli
+import vcr_transport._tools._cli as cli
 def high_water_kb():  # VmHWM: this process's peak RSS (ru_maxrss would carry the parent's over the fork)
     with open("/proc/self/status") as status:
         return next(int(line.split()[1]) for line in status if line.startswith("VmHWM:"))

@@ -3,12 +3,12 @@
 Three parts are generated from the code, so they can't drift from it:
 
 - ``options``: the configuration table, from the fields of ``vcr_transport.Options`` (its ``options_table``);
-- ``cli``: the command-line reference, from the argparse parser of ``vcr_transport/_cli.py``;
+- ``cli``: the command-line reference, from the argparse parser of ``vcr_transport/_tools/_cli.py``;
 - ``schema``: the JSON Schema of a cassette line, from the format's msgspec types (``msgspec.json.schema``),
   also written to ``docs/reference/cassette-schema.json``.
 
 One more file is generated from ``Options``, though it is the package's, not the docs': the TypedDicts that type
-each entry point's keyword options, ``vcr_transport/_core/_typed_options.py`` (``typed_options_module``).
+each entry point's keyword options, ``vcr_transport/_core/engine/_typed_options.py`` (``typed_options_module``).
 
 Each generated part sits in a page between ``<!-- generated: NAME -->`` and ``<!-- end generated: NAME -->``. The build
 (``mkdocs build``, which loads this file as a hook) replaces what is there with what the code gives now;
@@ -48,7 +48,7 @@ def _cell(text: str) -> str:
 
 def options_table() -> str:
     """Every option and setting, from the fields of ``Options`` and its ``SETTINGS`` (``options_table``)."""
-    from vcr_transport._core._options import options_table
+    from vcr_transport._core.engine._options import options_table
 
     return options_table()
 
@@ -98,7 +98,7 @@ def _argument(action: argparse.Action) -> tuple[str, str, str]:
 
 def cli_reference() -> str:
     """Every command of ``vcr-transport``: a summary table, then each command's usage and arguments."""
-    from vcr_transport._cli import build_parser
+    from vcr_transport._tools._cli import build_parser
 
     parser = _fixed_width(build_parser())
     action, helps = _subcommands(parser)
@@ -127,15 +127,16 @@ def cassette_schema() -> dict[str, Any]:
     """The JSON Schema of one cassette line (draft 2020-12), from the format's msgspec types."""
     import msgspec
 
-    from vcr_transport._core import _format
+    from vcr_transport._core.format import _format
 
     schema = msgspec.json.schema(_format.Line)
     return {
         "$schema": "https://json-schema.org/draft/2020-12/schema",
         "title": f"vcr_transport cassette line, format version {_format.FORMAT_VERSION}",
         "description": (
-            "One line of a JSONL cassette. Generated from the msgspec types of vcr_transport/_core/_format.py by "
-            "docs/_gen.py; the parser checks more than a schema can say (see the cassette format reference)."
+            "One line of a JSONL cassette. Generated from the msgspec types of "
+            "vcr_transport/_core/format/_format.py by docs/_gen.py; the parser checks more than a schema can say "
+            "(see the cassette format reference)."
         ),
         **schema,
     }
@@ -146,33 +147,33 @@ def schema_text() -> str:
 
 
 def typed_options_text() -> str:
-    """``vcr_transport/_core/_typed_options.py``: each entry point's keyword options, as a TypedDict."""
-    from vcr_transport._core._options import typed_options_module
+    """``vcr_transport/_core/engine/_typed_options.py``: each entry point's keyword options, as a TypedDict."""
+    from vcr_transport._core.engine._options import typed_options_module
 
     return typed_options_module()
 
 
-TYPED_OPTIONS_FILE = ROOT / "vcr_transport" / "_core" / "_typed_options.py"
+TYPED_OPTIONS_FILE = ROOT / "vcr_transport" / "_core" / "engine" / "_typed_options.py"
 
 
 def registration_text() -> str:
-    """``vcr_transport/_core/_registration.py``: what the pytest plugin registers when it loads."""
-    from vcr_transport._core._options import registration_module
+    """``vcr_transport/_core/engine/_registration.py``: what the pytest plugin registers when it loads."""
+    from vcr_transport._core.engine._options import registration_module
 
     return registration_module()
 
 
-REGISTRATION_FILE = ROOT / "vcr_transport" / "_core" / "_registration.py"
+REGISTRATION_FILE = ROOT / "vcr_transport" / "_core" / "engine" / "_registration.py"
 
 
 def prefix_table_text() -> str:
-    """``vcr_transport/_core/_prefix_table.py``: the credential catalogue's prefix table, computed once here."""
-    from vcr_transport._core._credentials import prefix_table_module
+    """``vcr_transport/_core/rules/_prefix_table.py``: the credential catalogue's prefix table, computed once here."""
+    from vcr_transport._core.rules._credentials import prefix_table_module
 
     return prefix_table_module()
 
 
-PREFIX_TABLE_FILE = ROOT / "vcr_transport" / "_core" / "_prefix_table.py"
+PREFIX_TABLE_FILE = ROOT / "vcr_transport" / "_core" / "rules" / "_prefix_table.py"
 # The generated files beside the pages, each with what gives it.
 FILES: dict[Path, Callable[[], str]] = {
     SCHEMA_FILE: schema_text,

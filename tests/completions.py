@@ -1,4 +1,4 @@
-"""The shell completion scripts shipped in ``vcr_transport/completions/``, generated from the command's own
+"""The shell completion scripts shipped in ``vcr_transport/_tools/completions/``, generated from the command's own
 parser by shtab (a tool of the dev group: the package needs nothing at run time to serve them). Run this file
 after changing the parser; ``tests/test_cli.py`` fails while a committed script is stale.
 
@@ -11,10 +11,10 @@ from pathlib import Path
 
 import shtab
 
-from vcr_transport._cli import build_parser
+from vcr_transport._tools._cli import build_parser
 
 SHELLS = ("bash", "zsh", "fish")
-FOLDER = Path(__file__).resolve().parent.parent / "vcr_transport" / "completions"
+FOLDER = Path(__file__).resolve().parent.parent / "vcr_transport" / "_tools" / "completions"
 
 
 def script(shell: str) -> str:

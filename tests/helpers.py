@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 import vcr_transport
-from vcr_transport._cli import main as cli
+from vcr_transport._tools._cli import main as cli
 
 
 def recording(library: Any, is_async: bool, path: Path, **options: Any) -> Any:

@@ -1,4 +1,4 @@
-"""Generate ``vcr_transport/_core/_gitleaks_rules.py`` from gitleaks' rule file (``config/gitleaks.toml``, MIT).
+"""Generate ``vcr_transport/_core/rules/_gitleaks_rules.py`` from gitleaks' rule file (``config/gitleaks.toml``, MIT).
 
 Usage::
 
@@ -37,7 +37,7 @@ from re import _constants as sre_constants  # type: ignore[attr-defined]
 from re import _parser as sre_parse  # type: ignore[attr-defined]
 from typing import Any
 
-TARGET = Path(__file__).resolve().parent.parent / "vcr_transport" / "_core" / "_gitleaks_rules.py"
+TARGET = Path(__file__).resolve().parent.parent / "vcr_transport" / "_core" / "rules" / "_gitleaks_rules.py"
 
 # The catalogue's boundaries (``_credentials._BEFORE`` and ``_AFTER``).
 BEFORE = r"(?<![A-Za-z0-9_+/.\-])"

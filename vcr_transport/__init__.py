@@ -21,38 +21,39 @@ from ._exceptions import (
     UnplayedCallsWarning,
     VcrTransportError,
 )
+from ._version import __version__ as __version__
 
 if _typing.TYPE_CHECKING:
     from ._context import use_cassette
-    from ._core._faults import Fault
-    from ._core._format import FORMAT_VERSION
-    from ._core._matching import NON_DETERMINISTIC_FIELD_NAMES, VOLATILE_HEADERS, find_first_difference
-    from ._core._modes import MODES, Mode
-    from ._core._options import Options
-    from ._core._redaction import PLACEHOLDER, SECRET_FIELD_NAMES, Redactor, remove_secret_values
-    from ._core._typed_options import BlockOptions, RecordingOptions, ReplayOptions, TransportOptions
+    from ._core.engine._faults import Fault
+    from ._core.engine._matching import NON_DETERMINISTIC_FIELD_NAMES, VOLATILE_HEADERS, find_first_difference
+    from ._core.engine._modes import MODES, Mode
+    from ._core.engine._options import Options
+    from ._core.engine._typed_options import BlockOptions, RecordingOptions, ReplayOptions, TransportOptions
+    from ._core.format._format import FORMAT_VERSION
+    from ._core.rules._redaction import PLACEHOLDER, SECRET_FIELD_NAMES, Redactor, remove_secret_values
     from ._recording import AsyncRecordingTransport, CassetteRecorder, RecordingTransport
     from ._session import CassetteSession, ModeTransport, ReplayTransport, async_transport, transport
 
 # The rest is imported when first used (PEP 562), so that importing the package stays cheap: name -> module.
 _LAZY = {
     "use_cassette": "._context",
-    "Fault": "._core._faults",
-    "FORMAT_VERSION": "._core._format",
-    "NON_DETERMINISTIC_FIELD_NAMES": "._core._matching",
-    "VOLATILE_HEADERS": "._core._matching",
-    "find_first_difference": "._core._matching",
-    "MODES": "._core._modes",
-    "Mode": "._core._modes",
-    "Options": "._core._options",
-    "PLACEHOLDER": "._core._redaction",
-    "SECRET_FIELD_NAMES": "._core._redaction",
-    "Redactor": "._core._redaction",
-    "remove_secret_values": "._core._redaction",
-    "BlockOptions": "._core._typed_options",
-    "RecordingOptions": "._core._typed_options",
-    "ReplayOptions": "._core._typed_options",
-    "TransportOptions": "._core._typed_options",
+    "Fault": "._core.engine._faults",
+    "FORMAT_VERSION": "._core.format._format",
+    "NON_DETERMINISTIC_FIELD_NAMES": "._core.engine._matching",
+    "VOLATILE_HEADERS": "._core.engine._matching",
+    "find_first_difference": "._core.engine._matching",
+    "MODES": "._core.engine._modes",
+    "Mode": "._core.engine._modes",
+    "Options": "._core.engine._options",
+    "PLACEHOLDER": "._core.rules._redaction",
+    "SECRET_FIELD_NAMES": "._core.rules._redaction",
+    "Redactor": "._core.rules._redaction",
+    "remove_secret_values": "._core.rules._redaction",
+    "BlockOptions": "._core.engine._typed_options",
+    "RecordingOptions": "._core.engine._typed_options",
+    "ReplayOptions": "._core.engine._typed_options",
+    "TransportOptions": "._core.engine._typed_options",
     "AsyncRecordingTransport": "._recording",
     "CassetteRecorder": "._recording",
     "RecordingTransport": "._recording",
@@ -80,8 +81,6 @@ def __getattr__(name: str) -> _typing.Any:
 def __dir__() -> list[str]:
     return sorted({*globals(), *__all__})
 
-
-__version__ = "0.1.0"
 
 __all__ = [
     "FORMAT_VERSION",

@@ -1,5 +1,5 @@
 """``python -m vcr_transport``: the vcr-transport command."""
 
-from ._cli import main
+from ._tools._cli import main
 
 raise SystemExit(main())

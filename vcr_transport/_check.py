@@ -19,11 +19,11 @@ import warnings
 from collections.abc import AsyncIterator, Callable, Iterator
 from typing import Any
 
-from ._core._bodies import body_headers, redact_url
-from ._core._format import RecordedCall
-from ._core._pairing import LivePairing, Unpaired
-from ._core._shape import DriftCall, live_answer, shape_changes
-from ._core._sse import ProtocolEnd
+from ._core.format._bodies import body_headers, redact_url
+from ._core.format._format import RecordedCall
+from ._core.format._sse import ProtocolEnd
+from ._core.views._pairing import LivePairing, Unpaired
+from ._core.views._shape import DriftCall, live_answer, shape_changes
 from ._exceptions import ShapeDriftError, ShapeDriftWarning
 from ._http import (
     body_already_read,

@@ -59,7 +59,7 @@ from urllib.parse import parse_qsl, urlsplit
 
 import pytest
 
-from ._core._registration import COMPAT_INI, ENVIRONMENT_VARIABLE
+from ._core.engine._registration import COMPAT_INI, ENVIRONMENT_VARIABLE
 
 if TYPE_CHECKING:  # the machinery is imported by the first test that opens a cassette
     from ._session import CassetteRequest
@@ -67,6 +67,7 @@ if TYPE_CHECKING:  # the machinery is imported by the first test that opens a ca
 __all__ = [
     "COMPAT_VALUE",
     "RECORD_MODES",
+    "VCRPY_MATCH_ON",
     "VcrpyCassette",
     "add_compat_options",
     "allowed_hosts_of",
@@ -342,7 +343,7 @@ def _fields_of(request: Any, before: dict[str, Any]) -> dict[str, Any]:
 def _match_on_of(
     config: dict[str, Any], where: str, registered: VcrRegistrations, notes: set[str]
 ) -> tuple[str, ...] | None:
-    from ._core._matching import MATCH_ON_NAMES  # lazily: only a vcr test's cassette needs matching
+    from ._core.engine._matching import MATCH_ON_NAMES  # lazily: only a vcr test's cassette needs matching
 
     given = "match_on" in config
     names = _vcrpy_match_on(config)
@@ -360,11 +361,14 @@ def _match_on_of(
     return tuple(dict.fromkeys(names))
 
 
+# vcrpy's own default ``match_on``: an imported cassette keeps it (written into its header) until told
+# otherwise; request bodies and headers are not compared.
+VCRPY_MATCH_ON = ("method", "scheme", "host", "port", "path", "query")
+
+
 def _vcrpy_match_on(config: dict[str, Any]) -> list[str]:
     """What vcrpy compares: the ``match_on`` given (``raw_body`` as ``body``), else vcrpy's default, which an
     imported cassette's header keeps."""
-    from ._vcrpy import VCRPY_MATCH_ON
-
     return ["body" if name == "raw_body" else name for name in config.get("match_on", VCRPY_MATCH_ON)]
 
 
@@ -438,7 +442,7 @@ def allowed_hosts_of(request: pytest.FixtureRequest) -> list[str]:
             raise pytest.UsageError(f"{where}: allowed hosts are regular expressions (text), not {given!r}")
         hosts = [item.strip() for item in items if item.strip()]
         try:
-            from ._core._options import compile_patterns  # lazily: loading the plugin imports no option
+            from ._core.engine._options import compile_patterns  # lazily: loading the plugin imports no option
 
             compile_patterns(hosts, where)
         except ValueError as error:
@@ -470,7 +474,7 @@ def compat_mode(config: pytest.Config, vcr_config: dict[str, Any]) -> str | None
         return RECORD_MODES[given]
     if config.getoption("vcr_mode", None) or os.environ.get(ENVIRONMENT_VARIABLE):
         return None  # our own resolution decides
-    from ._core._options import Options
+    from ._core.engine._options import Options
 
     return str(Options.knob("mode").compat)  # replay: pytest-recording's default, none
 

@@ -11,7 +11,7 @@
 The pytest plugin publishes its run here when the run starts (``published_run``): every entry point in that
 run sees its ``--vcr-mode`` (the marker, ``use_cassette()``, ``transport()`` and ``async_transport()``), and
 tells it of every cassette opened and closed (for the usage ledger and the end-of-run summary). What the
-modes mean, and ``auto`` under ``CI``, is decided in ``_core/_modes.py``. Nothing here runs at import time,
+modes mean, and ``auto`` under ``CI``, is decided in ``_core/engine/_modes.py``. Nothing here runs at import time,
 and importing it imports neither ``_modes`` nor ``_options`` (the plugin loads it for every run).
 """
 
@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ._core._registration import ENVIRONMENT_VARIABLE, MODES, PYPROJECT_NAMES
+from ._core.engine._registration import ENVIRONMENT_VARIABLE, MODES, PYPROJECT_NAMES
 from ._exceptions import VcrTransportError
 
 __all__ = [
@@ -129,7 +129,7 @@ def check_settings(settings: Mapping[str, Any], pyproject: Path) -> None:
     valid name: ``redact_name`` for ``redact_names`` would otherwise be a redaction rule that never applies."""
     if all(key in PYPROJECT_NAMES for key in settings):
         return  # without importing the options: the plugin checks the file at every start
-    from ._core._options import pyproject_names, unknown_settings
+    from ._core.engine._options import pyproject_names, unknown_settings
 
     unknown = unknown_settings(settings)
     if unknown:
@@ -148,7 +148,7 @@ def resolve_mode(
     pyproject: Path | None = None,
 ) -> ResolvedMode:
     """The mode in force and where it came from, by the precedence in this module's docstring."""
-    from ._core._modes import check_mode
+    from ._core.engine._modes import check_mode
 
     environ = os.environ if environ is None else environ
     if argument is not None:
@@ -186,7 +186,7 @@ def cassette_mode(
 ) -> str:
     """The concrete mode for one cassette: ``auto`` decided by whether it exists (``exists``, default: whether
     the file does) and whether CI is set."""
-    from ._core._modes import concrete_mode
+    from ._core.engine._modes import concrete_mode
 
     environ = os.environ if environ is None else environ
     return concrete_mode(
@@ -213,7 +213,7 @@ SKIPPED_FOLDERS = frozenset(
 def cassette_folders(root: Path) -> list[Path]:
     """Where a project's cassettes live: ``cassette_dir`` of [tool.vcr_transport], else every folder named
     ``cassettes`` under ``root`` (not inside virtualenvs, caches or .git)."""
-    from ._core._options import CASSETTE_DIR_SETTING
+    from ._core.engine._options import CASSETTE_DIR_SETTING
 
     configured = read_settings(find_pyproject(root)).get(CASSETTE_DIR_SETTING)
     if configured:

@@ -20,8 +20,8 @@ from collections.abc import Callable
 from types import ModuleType
 from typing import TYPE_CHECKING, Any, TypeVar, Unpack
 
-from ._core._modes import Mode
-from ._core._options import Options
+from ._core.engine._modes import Mode
+from ._core.engine._options import Options
 from ._exceptions import CassetteOwnerError, UnplayedCallsWarning
 from ._http import transport_choice
 from ._patch import Patch
@@ -29,7 +29,7 @@ from ._session import CassetteRequest, CassetteSession, open_session
 from ._stand_in_keys import STAND_INS
 
 if TYPE_CHECKING:
-    from ._core._typed_options import BlockOptions
+    from ._core.engine._typed_options import BlockOptions
 
 __all__ = ["PATCHER", "ClientPatcher", "use_cassette"]
 
@@ -217,7 +217,7 @@ class use_cassette:  # noqa: N801 - reads as a function, like contextlib's
     not). ``missing_ok_unused``: a missing cassette no request asked for is not an error at exit (the first
     request still raises it). ``block_network=True`` (or ``"session"``, which only the pytest plugin reads
     otherwise) turns the network guard (``_guard.NetworkGuard``) on for the block when the mode is replay;
-    ``allowed_hosts`` (host globs, ``_core/_hosts.py``) stay reachable through it. While the block replays,
+    ``allowed_hosts`` (host globs, ``_core/rules/_hosts.py``) stay reachable through it. While the block replays,
     the SDKs' unset credential variables hold a fake key (``_stand_in_keys.py``): a replay needs no key.
     ``requests`` and ``play_count`` show what was replayed or recorded.
     """

@@ -56,7 +56,7 @@ class VcrTransportError(Exception):
 
 def _shown(text: str, *, newlines: bool = False) -> str:
     """``text`` ``visible``: a value from a cassette in one line of a message (``newlines``: a message)."""
-    from ._core._display import visible  # here: importing the package loads this module alone
+    from ._display import visible  # here: importing the package loads this module alone
 
     return visible(text, newlines=newlines)
 
@@ -107,7 +107,7 @@ class ReplayMismatch(VcrTransportError):
         notes: _Sequence[str] = (),
         rerecord: bool = True,
     ) -> None:
-        from ._core._display import side_by_side  # here: importing the package loads this module alone
+        from ._display import side_by_side  # here: importing the package loads this module alone
 
         self.call_index = call_index
         self.field_path = field_path
@@ -143,7 +143,7 @@ class ReplayMismatch(VcrTransportError):
 
     @property
     def headline(self) -> str:
-        from ._core._display import side_by_side
+        from ._display import side_by_side
 
         recorded, incoming = side_by_side(self.recorded, self.incoming)
         where = f"replay mismatch at call {self.call_index}, field {_shown(self.field_path)}"

@@ -1,6 +1,6 @@
 """The network guard: while it is on, every in-process route beyond loopback raises ``NetworkBlockedError``
 before anything leaves the machine. What passes is decided by one function without I/O, ``decide`` in
-``_core/_hosts.py`` (allowed-host rules, DNS to port 53 of any address, loopback proxies named by ``*_proxy``
+``_core/rules/_hosts.py`` (allowed-host rules, DNS to port 53 of any address, loopback proxies named by ``*_proxy``
 variables, loopback); the hooks here only turn what a route names into a host and a port and act on it.
 
 The hooks, in this process and in every thread of it:
@@ -54,7 +54,7 @@ from collections.abc import Callable, Iterable
 from types import ModuleType
 from typing import Any
 
-from ._core._hosts import (
+from ._core.rules._hosts import (
     BEYOND,
     PROXY_VARIABLES,
     Decision,
@@ -686,7 +686,7 @@ _PATCH = Patch(_install, late=_LATE)
 class NetworkGuard:
     """Blocks every in-process route beyond loopback between ``start()`` and ``stop()`` (or in a ``with``).
 
-    ``allowed_hosts``: the rules of the option ``allowed_hosts`` (``_core/_hosts.py``): globs of names or
+    ``allowed_hosts``: the rules of the option ``allowed_hosts`` (``_core/rules/_hosts.py``): globs of names or
     addresses (``*.internal``, ``db``, ``10.0.0.*``), with ``:port`` for one port only, address networks
     (``10.0.0.0/8``), or ``re:`` and a regular expression matched from the start (pytest-recording's
     ``--allowed-hosts``). An address an allowed name resolved to is reachable too. ``reason`` is what a

@@ -10,8 +10,8 @@ import sys
 from types import ModuleType
 from typing import Any
 
-from ._core._display import visible
 from ._core._memo import Memo
+from ._display import visible
 from ._exceptions import RecordedError
 
 __all__ = [

@@ -37,8 +37,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-from ._core._format import FORMAT_VERSION, Cassette, RecordedCall
-from ._core._options import CACHE_DIR_VARIABLE, PARSE_CACHE_VARIABLE
+from ._core.engine._options import CACHE_DIR_VARIABLE, PARSE_CACHE_VARIABLE
+from ._core.format._format import FORMAT_VERSION, Cassette, RecordedCall
 
 __all__ = ["MIN_BYTES", "STALE_DAYS", "cache_folder", "enabled", "entry_path", "load_or_parse", "store"]
 
@@ -81,7 +81,7 @@ def _checksum(payload: bytes | memoryview) -> int:
 
 
 def _version() -> str:
-    from . import __version__
+    from ._version import __version__
 
     return __version__
 

@@ -2,7 +2,7 @@
 
 Loading it patches nothing, reads no environment variable, opens no file and imports none of the machinery
 (options, sessions, recording, replay, the network guard): what it registers (``--vcr-mode``, the ini
-settings) comes from the generated ``_core/_registration.py``, and the rest is imported by the first
+settings) comes from the generated ``_core/engine/_registration.py``, and the rest is imported by the first
 cassette (the ``vcr_cassette`` fixture, which the ``@pytest.mark.vcr_transport`` marker requests for a test,
 or any other entry point); a run that uses no cassette pays for little more than registering them. (The
 names differ from pytest-recording's and cassetter's ``vcr`` so that both can be installed during a
@@ -12,7 +12,7 @@ migration.)
   beside the test file unless the marker names a path (a relative one is relative to the test file's folder).
 - ``@pytest.mark.vcr_transport(path=None, mode=None, unplayed=None, **options)``: options as ``use_cassette``.
 - ``--vcr-mode``: the mode for the run (below an explicit ``mode=``, above ``VCR_TRANSPORT_MODE``).
-- The ini settings are those of the options that declare one (``Knob.ini`` in ``_core/_options.py``), read by
+- The ini settings are those of the options that declare one (``Knob.ini`` in ``_core/engine/_options.py``), read by
   ``run_option``: the marker's argument wins, then the ini, then ``[tool.vcr_transport]``, then the default.
 - ini ``vcr_unplayed``: ``error`` (default; ``ignore`` in the compatibility mode), ``warn``, ``ignore`` or
   ``partial`` (an error only when the test played some of the calls) for recorded calls no request asked for.
@@ -62,7 +62,7 @@ import pytest
 
 from ._compat import add_compat_options, claimed_cassette, compat_active, configure_compat, guard_hosts
 from ._config import SKIPPED_FOLDERS, PytestRun, cassette_folders, find_pyproject, published_run, read_settings
-from ._core._registration import INI_OPTIONS, MODES
+from ._core.engine._registration import INI_OPTIONS, MODES
 from ._exceptions import VcrTransportError
 
 if TYPE_CHECKING:  # imported by the first test that opens a cassette, not when the plugin loads
@@ -524,7 +524,7 @@ def _check_lines(config: pytest.Config, run: _PluginRun) -> list[str]:
     """Mode check: how many live answers were compared, and which requests' answers were not (and why)."""
     if not (run.compared or run.not_compared):
         return []
-    from ._core._display import visible  # each why quotes a URL and may quote a cassette's field name
+    from ._display import visible  # each why quotes a URL and may quote a cassette's field name
 
     line = f"live answers (mode check): {run.compared} compared with their recorded calls"
     if not run.not_compared:
@@ -664,7 +664,7 @@ def run_option(config: pytest.Config, name: str, given: object = None) -> Any:
     = 30`` is 30.0 days), else the compatibility mode's default (unless ``[tool.vcr_transport]`` sets one it may
     carry); None leaves it to ``use_cassette`` (pyproject, then the option's default). A list option is the ini's
     items and then the marker's. A value the option does not take is a UsageError naming where it came from."""
-    from ._core._options import Options  # lazily, as every option: loading the plugin imports none
+    from ._core.engine._options import Options  # lazily, as every option: loading the plugin imports none
 
     knob = Options.knob(name)
     if name in LIST_RUN_OPTIONS:
@@ -704,7 +704,7 @@ def with_run_options(config: pytest.Config, arguments: Mapping[str, Any]) -> dic
 
 def _run_allowed_hosts(config: pytest.Config) -> list[str]:
     """The allowed hosts of the run, not of one test: ``[tool.vcr_transport]``'s, then the ini's."""
-    from ._core._options import Options
+    from ._core.engine._options import Options
 
     settings = read_settings(find_pyproject())
     return [*settings.get("allowed_hosts", ()), *config.getini(Options.knob("allowed_hosts").ini)]
@@ -755,7 +755,7 @@ def vcr_cassette(request: pytest.FixtureRequest) -> Iterator[use_cassette]:
     ``vcr_cassette.requests`` lists the recorded requests with their play counts."""
     marker = request.node.get_closest_marker(MARKER)
     arguments = dict(marker.kwargs) if marker else {}
-    from ._core._options import Options
+    from ._core.engine._options import Options
 
     valid = frozenset({"path", *Options.names("marker")})
     unknown = set(arguments) - valid

@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING
 import pytest
 from _pytest._code.code import ExceptionInfo, ReprEntry, ReprExceptionInfo, ReprFileLocation, ReprTraceback
 
-from ._core._display import side_by_side, visible
+from ._display import side_by_side, visible
 from ._exceptions import CassetteError, ReplayMismatch, ShapeDriftError, UnplayedCallsError
 
 if TYPE_CHECKING:

@@ -18,13 +18,13 @@ from collections.abc import AsyncIterator, Callable, Iterator, Sequence
 from importlib import metadata
 from typing import TYPE_CHECKING, Any, TypeVar, Unpack
 
-from ._core._call_recording import CallBook, CallRecording
-from ._core._format import header_line
-from ._core._matching import RequestMatcher
-from ._core._options import Options
-from ._core._quiet import QuietComparison
-from ._core._redaction import Redactor, RedactWithError
-from ._core._websocket import Close, SessionRecording
+from ._core.engine._call_recording import CallBook, CallRecording
+from ._core.engine._matching import RequestMatcher
+from ._core.engine._options import Options
+from ._core.engine._quiet import QuietComparison
+from ._core.engine._websocket import Close, SessionRecording
+from ._core.format._format import header_line
+from ._core.rules._redaction import Redactor, RedactWithError
 from ._exceptions import CassetteError, RecordingNotSavedWarning, VcrTransportError
 from ._http import (
     body_already_read,
@@ -42,7 +42,7 @@ from ._lifecycle import AsyncTransport, ByteStream, ClosingSides, HttpRequest, S
 from ._storage import CassetteWriter, cassette_target, older_cassette
 
 if TYPE_CHECKING:
-    from ._core._typed_options import RecordingOptions
+    from ._core.engine._typed_options import RecordingOptions
 
 __all__ = [
     "AsyncRecordingTransport",

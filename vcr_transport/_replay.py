@@ -1,8 +1,8 @@
 """Replay's shell: the recorded responses rebuilt in the request's own library, chunk for chunk, with no
 network, and the answers replay gives instead (a fault, an error response, a passthrough's 204).
 
-``Replayer`` answers requests from one cassette: the engine (``_core/_engine.py``) chooses the call, the
-fault schedule (``_core/_faults.py``) says which faults hit it. Which requests reach it is the session's
+``Replayer`` answers requests from one cassette: the engine (``_core/engine/_engine.py``) chooses the call, the
+fault schedule (``_core/engine/_faults.py``) says which faults hit it. Which requests reach it is the session's
 decision (``_session.py``, where the transports are).
 """
 
@@ -15,13 +15,13 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Iterat
 from types import ModuleType
 from typing import Any
 
-from ._core._bodies import redact_url
-from ._core._engine import ReplayEngine, replay_headers
-from ._core._faults import Fault, FaultSchedule, corrupt_chunk
-from ._core._format import RecordedCall
-from ._core._modes import Step
-from ._core._options import Options
-from ._core._redaction import Redactor
+from ._core.engine._engine import ReplayEngine, replay_headers
+from ._core.engine._faults import Fault, FaultSchedule, corrupt_chunk
+from ._core.engine._modes import Step
+from ._core.engine._options import Options
+from ._core.format._bodies import redact_url
+from ._core.format._format import RecordedCall
+from ._core.rules._redaction import Redactor
 from ._exceptions import NetworkBlockedError
 from ._http import header_pairs, library_of, rebuild_error, stainless_sender_lets_exceptions_through, stream_class
 from ._storage import read_cassette

@@ -1,6 +1,6 @@
 """A cassette opened in a mode, and the transports built on it.
 
-The decision each request meets is made in ``_core/_modes.py``, once, by the session's ``Decision``; here
+The decision each request meets is made in ``_core/engine/_modes.py``, once, by the session's ``Decision``; here
 its steps are carried out: answered from the cassette (``_replay.Replayer``), passed through, or forwarded
 and recorded. ``ModeTransport`` (``transport()``, ``use_cassette()``) and ``ReplayTransport`` (a session in
 replay mode) are its transports, and ``serve`` answers over HTTP from sessions too. The sync and async
@@ -22,12 +22,12 @@ from types import ModuleType, TracebackType
 from typing import TYPE_CHECKING, Any, Literal, Self, Unpack
 
 from ._config import PytestRun, cassette_mode, current_run, find_pyproject, how_to_record, read_settings, resolve_mode
-from ._core._bodies import redact_url, stored_body, stored_body_bytes
-from ._core._conversation import request_label
-from ._core._format import RecordedCall, header_age_days, lines_before_call, lines_of_calls
-from ._core._modes import Decision, Mode, Step, concrete_mode
-from ._core._options import Options
-from ._core._redaction import RedactWithError
+from ._core.engine._modes import Decision, Mode, Step, concrete_mode
+from ._core.engine._options import Options
+from ._core.format._bodies import redact_url, stored_body, stored_body_bytes
+from ._core.format._format import RecordedCall, header_age_days, lines_before_call, lines_of_calls
+from ._core.rules._redaction import RedactWithError
+from ._core.views._conversation import request_label
 from ._exceptions import CassetteError, CassetteExpiredWarning, ReplayMismatch, UnplayedCallsError
 from ._http import header_pairs, library_of
 from ._lifecycle import AsyncTransport, ClosingSides, SyncTransport, TransportBase, TransportLifecycle, propagating
@@ -36,7 +36,7 @@ from ._replay import Replayer, answers_with_error_response, error_response, kept
 
 if TYPE_CHECKING:
     from ._check import ShapeChecker
-    from ._core._typed_options import ReplayOptions, TransportOptions
+    from ._core.engine._typed_options import ReplayOptions, TransportOptions
 
 __all__ = [
     "CassetteRequest",

@@ -21,8 +21,9 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 from . import _parse_cache
-from ._core._call_recording import OlderCassette
-from ._core._format import (
+from ._core.engine._call_recording import OlderCassette
+from ._core.engine._quiet import QuietComparison, merged_lines
+from ._core.format._format import (
     Cassette,
     Finding,
     encode_line,
@@ -33,8 +34,7 @@ from ._core._format import (
     problems,
     without_owners,
 )
-from ._core._quiet import QuietComparison, merged_lines
-from ._core._redaction import Redactor
+from ._core.rules._redaction import Redactor
 from ._exceptions import CassetteError
 from ._write_paths import RefusedWrite, sync_folder, write_target
 

@@ -35,7 +35,7 @@ from types import ModuleType
 from typing import Any
 from urllib.parse import urlsplit
 
-from ._core._format import RecordedCall
+from ._core.format._format import RecordedCall
 from ._exceptions import RecordedError
 from ._patch import Patch
 

@@ -39,9 +39,9 @@ from websockets.frames import OK_CLOSE_CODES, Close
 from websockets.http11 import Request, Response
 from websockets.protocol import State
 
-from ._core._format import RecordedCall
-from ._core._modes import Step
-from ._core._websocket import MessageMatcher, SessionPlayback, handshake_headers
+from ._core.engine._modes import Step
+from ._core.engine._websocket import MessageMatcher, SessionPlayback, handshake_headers
+from ._core.format._format import RecordedCall
 from ._exceptions import ReplayMismatch, VcrTransportError
 
 if TYPE_CHECKING:

@@ -13,16 +13,16 @@ from collections.abc import Callable
 
 import pytest
 
-from vcr_transport._core import _bodies
-from vcr_transport._core._bodies import (
+from vcr_transport._core.format import _bodies
+from vcr_transport._core.format._bodies import (
     MAX_DECODED_BYTES,
     DecodedTooLarge,
     decode_stacked,
     decoded_body,
     stored_body,
 )
-from vcr_transport._core._redaction import Redactor
-from vcr_transport._core._stream_redaction import EncodedBodyRedactor
+from vcr_transport._core.rules._redaction import Redactor
+from vcr_transport._core.rules._stream_redaction import EncodedBodyRedactor
 
 brotli = pytest.importorskip("brotli")
 

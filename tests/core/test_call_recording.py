@@ -7,9 +7,9 @@ import gzip
 
 import pytest
 
-from vcr_transport._core._call_recording import BATCH, CallBook, CallRecording, OlderCassette
-from vcr_transport._core._format import Cassette, encode_line, header_line
-from vcr_transport._core._redaction import PLACEHOLDER, Redactor
+from vcr_transport._core.engine._call_recording import BATCH, CallBook, CallRecording, OlderCassette
+from vcr_transport._core.format._format import Cassette, encode_line, header_line
+from vcr_transport._core.rules._redaction import PLACEHOLDER, Redactor
 
 SECRET = "sk-proj-COREabcdefghijklmnopqrstuvwxyz0123456789"
 SSE = [("content-type", "text/event-stream")]
@@ -153,7 +153,7 @@ def test_a_response_that_decodes_past_the_bound_breaks_the_recording_and_writes_
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     """A gzip body that can't be searched decoded is not written as it came: it may hold a secret."""
-    from vcr_transport._core import _bodies
+    from vcr_transport._core.format import _bodies
 
     monkeypatch.setattr(_bodies, "MAX_DECODED_BYTES", 1024 * 1024, raising=False)
     book = CallBook()

@@ -22,9 +22,9 @@ from upstream import Received, Reply, Upstream
 from vendors import Sdk
 
 from vcr_transport import PLACEHOLDER, Redactor
-from vcr_transport._core._credentials import CATALOGUE, GITLEAKS_CATALOGUE, catalogue_matches
-from vcr_transport._core._gitleaks_rules import GITLEAKS_RULES
-from vcr_transport._core._redaction import _decode_escapes
+from vcr_transport._core.rules._credentials import CATALOGUE, GITLEAKS_CATALOGUE, catalogue_matches
+from vcr_transport._core.rules._gitleaks_rules import GITLEAKS_RULES
+from vcr_transport._core.rules._redaction import _decode_escapes
 
 ALNUM = string.ascii_letters + string.digits
 HEX = "0123456789abcdef"
@@ -542,7 +542,7 @@ def test_vendor_traffic_comes_through_byte_identical_but_for_its_credentials() -
 
 def test_a_learned_value_with_a_lone_surrogate_is_still_removed() -> None:
     """Bytes decoded with surrogateescape reach the redactor as lone surrogates: learning them must not fail."""
-    from vcr_transport._core._redaction import Redactor
+    from vcr_transport._core.rules._redaction import Redactor
 
     redactor = Redactor()
     value = "k3y-\udcff-0123456789abcdef"
@@ -582,11 +582,11 @@ def test_the_generated_prefix_table_is_what_the_catalogue_gives() -> None:
     """``_prefix_table.py`` is current, and ``prefix_table`` gives what its first form computed at import: for
     each prefix (the token part of a prefixed format's keyword), every prefixed format with a keyword whose
     token part starts it."""
-    from vcr_transport._core import _prefix_table
-    from vcr_transport._core._credentials import _token_prefix, prefix_table, prefix_table_module
+    from vcr_transport._core.rules import _prefix_table
+    from vcr_transport._core.rules._credentials import _token_prefix, prefix_table, prefix_table_module
 
     assert Path(_prefix_table.__file__).read_text(encoding="utf-8") == prefix_table_module(), (
-        "vcr_transport/_core/_prefix_table.py differs from the catalogue: run .venv/bin/python docs/_gen.py"
+        "vcr_transport/_core/rules/_prefix_table.py differs from the catalogue: run .venv/bin/python docs/_gen.py"
     )
     prefixes = {_token_prefix(k) for c in CATALOGUE if c.prefixed for k in c.keywords}
     expected = {

@@ -15,10 +15,11 @@ import pytest
 
 import vcr_transport
 from vcr_transport import ReplayMismatch
-from vcr_transport._core._display import side_by_side
-from vcr_transport._core._engine import ReplayEngine
-from vcr_transport._core._explain import reordered_lists, volatile_suggestion
-from vcr_transport._core._format import (
+from vcr_transport._core.engine._engine import ReplayEngine
+from vcr_transport._core.engine._explain import reordered_lists, volatile_suggestion
+from vcr_transport._core.engine._matching import RequestMatcher
+from vcr_transport._core.engine._options import Options
+from vcr_transport._core.format._format import (
     Cassette,
     call_end_line,
     encode_line,
@@ -29,8 +30,7 @@ from vcr_transport._core._format import (
     request_line,
     response_line,
 )
-from vcr_transport._core._matching import RequestMatcher
-from vcr_transport._core._options import Options
+from vcr_transport._display import side_by_side
 
 URL = "https://api.example.test/v1/chat"
 HEADERS = [("accept", "*/*"), ("content-type", "application/json")]

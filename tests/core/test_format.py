@@ -259,7 +259,7 @@ def test_the_owner_of_a_call_is_optional_and_a_string(cassette: Path) -> None:
 
 
 def test_a_shared_cassette_merges_one_owners_calls_in_their_place() -> None:
-    from vcr_transport._core._format import Cassette, merge_shared
+    from vcr_transport._core.format._format import Cassette, merge_shared
 
     old = _bytes(
         [
@@ -300,7 +300,7 @@ def test_a_shared_cassette_merges_one_owners_calls_in_their_place() -> None:
 
 
 def test_a_shared_cassette_without_some_owners_keeps_the_others_lines() -> None:
-    from vcr_transport._core._format import Cassette, without_owners
+    from vcr_transport._core.format._format import Cassette, without_owners
 
     old = _bytes(
         [

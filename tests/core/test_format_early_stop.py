@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from vcr_transport._core._format import Parser, call_end_line
+from vcr_transport._core.format._format import Parser, call_end_line
 
 
 def test_the_format_refuses_an_early_stop_on_a_call_that_did_not_stop_early() -> None:
@@ -33,7 +33,7 @@ def test_only_a_call_closed_early_is_marked_intended() -> None:
 
 
 def test_an_intended_early_stop_reads_back_and_is_no_finding() -> None:
-    from vcr_transport._core._format import problems
+    from vcr_transport._core.format._format import problems
 
     lines = [
         {"type": "header", "format_version": 1},

@@ -17,9 +17,9 @@ import httpx2
 import pytest
 
 import vcr_transport
-import vcr_transport._core._format as model
-from vcr_transport._cli import main as cli_main
+import vcr_transport._core.format._format as model
 from vcr_transport._exceptions import VcrTransportError
+from vcr_transport._tools._cli import main as cli_main
 
 ROOT = Path(__file__).resolve().parents[2]
 # The HTTP cassettes (these tests replay them through an httpx2 client; WebSocket sessions have their own tests).

@@ -9,8 +9,8 @@ import random
 import pytest
 
 from vcr_transport import CassetteError
-from vcr_transport._core import _format
-from vcr_transport._core._format import Cassette, encode_line, foreign_file, header_line, problems
+from vcr_transport._core.format import _format
+from vcr_transport._core.format._format import Cassette, encode_line, foreign_file, header_line, problems
 
 
 class Source:

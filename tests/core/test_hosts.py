@@ -1,4 +1,4 @@
-"""The network guard's one decision (``_core/_hosts.py``): allowed-host rules, DNS, loopback proxies."""
+"""The network guard's one decision (``_core/rules/_hosts.py``): allowed-host rules, DNS, loopback proxies."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ from collections.abc import Mapping, Sequence
 
 import pytest
 
-from vcr_transport._core._hosts import (
+from vcr_transport._core.rules._hosts import (
     BEYOND,
     Decision,
     HostRule,

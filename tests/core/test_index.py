@@ -8,9 +8,9 @@ from typing import Any
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from vcr_transport._core._index import CallIndex, RequestKeys, call_key
-from vcr_transport._core._matching import RequestMatcher
-from vcr_transport._core._redaction import PLACEHOLDER
+from vcr_transport._core.engine._index import CallIndex, RequestKeys, call_key
+from vcr_transport._core.engine._matching import RequestMatcher
+from vcr_transport._core.rules._redaction import PLACEHOLDER
 
 _leaves = st.one_of(st.none(), st.booleans(), st.integers(-5, 5), st.sampled_from(["a", "b", PLACEHOLDER, ""]))
 _json = st.recursive(

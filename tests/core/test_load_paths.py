@@ -11,9 +11,11 @@ from typing import Any
 import pytest
 
 from vcr_transport import CassetteError
-from vcr_transport._core import _format
-from vcr_transport._core._engine import ReplayEngine
-from vcr_transport._core._format import (
+from vcr_transport._core.engine._engine import ReplayEngine
+from vcr_transport._core.engine._matching import RequestMatcher
+from vcr_transport._core.engine._options import Options
+from vcr_transport._core.format import _format
+from vcr_transport._core.format._format import (
     Cassette,
     call_end_line,
     encode_line,
@@ -22,8 +24,6 @@ from vcr_transport._core._format import (
     request_line,
     response_line,
 )
-from vcr_transport._core._matching import RequestMatcher
-from vcr_transport._core._options import Options
 from vcr_transport._storage import read_cassette, read_outline
 
 # Two streams recorded at once (their events interleaved), with chunks that are not UTF-8 on their own.

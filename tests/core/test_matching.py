@@ -14,10 +14,10 @@ from hypothesis import strategies as st
 
 import vcr_transport
 from vcr_transport import ReplayMismatch, find_first_difference
-from vcr_transport._core._engine import ReplayEngine, replay_headers
-from vcr_transport._core._format import Cassette, RecordedCall
-from vcr_transport._core._matching import SERVER_ASSIGNED, RequestMatcher, _drop_fields, echoed_headers
-from vcr_transport._core._options import Options
+from vcr_transport._core.engine._engine import ReplayEngine, replay_headers
+from vcr_transport._core.engine._matching import SERVER_ASSIGNED, RequestMatcher, _drop_fields, echoed_headers
+from vcr_transport._core.engine._options import Options
+from vcr_transport._core.format._format import Cassette, RecordedCall
 
 
 def test_first_difference_in_nested_lists() -> None:
@@ -278,7 +278,7 @@ def test_mismatch_values_in_the_message_are_redacted(cassette: Path) -> None:
 
 
 def _call(status: int, headers: list[tuple[str, str]]) -> Any:
-    from vcr_transport._core._format import RecordedCall
+    from vcr_transport._core.format._format import RecordedCall
 
     return RecordedCall(
         0, "GET", "https://a.test/", [], None, status=status, response_headers=headers, outcome="complete"

@@ -12,9 +12,9 @@ from helpers import recording
 from upstream import Upstream
 
 import vcr_transport
-from vcr_transport._core._matching import RequestMatcher
-from vcr_transport._core._modes import Decision, Step
-from vcr_transport._core._options import Options
+from vcr_transport._core.engine._matching import RequestMatcher
+from vcr_transport._core.engine._modes import Decision, Step
+from vcr_transport._core.engine._options import Options
 
 
 def _fields(matcher: RequestMatcher, body: dict[str, object], headers: list[tuple[str, str]] = []) -> dict:  # noqa: B006

@@ -1,10 +1,10 @@
-"""The mode decision (``_core/_modes.py``) for mode ``check``: every request goes live and is checked, a
+"""The mode decision (``_core/engine/_modes.py``) for mode ``check``: every request goes live and is checked, a
 passthrough request goes live unchecked, an unreadable cassette refuses, and CI never refuses it (it records
 nothing)."""
 
 from __future__ import annotations
 
-from vcr_transport._core._modes import MODES, Decision, Step, concrete_mode
+from vcr_transport._core.engine._modes import MODES, Decision, Step, concrete_mode
 
 
 def test_check_is_a_mode_that_forwards_and_checks_every_request() -> None:

@@ -14,7 +14,7 @@ import httpx2
 import pytest
 
 import vcr_transport
-from vcr_transport._core._options import SETTINGS, UNPLAYED_ACTIONS, Options, options_table
+from vcr_transport._core.engine._options import SETTINGS, UNPLAYED_ACTIONS, Options, options_table
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -52,11 +52,11 @@ def test_the_docs_table_is_the_declared_one() -> None:
 def test_the_keyword_options_typeddicts_are_the_declared_ones() -> None:
     """_typed_options.py is what Options gives (generated), and each entry point's TypedDict holds exactly the
     options the entry point takes as keyword arguments, beside its named parameters (mode)."""
-    from vcr_transport._core import _typed_options
-    from vcr_transport._core._options import TYPED_OPTIONS, typed_options_module
+    from vcr_transport._core.engine import _typed_options
+    from vcr_transport._core.engine._options import TYPED_OPTIONS, typed_options_module
 
     assert Path(_typed_options.__file__).read_text(encoding="utf-8") == typed_options_module(), (
-        "vcr_transport/_core/_typed_options.py differs from Options: run .venv/bin/python docs/_gen.py"
+        "vcr_transport/_core/engine/_typed_options.py differs from Options: run .venv/bin/python docs/_gen.py"
     )
     for name, (entry, _, named) in TYPED_OPTIONS.items():
         typed = getattr(_typed_options, name)
@@ -162,7 +162,7 @@ def test_an_explicit_option_wins_over_the_cassette_header_and_so_does_pyproject(
 
 def test_the_recorder_is_built_from_the_options_everywhere_serve_included(tmp_path: Path) -> None:
     from vcr_transport._recording import CassetteRecorder
-    from vcr_transport._serve import CassetteServer, ServeConfig
+    from vcr_transport._tools._serve import CassetteServer, ServeConfig
 
     options = Options.from_arguments({"ignore_headers": ["*"], "redact_names": ["prompt_id"], "keep_failures": True})
     recorder = CassetteRecorder.from_options(tmp_path / "a.jsonl", options)

@@ -7,8 +7,9 @@ import json
 from pathlib import Path
 from typing import Any
 
-from vcr_transport._core._engine import ReplayEngine
-from vcr_transport._core._format import (
+from vcr_transport._core.engine._engine import ReplayEngine
+from vcr_transport._core.engine._options import Options
+from vcr_transport._core.format._format import (
     Cassette,
     call_end_line,
     encode_line,
@@ -16,8 +17,7 @@ from vcr_transport._core._format import (
     request_line,
     response_line,
 )
-from vcr_transport._core._options import Options
-from vcr_transport._core._pairing import LivePairing, Unpaired, position
+from vcr_transport._core.views._pairing import LivePairing, Unpaired, position
 
 URL = "https://api.example.test/v1/chat/completions"
 HEADERS = [("content-type", "application/json")]

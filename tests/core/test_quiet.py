@@ -16,7 +16,8 @@ from upstream import Received, Reply, Upstream
 from vendors import SDKS, VENDOR_ROUTES, Sdk, anthropic_reply, gemini_reply, openai_reply
 
 import vcr_transport
-from vcr_transport._core._format import (
+from vcr_transport._core.engine._quiet import QuietComparison, merged_lines
+from vcr_transport._core.format._format import (
     Cassette,
     call_end_line,
     encode_line,
@@ -27,7 +28,6 @@ from vcr_transport._core._format import (
     request_line,
     response_line,
 )
-from vcr_transport._core._quiet import QuietComparison, merged_lines
 from vcr_transport._storage import read_cassette
 
 # openai sync and async (streaming in the steps), anthropic, google-genai.

@@ -6,12 +6,12 @@ from pathlib import Path
 
 
 def test_the_registration_module_is_what_the_options_give() -> None:
-    from vcr_transport._core import _registration
-    from vcr_transport._core._modes import ENVIRONMENT_VARIABLE, MODES
-    from vcr_transport._core._options import COMPAT_INI, Options, pyproject_names, registration_module
+    from vcr_transport._core.engine import _registration
+    from vcr_transport._core.engine._modes import ENVIRONMENT_VARIABLE, MODES
+    from vcr_transport._core.engine._options import COMPAT_INI, Options, pyproject_names, registration_module
 
     assert Path(_registration.__file__).read_text(encoding="utf-8") == registration_module(), (
-        "vcr_transport/_core/_registration.py differs from Options: run .venv/bin/python docs/_gen.py"
+        "vcr_transport/_core/engine/_registration.py differs from Options: run .venv/bin/python docs/_gen.py"
     )
     assert _registration.MODES == MODES and _registration.ENVIRONMENT_VARIABLE == ENVIRONMENT_VARIABLE
     assert _registration.COMPAT_INI == COMPAT_INI
@@ -30,7 +30,7 @@ def test_the_registration_module_is_what_the_options_give() -> None:
 def test_an_ini_setting_is_read_as_its_option_takes_it() -> None:
     import pytest
 
-    from vcr_transport._core._options import Options
+    from vcr_transport._core.engine._options import Options
 
     assert Options.knob("max_age").from_text("30", "the ini vcr_transport_max_age") == 30.0
     assert Options.knob("on_expiry").from_text("fail", "the ini vcr_transport_on_expiry") == "fail"

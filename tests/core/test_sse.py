@@ -1,4 +1,4 @@
-"""The one SSE decoder (``vcr_transport._core._sse``) against a plain reading of the WHATWG HTML standard's
+"""The one SSE decoder (``vcr_transport._core.format._sse``) against a plain reading of the WHATWG HTML standard's
 "Parsing an event stream" and "Interpreting an event stream", fed in random chunkings; what serves
 redaction (``data_of``), the protocol end (``ProtocolEnd``) and the views (``parse_sse``) read on it."""
 
@@ -13,8 +13,8 @@ from hypothesis import example, given, settings
 from hypothesis import strategies as st
 from vendors import sse
 
-from vcr_transport._core._conversation import SseEvent, parse_sse
-from vcr_transport._core._sse import ProtocolEnd, SseDecoder, data_of, decode_events
+from vcr_transport._core.format._sse import ProtocolEnd, SseDecoder, data_of, decode_events
+from vcr_transport._core.views._conversation import SseEvent, parse_sse
 
 Dispatched = tuple[str, str, str]  # (type, data, last event ID) of an event the standard dispatches
 

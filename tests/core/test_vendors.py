@@ -7,9 +7,9 @@ from typing import Any
 
 import pytest
 
-from vcr_transport._core._format import RecordedCall
-from vcr_transport._core._redaction import PLACEHOLDER
-from vcr_transport._core._vendors import VENDORS, parse_drift_hosts, parse_upstream, resend_verdict
+from vcr_transport._core.format._format import RecordedCall
+from vcr_transport._core.rules._redaction import PLACEHOLDER
+from vcr_transport._tools._vendors import VENDORS, parse_drift_hosts, parse_upstream, resend_verdict
 
 ENV = {
     "OPENAI_API_KEY": "sk-openai",

@@ -10,11 +10,11 @@ from typing import Any
 import pytest
 
 from vcr_transport import CassetteError, ReplayMismatch
-from vcr_transport._core._call_recording import CallBook
-from vcr_transport._core._format import MAX_SECONDS, Cassette, RecordedCall, encode_line, problems
-from vcr_transport._core._matching import Normalizer, RequestMatcher
-from vcr_transport._core._redaction import PLACEHOLDER, Redactor
-from vcr_transport._core._websocket import MessageMatcher, SessionPlayback, SessionRecording, stored_message
+from vcr_transport._core.engine._call_recording import CallBook
+from vcr_transport._core.engine._matching import Normalizer, RequestMatcher
+from vcr_transport._core.engine._websocket import MessageMatcher, SessionPlayback, SessionRecording, stored_message
+from vcr_transport._core.format._format import MAX_SECONDS, Cassette, RecordedCall, encode_line, problems
+from vcr_transport._core.rules._redaction import PLACEHOLDER, Redactor
 
 KEY = "sk-proj-abcdefghijklmnopqrstuvwxyz0123456789ABCD"
 AUDIO = base64.b64encode(bytes(range(256)) * 4).decode("ascii")
@@ -200,7 +200,7 @@ def test_the_resend_plan_of_a_message_beyond_the_recording() -> None:
 
 
 def test_a_session_miss_ends_replay_with_the_session_not_played() -> None:
-    from vcr_transport._core._engine import ReplayEngine
+    from vcr_transport._core.engine._engine import ReplayEngine
 
     data = _session([("client", "a")])
     cassette = Cassette.parse(data + data.split(b"\n", 1)[1].replace(b'"call_index":0', b'"call_index":1'), "c.jsonl")

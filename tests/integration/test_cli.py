@@ -20,8 +20,8 @@ from upstream import Reply, Upstream
 from vendors import SDKS, VENDOR_ROUTES
 
 import vcr_transport
-from vcr_transport._cli import main
 from vcr_transport._config import MODES
+from vcr_transport._tools._cli import main
 
 OPENAI = next(s for s in SDKS if s.name == "openai" and s.library is httpx2 and s.side == "sync")
 ANTHROPIC = next(s for s in SDKS if s.name == "anthropic" and s.side == "async")

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from vcr_transport._cli import main
+from vcr_transport._tools._cli import main
 
 HEADER = json.dumps({"type": "header", "format_version": 1}) + "\n"
 

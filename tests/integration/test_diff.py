@@ -21,9 +21,9 @@ from upstream import Upstream
 from vendors import VENDOR_ROUTES
 
 import vcr_transport
-from vcr_transport._core._diff import cassette_differences, paired_calls
-from vcr_transport._core._review import change_kind, cut_long
+from vcr_transport._core.views._review import change_kind, cut_long
 from vcr_transport._storage import read_cassette
+from vcr_transport._tools._diff import cassette_differences, paired_calls
 
 CHAT = "https://api.openai.com/v1/chat/completions"
 
@@ -280,8 +280,8 @@ def test_ordinary_text_is_never_cut(value: str) -> None:
 def _pairing_reference(a: list[Any], b: list[Any]) -> list[tuple[int | None, int | None]]:
     """The pairing as it was written first (a list rescanned and shifted for every call of B): what
     ``paired_calls`` must still give, in linear work."""
-    from vcr_transport._core import _diff
-    from vcr_transport._core._matching import RequestMatcher
+    from vcr_transport._core.engine._matching import RequestMatcher
+    from vcr_transport._tools import _diff
 
     matcher = RequestMatcher()
     requests_a = [_diff._request(matcher, call) for call in a]
@@ -314,7 +314,7 @@ def _pairing_reference(a: list[Any], b: list[Any]) -> list[tuple[int | None, int
 
 
 def _recorded(calls: list[tuple[str, str]]) -> list[Any]:
-    from vcr_transport._core._format import RecordedCall
+    from vcr_transport._core.format._format import RecordedCall
 
     return [
         RecordedCall(index, "POST", url, [], {"json": {"messages": [{"role": "user", "content": text}] * (index % 3)}})
@@ -354,7 +354,7 @@ def _lines_run(module_file: str, run: Any) -> int:
 def test_pairing_many_changed_calls_grows_linearly() -> None:
     """Every request changed, on one route: pairing 4 times the calls runs about 4 times the lines (before: 16
     times in the pairing itself, 7 times in all, each call of B rescanning every unpaired call of A)."""
-    from vcr_transport._core import _diff
+    from vcr_transport._tools import _diff
 
     def lines(n: int) -> int:
         a = _recorded([(CHAT, f"question {i}") for i in range(n)])

@@ -41,10 +41,10 @@ import pytest
 from doc_blocks import DOCS, KINDS, ROOT, Block, blocks
 
 from vcr_transport import Options
-from vcr_transport._cli import build_parser
-from vcr_transport._core import _format
+from vcr_transport._core.format import _format
 from vcr_transport._guard import NetworkGuard
 from vcr_transport._stand_in_keys import KEY_VARIABLES
+from vcr_transport._tools._cli import build_parser
 
 KEY_VARIABLE_NAMES = [name for variable in KEY_VARIABLES for name in variable.names]
 
@@ -322,7 +322,7 @@ def test_the_ci_pages_workflow_runs_after_the_install(
 
 
 def _settings_names() -> set[str]:
-    from vcr_transport._core._options import SETTINGS
+    from vcr_transport._core.engine._options import SETTINGS
 
     options = {name for name in Options.names() if Options.knob(name).pyproject}
     return options | {setting.name for setting in SETTINGS if setting.pyproject}
@@ -332,7 +332,7 @@ TOML = [block for block in BLOCKS if block.lang == "toml"]
 
 
 def _ini_names() -> set[str]:
-    from vcr_transport._core._registration import COMPAT_INI, INI_OPTIONS
+    from vcr_transport._core.engine._registration import COMPAT_INI, INI_OPTIONS
 
     return {COMPAT_INI} | {ini for _, ini, *_ in INI_OPTIONS}
 

@@ -26,12 +26,12 @@ from test_cli import ANTHROPIC, OPENAI, cli
 from upstream import Received, Reply, Upstream
 from vendors import SDKS, VENDOR_ROUTES, openai_reply, sse
 
-from vcr_transport._core._call_recording import CallBook
-from vcr_transport._core._format import encode_line
-from vcr_transport._core._redaction import PLACEHOLDER, Redactor
-from vcr_transport._core._shape import Shape, answer_shape, compare_shapes
-from vcr_transport._core._view import call_view
-from vcr_transport._core._websocket import SessionRecording
+from vcr_transport._core.engine._call_recording import CallBook
+from vcr_transport._core.engine._websocket import SessionRecording
+from vcr_transport._core.format._format import encode_line
+from vcr_transport._core.rules._redaction import PLACEHOLDER, Redactor
+from vcr_transport._core.views._shape import Shape, answer_shape, compare_shapes
+from vcr_transport._core.views._view import call_view
 from vcr_transport._storage import read_cassette
 
 GENAI = next(s for s in SDKS if s.name == "genai" and s.library is httpx2 and s.side == "sync")

@@ -13,7 +13,7 @@ import referencing
 from referencing.jsonschema import DRAFT6
 from test_cli import cli, make_project
 
-from vcr_transport._core._redaction import PLACEHOLDER
+from vcr_transport._core.rules._redaction import PLACEHOLDER
 from vcr_transport._storage import read_cassette
 
 SCHEMAS = Path(__file__).resolve().parents[1] / "har_schema"

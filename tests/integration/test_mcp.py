@@ -21,7 +21,7 @@ from mcp_upstream import McpUpstream, discover_session, mcp_session
 
 import vcr_transport
 from vcr_transport import ReplayMismatch
-from vcr_transport._cli import main as cli
+from vcr_transport._tools._cli import main as cli
 
 REPLAYS = 12
 

@@ -34,7 +34,7 @@ def project(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> pytes
 
 
 def _prune(where: Path, capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str]:
-    from vcr_transport._cli import main
+    from vcr_transport._tools._cli import main
 
     capsys.readouterr()
     with pytest.MonkeyPatch.context() as patch:

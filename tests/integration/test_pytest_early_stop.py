@@ -55,7 +55,7 @@ def call_ends(cassette: Path) -> list[dict[str, Any]]:
 def verify(
     project: pytest.Pytester, capsys: pytest.CaptureFixture[str], *args: str
 ) -> tuple[int, list[str], list[str]]:
-    from vcr_transport._cli import main
+    from vcr_transport._tools._cli import main
 
     capsys.readouterr()
     with pytest.MonkeyPatch.context() as patch:

@@ -54,7 +54,7 @@ def ledger(project: pytest.Pytester) -> dict[str, Any]:
 
 
 def prune(project: pytest.Pytester, capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
-    from vcr_transport._cli import main
+    from vcr_transport._tools._cli import main
 
     capsys.readouterr()
     with pytest.MonkeyPatch.context() as patch:

@@ -208,7 +208,7 @@ LOADED_WHEN_UNUSED = {
     "vcr_transport",
     "vcr_transport._exceptions",
     "vcr_transport._core",
-    "vcr_transport._core._registration",
+    "vcr_transport._core.engine._registration",
     "vcr_transport._compat",
     "vcr_transport._config",
     "vcr_transport._ledger",  # a plain class and paths: the run's start writes the ledger if there is one
@@ -237,7 +237,7 @@ def test_a_run_that_uses_no_cassette_imports_none_of_the_machinery(project: pyte
     project.makepyfile(test_plain="import pytest\n\n@pytest.mark.vcr_transport\ndef test_plain():\n    pass\n")
     project.runpytest_subprocess(*LEAN, "-p", "no:randomly").assert_outcomes(passed=1)
     loaded = set(json.loads((project.path / "loaded.json").read_text()))
-    assert {"vcr_transport._core._options", "vcr_transport._context", "vcr_transport._session"} <= loaded
+    assert {"vcr_transport._core.engine._options", "vcr_transport._context", "vcr_transport._session"} <= loaded
 
 
 def test_help_and_option_checks_work_without_the_machinery(project: pytest.Pytester) -> None:
@@ -467,7 +467,7 @@ def _mixed(project: pytest.Pytester, prompt: str) -> None:
 def test_prune_keeps_every_entry_points_cassettes_and_refuses_after_a_partial_run(
     project: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from vcr_transport._cli import main
+    from vcr_transport._tools._cli import main
 
     _mixed(project, "hi")
     # A run started in the test paths' folder is the whole suite (a start in any other subfolder is partial).
@@ -493,7 +493,7 @@ def test_prune_keeps_every_entry_points_cassettes_and_refuses_after_a_partial_ru
 
 
 def test_prune_refusal_names_the_partial_run(project: pytest.Pytester, capsys: pytest.CaptureFixture[str]) -> None:
-    from vcr_transport._cli import main
+    from vcr_transport._tools._cli import main
 
     write_tests(project, ["hi"])
     project.runpytest("--vcr-mode=record", "-x", "-k", "test_chat").assert_outcomes(passed=1)
@@ -589,7 +589,7 @@ def test_a_pinned_replay_with_no_cassette_names_the_fix_that_works(project: pyte
 def test_a_module_that_fails_to_collect_makes_the_run_partial(
     project: pytest.Pytester, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    from vcr_transport._cli import main
+    from vcr_transport._tools._cli import main
 
     write_tests(project, ["hi"])
     project.runpytest("--vcr-mode=record").assert_outcomes(passed=3)

@@ -24,10 +24,10 @@ from upstream import Received, Reply, Upstream, split_bytes
 from vendors import SDKS, VENDOR_ROUTES, Sdk, anthropic_reply, gemini_reply, openai_reply, sse
 
 import vcr_transport
-from vcr_transport._core._bodies import content_encodings, decode_stacked
-from vcr_transport._core._redaction import Redactor
-from vcr_transport._core._scan import scan_document
-from vcr_transport._core._stream_redaction import delta_channels
+from vcr_transport._core.format._bodies import content_encodings, decode_stacked
+from vcr_transport._core.rules._redaction import Redactor
+from vcr_transport._core.rules._scan import scan_document
+from vcr_transport._core.rules._stream_redaction import delta_channels
 
 # Formats the `rules` branch adds to the catalogue; cases that need them fail until it is merged.
 CATALOGUE_FORMATS = {"github", "slack", "stripe", "aws", "jwt", "pem"}
@@ -824,7 +824,7 @@ def test_import_redacts_compressed_bodies_and_the_sdk_replays_them(encoding: str
     import openai
     import yaml
 
-    from vcr_transport._cli import main
+    from vcr_transport._tools._cli import main
 
     rng = random.Random("import-" + encoding)
     repeated, learned = "sk-proj-" + _core(rng, 40), _core(rng, 32)
@@ -985,7 +985,7 @@ def test_the_projects_own_rules_reach_scan_and_import(
     and ``import`` removes it."""
     import yaml
 
-    from vcr_transport._cli import main
+    from vcr_transport._tools._cli import main
 
     (tmp_path / "pyproject.toml").write_text('[tool.vcr_transport]\nredact_patterns = ["acme_[0-9]{8}"]\n')
     monkeypatch.chdir(tmp_path)

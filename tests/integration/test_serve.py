@@ -27,9 +27,9 @@ from upstream import Upstream
 from vendors import OPENAI_KEY, SDKS, VENDOR_ROUTES, openai_reply
 
 from vcr_transport import RecordingTransport, ReplayTransport, use_cassette
-from vcr_transport._core._format import Cassette
-from vcr_transport._serve import CassetteServer, ServeConfig, _Request
+from vcr_transport._core.format._format import Cassette
 from vcr_transport._storage import read_cassette
+from vcr_transport._tools._serve import CassetteServer, ServeConfig, _Request
 
 ROOT = Path(__file__).resolve().parents[2]
 DEMO = ROOT / "cassettes" / "openai_demo.jsonl"

@@ -181,9 +181,9 @@ def test_the_views_name_the_test_that_recorded_each_call(project: pytest.Pyteste
     import subprocess
     import sys
 
-    from vcr_transport._core._format import Cassette
-    from vcr_transport._core._view import call_view
-    from vcr_transport._html import call_data
+    from vcr_transport._core.format._format import Cassette
+    from vcr_transport._core.views._view import call_view
+    from vcr_transport._tools._html import call_data
 
     write_tests(project, PROMPTS)
     project.runpytest("--vcr-mode=record").assert_outcomes(passed=3)
@@ -202,7 +202,7 @@ def test_the_views_name_the_test_that_recorded_each_call(project: pytest.Pyteste
 
 
 def _prune(project: pytest.Pytester, capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str]:
-    from vcr_transport._cli import main
+    from vcr_transport._tools._cli import main
 
     capsys.readouterr()
     with pytest.MonkeyPatch.context() as patch:

@@ -26,9 +26,16 @@ from upstream import Received, Upstream
 from upstream import Reply as UpstreamReply
 from vendors import SDKS, Sdk
 
-from vcr_transport._core._conversation import Message, Reply, ToolCall, call_label, request_messages, request_tools
-from vcr_transport._core._format import Cassette, RecordedCall, encode_line
-from vcr_transport._core._view import NOT_JSON, call_view
+from vcr_transport._core.format._format import Cassette, RecordedCall, encode_line
+from vcr_transport._core.views._conversation import (
+    Message,
+    Reply,
+    ToolCall,
+    call_label,
+    request_messages,
+    request_tools,
+)
+from vcr_transport._core.views._view import NOT_JSON, call_view
 from vcr_transport._storage import read_cassette
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -148,8 +155,8 @@ def test_a_body_that_is_not_utf8_is_shown_by_its_size_beside_the_reply_and_parse
 
 
 def test_each_call_is_read_once_for_the_page_with_its_differences(monkeypatch: pytest.MonkeyPatch) -> None:
-    from vcr_transport._core import _view
-    from vcr_transport._html import html_page
+    from vcr_transport._core.views import _view
+    from vcr_transport._tools._html import html_page
 
     readings: list[int] = []
     real = _view.decoded_body
@@ -574,7 +581,7 @@ def test_a_call_label_stays_short_on_a_hostile_call() -> None:
 
 def test_the_page_embeds_its_data_safely(tmp_path: Path) -> None:
     """Text that looks like HTML or a closing script tag stays text."""
-    from vcr_transport._html import html_page
+    from vcr_transport._tools._html import html_page
 
     call = RecordedCall(0, "POST", "https://x.invalid/v1/chat/completions", [], {"json": {"messages": []}})
     call.status, call.outcome = 200, "complete"
@@ -601,7 +608,7 @@ def _gzip_bomb(declared: int) -> bytes:
 def _bomb_cassette(path: Path, declared: int) -> Path:
     """A cassette as the recorder writes it: a chat call whose gzip answer declares ``declared`` bytes, in
     chunks, then a call with a plain answer."""
-    from vcr_transport._core._format import call_end_line, event_lines, header_line, request_line, response_line
+    from vcr_transport._core.format._format import call_end_line, event_lines, header_line, request_line, response_line
 
     bomb = _gzip_bomb(declared)
     chunks = [(bomb[i : i + 256 * 1024], 1_000_000 * n) for n, i in enumerate(range(0, len(bomb), 256 * 1024))]
@@ -635,7 +642,7 @@ def test_a_gzip_bomb_is_shown_encoded_with_a_note_in_bounded_memory(
 ) -> None:
     """A body declaring 16 times the bound (256 MiB here, the same as 10 GB against the real bound): every
     command that reads it finishes, names the bound, and holds less than twice the bound."""
-    from vcr_transport._core import _bodies
+    from vcr_transport._core.format import _bodies
 
     monkeypatch.setattr(_bodies, "MAX_DECODED_BYTES", BOUND, raising=False)
     a = _bomb_cassette(tmp_path / "a.jsonl", 16 * BOUND)

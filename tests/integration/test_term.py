@@ -6,7 +6,7 @@ import io
 
 import pytest
 
-from vcr_transport._term import Paint, Progress, colour_wanted
+from vcr_transport._tools._term import Paint, Progress, colour_wanted
 
 
 class Tty(io.StringIO):

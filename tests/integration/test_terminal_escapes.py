@@ -15,8 +15,7 @@ from test_cli import cli
 from test_serve import served
 
 import vcr_transport
-from vcr_transport._core._display import visible
-from vcr_transport._core._format import (
+from vcr_transport._core.format._format import (
     call_end_line,
     encode_line,
     event_lines,
@@ -25,6 +24,7 @@ from vcr_transport._core._format import (
     request_line,
     response_line,
 )
+from vcr_transport._display import visible
 
 OSC52 = "\x1b]52;c;cm0gLXJmIH4=\x07"  # writes the clipboard
 OSC8 = "\x1b]8;;http://evil.example/\x1b\\click me\x1b]8;;\x1b\\"  # a hyperlink

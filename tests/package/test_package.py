@@ -80,8 +80,8 @@ import sys
 import vcr_transport
 with vcr_transport.use_cassette("cassettes/openai_demo.jsonl", mode="replay", unplayed="ignore"):
     pass
-print(sorted(m for m in ("vcr_transport._check", "vcr_transport._websocket", "vcr_transport._cli",
-                         "vcr_transport._html", "vcr_transport._har") if m in sys.modules))
+print(sorted(m for m in ("vcr_transport._check", "vcr_transport._websocket", "vcr_transport._tools._cli",
+                         "vcr_transport._tools._html", "vcr_transport._tools._har") if m in sys.modules))
 """
     result = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True, cwd=ROOT)
     assert result.stdout.strip() == "[]"

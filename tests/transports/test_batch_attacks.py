@@ -22,9 +22,9 @@ from upstream import Reply, Upstream, split_bytes
 from vendors import MODEL, OPENAI_KEY, sse
 
 import vcr_transport
-from vcr_transport._core._format import encode_line
-from vcr_transport._core._redaction import PLACEHOLDER, Redactor
-from vcr_transport._core._stream_redaction import StreamRedactor
+from vcr_transport._core.format._format import encode_line
+from vcr_transport._core.rules._redaction import PLACEHOLDER, Redactor
+from vcr_transport._core.rules._stream_redaction import StreamRedactor
 from vcr_transport._storage import read_cassette
 
 SECRET = "sk-proj-EXITBATCHabcdefghijklmnopqrstuvwxyz0123"
@@ -106,7 +106,7 @@ _SIGINT_IN_A_BATCH = """
     import os, signal, sys, warnings
     import httpx2
     import vcr_transport
-    from vcr_transport._core._stream_redaction import StreamRedactor
+    from vcr_transport._core.rules._stream_redaction import StreamRedactor
 
     signal.signal(signal.SIGINT, signal.default_int_handler)  # even if the run was started with SIGINT ignored
     cassette, url = sys.argv[1], sys.argv[2]
@@ -363,7 +363,7 @@ def test_the_parse_cache_survives_parallel_writers_a_swapped_entry_and_a_folder_
     from test_parse_cache import CHUNKS, _entries, _record, _replay
 
     from vcr_transport import _parse_cache
-    from vcr_transport._core import _format
+    from vcr_transport._core.format import _format
 
     folder = tmp_path / "cache"
     monkeypatch.setenv("VCR_TRANSPORT_CACHE_DIR", str(folder))

@@ -20,7 +20,7 @@ from upstream import Upstream
 from vendors import OPENAI_KEY
 
 import vcr_transport
-from vcr_transport._core._format import HELD_LINE_BYTES, MAX_LINE_BYTES
+from vcr_transport._core.format._format import HELD_LINE_BYTES, MAX_LINE_BYTES
 
 PROMPT = [{"role": "user", "content": "hello"}]
 CLI = [sys.executable, "-m", "vcr_transport"]

@@ -14,9 +14,9 @@ from upstream import Received, Reply, Upstream, split_events
 from vendors import MODEL, SDKS, sse
 
 import vcr_transport
-from vcr_transport._core._format import event_lines
-from vcr_transport._core._redaction import PLACEHOLDER, Redactor
-from vcr_transport._core._stream_redaction import BATCH, StreamRedactor
+from vcr_transport._core.format._format import event_lines
+from vcr_transport._core.rules._redaction import PLACEHOLDER, Redactor
+from vcr_transport._core.rules._stream_redaction import BATCH, StreamRedactor
 from vcr_transport._storage import read_cassette
 
 SECRET = "sk-proj-BATCHEDabcdefghijklmnopqrstuvwxyz0123"
@@ -193,7 +193,7 @@ def test_event_offsets_are_the_arrivals_from_the_start_rounded_half_up_to_the_mi
     later arrival is written at the bound, so that the file reads back)."""
     from decimal import ROUND_HALF_UP, Decimal
 
-    from vcr_transport._core._format import MAX_SECONDS
+    from vcr_transport._core.format._format import MAX_SECONDS
 
     started = 987_654_321_000_123
     gaps = [0, 1, 499, 500, 501, 1_499, 1_500, 999_999_999, 3_600_000_000_500, 7_000_000_000_499]
@@ -363,7 +363,7 @@ def _chat_stream(rng: random.Random) -> bytes:
 
 
 def test_delta_text_read_by_msgspec_is_what_the_general_reading_finds() -> None:
-    from vcr_transport._core._stream_redaction import delta_channels, delta_texts
+    from vcr_transport._core.rules._stream_redaction import delta_channels, delta_texts
 
     rng = random.Random(24)
     for _ in range(2000):

@@ -12,9 +12,9 @@ from typing import Any
 import pytest
 import yaml
 
-from vcr_transport._cli import main
-from vcr_transport._core._format import problems
+from vcr_transport._core.format._format import problems
 from vcr_transport._storage import read_cassette
+from vcr_transport._tools._cli import main
 
 URL = "https://api.example.test/v1/chat"
 

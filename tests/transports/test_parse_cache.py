@@ -11,8 +11,9 @@ import httpx2
 import pytest
 
 import vcr_transport
+import vcr_transport._version
 from vcr_transport import _parse_cache
-from vcr_transport._core import _format
+from vcr_transport._core.format import _format
 
 CHUNKS = [b'data: {"n": %d, "text": "%s"}\n\n' % (n, b"x" * 4000) for n in range(80)]  # over MIN_BYTES
 
@@ -130,7 +131,7 @@ def test_an_entry_written_by_another_version_is_not_trusted(
 ) -> None:
     _record(cassette, CHUNKS)
     _cached(cassette)
-    monkeypatch.setattr(vcr_transport, "__version__", "999.0")
+    monkeypatch.setattr(vcr_transport._version, "__version__", "999.0")
     assert _replay(cassette) == CHUNKS
     assert len(parses) == 3
 

@@ -20,10 +20,10 @@ from vendors import SDKS, Sdk
 
 import vcr_transport
 from vcr_transport import _storage
-from vcr_transport._core import _quiet
-from vcr_transport._core._format import encode_line
-from vcr_transport._core._matching import RequestMatcher
-from vcr_transport._core._redaction import PLACEHOLDER, Redactor
+from vcr_transport._core.engine import _quiet
+from vcr_transport._core.engine._matching import RequestMatcher
+from vcr_transport._core.format._format import encode_line
+from vcr_transport._core.rules._redaction import PLACEHOLDER, Redactor
 from vcr_transport._http import forwarded_request
 
 CALL_SDKS = [

@@ -22,7 +22,7 @@ from upstream import Reply, Upstream, free_port
 from vendors import OPENAI_KEY, SDKS, VENDOR_ROUTES
 
 import vcr_transport
-from vcr_transport._core._sse import ProtocolEnd
+from vcr_transport._core.format._sse import ProtocolEnd
 from vcr_transport._storage import read_cassette
 
 CHILD = Path(__file__).resolve().parents[1] / "recording_child.py"

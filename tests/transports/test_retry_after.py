@@ -23,8 +23,8 @@ from upstream import Received, Reply, Upstream
 from vendors import anthropic_reply, openai_reply
 
 import vcr_transport
-from vcr_transport._core._engine import replay_headers
-from vcr_transport._core._format import RecordedCall
+from vcr_transport._core.engine._engine import replay_headers
+from vcr_transport._core.format._format import RecordedCall
 
 
 def _in(seconds: float) -> str:

@@ -18,8 +18,8 @@ from real_wire import vendor_of, with_real_headers
 from upstream import Received, Reply, Upstream
 
 import vcr_transport
-from vcr_transport._core._faults import corrupt_chunk
-from vcr_transport._core._modes import Decision
+from vcr_transport._core.engine._faults import corrupt_chunk
+from vcr_transport._core.engine._modes import Decision
 
 
 @dataclass(frozen=True)
@@ -420,8 +420,8 @@ def test_a_recorded_time_beyond_the_bound_is_refused_before_pace_waits(tmp_path:
     """An event at t = 1e9 s (31 years) is out of the format's range (MAX_SECONDS, an hour): verify reports the
     file, line and field, and a paced replay through the openai SDK refuses the cassette without a wait (before:
     it slept 31 years)."""
-    from vcr_transport._cli import main as cli_main
-    from vcr_transport._core._format import MAX_SECONDS
+    from vcr_transport._core.format._format import MAX_SECONDS
+    from vcr_transport._tools._cli import main as cli_main
 
     cassette = tmp_path / "late.jsonl"
     cassette.write_bytes(_chat_stream_cassette([0.0, 1e9]))
@@ -435,7 +435,7 @@ def test_a_recorded_time_beyond_the_bound_is_refused_before_pace_waits(tmp_path:
 
 def test_pace_waits_for_the_latest_recorded_time_so_times_that_go_up_and_down_wait_no_longer(tmp_path: Path) -> None:
     """Times going 0, an hour, 0, an hour... wait an hour in all (before: an hour for every rise)."""
-    from vcr_transport._core._format import MAX_SECONDS
+    from vcr_transport._core.format._format import MAX_SECONDS
 
     cassette = tmp_path / "sawtooth.jsonl"
     cassette.write_bytes(_chat_stream_cassette([0.0, MAX_SECONDS] * 20))

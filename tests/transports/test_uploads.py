@@ -19,7 +19,7 @@ from helpers import verify_strict
 from real_wire import vendor_mock
 
 from vcr_transport import AsyncRecordingTransport, RecordingTransport, ReplayMismatch, ReplayTransport
-from vcr_transport._core._matching import comparable_parts
+from vcr_transport._core.engine._matching import comparable_parts
 
 KEY = "sk-proj-" + "Uq3" * 14
 AUDIO = bytes(range(256)) * 40  # not UTF-8: a binary part

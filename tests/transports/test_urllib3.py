@@ -12,7 +12,7 @@ import pytest
 from upstream import Reply, Upstream
 from vendors import openai_reply
 
-from vcr_transport._cli import main
+from vcr_transport._tools._cli import main
 
 IMAGE_HOST = "https://upload.wikimedia.org"
 IMAGE_PATH = "/wikipedia/commons/cat.png"

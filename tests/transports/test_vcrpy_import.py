@@ -19,9 +19,9 @@ from real_wire import COOKIE_SETS, real_headers
 from upstream import Received
 from vendors import SDKS, VENDOR_ROUTES, Sdk
 
-from vcr_transport._cli import main
 from vcr_transport._storage import read_cassette
-from vcr_transport._vcrpy import ALIAS_BUDGET
+from vcr_transport._tools._cli import main
+from vcr_transport._tools._vcrpy import ALIAS_BUDGET
 
 
 def interaction(**changes: Any) -> dict[str, Any]:
@@ -543,7 +543,7 @@ def test_a_gzip_bomb_body_is_refused_naming_its_interaction(
     """A recorded gzip body that decodes past the bound can't be searched for secrets: refused, not written."""
     import gzip
 
-    from vcr_transport._core import _bodies
+    from vcr_transport._core.format import _bodies
 
     monkeypatch.setattr(_bodies, "MAX_DECODED_BYTES", 1024 * 1024, raising=False)
     bomb = gzip.compress(b"\0" * (64 * 1024 * 1024), mtime=0)
