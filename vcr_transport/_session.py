@@ -22,17 +22,18 @@ from types import ModuleType, TracebackType
 from typing import TYPE_CHECKING, Any, Literal, Self, Unpack
 
 from ._config import PytestRun, cassette_mode, current_run, find_pyproject, how_to_record, read_settings, resolve_mode
-from ._core.engine._modes import Decision, Mode, Step, concrete_mode
+from ._core.engine._modes import Decision, Mode, Step, expired_mode
 from ._core.engine._options import Options
 from ._core.format._bodies import redact_url, stored_body, stored_body_bytes
-from ._core.format._format import RecordedCall, header_age_days, lines_before_call, lines_of_calls
+from ._core.format._format import RecordedCall, header_age_days
 from ._core.rules._redaction import RedactWithError
 from ._core.views._conversation import request_label
 from ._exceptions import CassetteError, CassetteExpiredWarning, ReplayMismatch, UnplayedCallsError
 from ._http import header_pairs, library_of
 from ._lifecycle import AsyncTransport, ClosingSides, SyncTransport, TransportBase, TransportLifecycle, propagating
-from ._recording import AsyncRecordingTransport, CassetteRecorder, RecordingTransport, forked_child_error
+from ._recording import AsyncRecordingTransport, CassetteRecorder, RecordingTransport
 from ._replay import Replayer, answers_with_error_response, error_response, kept_out
+from ._states import Checking, Off, Recording, Refused, Replaying, SessionState
 
 if TYPE_CHECKING:
     from ._check import ShapeChecker
@@ -72,7 +73,9 @@ class CassetteSession:
     whatever inner transport the caller has, so one session serves many clients.
 
     ``mode`` is the concrete mode and ``source`` where it came from (argument, pytest option, environment,
-    pyproject, default). ``first_mismatch``, ``unplayed_calls()`` and ``assert_all_played()`` report on
+    pyproject, default). ``decision`` (``_core/engine/_modes.py``) is the step each request meets; ``state``
+    (``_states.py``: replaying, recording, checking, refused, off) what the cassette is now, and what became
+    of it (``outcome()``). ``first_mismatch``, ``unplayed_calls()`` and ``assert_all_played()`` report on
     replay; ``close()`` commits a recording. ``run``: the pytest run told what became of the cassette.
     ``serving``: the cassette is served (``serve``): any recorded call answers any matching request, as
     often as it comes, a mismatch is raised for the server to answer, and record-on-miss appends (see
@@ -92,107 +95,119 @@ class CassetteSession:
         refusal: CassetteError | None = None,
     ) -> None:
         self.path = Path(path)
-        self.mode = mode
         self.source = source
         self.options = dataclasses.replace(options, ordered=False, on_mismatch="raise") if serving else options
         self.record_hint = record_hint
         self.run = run
-        self.pid = os.getpid()  # a forked child replays from the session, never records into its cassette
-        self._recorder: CassetteRecorder | None = None
         self.closed = False
-        self.ended_by: BaseException | None = None  # what ended the block, when an exception did
-        self.refused = 0  # requests answered with the cassette's diagnostic (a missing or unreadable cassette)
         self._sent: list[CassetteRequest] = []  # requests forwarded and recorded in this session
         self._sent_lock = threading.Lock()
+        self.existed = existed = self._existed()
         # Fail closed: a cassette that can't be read answers every request with its diagnostic.
         # ``refusal``: the mode refused this cassette (CI); every request meets it, as a missing cassette's.
-        self.broken: CassetteError | None = refusal
-        self.refusal = refusal
-        self.existed = self.path.exists()
-        if self.existed and self.options.shared_as:  # a shared cassette exists for a test holding its calls
-            from ._storage import holds_calls_of
-
-            self.existed = holds_calls_of(self.path, self.options.shared_as)
-        replays = refusal is None and (mode in ("replay", "check") or (mode == "record-on-miss" and self.existed))
-        self.replayer = self._open(path, serving) if replays else None
-        # mode check: each answer's shape compared with the recorded call's (``_check``)
-        self.checker: ShapeChecker | None = None
-        if mode == "check" and self.replayer is not None:
-            from ._check import ShapeChecker  # only mode check needs it
-
-            self.checker = ShapeChecker(
-                self.replayer, str(self.path), plain_bodies=self.options.plain_bodies, record_hint=record_hint
-            )
-        self.stale_days: float | None = None  # a replayed cassette's age, when older than max_age
-        if self.replayer is not None and not serving and self.options.max_age is not None:
-            self._check_age(self.options.max_age)
+        opened: Replayer | Refused | None = None
+        if refusal is not None:
+            opened = Refused(refusal, "refused", existed=existed)
+        elif Decision.reads(mode, exists=existed):
+            opened, mode = self._read(mode, path, serving)
         self.decision = Decision(
-            self.mode,
-            readable=self.broken is None,
-            exists=self.existed,
+            mode,
+            readable=not isinstance(opened, Refused),
+            exists=existed,
             passthrough=self.options.passthrough,
             passthrough_replay=self.options.passthrough_replay,
             ignore_hosts=self.options.ignore_hosts,
             appending=serving,
         )
-        if self.decision.records_at_start:
-            self._record_from(len(self.replayer.calls) if self.replayer is not None else 0)
+        self.state: SessionState = self._first_state(opened, existed)
         if run is not None:
             run.cassette_opened(self.path, mode, self.options.shared_as or "")
 
-    def _open(self, path: str | os.PathLike[str], serving: bool) -> Replayer | None:
-        """The cassette, read to be replayed (its messages name ``path`` as given); None when it doesn't
-        exist (``broken`` then says what records it). One that can't be read raises, as itself: never as an
-        answer an SDK reads as the vendor's (a 400), nor after a request's retries."""
+    def _existed(self) -> bool:
+        """Whether the cassette is there (a shared cassette: whether it holds this test's calls)."""
+        if self.options.shared_as and self.path.exists():
+            from ._storage import holds_calls_of
+
+            return holds_calls_of(self.path, self.options.shared_as)
+        return self.path.exists()
+
+    def _read(self, mode: str, path: str | os.PathLike[str], serving: bool) -> tuple[Replayer | Refused, str]:
+        """The cassette read to be replayed or checked (or why not), and the mode (a stale cassette's may
+        change)."""
+        replayer = self._open(mode, path, serving)
+        if isinstance(replayer, CassetteError):
+            return Refused(replayer, "missing", existed=False), mode
+        if serving or self.options.max_age is None:
+            return replayer, mode
+        stale, mode = self._check_age(replayer, mode, self.options.max_age)
+        return (Refused(stale, "stale", existed=True, replayer=replayer) if stale else replayer), mode
+
+    def _first_state(self, opened: Replayer | Refused | None, existed: bool) -> SessionState:
+        """What the session starts as: refused; recording (afresh, or appending to what ``opened`` read);
+        off; checking; replaying (record-on-miss: until its first miss)."""
+        decision = self.decision
+        if isinstance(opened, Refused):
+            return opened
+        if decision.records_at_start:
+            if opened is None:
+                return Recording.fresh(self.path, self.options, existed=existed)
+            return Replaying(opened, self.path, self.options, reports_mismatch=False).on_record_start()
+        if opened is None:
+            return Off()
+        if decision.checks:
+            from ._check import ShapeChecker  # only mode check needs it
+
+            plain = self.options.plain_bodies
+            return Checking(
+                opened, ShapeChecker(opened, str(self.path), plain_bodies=plain, record_hint=self.record_hint)
+            )
+        opened.engine.stop_at_miss = decision.stops_at_miss  # the first miss ends replay (``on_miss``)
+        return Replaying(opened, self.path, self.options, reports_mismatch=decision.reports_mismatch)
+
+    def _open(self, mode: str, path: str | os.PathLike[str], serving: bool) -> Replayer | CassetteError:
+        """The cassette, read to be replayed (its messages name ``path`` as given); when it doesn't exist, the
+        error saying what records it. One that can't be read raises, as itself: never as an answer an SDK
+        reads as the vendor's (a 400), nor after a request's retries."""
         try:
             replayer = Replayer(path, self.options, reuse=serving)
         except CassetteError as error:
             if error.problem != "no such cassette":
                 if self.run is not None:
-                    self.run.cassette_opened(self.path, self.mode)
+                    self.run.cassette_opened(self.path, mode)
                     self.run.cassette_closed(self.path, "unreadable")
                 raise
             # A missing cassette: say what records it here (the marker's mode=, the option, the variable).
             hint = self.record_hint
-            self.broken = CassetteError(error.path, None, error.problem, f"record it first: {hint}") if hint else error
-            return None
+            return CassetteError(error.path, None, error.problem, f"record it first: {hint}") if hint else error
         replayer.engine.record_hint = self.record_hint
-        # record-on-miss: the first miss ends replay, atomically with what was played (see _record_from)
-        replayer.engine.stop_at_miss = self.mode == "record-on-miss" and not serving
         return replayer
 
-    def _check_age(self, max_age: float) -> None:
+    def _check_age(self, replayer: Replayer, mode: str, max_age: float) -> tuple[CassetteError | None, str]:
         """A replayed cassette recorded more than ``max_age`` days ago (its header's ``created``) is stale, and
-        ``on_expiry`` says what that does: ``fail``, every request meets a CassetteError naming its age and the
-        fix (as a missing cassette's); ``record-on-miss``, the first request it can't answer is recorded (not
-        under CI: the rule of a recording mode that comes from the configuration, ``concrete_mode``); ``warn``
-        (and record-on-miss), the pytest run is told, to say so once in its summary, or outside pytest a
-        CassetteExpiredWarning."""
-        assert self.replayer is not None
-        header = self.replayer.engine.cassette.header
+        ``on_expiry`` says what that does: ``fail``, every request meets the CassetteError returned, naming its
+        age and the fix (as a missing cassette's); ``record-on-miss``, the first request it can't answer is
+        recorded (the mode returned: ``expired_mode``); ``warn`` (and record-on-miss), the pytest run is told,
+        to say so once in its summary, or outside pytest a CassetteExpiredWarning."""
+        header = replayer.engine.cassette.header
         age = header_age_days(header, datetime.datetime.now(datetime.UTC))
         if age is None or age <= max_age:
-            return
-        self.stale_days = age
+            return None, mode
         stale = f"stale cassette, {int(age)} days old (max_age {max_age:g} days; recorded {header['created']})"
         fix = f"re-record it against the real API ({self.record_hint or 'mode=record'}), or raise max_age"
         if self.options.on_expiry == "fail":
-            self.broken = CassetteError(str(self.path), None, stale, fix)
-            return
-        if self.options.on_expiry == "record-on-miss" and self.mode == "replay":
-            self.mode = concrete_mode(
-                "record-on-miss",
-                str(self.path),
-                exists=True,
-                ci=bool(os.environ.get("CI")),
-                how_to_record=self.record_hint,
-                configured="on_expiry='record-on-miss'",
-            )
-            self.replayer.engine.stop_at_miss = self.mode == "record-on-miss"
+            return CassetteError(str(self.path), None, stale, fix), mode
+        if self.options.on_expiry == "record-on-miss":
+            ci = bool(os.environ.get("CI"))
+            mode = expired_mode(mode, str(self.path), ci=ci, how_to_record=self.record_hint)
         if self.run is not None:
             self.run.cassette_stale(self.path, age, max_age)
         else:
             warnings.warn(CassetteExpiredWarning(f"cassette {self.path}: {stale}; {fix}"), stacklevel=_callers_level())
+        return None, mode
+
+    @property
+    def mode(self) -> str:
+        return self.decision.mode
 
     @property
     def diverged_at(self) -> int | None:
@@ -200,44 +215,52 @@ class CassetteSession:
         return self.decision.diverged_at
 
     @property
+    def replayer(self) -> Replayer | None:
+        """The cassette read (replay, check, record-on-miss), or None."""
+        return self.state.replayer
+
+    @property
+    def checker(self) -> ShapeChecker | None:
+        """Mode check: each answer's shape compared with the recorded call's (``_check``)."""
+        return self.state.checker
+
+    @property
     def recorder(self) -> CassetteRecorder | None:
         """The recording, once one started."""
-        return self._recorder
+        return self.state.recorder
 
-    def _record_from(self, call_index: int) -> None:
-        """Start recording. At record-on-miss's first miss: keep exactly the calls this run replayed (in
-        file order, renumbered 0, 1, 2...; byte for byte where their number stays), the new calls numbered
-        after them. The kept calls of a group the run was in the middle of have their call_end written after
-        the first new request, so the calls recorded next count as concurrent with them and the cassette
-        replays in the orders this run can take. Else (the cassette recorded afresh, or served and appended
-        to) the calls before ``call_index``."""
-        if os.getpid() != self.pid:  # record-on-miss in a forked child: the cassette is its parent's
-            raise forked_child_error(str(self.path), self.pid)
-        engine = self.replayer.engine if self.replayer is not None else None
-        deferred: list[bytes] = []
-        if engine is not None and engine.kept is not None:
-            origin = engine.cassette.origin  # a shared cassette: the test's calls' numbers in the file
-            played, still_open = engine.kept, engine.open_calls
-            if origin is not None:
-                played, still_open = tuple(origin[i] for i in played), tuple(origin[i] for i in still_open)
-            kept, deferred = lines_of_calls(self.path.read_bytes(), played, still_open)
-            first = len(engine.kept)
-        else:
-            kept = lines_before_call(self.path.read_bytes(), call_index) if call_index else []
-            first = call_index
-        self._recorder = CassetteRecorder.from_options(
-            self.path, self.options, kept_lines=kept, deferred_lines=deferred, first_index=first
-        )
+    _recorder = recorder
+
+    @property
+    def broken(self) -> CassetteError | None:
+        """Why no request can be answered from the cassette (missing, refused, stale), or None."""
+        return self.state.error
+
+    @property
+    def refused(self) -> int:
+        """The requests answered with the cassette's diagnostic."""
+        return self.state.requests if isinstance(self.state, Refused) else 0
+
+    def refuse(self) -> CassetteError:
+        """The diagnostic a request meets (``Step.REFUSE``), counted."""
+        assert isinstance(self.state, Refused)
+        return self.state.refuse()
+
+    def _on_miss(self, call_index: int) -> None:
+        """The first miss of record-on-miss (the decision calls this once, under its lock): the cut."""
+        assert isinstance(self.state, Replaying)
+        self.state = self.state.on_miss(call_index)
 
     def recording_takes_over(self, miss: ReplayMismatch) -> bool:
         """A miss of a request or WebSocket handshake answered elsewhere than ``_answer``: True when the
         recording takes over (record-on-miss), False when the mismatch is to be raised."""
-        return self.decision.after_miss(miss.call_index, self._record_from) is not Step.RAISE
+        return self.decision.after_miss(miss.call_index, self._on_miss) is not Step.RAISE
 
     def _recording(self) -> CassetteRecorder:
-        if self._recorder is None:  # pragma: no cover - every recording step has a recorder by now
+        recorder = self.state.recorder
+        if recorder is None:  # pragma: no cover - every recording step has a recorder by now
             raise RuntimeError(f"cassette {self.path} is not recording")
-        return self._recorder
+        return recorder
 
     def handle(self, request: Any, inner: Any) -> Any:
         step = self.decision.step_for(str(request.url))
@@ -273,9 +296,7 @@ class CassetteSession:
         miss raises ReplayMismatch, whatever the mode: recording can't take over a call it can't record."""
         step = self.decision.step_for(url)
         if step is Step.REFUSE:
-            assert self.broken is not None
-            self.refused += 1
-            raise self.broken
+            raise self.refuse()
         if step is not Step.REPLAY:
             return None
         assert self.replayer is not None
@@ -299,14 +320,12 @@ class CassetteSession:
         if step in (Step.PASS_THROUGH, Step.EMPTY, Step.BLOCK):
             return kept_out(library_of(request), request, step, self.options.redactor())
         if step is Step.REFUSE:
-            assert self.broken is not None
-            self.refused += 1
-            return self._failed(request, "cassette_error", self.broken)
+            return self._failed(request, "cassette_error", self.refuse())
         assert self.replayer is not None
         try:
             return self.replayer.respond(request, body)
         except ReplayMismatch as miss:
-            if self.decision.after_miss(miss.call_index, self._record_from) is Step.RAISE:
+            if not self.recording_takes_over(miss):
                 return self._failed(request, "replay_mismatch", miss)
         return None
 
@@ -356,23 +375,22 @@ class CassetteSession:
 
     @property
     def first_mismatch(self) -> ReplayMismatch | None:
-        return self.replayer.engine.first_mismatch if self.mode == "replay" and self.replayer else None
+        return self.state.first_mismatch()
 
     def raise_if_broken(self, *, unless_missing_and_unused: bool = False) -> None:
         """Raise why the cassette can't be read. ``unless_missing_and_unused``: not for a cassette that does
         not exist when no request asked for it (vcrpy lets such a test pass)."""
-        if self.broken is None:
+        state = self.state
+        if not isinstance(state, Refused):
             return
-        if unless_missing_and_unused and (not self.existed or self.refusal is not None) and self.refused == 0:
+        if unless_missing_and_unused and state.excused_when_unused():
             return
-        raise self.broken
+        raise state.error
 
     def unplayed_calls(self) -> list[tuple[int, str, str]]:
         """Recorded calls no request asked for (replay, record-on-miss before a miss; never in check, which
         compares shapes only)."""
-        if self.replayer is None or self._recorder is not None or self.checker is not None:
-            return []
-        return self.replayer.engine.unplayed()
+        return self.state.unplayed_calls()
 
     def unplayed_labels(self) -> dict[int, str]:
         """What tells the unplayed calls apart: call index -> model and first words (``request_label``)."""
@@ -401,50 +419,22 @@ class CassetteSession:
         """Commit a recording, or drop it when ``failure`` (or an exception propagating now) ended its block;
         tell the pytest run what became of the cassette."""
         self.closed = True
-        self.ended_by = failure if failure is not None else propagating()
-        if self._recorder is not None:
-            self._recorder.close(self.ended_by)
+        self.state = self.state.on_close(failure if failure is not None else propagating())
         if self.run is not None:
             self.run.cassette_closed(self.path, self.outcome())
             if self.checker is not None:
                 self.run.cassette_checked(self.path, self.checker.checked, self.checker.not_compared_text())
 
     def outcome(self) -> str:
-        """What became of the cassette, for the end-of-run summary: off, not needed (no cassette, and no request
-        asked for one), missing (a request asked for it), refused (a recording refused under CI), unreadable,
-        recorded, re-recorded, recorded unchanged (a re-record that left the file as it was), not saved (no call,
-        or calls a cassette shouldn't keep: ``CallBook.why_not_saved``), failed, not saved (an exception ended
-        its block: a failed test's), mismatched, checked or shape changed (mode check), unplayed (recorded calls
-        nobody asked for; "unplayed, not checked" when ``unplayed="ignore"``, the compatibility mode's default),
-        stale (older than max_age, with ``on_expiry="fail"``) or replayed."""
-        if self.mode == "off":
-            return "off"
-        if self.stale_days is not None and self.options.on_expiry == "fail":
-            return "stale"
-        if self.refusal is not None and self.existed:
-            return "refused" if self.refused else "not needed"
-        if self.broken is not None:
-            if self.broken.problem.startswith("no such cassette") or self.refusal is not None:
-                return "missing" if self.refused else "not needed"
-            return "unreadable"
-        if self._recorder is not None:
-            if self._recorder.unchanged:
-                return "recorded unchanged"
-            if not self._recorder.saved:
-                return "not saved" if self.ended_by is None else "failed, not saved"
-            return "re-recorded" if self.existed else "recorded"
-        return self._replay_outcome()
-
-    def _replay_outcome(self) -> str:
-        """What became of a cassette that was read and not recorded: mismatched, checked or shape changed,
-        unplayed (checked or not), or replayed."""
-        if self.first_mismatch is not None:
-            return "mismatched"
-        if self.checker is not None:
-            return "shape changed" if self.checker.findings else "checked"
-        if not self.unplayed_calls():
-            return "replayed"
-        return "unplayed, not checked" if self.options.unplayed == "ignore" else "unplayed"
+        """What became of the cassette, for the end-of-run summary (the state's): off, not needed (no cassette,
+        and no request asked for one), missing (a request asked for it), refused (a recording refused under
+        CI), recorded, re-recorded, recorded unchanged (a re-record that left the file as it was), not saved
+        (no call, or calls a cassette shouldn't keep: ``CallBook.why_not_saved``), failed, not saved (an
+        exception ended its block: a failed test's), mismatched, checked or shape changed (mode check),
+        unplayed (recorded calls nobody asked for; "unplayed, not checked" when ``unplayed="ignore"``, the
+        compatibility mode's default), stale (older than max_age, with ``on_expiry="fail"``) or replayed. (A
+        cassette that can't be read is "unreadable": it raises where it is opened.)"""
+        return self.state.outcome()
 
 
 def _callers_level() -> int:

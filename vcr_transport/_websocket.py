@@ -96,9 +96,7 @@ def _handshake(connecter: Any, asynchronous: bool) -> Request:
 def _step(session: CassetteSession, connecter: Any) -> Step:
     step = session.decision.step_for(connecter.uri)
     if step is Step.REFUSE:
-        assert session.broken is not None
-        session.refused += 1
-        raise session.broken
+        raise session.refuse()
     return step
 
 
@@ -533,7 +531,7 @@ class _Replay:
         self._session = session
         self._connecter = connecter
         self._original = original
-        self._sent_messages: list[str | bytes] | None = [] if session.mode == "record-on-miss" else None
+        self._sent_messages: list[str | bytes] | None = [] if session.decision.records_on_miss else None
         self._switching = False  # record-on-miss is taking the session live
         self._live: Any = None  # the live recording connection, once it has
         self._switch_failed: BaseException | None = None

@@ -59,6 +59,7 @@ __all__ = [
     "Step",
     "check_mode",
     "concrete_mode",
+    "expired_mode",
     "is_ignored_host",
     "parse_passthrough_rule",
     "passthrough_rule_for",
@@ -161,6 +162,23 @@ def concrete_mode(mode: str, path: str, *, exists: bool, ci: bool, how_to_record
     return "record"
 
 
+def expired_mode(mode: str, path: str, *, ci: bool, how_to_record: str) -> str:
+    """The mode of a replayed cassette older than max_age with ``on_expiry="record-on-miss"``: replay becomes
+    record-on-miss (not under ``CI``: the rule of a recording mode that comes from the configuration); the
+    other modes stay."""
+    if mode != "replay":
+        return mode
+    configured = "on_expiry='record-on-miss'"
+    return concrete_mode("record-on-miss", path, exists=True, ci=ci, how_to_record=how_to_record, configured=configured)
+
+
+def _check_decision_arguments(mode: str, passthrough_replay: str) -> None:
+    if mode not in MODES or mode == "auto":
+        raise ValueError(f"a decision needs a concrete mode, not {mode!r}")
+    if passthrough_replay not in PASSTHROUGH_ANSWERS:
+        raise ValueError(f"passthrough_replay must be one of {PASSTHROUGH_ANSWERS}, not {passthrough_replay!r}")
+
+
 class Step(enum.Enum):
     """What the shell does with a request."""
 
@@ -193,10 +211,7 @@ class Decision:
         ignore_hosts: Iterable[str] = (),
         appending: bool = False,
     ) -> None:
-        if mode not in MODES or mode == "auto":
-            raise ValueError(f"a decision needs a concrete mode, not {mode!r}")
-        if passthrough_replay not in PASSTHROUGH_ANSWERS:
-            raise ValueError(f"passthrough_replay must be one of {PASSTHROUGH_ANSWERS}, not {passthrough_replay!r}")
+        _check_decision_arguments(mode, passthrough_replay)
         self.mode = mode
         self.passthrough = tuple(parse_passthrough_rule(rule) for rule in (*TELEMETRY_PASSTHROUGH, *passthrough))
         self.passthrough_replay = passthrough_replay
@@ -209,6 +224,32 @@ class Decision:
         self._lock = threading.Lock()
         # netloc -> the passthrough rules for its host: a client's requests go to few hosts, most under none
         self._host_rules: Memo[str, tuple[tuple[str, str], ...]] = Memo()
+
+    @staticmethod
+    def reads(mode: str, *, exists: bool) -> bool:
+        """Whether a session in ``mode`` reads its cassette (replay, check; record-on-miss when it exists)."""
+        return mode in ("replay", "check") or (mode == "record-on-miss" and exists)
+
+    @property
+    def checks(self) -> bool:
+        """Mode check: the cassette read is compared with, never answered from."""
+        return self.mode == "check"
+
+    @property
+    def reports_mismatch(self) -> bool:
+        """A replay miss is the run's mismatch (replay), not where recording takes over (record-on-miss)."""
+        return self.mode == "replay"
+
+    @property
+    def records_on_miss(self) -> bool:
+        """A miss of replay is recorded (record-on-miss): a replayed WebSocket session keeps what its client
+        sent, to send it again live."""
+        return self.mode == "record-on-miss"
+
+    @property
+    def stops_at_miss(self) -> bool:
+        """The first miss ends replay (record-on-miss; appending replays on)."""
+        return self.mode == "record-on-miss" and not self.appending
 
     @property
     def records_at_start(self) -> bool:
