@@ -438,7 +438,7 @@ class CassetteServer:
             await response.aclose()
 
     async def _websocket(self, request: _Request, wire: _Wire) -> None:
-        """A WebSocket handshake: answered from the recorded session it matches (``_websocket.serve_session``)
+        """A WebSocket handshake: answered from the recorded session it matches (``_websocket_serve.serve_session``)
         on this connection, which then carries the session's messages; a miss is answered as an HTTP miss
         is. Recording WebSocket sessions through ``serve`` is not supported (501). A handshake with a body is
         refused (400): RFC 6455 4.1 has none, and websockets would not read the handshake."""
@@ -484,10 +484,10 @@ class CassetteServer:
         return nearest
 
     async def _session_played(self, request: _Request, wire: _Wire, session: CassetteSession, call: Any) -> None:
-        """The recorded session ``call`` played on the connection (``_websocket.serve_session``), with the
+        """The recorded session ``call`` played on the connection (``_websocket_serve.serve_session``), with the
         bytes h11 read past the handshake (the client's first frames, when they came in the same packet)."""
         from .._core.engine._websocket import MessageMatcher, SessionPlayback
-        from .._websocket import serve_session
+        from .._websocket_serve import serve_session
 
         assert session.replayer is not None
         options = session.replayer.options
