@@ -17,7 +17,7 @@ import contextlib
 import threading
 import time
 from collections.abc import AsyncIterator, Callable, Iterator
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 from websockets.exceptions import ConnectionClosed, ConnectionClosedError, ConnectionClosedOK
 from websockets.frames import OK_CLOSE_CODES, Close
@@ -47,17 +47,35 @@ RESEND_WAIT = 10.0
 _LIVE: tuple[str | bytes | None, float] = (None, -1.0)
 
 
-class _GoingLive:
-    """What going live has opened so far: the live session's recorder, then its connection."""
+_Event = TypeVar("_Event", bound=threading.Event | asyncio.Event)  # the shell's kind of event
 
-    __slots__ = ("connection", "recorder")
 
-    def __init__(self) -> None:
+class _GoingLive(Generic[_Event]):
+    """record-on-miss taking one replayed connection live: made by the transition at which a client message
+    first differs and the recording takes over (``_Replay._send``), it stands for the replayed session from
+    then on. ``messages``: what the client sent, to send again live (the messages kept, then the one that
+    differs); ``recorder``: the live session's recording, once started; ``opened``: the live connection, once
+    open. Once going live has finished (``ready`` is set), ``live`` is the live connection, or ``failure``
+    what made opening it fail."""
+
+    __slots__ = ("failure", "live", "messages", "opened", "ready", "recorder")
+
+    def __init__(self, messages: list[str | bytes], ready: _Event) -> None:
+        self.messages = messages
+        self.ready = ready
         self.recorder: SessionRecorder | None = None
-        self.connection: Any = None
+        self.opened: Any = None
+        self.live: Any = None
+        self.failure: BaseException | None = None
+
+    def connection(self) -> Any:
+        """The live connection, once going live has finished (raising what made it fail)."""
+        if self.failure is not None:
+            raise self.failure
+        return self.live
 
 
-class _Replay:
+class _Replay(Generic[_Event]):
     """What both replayed connections share: the playback, the handshake's request and response, the close.
 
     In record-on-miss, the client messages sent are kept (as sent: the live server needs them whole) until
@@ -67,8 +85,6 @@ class _Replay:
     ``RESEND_WAIT`` seconds each). The live session is recorded from its handshake on, after the calls
     replayed (``ReplayEngine.end_at_session_miss``); its first server messages stand for those the client was
     given from the recording and are recorded only; from then on the connection is the live one."""
-
-    _ready: threading.Event | asyncio.Event  # going live has finished (the shell's kind of event)
 
     def __init__(
         self,
@@ -85,10 +101,9 @@ class _Replay:
         self._session = session
         self._connecter = connecter
         self._original = original
-        self._sent_messages: list[str | bytes] | None = [] if session.decision.records_on_miss else None
-        self._switching = False  # record-on-miss is taking the session live
-        self._live: Any = None  # the live recording connection, once it has
-        self._switch_failed: BaseException | None = None
+        # record-on-miss: the client's messages (as sent), kept until one differs and the session goes live
+        self._kept: list[str | bytes] | None = [] if session.decision.records_on_miss else None
+        self._going: _GoingLive[_Event] | None = None  # going live, or gone
         self._entered = False  # the client entered this connection with ``with``
         assert session.replayer is not None
         self._pace = session.replayer.options.pace
@@ -107,29 +122,39 @@ class _Replay:
         self._shell()
 
     def _shell(self) -> None:
-        """What the shell's waiting needs: its ``_ready`` (going live has finished), set up last."""
+        """What the shell's waiting needs, set up last."""
         raise NotImplementedError
 
+    def _event(self) -> _Event:
+        """A new event of the shell's kind."""
+        raise NotImplementedError
+
+    @property
+    def _live(self) -> Any:
+        """The live recording connection, once going live has finished."""
+        return self._going.live if self._going is not None else None
+
     @contextlib.contextmanager
-    def _going_live(self) -> Iterator[_GoingLive]:
+    def _going_live(self) -> Iterator[_GoingLive[_Event]]:
         """Around going live: the block sets the live session's recorder, then the live connection once
         open. When the block ends the session is live, even when sending the messages again failed (that
         send raises it; later calls meet the live connection as it is, and closing this one closes it), or,
         when the live connection never opened, closed with what made it fail (every later call raises it).
         Either way, whoever waits for it is woken."""
-        going = _GoingLive()
+        going = self._going
+        assert going is not None, "going live is made by the transition"
         failure: BaseException | None = None
         try:
             yield going
         except BaseException as error:
-            if going.connection is None:  # the handshake failed, or the recording could not start
+            if going.opened is None:  # the handshake failed, or the recording could not start
                 if going.recorder is not None and isinstance(error, Exception):
                     going.recorder.refused(error)
                 failure = error
             raise
         finally:
-            self._went_live(going.connection, failure)
-            self._ready.set()
+            self._went_live(going, failure)
+            going.ready.set()
 
     @property
     def state(self) -> State:
@@ -164,7 +189,7 @@ class _Replay:
         the session live from it (the caller does: ``_resend``); "live" when the session is live already or
         going live (the caller sends it there). Raises the ReplayMismatch otherwise."""
         with self._lock:
-            if self._switching:
+            if self._going is not None:
                 return "live"
             if self._state is not State.OPEN:
                 raise self._closed_error()
@@ -172,54 +197,54 @@ class _Replay:
             try:
                 self._playback.sent(data)
             except ReplayMismatch as miss:
-                if self._takes_over(miss):
-                    self._switching = True
-                    assert self._sent_messages is not None
-                    self._sent_messages.append(data)
-                    return "switch"
-                engine = self._session.replayer.engine if self._session.replayer else None
-                if engine is not None and engine.first_mismatch is None:
-                    engine.first_mismatch = miss
-                raise
-            if self._sent_messages is not None:
-                self._sent_messages.append(data)
+                return self._missed(miss, data)
+            if self._kept is not None:
+                self._kept.append(data)
             return "replayed"
+
+    def _missed(self, miss: ReplayMismatch, data: str | bytes) -> str:
+        """A client message that differs (under the lock): "switch", the transition to going live, when
+        record-on-miss takes the session live from it; else the mismatch, raised (and kept as the run's)."""
+        if self._kept is not None and self._takes_over(miss):
+            self._going = _GoingLive([*self._kept, data], self._event())
+            self._kept = None
+            return "switch"
+        engine = self._session.replayer.engine if self._session.replayer else None
+        if engine is not None and engine.first_mismatch is None:
+            engine.first_mismatch = miss
+        raise miss
 
     def _takes_over(self, miss: ReplayMismatch) -> bool:
         replayer = self._session.replayer
         return (
-            self._sent_messages is not None
-            and replayer is not None
+            replayer is not None
             and replayer.engine.end_at_session_miss(self._playback.call.index)
             and self._session.recording_takes_over(miss)
         )
 
-    def _resend_plan(self) -> tuple[list[tuple[str | bytes, int]], int, SessionRecorder]:
+    def _resend_plan(self, going: _GoingLive[_Event]) -> tuple[list[tuple[str | bytes, int]], int, SessionRecorder]:
         """What going live sends (each message with the server messages to wait for first), how many server
         messages it records only, and the live session's recorder (its handshake recorded)."""
         counts, given = self._playback.resend_plan()
-        assert self._sent_messages is not None
-        messages, self._sent_messages = self._sent_messages, None
         recorder = start_recording(self._session, self._connecter, asynchronous=isinstance(self, AsyncReplayConnection))
-        return list(zip(messages, counts, strict=True)), given, recorder
+        return list(zip(going.messages, counts, strict=True)), given, recorder
 
-    def _went_live(self, live: Any, failure: BaseException | None) -> None:
+    def _went_live(self, going: _GoingLive[_Event], failure: BaseException | None) -> None:
         with self._lock:
-            self._live, self._switch_failed = live, failure
+            going.live, going.failure = going.opened, failure
             if failure is not None:
                 self._state = State.CLOSED
 
-    def _live_connection(self) -> Any:
-        """The live connection, once going live has finished (raising what made it fail)."""
-        if self._switch_failed is not None:
-            raise self._switch_failed
-        return self._live
+    def _going_now(self) -> _GoingLive[_Event]:
+        going = self._going
+        assert going is not None, "the session went live"
+        return going
 
     def _next(self) -> tuple[str | bytes | None, float] | None:
         """The next server message and the paced wait before it; None: nothing may be delivered now. Raises
         ConnectionClosed once the session is closed (as recorded, or by the client)."""
         with self._lock:
-            if self._switching:
+            if self._going is not None:
                 return _LIVE
             if self._state is not State.OPEN:
                 raise self._closed_error()
@@ -242,7 +267,7 @@ class _Replay:
     def _client_closed(self, code: int, reason: str) -> bool:
         """The client closes: False when the session is live (or going live), whose close it is."""
         with self._lock:
-            if self._switching:
+            if self._going is not None:
                 return False
             if self._state is not State.CLOSED:
                 frame = Close(code, reason)
@@ -251,31 +276,36 @@ class _Replay:
             return True
 
 
-class ReplayConnection(_Replay):
+class ReplayConnection(_Replay[threading.Event]):
     """A recorded session answering as a ``websockets.sync`` connection would; no socket (until
     record-on-miss takes it live)."""
 
-    _ready: threading.Event
-
     def _shell(self) -> None:
         self._changed = threading.Condition()
-        self._ready = threading.Event()
+
+    def _event(self) -> threading.Event:
+        return threading.Event()
+
+    def _live_now(self) -> Any:
+        """The live connection, once going live has finished."""
+        going = self._going_now()
+        going.ready.wait()
+        return going.connection()
 
     def send(self, message: Any, text: bool | None = None) -> None:
         outcome = self._send(message, text)
         if outcome == "switch":
             self._resend()
         elif outcome == "live":
-            self._ready.wait()
-            self._live_connection().send(message, text)
+            self._live_now().send(message, text)
         with self._changed:
             self._changed.notify_all()
 
     def _resend(self) -> None:
         with self._going_live() as going:
-            messages, given, going.recorder = self._resend_plan()
+            messages, given, going.recorder = self._resend_plan(going)
             connection = self._original(self._connecter)
-            live = going.connection = RecordingConnection(connection, going.recorder, hidden=given)
+            live = going.opened = RecordingConnection(connection, going.recorder, hidden=given)
             going.recorder.accepted(connection)
             if self._entered:
                 connection.__enter__()  # as the client entered this one (websockets 17 warns of one it isn't)
@@ -285,22 +315,26 @@ class ReplayConnection(_Replay):
 
     def recv(self, timeout: float | None = None, decode: bool | None = None) -> Any:
         deadline = None if timeout is None else time.monotonic() + timeout
+        found = self._wait_next(deadline)
+        if found is _LIVE:
+            live = self._live_now()
+            return live.recv(None if deadline is None else max(0.0, deadline - time.monotonic()), decode)
+        message, delay = found
+        if delay:
+            time.sleep(delay)
+        assert message is not None
+        return decoded(message, decode)
+
+    def _wait_next(self, deadline: float | None) -> tuple[str | bytes | None, float]:
+        """The next server message and the paced wait before it (``_next``), once one may be delivered; past
+        ``deadline`` (``time.monotonic()``), TimeoutError."""
         with self._changed:
             while (found := self._next()) is None:
                 left = None if deadline is None else deadline - time.monotonic()
                 if left is not None and left <= 0:
                     raise TimeoutError("timed out while receiving data")
                 self._changed.wait(left)
-        if found is _LIVE:
-            self._ready.wait()
-            return self._live_connection().recv(
-                None if deadline is None else max(0.0, deadline - time.monotonic()), decode
-            )
-        message, delay = found
-        if delay:
-            time.sleep(delay)
-        assert message is not None
-        return decoded(message, decode)
+        return found
 
     def __iter__(self) -> Iterator[Any]:
         try:
@@ -323,7 +357,7 @@ class ReplayConnection(_Replay):
 
     def close(self, code: int = 1000, reason: str = "") -> None:
         if not self._client_closed(code, reason):
-            self._ready.wait()
+            self._going_now().ready.wait()
             if self._live is not None:
                 self._live.close(code, reason)
         with self._changed:
@@ -337,15 +371,21 @@ class ReplayConnection(_Replay):
         self.close()
 
 
-class AsyncReplayConnection(_Replay):
+class AsyncReplayConnection(_Replay[asyncio.Event]):
     """A recorded session answering as a ``websockets.asyncio`` connection would; no socket (until
     record-on-miss takes it live)."""
 
-    _ready: asyncio.Event
-
     def _shell(self) -> None:
         self._waiters: list[asyncio.Future[None]] = []
-        self._ready = asyncio.Event()
+
+    def _event(self) -> asyncio.Event:
+        return asyncio.Event()
+
+    async def _live_now(self) -> Any:
+        """The live connection, once going live has finished."""
+        going = self._going_now()
+        await going.ready.wait()
+        return going.connection()
 
     def _wake(self) -> None:
         waiters, self._waiters = self._waiters, []
@@ -358,16 +398,15 @@ class AsyncReplayConnection(_Replay):
         if outcome == "switch":
             await self._resend()
         elif outcome == "live":
-            await self._ready.wait()
-            await self._live_connection().send(message, text)
+            await (await self._live_now()).send(message, text)
         self._wake()
 
     async def _resend(self) -> None:
         try:
             with self._going_live() as going:
-                messages, given, going.recorder = self._resend_plan()
+                messages, given, going.recorder = self._resend_plan(going)
                 connection = await self._original(self._connecter)
-                live = going.connection = AsyncRecordingConnection(connection, going.recorder, hidden=given)
+                live = going.opened = AsyncRecordingConnection(connection, going.recorder, hidden=given)
                 going.recorder.accepted(connection)
                 if getattr(self._connecter, "connection", None) is connection:
                     self._connecter.connection = self  # websockets 13 to 16: what its __aexit__ closes
@@ -385,8 +424,7 @@ class AsyncReplayConnection(_Replay):
             self._waiters.append(waiter)
             await waiter
         if found is _LIVE:
-            await self._ready.wait()
-            return await self._live_connection().recv(decode)
+            return await (await self._live_now()).recv(decode)
         message, delay = found
         if delay:
             await asyncio.sleep(delay)
@@ -414,8 +452,8 @@ class AsyncReplayConnection(_Replay):
 
     async def wait_closed(self) -> None:
         while self.state is not State.CLOSED:
-            if self._switching:
-                await self._ready.wait()
+            if self._going is not None:
+                await self._going.ready.wait()
                 if self._live is not None:
                     await self._live.wait_closed()
                 return
@@ -425,7 +463,7 @@ class AsyncReplayConnection(_Replay):
 
     async def close(self, code: int = 1000, reason: str = "") -> None:
         if not self._client_closed(code, reason):
-            await self._ready.wait()
+            await self._going_now().ready.wait()
             if self._live is not None:
                 await self._live.close(code, reason)
         self._wake()
