@@ -319,6 +319,10 @@ class _Recording:
             call.stop()
         if failure is not None and not (isinstance(failure, Exception) and self.keep_failures):
             self.book.interrupt(f"{error_name(failure)} ended the block that recorded it")
+        self._commit(failure, at_exit)
+
+    def _commit(self, failure: BaseException | None, at_exit: bool) -> None:
+        """Commit the cassette, or drop the recording (``_drop``) when it is not worth saving."""
         writer = self._writer
         if writer is not None and writer.failure is not None:
             writer.commit()  # raises the CassetteError that names the OS error
@@ -349,7 +353,7 @@ class _Recording:
         if failure is not None and not at_exit:
             failure.add_note(f"vcr_transport: {message}")
         else:
-            warnings.warn(message, RecordingNotSavedWarning, stacklevel=3)  # where finish was called
+            warnings.warn(message, RecordingNotSavedWarning, stacklevel=4)  # where finish was called (through _commit)
 
 
 _live_recorders: weakref.WeakSet[CassetteRecorder] = weakref.WeakSet()
@@ -602,6 +606,21 @@ class _RecordingStream:
         await self._inner.aclose()
 
 
+def _check_recorder_arguments(
+    path: str | os.PathLike[str] | None,
+    recorder: CassetteRecorder | None,
+    options: Options | None,
+    arguments: RecordingOptions,
+) -> None:
+    """A recording transport records into its own cassette (``path``, with options) or a shared recorder."""
+    if recorder is None and path is None:
+        raise TypeError("pass the cassette's path, or recorder= to record into a shared CassetteRecorder")
+    if recorder is not None and path is not None and os.fspath(path) != recorder.path:
+        raise TypeError(f"path {os.fspath(path)} differs from the recorder's cassette {recorder.path}")
+    if recorder is not None and (options is not None or arguments):
+        raise TypeError("a shared recorder records with its own options: pass them to CassetteRecorder")
+
+
 class _RecordingBase(TransportLifecycle):
     def __init__(
         self,
@@ -612,12 +631,7 @@ class _RecordingBase(TransportLifecycle):
         options: Options | None,
         arguments: RecordingOptions,
     ) -> None:
-        if recorder is None and path is None:
-            raise TypeError("pass the cassette's path, or recorder= to record into a shared CassetteRecorder")
-        if recorder is not None and path is not None and os.fspath(path) != recorder.path:
-            raise TypeError(f"path {os.fspath(path)} differs from the recorder's cassette {recorder.path}")
-        if recorder is not None and (options is not None or arguments):
-            raise TypeError("a shared recorder records with its own options: pass them to CassetteRecorder")
+        _check_recorder_arguments(path, recorder, options, arguments)
         self.sync_inner = sync_inner
         self.async_inner = async_inner
         self.shared = recorder is not None
