@@ -207,6 +207,7 @@ class CassetteSession:
 
     @property
     def mode(self) -> str:
+        """The concrete mode (``auto`` decided; a stale cassette's replay may have become record-on-miss)."""
         return self.decision.mode
 
     @property
@@ -229,7 +230,7 @@ class CassetteSession:
         """The recording, once one started."""
         return self.state.recorder
 
-    _recorder = recorder
+    _recorder = recorder  # the name the session had for it before its states
 
     @property
     def broken(self) -> CassetteError | None:

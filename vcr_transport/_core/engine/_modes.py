@@ -33,7 +33,9 @@ cassette records (or in ``off``), and while it replays it meets ``passthrough_re
 and ``ignore_localhost``) never meet the cassette: in every mode their requests go on to the client's own
 transport, unrecorded.
 To add a mode: add it to ``Mode`` (``MODES`` is its values), to ``concrete_mode`` if it resolves to another,
-and to ``Decision``.
+and to ``Decision`` (the session's questions of the mode are its properties: ``reads``, ``checks``,
+``reports_mismatch``, ``records_on_miss``, ``stops_at_miss``), and the state it opens in to the session
+(``_session.CassetteSession._first_state``, the states in ``_states.py``).
 """
 
 from __future__ import annotations
