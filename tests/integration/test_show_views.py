@@ -219,6 +219,8 @@ def test_textconv_shows_a_file_that_is_no_cassette_as_it_is(tmp_path: Path) -> N
         (["show", "A", "-o", "x.html"], "-o/--output is for --html"),
         (["show", "A", "--json", "--html"], "choose one of --json, --textconv, --html"),
         (["show", "A", "--textconv", "--call", "0"], "drop --call"),
+        (["show", "A", "--json", "--volatile"], "--volatile is for --textconv"),
+        (["show", "A", "B", "--json"], "a second cassette is shown with --html only"),
     ],
 )
 def test_show_options_that_do_not_go_together_are_refused(tmp_path: Path, args: list[str], problem: str) -> None:
