@@ -16,7 +16,7 @@ import shlex
 import subprocess
 import time
 from collections import Counter
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -115,18 +115,26 @@ def _project_root() -> Path:
     return pyproject.parent if pyproject else Path.cwd()
 
 
-def _cassettes_in(paths: Sequence[str | Path]) -> list[Path]:
-    """The ``*.jsonl`` files named, and those under the folders named (not in virtualenvs, caches, .git)."""
+def _named_files(
+    paths: Sequence[str | Path], in_folder: Callable[[Path], Iterable[Path]], named: Callable[[Path], bool]
+) -> list[Path]:
+    """The paths named that are files (``named``), and the files ``in_folder`` finds under the folders named
+    (not in virtualenvs, caches, .git), sorted; a UsageProblem for a path that is neither."""
     files: list[Path] = []
     for raw in paths:
         path = Path(raw)
         if path.is_dir():
-            files += sorted(p for p in path.rglob("*.jsonl") if not SKIPPED_FOLDERS & set(p.parts))
-        elif path.exists():
+            files += sorted(p for p in in_folder(path) if not SKIPPED_FOLDERS & set(p.parts))
+        elif named(path):
             files.append(path)
         else:
             raise UsageProblem(f"{path}: no such file or folder")
     return files
+
+
+def _cassettes_in(paths: Sequence[str | Path]) -> list[Path]:
+    """The ``*.jsonl`` files named, and those under the folders named (not in virtualenvs, caches, .git)."""
+    return _named_files(paths, lambda folder: folder.rglob("*.jsonl"), Path.exists)
 
 
 def find_cassettes(named: Sequence[str | Path]) -> list[Path]:
@@ -429,16 +437,8 @@ class ScanReport:
 
 
 def _files_in(named: Sequence[str]) -> list[Path]:
-    files: list[Path] = []
-    for raw in named:
-        path = Path(raw)
-        if path.is_dir():
-            files += sorted(p for p in path.rglob("*") if p.is_file() and not SKIPPED_FOLDERS & set(p.parts))
-        elif path.is_file():
-            files.append(path)
-        else:
-            raise UsageProblem(f"{path}: no such file or folder")
-    return files
+    """The files named, and every file under the folders named (not in virtualenvs, caches, .git)."""
+    return _named_files(named, lambda folder: (p for p in folder.rglob("*") if p.is_file()), Path.is_file)
 
 
 def _size(path: Path) -> int:

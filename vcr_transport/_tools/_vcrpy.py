@@ -594,11 +594,9 @@ def _request_body(
 ) -> bytes:
     """The request's body; empty when it has none, refused when its method and JSON content-type need one."""
     body = check.body(index, "request", request, headers)
-    if body is None:
-        if method in BODY_METHODS and "json" in content_type_of(headers):
-            raise check.fail(index, f"request: a {method} with a JSON content-type has no body and no parsed body")
-        body = b""
-    return body
+    if body is None and method in BODY_METHODS and "json" in content_type_of(headers):
+        raise check.fail(index, f"request: a {method} with a JSON content-type has no body and no parsed body")
+    return body or b""
 
 
 def _response_body(
@@ -607,14 +605,16 @@ def _response_body(
     """The response's body; empty when it has none, refused when its status, method and length say it had one."""
     body = check.body(index, "response", response, headers)
     status = response["status"]["code"]
-    if body is None:
-        length = _header(headers, "content-length")
-        if status not in (204, 304) and method != "HEAD" and (length is None or length.strip() != "0"):
-            raise check.fail(
-                index, f"response ({status}) has no body and no parsed body; vcrpy writes body: {{string: ...}}"
-            )
-        body = b""
-    return body
+    if body is None and _has_a_body(status, method, _header(headers, "content-length")):
+        raise check.fail(
+            index, f"response ({status}) has no body and no parsed body; vcrpy writes body: {{string: ...}}"
+        )
+    return body or b""
+
+
+def _has_a_body(status: int, method: str, length: str | None) -> bool:
+    """Whether a response had a body: not a 204 or 304, not to a HEAD, and no content-length of 0."""
+    return status not in (204, 304) and method != "HEAD" and (length is None or length.strip() != "0")
 
 
 def _redacted_response(redactor: Redactor, headers: list[tuple[str, str]], body: bytes) -> list[bytes]:
