@@ -181,6 +181,8 @@ class _Wire:
         self._deadline: float | None = None  # when the request being read must have arrived (loop time)
 
     async def _next_event(self) -> Any:
+        """The next h11 event of the connection, reading from the client as h11 needs more (a client waiting
+        for ``100 Continue`` is sent it first). A framing error h11 finds is a ``_BadRequest`` (a 400)."""
         while True:
             try:
                 event = self.connection.next_event()
@@ -320,6 +322,8 @@ def _origins(calls: Sequence[Any]) -> dict[tuple[str, str], list[str]]:
 
 
 def _check_mode(config: ServeConfig, upstreams: dict[str, str]) -> None:
+    """A ServeError for a mode serve does not know, and for a recording mode (record, record-on-miss) without
+    exactly one cassette to record into or without an upstream to forward to."""
     if config.mode not in SERVE_MODES:
         raise ServeError(f"unknown mode {config.mode!r}; valid: {', '.join(SERVE_MODES)}")
     if config.mode == "replay":
@@ -407,6 +411,8 @@ class CassetteServer:
         return None, nearest
 
     async def _forwarded(self, request: _Request) -> Any:
+        """The vendor's response to ``request``, forwarded to its ``--upstream`` (hop-by-hop headers left out)
+        and recorded; a 502 JSON error when the vendor has no upstream or the upstream can't be reached."""
         vendor = vendor_of(urlsplit(request.target).path, request.headers)
         upstream = self.upstreams.get(vendor)
         if upstream is None:
@@ -548,6 +554,9 @@ class CassetteServer:
         self.say(f"{request.method} {target} {status} {note}")
 
     async def _connection(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        """One client connection: its requests answered in turn until it closes. Past ``max_connections`` it
+        is refused with a 503, a malformed request with its status (logged, the problem redacted); a client
+        that goes away or stays idle is let go."""
         task = asyncio.current_task()
         assert task is not None
         full = len(self._connections) >= self.config.max_connections

@@ -114,7 +114,9 @@ def _target(source: Path, relative: Path, out: str | os.PathLike[str] | None) ->
 
 
 def _refuse_shared_targets(plan: list[tuple[Path, Path]]) -> None:
-    """ImportProblem when two sources of ``plan`` would be written to one target."""
+    """ImportProblem when two sources of ``plan`` would be written to one target (``a.yaml`` and ``a.yml``,
+    or two folders' files under one ``--out``), told by absolute path before anything is written, so that
+    one conversion never silently replaces another."""
     by_target: dict[Path, Path] = {}
     for source, target in plan:
         key = Path(os.path.abspath(target))
@@ -138,7 +140,9 @@ def _yaml() -> Any:
 
 
 def _expanded_size(root: Any, yaml: Any, source: Path) -> int:
-    """The size of the document once every alias is expanded (``_size``); refuses self-reference."""
+    """The size of the document once every alias is expanded (``_size``); refuses self-reference. The walk
+    is iterative and post-order (a node is sized once its children are), and sizes each node once, so a
+    deep or heavily aliased document costs work in proportion to its nodes as written, never as expanded."""
     sizes: dict[int, int] = {}
     visiting: set[int] = set()
     stack: list[tuple[Any, bool]] = [(root, False)]
@@ -174,7 +178,8 @@ def _children(node: Any, yaml: Any) -> list[Any] | None:
 
 
 def _refuse_self_reference(node: Any, visiting: set[int], source: Path) -> None:
-    """A CassetteError when ``node`` is among the nodes being visited: an alias to a node that contains it."""
+    """A CassetteError when ``node`` is among the nodes being visited: an alias to a node that contains it,
+    which would expand without end."""
     if id(node) in visiting:
         raise CassetteError(
             str(source), node.start_mark.line + 1, "a YAML alias refers to the node that contains it", FIX
@@ -221,7 +226,8 @@ def _load(source: Path) -> tuple[Any, list[int]]:
 
 
 def _refuse_alias_bomb(root: Any, yaml: Any, source: Path) -> None:
-    """A CassetteError when the aliases would add more than ``ALIAS_BUDGET`` to the document."""
+    """A CassetteError when the aliases would add more than ``ALIAS_BUDGET`` to the document: a few lines of
+    nested aliases (a "billion laughs") expand to gigabytes when the document is constructed."""
     expanded, distinct = _expanded_size(root, yaml, source), _distinct_size(root, yaml)
     if expanded - distinct > ALIAS_BUDGET:
         raise CassetteError(
@@ -342,6 +348,8 @@ class _Checker:
             raise self.fail(index, f"{field} can't be written back as JSON: {error}") from None
 
     def interaction(self, index: int, interaction: Any) -> tuple[dict[str, Any], dict[str, Any]]:
+        """An interaction's request and response mappings, checked: a method and a URI that are text, and a
+        status code from 100 to 599 (``status_code``). A CassetteError names what is missing."""
         if not isinstance(interaction, dict):
             raise self.fail(index, f"is a {type(interaction).__name__}, not a mapping with request and response")
         for side in ("request", "response"):
@@ -472,6 +480,8 @@ def _recorded_client(interaction: dict[str, Any]) -> tuple[str, str | None] | No
 
 
 def _clients(interactions: list[Any]) -> Imported:
+    """The cassette's call count, and its calls counted by the recorded client (``RECORDED_CLIENTS``) that
+    replay serves in the compatibility mode only or never."""
     compat_only: collections.Counter[str] = collections.Counter()
     unserved: collections.Counter[str] = collections.Counter()
     for interaction in interactions:
@@ -535,7 +545,9 @@ def _converted(interactions: list[Any], source: Path, check: _Checker, redactor:
 
 
 def _converted_call(index: int, interaction: Any, check: _Checker, redactor: Redactor) -> list[bytes]:
-    """The v1 cassette's lines of one interaction, redacted by ``redactor``."""
+    """The v1 cassette's lines of one interaction, redacted by ``redactor``: its request, its response head,
+    its body as one event (vcrpy keeps no chunk boundaries) and its end. The headers are made true of the
+    bodies (``_consistent``); a body that is missing where the call had one is refused, never left empty."""
     out: list[bytes] = []
     request, response = check.interaction(index, interaction)
     method = request["method"].upper()
