@@ -23,7 +23,7 @@ from vendors import VENDOR_ROUTES
 import vcr_transport
 from vcr_transport._core.views._review import change_kind, cut_long
 from vcr_transport._storage import read_cassette
-from vcr_transport._tools._diff import cassette_differences, paired_calls
+from vcr_transport._tools._diff import MOST_CHANGED_CHARACTERS, cassette_differences, changed_words, paired_calls
 
 CHAT = "https://api.openai.com/v1/chat/completions"
 
@@ -272,6 +272,37 @@ def test_long_values_are_cut_to_a_head_a_length_and_a_hash(tmp_path: Path) -> No
 @pytest.mark.parametrize("value", ["plain words that are not base64 at all " * 10, "short"])
 def test_ordinary_text_is_never_cut(value: str) -> None:
     assert cut_long(value) == value
+
+
+# --- changed words ---------------------------------------------------------------------------------------
+
+
+def test_changed_words_keep_context_around_a_change_and_the_new_whitespace() -> None:
+    assert (
+        changed_words("a b c d e f g h i j k l", "a b c d e X g h i j k l", context=2) == "a b c d e [-f-]{+X+} g h …"
+    )
+    assert changed_words("one  two three", "one two  four") == "one two  [-three-]{+four+}"
+
+
+def test_changed_words_of_long_texts_are_compared_by_units_then_words() -> None:
+    old = " ".join(f"w{i}" for i in range(5000))
+    new = old.replace("w2500 ", "v2500 ").replace("w4000 ", "")
+    assert changed_words(old, new, context=1) == "…w2499 [-w2500-]{+v2500+} w2501 …w3999 [-w4000 -]w4001 …"
+
+
+def test_changed_words_after_the_most_changes_are_counted() -> None:
+    old = " ".join(f"w{i}" for i in range(300))
+    new = " ".join(f"v{i}" if i % 2 else f"w{i}" for i in range(300))
+    shown = changed_words(old, new, context=0)
+    assert shown.count("[-") == 100
+    assert shown.endswith("[-w199-]{+v199+} w200 … (50 more changes)")
+
+
+def test_a_long_changed_side_is_cut_and_counted() -> None:
+    shown = changed_words("q " + "x" * 450 + " r", "q " + "y" * 401 + " r")
+    removed = "x" * MOST_CHANGED_CHARACTERS + "… (50 more characters)"
+    added = "y" * MOST_CHANGED_CHARACTERS + "… (1 more characters)"
+    assert shown == f"q [-{removed}-]{{+{added}+}} r"
 
 
 # --- bounded work on a big cassette ----------------------------------------------------------------------

@@ -219,6 +219,8 @@ def test_textconv_shows_a_file_that_is_no_cassette_as_it_is(tmp_path: Path) -> N
         (["show", "A", "-o", "x.html"], "-o/--output is for --html"),
         (["show", "A", "--json", "--html"], "choose one of --json, --textconv, --html"),
         (["show", "A", "--textconv", "--call", "0"], "drop --call"),
+        (["show", "A", "--json", "--volatile"], "--volatile is for --textconv"),
+        (["show", "A", "B", "--json"], "a second cassette is shown with --html only"),
     ],
 )
 def test_show_options_that_do_not_go_together_are_refused(tmp_path: Path, args: list[str], problem: str) -> None:
@@ -673,3 +675,81 @@ def test_a_gzip_bomb_replays_its_recorded_bytes_as_they_are(tmp_path: Path) -> N
         with client.stream("POST", "https://api.openai.com/v1/chat/completions") as response:
             raw = b"".join(response.iter_raw())
     assert raw == _gzip_bomb(16 * BOUND) and response.headers["content-encoding"] == "gzip"
+
+
+# --- one call as show --json and the textconv lines print it ---------------------------------------------
+
+
+def _shown_calls() -> list[RecordedCall]:
+    """A WebSocket session (a text and a binary message), an SSE stream, a binary body that failed mid-way,
+    and a call that never got a response."""
+    session = RecordedCall(
+        3, "GET", "wss://x.invalid/v1/realtime", [("authorization", "Bearer x"), ("x-a", "1")], None, 101
+    )
+    session.response_headers, session.owner = [("date", "now")], "tests/test_a.py::test_b"
+    session.messages = [("client", '{"type":"hello"}', 0.5), ("server", b"\x00\x01", 0.75)]
+    session.close, session.outcome = (1000, "bye", "client"), "complete"
+    stream = RecordedCall(
+        1, "POST", "https://x.invalid/v1/chat", [("content-type", "application/json")], {"json": {"a": 1}}
+    )
+    stream.status, stream.response_headers = 200, [("content-type", "text/event-stream")]
+    stream.chunks, stream.offsets, stream.outcome = [b'data: {"x": 1}\n\n', b"data: [DONE]\n\n"], [0.1, 0.2], "complete"
+    binary = RecordedCall(
+        2, "POST", "https://x.invalid/v1/audio", [], {"text": "hi"}, 200, [("content-type", "audio/mpeg")]
+    )
+    binary.chunks, binary.outcome = [bytes(range(256))], "error"
+    binary.error_class, binary.error_message = "ReadTimeout", "slow"
+    failed = RecordedCall(4, "POST", "https://x.invalid/v1/x", [], None)
+    failed.outcome, failed.error_class, failed.error_message = "error", "ConnectError", "refused"
+    return [session, stream, binary, failed]
+
+
+def test_show_json_of_a_session_a_stream_a_binary_body_and_a_failed_call() -> None:
+    from vcr_transport._tools._render import call_json
+
+    session, stream, binary, failed = (call_json(call_view(call)) for call in _shown_calls())
+    assert list(session)[-3:] == ["test", "messages", "close"]
+    assert session["messages"] == [
+        {"from": "client", "t": 0.5, "text": '{"type":"hello"}'},
+        {"from": "server", "t": 0.75, "base64": "AAE="},
+    ]
+    assert session["close"] == {"code": 1000, "reason": "bye", "by": "client"}
+    assert "response_text" not in session and "sse_events" not in session
+    assert stream["sse_events"] == ['data: {"x": 1}', "data: [DONE]"]
+    assert (stream["first_chunk_s"], stream["last_chunk_s"], stream["events"]) == (0.1, 0.2, 2)
+    assert list(binary)[-2:] == ["error", "response_text"]
+    assert binary["error"] == {"class": "ReadTimeout", "message": "slow"}
+    assert base64.b64decode(binary["response_text"]) == bytes(range(256))
+    assert (failed["status"], failed["response_text"], failed["error"]["class"]) == (None, "", "ConnectError")
+
+
+def test_textconv_lines_of_a_session_a_stream_a_binary_body_and_a_failed_call() -> None:
+    from vcr_transport._tools._render import call_lines
+
+    session, stream, binary, failed = (list(call_lines(call_view(call))) for call in _shown_calls())
+    assert session == [
+        "call 3: GET wss://x.invalid/v1/realtime",
+        "  test: tests/test_a.py::test_b",
+        "  request.headers.authorization: Bearer x",
+        "  request.headers.x-a: 1",
+        "  response.status: 101 HTTP/1.1",
+        '  message[0].client: {"type": "hello"}',
+        "  message[1].server: binary, 2 bytes, sha256 b413f47d13ee",
+        "  close: 1000 'bye' by the client",
+        "  outcome: complete",
+    ]
+    assert stream[-4:] == [
+        "  response.stream: 2 events in 2 chunks",
+        '  response.stream[0]: data: {"x": 1}',
+        "  response.stream[1]: data: [DONE]",
+        "  outcome: complete",
+    ]
+    assert binary == [
+        "call 2: POST https://x.invalid/v1/audio",
+        "  request.body.text: hi",
+        "  response.status: 200 HTTP/1.1",
+        "  response.headers.content-type: audio/mpeg",
+        "  response.body: audio/mpeg, 256 bytes, sha256 40aff2e9d2d8",
+        "  outcome: error: ReadTimeout: slow",
+    ]
+    assert failed == ["call 4: POST https://x.invalid/v1/x", "  error: ConnectError: refused"]

@@ -23,7 +23,7 @@ import functools
 import json
 import os
 import sys
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -237,19 +237,29 @@ def _har_alone_took_the_cassette(args: argparse.Namespace) -> None:
         raise UsageProblem("which cassette? e.g. vcr-transport show tests/cassettes/chat.jsonl")
 
 
+# ``show``'s options that don't go together: (whether ``args`` hold such a pair, what to say), the first that
+# applies is said.
+_SHOW_CONFLICTS: tuple[tuple[Callable[[argparse.Namespace], bool], str], ...] = (
+    (
+        lambda args: args.other and not args.html,
+        "a second cassette is shown with --html only; for field differences: vcr-transport diff A B",
+    ),
+    (lambda args: args.output and not args.html, "-o/--output is for --html (--har takes its own FILE)"),
+    (
+        lambda args: sum([args.json, args.textconv, args.html, args.har is not None]) > 1,
+        "choose one of --json, --textconv, --html, --har",
+    ),
+    (lambda args: args.textconv and args.call is not None, "--textconv shows the whole cassette; drop --call"),
+    (
+        lambda args: args.volatile and not args.textconv,
+        "--volatile is for --textconv (show and --json always show every header)",
+    ),
+)
+
+
 def _show_problem(args: argparse.Namespace) -> str | None:
-    """What is wrong with ``show``'s options together, or None."""
-    if args.other and not args.html:
-        return "a second cassette is shown with --html only; for field differences: vcr-transport diff A B"
-    if args.output and not args.html:
-        return "-o/--output is for --html (--har takes its own FILE)"
-    if sum([args.json, args.textconv, args.html, args.har is not None]) > 1:
-        return "choose one of --json, --textconv, --html, --har"
-    if args.textconv and args.call is not None:
-        return "--textconv shows the whole cassette; drop --call"
-    if args.volatile and not args.textconv:
-        return "--volatile is for --textconv (show and --json always show every header)"
-    return None
+    """What is wrong with ``show``'s options together (``_SHOW_CONFLICTS``), or None."""
+    return next((problem for conflicts, problem in _SHOW_CONFLICTS if conflicts(args)), None)
 
 
 def _chosen_calls(cassette: Cassette, number: int | None) -> list[RecordedCall]:
@@ -382,26 +392,39 @@ def command_import(args: argparse.Namespace) -> int:
     cassette that can't be converted (a body that can't be recovered, a file that would not read back) is
     refused in one line; the run goes on. Ends with a summary; exits 1 when a cassette was refused or none of
     the files was one."""
-    outcomes: list[ImportOutcome] = []
-    for outcome in import_files(args.files, args.out, *_project_rules()):
-        outcomes.append(outcome)
-        if not args.json:
-            print(import_line(outcome), file=sys.stderr if outcome.refused is not None else sys.stdout)
-    converted = [o for o in outcomes if o.refused is None and o.skipped is None]
-    refused = [o.refused for o in outcomes if o.refused is not None]
-    skipped = sum(o.skipped is not None for o in outcomes)
+    outcomes = list(_imported(args))
+    converted, refused = _converted_and_refused(outcomes)
     calls = sum(o.calls for o in converted)
     if args.json:
         files = [outcome.as_json() for outcome in outcomes]
         _print_json(versioned({"files": files, "converted": len(converted), "calls": calls}))
     else:
-        if converted:
-            print(
-                "note: vcrpy keeps no chunk boundaries, so each body came in whole, as one chunk; re-record to get them"
-            )
-            print("note: these cassettes match as vcrpy did (match_on in their header); see the docs to tighten it")
-        print(import_summary(len(converted), calls, refused, skipped))
+        _print_import_end(outcomes, len(converted), calls, refused)
     return 1 if refused or not converted else 0
+
+
+def _imported(args: argparse.Namespace) -> Iterator[ImportOutcome]:
+    """Each file's outcome as it is imported, told in a line as it comes (a refusal on stderr) unless
+    ``--json``."""
+    for outcome in import_files(args.files, args.out, *_project_rules()):
+        if not args.json:
+            print(import_line(outcome), file=sys.stderr if outcome.refused is not None else sys.stdout)
+        yield outcome
+
+
+def _converted_and_refused(outcomes: list[ImportOutcome]) -> tuple[list[ImportOutcome], list[CassetteError]]:
+    """The files converted, and why each refused one was."""
+    converted = [o for o in outcomes if o.refused is None and o.skipped is None]
+    return converted, [o.refused for o in outcomes if o.refused is not None]
+
+
+def _print_import_end(outcomes: list[ImportOutcome], converted: int, calls: int, refused: list[CassetteError]) -> None:
+    """``import``'s notes on what converted cassettes lack (when there are any), then its summary."""
+    skipped = sum(o.skipped is not None for o in outcomes)
+    if converted:
+        print("note: vcrpy keeps no chunk boundaries, so each body came in whole, as one chunk; re-record to get them")
+        print("note: these cassettes match as vcrpy did (match_on in their header); see the docs to tighten it")
+    print(import_summary(converted, calls, refused, skipped))
 
 
 # --- drift ----------------------------------------------------------------------------------------------

@@ -33,7 +33,7 @@ import json
 import re
 import zlib
 from collections import defaultdict, deque
-from collections.abc import Iterator, Sequence
+from collections.abc import Container, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlsplit
@@ -167,13 +167,7 @@ def paired_calls(a: Sequence[RecordedCall], b: Sequence[RecordedCall]) -> list[t
     matcher = RequestMatcher()
     requests_a = [_request(matcher, call) for call in a]
     requests_b = [_request(matcher, call) for call in b]
-    same: dict[str, deque[int]] = defaultdict(deque)
-    for position, request in enumerate(requests_a):
-        same[request.key].append(position)
-    pair: dict[int, int] = {}  # position in B -> position in A
-    for position, request in enumerate(requests_b):
-        if same[request.key]:
-            pair[position] = same[request.key].popleft()
+    pair = _pair_same(requests_a, requests_b)  # position in B -> position in A
     _pair_conversations(requests_a, requests_b, _concurrent(a), _concurrent(b), pair)
     _pair_alike(requests_a, requests_b, pair)
     pairs: list[tuple[int | None, int | None]] = [
@@ -181,6 +175,19 @@ def paired_calls(a: Sequence[RecordedCall], b: Sequence[RecordedCall]) -> list[t
     ]
     paired = set(pair.values())
     return pairs + [(requests_a[i].index, None) for i in range(len(a)) if i not in paired]
+
+
+def _pair_same(requests_a: list[_Request], requests_b: list[_Request]) -> dict[int, int]:
+    """Each call of B paired with the first call of A left with the same comparable request: position in B ->
+    position in A."""
+    same: dict[str, deque[int]] = defaultdict(deque)
+    for position, request in enumerate(requests_a):
+        same[request.key].append(position)
+    pair: dict[int, int] = {}
+    for position, request in enumerate(requests_b):
+        if same[request.key]:
+            pair[position] = same[request.key].popleft()
+    return pair
 
 
 def _concurrent(calls: Sequence[RecordedCall]) -> list[bool]:
@@ -203,13 +210,21 @@ def _pair_conversations(
     with the first unpaired call of A recorded concurrently that continues the same conversation."""
     taken = set(pair.values())
     same: dict[str, deque[int]] = defaultdict(deque)
-    for position, request in enumerate(requests_a):
-        if concurrent_a[position] and position not in taken and request.conversation is not None:
-            same[request.conversation].append(position)
-    for position, request in enumerate(requests_b):
-        key = request.conversation
-        if concurrent_b[position] and position not in pair and key is not None and same.get(key):
-            pair[position] = same[key].popleft()
+    for position, conversation in _open_conversations(requests_a, concurrent_a, taken):
+        same[conversation].append(position)
+    for position, conversation in _open_conversations(requests_b, concurrent_b, pair):
+        if same.get(conversation):
+            pair[position] = same[conversation].popleft()
+
+
+def _open_conversations(
+    requests: list[_Request], concurrent: list[bool], taken: Container[int]
+) -> Iterator[tuple[int, str]]:
+    """(position, conversation) of each call recorded concurrently, not in ``taken``, that continues a
+    conversation."""
+    for position, request in enumerate(requests):
+        if concurrent[position] and position not in taken and request.conversation is not None:
+            yield position, request.conversation
 
 
 def _pair_alike(requests_a: list[_Request], requests_b: list[_Request], pair: dict[int, int]) -> None:
@@ -513,37 +528,50 @@ def _stretch_changes(a: list[str], b: list[str], span: Opcode, coarse: bool) -> 
     word by word inside each changed stretch small enough, the others as replaced whole. difflib's cost
     grows with the product of the lengths, and faster still with words that recur (spaces, "the")."""
     _, i1, i2, j1, j2 = span
-    if i1 == i2 and j1 == j2:
-        return
     if i1 == i2 or j1 == j2:
-        yield ("delete" if j1 == j2 else "insert", i1, i2, j1, j2)
-        return
-    if i2 - i1 <= WORD_LEVEL and j2 - j1 <= WORD_LEVEL:
-        matcher = difflib.SequenceMatcher(None, a[i1:i2], b[j1:j2], autojunk=False)
-        for tag, x1, x2, y1, y2 in matcher.get_opcodes():
-            yield tag, i1 + x1, i1 + x2, j1 + y1, j1 + y2
-        return
-    if not coarse:
+        if i1 != i2 or j1 != j2:
+            yield ("delete" if j1 == j2 else "insert", i1, i2, j1, j2)
+    elif i2 - i1 <= WORD_LEVEL and j2 - j1 <= WORD_LEVEL:
+        yield from _word_changes(a, b, span)
+    elif coarse:
+        yield from _unit_changes(a, b, span)
+    else:
         yield "replace", i1, i2, j1, j2
-        return
+
+
+def _word_changes(a: list[str], b: list[str], span: Opcode) -> Iterator[Opcode]:
+    """``span`` compared word by word (difflib, no junk), as opcodes of ``a`` and ``b``."""
+    _, i1, i2, j1, j2 = span
+    matcher = difflib.SequenceMatcher(None, a[i1:i2], b[j1:j2], autojunk=False)
+    for tag, x1, x2, y1, y2 in matcher.get_opcodes():
+        yield tag, i1 + x1, i1 + x2, j1 + y1, j1 + y2
+
+
+def _unit_changes(a: list[str], b: list[str], span: Opcode) -> Iterator[Opcode]:
+    """The coarse half of ``_stretch_changes``: ``span`` compared unit by unit (``_units``), each changed
+    stretch then word by word when small enough, else as replaced whole."""
+    _, i1, i2, j1, j2 = span
     units_a, units_b = _units(a, i1, i2), _units(b, j1, j2)
     texts_a = ["".join(a[start:end]) for start, end in units_a]
     texts_b = ["".join(b[start:end]) for start, end in units_b]
     # autojunk: a unit that recurs (a repeated line) seeds no match, so the work stays near-linear.
     for tag, u1, u2, v1, v2 in difflib.SequenceMatcher(None, texts_a, texts_b).get_opcodes():
-        x1 = units_a[u1][0] if u1 < len(units_a) else i2
-        x2 = units_a[u2 - 1][1] if u2 > u1 else x1
-        y1 = units_b[v1][0] if v1 < len(units_b) else j2
-        y2 = units_b[v2 - 1][1] if v2 > v1 else y1
+        words = (tag, *_words_of_units(units_a, u1, u2, i2), *_words_of_units(units_b, v1, v2, j2))
         if tag == "equal":
-            yield tag, x1, x2, y1, y2
+            yield words
         else:
-            yield from _stretch_changes(a, b, (tag, x1, x2, y1, y2), coarse=False)
+            yield from _stretch_changes(a, b, words, coarse=False)
 
 
-def word_opcodes(a: list[str], b: list[str]) -> list[Opcode]:
-    """difflib-style opcodes of two lists of words, with bounded work: the common head and tail are set
-    aside first, the rest is compared by ``_stretch_changes``. Neighbouring changes are merged into one."""
+def _words_of_units(units: list[tuple[int, int]], first: int, last: int, end: int) -> tuple[int, int]:
+    """The span of words of ``units[first:last]``; an empty span where ``units[first]`` starts (``end`` past
+    the last unit)."""
+    start = units[first][0] if first < len(units) else end
+    return start, units[last - 1][1] if last > first else start
+
+
+def _common_ends(a: list[str], b: list[str]) -> tuple[int, int]:
+    """How many words ``a`` and ``b`` share at their head, and then at their tail."""
     limit = min(len(a), len(b))
     head = 0
     while head < limit and a[head] == b[head]:
@@ -551,13 +579,20 @@ def word_opcodes(a: list[str], b: list[str]) -> list[Opcode]:
     tail = 0
     while tail < limit - head and a[-1 - tail] == b[-1 - tail]:
         tail += 1
+    return head, tail
+
+
+def word_opcodes(a: list[str], b: list[str]) -> list[Opcode]:
+    """difflib-style opcodes of two lists of words, with bounded work: the common head and tail are set
+    aside first, the rest is compared by ``_stretch_changes``. Neighbouring changes are merged into one."""
+    head, tail = _common_ends(a, b)
     middle = ("replace", head, len(a) - tail, head, len(b) - tail)
     found: list[Opcode] = [("equal", 0, head, 0, head)] if head else []
     for tag, i1, i2, j1, j2 in _stretch_changes(a, b, middle, coarse=True):
         kind = "equal" if tag == "equal" else "replace"
-        if found and (found[-1][0] == "equal") == (kind == "equal"):  # merge with the one before
+        if found and found[-1][0] == kind:  # merge with the one before
             previous = found[-1]
-            found[-1] = (kind if kind == "equal" else "replace", previous[1], i2, previous[3], j2)
+            found[-1] = (kind, previous[1], i2, previous[3], j2)
         else:
             found.append((kind, i1, i2, j1, j2))
     if tail:
@@ -588,30 +623,45 @@ def changed_words(old: str, new: str, context: int = 4) -> str:
     whitespace alone is told by ``whitespace_only``). Long texts are compared with bounded work
     (``word_opcodes``); after ``MOST_CHANGES`` changes the rest are counted."""
     before, after = _TOKENS.findall(old), _TOKENS.findall(new)
-    pieces: list[str] = []
-    opcodes = word_opcodes([t.rstrip() or " " for t in before], [t.rstrip() or " " for t in after])
-    shown = 0
-    for position, (tag, i1, i2, j1, j2) in enumerate(opcodes):
-        if tag == "equal":
-            same = after[j1:j2]
-            if len(same) <= context * 2 + 1:
-                pieces.append("".join(same))
-                continue
-            head = "".join(same[:context]) if position > 0 else ""
-            tail = "".join(same[-context:]) if position < len(opcodes) - 1 else ""
-            pieces.append(f"{head}…{tail}")
-            continue
-        if shown == MOST_CHANGES:
-            rest = sum(1 for op in opcodes[position:] if op[0] != "equal")
-            pieces.append(f"… ({rest} more changes)")
-            break
-        shown += 1
-        removed, added = "".join(before[i1:i2]), "".join(after[j1:j2])
-        space = _trailing_space(removed, added)
-        removed, added = removed[: len(removed) - len(space)], added[: len(added) - len(space)]
-        if removed:
-            pieces.append(f"[-{_cut(removed)}-]")
-        if added:
-            pieces.append(f"{{+{_cut(added)}+}}")
-        pieces.append(space)
+    opcodes = word_opcodes(_bare(before), _bare(after))
+    shown = _shown_opcodes(opcodes)
+    pieces = [
+        _unchanged(after[j1:j2], context, position > 0, position < len(opcodes) - 1)
+        if tag == "equal"
+        else _one_change("".join(before[i1:i2]), "".join(after[j1:j2]))
+        for position, (tag, i1, i2, j1, j2) in enumerate(opcodes[:shown])
+    ]
+    rest = sum(1 for op in opcodes[shown:] if op[0] != "equal")
+    if rest:
+        pieces.append(f"… ({rest} more changes)")
     return "".join(pieces)
+
+
+def _bare(tokens: list[str]) -> list[str]:
+    """The words as compared: without the whitespace after them (whitespace alone as one space)."""
+    return [token.rstrip() or " " for token in tokens]
+
+
+def _shown_opcodes(opcodes: list[Opcode]) -> int:
+    """How many of ``opcodes`` are shown: those before the change after the ``MOST_CHANGES``-th."""
+    changes = [position for position, opcode in enumerate(opcodes) if opcode[0] != "equal"]
+    return changes[MOST_CHANGES] if len(changes) > MOST_CHANGES else len(opcodes)
+
+
+def _unchanged(same: list[str], context: int, after_a_change: bool, before_a_change: bool) -> str:
+    """An unchanged stretch of words: whole when short, else cut to ``…`` with up to ``context`` words
+    kept on each side that touches a change."""
+    if len(same) <= context * 2 + 1:
+        return "".join(same)
+    head = "".join(same[:context]) if after_a_change else ""
+    tail = "".join(same[-context:]) if before_a_change else ""
+    return f"{head}…{tail}"
+
+
+def _one_change(removed: str, added: str) -> str:
+    """One change as ``[-removed-]{+added+}``, each side cut (``_cut``), the whitespace both end with after it."""
+    space = _trailing_space(removed, added)
+    removed, added = removed[: len(removed) - len(space)], added[: len(added) - len(space)]
+    shown_removed = f"[-{_cut(removed)}-]" if removed else ""
+    shown_added = f"{{+{_cut(added)}+}}" if added else ""
+    return f"{shown_removed}{shown_added}{space}"

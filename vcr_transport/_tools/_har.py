@@ -27,6 +27,7 @@ from typing import Any
 from urllib.parse import parse_qsl, urlsplit
 
 from .._core.format._format import Cassette, RecordedCall
+from .._core.views._review import Part
 from .._core.views._view import CallView, call_view
 
 __all__ = ["HAR_VERSION", "har_log"]
@@ -99,29 +100,34 @@ def _post_data(view: CallView) -> dict[str, Any] | None:
     if body is None:
         return None
     mime = _header(view.request_headers, "content-type") or ""
-    data: dict[str, Any] = {"mimeType": mime}
-    if "json" in body:
-        data["text"] = json.dumps(body["json"], separators=(",", ":"), ensure_ascii=False)
-    elif "text" in body:
-        data["text"] = str(body["text"])
-    else:
-        raw = base64.b64decode(str(body["base64"]))
-        try:
-            data["text"] = raw.decode("utf-8")
-        except UnicodeDecodeError:
-            data["text"] = ""
-            data["comment"] = f"binary body, {len(raw)} bytes, as base64: {body['base64']}"
+    data: dict[str, Any] = {"mimeType": mime, **_post_text(body)}
     if view.parts is not None:
-        data["params"] = [
-            {
-                "name": part.name or "",
-                **({"fileName": part.filename} if part.filename is not None else {}),
-                **({"contentType": part.content_type} if part.content_type else {}),
-                **({"value": part.text} if part.text is not None else {}),
-            }
-            for part in view.parts
-        ]
+        data["params"] = [_param(part) for part in view.parts]
     return data
+
+
+def _post_text(body: dict[str, Any]) -> dict[str, Any]:
+    """A request body as HAR's ``text``: JSON compact, text as it is, bytes as UTF-8 (or, when they are none,
+    empty with a ``comment`` holding their base64)."""
+    if "json" in body:
+        return {"text": json.dumps(body["json"], separators=(",", ":"), ensure_ascii=False)}
+    if "text" in body:
+        return {"text": str(body["text"])}
+    raw = base64.b64decode(str(body["base64"]))
+    try:
+        return {"text": raw.decode("utf-8")}
+    except UnicodeDecodeError:
+        return {"text": "", "comment": f"binary body, {len(raw)} bytes, as base64: {body['base64']}"}
+
+
+def _param(part: Part) -> dict[str, Any]:
+    """A multipart part as HAR's ``params`` entry: its name, and its file name, type and text when it has them."""
+    return {
+        "name": part.name or "",
+        **({"fileName": part.filename} if part.filename is not None else {}),
+        **({"contentType": part.content_type} if part.content_type else {}),
+        **({"value": part.text} if part.text is not None else {}),
+    }
 
 
 def _request(view: CallView) -> dict[str, Any]:

@@ -62,15 +62,28 @@ def _images(value: Any, found: list[str]) -> list[str]:
         if value.startswith("data:image/") and ";base64," in value[:64] and len(value) <= MAX_IMAGE:
             found.append(value)
     elif isinstance(value, dict):
-        for key, item in value.items():
-            if key == "b64_json" and isinstance(item, str) and len(item) <= MAX_IMAGE:
-                found.append("data:image/png;base64," + item)
-            else:
-                _images(item, found)
+        _images_of_fields(value, found)
     elif isinstance(value, list):
         for item in value:
             _images(item, found)
     return found
+
+
+def _images_of_fields(value: dict[Any, Any], found: list[str]) -> None:
+    """``_images`` of a JSON object: a ``b64_json`` value is an image, any other field is searched."""
+    for key, item in value.items():
+        if key == "b64_json" and isinstance(item, str) and len(item) <= MAX_IMAGE:
+            found.append("data:image/png;base64," + item)
+        else:
+            _images(item, found)
+
+
+def _image_url(content_type: str, data: bytes) -> str:
+    """An image's ``data:`` URL, when its type is one the page shows and it is no larger than ``MAX_IMAGE``;
+    else empty."""
+    if content_type in _IMAGE_TYPES and len(data) * 4 // 3 <= MAX_IMAGE:
+        return f"data:{content_type};base64," + base64.b64encode(data).decode("ascii")
+    return ""
 
 
 def _request_body(view: CallView) -> str:
@@ -86,9 +99,7 @@ def _parts(view: CallView) -> list[list[Any]]:
     """Each multipart part: name, filename, content type, size, and its text, or an image's data: URL."""
     shown: list[list[Any]] = []
     for part in view.parts or []:
-        image = ""
-        if part.content_type in _IMAGE_TYPES and len(part.data) * 4 // 3 <= MAX_IMAGE:
-            image = f"data:{part.content_type};base64," + base64.b64encode(part.data).decode("ascii")
+        image = _image_url(part.content_type, part.data)
         text = _cut(part.text) if part.text is not None and part.filename is None else ""
         shown.append([part.name or "", part.filename or "", part.content_type, len(part.data), text, image])
     return shown
@@ -101,23 +112,29 @@ def _response(view: CallView) -> dict[str, Any]:
         "tc": [_tool(t) for t in view.reply.tool_calls],
         "t": list(view.chunk_times),
         "n": view.chunk_count,
+        **_response_body(view),
     }
-    stream, body = view.readable_stream, view.reply_body
-    if view.close is not None:  # a WebSocket session: its messages shown as the stream's events are
-        data["ev"] = view.message_texts()[:MAX_STREAM_EVENTS] + [f"closed {view.closed}"]
-        data["evn"] = len(view.websocket_messages) + 1
-    elif stream is not None:
-        data["ev"] = [_cut(event.raw) for event in stream[:MAX_STREAM_EVENTS]]
-        data["evn"] = len(stream)
-    elif view.binary and view.content_type in _IMAGE_TYPES and len(view.body) * 4 // 3 <= MAX_IMAGE:
-        data["rimg"] = f"data:{view.content_type};base64," + base64.b64encode(view.body).decode("ascii")
-    elif isinstance(body, dict | list):
-        data["pb"] = _pretty(body)
-    elif body is not None:
-        data["pb"] = _cut(str(body))
     if view.json is not NOT_JSON:
         data["rimgs"] = _images(view.json, [])
     return data
+
+
+def _response_body(view: CallView) -> dict[str, Any]:
+    """What the page shows of a response's body: a WebSocket session's messages or a stream's events
+    (``ev``, and how many: ``evn``), an image (``rimg``), or the body as text (``pb``)."""
+    stream, body = view.readable_stream, view.reply_body
+    if view.close is not None:  # a WebSocket session: its messages shown as the stream's events are
+        return {
+            "ev": view.message_texts()[:MAX_STREAM_EVENTS] + [f"closed {view.closed}"],
+            "evn": len(view.websocket_messages) + 1,
+        }
+    if stream is not None:
+        return {"ev": [_cut(event.raw) for event in stream[:MAX_STREAM_EVENTS]], "evn": len(stream)}
+    if view.binary and (image := _image_url(view.content_type, view.body)):
+        return {"rimg": image}
+    if isinstance(body, dict | list):
+        return {"pb": _pretty(body)}
+    return {"pb": _cut(str(body))} if body is not None else {}
 
 
 def _message(message: Message) -> list[Any]:

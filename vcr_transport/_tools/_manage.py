@@ -16,7 +16,7 @@ import shlex
 import subprocess
 import time
 from collections import Counter
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -28,7 +28,7 @@ from .._core.rules._redaction import Redactor
 from .._core.rules._scan import scan_document
 from .._display import visible
 from .._exceptions import CassetteError
-from .._ledger import LedgerProblem, read_ledger
+from .._ledger import Ledger, LedgerProblem, read_ledger
 from .._storage import (
     cassette_target,
     check_cassette,
@@ -115,18 +115,26 @@ def _project_root() -> Path:
     return pyproject.parent if pyproject else Path.cwd()
 
 
-def _cassettes_in(paths: Sequence[str | Path]) -> list[Path]:
-    """The ``*.jsonl`` files named, and those under the folders named (not in virtualenvs, caches, .git)."""
+def _named_files(
+    paths: Sequence[str | Path], in_folder: Callable[[Path], Iterable[Path]], named: Callable[[Path], bool]
+) -> list[Path]:
+    """The paths named that are files (``named``), and the files ``in_folder`` finds under the folders named
+    (not in virtualenvs, caches, .git), sorted; a UsageProblem for a path that is neither."""
     files: list[Path] = []
     for raw in paths:
         path = Path(raw)
         if path.is_dir():
-            files += sorted(p for p in path.rglob("*.jsonl") if not SKIPPED_FOLDERS & set(p.parts))
-        elif path.exists():
+            files += sorted(p for p in in_folder(path) if not SKIPPED_FOLDERS & set(p.parts))
+        elif named(path):
             files.append(path)
         else:
             raise UsageProblem(f"{path}: no such file or folder")
     return files
+
+
+def _cassettes_in(paths: Sequence[str | Path]) -> list[Path]:
+    """The ``*.jsonl`` files named, and those under the folders named (not in virtualenvs, caches, .git)."""
+    return _named_files(paths, lambda folder: folder.rglob("*.jsonl"), Path.exists)
 
 
 def find_cassettes(named: Sequence[str | Path]) -> list[Path]:
@@ -275,17 +283,17 @@ def _findings(
     """(problems, notes) of one cassette: a call recorded incomplete is a note, or with ``strict`` a problem. A
     call recorded as an intended early stop is neither (``_format.problems``), nor one ``allowed`` names that
     ended closed_early (an error stays one)."""
-    findings = [
-        finding
-        for finding in check_cassette(path)
-        if not (
-            finding.outcome == "closed_early"
-            and any((call is None or call == finding.call) and _names(pattern, path) for pattern, call in allowed)
-        )
-    ]
+    findings = [finding for finding in check_cassette(path) if not _allowed_early_stop(finding, path, allowed)]
     if strict:
         return [Problem.of(f) for f in findings], []
     return [Problem.of(f) for f in findings if not f.incomplete], [Problem.of(f) for f in findings if f.incomplete]
+
+
+def _allowed_early_stop(finding: Finding, path: Path, allowed: Sequence[EarlyStopAllowance]) -> bool:
+    """Whether ``finding`` is a call of ``path`` that ended closed_early and one of ``allowed`` names."""
+    return finding.outcome == "closed_early" and any(
+        (call is None or call == finding.call) and _names(pattern, path) for pattern, call in allowed
+    )
 
 
 def verify(
@@ -300,10 +308,7 @@ def verify(
     ``allow_early_stop``: ``CASSETTE[:CALL]``s whose calls may end closed_early (``early_stop_allowance``); one
     that names no cassette verified is a UsageProblem (a typo would let nothing through, silently)."""
     paths = find_cassettes(named)
-    allowed = [early_stop_allowance(text) for text in allow_early_stop]
-    for text, (pattern, _) in zip(allow_early_stop, allowed, strict=True):
-        if not any(_names(pattern, path) for path in paths):
-            raise UsageProblem(f"--allow-early-stop {text}: names none of the {len(paths)} cassette(s) verified")
+    allowed = _allowances(allow_early_stop, paths)
     problems: list[Problem] = []
     notes: list[Problem] = []
     with_problems = 0
@@ -314,9 +319,22 @@ def verify(
         with_problems += bool(found)
         if progress is not None:
             progress(done, len(paths))
-    empty = [p for p in named if Path(p).is_dir() and not _cassettes_in([p])]
-    problems += [Problem(shown_path(folder), None, "no cassette (*.jsonl) in this folder") for folder in empty]
+    problems += [Problem(shown_path(folder), None, "no cassette (*.jsonl) in this folder") for folder in _empty(named)]
     return Verification(len(paths), problems, notes, with_problems)
+
+
+def _allowances(allow_early_stop: Sequence[str], paths: Sequence[Path]) -> list[EarlyStopAllowance]:
+    """Each ``--allow-early-stop`` read; a UsageProblem for one that names none of ``paths``."""
+    allowed = [early_stop_allowance(text) for text in allow_early_stop]
+    for text, (pattern, _) in zip(allow_early_stop, allowed, strict=True):
+        if not any(_names(pattern, path) for path in paths):
+            raise UsageProblem(f"--allow-early-stop {text}: names none of the {len(paths)} cassette(s) verified")
+    return allowed
+
+
+def _empty(named: Sequence[str]) -> list[str]:
+    """The folders named that hold no cassette."""
+    return [p for p in named if Path(p).is_dir() and not _cassettes_in([p])]
 
 
 # --- scan -----------------------------------------------------------------------------------------------
@@ -419,16 +437,8 @@ class ScanReport:
 
 
 def _files_in(named: Sequence[str]) -> list[Path]:
-    files: list[Path] = []
-    for raw in named:
-        path = Path(raw)
-        if path.is_dir():
-            files += sorted(p for p in path.rglob("*") if p.is_file() and not SKIPPED_FOLDERS & set(p.parts))
-        elif path.is_file():
-            files.append(path)
-        else:
-            raise UsageProblem(f"{path}: no such file or folder")
-    return files
+    """The files named, and every file under the folders named (not in virtualenvs, caches, .git)."""
+    return _named_files(named, lambda folder: (p for p in folder.rglob("*") if p.is_file()), Path.is_file)
 
 
 def _size(path: Path) -> int:
@@ -556,17 +566,22 @@ def prune_reasons(cassettes: Sequence[Path], *, older_than: float | None, force:
     except LedgerProblem as problem:
         raise UsageProblem(str(problem)) from None
     if not ledger.complete and not force:
-        raise UsageProblem(
-            f"the last test run ({ledger.command + ', ' if ledger.command else ''}started {ledger.started}) was "
-            f"partial: {ledger.why_incomplete}. "
-            "Its unused cassettes may belong to tests it did not run: run the whole suite, then prune "
-            "(or add --force to prune by this run anyway)"
-        )
+        raise _partial_run(ledger)
     return {
         path: f"no test used it in the last run ({ledger.started})"
         for path in cassettes
         if path.resolve() not in ledger.cassettes
     }
+
+
+def _partial_run(ledger: Ledger) -> UsageProblem:
+    """Why ``prune`` refuses to go by a partial run of the suite."""
+    return UsageProblem(
+        f"the last test run ({ledger.command + ', ' if ledger.command else ''}started {ledger.started}) was "
+        f"partial: {ledger.why_incomplete}. "
+        "Its unused cassettes may belong to tests it did not run: run the whole suite, then prune "
+        "(or add --force to prune by this run anyway)"
+    )
 
 
 def calls_of_removed_tests(cassettes: Sequence[Path], *, force: bool) -> dict[Path, dict[str, int]]:
@@ -581,27 +596,34 @@ def calls_of_removed_tests(cassettes: Sequence[Path], *, force: bool) -> dict[Pa
     ledger = read_ledger(root)
     if ledger.owners is None or (not ledger.complete and not force):
         return {}
-
-    def removed(owner: str, kept: set[str]) -> bool:
-        if not owner or owner in kept or "::" not in owner:
-            return False
-        module = owner.split("::", 1)[0]
-        return module in ledger.files or not (root / module).exists()
-
     found: dict[Path, dict[str, int]] = {}
     for path in cassettes:
         resolved = path.resolve()
-        if resolved not in ledger.cassettes or not is_shared(path):
-            continue
-        kept = ledger.owners.get(resolved, set())
-        try:
-            calls = read_outline(path).calls
-        except CassetteError:
-            continue  # verify names what is wrong with it; prune changes no cassette it can't read
-        gone = Counter(call.owner for call in calls if removed(call.owner, kept))
-        if gone and sum(gone.values()) < len(calls):
-            found[path] = dict(sorted(gone.items()))
+        if resolved in ledger.cassettes and is_shared(path):
+            gone = _calls_of_gone_tests(path, ledger.owners.get(resolved, set()), ledger, root)
+            if gone:
+                found[path] = gone
     return found
+
+
+def _calls_of_gone_tests(path: Path, kept: set[str], ledger: Ledger, root: Path) -> dict[str, int]:
+    """{test: its calls} of the tests gone (``_gone``) from a shared cassette; none when every call's test is
+    gone (the whole cassette is ``prune``'s) or the cassette can't be read."""
+    try:
+        calls = read_outline(path).calls
+    except CassetteError:
+        return {}  # verify names what is wrong with it; prune changes no cassette it can't read
+    gone = Counter(call.owner for call in calls if _gone(call.owner, kept, ledger, root))
+    return dict(sorted(gone.items())) if gone and sum(gone.values()) < len(calls) else {}
+
+
+def _gone(owner: str, kept: set[str], ledger: Ledger, root: Path) -> bool:
+    """Whether a call's test is gone: a node id (``file::name``) the run did not keep, in a file it collected
+    or one that no longer exists."""
+    if not owner or owner in kept or "::" not in owner:
+        return False
+    module = owner.split("::", 1)[0]
+    return module in ledger.files or not (root / module).exists()
 
 
 # --- import ---------------------------------------------------------------------------------------------

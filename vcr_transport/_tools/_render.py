@@ -148,13 +148,25 @@ def call_json(view: CallView) -> dict[str, Any]:
         data["test"] = view.owner
     if view.outcome == "error":
         data["error"] = {"class": view.error_class, "message": view.error_message}
-    if view.close is not None:
-        data["messages"] = [
+    data.update(_websocket_json(view, view.close) if view.close is not None else _reply_json(view))
+    return data
+
+
+def _websocket_json(view: CallView, close: tuple[Any, ...]) -> dict[str, Any]:
+    """A WebSocket call's messages and close, as ``show --json`` prints them."""
+    return {
+        "messages": [
             {"from": side, "t": t, "text": d} if isinstance(d, str) else {"from": side, "t": t, "base64": _b64(d)}
             for side, d, t in view.websocket_messages
-        ]
-        data["close"] = dict(zip(("code", "reason", "by"), view.close, strict=True))
-        return data
+        ],
+        "close": dict(zip(("code", "reason", "by"), close, strict=True)),
+    }
+
+
+def _reply_json(view: CallView) -> dict[str, Any]:
+    """An HTTP call's response body (its SSE events, its JSON or its text) and note, as ``show --json``
+    prints them."""
+    data: dict[str, Any] = {}
     if view.stream is not None:
         data["sse_events"] = [event.raw for event in view.stream]
     elif view.json is not NOT_JSON:
@@ -290,8 +302,7 @@ def _reply_lines(view: CallView, volatile: bool) -> Iterator[str]:
     stream, body = view.readable_stream, view.reply_body
     if stream is not None:
         yield f"  response.stream: {len(stream)} events in {view.chunk_count} chunks"
-        for number, event in enumerate(stream):
-            yield f"  response.stream[{number}]: {_event_line(event.raw, event.name, event.data, volatile)}"
+        yield from _stream_lines(stream, volatile)
     elif view.binary and view.status is not None:
         yield f"  response.body: {_binary_body(view)}"
     elif isinstance(body, dict | list):
@@ -300,17 +311,46 @@ def _reply_lines(view: CallView, volatile: bool) -> Iterator[str]:
         yield from _block("response.body", str(cut_long(body)))
 
 
+def _stream_lines(stream: Sequence[Any], volatile: bool) -> Iterator[str]:
+    """Each event of a readable stream, one line each (``_event_line``)."""
+    for number, event in enumerate(stream):
+        yield f"  response.stream[{number}]: {_event_line(event.raw, event.name, event.data, volatile)}"
+
+
+def _header_lines(
+    side: str, headers: Sequence[tuple[str, str]], is_volatile: Callable[[str], bool], volatile: bool
+) -> Iterator[str]:
+    """A side's headers, one line each, the volatile ones (``is_volatile``) left out unless ``volatile``."""
+    for name, value in headers:
+        if volatile or not is_volatile(name.lower()):
+            yield f"  {side}.headers.{name.lower()}: {value}"
+
+
 def call_lines(view: CallView, *, volatile: bool = False, label: str | None = None) -> Iterator[str]:
     """One call, one line per field (a text or JSON spread over several lines is indented below its
     field). Timings are left out: they change on every recording; so are volatile headers and fields
     (``_review``) unless ``volatile``. ``label``: how the call is named (``call N`` by default)."""
-    matcher = RequestMatcher()
     yield f"{label or f'call {view.index}'}: {view.method} {view.url}"
     if view.owner:
         yield f"  test: {view.owner}"
-    for name, value in view.request_headers:
-        if volatile or not matcher.is_volatile(name.lower()):
-            yield f"  request.headers.{name.lower()}: {value}"
+    yield from _header_lines("request", view.request_headers, RequestMatcher().is_volatile, volatile)
+    yield from _request_body_lines(view)
+    if view.status is None:
+        yield f"  error: {view.error}"
+        return
+    yield f"  response.status: {view.status} {view.http_version}"
+    yield from _header_lines("response", view.response_headers, is_volatile_response_header, volatile)
+    if view.close is not None:
+        for number, (side, data, _) in enumerate(view.websocket_messages):
+            yield from _block(f"message[{number}].{side}", _message_text(data))
+        yield f"  close: {view.closed}"
+    else:
+        yield from _reply_lines(view, volatile)
+    yield f"  outcome: {view.outcome}" + (f": {view.error}" if view.outcome == "error" else "")
+
+
+def _request_body_lines(view: CallView) -> Iterator[str]:
+    """The request's body: its messages and JSON, its multipart parts, or its text."""
     body = view.request_body
     if body is not None and "json" in body:
         yield from _message_lines(view.messages, view.tools)
@@ -320,20 +360,6 @@ def call_lines(view: CallView, *, volatile: bool = False, label: str | None = No
     elif body is not None:
         kind, value = next(iter(body.items()))
         yield from _block(f"request.body.{kind}", str(cut_long(value)))
-    if view.status is None:
-        yield f"  error: {view.error}"
-        return
-    yield f"  response.status: {view.status} {view.http_version}"
-    for name, value in view.response_headers:
-        if volatile or not is_volatile_response_header(name.lower()):
-            yield f"  response.headers.{name.lower()}: {value}"
-    if view.close is not None:
-        for number, (side, data, _) in enumerate(view.websocket_messages):
-            yield from _block(f"message[{number}].{side}", _message_text(data))
-        yield f"  close: {view.closed}"
-    else:
-        yield from _reply_lines(view, volatile)
-    yield f"  outcome: {view.outcome}" + (f": {view.error}" if view.outcome == "error" else "")
 
 
 @_visible_lines
@@ -372,12 +398,16 @@ def _change(difference: Difference, paint: Paint) -> str:
     if difference.kind in ("added", "removed"):
         only = left if right is MISSING else right
         return paint(f"only in {'B' if difference.kind == 'added' else 'A'}: {_shown(only)}", "warn")
-    if isinstance(left, str) and isinstance(right, str) and any(" " in text or "\n" in text for text in (left, right)):
-        words = visible(changed_words(left, right))
+    if isinstance(left, str) and isinstance(right, str) and _wordy(left, right):
         if difference.kind == "whitespace":
             return paint("whitespace only: ", "dim") + shorten(left) + " -> " + shorten(right)
-        return _painted_words(words, paint)
+        return _painted_words(visible(changed_words(left, right)), paint)
     return f"{paint(_value(left), 'bad')} -> {paint(_value(right), 'good')}"
+
+
+def _wordy(left: str, right: str) -> bool:
+    """Whether two texts are shown by their changed words: one of them holds a space or a line break."""
+    return any(" " in text or "\n" in text for text in (left, right))
 
 
 def _painted_words(words: str, paint: Paint) -> str:
@@ -519,14 +549,19 @@ def removal_lines(removal: Removal) -> Iterator[str]:
         yield f"skipped {shown_path(path)}: not a cassette ({why}); prune only deletes cassettes"
     for path, why in removal.removed:
         yield f"{'deleted' if removal.deleted else 'would delete'} {shown_path(path)}  ({why})"
-    for path, tests in removal.dropped_calls:
-        for test, calls in tests.items():
-            verb = "removed" if removal.deleted else "would remove"
-            yield f"{verb} {plural(calls, 'call')} of {test} from {shown_path(path)}  (no such test in the last run)"
+    yield from _dropped_call_lines(removal)
     if not removal.deleted and (removal.removed or removal.dropped_calls):
         yield "dry run: nothing was deleted; add --yes to delete"
     if not removal.removed and not removal.dropped_calls:
         yield "nothing to delete"
+
+
+def _dropped_call_lines(removal: Removal) -> Iterator[str]:
+    """The calls of tests gone from the last run that were (or would be) removed from shared cassettes."""
+    verb = "removed" if removal.deleted else "would remove"
+    for path, tests in removal.dropped_calls:
+        for test, calls in tests.items():
+            yield f"{verb} {plural(calls, 'call')} of {test} from {shown_path(path)}  (no such test in the last run)"
 
 
 def import_line(outcome: ImportOutcome) -> str:
@@ -608,7 +643,7 @@ def drift_plan_lines(cassettes: int, planned: Sequence[PlannedCall], paint: Pain
     """``drift --dry-run``: one line per call (where it would go, whose key it would carry, or why it would be
     refused or skipped), then the hosts."""
     yield from (_plan_line(call, paint) for call in planned)
-    sent = [call for call in planned if not call.error and not call.skipped]
+    sent = [call for call in planned if _would_send(call)]
     hosts = sorted({call.host for call in sent})
     skipped = sum(1 for call in planned if call.skipped)
     yield (
@@ -617,6 +652,11 @@ def drift_plan_lines(cassettes: int, planned: Sequence[PlannedCall], paint: Pain
         + (f", {skipped} skipped" if skipped else "")
         + "; nothing was sent"
     )
+
+
+def _would_send(call: PlannedCall) -> bool:
+    """Whether ``drift`` would send a planned call: neither refused nor skipped."""
+    return not call.error and not call.skipped
 
 
 def drift_plan_json(cassettes: int, planned: Sequence[PlannedCall]) -> dict[str, Any]:

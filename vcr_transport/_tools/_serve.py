@@ -22,7 +22,7 @@ import dataclasses
 import ipaddress
 import re
 import signal
-from collections.abc import Callable, Sequence
+from collections.abc import AsyncIterator, Callable, Sequence
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
@@ -181,6 +181,8 @@ class _Wire:
         self._deadline: float | None = None  # when the request being read must have arrived (loop time)
 
     async def _next_event(self) -> Any:
+        """The next h11 event of the connection, reading from the client as h11 needs more (a client waiting
+        for ``100 Continue`` is sent it first). A framing error h11 finds is a ``_BadRequest`` (a 400)."""
         while True:
             try:
                 event = self.connection.next_event()
@@ -320,6 +322,8 @@ def _origins(calls: Sequence[Any]) -> dict[tuple[str, str], list[str]]:
 
 
 def _check_mode(config: ServeConfig, upstreams: dict[str, str]) -> None:
+    """A ServeError for a mode serve does not know, and for a recording mode (record, record-on-miss) without
+    exactly one cassette to record into or without an upstream to forward to."""
     if config.mode not in SERVE_MODES:
         raise ServeError(f"unknown mode {config.mode!r}; valid: {', '.join(SERVE_MODES)}")
     if config.mode == "replay":
@@ -376,22 +380,9 @@ class CassetteServer:
         """The response from the cassettes and what the access log says of it (the call that answered, or
         the mismatch); no response when the request is to be forwarded and recorded (record, a miss in
         record-on-miss). In replay, a miss is answered against the nearest recorded call."""
-        path = urlsplit(request.target).path or "/"
-        nearest: tuple[tuple[int, float], ReplayMismatch] | None = None
-        for session, replayer, origins in self._replaying:
-            calls = replayer.calls
-            for origin in origins.get((request.method, path)) or ([_origin(calls[0].url)] if calls else []):
-                outgoing = httpx2.Request(request.method, origin + request.target, headers=request.headers)
-                try:
-                    response = session.respond(outgoing, request.body)
-                except ReplayMismatch as miss:
-                    distance = replayer.distance(outgoing, request.body, miss.call_index)
-                    if nearest is None or distance < nearest[0]:
-                        nearest = (distance, miss)
-                    continue
-                if response is not None:
-                    index = response.extensions.get(CALL_INDEX_EXTENSION)
-                    return response, f"call {index} of {session.path.name}"
+        answered, nearest = self._answered(request)
+        if answered is not None:
+            return answered
         if self.recording is not None:
             return None, "forwarded, recorded"
         problem = (
@@ -399,7 +390,29 @@ class CassetteServer:
         )
         return error_response(httpx2, "replay_mismatch", problem), str(problem).splitlines()[0]
 
+    def _answered(
+        self, request: _Request
+    ) -> tuple[tuple[Any, str] | None, tuple[tuple[int, float], ReplayMismatch] | None]:
+        """The first cassette's response to ``request`` and the call that answered; else none, and the
+        nearest mismatch met (by ``distance``), if any."""
+        path = urlsplit(request.target).path or "/"
+        nearest: tuple[tuple[int, float], ReplayMismatch] | None = None
+        for session, replayer, origins in self._replaying:
+            for origin in _origins_to_try(origins, request.method, path, replayer.calls):
+                outgoing = httpx2.Request(request.method, origin + request.target, headers=request.headers)
+                try:
+                    response = session.respond(outgoing, request.body)
+                except ReplayMismatch as miss:
+                    nearest = _nearer(nearest, replayer.distance(outgoing, request.body, miss.call_index), miss)
+                    continue
+                if response is not None:
+                    index = response.extensions.get(CALL_INDEX_EXTENSION)
+                    return (response, f"call {index} of {session.path.name}"), nearest
+        return None, nearest
+
     async def _forwarded(self, request: _Request) -> Any:
+        """The vendor's response to ``request``, forwarded to its ``--upstream`` (hop-by-hop headers left out)
+        and recorded; a 502 JSON error when the vendor has no upstream or the upstream can't be reached."""
         vendor = vendor_of(urlsplit(request.target).path, request.headers)
         upstream = self.upstreams.get(vendor)
         if upstream is None:
@@ -541,6 +554,9 @@ class CassetteServer:
         self.say(f"{request.method} {target} {status} {note}")
 
     async def _connection(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        """One client connection: its requests answered in turn until it closes. Past ``max_connections`` it
+        is refused with a 503, a malformed request with its status (logged, the problem redacted); a client
+        that goes away or stays idle is let go."""
         task = asyncio.current_task()
         assert task is not None
         full = len(self._connections) >= self.config.max_connections
@@ -604,20 +620,42 @@ class CassetteServer:
                 await asyncio.wait_for(self._idle.wait(), self.config.grace)
             except TimeoutError:
                 pass
+        await self._close_connections()
+        self._commit(keep=not interrupted or (not busy and not self.older_cassette))
+
+    async def _close_connections(self) -> None:
+        """Cancel the connections still open (waiting up to five seconds for them), then close the upstream
+        client."""
         for task in list(self._connections):
             task.cancel()
         if self._connections:
             await asyncio.wait(list(self._connections), timeout=5)
         if self._inner is not None:
             await self._inner.aclose()
+
+    def _commit(self, keep: bool) -> None:
+        """Close the recording, if any: committed when ``keep``, else dropped; say which."""
         if self.recording is None or self.recorder is None:
             return
-        keep = not interrupted or (not busy and not self.older_cassette)
         self.recording.close(None if keep else KeyboardInterrupt())
         if self.recorder.saved:
             self.say(f"vcr-transport serve: saved {self.recorder.path}")
         else:
             self.say(f"vcr-transport serve: {self.recorder.path} not saved; an older cassette, if any, is unchanged")
+
+
+def _origins_to_try(
+    origins: dict[tuple[str, str], list[str]], method: str, path: str, calls: Sequence[Any]
+) -> list[str]:
+    """The origins a cassette recorded ``method`` and ``path`` at; else the origin of its first call."""
+    return origins.get((method, path)) or ([_origin(calls[0].url)] if calls else [])
+
+
+def _nearer(
+    nearest: tuple[tuple[int, float], ReplayMismatch] | None, distance: tuple[int, float], miss: ReplayMismatch
+) -> tuple[tuple[int, float], ReplayMismatch]:
+    """The nearer of the nearest mismatch so far and ``miss`` at ``distance`` (the first on a tie)."""
+    return (distance, miss) if nearest is None or distance < nearest[0] else nearest
 
 
 def _upgrades_to_websocket(request: _Request) -> bool:
@@ -644,7 +682,7 @@ async def _send(response: Any, request: _Request, wire: _Wire) -> bool:
     status line too), then each chunk as its own HTTP chunk, drained before the next. A stream that fails
     aborts the connection, as the recorded or injected failure did. Whether the connection is reusable."""
     writer = wire.writer
-    bodiless = request.method == "HEAD" or response.status_code in (204, 304) or response.status_code < 200
+    bodiless = _bodiless(request.method, response.status_code)
     chunks = response.stream.__aiter__()
     try:
         first = None if bodiless else await anext(chunks, None)
@@ -657,6 +695,18 @@ async def _send(response: Any, request: _Request, wire: _Wire) -> bool:
         writer.write(wire.end())
         await writer.drain()
         return True
+    return await _send_chunks(first, chunks, wire)
+
+
+def _bodiless(method: str, status: int) -> bool:
+    """Whether a response carries no body: to a HEAD, a 204 or 304, or an informational status."""
+    return method == "HEAD" or status in (204, 304) or status < 200
+
+
+async def _send_chunks(first: bytes | None, chunks: AsyncIterator[bytes], wire: _Wire) -> bool:
+    """Write ``first`` and the rest of ``chunks``, each as its own HTTP chunk, drained before the next, then
+    the terminating chunk. A stream that fails aborts the connection. Whether the connection is reusable."""
+    writer = wire.writer
     chunk = first
     try:
         while chunk is not None:

@@ -89,21 +89,34 @@ def plan_imports(
     files go to the same relative paths under ``out`` (beside them without ``out``). Raises ImportProblem
     for a missing input and for two inputs that map to one output, and a CassetteError for a target a link
     may not be written through (``cassette_target``), before anything is written."""
-    plan: list[tuple[Path, Path]] = []
-    for raw in inputs:
-        given = Path(raw)
-        if given.is_dir():
-            found = sorted(p for p in given.rglob("*") if p.suffix.lower() in YAML_SUFFIXES and p.is_file())
-            if not found:
-                raise ImportProblem(f"{given}: a folder with no .yaml or .yml file in it")
-            for source in found:
-                relative = source.relative_to(given).with_suffix(".jsonl")
-                plan.append((source, Path(out) / relative if out is not None else source.with_suffix(".jsonl")))
-        elif given.is_file():
-            name = given.with_suffix(".jsonl").name
-            plan.append((given, Path(out) / name if out is not None else given.with_suffix(".jsonl")))
-        else:
-            raise ImportProblem(f"{given}: no such file or folder")
+    plan = [pair for raw in inputs for pair in _planned(Path(raw), out)]
+    _refuse_shared_targets(plan)
+    for _, target in plan:
+        cassette_target(target)  # a link that may not be written through: refused before anything is written
+    return plan
+
+
+def _planned(given: Path, out: str | os.PathLike[str] | None) -> list[tuple[Path, Path]]:
+    """(source, target) for one input: a YAML file, or every YAML file in a folder (recursively)."""
+    if given.is_dir():
+        found = sorted(p for p in given.rglob("*") if p.suffix.lower() in YAML_SUFFIXES and p.is_file())
+        if not found:
+            raise ImportProblem(f"{given}: a folder with no .yaml or .yml file in it")
+        return [(source, _target(source, source.relative_to(given).with_suffix(".jsonl"), out)) for source in found]
+    if given.is_file():
+        return [(given, _target(given, Path(given.with_suffix(".jsonl").name), out))]
+    raise ImportProblem(f"{given}: no such file or folder")
+
+
+def _target(source: Path, relative: Path, out: str | os.PathLike[str] | None) -> Path:
+    """Where ``source`` is written: at ``relative`` under ``out``, or beside it without ``out``."""
+    return Path(out) / relative if out is not None else source.with_suffix(".jsonl")
+
+
+def _refuse_shared_targets(plan: list[tuple[Path, Path]]) -> None:
+    """ImportProblem when two sources of ``plan`` would be written to one target (``a.yaml`` and ``a.yml``,
+    or two folders' files under one ``--out``), told by absolute path before anything is written, so that
+    one conversion never silently replaces another."""
     by_target: dict[Path, Path] = {}
     for source, target in plan:
         key = Path(os.path.abspath(target))
@@ -113,9 +126,6 @@ def plan_imports(
                 "Import them in separate runs with different --out folders, or rename one"
             )
         by_target[key] = source
-    for _, target in plan:
-        cassette_target(target)  # a link that may not be written through: refused before anything is written
-    return plan
 
 
 # --- reading the YAML -----------------------------------------------------------------------------------
@@ -130,7 +140,9 @@ def _yaml() -> Any:
 
 
 def _expanded_size(root: Any, yaml: Any, source: Path) -> int:
-    """The size of the document once every alias is expanded (``_size``); refuses self-reference."""
+    """The size of the document once every alias is expanded (``_size``); refuses self-reference. The walk
+    is iterative and post-order (a node is sized once its children are), and sizes each node once, so a
+    deep or heavily aliased document costs work in proportion to its nodes as written, never as expanded."""
     sizes: dict[int, int] = {}
     visiting: set[int] = set()
     stack: list[tuple[Any, bool]] = [(root, False)]
@@ -139,31 +151,39 @@ def _expanded_size(root: Any, yaml: Any, source: Path) -> int:
         key = id(node)
         if key in sizes:
             continue
-        if isinstance(node, yaml.SequenceNode):
-            children = list(node.value)
-        elif isinstance(node, yaml.MappingNode):
-            children = [part for pair in node.value for part in pair]
-        else:
+        children = _children(node, yaml)
+        if children is None:
             sizes[key] = _size(node)
-            continue
-        if children_done:
+        elif children_done:
             visiting.discard(key)
             sizes[key] = 1 + sum(sizes[id(child)] for child in children)
-            continue
-        if key in visiting:
-            raise CassetteError(
-                str(source), node.start_mark.line + 1, "a YAML alias refers to the node that contains it", FIX
-            )
-        visiting.add(key)
-        stack.append((node, True))
-        for child in children:
-            if id(child) in visiting:
-                raise CassetteError(
-                    str(source), child.start_mark.line + 1, "a YAML alias refers to the node that contains it", FIX
-                )
-            if id(child) not in sizes:
-                stack.append((child, False))
+        else:
+            _refuse_self_reference(node, visiting, source)
+            visiting.add(key)
+            stack.append((node, True))
+            for child in children:
+                _refuse_self_reference(child, visiting, source)
+                if id(child) not in sizes:
+                    stack.append((child, False))
     return sizes[id(root)]
+
+
+def _children(node: Any, yaml: Any) -> list[Any] | None:
+    """A sequence's items, or a mapping's keys and values in turn; None for a scalar."""
+    if isinstance(node, yaml.SequenceNode):
+        return list(node.value)
+    if isinstance(node, yaml.MappingNode):
+        return [part for pair in node.value for part in pair]
+    return None
+
+
+def _refuse_self_reference(node: Any, visiting: set[int], source: Path) -> None:
+    """A CassetteError when ``node`` is among the nodes being visited: an alias to a node that contains it,
+    which would expand without end."""
+    if id(node) in visiting:
+        raise CassetteError(
+            str(source), node.start_mark.line + 1, "a YAML alias refers to the node that contains it", FIX
+        )
 
 
 def _size(node: Any) -> int:
@@ -180,10 +200,7 @@ def _distinct_size(root: Any, yaml: Any) -> int:
         if id(node) in seen:
             continue
         seen[id(node)] = _size(node)
-        if isinstance(node, yaml.SequenceNode):
-            stack += node.value
-        elif isinstance(node, yaml.MappingNode):
-            stack += [part for pair in node.value for part in pair]
+        stack += _children(node, yaml) or []
     return sum(seen.values())
 
 
@@ -200,32 +217,47 @@ def _load(source: Path) -> tuple[Any, list[int]]:
         root = loader.get_single_node()
         if root is None:
             return None, []
-        expanded, distinct = _expanded_size(root, yaml, source), _distinct_size(root, yaml)
-        if expanded - distinct > ALIAS_BUDGET:
-            raise CassetteError(
-                str(source),
-                None,
-                f"YAML aliases would expand it from {distinct:,} to {expanded:,} characters, more than the "
-                f"{ALIAS_BUDGET:,} they may add on import (an alias bomb?); nothing was imported",
-                "vcrpy writes no aliases: import only files vcrpy wrote",
-            )
-        lines: list[int] = []
-        if isinstance(root, yaml.MappingNode):
-            for key, value in root.value:
-                if getattr(key, "value", None) == "interactions" and isinstance(value, yaml.SequenceNode):
-                    lines = [item.start_mark.line + 1 for item in value.value]
-        return loader.construct_document(root), lines
+        _refuse_alias_bomb(root, yaml, source)
+        return loader.construct_document(root), _interaction_lines(root, yaml)
     except yaml.YAMLError as error:
-        mark = getattr(error, "problem_mark", None)
-        line = mark.line + 1 if mark is not None else None
-        problem = getattr(error, "problem", None) or str(error).splitlines()[0]
-        if not _INTERACTIONS_KEY.search(data):
-            raise NotACassette(
-                source, f"YAML that doesn't load as one document ({problem}), with no 'interactions'"
-            ) from None
-        raise CassetteError(str(source), line, f"not a YAML file vcr_transport can read: {problem}", FIX) from None
+        raise _unloadable(source, data, error) from None
     finally:
         loader.dispose()
+
+
+def _refuse_alias_bomb(root: Any, yaml: Any, source: Path) -> None:
+    """A CassetteError when the aliases would add more than ``ALIAS_BUDGET`` to the document: a few lines of
+    nested aliases (a "billion laughs") expand to gigabytes when the document is constructed."""
+    expanded, distinct = _expanded_size(root, yaml, source), _distinct_size(root, yaml)
+    if expanded - distinct > ALIAS_BUDGET:
+        raise CassetteError(
+            str(source),
+            None,
+            f"YAML aliases would expand it from {distinct:,} to {expanded:,} characters, more than the "
+            f"{ALIAS_BUDGET:,} they may add on import (an alias bomb?); nothing was imported",
+            "vcrpy writes no aliases: import only files vcrpy wrote",
+        )
+
+
+def _interaction_lines(root: Any, yaml: Any) -> list[int]:
+    """The line of each item of the document's ``interactions`` list (the last such key's); none without it."""
+    lines: list[int] = []
+    if isinstance(root, yaml.MappingNode):
+        for key, value in root.value:
+            if getattr(key, "value", None) == "interactions" and isinstance(value, yaml.SequenceNode):
+                lines = [item.start_mark.line + 1 for item in value.value]
+    return lines
+
+
+def _unloadable(source: Path, data: bytes, error: Any) -> NotACassette | CassetteError:
+    """Why a YAML file did not load: NotACassette without a top-level ``interactions`` key, else a
+    CassetteError at the problem's line."""
+    mark = getattr(error, "problem_mark", None)
+    line = mark.line + 1 if mark is not None else None
+    problem = getattr(error, "problem", None) or str(error).splitlines()[0]
+    if not _INTERACTIONS_KEY.search(data):
+        return NotACassette(source, f"YAML that doesn't load as one document ({problem}), with no 'interactions'")
+    return CassetteError(str(source), line, f"not a YAML file vcr_transport can read: {problem}", FIX)
 
 
 # --- checking and converting the document ---------------------------------------------------------------
@@ -273,25 +305,32 @@ class _Checker:
     def body(self, index: int, side: str, data: dict[str, Any], headers: list[tuple[str, str]]) -> bytes | None:
         """The body bytes the client sent or got, from whichever form the serializer wrote; None when the
         interaction has no body at all (neither ``body`` nor a parsed form)."""
-        parsed = [key for key in PARSED_BODY_KEYS if key in data]
         body = data.get("body")
         if isinstance(body, dict):
-            parsed_inside = [key for key in (*PARSED_BODY_KEYS, "json") if key in body]
-            if "string" in body:
-                body = body["string"]
-            elif parsed_inside:
-                return self.dumped(index, f"{side}.body.{parsed_inside[0]}", body[parsed_inside[0]])
-            else:
-                raise self.fail(
-                    index,
-                    f"{side}.body is a mapping without 'string' (keys: {', '.join(map(str, body)) or 'none'})",
-                    "vcrpy stores a body as {string: ...}; a custom serializer's parsed JSON is read from "
-                    f"{', '.join(PARSED_BODY_KEYS)}: rename the key, or re-record with vcrpy",
-                )
-        if parsed and (body is None or body in ("", b"")):
+            if "string" not in body:
+                return self.parsed_inside(index, side, body)
+            body = body["string"]
+        parsed = [key for key in PARSED_BODY_KEYS if key in data]
+        if parsed and _empty(body):
             return self.dumped(index, f"{side}.{parsed[0]}", data[parsed[0]])
         if body is None:
             return None if "body" not in data else b""
+        return self.written(index, side, body)
+
+    def parsed_inside(self, index: int, side: str, body: dict[Any, Any]) -> bytes:
+        """A body mapping without ``string``: its parsed JSON (``PARSED_BODY_KEYS`` or ``json``), dumped."""
+        parsed_inside = [key for key in (*PARSED_BODY_KEYS, "json") if key in body]
+        if not parsed_inside:
+            raise self.fail(
+                index,
+                f"{side}.body is a mapping without 'string' (keys: {', '.join(map(str, body)) or 'none'})",
+                "vcrpy stores a body as {string: ...}; a custom serializer's parsed JSON is read from "
+                f"{', '.join(PARSED_BODY_KEYS)}: rename the key, or re-record with vcrpy",
+            )
+        return self.dumped(index, f"{side}.body.{parsed_inside[0]}", body[parsed_inside[0]])
+
+    def written(self, index: int, side: str, body: Any) -> bytes:
+        """A body vcrpy wrote as bytes or text, as bytes."""
         if isinstance(body, bytes):
             return body
         if isinstance(body, str):
@@ -309,6 +348,8 @@ class _Checker:
             raise self.fail(index, f"{field} can't be written back as JSON: {error}") from None
 
     def interaction(self, index: int, interaction: Any) -> tuple[dict[str, Any], dict[str, Any]]:
+        """An interaction's request and response mappings, checked: a method and a URI that are text, and a
+        status code from 100 to 599 (``status_code``). A CassetteError names what is missing."""
         if not isinstance(interaction, dict):
             raise self.fail(index, f"is a {type(interaction).__name__}, not a mapping with request and response")
         for side in ("request", "response"):
@@ -319,11 +360,20 @@ class _Checker:
             value = request.get(field)
             if not isinstance(value, str) or not value:
                 raise self.fail(index, f"request.{field} is {value!r}, not text")
+        self.status_code(index, response)
+        return request, response
+
+    def status_code(self, index: int, response: dict[str, Any]) -> None:
+        """A CassetteError unless the response's status code is a whole number from 100 to 599."""
         status = response.get("status")
         code = status.get("code") if isinstance(status, dict) else None
         if isinstance(code, bool) or not isinstance(code, int) or not 100 <= code <= 599:
             raise self.fail(index, f"response.status.code is {code!r}, not a whole number from 100 to 599")
-        return request, response
+
+
+def _empty(body: Any) -> bool:
+    """Whether a body vcrpy wrote is none or empty (a parsed form beside it is then the body)."""
+    return body is None or body in ("", b"")
 
 
 HEADER_FIX = (
@@ -355,6 +405,11 @@ def _consistent(headers: list[tuple[str, str]], body: bytes) -> list[tuple[str, 
     encodings = content_encodings(headers)
     if encodings and body and _undecodable(body, encodings):
         headers = [(k, v) for k, v in headers if k.lower() != "content-encoding"]
+    return _true_length(headers, body)
+
+
+def _true_length(headers: list[tuple[str, str]], body: bytes) -> list[tuple[str, str]]:
+    """The headers with a content-length that is ``body``'s length (an empty body keeps its header)."""
     length = _header(headers, "content-length")
     if body and length is not None and length.strip() != str(len(body)):
         headers = [(k, str(len(body)) if k.lower() == "content-length" else v) for k, v in headers]
@@ -425,6 +480,8 @@ def _recorded_client(interaction: dict[str, Any]) -> tuple[str, str | None] | No
 
 
 def _clients(interactions: list[Any]) -> Imported:
+    """The cassette's call count, and its calls counted by the recorded client (``RECORDED_CLIENTS``) that
+    replay serves in the compatibility mode only or never."""
     compat_only: collections.Counter[str] = collections.Counter()
     unserved: collections.Counter[str] = collections.Counter()
     for interaction in interactions:
@@ -460,9 +517,7 @@ def _interactions(document: Any, source: Path, check: _Checker) -> list[Any]:
     if not isinstance(document, dict):
         raise NotACassette(source, f"the document is a {type(document).__name__}, not a mapping with 'interactions'")
     if "interactions" not in document:
-        keys = [str(key) for key in document]
-        shown = ", ".join(keys[:5]) + (f" and {len(keys) - 5} more" if len(keys) > 5 else "")
-        raise NotACassette(source, f"a mapping without 'interactions', keys: {shown or 'none'}")
+        raise NotACassette(source, f"a mapping without 'interactions', keys: {_first_keys(document) or 'none'}")
     interactions = document.get("interactions")
     if not isinstance(interactions, list):
         raise check.fail(None, f"not a vcrpy cassette: 'interactions' is {type(interactions).__name__}, not a list")
@@ -475,71 +530,103 @@ def _interactions(document: Any, source: Path, check: _Checker) -> list[Any]:
     return interactions
 
 
+def _first_keys(document: dict[Any, Any]) -> str:
+    """The document's first five keys, and how many more there are."""
+    keys = [str(key) for key in document]
+    return ", ".join(keys[:5]) + (f" and {len(keys) - 5} more" if len(keys) > 5 else "")
+
+
 def _converted(interactions: list[Any], source: Path, check: _Checker, redactor: Redactor) -> list[bytes]:
     """The v1 cassette's lines of ``interactions``, redacted by ``redactor``."""
     out = [encode_line(header_line(imported_from=str(source), match_on=list(VCRPY_MATCH_ON), ordered=False))]
     for index, interaction in enumerate(interactions):
-        request, response = check.interaction(index, interaction)
-        method = request["method"].upper()
-        request_headers = check.headers(index, "request", request.get("headers"))
-        request_body = check.body(index, "request", request, request_headers)
-        if request_body is None:
-            if method in BODY_METHODS and "json" in content_type_of(request_headers):
-                raise check.fail(index, f"request: a {method} with a JSON content-type has no body and no parsed body")
-            request_body = b""
-        request_headers = _consistent(request_headers, request_body)
-        response_headers = check.headers(index, "response", response.get("headers"))
-        response_body = check.body(index, "response", response, response_headers)
-        status = response["status"]["code"]
-        if response_body is None:
-            length = _header(response_headers, "content-length")
-            if status not in (204, 304) and method != "HEAD" and (length is None or length.strip() != "0"):
-                raise check.fail(
-                    index, f"response ({status}) has no body and no parsed body; vcrpy writes body: {{string: ...}}"
-                )
-            response_body = b""
-        response_headers = _consistent(response_headers, response_body)
-        out.append(
-            encode_line(
-                {
-                    "type": "request",
-                    "call_index": index,
-                    "method": method,
-                    "url": redactor.redact_text(request["uri"]),
-                    "headers": redactor.redact_headers(request_headers),
-                    "body": stored_body(
-                        request_body,
-                        content_type_of(request_headers),
-                        redactor,
-                        encoding=content_encoding(request_headers),
-                    ),
-                }
-            )
-        )
-        out.append(
-            encode_line(
-                {
-                    "type": "response",
-                    "call_index": index,
-                    "status": status,
-                    "headers": redactor.redact_headers(response_headers),
-                    "http_version": "HTTP/1.1",
-                }
-            )
-        )
-        try:
-            chunks = _redacted_response(redactor, response_headers, response_body)
-        except DecodedTooLarge as error:
-            raise check.fail(
-                index,
-                f"response: the {error}, more than import searches for secrets",
-                "a body that can't be searched is never written: re-record that call, or leave it out",
-            ) from None
-        out.append(event_lines(index, 0, [(chunk, 0) for chunk in chunks], 0))
-        out.append(
-            encode_line({"type": "call_end", "call_index": index, "event_count": len(chunks), "outcome": "complete"})
-        )
+        out += _converted_call(index, interaction, check, redactor)
     return out
+
+
+def _converted_call(index: int, interaction: Any, check: _Checker, redactor: Redactor) -> list[bytes]:
+    """The v1 cassette's lines of one interaction, redacted by ``redactor``: its request, its response head,
+    its body as one event (vcrpy keeps no chunk boundaries) and its end. The headers are made true of the
+    bodies (``_consistent``); a body that is missing where the call had one is refused, never left empty."""
+    out: list[bytes] = []
+    request, response = check.interaction(index, interaction)
+    method = request["method"].upper()
+    request_headers = check.headers(index, "request", request.get("headers"))
+    request_body = _request_body(check, index, method, request, request_headers)
+    request_headers = _consistent(request_headers, request_body)
+    response_headers = check.headers(index, "response", response.get("headers"))
+    status = response["status"]["code"]
+    response_body = _response_body(check, index, method, response, response_headers)
+    response_headers = _consistent(response_headers, response_body)
+    out.append(
+        encode_line(
+            {
+                "type": "request",
+                "call_index": index,
+                "method": method,
+                "url": redactor.redact_text(request["uri"]),
+                "headers": redactor.redact_headers(request_headers),
+                "body": stored_body(
+                    request_body,
+                    content_type_of(request_headers),
+                    redactor,
+                    encoding=content_encoding(request_headers),
+                ),
+            }
+        )
+    )
+    out.append(
+        encode_line(
+            {
+                "type": "response",
+                "call_index": index,
+                "status": status,
+                "headers": redactor.redact_headers(response_headers),
+                "http_version": "HTTP/1.1",
+            }
+        )
+    )
+    try:
+        chunks = _redacted_response(redactor, response_headers, response_body)
+    except DecodedTooLarge as error:
+        raise check.fail(
+            index,
+            f"response: the {error}, more than import searches for secrets",
+            "a body that can't be searched is never written: re-record that call, or leave it out",
+        ) from None
+    out.append(event_lines(index, 0, [(chunk, 0) for chunk in chunks], 0))
+    out.append(
+        encode_line({"type": "call_end", "call_index": index, "event_count": len(chunks), "outcome": "complete"})
+    )
+    return out
+
+
+def _request_body(
+    check: _Checker, index: int, method: str, request: dict[str, Any], headers: list[tuple[str, str]]
+) -> bytes:
+    """The request's body; empty when it has none, refused when its method and JSON content-type need one."""
+    body = check.body(index, "request", request, headers)
+    if body is None and method in BODY_METHODS and "json" in content_type_of(headers):
+        raise check.fail(index, f"request: a {method} with a JSON content-type has no body and no parsed body")
+    return body or b""
+
+
+def _response_body(
+    check: _Checker, index: int, method: str, response: dict[str, Any], headers: list[tuple[str, str]]
+) -> bytes:
+    """The response's body; empty when it has none, refused when its status, method and length say it had one."""
+    body = check.body(index, "response", response, headers)
+    status = response["status"]["code"]
+    if body is None and _has_a_body(status, method, _header(headers, "content-length")):
+        raise check.fail(
+            index, f"response ({status}) has no body and no parsed body; vcrpy writes body: {{string: ...}}"
+        )
+    return body or b""
+
+
+def _has_a_body(status: int, method: str, length: str | None) -> bool:
+    """Whether a response had a body: not a 204 or 304, not to a HEAD, and no content-length of 0."""
+    return status not in (204, 304) and method != "HEAD" and (length is None or length.strip() != "0")
 
 
 def _redacted_response(redactor: Redactor, headers: list[tuple[str, str]], body: bytes) -> list[bytes]:

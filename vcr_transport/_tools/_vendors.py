@@ -349,11 +349,17 @@ def _stray_removal(call: RecordedCall, where: _Where, vendor: Vendor) -> str:
     stray = next((name.lower() for name, value in call.request_headers if _stray_header(name, value, vendor)), "")
     if stray:
         return f"its {stray} header"
+    return _stray_in_url(where, vendor) or ("its body" if _removed(_body_text(call)) else "")
+
+
+def _stray_in_url(where: _Where, vendor: Vendor) -> str:
+    """Where in its URL the recording removed a value that is not ``vendor``'s key (its path, its query),
+    or ""."""
     if _removed(where.parts.path) or _removed(where.parts.fragment):
         return "its path"
     if any(_removed(item) and not _query_key(item, vendor) for item in where.parts.query.split("&")):
         return "its query"
-    return "its body" if _removed(_body_text(call)) else ""
+    return ""
 
 
 def _removed_key(call: RecordedCall, where: _Where, vendor: Vendor) -> bool:
@@ -422,7 +428,12 @@ def _route(
     found = (named, 0) if named is not None else _table_vendor(where, extra)
     if found is None:
         return ""
-    vendor, port = found
+    return _destination(where, *found, upstreams)
+
+
+def _destination(where: _Where, vendor: Vendor, port: int, upstreams: Sequence[Upstream]) -> tuple[Vendor, str] | str:
+    """(``vendor``, the URL a call to ``where`` goes to: on its ``--upstream``, else where it was recorded), or
+    why it can't go there (``_insecure``; ``port`` 0: any port goes)."""
     upstream = next((u for u in upstreams if u.vendor == vendor.name), None)
     if upstream is not None:
         return vendor, _on(upstream, where)
@@ -476,6 +487,19 @@ def _keyed(
     headers = _sent_headers(call)
     if not _removed_key(call, where, vendor):
         return Verdict("send", "", vendor.name, url, "", headers)
+    return _key_verdict(where, vendor, url, environ, named, headers)
+
+
+def _key_verdict(
+    where: _Where,
+    vendor: Vendor,
+    url: str,
+    environ: Mapping[str, str],
+    named: bool,
+    headers: tuple[tuple[str, str], ...],
+) -> Verdict:
+    """The verdict on a call whose key the recording removed: sent with the first of ``vendor``'s key variables
+    that is set, refused when none is or (``named`` false) when its host is not the vendor's endpoint."""
     variable = next((name for name in vendor.keys if environ.get(name)), None)
     if variable is None:
         why = f"its credential was removed and none of {', '.join(vendor.keys)} is set: set one"
