@@ -240,7 +240,9 @@ def _local(host: str, address: Address | None) -> bool:
 
 def _through_proxy(port: int | None, proxies: Callable[[], Mapping[int, str]]) -> str:
     """Why a loopback route to ``port`` is blocked when a proxy variable names that port; "" when none does."""
-    named = proxies() if port is not None else {}
+    if port is None:
+        return ""
+    named = proxies()
     if port not in named:
         return ""
     return f"port {port} is the loopback proxy of {named[port]}, which forwards beyond loopback"
