@@ -2,26 +2,32 @@
 
 Three parts are generated from the code, so they can't drift from it:
 
-- ``options``: the configuration table, from the fields of ``vcr_transport.Options`` (its ``options_table``);
+- ``options``: the configuration table, from the fields of ``vcr_transport.Options`` and its ``SETTINGS``
+  (``options_table``);
 - ``cli``: the command-line reference, from the argparse parser of ``vcr_transport/_tools/_cli.py``;
 - ``schema``: the JSON Schema of a cassette line, from the format's msgspec types (``msgspec.json.schema``),
   also written to ``docs/reference/cassette-schema.json``.
 
-One more file is generated from ``Options``, though it is the package's, not the docs': the TypedDicts that type
-each entry point's keyword options, ``vcr_transport/_core/engine/_typed_options.py`` (``typed_options_module``).
+Three more files are generated, though they are the package's, not the docs': from ``Options``, the TypedDicts
+that type each entry point's keyword options, ``vcr_transport/_core/engine/_typed_options.py``
+(``typed_options_module``), and what the pytest plugin registers when it loads,
+``vcr_transport/_core/engine/_registration.py`` (``registration_module``); from the credential catalogue, its
+prefix table, ``vcr_transport/_core/rules/_prefix_table.py``. The runtime keeps the declarations; the writing of
+these files lives here.
 
 Each generated part sits in a page between ``<!-- generated: NAME -->`` and ``<!-- end generated: NAME -->``. The build
 (``mkdocs build``, which loads this file as a hook) replaces what is there with what the code gives now;
-``tests/test_docs.py`` checks that the committed pages already hold it, and
+``tests/integration/test_docs.py`` checks that the committed pages already hold it, and
 
     .venv/bin/python docs/_gen.py
 
-rewrites them (and the two generated files).
+rewrites them (and the generated files).
 """
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import re
 import sys
@@ -44,13 +50,248 @@ def _cell(text: str) -> str:
 
 
 # --- options ----------------------------------------------------------------------------------------------
+#
+# Three outputs come from the fields of ``Options`` (each field's ``Knob``) and ``SETTINGS``: the docs' options
+# table, ``_typed_options.py`` and ``_registration.py``. The runtime keeps the declaration; its documentation and
+# the two generated modules are written here.
+
+
+def _code(text: str) -> str:
+    return f"`{text}`" if text else ""
+
+
+def _marked(text: str) -> str:
+    """Command-line options and markers in a text as code."""
+    return re.sub(r"(--[\w-]+|@pytest\.mark\.\w+)", r"`\1`", text)
+
+
+# How the table shows each way [tool.vcr_transport] takes an option.
+_PYPROJECT = {"adds": "adds", "fills": "default", "read": "yes", "": ""}
+_OPTIONS_HEADER = (
+    "option",
+    "values",
+    "default",
+    "arguments",
+    "marker",
+    "`[tool.vcr_transport]`",
+    "ini",
+    "environment, command line",
+)
+
+
+def _row(*cells: str) -> str:
+    return "| " + " | ".join(cells) + " |"
+
+
+def _defaults() -> dict[str, Any]:
+    """Each option's default, by name."""
+    from vcr_transport._core.engine._options import Options
+
+    return {field.name: field.default for field in dataclasses.fields(Options)}
+
+
+def _option_row(name: str, default_value: Any) -> str:
+    from vcr_transport._core.engine._options import ENTRIES, Options
+
+    knob = Options.knob(name)
+    default = knob.shown or f"`{default_value!r}`"
+    if knob.has_compat_default:
+        default += f" (compat: `{knob.compat!r}`)"
+    arguments = "all" if knob.entries == tuple(ENTRIES) else ", ".join(ENTRIES[entry] for entry in knob.entries)
+    elsewhere = "; ".join([*([_code(knob.env)] if knob.env else []), *map(_marked, knob.flags)])
+    marker = "yes" if knob.marker else ""
+    return _row(
+        f"`{name}`",
+        knob.check.values,
+        default,
+        arguments,
+        marker,
+        _PYPROJECT[knob.pyproject],
+        _code(knob.ini),
+        elsewhere,
+    )
+
+
+def _setting_row(setting: Any) -> str:
+    name = _code(setting.name) if setting.name.isidentifier() else setting.name
+    pyproject = "yes" if setting.pyproject else ""
+    return _row(name, setting.values, setting.default, "", "", pyproject, _code(setting.ini), _code(setting.env))
 
 
 def options_table() -> str:
-    """Every option and setting, from the fields of ``Options`` and its ``SETTINGS`` (``options_table``)."""
-    from vcr_transport._core.engine._options import options_table
+    """The docs' table of every option and setting (the fields of ``Options``, then its ``SETTINGS``): what it
+    takes, its default, and where it can be set."""
+    from vcr_transport._core.engine._options import SETTINGS, Options
 
-    return options_table()
+    defaults = _defaults()
+    rows = [
+        _row(*_OPTIONS_HEADER),
+        _row(*["---"] * len(_OPTIONS_HEADER)),
+        *(_option_row(name, defaults[name]) for name in Options.names()),
+        *map(_setting_row, SETTINGS),
+    ]
+    return "\n".join(rows) + "\n"
+
+
+# --- the keyword options' types (PEP 692), generated into _typed_options.py -------------------------------
+
+# Each entry point's TypedDict, what it types, and the options it takes as named parameters instead.
+TYPED_OPTIONS: dict[str, tuple[str | None, str, tuple[str, ...]]] = {
+    "RecordingOptions": ("recording", "``RecordingTransport`` and ``AsyncRecordingTransport``", ()),
+    "ReplayOptions": ("replay", "``ReplayTransport``", ()),
+    "TransportOptions": ("transport", "``transport()`` and ``async_transport()`` (``mode`` is their own)", ("mode",)),
+    "BlockOptions": ("block", "``use_cassette()`` (``mode`` is its own)", ("mode",)),
+    "EveryOption": (None, "``Options(...)``", ()),
+}
+# The names an ``accepts`` may use, and where they come from.
+_TYPING_IMPORTS = (
+    ("re", "import re"),
+    ("Callable", "from collections.abc import Callable"),
+    ("Iterable", "from collections.abc import Iterable"),
+    ("Mapping", "from collections.abc import Mapping"),
+    ("Any", "from typing import Any"),
+    ("Literal", "from typing import Literal"),
+    ("Fault", "from ._faults import Fault"),
+    ("Mode", "from ._modes import Mode"),
+)
+
+
+def _typed_dict(name: str, entry: Any, what: str, named: tuple[str, ...]) -> str:
+    """One entry point's TypedDict: each option it takes as a keyword argument, typed as its validator accepts it."""
+    from vcr_transport._core.engine._options import Options
+
+    lines = [f"class {name}(TypedDict, total=False):", f'    """The keyword options of {what}."""', ""]
+    lines += [
+        f"    {option}: {Options.knob(option).check.accepts}" for option in Options.names(entry) if option not in named
+    ]
+    return "\n".join(lines) + "\n"
+
+
+def _names_from(module: str, lines: list[str]) -> list[str]:
+    """The names that ``lines`` import from ``module``, sorted."""
+    prefix = f"from {module} import "
+    return sorted(line.removeprefix(prefix) for line in lines if line.startswith(prefix))
+
+
+def _typing_imports(body: str) -> tuple[list[str], list[str]]:
+    """The imports the TypedDicts in ``body`` need: the standard library's (merged a line a module, as ruff sorts
+    them), then the package's own."""
+    used = [line for word, line in _TYPING_IMPORTS if re.search(rf"\b{word}\b", body)]
+    imports = sorted(line for line in used if line.startswith("import "))
+    abc_names = _names_from("collections.abc", used)
+    if abc_names:
+        imports.append(f"from collections.abc import {', '.join(abc_names)}")
+    imports.append(f"from typing import {', '.join([*_names_from('typing', used), 'TypedDict'])}")
+    local = [line for line in used if line.startswith("from .")]
+    return imports, local
+
+
+def typed_options_module() -> str:
+    """The source of ``_typed_options.py``: for each entry point a TypedDict of the options it takes as keyword
+    arguments, each typed as its validator ``accepts`` it (``**options: Unpack[ReplayOptions]``, PEP 692)."""
+    body = "\n\n".join(_typed_dict(name, *typed) for name, typed in TYPED_OPTIONS.items())
+    imports, local = _typing_imports(body)
+    all_names = "\n".join(f'    "{name}",' for name in sorted(TYPED_OPTIONS))
+    return (
+        '"""The keyword options of each entry point, as TypedDicts: ``**options: Unpack[ReplayOptions]`` (PEP 692)\n'
+        "lets a type checker refuse an unknown option or a wrong value, and an IDE complete them.\n\n"
+        "Generated from the fields of ``Options`` by ``docs/_gen.py`` (``typed_options_module``): do not edit, run\n"
+        "``python docs/_gen.py``. ``tests/core/test_options.py`` checks that it is current.\n"
+        '"""\n\n'
+        "from __future__ import annotations\n\n"
+        + "\n".join(imports)
+        + "\n\n"
+        + "\n".join(local)
+        + ("\n\n" if local else "")
+        + f"__all__ = [\n{all_names}\n]\n\n\n"
+        + body
+    )
+
+
+TYPED_OPTIONS_FILE = ROOT / "vcr_transport" / "_core" / "engine" / "_typed_options.py"
+
+
+# --- what the pytest plugin registers when it loads, generated into _registration.py -------------------
+
+
+def _ini_help(name: str, default_value: Any) -> str:
+    """What ``pytest --help`` says of an option's ini setting."""
+    from vcr_transport._core.engine._options import Options
+
+    knob = Options.knob(name)
+    values = ", ".join(knob.choices) if knob.choices else knob.check.values.replace("`", "")
+    if isinstance(default_value, tuple):
+        return f"the option {name} for every test, added to the marker's: {values}"
+    compat = f"; {knob.compat} in the pytest-recording compatibility mode" if knob.has_compat_default else ""
+    default = knob.shown.replace("`", "") or str(default_value)
+    return f"the option {name} for every test: {values} (default: {default}{compat})"
+
+
+def _wrapped(text: str, indent: int) -> str:
+    """A long string as implicitly concatenated literals, one a line, each within the line length."""
+    chunks: list[str] = []
+    for word in text.split(" "):
+        if chunks and len(chunks[-1]) + len(word) + indent + 4 <= 110:
+            chunks[-1] += " " + word
+        else:
+            chunks.append(word)
+    pieces = [chunk + " " for chunk in chunks[:-1]] + chunks[-1:]
+    return "\n".join(" " * indent + _literal(piece) for piece in pieces)
+
+
+def _literal(value: str | tuple[str, ...]) -> str:
+    """A string or a tuple of strings as Python source, as ruff formats it (double quotes)."""
+    if isinstance(value, str):
+        return '"' + value.replace("\\", "\\\\").replace('"', '\\"') + '"'
+    items = ", ".join(map(_literal, value))
+    return f"({items},)" if len(value) == 1 else f"({items})"
+
+
+def _ini_row(name: str, default_value: Any) -> str:
+    """One entry of ``INI_OPTIONS``: (option, ini setting, its help, its pytest ini type, its choices)."""
+    from vcr_transport._core.engine._options import Options
+
+    knob = Options.knob(name)
+    return (
+        f"    (\n        {_literal(name)},\n        {_literal(knob.ini)},\n"
+        f"{_wrapped(_ini_help(name, default_value), 8)},\n"
+        f"        {_literal('args' if isinstance(default_value, tuple) else 'string')},\n"
+        f"        {_literal(knob.choices)},\n    ),"
+    )
+
+
+def registration_module() -> str:
+    """The source of ``_registration.py``: what the pytest plugin needs when it loads (the modes, the ini settings
+    of the run-wide options, the keys of ``[tool.vcr_transport]``) as plain constants, so that a run that uses no
+    cassette imports neither that module's machinery nor ``_modes``."""
+    from vcr_transport._core.engine._modes import ENVIRONMENT_VARIABLE, MODES
+    from vcr_transport._core.engine._options import COMPAT_INI, Options, pyproject_names
+
+    defaults = _defaults()
+    rows = [_ini_row(name, defaults[name]) for name in Options.names("marker") if Options.knob(name).ini]
+    names = ("COMPAT_INI", "ENVIRONMENT_VARIABLE", "INI_OPTIONS", "MODES", "PYPROJECT_NAMES")
+    return (
+        '"""What the pytest plugin registers when it loads, before any cassette is used: the modes (``--vcr-mode``),\n'
+        "the ini settings of the run-wide options, and the keys ``[tool.vcr_transport]`` takes. Plain constants, so\n"
+        "that loading the plugin imports none of the machinery (issue 26: free when unused).\n\n"
+        "Generated from ``_modes.MODES`` and the fields of ``Options`` by ``docs/_gen.py`` (``registration_module``):\n"
+        "do not edit, run ``python docs/_gen.py``. ``tests/core/test_registration.py`` checks that it is current.\n"
+        '"""\n\n'
+        "from __future__ import annotations\n\n"
+        "__all__ = [\n" + "".join(f'    "{name}",\n' for name in names) + "]\n\n"
+        f"MODES: tuple[str, ...] = {_literal(MODES)}\n"
+        f"ENVIRONMENT_VARIABLE = {_literal(ENVIRONMENT_VARIABLE)}\n"
+        f"COMPAT_INI = {_literal(COMPAT_INI)}\n"
+        "# The run-wide options that a pytest ini setting sets: (option, ini setting, its help, its pytest ini type\n"
+        "# (args: a list, added to the marker's), the values it takes as text when it takes only a few).\n"
+        "INI_OPTIONS: tuple[tuple[str, str, str, str, tuple[str, ...]], ...] = (\n" + "\n".join(rows) + "\n)\n"
+        "PYPROJECT_NAMES: tuple[str, ...] = (\n"
+        + "".join(f"    {_literal(name)},\n" for name in pyproject_names())
+        + ")\n"
+    )
+
+
+REGISTRATION_FILE = ROOT / "vcr_transport" / "_core" / "engine" / "_registration.py"
 
 
 # --- the command line ------------------------------------------------------------------------------------
@@ -146,26 +387,6 @@ def schema_text() -> str:
     return json.dumps(cassette_schema(), indent=2, ensure_ascii=False) + "\n"
 
 
-def typed_options_text() -> str:
-    """``vcr_transport/_core/engine/_typed_options.py``: each entry point's keyword options, as a TypedDict."""
-    from vcr_transport._core.engine._options import typed_options_module
-
-    return typed_options_module()
-
-
-TYPED_OPTIONS_FILE = ROOT / "vcr_transport" / "_core" / "engine" / "_typed_options.py"
-
-
-def registration_text() -> str:
-    """``vcr_transport/_core/engine/_registration.py``: what the pytest plugin registers when it loads."""
-    from vcr_transport._core.engine._options import registration_module
-
-    return registration_module()
-
-
-REGISTRATION_FILE = ROOT / "vcr_transport" / "_core" / "engine" / "_registration.py"
-
-
 def prefix_table_text() -> str:
     """``vcr_transport/_core/rules/_prefix_table.py``: the credential catalogue's prefix table, computed once here."""
     from vcr_transport._core.rules._credentials import prefix_table_module
@@ -177,8 +398,8 @@ PREFIX_TABLE_FILE = ROOT / "vcr_transport" / "_core" / "rules" / "_prefix_table.
 # The generated files beside the pages, each with what gives it.
 FILES: dict[Path, Callable[[], str]] = {
     SCHEMA_FILE: schema_text,
-    TYPED_OPTIONS_FILE: typed_options_text,
-    REGISTRATION_FILE: registration_text,
+    TYPED_OPTIONS_FILE: typed_options_module,
+    REGISTRATION_FILE: registration_module,
     PREFIX_TABLE_FILE: prefix_table_text,
 }
 

@@ -1,6 +1,7 @@
 """The code blocks of the README and of docs/: where each is and what kind it is. Read by
 ``integration/test_docs.py`` (which runs or parses them) and ``package/typecheck.py`` (which type-checks the
-Python ones).
+Python ones). Also the generators of docs/_gen.py as a module (``docs_gen``), for the tests that check a
+generated file is current.
 
 A block's kind comes from a comment on the line before its fence, ``<!-- doc-test: KIND -->`` (none: ``run``);
 ``<!-- doc-test: KIND untyped -->`` also keeps a Python block out of the type check (one that shows an error on
@@ -9,9 +10,12 @@ purpose)."""
 from __future__ import annotations
 
 import dataclasses
+import functools
+import importlib.util
 import re
 import textwrap
 from pathlib import Path
+from types import ModuleType
 
 ROOT = Path(__file__).resolve().parents[1]
 DOCS = ROOT / "docs"
@@ -51,3 +55,13 @@ def blocks(page: Path) -> list[Block]:
 def pages() -> list[Path]:
     """The README and every page of docs/."""
     return [ROOT / "README.md", *sorted(DOCS.rglob("*.md"))]
+
+
+@functools.cache
+def docs_gen() -> ModuleType:
+    """``docs/_gen.py``, loaded once: the generators of the docs' tables and of the package's generated modules."""
+    spec = importlib.util.spec_from_file_location("docs_gen", DOCS / "_gen.py")
+    assert spec and spec.loader
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module

@@ -223,3 +223,17 @@ def test_the_text_form_round_trips() -> None:
     assert Options.from_arguments({"faults": [{"kind": "delay", "seconds": 2}]}).faults == (
         Fault(kind="delay", seconds=2),
     )
+
+
+def test_a_fault_is_text_a_mapping_or_a_fault_and_a_mapping_names_only_its_kinds_keys() -> None:
+    from vcr_transport._core.engine._faults import parse_fault
+
+    fault = Fault(kind="cut", after=2)
+    assert parse_fault(fault) is fault
+    assert parse_fault({"kind": "cut", "after": 2}) == fault == parse_fault(" cut : after = 2 ")
+    with pytest.raises(TypeError, match=r"^a fault is text like 'cut:after=3', a mapping or a Fault, not 3$"):
+        parse_fault(3)  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match=r"^fault \{'kind': 'cut', 'code': 500\}: code not understood by cut; valid: "):
+        parse_fault({"kind": "cut", "code": 500})
+    with pytest.raises(ValueError, match=r"^fault \{'after': 1\}: unknown kind None; valid: cut, "):
+        parse_fault({"after": 1})

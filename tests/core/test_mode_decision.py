@@ -4,6 +4,8 @@ nothing)."""
 
 from __future__ import annotations
 
+import pytest
+
 from vcr_transport._core.engine._modes import MODES, Decision, Step, concrete_mode
 
 
@@ -22,3 +24,24 @@ def test_check_is_allowed_under_ci_wherever_it_came_from() -> None:
         assert concrete_mode("check", "c.jsonl", exists=True, ci=True, how_to_record="", configured=configured) == (
             "check"
         )
+
+
+def test_a_decision_needs_a_concrete_mode_and_a_known_passthrough_answer() -> None:
+    for mode in ("auto", "replay-ish"):
+        with pytest.raises(ValueError, match=rf"^a decision needs a concrete mode, not '{mode}'$"):
+            Decision(mode, readable=True, exists=True)
+    with pytest.raises(ValueError, match=r"^passthrough_replay must be one of \('empty', 'block'\), not 'drop'$"):
+        Decision("replay", readable=True, exists=True, passthrough_replay="drop")
+
+
+def test_a_decision_records_from_the_start_only_with_nothing_to_replay_first() -> None:
+    assert Decision("record", readable=True, exists=True).records_at_start
+    assert Decision("record-on-miss", readable=True, exists=False).recording
+    assert not Decision("record-on-miss", readable=True, exists=True).recording
+    assert not Decision("record-on-miss", readable=False, exists=False).recording
+    assert not Decision("replay", readable=True, exists=False).recording
+    # Appending (serve's record-on-miss) needs a cassette to replay from.
+    assert Decision("record-on-miss", readable=True, exists=True, appending=True).appending
+    assert not Decision("record-on-miss", readable=True, exists=False, appending=True).appending
+    assert not Decision("record-on-miss", readable=False, exists=True, appending=True).appending
+    assert not Decision("replay", readable=True, exists=True, appending=True).appending

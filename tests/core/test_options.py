@@ -12,9 +12,10 @@ from typing import Any
 
 import httpx2
 import pytest
+from doc_blocks import docs_gen
 
 import vcr_transport
-from vcr_transport._core.engine._options import SETTINGS, UNPLAYED_ACTIONS, Options, options_table
+from vcr_transport._core.engine._options import SETTINGS, UNPLAYED_ACTIONS, Options
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -40,7 +41,7 @@ def _record(path: Path, *prompts: str) -> None:
 def test_the_docs_table_is_the_declared_one() -> None:
     page = (ROOT / "docs" / "reference" / "configuration.md").read_text(encoding="utf-8")
     table = page.split("<!-- generated: options -->\n", 1)[1].split("<!-- end generated: options -->")[0]
-    assert table == options_table(), (
+    assert table == docs_gen().options_table(), (
         "the options table of docs/reference/configuration.md differs from Options: run .venv/bin/python docs/_gen.py"
     )
     for name in Options.names():
@@ -53,12 +54,13 @@ def test_the_keyword_options_typeddicts_are_the_declared_ones() -> None:
     """_typed_options.py is what Options gives (generated), and each entry point's TypedDict holds exactly the
     options the entry point takes as keyword arguments, beside its named parameters (mode)."""
     from vcr_transport._core.engine import _typed_options
-    from vcr_transport._core.engine._options import TYPED_OPTIONS, typed_options_module
 
-    assert Path(_typed_options.__file__).read_text(encoding="utf-8") == typed_options_module(), (
+    gen = docs_gen()
+
+    assert Path(_typed_options.__file__).read_text(encoding="utf-8") == gen.typed_options_module(), (
         "vcr_transport/_core/engine/_typed_options.py differs from Options: run .venv/bin/python docs/_gen.py"
     )
-    for name, (entry, _, named) in TYPED_OPTIONS.items():
+    for name, (entry, _, named) in gen.TYPED_OPTIONS.items():
         typed = getattr(_typed_options, name)
         assert set(typed.__annotations__) == set(Options.names(entry)) - set(named), name
         assert not typed.__required_keys__, name

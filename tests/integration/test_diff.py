@@ -21,7 +21,7 @@ from upstream import Upstream
 from vendors import VENDOR_ROUTES
 
 import vcr_transport
-from vcr_transport._core.views._review import change_kind, cut_long
+from vcr_transport._core.views._review import change_kind, cut_long, request_parts
 from vcr_transport._storage import read_cassette
 from vcr_transport._tools._diff import MOST_CHANGED_CHARACTERS, cassette_differences, changed_words, paired_calls
 
@@ -248,6 +248,16 @@ def test_multipart_parts_are_shown_by_name_filename_type_and_size(tmp_path: Path
     assert "base64" not in text and max(map(len, text.splitlines())) < 300
     shown = cli(tmp_path, "show", "a.jsonl").stdout
     assert "request body: multipart, 2 parts" in shown and "filename=speech.png" in shown
+
+
+def test_a_request_body_is_read_as_parts_only_when_it_is_multipart_and_holds_some() -> None:
+    headers, body = _multipart(b"\x89PNG")
+    parts = request_parts(body, headers)
+    assert parts is not None and [(p.name, p.filename) for p in parts] == [("model", None), ("file", "speech.png")]
+    assert request_parts(body, [("content-type", "application/json")]) is None  # not multipart
+    assert request_parts({"json": {"model": "whisper-1"}}, headers) is None  # no bytes to split
+    assert request_parts(None, headers) is None
+    assert request_parts({"text": "no boundary in here"}, headers) is None  # multipart, but no part
 
 
 def test_long_values_are_cut_to_a_head_a_length_and_a_hash(tmp_path: Path) -> None:

@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import argparse
 import configparser
-import importlib.util
 import json
 import re
 import shlex
@@ -39,6 +38,7 @@ from typing import Any
 
 import pytest
 from doc_blocks import DOCS, KINDS, ROOT, Block, blocks
+from doc_blocks import docs_gen as _gen
 
 from vcr_transport import Options
 from vcr_transport._core.format import _format
@@ -50,14 +50,6 @@ KEY_VARIABLE_NAMES = [name for variable in KEY_VARIABLES for name in variable.na
 
 # Cassette names the docs use, and the committed cassettes that stand in for them.
 STAND_INS = {"chat.jsonl": "openai/constructor.jsonl", "gemini.jsonl": "genai/constructor.jsonl"}
-
-
-def _gen() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("docs_gen", DOCS / "_gen.py")
-    assert spec and spec.loader
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
 
 
 PAGES = sorted(DOCS.rglob("*.md"))

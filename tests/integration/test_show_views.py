@@ -573,6 +573,34 @@ def test_a_call_label_is_the_system_prompt_else_the_last_user_message(body: Any,
     assert call_label(request_messages(body), Reply()) == label
 
 
+def test_every_part_of_a_message_content_reads_as_text_or_a_tool_call() -> None:
+    """Text as it is, a tool's result as its text or JSON, a tool call as a call (no text), another part by its
+    type, an empty part or one that is no part as nothing."""
+    content = [
+        "plain",
+        {"type": "text", "text": "typed"},
+        {"type": "tool_result", "tool_use_id": "t1", "content": [{"type": "text", "text": "72F"}]},
+        {"functionResponse": {"name": "weather", "response": {"temp": 72}}},
+        {"type": "tool_use", "name": "weather", "input": {"city": "Oslo"}},
+        {"functionCall": {"name": "forecast", "args": {}}},
+        {"type": "image", "source": {}},
+        {"inlineData": {"mimeType": "image/png"}},
+        {},
+        7,
+    ]
+    [message] = request_messages({"messages": [{"role": "user", "content": content}]})
+    assert message.text.split("\n") == [
+        "plain",
+        "typed",
+        "72F",
+        '{"name": "weather", "response": {"temp": 72}}',
+        "[image]",
+        "[inlineData]",
+    ]
+    assert message.tool_calls == [ToolCall("weather", '{"city": "Oslo"}'), ToolCall("forecast", "{}")]
+    assert request_messages("not a body") == [] and request_messages({"input": "hi"}) == [Message("user", "hi")]
+
+
 def test_a_call_label_stays_short_on_a_hostile_call() -> None:
     """A prompt of a million words and a reply of 100,000 tool calls: a label of about 60 characters."""
     calls = [ToolCall("t" * 100)] + [ToolCall(f"t{n}") for n in range(100_000)]

@@ -2,8 +2,8 @@
 the ini settings of the run-wide options, and the keys ``[tool.vcr_transport]`` takes. Plain constants, so
 that loading the plugin imports none of the machinery (issue 26: free when unused).
 
-Generated from ``_modes.MODES`` and the fields of ``Options`` (``_options.registration_module``): do not
-edit, run ``python docs/_gen.py``. ``tests/core/test_registration.py`` checks that it is current.
+Generated from ``_modes.MODES`` and the fields of ``Options`` by ``docs/_gen.py`` (``registration_module``):
+do not edit, run ``python docs/_gen.py``. ``tests/core/test_registration.py`` checks that it is current.
 """
 
 from __future__ import annotations

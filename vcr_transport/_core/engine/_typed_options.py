@@ -1,7 +1,7 @@
 """The keyword options of each entry point, as TypedDicts: ``**options: Unpack[ReplayOptions]`` (PEP 692)
 lets a type checker refuse an unknown option or a wrong value, and an IDE complete them.
 
-Generated from the fields of ``Options`` (``_options.typed_options_module``): do not edit, run
+Generated from the fields of ``Options`` by ``docs/_gen.py`` (``typed_options_module``): do not edit, run
 ``python docs/_gen.py``. ``tests/core/test_options.py`` checks that it is current.
 """
 

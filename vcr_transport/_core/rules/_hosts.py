@@ -115,29 +115,48 @@ class HostRule:
         return fnmatch.fnmatchcase(text, self.glob)
 
 
+def _regex_rule(text: str) -> HostRule:
+    """A ``re:`` rule: the regular expression after the prefix, matched from the start of the host."""
+    try:
+        return HostRule(text, pattern=re.compile(text[3:]))
+    except re.error as error:
+        raise ValueError(f"{text!r} is not a regular expression after 're:': {error}") from None
+
+
+def _bracketed(text: str) -> tuple[str, str | None]:
+    """The host and the port text of ``[v6]:port`` or ``[v6]``."""
+    close = text.find("]")
+    if close < 0:
+        raise ValueError(f"{text!r} opens '[' without closing it; write an IPv6 host as [::1]:5432 or ::1")
+    host, rest = text[1:close], text[close + 1 :]
+    if rest and not rest.startswith(":"):
+        raise ValueError(f"{text!r}: after ']' only ':port' may follow")
+    return host, rest[1:] if rest else None
+
+
+def _host_and_port_text(text: str) -> tuple[str, str | None]:
+    """The host of a rule and the text of its port (None: every port)."""
+    if text.startswith("["):
+        return _bracketed(text)
+    if text.count(":") == 1:
+        host, port_text = text.split(":")
+        return host, port_text
+    return text, None  # a name, an IPv4 glob, or a bare IPv6 address (more than one colon): every port
+
+
+def _port(text: str, port_text: str | None) -> int | None:
+    if port_text is None:
+        return None
+    if not port_text.isdigit() or not 0 < int(port_text) < 65536:
+        raise ValueError(f"{text!r}: the port after ':' must be a number from 1 to 65535")
+    return int(port_text)
+
+
 def _parse_rule(text: str) -> HostRule:
     if text.startswith("re:"):
-        try:
-            return HostRule(text, pattern=re.compile(text[3:]))
-        except re.error as error:
-            raise ValueError(f"{text!r} is not a regular expression after 're:': {error}") from None
-    host, port = text, None
-    if text.startswith("["):  # [v6]:port or [v6]
-        close = text.find("]")
-        if close < 0:
-            raise ValueError(f"{text!r} opens '[' without closing it; write an IPv6 host as [::1]:5432 or ::1")
-        host, rest = text[1:close], text[close + 1 :]
-        if rest and not rest.startswith(":"):
-            raise ValueError(f"{text!r}: after ']' only ':port' may follow")
-        port_text = rest[1:] if rest else None
-    elif text.count(":") == 1:
-        host, port_text = text.split(":")
-    else:
-        port_text = None  # a name, an IPv4 glob, or a bare IPv6 address (more than one colon): every port
-    if port_text is not None:
-        if not port_text.isdigit() or not 0 < int(port_text) < 65536:
-            raise ValueError(f"{text!r}: the port after ':' must be a number from 1 to 65535")
-        port = int(port_text)
+        return _regex_rule(text)
+    host, port_text = _host_and_port_text(text)
+    port = _port(text, port_text)
     if not host:
         raise ValueError(f"{text!r} names no host; use '*' for every host")
     if "/" in host:
@@ -155,25 +174,38 @@ def parse_host_rules(texts: Iterable[str]) -> tuple[HostRule, ...]:
     return tuple(_parse_rule(text) for text in texts)
 
 
+def _is_proxy_variable(name: str) -> bool:
+    """Any ``*_proxy`` but ``no_proxy``, either case."""
+    lowered = name.lower()
+    return lowered.endswith("_proxy") and lowered != "no_proxy"
+
+
+def _loopback_proxy_port(name: str, value: str) -> int | None:
+    """The loopback port a proxy variable points at (its scheme's default port when it names none); None for a
+    variable that is no proxy, an empty or malformed one, and a proxy beyond loopback (blocked as any other
+    host is)."""
+    text = value.strip()
+    if not (_is_proxy_variable(name) and text):
+        return None
+    parts = urllib.parse.urlsplit(text if "://" in text else f"http://{text}")
+    try:
+        port = parts.port
+    except ValueError:
+        return None
+    host = parts.hostname or ""
+    if not (is_localhost_name(host) or local_address(host)):
+        return None
+    return port or _DEFAULT_PROXY_PORTS.get(parts.scheme.lower(), 80)
+
+
 def proxy_ports(environ: Mapping[str, str]) -> dict[int, str]:
     """The loopback ports that the proxy variables of ``environ`` point at (``HTTP_PROXY=http://127.0.0.1:3128``:
     any ``*_proxy`` but ``no_proxy``, either case), each with the variable naming it."""
     found: dict[int, str] = {}
     for name, value in environ.items():
-        lowered = name.lower()
-        if not lowered.endswith("_proxy") or lowered == "no_proxy" or not value.strip():
-            continue
-        text = value.strip()
-        parts = urllib.parse.urlsplit(text if "://" in text else f"http://{text}")
-        try:
-            port = parts.port
-        except ValueError:
-            continue
-        host = parts.hostname or ""
-        if not (is_localhost_name(host) or local_address(host)):
-            continue  # a proxy beyond loopback is blocked as any other host is
-        port = port or _DEFAULT_PROXY_PORTS.get(parts.scheme.lower(), 80)
-        found.setdefault(port, f"{name}={value}")
+        port = _loopback_proxy_port(name, value)
+        if port is not None:
+            found.setdefault(port, f"{name}={value}")
     return found
 
 
@@ -187,13 +219,43 @@ class Decision(NamedTuple):
 
 
 BEYOND = "beyond loopback"
+# The addresses allowed names resolved to, each with the rules that allowed it.
+_Resolved = Mapping[str, tuple[HostRule, ...]]
+
+
+def _allowed(
+    host: str, port: int | None, address: Address | None, rules: Iterable[HostRule], resolved: _Resolved
+) -> bool:
+    """Whether a rule allows ``host`` on ``port``, or ``host`` is an address an allowed name resolved to, on a
+    port that name's rule allows."""
+    if any(rule.matches(host, port, address) for rule in rules):
+        return True
+    return address is not None and any(rule.allows_port(port) for rule in resolved.get(str(address), ()))
+
+
+def _local(host: str, address: Address | None) -> bool:
+    """Whether ``host`` is a loopback or unspecified address ('' too: INADDR_ANY)."""
+    return host == "" or (address is not None and (address.is_loopback or address.is_unspecified))
+
+
+def _through_proxy(port: int | None, proxies: Callable[[], Mapping[int, str]]) -> str:
+    """Why a loopback route to ``port`` is blocked when a proxy variable names that port; "" when none does."""
+    if port is None:
+        return ""
+    named = proxies()
+    if port not in named:
+        return ""
+    return f"port {port} is the loopback proxy of {named[port]}, which forwards beyond loopback"
+
+
+_DNS_BLOCKED = Decision("block", "DNS (port 53) is blocked to every address, a loopback stub resolver's too")
 
 
 def decide(
     host: str | None,
     port: int | None,
     rules: Iterable[HostRule],
-    resolved: Mapping[str, tuple[HostRule, ...]],
+    resolved: _Resolved,
     proxies: Callable[[], Mapping[int, str]],
 ) -> Decision:
     """The guard's answer for a route to ``host`` (text: a name or a numeric address; None when the route
@@ -203,20 +265,14 @@ def decide(
     if host is None:
         return Decision("block", BEYOND)
     address = _address(host)
-    if any(rule.matches(host, port, address) for rule in rules):
-        return Decision("pass")
-    if address is not None and any(rule.allows_port(port) for rule in resolved.get(str(address), ())):
+    if _allowed(host, port, address, rules, resolved):
         return Decision("pass")
     if port == DNS_PORT:
-        return Decision("block", "DNS (port 53) is blocked to every address, a loopback stub resolver's too")
+        return _DNS_BLOCKED
     localhost = address is None and is_localhost_name(host)
-    local = host == "" or (address is not None and (address.is_loopback or address.is_unspecified))
-    if not (localhost or local):
+    if not (localhost or _local(host, address)):
         return Decision("block", BEYOND)
-    if port is not None:
-        named = proxies()
-        if port in named:
-            return Decision(
-                "block", f"port {port} is the loopback proxy of {named[port]}, which forwards beyond loopback"
-            )
+    proxy = _through_proxy(port, proxies)
+    if proxy:
+        return Decision("block", proxy)
     return Decision("localhost" if localhost else "pass")
