@@ -147,7 +147,10 @@ class _PluginRun(PytestRun):
 
     def cassette_stale(self, path: Path, age_days: float, max_age: float) -> None:
         with self._lock:
-            self.stale.setdefault(path.resolve(), (age_days, max_age, self.current_test))
+            from ._test_ids import without_credentials
+
+            test = without_credentials(self.current_test)
+            self.stale.setdefault(path.resolve(), (age_days, max_age, test))
 
     def as_data(self) -> dict[str, Any]:
         return {
@@ -428,11 +431,11 @@ def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config
         marker = item.get_closest_marker(MARKER)
         if marker is not None:
             path = marker_cassette_path(item, marker.kwargs.get("path"))
-            run.cassette_opened(path, "claimed", item.nodeid)
+            run.cassette_opened(path, "claimed", written_test_id(item))
             claims[path.resolve()] += 1
         compat_claim = claimed_cassette(item) if compat_active(config) else None
         if compat_claim is not None:  # a pytest-recording test's cassette, its own (never shared)
-            run.cassette_opened(compat_claim, "claimed", item.nodeid)
+            run.cassette_opened(compat_claim, "claimed", written_test_id(item))
     config.stash[_SHARED] = {path for path, count in claims.items() if count > 1}
 
 
@@ -645,9 +648,26 @@ def cassette_name(node_name: str) -> str:
 
 
 def default_cassette_path(node: pytest.Item) -> Path:
+    """``cassettes/<module>/<test name>.jsonl`` beside the test file, named by the test's id without the
+    credentials its parameters may carry (``_test_ids``); a cassette of the older name holding one is read
+    while the new one is missing."""
+    from ._test_ids import found_cassette, without_credentials
+
     module = Path(str(node.path))
-    parts = [cassette_name(n) for n in node.nodeid.split("::")[1:]]
-    return module.parent / "cassettes" / module.stem / (".".join(parts) + ".jsonl")
+    folder = module.parent / "cassettes" / module.stem
+
+    def named(node_id: str) -> Path:
+        return folder / (".".join(cassette_name(n) for n in node_id.split("::")[1:]) + ".jsonl")
+
+    return found_cassette(named(without_credentials(node.nodeid)), named(node.nodeid))
+
+
+def written_test_id(node: pytest.Item) -> str:
+    """The test's node id as we write it (a shared cassette's owner, the ledger's): without the credentials
+    its parameters may carry (``_test_ids``)."""
+    from ._test_ids import without_credentials
+
+    return without_credentials(node.nodeid)
 
 
 def marker_cassette_path(node: pytest.Item, path: object) -> Path:
@@ -767,7 +787,7 @@ def vcr_cassette(request: pytest.FixtureRequest) -> Iterator[use_cassette]:
     path = marker_cassette_path(request.node, arguments.pop("path", None))
     arguments = with_run_options(request.config, arguments)
     if _shared(request.config, path):  # each test's calls are its own (``shared_as``)
-        arguments["shared_as"] = request.node.nodeid
+        arguments["shared_as"] = written_test_id(request.node)
     if compat_active(request.config):  # pytest-recording's allowed hosts pass every guard, a cassette's too
         arguments["allowed_hosts"] = [*arguments.get("allowed_hosts", ()), *guard_hosts(request)]
     with open_test_cassette(request, path, arguments) as cassette:

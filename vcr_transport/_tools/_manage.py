@@ -38,6 +38,7 @@ from .._storage import (
     read_cassette,
     read_outline,
 )
+from .._test_ids import without_credentials
 from .._write_paths import replace_file
 from ._vcrpy import ImportProblem, NotACassette, import_vcrpy, plan_imports
 
@@ -583,7 +584,7 @@ def calls_of_removed_tests(cassettes: Sequence[Path], *, force: bool) -> dict[Pa
         return {}
 
     def removed(owner: str, kept: set[str]) -> bool:
-        if not owner or owner in kept or "::" not in owner:
+        if not owner or owner in kept or "::" not in owner or without_credentials(owner) in kept:
             return False
         module = owner.split("::", 1)[0]
         return module in ledger.files or not (root / module).exists()
