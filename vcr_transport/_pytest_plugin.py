@@ -598,6 +598,10 @@ def pytest_runtest_call(item: pytest.Item) -> Any:
 def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Any:
     _hint_missing_key(item, call)
     report = yield
+    if report.failed and _through_our_frames(call.excinfo):  # their locals hold the request as sent
+        from ._pytest_reports import hide_our_values
+
+        hide_our_values(report)
     # A test that failed, xfailed or skipped once its body started did not finish: its recording is not saved.
     if report.when == "call" and call.excinfo is not None and (report.failed or report.skipped):
         item.stash[_CALL_FAILURE] = call.excinfo.value
@@ -606,6 +610,26 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
         if cassette is not None and cassette.session is not None and call.excinfo is not None:
             _report_failure(item, call.excinfo, cassette, report)
     return report
+
+
+_PACKAGE = os.path.dirname(os.path.abspath(__file__)) + os.sep
+
+
+def _through_our_frames(excinfo: pytest.ExceptionInfo[BaseException] | None) -> bool:
+    """Whether the exception (or one it was raised from) passed through this package's code."""
+    import traceback
+
+    seen: set[int] = set()
+    error = excinfo.value if excinfo is not None else None
+    while error is not None and id(error) not in seen:
+        seen.add(id(error))
+        if any(
+            os.path.abspath(frame.f_code.co_filename).startswith(_PACKAGE)
+            for frame, _ in traceback.walk_tb(error.__traceback__)
+        ):
+            return True
+        error = error.__cause__ or error.__context__
+    return False
 
 
 def _hint_missing_key(item: pytest.Item, call: pytest.CallInfo[None]) -> None:

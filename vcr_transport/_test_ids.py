@@ -3,10 +3,10 @@
 ``@pytest.mark.parametrize("api_key", [KEY])`` puts the key in the test's node id (``test_x[sk-proj-...]``),
 and the node id names the test's cassette file and, in a cassette several tests share, owns each of its
 calls (``"test"`` on a request line, ``shared_as``), the usage ledger's owners and the summary's lines.
-``without_credentials`` is that id with each credential the redactor finds in it (the default rules: the
-catalogued shapes, a secret name's value) replaced by ``secret-removed-`` and eight hex digits of a hash of
-the whole id, so that two parameters with different keys keep different names, and a name is the same on
-every machine and run. An id with no credential is itself, byte for byte: no existing name changes.
+``without_credentials`` is that id with each credential the redactor's catalogue finds in its parameters
+replaced by ``secret-removed-`` and eight hex digits of a hash of the whole id, so that two parameters with
+different keys keep different names, and a name is the same on every machine and run. An id with no
+credential is itself, byte for byte: no existing name changes.
 
 A cassette recorded before (its file named with the key, its owners holding it) is still found: replay
 reads the file of the old name when the new one is missing (``found_cassette``), and a shared cassette's
@@ -15,36 +15,49 @@ calls owned by the old id are the test's (``recorded_owner``); recording again w
 
 from __future__ import annotations
 
-import functools
 import hashlib
 from collections.abc import Iterable
 from pathlib import Path
-from typing import TYPE_CHECKING
-
-if TYPE_CHECKING:
-    from ._core.rules._redaction import Redactor
 
 __all__ = ["MARK", "found_cassette", "recorded_owner", "without_credentials"]
 
 MARK = "secret-removed-"  # what stands for a credential in a test id we write
 
 
-@functools.cache
-def _redactor() -> Redactor:
-    from ._core.rules._redaction import Redactor  # lazily: the plugin loads this module with no cassette in use
-
-    return Redactor()
-
-
 def without_credentials(test_id: str) -> str:
-    """``test_id`` with each credential in it replaced (see the module's docstring); itself when it has none."""
-    from ._core.format._format import PLACEHOLDER
-
-    redacted = _redactor().redact_text(test_id)
-    if redacted == test_id:
+    """``test_id`` with each credential in its parameters replaced (see the module's docstring); itself when
+    it has none."""
+    opening = test_id.find("[", test_id.rfind("::") + 1)
+    if opening < 0:
+        return test_id  # no parameters: names and classes hold no credential
+    spans = _credential_spans(test_id[opening:])
+    if not spans:
         return test_id
     digest = hashlib.sha256(test_id.encode()).hexdigest()[:8]
-    return redacted.replace(PLACEHOLDER, f"{MARK}{digest}")
+    parts, end = [test_id[:opening]], opening
+    for start, stop in spans:
+        parts += [test_id[end : opening + start], f"{MARK}{digest}"]
+        end = opening + stop
+    return "".join([*parts, test_id[end:]])
+
+
+def _credential_spans(parameters: str) -> list[tuple[int, int]]:
+    """Where the credential catalogue finds a key in a test's parameters (``[a-b]``), merged: its shapes
+    alone, not the name rules (a test file ``test_secrets.py::`` assigns nothing), and at the start of each
+    parameter's id as well, since pytest joins them with ``-`` (``[gpt-4o-sk-proj-...]``)."""
+    from ._core.rules._credentials import catalogue_matches, may_hold_prefixed
+
+    found = [(start, stop) for start, stop, _ in catalogue_matches(parameters)]
+    if may_hold_prefixed(parameters.encode()):
+        for at in (i + 1 for i, c in enumerate(parameters) if c in "-_./"):
+            found += [(at + start, at + stop) for start, stop, _ in catalogue_matches(parameters[at:])]
+    merged: list[tuple[int, int]] = []
+    for start, stop in sorted(found):
+        if merged and start <= merged[-1][1]:
+            merged[-1] = (merged[-1][0], max(stop, merged[-1][1]))
+        else:
+            merged.append((start, stop))
+    return merged
 
 
 def recorded_owner(owners: Iterable[str], owner: str) -> str:
