@@ -454,8 +454,11 @@ def allowed_hosts_of(request: pytest.FixtureRequest) -> list[str]:
         hosts = [item.strip() for item in items if item.strip()]
         try:
             from ._core.engine._options import compile_patterns  # lazily: loading the plugin imports no option
+            from ._core.rules._patterns import user_pattern
 
             compile_patterns(hosts, where)
+            for host in hosts:
+                user_pattern(host, where)  # RE2 takes it: it runs in linear time
         except ValueError as error:
             raise pytest.UsageError(str(error)) from None
         return hosts
