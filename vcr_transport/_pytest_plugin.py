@@ -598,10 +598,7 @@ def pytest_runtest_call(item: pytest.Item) -> Any:
 def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Any:
     _hint_missing_key(item, call)
     report = yield
-    if report.failed and _through_our_frames(call.excinfo):  # their locals hold the request as sent
-        from ._pytest_reports import hide_our_values
-
-        hide_our_values(report)
+    _hide_our_values(report, call)
     # A test that failed, xfailed or skipped once its body started did not finish: its recording is not saved.
     if report.when == "call" and call.excinfo is not None and (report.failed or report.skipped):
         item.stash[_CALL_FAILURE] = call.excinfo.value
@@ -630,6 +627,14 @@ def _through_our_frames(excinfo: pytest.ExceptionInfo[BaseException] | None) -> 
             return True
         error = error.__cause__ or error.__context__
     return False
+
+
+def _hide_our_values(report: pytest.TestReport, call: pytest.CallInfo[None]) -> None:
+    """A failure that passed through our frames shows none of their values: they hold the request as sent."""
+    if report.failed and _through_our_frames(call.excinfo):
+        from ._pytest_reports import hide_our_values
+
+        hide_our_values(report)
 
 
 def _hint_missing_key(item: pytest.Item, call: pytest.CallInfo[None]) -> None:

@@ -319,7 +319,11 @@ def hide_our_values(report: pytest.TestReport) -> None:
         return
     for entry in (entry for reprtraceback in tracebacks for entry in reprtraceback.reprentries):
         if isinstance(entry, ReprEntry) and entry.reprfileloc is not None and _ours(entry.reprfileloc.path):
-            if entry.reprfuncargs is not None:
-                entry.reprfuncargs = ReprFuncArgs([(name, HIDDEN_VALUE) for name, _ in entry.reprfuncargs.args])
-            if entry.reprlocals is not None:
-                entry.reprlocals = ReprLocals([HIDDEN])
+            _hide_values(entry)
+
+
+def _hide_values(entry: ReprEntry) -> None:
+    if entry.reprfuncargs is not None:
+        entry.reprfuncargs = ReprFuncArgs([(name, HIDDEN_VALUE) for name, _ in entry.reprfuncargs.args])
+    if entry.reprlocals is not None:
+        entry.reprlocals = ReprLocals([HIDDEN])
