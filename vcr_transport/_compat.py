@@ -202,13 +202,23 @@ def configure_compat(config: pytest.Config) -> None:
     config.pluginmanager.register(RecordingCompat(), "vcr_transport_pytest_recording")
 
 
-def cassette_stem(node: pytest.Item) -> str:
-    """pytest-recording's default cassette name: the test name (with its parametrize id), after its class."""
-    cls = getattr(node, "cls", None)
-    name = f"{cls.__name__}.{node.name}" if cls is not None else node.name
-    for forbidden in "<>?%*:|\"'/\\":
-        name = name.replace(forbidden, "-")
-    return name
+def cassette_stem(node: pytest.Item, folder: Path | None = None) -> str:
+    """pytest-recording's default cassette name: the test name (with its parametrize id), after its class,
+    without the credentials the id may carry (``_test_ids``); in ``folder``, the name pytest-recording gave
+    it while a cassette of that name exists and none of the new one does."""
+    from ._test_ids import found_cassette, without_credentials
+
+    def stem(name: str) -> str:
+        cls = getattr(node, "cls", None)
+        name = f"{cls.__name__}.{name}" if cls is not None else name
+        for forbidden in "<>?%*:|\"'/\\":
+            name = name.replace(forbidden, "-")
+        return name
+
+    new = stem(without_credentials(node.nodeid).rsplit("::", 1)[-1])
+    if folder is None:
+        return new
+    return found_cassette(folder / f"{new}.jsonl", folder / f"{stem(node.name)}.jsonl").name.removesuffix(".jsonl")
 
 
 def marker_stem(marker: pytest.Mark | None, default: str) -> str:
@@ -228,7 +238,8 @@ def claimed_cassette(node: pytest.Item) -> Path | None:
     if marker is None:
         return None
     module = Path(str(node.path))
-    return module.parent / "cassettes" / module.stem / f"{marker_stem(marker, cassette_stem(node))}.jsonl"
+    folder = module.parent / "cassettes" / module.stem
+    return folder / f"{marker_stem(marker, cassette_stem(node, folder))}.jsonl"
 
 
 class VcrRegistrations:
@@ -443,8 +454,11 @@ def allowed_hosts_of(request: pytest.FixtureRequest) -> list[str]:
         hosts = [item.strip() for item in items if item.strip()]
         try:
             from ._core.engine._options import compile_patterns  # lazily: loading the plugin imports no option
+            from ._core.rules._patterns import user_pattern
 
             compile_patterns(hosts, where)
+            for host in hosts:
+                user_pattern(host, where)  # RE2 takes it: it runs in linear time
         except ValueError as error:
             raise pytest.UsageError(str(error)) from None
         return hosts
@@ -590,7 +604,7 @@ class RecordingCompat:
 
     @pytest.fixture
     def default_cassette_name(self, request: pytest.FixtureRequest) -> str:
-        return cassette_stem(request.node)
+        return cassette_stem(request.node, Path(request.getfixturevalue("vcr_cassette_dir")))
 
     @pytest.fixture
     def vcr(self, request: pytest.FixtureRequest) -> Iterator[VcrpyCassette]:

@@ -147,7 +147,10 @@ class _PluginRun(PytestRun):
 
     def cassette_stale(self, path: Path, age_days: float, max_age: float) -> None:
         with self._lock:
-            self.stale.setdefault(path.resolve(), (age_days, max_age, self.current_test))
+            from ._test_ids import without_credentials
+
+            test = without_credentials(self.current_test)
+            self.stale.setdefault(path.resolve(), (age_days, max_age, test))
 
     def as_data(self) -> dict[str, Any]:
         return {
@@ -428,11 +431,11 @@ def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config
         marker = item.get_closest_marker(MARKER)
         if marker is not None:
             path = marker_cassette_path(item, marker.kwargs.get("path"))
-            run.cassette_opened(path, "claimed", item.nodeid)
+            run.cassette_opened(path, "claimed", written_test_id(item))
             claims[path.resolve()] += 1
         compat_claim = claimed_cassette(item) if compat_active(config) else None
         if compat_claim is not None:  # a pytest-recording test's cassette, its own (never shared)
-            run.cassette_opened(compat_claim, "claimed", item.nodeid)
+            run.cassette_opened(compat_claim, "claimed", written_test_id(item))
     config.stash[_SHARED] = {path for path, count in claims.items() if count > 1}
 
 
@@ -595,6 +598,7 @@ def pytest_runtest_call(item: pytest.Item) -> Any:
 def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Any:
     _hint_missing_key(item, call)
     report = yield
+    _hide_our_values(report, call)
     # A test that failed, xfailed or skipped once its body started did not finish: its recording is not saved.
     if report.when == "call" and call.excinfo is not None and (report.failed or report.skipped):
         item.stash[_CALL_FAILURE] = call.excinfo.value
@@ -603,6 +607,34 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
         if cassette is not None and cassette.session is not None and call.excinfo is not None:
             _report_failure(item, call.excinfo, cassette, report)
     return report
+
+
+_PACKAGE = os.path.dirname(os.path.abspath(__file__)) + os.sep
+
+
+def _through_our_frames(excinfo: pytest.ExceptionInfo[BaseException] | None) -> bool:
+    """Whether the exception (or one it was raised from) passed through this package's code."""
+    import traceback
+
+    seen: set[int] = set()
+    error = excinfo.value if excinfo is not None else None
+    while error is not None and id(error) not in seen:
+        seen.add(id(error))
+        if any(
+            os.path.abspath(frame.f_code.co_filename).startswith(_PACKAGE)
+            for frame, _ in traceback.walk_tb(error.__traceback__)
+        ):
+            return True
+        error = error.__cause__ or error.__context__
+    return False
+
+
+def _hide_our_values(report: pytest.TestReport, call: pytest.CallInfo[None]) -> None:
+    """A failure that passed through our frames shows none of their values: they hold the request as sent."""
+    if report.failed and _through_our_frames(call.excinfo):
+        from ._pytest_reports import hide_our_values
+
+        hide_our_values(report)
 
 
 def _hint_missing_key(item: pytest.Item, call: pytest.CallInfo[None]) -> None:
@@ -645,9 +677,26 @@ def cassette_name(node_name: str) -> str:
 
 
 def default_cassette_path(node: pytest.Item) -> Path:
+    """``cassettes/<module>/<test name>.jsonl`` beside the test file, named by the test's id without the
+    credentials its parameters may carry (``_test_ids``); a cassette of the older name holding one is read
+    while the new one is missing."""
+    from ._test_ids import found_cassette, without_credentials
+
     module = Path(str(node.path))
-    parts = [cassette_name(n) for n in node.nodeid.split("::")[1:]]
-    return module.parent / "cassettes" / module.stem / (".".join(parts) + ".jsonl")
+    folder = module.parent / "cassettes" / module.stem
+
+    def named(node_id: str) -> Path:
+        return folder / (".".join(cassette_name(n) for n in node_id.split("::")[1:]) + ".jsonl")
+
+    return found_cassette(named(without_credentials(node.nodeid)), named(node.nodeid))
+
+
+def written_test_id(node: pytest.Item) -> str:
+    """The test's node id as we write it (a shared cassette's owner, the ledger's): without the credentials
+    its parameters may carry (``_test_ids``)."""
+    from ._test_ids import without_credentials
+
+    return without_credentials(node.nodeid)
 
 
 def marker_cassette_path(node: pytest.Item, path: object) -> Path:
@@ -767,7 +816,7 @@ def vcr_cassette(request: pytest.FixtureRequest) -> Iterator[use_cassette]:
     path = marker_cassette_path(request.node, arguments.pop("path", None))
     arguments = with_run_options(request.config, arguments)
     if _shared(request.config, path):  # each test's calls are its own (``shared_as``)
-        arguments["shared_as"] = request.node.nodeid
+        arguments["shared_as"] = written_test_id(request.node)
     if compat_active(request.config):  # pytest-recording's allowed hosts pass every guard, a cassette's too
         arguments["allowed_hosts"] = [*arguments.get("allowed_hosts", ()), *guard_hosts(request)]
     with open_test_cassette(request, path, arguments) as cassette:

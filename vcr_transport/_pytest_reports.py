@@ -11,6 +11,10 @@ calls unplayed fails with at most 15 lines:
 - the short summary line (``FAILED test_x.py::test_chat - field body.prompt: ...``) names the field.
 
 ``--tb=long``, ``--tb=native`` and ``-vv`` keep pytest's whole traceback; ``--tb=line`` gives the summary line.
+
+Whatever the report, the arguments and locals of our own frames are not shown (``hide_our_values``): they hold
+the request as the client sent it, its key and body unredacted, and ``-l`` or a long traceback would print
+them into the CI log. The frames, their lines and the exception stay.
 """
 
 from __future__ import annotations
@@ -21,7 +25,16 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 import pytest
-from _pytest._code.code import ExceptionInfo, ReprEntry, ReprExceptionInfo, ReprFileLocation, ReprTraceback
+from _pytest._code.code import (
+    ExceptionChainRepr,
+    ExceptionInfo,
+    ReprEntry,
+    ReprExceptionInfo,
+    ReprFileLocation,
+    ReprFuncArgs,
+    ReprLocals,
+    ReprTraceback,
+)
 
 from ._display import side_by_side, visible
 from ._exceptions import CassetteError, ReplayMismatch, ShapeDriftError, UnplayedCallsError
@@ -29,7 +42,7 @@ from ._exceptions import CassetteError, ReplayMismatch, ShapeDriftError, Unplaye
 if TYPE_CHECKING:
     from ._context import use_cassette
 
-__all__ = ["cassette_report", "full_traceback_wanted", "raised_mismatch"]
+__all__ = ["cassette_report", "full_traceback_wanted", "hide_our_values", "raised_mismatch"]
 
 MAX_UNPLAYED_SHOWN = 4
 MAX_LINES = 15  # of a short report
@@ -122,7 +135,12 @@ def shorten_text(text: str, limit: int) -> str:
 
 
 def _node(item: pytest.Item) -> str:
-    return shlex.quote(item.nodeid) if any(c in item.nodeid for c in " []()'\"$") else f'"{item.nodeid}"'
+    """The test's node id for a command line; a test whose parameters hold a credential as its function's
+    id (``path::test``, every parameter: the command must not print the key)."""
+    from ._test_ids import without_credentials
+
+    node = item.nodeid if without_credentials(item.nodeid) == item.nodeid else item.nodeid.split("[", 1)[0]
+    return shlex.quote(node) if any(c in node for c in " []()'\"$") else f'"{node}"'
 
 
 def _relative(item: pytest.Item, path: str | Path) -> str:
@@ -278,3 +296,34 @@ def _repr(
     location = ReprFileLocation(path, lineno, kind)
     entry = ReprEntry([*source, *(f"E   {visible(line)}" for line in lines)], None, None, location, "short")
     return ReprExceptionInfo(reprtraceback=ReprTraceback([entry], None, "short"), reprcrash=crash)
+
+
+_PACKAGE = Path(__file__).resolve().parent
+HIDDEN = "(not shown: vcr_transport's frames hold the request as sent, credentials and all)"
+HIDDEN_VALUE = "(not shown)"
+
+
+def _ours(filename: str) -> bool:
+    return Path(filename).resolve().is_relative_to(_PACKAGE)
+
+
+def hide_our_values(report: pytest.TestReport) -> None:
+    """Put ``HIDDEN`` for the arguments and locals pytest shows of this package's frames in ``report``
+    (``-l``, a long traceback), in each exception of a chain."""
+    longrepr = report.longrepr
+    if isinstance(longrepr, ExceptionChainRepr):
+        tracebacks = [reprtraceback for reprtraceback, _, _ in longrepr.chain]
+    elif isinstance(longrepr, ReprExceptionInfo):
+        tracebacks = [longrepr.reprtraceback]
+    else:
+        return
+    for entry in (entry for reprtraceback in tracebacks for entry in reprtraceback.reprentries):
+        if isinstance(entry, ReprEntry) and entry.reprfileloc is not None and _ours(entry.reprfileloc.path):
+            _hide_values(entry)
+
+
+def _hide_values(entry: ReprEntry) -> None:
+    if entry.reprfuncargs is not None:
+        entry.reprfuncargs = ReprFuncArgs([(name, HIDDEN_VALUE) for name, _ in entry.reprfuncargs.args])
+    if entry.reprlocals is not None:
+        entry.reprlocals = ReprLocals([HIDDEN])

@@ -25,6 +25,7 @@ from ._core.rules._redaction import Redactor
 from ._exceptions import NetworkBlockedError
 from ._http import header_pairs, library_of, rebuild_error, stainless_sender_lets_exceptions_through, stream_class
 from ._storage import read_cassette
+from ._test_ids import recorded_owner
 
 __all__ = [
     "CALL_INDEX_EXTENSION",
@@ -204,7 +205,7 @@ class Replayer:
         self.path = os.fspath(path)
         cassette = read_cassette(path, cache=options.parse_cache)
         if options.shared_as:  # a cassette several tests share: this one's calls alone
-            cassette = cassette.owned_by(options.shared_as)
+            cassette = cassette.owned_by(recorded_owner((call.owner for call in cassette.calls), options.shared_as))
         self.options = options.with_cassette_header(cassette.header, options.explicit(), path=self.path)
         self.engine = ReplayEngine(
             cassette,

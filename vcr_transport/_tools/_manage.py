@@ -38,6 +38,7 @@ from .._storage import (
     read_cassette,
     read_outline,
 )
+from .._test_ids import without_credentials
 from .._write_paths import replace_file
 from ._vcrpy import ImportProblem, NotACassette, import_vcrpy, plan_imports
 
@@ -620,7 +621,7 @@ def _calls_of_gone_tests(path: Path, kept: set[str], ledger: Ledger, root: Path)
 def _gone(owner: str, kept: set[str], ledger: Ledger, root: Path) -> bool:
     """Whether a call's test is gone: a node id (``file::name``) the run did not keep, in a file it collected
     or one that no longer exists."""
-    if not owner or owner in kept or "::" not in owner:
+    if not owner or owner in kept or "::" not in owner or without_credentials(owner) in kept:
         return False
     module = owner.split("::", 1)[0]
     return module in ledger.files or not (root / module).exists()

@@ -17,6 +17,7 @@ from ..._display import MISSING
 from .._memo import Memo
 from ..format._bodies import MultipartPart, multipart_boundary, multipart_pieces, part_text
 from ..format._format import StoredBody
+from ..rules._patterns import UserPattern
 from ..rules._redaction import PLACEHOLDER
 
 __all__ = [
@@ -559,7 +560,7 @@ class Normalizer:
 
     def __init__(
         self,
-        patterns: Iterable[tuple[re.Pattern[str], str]] = (),
+        patterns: Iterable[tuple[UserPattern, str]] = (),
         functions: Iterable[Callable[[str, Any], Any]] = (),
     ) -> None:
         self.patterns = tuple(patterns)

@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Any, Literal, NamedTuple
 
 from ..._exceptions import CassetteError
 from ..rules._hosts import parse_host_rules
+from ..rules._patterns import user_pattern
 from ._faults import Fault, parse_fault
 from ._modes import ENVIRONMENT_VARIABLE, MODES, PASSTHROUGH_ANSWERS, Mode, check_mode, parse_passthrough_rule
 
@@ -292,6 +293,8 @@ class _Regexes:
         compile_patterns((item for item in items if isinstance(item, str)), label)
         if self.substituted:
             refuse_empty_matches(items, label)
+        for item in items:
+            user_pattern(item, label)  # RE2 takes it: it runs in linear time
         return items
 
 
@@ -371,6 +374,8 @@ class _Replacements:
             pairs.append((pair[0], pair[1]))
         compile_patterns((pattern for pattern, _ in pairs if isinstance(pattern, str)), f"{where}: option {name}")
         refuse_empty_matches((pattern for pattern, _ in pairs), f"{where}: option {name}")
+        for pattern, _ in pairs:
+            user_pattern(pattern, f"{where}: option {name}")  # RE2 takes it: it runs in linear time
         return tuple(pairs)
 
 
@@ -859,7 +864,10 @@ class Options:
         """What both sides of a comparison are normalised with: ``normalize_patterns``, ``normalize_with``."""
         from ._matching import Normalizer
 
-        patterns = ((re.compile(pattern), replacement) for pattern, replacement in self.normalize_patterns)
+        patterns = (
+            (user_pattern(pattern, "normalize_patterns"), replacement)
+            for pattern, replacement in self.normalize_patterns
+        )
         return Normalizer(patterns, self.normalize_with)
 
     def matcher(self) -> RequestMatcher:

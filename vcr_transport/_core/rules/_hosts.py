@@ -29,6 +29,8 @@ import urllib.parse
 from collections.abc import Callable, Iterable, Mapping
 from typing import Literal, NamedTuple
 
+from ._patterns import UserPattern, user_pattern
+
 __all__ = [
     "BEYOND",
     "DNS_PORT",
@@ -94,7 +96,7 @@ class HostRule:
     text: str
     glob: str = ""
     network: ipaddress.IPv4Network | ipaddress.IPv6Network | None = None
-    pattern: re.Pattern[str] | None = None
+    pattern: UserPattern | None = None
     port: int | None = None
 
     def allows_port(self, port: int | None) -> bool:
@@ -118,9 +120,10 @@ class HostRule:
 def _regex_rule(text: str) -> HostRule:
     """A ``re:`` rule: the regular expression after the prefix, matched from the start of the host."""
     try:
-        return HostRule(text, pattern=re.compile(text[3:]))
+        re.compile(text[3:])
     except re.error as error:
         raise ValueError(f"{text!r} is not a regular expression after 're:': {error}") from None
+    return HostRule(text, pattern=user_pattern(text[3:], f"host rule {text!r}"))
 
 
 def _bracketed(text: str) -> tuple[str, str | None]:

@@ -45,6 +45,7 @@ from ._credentials import (
     looks_like_credential,
     may_hold_prefixed,
 )
+from ._patterns import user_pattern
 
 __all__ = [
     "MIN_PROPAGATED_LENGTH",
@@ -941,7 +942,7 @@ class Redactor:
         # A JSON key can only be secret if the lower-cased text holds the last word of some secret name.
         words = frozenset(words[-1] for words in (*self._names, *self._suffixes) if words) | _ANYWHERE_WORDS | {"key"}
         self._words = _NAMES.get(words, lambda: _names(words))
-        self._patterns = tuple(re.compile(p) if isinstance(p, str) else p for p in patterns)
+        self._patterns = tuple(user_pattern(p, "redact_patterns") for p in patterns)  # RE2: linear time
         self._callables = tuple(callables)
         self._lock = threading.Lock()
         self._known: set[str] = set()

@@ -1,0 +1,104 @@
+"""The user's regular expressions, compiled in one place: ``redact_patterns``, ``normalize_patterns`` and the
+``re:`` host rules (``allowed_hosts``, pytest-recording's allowed hosts).
+
+They run on what the network sends, so they run on RE2 (``google-re2``), whose time is linear in the text
+whatever the pattern: a pattern such as ``(a+)+$x`` that Python's engine takes seconds on for a 26-character
+answer costs RE2 microseconds. RE2 has no lookaround and no backreference: such a pattern is refused where it
+is given, with the option, the pattern and the fix (write it without them, or as a function:
+``redact_with``, ``normalize_with``). A pattern given compiled (``re.compile(...)``) is compiled again by RE2
+from its text and its ``IGNORECASE``, ``MULTILINE`` and ``DOTALL`` flags; ``VERBOSE`` is refused. As in
+RE2, ``\\w``, ``\\d``, ``\\s`` and ``\\b`` are ASCII (``\\pL``, ``\\pN`` for letters and digits of any
+script). RE2's module is imported by the first user pattern, never when the package loads.
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+from typing import Any, Protocol
+
+__all__ = ["UserPattern", "user_pattern"]
+
+# The flags a compiled pattern may carry, as RE2's inline flags; re.UNICODE is every str pattern's.
+_FLAGS = ((re.IGNORECASE, "i"), (re.MULTILINE, "m"), (re.DOTALL, "s"))
+_ACCEPTED = re.IGNORECASE | re.MULTILINE | re.DOTALL | re.UNICODE | re.ASCII
+
+
+class UserPattern(Protocol):
+    """What we use of a compiled user pattern (RE2's, with the methods of ``re.Pattern``)."""
+
+    @property
+    def pattern(self) -> str: ...
+
+    def sub(self, repl: str, string: str) -> str: ...
+
+    def match(self, string: str) -> Any: ...
+
+    def search(self, string: str) -> Any: ...
+
+
+@functools.cache
+def _options() -> Any:
+    import re2  # lazily: only a user pattern loads RE2
+
+    options = re2.Options()
+    options.log_errors = False  # the refusal says why, on no stream of RE2's own
+    return options
+
+
+def user_pattern(pattern: str | re.Pattern[str], where: str) -> UserPattern:
+    """``pattern`` compiled by RE2 (linear time); a ValueError naming ``where`` (the option), the pattern, why
+    RE2 refuses it and the fix."""
+    text = pattern if isinstance(pattern, str) else pattern.pattern
+    flags = 0 if isinstance(pattern, str) else pattern.flags
+    if flags & ~_ACCEPTED:
+        raise ValueError(
+            f"{where}: pattern {text!r} has flags RE2 does not take (re.VERBOSE): user patterns run on RE2, "
+            "in time linear in the text; compile it without them"
+        )
+    try:
+        return _compiled(text, "".join(letter for flag, letter in _FLAGS if flags & flag))
+    except ValueError as error:
+        raise ValueError(
+            f"{where}: pattern {text!r} is refused by RE2 ({error}), which runs user patterns in time linear in "
+            "the text and has no lookaround or backreference: write it without them, or as a function "
+            "(redact_with, normalize_with)"
+        ) from None
+
+
+class _Linear:
+    """A pattern compiled by RE2, with the methods of ``re.Pattern`` that we use, run on the text's UTF-8
+    (RE2 matches a text and its UTF-8 alike; a lone surrogate, which a JSON string may hold, is kept as it is
+    and matches no character). ``match`` and ``search`` say whether there is one (their match is of bytes)."""
+
+    __slots__ = ("_compiled", "pattern")
+
+    def __init__(self, pattern: str, compiled: Any) -> None:
+        self.pattern = pattern
+        self._compiled = compiled
+
+    def sub(self, repl: str, string: str) -> str:
+        data = string.encode("utf-8", "surrogatepass")
+        if self._compiled.search(data) is None:
+            return string  # the common case, at half the cost of a substitution
+        replaced: bytes = self._compiled.sub(repl.encode("utf-8", "surrogatepass"), data)
+        return replaced.decode("utf-8", "surrogatepass")
+
+    def match(self, string: str) -> Any:
+        return self._compiled.match(string.encode("utf-8", "surrogatepass"))
+
+    def search(self, string: str) -> Any:
+        return self._compiled.search(string.encode("utf-8", "surrogatepass"))
+
+
+@functools.lru_cache(maxsize=256)
+def _compiled(text: str, inline: str) -> UserPattern:
+    """RE2's compiled ``text`` with the inline flags ``inline``; a ValueError saying why RE2 refuses it."""
+    import re2
+
+    full = f"(?{inline}){text}" if inline else text
+    try:
+        return _Linear(text, re2.compile(full.encode("utf-8", "surrogatepass"), _options()))
+    except re2.error as error:
+        reason = error.args[0] if error.args else error
+        raise ValueError(reason.decode(errors="replace") if isinstance(reason, bytes) else str(reason)) from None
