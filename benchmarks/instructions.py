@@ -35,6 +35,7 @@ SCENARIOS: dict[str, tuple[str, int, str]] = {
     "replay_cold_raw": ("replay of the same cassette, loaded (parse cache off)", 40, "call"),
     "replay_cold_cache_empty": ("the same, the parse cache on and empty (what CI meets)", 40, "call"),
     "replay_warm_raw": ("the same, the parse cache warm", 40, "call"),
+    "cassetter_raw": ("cassetter replaying the same calls from its own cassette (when installed)", 40, "call"),
     "floor_openai": ("httpx2.MockTransport through the openai SDK, 20 + 20 calls", 40, "call"),
     "replay_openai": ("replay through the openai SDK, loaded (parse cache off)", 40, "call"),
     "record_chunks": ("recording 10 SSE calls of 400 chunks (the pass-through subtracted)", 4000, "chunk"),
@@ -101,6 +102,9 @@ def _child(scenario: str, work: bool, folder: str) -> None:
         if work:
             drive(floor_transport(calls), BASE, calls)
         return
+    if scenario == "cassetter_raw":
+        _cassetter(work, folder, calls, warm)
+        return
     if scenario.endswith("openai"):
         path = Path(folder) / "bench-openai.jsonl"  # what the openai SDK sends, recorded through it
     if not path.exists():
@@ -110,6 +114,46 @@ def _child(scenario: str, work: bool, folder: str) -> None:
     drive(vcr_transport.ReplayTransport(warm_path, parse_cache=False), BASE, warm)
     if work:
         drive(vcr_transport.ReplayTransport(path, parse_cache=cache), BASE, calls)
+
+
+def _cassetter(work: bool, folder: str, calls: list[Any], warm: list[Any]) -> None:
+    """cassetter's replay of ``calls`` from the cassette it recorded of them (``_record_cassetter``), after a
+    replay of ``warm`` from its own: the rival's figure beside ours, counted the same way."""
+    import cassetter
+    import httpx2
+
+    from benchmarks.run import drive_raw
+
+    for name, which in (("warm", warm), ("bench", calls) if work else ("", [])):
+        if name:
+            url = (Path(folder) / f"{name}-cassetter.url").read_text()  # the recorded server's, which it matches
+            with cassetter.use_cassette(
+                Path(folder) / f"{name}-cassetter.yaml", record_mode="none", intercept=["httpx2"]
+            ):
+                drive_raw(httpx2.HTTPTransport(), url, which)
+
+
+def _record_cassetter(folder: Path, calls: list[Any], warm: list[Any]) -> bool:
+    """cassetter's cassettes of ``calls`` and ``warm``, recorded from a local server; False when it is not
+    installed."""
+    import importlib.util
+
+    if importlib.util.find_spec("cassetter") is None:
+        return False
+    import cassetter
+    import httpx2
+
+    from benchmarks.run import WorkloadServer, drive_raw
+
+    for name, which in (("bench", calls), ("warm", warm)):
+        server = WorkloadServer(which)
+        try:
+            with cassetter.use_cassette(folder / f"{name}-cassetter.yaml", record_mode="all", intercept=["httpx2"]):
+                drive_raw(httpx2.HTTPTransport(), server.url, which)
+            (folder / f"{name}-cassetter.url").write_text(server.url)
+        finally:
+            server.close()
+    return True
 
 
 def _count(scenario: str, work: bool, folder: str, environment: dict[str, str]) -> int:
@@ -187,8 +231,9 @@ def main() -> None:
         drive_raw(vcr_transport.RecordingTransport(floor_transport(warm), Path(folder) / "warm.jsonl"), BASE, warm)
         warm_sdk = vcr_transport.RecordingTransport(floor_transport(warm), Path(folder) / "warm-openai.jsonl")
         drive_openai(warm_sdk, BASE, warm)
+        rival = (not args.only or "cassetter_raw" in args.only) and _record_cassetter(Path(folder), calls, warm)
         for scenario, (title, units, unit) in SCENARIOS.items():
-            if args.only and scenario not in args.only:
+            if (args.only and scenario not in args.only) or (scenario == "cassetter_raw" and not rival):
                 continue
             cache = Path(folder) / "cache"
             environment["VCR_TRANSPORT_CACHE_DIR"] = str(cache)

@@ -376,7 +376,7 @@ def cassette_schema() -> dict[str, Any]:
         "title": f"vcr_transport cassette line, format version {_format.FORMAT_VERSION}",
         "description": (
             "One line of a JSONL cassette. Generated from the msgspec types of "
-            "vcr_transport/_core/format/_format.py by docs/_gen.py; the parser checks more than a schema can say "
+            "vcr_transport/_core/format/_schema.py by docs/_gen.py; the parser checks more than a schema can say "
             "(see the cassette format reference)."
         ),
         **schema,

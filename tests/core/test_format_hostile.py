@@ -18,6 +18,7 @@ import pytest
 
 import vcr_transport
 import vcr_transport._core.format._format as model
+from vcr_transport._core.format import _parser, _schema
 from vcr_transport._exceptions import VcrTransportError
 from vcr_transport._tools._cli import main as cli_main
 
@@ -340,7 +341,7 @@ def test_a_request_url_that_does_not_parse_is_refused(tmp_path: Path, url: str, 
 def test_a_line_over_the_limit_is_refused_before_it_is_read_whole(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    monkeypatch.setattr(model, "MAX_LINE_BYTES", 4096)
+    monkeypatch.setattr(_parser, "MAX_LINE_BYTES", 4096)
     import vcr_transport._storage as storage
 
     monkeypatch.setattr(storage, "BLOCK_BYTES", 1024)
@@ -529,5 +530,5 @@ def test_the_nesting_bound_counts_every_branch_and_no_more(depth: int) -> None:
     wide = [{"history": [{"role": "user", "content": "x"}] * 50}, deep]  # the deep branch last, after a wide one
     # The reference recursion can't go 5,000 deep: there, the bound is known to be passed.
     expected = _depth(wide) > model.MAX_NESTING if depth < 500 else True
-    assert model._too_deep(wide) is expected
-    assert model._too_deep("text") is model._too_deep([]) is False
+    assert _schema._too_deep(wide) is expected
+    assert _schema._too_deep("text") is _schema._too_deep([]) is False

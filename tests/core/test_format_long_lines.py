@@ -9,7 +9,7 @@ import random
 import pytest
 
 from vcr_transport import CassetteError
-from vcr_transport._core.format import _format
+from vcr_transport._core.format import _format, _parser
 from vcr_transport._core.format._format import Cassette, encode_line, foreign_file, header_line, problems
 
 
@@ -61,7 +61,7 @@ def blocks(data: bytes, chooser: random.Random) -> list[bytes]:
 
 @pytest.mark.parametrize("seed", range(20))
 def test_whatever_the_blocks_long_lines_read_back_as_from_memory(seed: int, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(_format, "HELD_LINE_BYTES", 256)
+    monkeypatch.setattr(_parser, "HELD_LINE_BYTES", 256)
     chooser = random.Random(seed)
     data = cassette_bytes([chooser.choice([0, 10, 300, 2000]) for _ in range(6)])
     source = Source(data)
@@ -76,8 +76,8 @@ def test_whatever_the_blocks_long_lines_read_back_as_from_memory(seed: int, monk
 
 
 def test_a_line_past_the_limit_is_named_without_being_held(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(_format, "HELD_LINE_BYTES", 100)
-    monkeypatch.setattr(_format, "MAX_LINE_BYTES", 1000)
+    monkeypatch.setattr(_parser, "HELD_LINE_BYTES", 100)
+    monkeypatch.setattr(_parser, "MAX_LINE_BYTES", 1000)
     data = encode_line(header_line()) + b'{"type": "event", "text": "' + b"x" * 5000 + b'"}\n'
     source = Source(data)
     parser = _format.Parser("long.jsonl", "outline")

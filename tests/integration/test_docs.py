@@ -41,7 +41,7 @@ from doc_blocks import DOCS, KINDS, ROOT, Block, blocks
 from doc_blocks import docs_gen as _gen
 
 from vcr_transport import Options
-from vcr_transport._core.format import _format
+from vcr_transport._core.format import _format, _schema
 from vcr_transport._guard import NetworkGuard
 from vcr_transport._stand_in_keys import KEY_VARIABLES
 from vcr_transport._tools._cli import build_parser
@@ -149,7 +149,7 @@ def test_the_docs_example_cassette_validates_against_the_schema() -> None:
 def test_the_schema_refuses_what_the_types_refuse(line: dict[str, Any]) -> None:
     assert list(_validator().iter_errors(line))
     with pytest.raises(Exception):  # noqa: B017 - the parser refuses it too (msgspec's own error)
-        _format._decoder.decode(json.dumps(line))
+        _schema._decoder.decode(json.dumps(line))
 
 
 # --- code blocks ---------------------------------------------------------------------------------------------

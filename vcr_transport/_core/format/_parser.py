@@ -1,0 +1,513 @@
+"""The reader: ``Parser``, the one loop over a file's lines, and the model it reads them into (``Cassette``,
+``RecordedCall``, ``LazyChunks``). A line is decoded on its own, and checked where it stands."""
+
+from __future__ import annotations
+
+import dataclasses
+import io
+import re
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal, Protocol, overload
+
+import msgspec
+
+from ..._exceptions import CassetteError
+from ._schema import (
+    _KINDS,
+    _RERECORD,
+    FORMAT_VERSION,
+    HELD_LINE_BYTES,
+    INTENDED,
+    MAX_LINE_BYTES,
+    OUTCOMES,
+    WEBSOCKET_SCHEMES,
+    CallEndLine,
+    EventLine,
+    HeaderLine,
+    Line,
+    MessageLine,
+    RecordedMessage,
+    RequestLine,
+    ResponseLine,
+    StoredBody,
+    _decoder,
+    _untyped,
+)
+
+
+def overlap_groups(calls: Sequence[RecordedCall]) -> list[int]:
+    """The concurrency group of each call, by index: calls that overlapped in time while recording share
+    one. A call whose request line comes before the call_end line of an earlier call started before that
+    call ended; the recorder numbers calls as their requests start and writes each line as it happens, so
+    the line order says so, with no field for it. A group is a run of consecutive calls (every call between
+    two overlapping calls started after the first and before the second, so before the first ended)."""
+    groups: list[int] = []
+    group = -1
+    latest_end = 0  # the last call_end line of the calls so far
+    for call in calls:
+        if call.line > latest_end or group < 0:
+            group += 1
+        groups.append(group)
+        latest_end = max(latest_end, call.end_line)
+    return groups
+
+
+# --- the model -------------------------------------------------------------------------------------------
+
+
+class ChunkSource(Protocol):
+    """Where a lazily loaded cassette's lines are read from, by byte offsets (the storage shell)."""
+
+    def read(self, start: int, end: int) -> bytes: ...
+
+
+@dataclass(slots=True)
+class RecordedCall:
+    index: int
+    method: str
+    url: str
+    request_headers: list[tuple[str, str]]
+    body: StoredBody
+    status: int | None = None
+    response_headers: list[tuple[str, str]] = field(default_factory=list)
+    http_version: str = "HTTP/1.1"
+    chunks: list[bytes] = field(default_factory=list)
+    offsets: list[float] = field(default_factory=list)
+    size: int = 0
+    outcome: str | None = None
+    error_class: str = ""
+    error_message: str = ""
+    early_stop: str = ""  # "intended": the recording test stopped it on purpose (closed_early only)
+    line: int = 0
+    event_total: int = 0
+    end_line: int = 0  # the line of its call_end: what calls overlapped while recording (``overlap_groups``)
+    owner: str = ""  # the test that made it, in a shared cassette ("": none said)
+    messages: list[RecordedMessage] = field(default_factory=list)  # a WebSocket session's, in order
+    close: tuple[int | None, str, str | None] | None = None  # a WebSocket session's (code, reason, by)
+    lazy: LazyChunks | None = None  # last: every field before it is plain data (the parse cache keeps them)
+
+    @property
+    def complete(self) -> bool:
+        return self.outcome == "complete"
+
+    @property
+    def websocket(self) -> bool:
+        """Whether the call is a WebSocket session (its request is the opening handshake)."""
+        return self.url.partition(":")[0] in WEBSOCKET_SCHEMES
+
+    @property
+    def stopped_on_purpose(self) -> bool:
+        """Closed early by the recording test, which said it meant to (``"early_stop": "intended"``)."""
+        return self.outcome == "closed_early" and self.early_stop == INTENDED
+
+    @property
+    def events(self) -> Sequence[bytes]:
+        """The recorded chunks in order: held in memory, or read from the file as they are replayed."""
+        return self.lazy if self.lazy is not None else self.chunks
+
+
+class LazyChunks(Sequence[bytes]):
+    """The chunks of one call of a large cassette, read from the (already validated) file when asked for, so
+    replaying a long stream doesn't hold it in memory."""
+
+    def __init__(self, source: ChunkSource) -> None:
+        self._source = source
+        self.spans: list[tuple[int, int]] = []
+
+    def __len__(self) -> int:
+        return len(self.spans)
+
+    @overload
+    def __getitem__(self, index: int) -> bytes: ...
+
+    @overload
+    def __getitem__(self, index: slice) -> Sequence[bytes]: ...
+
+    def __getitem__(self, index: int | slice) -> bytes | Sequence[bytes]:
+        if isinstance(index, slice):
+            return [self[i] for i in range(*index.indices(len(self)))]
+        start, end = self.spans[index]
+        line = _decoder.decode(self._source.read(start, end))
+        assert isinstance(line, EventLine), "a span always points at a validated event line"
+        return line.chunk()
+
+
+@dataclass
+class Cassette:
+    path: str
+    header: dict[str, Any]
+    calls: list[RecordedCall]
+    # A part of the file (``owned_by``): the call index in the file of each of ``calls``; None: the whole file.
+    origin: list[int] | None = None
+
+    @classmethod
+    def parse(cls, data: bytes, path: str) -> Cassette:
+        """Read a whole cassette held in memory. Refuses anything it can't replay faithfully, naming the line."""
+        return Parser(path, "memory").read([data])
+
+    def owned_by(self, owner: str) -> Cassette:
+        """The calls ``owner`` made, numbered 0, 1, 2... in file order (``origin`` says their numbers in the
+        file): what one test of a shared cassette replays. When no call names ``owner`` (a cassette not
+        shared, written before owners were, or recorded by other tests for this one to replay), it is the
+        whole cassette."""
+        if not any(call.owner == owner for call in self.calls):
+            return self
+        origin = [call.index for call in self.calls if call.owner == owner]
+        calls = [dataclasses.replace(self.calls[old], index=new) for new, old in enumerate(origin)]
+        return Cassette(self.path, self.header, calls, origin)
+
+
+# --- reading ---------------------------------------------------------------------------------------------
+
+
+def _too_long(path: str, number: int) -> CassetteError:
+    return CassetteError(
+        path,
+        number,
+        f"line {number} is longer than {MAX_LINE_BYTES:,} bytes, the most a reader accepts",
+        "the file is damaged or not a cassette: restore it from version control, or re-record it",
+    )
+
+
+_CONFLICT_MARKERS = (b"<<<<<<<", b">>>>>>>", b"|||||||")
+
+
+def foreign_file(path: str, number: int, line: bytes) -> CassetteError | None:
+    """The CassetteError for a line that shows the file is something else than a damaged cassette, with the
+    fix that gets the cassette back: a byte order mark, a git merge-conflict marker, a Git LFS pointer."""
+    if number == 1 and line.startswith((b"\xef\xbb\xbf", b"\xff\xfe", b"\xfe\xff")):
+        return CassetteError(
+            path,
+            1,
+            "the file starts with a byte order mark (BOM); a cassette is UTF-8 without one",
+            "remove the BOM (an editor saved the file as 'UTF-8 with BOM'): save it as plain UTF-8, or "
+            f"`sed -i '1s/^\\xEF\\xBB\\xBF//' {path}`",
+        )
+    if line.startswith(_CONFLICT_MARKERS) or line.rstrip(b"\r\n") == b"=======":
+        marker = line.rstrip(b"\r\n")[:60].decode("utf-8", "replace")
+        return CassetteError(
+            path,
+            number,
+            f"line {number} is a git merge-conflict marker ({marker!r}): the file holds both sides of a conflict",
+            f"resolve the conflict: keep one side whole (`git checkout --ours {path}` or `--theirs`) and "
+            "`git add` it, or re-record the cassette; its lines don't merge one by one",
+        )
+    if number == 1 and line.startswith(b"version https://git-lfs.github.com/spec/"):
+        return CassetteError(
+            path,
+            1,
+            "the file is a Git LFS pointer, not the cassette it stands for",
+            "run `git lfs pull` to fetch the cassette (`git lfs install` first, if Git LFS is new here)",
+        )
+    return None
+
+
+def load_streaming(path: str, blocks: Iterable[bytes], source: ChunkSource | None) -> Cassette:
+    """A cassette read block by block. With a ``source`` the chunks are read from it when replayed; without,
+    only the outline is kept (calls, statuses, outcomes, no chunks): every line is validated either way."""
+    return Parser(path, "lazy" if source is not None else "outline", source).read(blocks, source)
+
+
+def load_outline(path: str, blocks: Iterable[bytes], file: ChunkSource | None = None) -> Cassette:
+    """The outline of a cassette read block by block (calls, statuses, outcomes, no chunks). ``file``: the
+    file the blocks come from, read again at a line longer than HELD_LINE_BYTES (see ``Parser.runs``)."""
+    return Parser(path, "outline").read(blocks, file)
+
+
+_FIELD_AT = re.compile(r"^(.*?)(?: - at `\$(.*)`)?$", re.DOTALL)
+
+
+class Parser:
+    """Reads a cassette line by line, through the schema and the call structure. Modes: ``memory`` keeps
+    every chunk, ``lazy`` keeps where each event line is (read from ``source`` when replayed), ``outline``
+    keeps no chunk (for checking, listing and comparing).
+
+    ``take`` is the one loop over a file's lines: each line is decoded on its own and checked where it
+    stands, and the first problem is raised as a CassetteError naming its line (or, given ``problems``,
+    kept there, and the lines after it only decoded)."""
+
+    def __init__(
+        self, path: str, mode: Literal["memory", "lazy", "outline"] = "outline", source: ChunkSource | None = None
+    ) -> None:
+        self.path = path
+        self.mode = mode
+        self.source = source
+        self.header: dict[str, Any] | None = None
+        self.calls: dict[int, RecordedCall] = {}
+        self.streaming: dict[int, RecordedCall] = {}  # calls with a response line and no call_end yet
+        self.number = 0  # the lines taken so far
+        self.position = 0  # the byte offset of the next line
+        self.checking = True  # False once ``take`` has kept a problem: the structure is no longer checked
+        self._handlers: dict[type, Callable[[int, Any], None]] = {
+            HeaderLine: self._line_header,
+            RequestLine: self._line_request,
+            ResponseLine: self._line_response,
+            CallEndLine: self._line_call_end,
+            MessageLine: self._line_message,
+        }
+
+    def read(self, blocks: Iterable[bytes], file: ChunkSource | None = None) -> Cassette:
+        """The cassette in ``blocks`` (consecutive blocks of the file's bytes), every line checked. ``file``:
+        where the blocks come from, for a long line (see ``runs``)."""
+        for run in self.runs(blocks, file):
+            self.take(run)
+        return self.finish()
+
+    def fail(self, line: int | None, problem: str, fix: str = "") -> CassetteError:
+        return CassetteError(self.path, line, problem, fix)
+
+    def runs(self, blocks: Iterable[bytes], file: ChunkSource | None = None) -> Iterator[bytes]:
+        """Runs of whole lines (each with its newline) of a file given as consecutive blocks of bytes, for
+        ``take``, which numbers their lines on from those taken so far. A block that ends with a newline is
+        a run as it is (not copied: a cassette held in memory is one block). Raises for a line longer than
+        ``MAX_LINE_BYTES`` as soon as it gets that long, and for a last line cut off before its newline.
+        With ``file`` (what the blocks are read from), a line is held only up to HELD_LINE_BYTES: past that
+        it is measured as it goes by, and read again from ``file`` when it ends within MAX_LINE_BYTES; so a
+        file with one endless line costs HELD_LINE_BYTES of memory."""
+        parts: list[bytes] = []  # the start of a line that continues in the next block
+        pending = 0  # its length
+        offset = 0  # where the next block starts in the file
+        measured = -1  # where the line being measured (not held) starts, or -1
+        for block in blocks:
+            offset += len(block)
+            if measured >= 0 and file is not None:
+                first = block.find(b"\n")
+                if first < 0:
+                    pending += len(block)
+                    if pending > MAX_LINE_BYTES:
+                        raise _too_long(self.path, self.number + 1)
+                    continue
+                if pending + first > MAX_LINE_BYTES:
+                    raise _too_long(self.path, self.number + 1)
+                yield file.read(measured, measured + pending + first + 1)
+                measured, pending = -1, 0
+                block = block[first + 1 :]
+            cut = block.rfind(b"\n") + 1
+            if cut:
+                run = block if cut == len(block) else block[:cut]
+                if parts:
+                    run = b"".join([*parts, run])
+                if len(run) > MAX_LINE_BYTES:
+                    for offset, line in enumerate(run.split(b"\n")):
+                        if len(line) > MAX_LINE_BYTES:
+                            raise _too_long(self.path, self.number + 1 + offset)
+                yield run
+                parts, pending = [], 0
+                block = block[cut:]
+            if block:
+                parts.append(block)
+                pending += len(block)
+                if pending > MAX_LINE_BYTES:
+                    raise _too_long(self.path, self.number + 1)
+                if file is not None and pending > HELD_LINE_BYTES:
+                    measured, parts = offset - pending, []
+        if pending:
+            raise self.fail(
+                self.number + 1, "the last line is cut off (no newline): the recording was interrupted", _RERECORD
+            )
+
+    def take(
+        self,
+        run: bytes,
+        objects: list[tuple[Line, bytes]] | None = None,
+        problems: list[CassetteError] | None = None,
+    ) -> None:
+        """Decode and check the file's next lines, ``run`` (whole lines, as ``runs`` gives them), appending
+        each decoded object with its line to ``objects`` when it is given. The one loop over every line of
+        a load: a line is decoded on its own, and an event's checks and chunk are worked out right here.
+        The first problem is raised, or (given ``problems``) kept there, and the lines after it are only
+        decoded."""
+        number, start = self.number, self.position
+        keep = self.mode != "outline"
+        lazy = self.mode == "lazy"
+        streaming = self.streaming
+        handlers = self._handlers
+        decode = _decoder.decode
+        unset = msgspec.UNSET
+        checking = self.checking
+        for line in io.BytesIO(run):  # each with its newline (JSON's whitespace), one at a time
+            number += 1
+            end = start + len(line)
+            try:
+                if number == 1:
+                    obj: Line = self._decode_header(line)
+                elif (obj := decode(line)).__class__ is EventLine and checking:
+                    call = streaming.get(obj.call_index)
+                    if call is None or obj.event_index != call.event_total:
+                        raise self._misplaced_event(number, obj)
+                    text = obj.text
+                    chunk = text.encode() if text.__class__ is str and obj.base64 is unset else obj.chunk()
+                    call.event_total += 1
+                    call.size += len(chunk)
+                    if keep:
+                        if lazy:
+                            call.lazy.spans.append((start, end - 1))  # type: ignore[union-attr]
+                        else:
+                            call.chunks.append(chunk)
+                        call.offsets.append(obj.t)
+                elif checking:
+                    handlers[obj.__class__](number, obj)
+            except (msgspec.MsgspecError, RecursionError, ValueError, CassetteError) as error:
+                foreign = foreign_file(self.path, number, line)
+                if foreign is not None:  # the whole file is something else: this is all there is to say
+                    raise foreign from None
+                problem = self._problem(number, line, error)
+                if problems is None:
+                    raise problem from None
+                problems.append(problem)
+                checking = self.checking = False
+            else:
+                if objects is not None:
+                    objects.append((obj, line))
+            start = end
+        self.number, self.position = number, start
+
+    def _problem(self, number: int, line: bytes, error: Exception) -> CassetteError:
+        """The CassetteError for what went wrong on line ``number``."""
+        if isinstance(error, CassetteError):
+            return error
+        if isinstance(error, RecursionError):
+            return self.fail(number, "unreadable line: JSON nested too deeply", _RERECORD)
+        if isinstance(error, msgspec.ValidationError):
+            return self._invalid(number, line, str(error))
+        if isinstance(error, msgspec.DecodeError):
+            return self.fail(number, f"unreadable line: not valid JSON ({error})", _RERECORD)
+        return self.fail(number, f"malformed event line: {error}", _RERECORD)  # EventLine.chunk
+
+    def _decode_header(self, line: bytes) -> HeaderLine:
+        obj = _untyped.decode(line)
+        if not isinstance(obj, dict) or obj.get("type") != "header":
+            raise self.fail(1, "line 1 is not a header line", "the file is not a vcr_transport cassette")
+        version = obj.get("format_version")
+        if version.__class__ is not int or version != FORMAT_VERSION:
+            raise self.fail(
+                1,
+                f"format_version {version!r} is not supported; this vcr_transport reads version {FORMAT_VERSION}",
+                "re-record the cassette, or use the vcr_transport version that wrote it",
+            )
+        self.header = obj
+        return HeaderLine(format_version=version)
+
+    def _invalid(self, number: int, line: bytes, message: str) -> CassetteError:
+        try:
+            obj = _untyped.decode(line)
+        except (msgspec.MsgspecError, RecursionError):  # pragma: no cover - the typed decode read it
+            obj = None
+        kind = obj.get("type") if isinstance(obj, dict) else None
+        if not isinstance(obj, dict):
+            return self.fail(number, f"expected a JSON object, found {type(obj).__name__}", _RERECORD)
+        if kind not in ("header", "request", "response", "event", "call_end", "message"):
+            return self.fail(
+                number,
+                f"unknown line type {kind!r}",
+                f"expected one of {_KINDS}; a newer vcr_transport may have written it",
+            )
+        if kind == "call_end" and message.endswith("at `$.outcome`") and obj.get("outcome") not in OUTCOMES:
+            return self.fail(
+                number, f"unknown outcome {obj.get('outcome')!r}; expected one of {', '.join(OUTCOMES)}", _RERECORD
+            )
+        match = _FIELD_AT.match(message)
+        problem, at = (match.group(1), match.group(2)) if match else (message, None)
+        where = f" field {at.lstrip('.')!r}" if at else ""
+        return self.fail(
+            number, f"malformed {kind} line:{where} {problem}", "re-record the cassette, or correct the value by hand"
+        )
+
+    def _misplaced_event(self, number: int, obj: EventLine) -> CassetteError:
+        call = self.calls.get(obj.call_index)
+        if call is None or call.outcome is not None:
+            return self._unknown_call(number, obj.call_index)
+        if call.status is None:
+            return self.fail(number, f"event for call {obj.call_index} before its response line")
+        expected = call.event_total
+        return self.fail(number, f"event_index {obj.event_index!r} of call {call.index}, expected {expected}")
+
+    def _unknown_call(self, number: int, index: int) -> CassetteError:
+        if index not in self.calls:
+            return self.fail(number, f"call {index!r} has no request line before this line")
+        return self.fail(number, f"line for call {index} after its call_end")
+
+    def _call(self, number: int, index: int) -> RecordedCall:
+        call = self.calls.get(index)
+        if call is None or call.outcome is not None:
+            raise self._unknown_call(number, index)
+        return call
+
+    def _line_header(self, number: int, obj: HeaderLine) -> None:
+        raise self.fail(number, "a second header line: only line 1 may be a header", _RERECORD)
+
+    def _line_request(self, number: int, obj: RequestLine) -> None:
+        index = obj.call_index
+        if index in self.calls:
+            raise self.fail(number, f"call_index {index!r} is repeated")
+        self.calls[index] = RecordedCall(
+            index=index,
+            method=obj.method,
+            url=obj.url,
+            request_headers=obj.headers,
+            body=None if obj.body is None else obj.body.stored(),
+            owner=obj.test if isinstance(obj.test, str) else "",
+            line=number,
+            lazy=LazyChunks(self.source) if self.source is not None else None,
+        )
+
+    def _line_response(self, number: int, obj: ResponseLine) -> None:
+        call = self._call(number, obj.call_index)
+        if call.status is not None:
+            raise self.fail(number, f"a second response line for call {call.index}")
+        call.status = obj.status
+        self.streaming[call.index] = call
+        call.response_headers = obj.headers
+        call.http_version = obj.http_version
+
+    def _line_message(self, number: int, obj: MessageLine) -> None:
+        call = self._call(number, obj.call_index)
+        if not call.websocket or call.status != 101:
+            raise self.fail(
+                number,
+                f"a message line for call {call.index}, which is not an open WebSocket session (no 101 response)",
+            )
+        if obj.message_index != len(call.messages):
+            raise self.fail(
+                number, f"message_index {obj.message_index!r} of call {call.index}, expected {len(call.messages)}"
+            )
+        call.messages.append((obj.from_, obj.data(), obj.t))
+
+    def _line_call_end(self, number: int, obj: CallEndLine) -> None:
+        call = self._call(number, obj.call_index)
+        if obj.close is not None:
+            if not call.websocket:
+                raise self.fail(number, f"call {call.index} is not a WebSocket session: its call_end has no 'close'")
+            call.close = (obj.close.code, obj.close.reason, obj.close.by)
+        if obj.event_count != call.event_total:
+            raise self.fail(
+                number,
+                f"call {call.index} ends with event_count {obj.event_count!r} but has {call.event_total} events",
+            )
+        if obj.outcome != "error" and call.status is None:
+            raise self.fail(number, f"call {call.index} ends {obj.outcome!r} without a response line")
+        if obj.error is not None:
+            call.error_class = obj.error.class_
+            call.error_message = obj.error.message
+        call.outcome = obj.outcome
+        if obj.early_stop is not msgspec.UNSET:
+            call.early_stop = obj.early_stop
+        call.end_line = number
+        self.streaming.pop(call.index, None)
+
+    def finish(self) -> Cassette:
+        if self.header is None:
+            raise self.fail(1, "the file is empty: no header line", "record the cassette again")
+        for call in self.calls.values():
+            if call.outcome is None:
+                raise self.fail(
+                    call.line, f"call {call.index} has no call_end line: the recording was interrupted", _RERECORD
+                )
+        indexes = sorted(self.calls)
+        for position, index in enumerate(indexes):
+            if index != position:
+                raise self.fail(
+                    self.calls[index].line, f"call_index {index}: call {position} is missing (calls are 0, 1, 2...)"
+                )
+        return Cassette(self.path, self.header, [self.calls[i] for i in indexes])
