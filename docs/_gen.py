@@ -158,9 +158,10 @@ TYPED_OPTIONS_FILE = ROOT / "vcr_transport" / "_core" / "engine" / "_typed_optio
 
 def registration_text() -> str:
     """``vcr_transport/_core/engine/_registration.py``: what the pytest plugin registers when it loads."""
+    from vcr_transport._compat import registration_data
     from vcr_transport._core.engine._options import registration_module
 
-    return registration_module()
+    return registration_module(**registration_data())
 
 
 REGISTRATION_FILE = ROOT / "vcr_transport" / "_core" / "engine" / "_registration.py"

@@ -6,11 +6,12 @@ from pathlib import Path
 
 
 def test_the_registration_module_is_what_the_options_give() -> None:
+    from vcr_transport._compat import FLAGS, OWNERS, RECORD_MODES, registration_data
     from vcr_transport._core.engine import _registration
     from vcr_transport._core.engine._modes import ENVIRONMENT_VARIABLE, MODES
     from vcr_transport._core.engine._options import COMPAT_INI, Options, pyproject_names, registration_module
 
-    assert Path(_registration.__file__).read_text(encoding="utf-8") == registration_module(), (
+    assert Path(_registration.__file__).read_text(encoding="utf-8") == registration_module(**registration_data()), (
         "vcr_transport/_core/engine/_registration.py differs from Options: run .venv/bin/python docs/_gen.py"
     )
     assert _registration.MODES == MODES and _registration.ENVIRONMENT_VARIABLE == ENVIRONMENT_VARIABLE
@@ -25,6 +26,9 @@ def test_the_registration_module_is_what_the_options_give() -> None:
     }
     assert kinds["allowed_hosts"] == ("args", ()) and kinds["block_network"] == ("string", ("true", "false", "session"))
     assert {"max_age": "vcr_transport_max_age", "on_expiry": "vcr_transport_on_expiry"}.items() <= ini.items()
+    # What the compatibility mode registers, for the thin plugin to register without importing ``_compat``.
+    assert _registration.COMPAT_FLAGS == FLAGS and _registration.COMPAT_OWNERS == OWNERS
+    assert dict((dest, choices) for _, dest, _, choices, _ in FLAGS)["record_mode"] == tuple(sorted(RECORD_MODES))
 
 
 def test_an_ini_setting_is_read_as_its_option_takes_it() -> None:

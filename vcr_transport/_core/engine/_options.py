@@ -1109,6 +1109,12 @@ def _wrapped(text: str, indent: int) -> str:
     return "\n".join(" " * indent + _literal(piece) for piece in pieces)
 
 
+def _help_literal(text: str) -> str:
+    """A help text as a tuple's item, indented 8: one literal when it fits the line, as ruff would join it."""
+    one = " " * 8 + _literal(text)
+    return one if len(one) + 1 <= 120 else _wrapped(text, 8)
+
+
 def _literal(value: str | tuple[str, ...]) -> str:
     """A string or a tuple of strings as Python source, as ruff formats it (double quotes)."""
     if isinstance(value, str):
@@ -1117,10 +1123,15 @@ def _literal(value: str | tuple[str, ...]) -> str:
     return f"({items},)" if len(value) == 1 else f"({items})"
 
 
-def registration_module() -> str:
+def registration_module(
+    compat_value: str = "",
+    compat_owners: tuple[tuple[str, str, str], ...] = (),
+    compat_flags: tuple[tuple[str, str, str, tuple[str, ...], str], ...] = (),
+) -> str:
     """The source of ``_registration.py``: what the pytest plugin needs when it loads (the modes, the ini settings
-    of the run-wide options, the keys of ``[tool.vcr_transport]``) as plain constants, so that a run that uses no
-    cassette imports neither this module nor ``_modes``."""
+    of the run-wide options, the keys of ``[tool.vcr_transport]``, and what the runtime's pytest-recording
+    compatibility mode registers, given by ``docs/_gen.py`` from ``_compat``) as plain constants, so that a run
+    that uses no cassette imports neither this module, nor ``_modes``, nor ``_compat``."""
     rows = [
         f"    (\n        {_literal(field.name)},\n        {_literal(knob.ini)},\n"
         f"{_wrapped(_ini_help(field), 8)},\n"
@@ -1129,13 +1140,29 @@ def registration_module() -> str:
         for field in _knob_fields()
         if (knob := _knob(field)).ini and knob.marker
     ]
-    names = ("COMPAT_INI", "ENVIRONMENT_VARIABLE", "INI_OPTIONS", "MODES", "PYPROJECT_NAMES")
+    owners = "".join(f"    ({', '.join(map(_literal, owner))}),\n" for owner in compat_owners)
+    flags = "".join(
+        f"    (\n        {_literal(flag)},\n        {_literal(dest)},\n        {_literal(action)},\n"
+        f"        {_literal(choices) if choices else '()'},\n{_help_literal(text)},\n    ),\n"
+        for flag, dest, action, choices, text in compat_flags
+    )
+    names = (
+        "COMPAT_FLAGS",
+        "COMPAT_INI",
+        "COMPAT_OWNERS",
+        "COMPAT_VALUE",
+        "ENVIRONMENT_VARIABLE",
+        "INI_OPTIONS",
+        "MODES",
+        "PYPROJECT_NAMES",
+    )
     return (
         '"""What the pytest plugin registers when it loads, before any cassette is used: the modes (``--vcr-mode``),\n'
         "the ini settings of the run-wide options, and the keys ``[tool.vcr_transport]`` takes. Plain constants, so\n"
         "that loading the plugin imports none of the machinery (issue 26: free when unused).\n\n"
-        "Generated from ``_modes.MODES`` and the fields of ``Options`` (``_options.registration_module``): do not\n"
-        "edit, run ``python docs/_gen.py``. ``tests/core/test_registration.py`` checks that it is current.\n"
+        "Generated from ``_modes.MODES``, the fields of ``Options`` and ``_compat``\n"
+        "(``_options.registration_module``, ``_compat.registration_data``): do not edit, run ``python docs/_gen.py``.\n"
+        "``tests/core/test_registration.py`` checks that it is current.\n"
         '"""\n\n'
         "from __future__ import annotations\n\n"
         "__all__ = [\n" + "".join(f'    "{name}",\n' for name in names) + "]\n\n"
@@ -1148,6 +1175,13 @@ def registration_module() -> str:
         "PYPROJECT_NAMES: tuple[str, ...] = (\n"
         + "".join(f"    {_literal(name)},\n" for name in pyproject_names())
         + ")\n"
+        f"COMPAT_VALUE = {_literal(compat_value)}\n"
+        "# The plugins that own pytest-recording's options and marker: (the project, its package, the name pytest\n"
+        "# loads it by). While one will load, the compatibility mode registers none of them.\n"
+        "COMPAT_OWNERS: tuple[tuple[str, str, str], ...] = (\n" + owners + ")\n"
+        "# pytest-recording's options that the compatibility mode serves: (the flag, its dest, its argparse action,\n"
+        "# its choices, its help).\n"
+        "COMPAT_FLAGS: tuple[tuple[str, str, str, tuple[str, ...], str], ...] = (\n" + flags + ")\n"
     )
 
 
