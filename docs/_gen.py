@@ -260,25 +260,66 @@ def _ini_row(name: str, default_value: Any) -> str:
     )
 
 
+def _help_literal(text: str) -> str:
+    """A help text as a tuple's item, indented 8: one literal when it fits the line, as ruff would join it."""
+    one = " " * 8 + _literal(text)
+    return one if len(one) + 1 <= 120 else _wrapped(text, 8)
+
+
+def _compat_constants() -> str:
+    """``COMPAT_VALUE``, ``COMPAT_OWNERS`` and ``COMPAT_FLAGS``: what the pytest-recording compatibility mode
+    registers, copied from ``_compat`` so that the thin plugin loads without it."""
+    from vcr_transport._compat import COMPAT_VALUE, FLAGS, OWNERS
+
+    owners = "".join(f"    ({', '.join(map(_literal, owner))}),\n" for owner in OWNERS)
+    flags = "".join(
+        f"    (\n        {_literal(flag)},\n        {_literal(dest)},\n        {_literal(action)},\n"
+        f"        {_literal(choices) if choices else '()'},\n{_help_literal(text)},\n    ),\n"
+        for flag, dest, action, choices, text in FLAGS
+    )
+    return (
+        f"COMPAT_VALUE = {_literal(COMPAT_VALUE)}\n"
+        "# The plugins that own pytest-recording's options and marker: (the project, its package, the name pytest\n"
+        "# loads it by). While one will load, the compatibility mode registers none of them.\n"
+        "COMPAT_OWNERS: tuple[tuple[str, str, str], ...] = (\n" + owners + ")\n"
+        "# pytest-recording's options that the compatibility mode serves: (the flag, its dest, its argparse action,\n"
+        "# its choices, its help).\n"
+        "COMPAT_FLAGS: tuple[tuple[str, str, str, tuple[str, ...], str], ...] = (\n" + flags + ")\n"
+    )
+
+
+_REGISTRATION_NAMES = (
+    "COMPAT_FLAGS",
+    "COMPAT_INI",
+    "COMPAT_OWNERS",
+    "COMPAT_VALUE",
+    "ENVIRONMENT_VARIABLE",
+    "INI_OPTIONS",
+    "MODES",
+    "PYPROJECT_NAMES",
+)
+
+
 def registration_module() -> str:
     """The source of ``_registration.py``: what the pytest plugin needs when it loads (the modes, the ini settings
-    of the run-wide options, the keys of ``[tool.vcr_transport]``) as plain constants, so that a run that uses no
-    cassette imports neither that module's machinery nor ``_modes``."""
+    of the run-wide options, the keys of ``[tool.vcr_transport]``, what the pytest-recording compatibility mode
+    registers) as plain constants, so that a run that uses no cassette imports neither that module's machinery,
+    nor ``_modes``, nor ``_compat``."""
     from vcr_transport._core.engine._modes import ENVIRONMENT_VARIABLE, MODES
     from vcr_transport._core.engine._options import COMPAT_INI, Options, pyproject_names
 
     defaults = _defaults()
     rows = [_ini_row(name, defaults[name]) for name in Options.names("marker") if Options.knob(name).ini]
-    names = ("COMPAT_INI", "ENVIRONMENT_VARIABLE", "INI_OPTIONS", "MODES", "PYPROJECT_NAMES")
     return (
         '"""What the pytest plugin registers when it loads, before any cassette is used: the modes (``--vcr-mode``),\n'
         "the ini settings of the run-wide options, and the keys ``[tool.vcr_transport]`` takes. Plain constants, so\n"
         "that loading the plugin imports none of the machinery (issue 26: free when unused).\n\n"
-        "Generated from ``_modes.MODES`` and the fields of ``Options`` by ``docs/_gen.py`` (``registration_module``):\n"
-        "do not edit, run ``python docs/_gen.py``. ``tests/core/test_registration.py`` checks that it is current.\n"
+        "Generated from ``_modes.MODES``, the fields of ``Options`` and ``_compat`` by ``docs/_gen.py``\n"
+        "(``registration_module``): do not edit, run ``python docs/_gen.py``. ``tests/core/test_registration.py``\n"
+        "checks that it is current.\n"
         '"""\n\n'
         "from __future__ import annotations\n\n"
-        "__all__ = [\n" + "".join(f'    "{name}",\n' for name in names) + "]\n\n"
+        "__all__ = [\n" + "".join(f'    "{name}",\n' for name in _REGISTRATION_NAMES) + "]\n\n"
         f"MODES: tuple[str, ...] = {_literal(MODES)}\n"
         f"ENVIRONMENT_VARIABLE = {_literal(ENVIRONMENT_VARIABLE)}\n"
         f"COMPAT_INI = {_literal(COMPAT_INI)}\n"
@@ -288,6 +329,7 @@ def registration_module() -> str:
         "PYPROJECT_NAMES: tuple[str, ...] = (\n"
         + "".join(f"    {_literal(name)},\n" for name in pyproject_names())
         + ")\n"
+        + _compat_constants()
     )
 
 

@@ -48,8 +48,6 @@ each claims ``@pytest.mark.vcr`` and ``--record-mode``. Then:
 from __future__ import annotations
 
 import collections
-import functools
-import importlib.machinery
 import json
 import os
 from collections.abc import Callable, Iterator
@@ -60,6 +58,7 @@ from urllib.parse import parse_qsl, urlsplit
 import pytest
 
 from ._core.engine._registration import COMPAT_INI, ENVIRONMENT_VARIABLE
+from ._pytest_keys import COMPAT_ACTIVE, compat_active
 
 if TYPE_CHECKING:  # the machinery is imported by the first test that opens a cassette
     from ._session import CassetteRequest
@@ -69,7 +68,6 @@ __all__ = [
     "RECORD_MODES",
     "VCRPY_MATCH_ON",
     "VcrpyCassette",
-    "add_compat_options",
     "allowed_hosts_of",
     "guard_hosts",
     "compat_active",
@@ -89,7 +87,6 @@ RECORD_MODES = {
     "all": "record",
     "rewrite": "record",
 }
-_ACTIVE = pytest.StashKey[bool]()
 # The hosts vcrpy's ignore_localhost names.
 VCRPY_LOCALHOST = ["localhost", "0.0.0.0", "127.0.0.1"]
 
@@ -103,79 +100,54 @@ class _RecordingHookspec:
         """pytest-recording's: configure the vcrpy ``VCR`` object."""
 
 
-# The plugins that own pytest-recording's options and marker: (the package, the name pytest loads it by).
-OWNERS = {"pytest-recording": ("pytest_recording", "recording"), "cassetter": ("cassetter", "cassetter")}
-# pytest-recording's options that this mode serves, by their ``dest``, as the command line spells them.
-COMPAT_OPTIONS = {
-    "record_mode": "--record-mode",
-    "block_network": "--block-network",
-    "allowed_hosts": "--allowed-hosts",
-    "disable_recording": "--disable-recording",
-}
+# The plugins that own pytest-recording's options and marker: (the project, its package, the name pytest loads
+# it by). ``_registration`` holds a copy (``COMPAT_OWNERS``), which the thin plugin reads.
+OWNERS = (("pytest-recording", "pytest_recording", "recording"), ("cassetter", "cassetter", "cassetter"))
+_PREFIX = f"with {COMPAT_INI} = {COMPAT_VALUE}: pytest-recording's"
+# pytest-recording's options that this mode serves: (the flag, its dest, its argparse action, its choices, its
+# help). The thin plugin registers them from ``_registration``'s copy (``COMPAT_FLAGS``) when no owner will load.
+FLAGS: tuple[tuple[str, str, str, tuple[str, ...], str], ...] = (
+    (
+        "--record-mode",
+        "record_mode",
+        "store",
+        tuple(sorted(RECORD_MODES)),
+        f"{_PREFIX} record mode, mapped to a vcr_transport mode",
+    ),
+    (
+        "--block-network",
+        "block_network",
+        "store_true",
+        (),
+        f"{_PREFIX}: block network access beyond loopback for tests, except a vcr test's cassette while it records",
+    ),
+    (
+        "--allowed-hosts",
+        "allowed_hosts",
+        "store",
+        (),
+        f"{_PREFIX}: regular expressions of hosts the network guard lets through, separated by commas",
+    ),
+    (
+        "--disable-recording",
+        "disable_recording",
+        "store_true",
+        (),
+        f"{_PREFIX}: vcr tests run with no cassette (mode off) and reach the real network",
+    ),
+)
 BLOCK_NETWORK_ARGUMENTS = ("allowed_hosts",)
 # The markers that give a test a cassette: its cassette guards it while it replays, and never while it records.
 CASSETTE_MARKERS = ("vcr", "vcr_transport")
 
 
-def _owner(pluginmanager: pytest.PytestPluginManager) -> str | None:
-    """The installed plugin that will serve pytest-recording's options and marker (one not blocked with
-    ``-p no:NAME``), if any."""
-    for owner, (package, plugin) in OWNERS.items():
-        if not pluginmanager.is_blocked(plugin) and _installed(package):
-            return owner
-    return None
-
-
-@functools.cache
-def _installed(package: str) -> bool:
-    """Whether a top-level package can be imported, looked up on ``sys.path`` once per process (past the
-    import hooks: under pytest, the assertion rewriter's makes each look-up cost milliseconds)."""
-    return importlib.machinery.PathFinder.find_spec(package) is not None
-
-
-def add_compat_options(parser: pytest.Parser, pluginmanager: pytest.PytestPluginManager) -> None:
-    """The ini switch, and pytest-recording's options unless a plugin that owns them will load
-    (pytest-recording, cassetter); then theirs are read."""
-    parser.addini(COMPAT_INI, f"'{COMPAT_VALUE}' serves a pytest-recording suite with vcr_transport", default="")
-    if _owner(pluginmanager) is not None:
-        return
-    group = parser.getgroup("vcr_transport")
-    prefix = f"with {COMPAT_INI} = {COMPAT_VALUE}: pytest-recording's"
-    group.addoption(
-        "--record-mode",
-        choices=sorted(RECORD_MODES),
-        default=None,
-        help=f"{prefix} record mode, mapped to a vcr_transport mode",
-    )
-    group.addoption(
-        "--block-network",
-        action="store_true",
-        default=False,
-        help=f"{prefix}: block network access beyond loopback for tests, except a vcr test's cassette while it records",
-    )
-    group.addoption(
-        "--allowed-hosts",
-        default=None,
-        help=f"{prefix}: regular expressions of hosts the network guard lets through, separated by commas",
-    )
-    group.addoption(
-        "--disable-recording",
-        action="store_true",
-        default=False,
-        help=f"{prefix}: vcr tests run with no cassette (mode off) and reach the real network",
-    )
-
-
-def compat_active(config: pytest.Config) -> bool:
-    return config.stash.get(_ACTIVE, False)
-
-
-def configure_compat(config: pytest.Config) -> None:
-    """Turn the mode on when the ini asks for it and pytest-recording is absent; a wrong value is refused."""
+def configure_compat(config: pytest.Config, owner: str | None) -> None:
+    """Turn the mode on when the ini asks for it and no plugin that owns pytest-recording's options will load
+    (``owner``, which the thin plugin found); a wrong value, or those options given without the mode, are
+    refused."""
     wanted = str(config.getini(COMPAT_INI)).strip()
-    owner = _owner(config.pluginmanager)
     if not wanted:
-        given = [flag for dest, flag in COMPAT_OPTIONS.items() if owner is None and config.getoption(dest, None)]
+        given = [flag for flag, dest, *_ in FLAGS if owner is None and config.getoption(dest, None)]
         if given:
             raise pytest.UsageError(
                 f"{', '.join(given)}: pytest-recording's option(s), which vcr_transport serves in its compatibility "
@@ -185,15 +157,16 @@ def configure_compat(config: pytest.Config) -> None:
     if wanted != COMPAT_VALUE:
         raise pytest.UsageError(f"{COMPAT_INI} must be {COMPAT_VALUE!r} (or unset), not {wanted!r}")
     if owner is not None:
+        plugin = next(name for project, _, name in OWNERS if project == owner)
         config.issue_config_time_warning(
             pytest.PytestConfigWarning(
                 f"{COMPAT_INI} = {COMPAT_VALUE} is off: {owner} is installed and serves @pytest.mark.vcr; "
-                f"uninstall it (or run with -p no:{OWNERS[owner][1]}) to let vcr_transport serve the suite"
+                f"uninstall it (or run with -p no:{plugin}) to let vcr_transport serve the suite"
             ),
             stacklevel=2,
         )
         return
-    config.stash[_ACTIVE] = True
+    config.stash[COMPAT_ACTIVE] = True
     config.pluginmanager.add_hookspecs(_RecordingHookspec)
     config.addinivalue_line("markers", "vcr(*cassettes, **config): run the test inside its cassette (compat mode)")
     config.addinivalue_line(
@@ -609,7 +582,7 @@ class RecordingCompat:
     @pytest.fixture
     def vcr(self, request: pytest.FixtureRequest) -> Iterator[VcrpyCassette]:
         """The test's cassette, open for the test, as vcrpy's ``Cassette`` shows itself."""
-        from ._pytest_plugin import open_test_cassette, with_run_options
+        from ._pytest_cassette import open_test_cassette, with_run_options
 
         marker = request.node.get_closest_marker("vcr")
         config = {**request.getfixturevalue("vcr_config"), **(marker.kwargs if marker else {})}

@@ -8,9 +8,10 @@
 | 4          | ``[tool.vcr_transport]`` in pyproject   | ``mode = "replay"``                      |
 | 5          | the default                             | ``auto``                                 |
 
-The pytest plugin publishes its run here when the run starts (``published_run``): every entry point in that
-run sees its ``--vcr-mode`` (the marker, ``use_cassette()``, ``transport()`` and ``async_transport()``), and
-tells it of every cassette opened and closed (for the usage ledger and the end-of-run summary). What the
+The pytest plugin publishes its run when the run starts (``published_run``, from the leaf ``_run.py``): every
+entry point in that run sees its ``--vcr-mode`` (the marker, ``use_cassette()``, ``transport()`` and
+``async_transport()``), and tells it of every cassette opened and closed (for the usage ledger and the
+end-of-run summary). What the
 modes mean, and ``auto`` under ``CI``, is decided in ``_core/engine/_modes.py``. Nothing here runs at import time,
 and importing it imports neither ``_modes`` nor ``_options`` (the plugin loads it for every run).
 """
@@ -18,14 +19,13 @@ and importing it imports neither ``_modes`` nor ``_options`` (the plugin loads i
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator, Mapping
-from contextlib import contextmanager
-from dataclasses import dataclass
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 from ._core.engine._registration import ENVIRONMENT_VARIABLE, MODES, PYPROJECT_NAMES
 from ._exceptions import VcrTransportError
+from ._run import PytestRun, current_run, published_run
 
 __all__ = [
     "ENVIRONMENT_VARIABLE",
@@ -48,69 +48,63 @@ __all__ = [
 ]
 
 
-@dataclass(frozen=True)
 class ResolvedMode:
-    mode: str
-    source: str
+    """The mode in force and where it came from (a plain class: the plugin may load this module in every run)."""
 
+    __slots__ = ("mode", "source")
 
-class PytestRun:
-    """A pytest run in progress: its ``--vcr-mode`` (None when not given), its rootdir (``root``: the project
-    no symlink may lead a write out of, see ``_write_paths``), and what it is told of cassettes. The plugin
-    subclasses it; the methods here do nothing."""
+    def __init__(self, mode: str, source: str) -> None:
+        self.mode = mode
+        self.source = source
 
-    def __init__(self, vcr_mode: str | None, root: Path | None = None) -> None:
-        self.vcr_mode = vcr_mode
-        self.root = root
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, ResolvedMode) and (self.mode, self.source) == (other.mode, other.source)
 
-    def cassette_opened(self, path: Path, mode: str, owner: str = "") -> None:
-        """A cassette was opened in ``mode`` (concrete) through any entry point; ``owner``: for the test
-        of that name in a cassette several tests share (``shared_as``)."""
+    def __hash__(self) -> int:
+        return hash((self.mode, self.source))
 
-    def cassette_closed(self, path: Path, outcome: str) -> None:
-        """A cassette was closed: ``outcome`` is what ``CassetteSession.outcome()`` says."""
-
-    def cassette_checked(self, path: Path, compared: int, not_compared: list[str]) -> None:
-        """A cassette opened in mode check was closed: ``compared`` live answers were compared with the
-        recorded calls their requests stand for; ``not_compared`` says, per request, why its answer was not."""
-
-    def cassette_stale(self, path: Path, age_days: float, max_age: float) -> None:
-        """A replayed cassette was recorded more than ``max_age`` days ago (``on_expiry`` warn or
-        record-on-miss): the run says so once, at its end."""
-
-
-# The pytest run in progress, if any. Set by the plugin only.
-_runs: list[PytestRun] = []
-
-
-@contextmanager
-def published_run(run: PytestRun) -> Iterator[None]:
-    """The pytest plugin's run, in force for every cassette opened until it ends."""
-    _runs.append(run)
-    try:
-        yield
-    finally:
-        _runs.remove(run)
-
-
-def current_run() -> PytestRun | None:
-    return _runs[-1] if _runs else None
+    def __repr__(self) -> str:
+        return f"ResolvedMode(mode={self.mode!r}, source={self.source!r})"
 
 
 def find_pyproject(start: Path | None = None) -> Path | None:
-    """The nearest pyproject.toml at or above ``start`` (the working directory by default)."""
-    folder = (start or Path.cwd()).resolve()
-    for candidate in (folder, *folder.parents):
-        path = candidate / "pyproject.toml"
-        if path.is_file():
-            return path
-    return None
+    """The nearest pyproject.toml at or above ``start`` (the working directory by default: ``os.getcwd()`` is
+    already the real path, so it is not resolved again; each test's cassette looks it up)."""
+    folder = os.getcwd() if start is None else str(start.resolve())
+    while True:
+        candidate = os.path.join(folder, "pyproject.toml")
+        if os.path.isfile(candidate):
+            return Path(candidate)
+        parent = os.path.dirname(folder)
+        if parent == folder:
+            return None
+        folder = parent
+
+
+# The settings read from each pyproject.toml, with the file's identity when they were read (its modification
+# time, size and inode): every test's cassette asks, and the file is parsed again only once it changed.
+_SETTINGS: dict[Path, tuple[tuple[int, int, int], dict[str, Any]]] = {}
 
 
 def read_settings(pyproject: Path | None) -> dict[str, Any]:
-    """``[tool.vcr_transport]`` of a pyproject.toml, or {}."""
+    """``[tool.vcr_transport]`` of a pyproject.toml, or {} (the same dict while the file is unchanged: not to be
+    modified)."""
     if pyproject is None:
         return {}
+    try:
+        found = os.stat(pyproject)
+        identity = (found.st_mtime_ns, found.st_size, found.st_ino)
+    except OSError:
+        identity = (-1, -1, -1)
+    cached = _SETTINGS.get(pyproject)
+    if cached is not None and cached[0] == identity and identity[0] != -1:
+        return cached[1]
+    settings = _parsed_settings(pyproject)
+    _SETTINGS[pyproject] = (identity, settings)
+    return settings
+
+
+def _parsed_settings(pyproject: Path) -> dict[str, Any]:
     import tomllib  # lazily: loading the pytest plugin reads no pyproject
 
     try:

@@ -112,10 +112,16 @@ def _make_state_folder(folder: Path) -> None:
             file.write(text)
 
 
-def new_ledger(run: str, *, command: str = "") -> Ledger:
+def new_ledger(run: str, *, command: str = "", started: float | None = None) -> Ledger:
+    """A run's ledger, started now or at ``started`` (seconds since the epoch)."""
     import datetime
 
-    return Ledger(run, datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"), command)
+    moment = (
+        datetime.datetime.now(datetime.UTC)
+        if started is None
+        else datetime.datetime.fromtimestamp(started, datetime.UTC)
+    )
+    return Ledger(run, moment.isoformat(timespec="seconds"), command)
 
 
 def read_ledger(root: Path) -> Ledger:

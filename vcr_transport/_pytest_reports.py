@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import shlex
 import sys
+import traceback
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -327,3 +328,20 @@ def _hide_values(entry: ReprEntry) -> None:
         entry.reprfuncargs = ReprFuncArgs([(name, HIDDEN_VALUE) for name, _ in entry.reprfuncargs.args])
     if entry.reprlocals is not None:
         entry.reprlocals = ReprLocals([HIDDEN])
+
+
+def _through_our_frames(error: BaseException | None) -> bool:
+    """Whether the exception (or one it was raised from) passed through this package's code."""
+    seen: set[int] = set()
+    while error is not None and id(error) not in seen:
+        seen.add(id(error))
+        if any(_ours(frame.f_code.co_filename) for frame, _ in traceback.walk_tb(error.__traceback__)):
+            return True
+        error = error.__cause__ or error.__context__
+    return False
+
+
+def hide_values_of_our_frames(report: pytest.TestReport, error: BaseException) -> None:
+    """A failure that passed through our frames shows none of their values: they hold the request as sent."""
+    if _through_our_frames(error):
+        hide_our_values(report)

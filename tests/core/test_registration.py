@@ -8,6 +8,7 @@ from doc_blocks import docs_gen
 
 
 def test_the_registration_module_is_what_the_options_give() -> None:
+    from vcr_transport._compat import FLAGS, OWNERS, RECORD_MODES
     from vcr_transport._core.engine import _registration
     from vcr_transport._core.engine._modes import ENVIRONMENT_VARIABLE, MODES
     from vcr_transport._core.engine._options import COMPAT_INI, Options, pyproject_names
@@ -27,6 +28,9 @@ def test_the_registration_module_is_what_the_options_give() -> None:
     }
     assert kinds["allowed_hosts"] == ("args", ()) and kinds["block_network"] == ("string", ("true", "false", "session"))
     assert {"max_age": "vcr_transport_max_age", "on_expiry": "vcr_transport_on_expiry"}.items() <= ini.items()
+    # What the compatibility mode registers, for the thin plugin to register without importing ``_compat``.
+    assert _registration.COMPAT_FLAGS == FLAGS and _registration.COMPAT_OWNERS == OWNERS
+    assert dict((dest, choices) for _, dest, _, choices, _ in FLAGS)["record_mode"] == tuple(sorted(RECORD_MODES))
 
 
 def test_an_ini_setting_is_read_as_its_option_takes_it() -> None:

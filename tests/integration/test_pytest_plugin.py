@@ -211,9 +211,10 @@ LOADED_WHEN_UNUSED = {
     "vcr_transport._core",
     "vcr_transport._core.engine",  # the layer's package: a docstring
     "vcr_transport._core.engine._registration",
-    "vcr_transport._compat",
-    "vcr_transport._config",
-    "vcr_transport._ledger",  # a plain class and paths: the run's start writes the ledger if there is one
+    "vcr_transport._config",  # the project's settings, checked at the start (a plain class and functions)
+    "vcr_transport._run",  # the run every entry point reports to
+    "vcr_transport._pytest_keys",
+    "vcr_transport._pytest_run",  # the run's bookkeeping: its ledger is imported only when one is written
     "vcr_transport._pytest_plugin",
 }
 MODULES_CONFTEST = """

@@ -2,14 +2,18 @@
 the ini settings of the run-wide options, and the keys ``[tool.vcr_transport]`` takes. Plain constants, so
 that loading the plugin imports none of the machinery (issue 26: free when unused).
 
-Generated from ``_modes.MODES`` and the fields of ``Options`` by ``docs/_gen.py`` (``registration_module``):
-do not edit, run ``python docs/_gen.py``. ``tests/core/test_registration.py`` checks that it is current.
+Generated from ``_modes.MODES``, the fields of ``Options`` and ``_compat`` by ``docs/_gen.py``
+(``registration_module``): do not edit, run ``python docs/_gen.py``. ``tests/core/test_registration.py``
+checks that it is current.
 """
 
 from __future__ import annotations
 
 __all__ = [
+    "COMPAT_FLAGS",
     "COMPAT_INI",
+    "COMPAT_OWNERS",
+    "COMPAT_VALUE",
     "ENVIRONMENT_VARIABLE",
     "INI_OPTIONS",
     "MODES",
@@ -89,4 +93,46 @@ PYPROJECT_NAMES: tuple[str, ...] = (
     "allowed_hosts",
     "cassette_dir",
     "drift_hosts",
+)
+COMPAT_VALUE = "pytest-recording"
+# The plugins that own pytest-recording's options and marker: (the project, its package, the name pytest
+# loads it by). While one will load, the compatibility mode registers none of them.
+COMPAT_OWNERS: tuple[tuple[str, str, str], ...] = (
+    ("pytest-recording", "pytest_recording", "recording"),
+    ("cassetter", "cassetter", "cassetter"),
+)
+# pytest-recording's options that the compatibility mode serves: (the flag, its dest, its argparse action,
+# its choices, its help).
+COMPAT_FLAGS: tuple[tuple[str, str, str, tuple[str, ...], str], ...] = (
+    (
+        "--record-mode",
+        "record_mode",
+        "store",
+        ("all", "new_episodes", "none", "once", "rewrite"),
+        "with vcr_transport_compat = pytest-recording: pytest-recording's record mode, mapped to a vcr_transport mode",
+    ),
+    (
+        "--block-network",
+        "block_network",
+        "store_true",
+        (),
+        "with vcr_transport_compat = pytest-recording: pytest-recording's: block network access beyond "
+        "loopback for tests, except a vcr test's cassette while it records",
+    ),
+    (
+        "--allowed-hosts",
+        "allowed_hosts",
+        "store",
+        (),
+        "with vcr_transport_compat = pytest-recording: pytest-recording's: regular expressions of hosts the "
+        "network guard lets through, separated by commas",
+    ),
+    (
+        "--disable-recording",
+        "disable_recording",
+        "store_true",
+        (),
+        "with vcr_transport_compat = pytest-recording: pytest-recording's: vcr tests run with no cassette "
+        "(mode off) and reach the real network",
+    ),
 )
