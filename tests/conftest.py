@@ -73,3 +73,13 @@ def sdk(request: pytest.FixtureRequest) -> Sdk:
 @pytest.fixture
 def cassette(tmp_path: Path) -> Path:
     return tmp_path / "cassette.jsonl"
+
+
+@pytest.fixture
+def project(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> pytest.Pytester:
+    """A pytester project as a user's suite: no mode in the environment, outside CI, warnings as errors. (A
+    module that needs another project defines its own ``project``.)"""
+    monkeypatch.delenv("VCR_TRANSPORT_MODE", raising=False)
+    monkeypatch.delenv("CI", raising=False)
+    pytester.makepyprojecttoml("[tool.pytest.ini_options]\nfilterwarnings = ['error']\n")
+    return pytester

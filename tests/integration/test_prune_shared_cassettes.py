@@ -25,14 +25,6 @@ SHARED = pytest.mark.vcr_transport(path="cassettes/shared.jsonl")
 """
 
 
-@pytest.fixture
-def project(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> pytest.Pytester:
-    monkeypatch.delenv("VCR_TRANSPORT_MODE", raising=False)
-    monkeypatch.delenv("CI", raising=False)
-    pytester.makepyprojecttoml("[tool.pytest.ini_options]\nfilterwarnings = ['error']\n")
-    return pytester
-
-
 def _prune(where: Path, capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str]:
     from vcr_transport._tools._cli import main
 

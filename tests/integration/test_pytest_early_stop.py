@@ -39,14 +39,6 @@ def test_stops_by_accident():
 FOLDER = Path("cassettes") / "test_stream"
 
 
-@pytest.fixture
-def project(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> pytest.Pytester:
-    monkeypatch.delenv("VCR_TRANSPORT_MODE", raising=False)
-    monkeypatch.delenv("CI", raising=False)
-    pytester.makepyprojecttoml("[tool.pytest.ini_options]\nfilterwarnings = ['error']\n")
-    return pytester
-
-
 def call_ends(cassette: Path) -> list[dict[str, Any]]:
     lines = [json.loads(line) for line in cassette.read_text().splitlines()]
     return [line for line in lines if line["type"] == "call_end"]

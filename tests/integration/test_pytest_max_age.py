@@ -37,14 +37,6 @@ def test_shared_two():
 CHAT = Path("cassettes") / "test_llm" / "test_chat.jsonl"
 
 
-@pytest.fixture
-def project(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> pytest.Pytester:
-    monkeypatch.delenv("VCR_TRANSPORT_MODE", raising=False)
-    monkeypatch.delenv("CI", raising=False)
-    pytester.makepyprojecttoml("[tool.pytest.ini_options]\nfilterwarnings = ['error']\n")
-    return pytester
-
-
 def write_tests(project: pytest.Pytester, prompt: str = "hi", marker: str = "") -> None:
     project.makepyfile(test_llm=TEST_FILE.replace("PROMPT", repr(prompt)).replace("MARKER", marker))
 

@@ -32,14 +32,6 @@ def test_param(model):
 """
 
 
-@pytest.fixture
-def project(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> pytest.Pytester:
-    monkeypatch.delenv("VCR_TRANSPORT_MODE", raising=False)
-    monkeypatch.delenv("CI", raising=False)
-    pytester.makepyprojecttoml("[tool.pytest.ini_options]\nfilterwarnings = ['error']\n")
-    return pytester
-
-
 def write_tests(pytester: pytest.Pytester, prompts: list[str]) -> None:
     pytester.makepyfile(test_llm=TEST_FILE.replace("{prompts}", repr(prompts)))
 

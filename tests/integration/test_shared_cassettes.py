@@ -41,14 +41,6 @@ PROMPTS = {"a": ["a1", "a2"], "b": ["b1"], "c": ["c1", "c2"]}
 LEAN = ("-p", "no:hypothesispytest", "-p", "no:cassetter")
 
 
-@pytest.fixture
-def project(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> pytest.Pytester:
-    monkeypatch.delenv("VCR_TRANSPORT_MODE", raising=False)
-    monkeypatch.delenv("CI", raising=False)
-    pytester.makepyprojecttoml("[tool.pytest.ini_options]\nfilterwarnings = ['error']\n")
-    return pytester
-
-
 def write_tests(pytester: pytest.Pytester, prompts: dict[str, list[str]]) -> None:
     pytester.makepyfile(test_shared=SHARED_TESTS.replace("{prompts}", repr(prompts)))
 

@@ -282,14 +282,6 @@ def test_ws_async_genai_live_miss(tmp_path: Path, monkeypatch: pytest.MonkeyPatc
         assert asyncio.run(gemini_live(server)) == first
 
 
-@pytest.fixture
-def project(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> pytest.Pytester:
-    monkeypatch.delenv("VCR_TRANSPORT_MODE", raising=False)
-    monkeypatch.delenv("CI", raising=False)
-    pytester.makepyprojecttoml("[tool.pytest.ini_options]\nfilterwarnings = ['error']\n")
-    return pytester
-
-
 @pytest.mark.xfail(
     strict=True,
     raises=vcr_transport.ReplayMismatch,

@@ -370,3 +370,26 @@ def test_delta_text_read_by_msgspec_is_what_the_general_reading_finds() -> None:
         body = _chat_stream(rng)
         general = {channel: [value for _, _, value in pieces] for channel, pieces in delta_channels(body).items()}
         assert delta_texts(body) == general, body
+
+
+# --- the bytes prefilter, attacked ------------------------------------------------------------------------
+
+
+def test_the_bytes_prefilter_says_yes_to_case_folded_and_escaped_secret_names() -> None:
+    redactor = Redactor()
+    learned = Redactor()
+    learned.redact_headers([("authorization", "Bearer Zq9xLmN0pR7sT2uVwX")])
+    texts = [
+        '{"api_\u212aey": "hunter2hunter2"}',  # Kelvin sign
+        '{"p\u0130n": "x"} "\u0130"',
+        '{"\\u0061pi_key": "hunter2hunter2"}',
+        '{"api%5Fkey": "hunter2hunter2"}',
+        "ba\u017fic dXNlcjpwYXNzd29yZA==",
+        "https://user:pa55word@example.com/",
+    ]
+    for text in texts:
+        data = text.encode()
+        if Redactor().redact_text(text) != text:
+            assert redactor.could_redact(data), text
+    for form in ("Zq9xLmN0pR7sT2uVwX", "Zq9xLmN0pR7sT2uVwX".upper(), "%5A%71%39xLmN0pR7sT2uVwX"):
+        assert learned.could_redact(f"say {form} now \u00e9".encode()), form

@@ -4,6 +4,9 @@ vcr_transport, undamaged; otherwise the cassette is parsed (and refused) as if t
 from __future__ import annotations
 
 import os
+import subprocess
+import sys
+import textwrap
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -156,3 +159,65 @@ def test_small_cassettes_are_not_cached(cassette: Path, cache_dir: Path) -> None
     assert cassette.stat().st_size < _parse_cache.MIN_BYTES
     assert _replay(cassette) == CHUNKS[:2]
     assert _entries(cache_dir) == []
+
+
+# --- attacks: parallel writers, a swapped entry, a folder that is a file ----------------------------------
+
+
+_LOADS_ONCE = """
+    import sys
+    from vcr_transport._storage import read_cassette
+    calls = read_cassette(sys.argv[1], cache=True).calls
+    print(len(calls), sum(len(b"".join(call.chunks)) for call in calls), flush=True)
+"""
+
+
+@pytest.mark.slow
+def test_the_parse_cache_survives_parallel_writers_a_swapped_entry_and_a_folder_that_is_a_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from test_parse_cache import CHUNKS, _entries, _record, _replay
+
+    from vcr_transport import _parse_cache
+    from vcr_transport._core.format import _format
+
+    folder = tmp_path / "cache"
+    monkeypatch.setenv("VCR_TRANSPORT_CACHE_DIR", str(folder))
+    monkeypatch.delenv("VCR_TRANSPORT_PARSE_CACHE", raising=False)
+    first, second = tmp_path / "first.jsonl", tmp_path / "second.jsonl"
+    _record(first, CHUNKS)
+    _record(second, CHUNKS[::-1])
+    _replay(first)  # its bytes marked seen: each child's open then writes the entry, racing the others
+    children = [
+        subprocess.Popen(
+            [sys.executable, "-c", textwrap.dedent(_LOADS_ONCE), str(first)],
+            stdout=subprocess.PIPE,
+            text=True,
+            env={**os.environ, "PYTHONPATH": str(Path(vcr_transport.__file__).parent.parent)},
+        )
+        for _ in range(4)
+    ]
+    outputs = {child.communicate(timeout=60)[0] for child in children}
+    assert outputs == {f"1 {sum(map(len, CHUNKS))}\n"} and all(child.returncode == 0 for child in children)
+    [entry] = _entries(folder)
+    assert not [p for p in folder.iterdir() if p.suffix == ".tmp"], "every writer renamed its temporary file"
+    parses: list[str] = []
+    original = _format.Cassette.parse.__func__  # type: ignore[attr-defined]
+
+    def counting(cls: type[_format.Cassette], data: bytes, path: str) -> _format.Cassette:
+        parses.append(path)
+        return original(cls, data, path)  # type: ignore[no-any-return]
+
+    monkeypatch.setattr(_format.Cassette, "parse", classmethod(counting))
+    assert _replay(first) == CHUNKS and parses == [], "the entry the racing writers left is whole"
+    # The first cassette's entry put where the second's is looked for: never used for the other bytes.
+    _parse_cache.entry_path(str(second)).write_bytes(entry.read_bytes())
+    assert _replay(second) == CHUNKS[::-1] and parses == [str(second)]
+    # A cache folder that is a file: every open parses, none fails.
+    for child in folder.iterdir():
+        child.unlink()
+    folder.rmdir()
+    folder.write_bytes(b"not a folder")
+    assert _replay(first) == CHUNKS and _replay(first) == CHUNKS
+    assert parses == [str(second), str(first), str(first)]
+    assert folder.read_bytes() == b"not a folder"

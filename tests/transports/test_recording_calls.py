@@ -5,6 +5,7 @@ the older cassette once."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import random
 import struct
@@ -15,7 +16,7 @@ import httpx
 import httpx2
 import pytest
 from helpers import cassette_lines
-from upstream import Upstream
+from upstream import Reply, Upstream
 from vendors import SDKS, Sdk
 
 import vcr_transport
@@ -25,6 +26,7 @@ from vcr_transport._core.engine._matching import RequestMatcher
 from vcr_transport._core.format._format import encode_line
 from vcr_transport._core.rules._redaction import PLACEHOLDER, Redactor
 from vcr_transport._http import forwarded_request
+from vcr_transport._storage import read_cassette
 
 CALL_SDKS = [
     next(s for s in SDKS if s.name == name and s.library is library and s.side == side)
@@ -278,3 +280,146 @@ def test_the_re_record_close_reads_the_older_cassette_once(
     assert cassette.read_bytes() == before
     assert read.count(str(cassette.resolve())) == 1, read
     assert len(compared) == 3, "the old requests are read; the new ones, the same bytes, take their prints"
+
+
+# --- attacks: the forwarded request, the lines, a value learned mid-replay --------------------------------
+
+
+def test_encode_line_writes_what_json_dumps_writes() -> None:
+    odd = [0.0, -0.0, 1e16, 1e15 + 0.5, 1e-05, 0.0001, 5e-324, 1.7976931348623157e308, 2**63, 2**64, -(10**30)]
+    odd += ["\u2028\u2029", "\x00\x1f\x7f\x85", "\U0001f600", "\ufeff", '"\\/</script>', True, None, {}, []]
+    for value in odd:
+        line = {"type": "event", "v": value, "l": [value, {"n": value}]}
+        expected = (json.dumps(line, ensure_ascii=False, separators=(",", ":")) + "\n").encode()
+        assert encode_line(line) == expected, value
+    for value in (float("nan"), float("inf"), -float("inf")):
+        line = {"v": value}
+        assert encode_line(line) == (json.dumps(line, ensure_ascii=False, separators=(",", ":")) + "\n").encode()
+
+
+def _upload_requests(tmp_path: Path, opened: list[Any]) -> list[tuple[str, dict[str, Any]]]:
+    upload = tmp_path / "upload.bin"
+    upload.write_bytes(b"file body \x00\xff" * 50)
+    opened += [upload.open("rb"), upload.open("rb")]
+
+    def pieces() -> Any:
+        yield b"first "
+        yield b"second"
+
+    return [
+        ("POST", {"headers": [("x-dup", "1"), ("X-Dup", "2"), ("accept-encoding", "gzip")], "content": b"{}"}),
+        ("POST", {"headers": {"host": "override.example"}, "content": b"body"}),
+        ("POST", {"content": pieces()}),
+        ("PUT", {"content": opened[-2]}),
+        (
+            "POST",
+            {
+                "headers": {"content-type": "multipart/form-data; boundary=fixedboundary"},
+                "data": {"purpose": "fine-tune", "api_key": "sk-proj-FORMFIELDabcdefghijklmnopqrstuvw"},
+                "files": {"file": ("a.jsonl", opened[-1], "application/jsonl")},
+            },
+        ),
+        ("GET", {"headers": {"accept-encoding": "br", "Accept-Encoding": "gzip"}}),
+        ("DELETE", {}),
+    ]
+
+
+def _capturing(library: Any, seen: list[tuple[str, str, list[tuple[bytes, bytes]], bytes]]) -> tuple[Any, Any]:
+    def capture(request: Any, content: bytes) -> None:
+        raw = [(name, value) for name, value in request.headers.raw if name.lower() != b"accept-encoding"]
+        seen.append((request.method, str(request.url), raw, content))
+
+    class Sync(library.HTTPTransport):  # type: ignore[misc, name-defined]
+        def handle_request(self, request: Any) -> Any:
+            capture(request, request.read())
+            return super().handle_request(request)
+
+    class Async(library.AsyncHTTPTransport):  # type: ignore[misc, name-defined]
+        async def handle_async_request(self, request: Any) -> Any:
+            capture(request, await request.aread())
+            return await super().handle_async_request(request)
+
+    return Sync(), Async()
+
+
+@pytest.mark.parametrize("library", [httpx, httpx2], ids=lambda m: m.__name__)
+@pytest.mark.parametrize("is_async", [False, True], ids=["sync", "async"])
+def test_the_forwarded_request_is_what_the_library_sends_and_the_cassette_holds_it_redacted(
+    library: Any, is_async: bool, upstream: Upstream, tmp_path: Path
+) -> None:
+    upstream.routes["/echo"] = lambda r: Reply.json({"ok": True})
+    url = upstream.url + "/echo"
+    direct: list[Any] = []
+    recorded: list[Any] = []
+    cassette = tmp_path / "forwarded.jsonl"
+    for seen, record in ((direct, False), (recorded, True)):
+        sync_inner, async_inner = _capturing(library, seen)
+        transport: Any = async_inner if is_async else sync_inner
+        if record:
+            recording = vcr_transport.AsyncRecordingTransport if is_async else vcr_transport.RecordingTransport
+            transport = recording(transport, cassette)
+        opened: list[Any] = []
+        requests = _upload_requests(tmp_path, opened)
+        if is_async:
+
+            async def run(transport: Any = transport, requests: Any = requests) -> None:
+                async with library.AsyncClient(transport=transport) as client:
+                    for method, kwargs in requests:
+                        if isinstance(kwargs.get("content"), type((lambda: (yield))())):
+                            chunks = list(kwargs["content"])
+
+                            async def agen(chunks: list[bytes] = chunks) -> Any:
+                                for chunk in chunks:
+                                    yield chunk
+
+                            kwargs = {**kwargs, "content": agen()}
+                        elif hasattr(kwargs.get("content"), "read"):
+                            kwargs = {**kwargs, "content": kwargs["content"].read()}
+                        assert (await client.request(method, url, **kwargs)).json() == {"ok": True}
+
+            asyncio.run(run())
+            for file in opened:
+                file.close()
+        else:
+            with library.Client(transport=transport) as client:
+                for method, kwargs in requests:
+                    assert client.request(method, url, **kwargs).json() == {"ok": True}
+        for file in opened:
+            file.close()
+    assert len(recorded) == len(direct) == 7
+    for ours, theirs in zip(recorded, direct, strict=True):
+        assert ours == theirs
+    calls = read_cassette(cassette).calls
+    assert [call.method for call in calls] == ["POST", "POST", "POST", "PUT", "POST", "GET", "DELETE"]
+    stored = cassette.read_text()
+    assert "FORMFIELD" not in stored and "override.example" in stored
+    assert all(
+        dict((k.lower(), v) for k, v in call.request_headers).get("accept-encoding") == "identity" for call in calls
+    )
+
+
+def test_a_value_learned_mid_replay_reaches_headers_the_replay_already_made_comparable(
+    upstream: Upstream, cassette: Path
+) -> None:
+    value = "Zq9xLmN0pR7sT2uVwXy8"
+    upstream.routes["/echo"] = lambda r: Reply.json({"ok": True})
+    url = upstream.url + "/echo"
+    headers = {"x-trace": value, "content-type": "application/json"}
+    requests = [
+        {"headers": headers, "json": {"q": 1}},
+        {"json": {"api_key": value}},  # teaches the redactor the value
+        {"headers": headers, "json": {"q": 1}},  # the same headers: now redacted
+    ]
+    with httpx2.Client(transport=vcr_transport.RecordingTransport(httpx2.HTTPTransport(), cassette)) as client:
+        for kwargs in requests:
+            client.post(url, **kwargs)
+    stored = [dict(call.request_headers).get("x-trace") for call in read_cassette(cassette).calls]
+    assert stored == [PLACEHOLDER, None, PLACEHOLDER], "the final pass at commit reaches the first call too"
+    for match in ({}, {"compare_headers": ["content-length"]}, {"match_on": ["method", "path", "headers", "body"]}):
+        with httpx2.Client(transport=vcr_transport.ReplayTransport(cassette, **match)) as client:
+            for kwargs in requests:
+                assert client.post(url, **kwargs).json() == {"ok": True}, match
+    with httpx2.Client(transport=vcr_transport.ReplayTransport(cassette, compare_headers=["content-length"])) as client:
+        client.post(url, **requests[0])
+        with pytest.raises(vcr_transport.ReplayMismatch, match="content-length"):
+            client.post(url, json={"api_key": value + "longer"})

@@ -4,11 +4,14 @@ streams, a full disk and symlinks, with real child processes and a real loopback
 from __future__ import annotations
 
 import asyncio
+import gc
+import json
 import os
 import random
 import signal
 import subprocess
 import sys
+import textwrap
 import threading
 import warnings
 from pathlib import Path
@@ -18,11 +21,13 @@ import httpx2
 import openai
 import pytest
 from helpers import call_ends, cassette_lines
-from upstream import Reply, Upstream, free_port
-from vendors import OPENAI_KEY, SDKS, VENDOR_ROUTES
+from upstream import Reply, Upstream, free_port, split_bytes
+from vendors import MODEL, OPENAI_KEY, SDKS, VENDOR_ROUTES, sse
 
 import vcr_transport
 from vcr_transport._core.format._sse import ProtocolEnd
+from vcr_transport._core.rules._redaction import PLACEHOLDER
+from vcr_transport._core.rules._stream_redaction import StreamRedactor
 from vcr_transport._storage import read_cassette
 
 CHILD = Path(__file__).resolve().parents[1] / "recording_child.py"
@@ -370,3 +375,258 @@ def test_a_failing_marked_test_keeps_the_old_cassette(
     result = pytester.runpytest_subprocess()
     result.assert_outcomes(failed=1)
     assert cassette.read_bytes() == before
+
+
+# --- attacks on chunk batches: at exit, under a signal, at garbage collection, cut at a key ---------------
+
+
+SECRET = "sk-proj-EXITBATCHabcdefghijklmnopqrstuvwxyz0123"
+
+
+PIECES = (" " + SECRET[:10], SECRET[10:25], SECRET[25:])
+
+
+def _openai_events(texts: list[str], *, done: bool = True) -> bytes:
+    base = {"id": "chatcmpl-1", "object": "chat.completion.chunk", "created": 1, "model": MODEL}
+    events: list[tuple[str | None, Any]] = [
+        (None, {**base, "choices": [{"index": 0, "delta": {"content": text}, "finish_reason": None}]}) for text in texts
+    ]
+    if done:
+        events += [(None, {**base, "choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]}), (None, "[DONE]")]
+    return sse(events)
+
+
+def _child(code: str, *args: str) -> subprocess.CompletedProcess[str]:
+    environment = {**os.environ, "PYTHONPATH": str(Path(vcr_transport.__file__).parent.parent)}
+    return subprocess.run(
+        [sys.executable, "-c", textwrap.dedent(code), *args],
+        capture_output=True,
+        text=True,
+        env=environment,
+        timeout=60,
+    )
+
+
+# A child that records a stream through a client it never closes, reads CHUNKS chunks, and exits normally:
+# the exit hook finishes the recording, whose last batch is far from full.
+_EXITS_MID_STREAM = """
+    import json, sys
+    import httpx2
+    import vcr_transport
+
+    cassette, url, wanted = sys.argv[1], sys.argv[2], int(sys.argv[3])
+    client = httpx2.Client(transport=vcr_transport.RecordingTransport(httpx2.HTTPTransport(), cassette))
+    response = client.send(client.build_request("GET", url), stream=True)
+    received = []
+    for chunk in response.iter_raw():
+        received.append(chunk.decode("latin-1"))
+        if len(received) == wanted:
+            break
+    print(json.dumps(received), flush=True)
+    # no close: the interpreter exits with the stream and the client open
+"""
+
+
+def test_a_process_exiting_mid_batch_saves_what_the_caller_got_with_split_secrets_removed(
+    upstream: Upstream, tmp_path: Path
+) -> None:
+    texts = [f" word{n}" for n in range(40)]
+    texts[20:20] = list(PIECES)  # the secret spread over three deltas
+    body = _openai_events(texts)
+    chunks = split_bytes(body, 97)  # events cut mid-line, the secret's pieces across chunk boundaries
+    secret_end = body.index(PIECES[2].encode()) + len(PIECES[2])
+    wanted = secret_end // 97 + 3  # past the secret, well before the protocol's end, far under one batch
+    assert sum(map(len, chunks[:wanted])) < 32 * 1024 and wanted < len(chunks) - 5
+    upstream.routes["/slow"] = lambda r: Reply(200, [("content-type", "text/event-stream")], chunks, pause=0.002)
+    cassette = tmp_path / "exit.jsonl"
+    done = _child(_EXITS_MID_STREAM, str(cassette), upstream.url + "/slow", str(wanted))
+    assert done.returncode == 0, done.stderr
+    received = [chunk.encode("latin-1") for chunk in json.loads(done.stdout)]
+    assert len(received) == wanted and all(piece.encode() in b"".join(received) for piece in PIECES)
+    [call] = read_cassette(cassette).calls
+    assert call.outcome == "closed_early"
+    assert len(call.chunks) == len(received), "every chunk the caller got is in the cassette, boundaries kept"
+    recorded = b"".join(call.chunks).decode()
+    for piece in PIECES:
+        assert piece.strip() not in recorded
+    assert PLACEHOLDER in recorded
+    for stored, got in zip(call.chunks, received, strict=True):  # only the chunks holding the secret differ
+        assert stored == got or any(p.encode()[:4] in got or p.encode()[-4:] in got for p in PIECES), (stored, got)
+
+
+# A child whose recorder is hit by a real SIGINT while it records a batch (sent from inside the batch's
+# redaction, so that it lands there). The program catches Ctrl-C, as an interactive tool does to stop a
+# stream, and closes its client normally.
+_SIGINT_IN_A_BATCH = """
+    import os, signal, sys, warnings
+    import httpx2
+    import vcr_transport
+    from vcr_transport._core.rules._stream_redaction import StreamRedactor
+
+    signal.signal(signal.SIGINT, signal.default_int_handler)  # even if the run was started with SIGINT ignored
+    cassette, url = sys.argv[1], sys.argv[2]
+    feed_many = StreamRedactor.feed_many
+    def interrupted_once(self, chunks):
+        if not getattr(StreamRedactor, "signalled", False):
+            StreamRedactor.signalled = True
+            os.kill(os.getpid(), signal.SIGINT)
+        return feed_many(self, chunks)
+    StreamRedactor.feed_many = interrupted_once
+    received = 0
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        with httpx2.Client(transport=vcr_transport.RecordingTransport(httpx2.HTTPTransport(), cassette)) as client:
+            with client.stream("GET", url) as response:
+                try:
+                    for chunk in response.iter_raw():
+                        received += 1
+                except KeyboardInterrupt:
+                    print("ctrl-c after", received, flush=True)
+    print("warnings", [str(w.message) for w in caught], flush=True)
+"""
+
+
+def test_ctrl_c_inside_the_recorders_batch_work_never_saves_a_cassette_missing_chunks(
+    upstream: Upstream, tmp_path: Path
+) -> None:
+    body = _openai_events([f" word{n} {'x' * 200}" for n in range(400)])
+    chunks = split_bytes(body, 1000)
+    upstream.routes["/long"] = lambda r: Reply(200, [("content-type", "text/event-stream")], chunks)
+    upstream.routes["/short"] = lambda r: Reply(200, [("content-type", "text/event-stream")], chunks[:2])
+    cassette = tmp_path / "interrupted.jsonl"
+    with httpx2.Client(transport=vcr_transport.RecordingTransport(httpx2.HTTPTransport(), cassette)) as client:
+        client.get(upstream.url + "/short")
+    before = cassette.read_bytes()
+    done = _child(_SIGINT_IN_A_BATCH, str(cassette), upstream.url + "/long")
+    assert done.returncode == 0, done.stderr
+    assert "ctrl-c after" in done.stdout, done.stdout
+    got = int(done.stdout.split("ctrl-c after ")[1].split()[0])
+    assert got > 0, "the signal came in mid-stream"
+    after = cassette.read_bytes()
+    if after != before:  # what was saved lost the batch the signal cut
+        [call] = read_cassette(cassette).calls
+        raise AssertionError(f"Ctrl-C replaced the cassette: the caller got {got} chunks, it holds {len(call.chunks)}")
+    assert "was not saved" in done.stdout and "KeyboardInterrupt" in done.stdout, done.stdout
+
+
+@pytest.mark.slow
+def test_a_stream_dropped_unclosed_records_its_last_batch_when_collected(upstream: Upstream, cassette: Path) -> None:
+    texts = [f" w{n}" for n in range(60)]
+    texts[30:30] = list(PIECES)
+    body = _openai_events(texts)
+    upstream.routes["/v1/chat/completions"] = lambda r: Reply(
+        200, [("content-type", "text/event-stream")], split_bytes(body, 61)
+    )
+    transport = vcr_transport.RecordingTransport(httpx2.HTTPTransport(), cassette)
+    client = openai.OpenAI(
+        api_key=OPENAI_KEY, base_url=upstream.url + "/v1", http_client=httpx2.Client(transport=transport)
+    )
+    stream = client.chat.completions.create(model=MODEL, messages=[{"role": "user", "content": "go"}], stream=True)
+    seen = ""
+    for event in stream:
+        seen += event.choices[0].delta.content or ""
+        if SECRET in seen:
+            break
+    del stream, event
+    gc.collect()
+    partial = [p for p in cassette.parent.iterdir() if p.name.endswith(".partial")]
+    [written] = partial
+    lines = [json.loads(line) for line in written.read_bytes().splitlines()]
+    ends = [line for line in lines if line["type"] == "call_end"]
+    assert [end["outcome"] for end in ends] == ["closed_early"], "collecting the stream ended its call"
+    events = [line for line in lines if line["type"] == "event"]
+    assert ends[0]["event_count"] == len(events) > 0
+    transport.close()
+    [call] = read_cassette(cassette).calls
+    recorded = b"".join(call.chunks).decode()
+    assert SECRET[10:25] not in recorded and PLACEHOLDER in recorded
+    assert body.startswith(b"".join(call.chunks).replace(PLACEHOLDER.encode(), b"")[:100])
+
+
+def _straddling_body() -> tuple[list[bytes], int]:
+    """An openai stream whose chunks reach the recorder's batch size (32 KiB) exactly 12 bytes into a key
+    written whole in one delta, then carry a key spread over two deltas; the number of chunks up to the
+    second key's end."""
+    batch = 32 * 1024
+
+    def body(padding: int) -> bytes:
+        filler = [f" filler{n:05d}" for n in range(150)] + [" " + "p" * padding]
+        return _openai_events(filler, done=False) + _openai_events([" " + SECRET], done=False) + spread
+
+    spread = _openai_events([" " + SECRET[:20], SECRET[20:]])
+    padding = batch - (body(0).index(SECRET.encode()) + 12)
+    assert padding > 0
+    data = body(padding)
+    boundary = data.index(SECRET.encode()) + 12
+    assert boundary == batch
+    head = data[:boundary]
+    first = [head[max(0, end - 1024) : end] for end in range(boundary, 0, -1024)][::-1]  # the last ends there
+    rest = split_bytes(data[boundary:], 500)
+    second_key_end = data.rindex(SECRET[20:].encode()) + len(SECRET) - 20
+    upto = len(first) + 1 + (second_key_end - boundary) // 500
+    return first + rest, upto
+
+
+@pytest.mark.parametrize("ending", ["read_to_the_end", "caller_raises"])
+def test_a_key_cut_at_the_batch_boundary_is_removed_whole(
+    ending: str, upstream: Upstream, cassette: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    chunks, upto = _straddling_body()
+    batches: list[int] = []
+    feed_many = StreamRedactor.feed_many
+
+    def counted(self: StreamRedactor, batch: list[tuple[bytes, Any]]) -> list[tuple[bytes, Any]]:
+        batches.append(sum(len(data) for data, _ in batch))
+        return feed_many(self, batch)
+
+    monkeypatch.setattr(StreamRedactor, "feed_many", counted)
+    upstream.routes["/v1/chat/completions"] = lambda r: Reply(200, [("content-type", "text/event-stream")], chunks)
+    transport = vcr_transport.RecordingTransport(httpx2.HTTPTransport(), cassette, keep_failures=True)
+    seen = ""
+    try:
+        with httpx2.Client(transport=transport) as http:
+            client = openai.OpenAI(api_key=OPENAI_KEY, base_url=upstream.url + "/v1", http_client=http)
+            stream = client.chat.completions.create(
+                model=MODEL, messages=[{"role": "user", "content": "go"}], stream=True
+            )
+            for event in stream:
+                seen += event.choices[0].delta.content or "" if event.choices else ""
+                if ending == "caller_raises" and seen.count(SECRET) == 2:
+                    raise RuntimeError("the caller's own bug")
+    except RuntimeError:
+        assert ending == "caller_raises"
+    assert seen.count(SECRET) == 2
+    assert batches[0] == 32 * 1024, "the first batch ends inside the first key"
+    [call] = read_cassette(cassette).calls
+    recorded = b"".join(call.chunks)
+    assert call.outcome == ("complete" if ending == "read_to_the_end" else "closed_early")
+    assert len(call.chunks) >= upto, "every chunk up to the second key is in the cassette"
+    for piece in (SECRET, SECRET[:12], SECRET[12:], SECRET[:20], SECRET[20:]):
+        assert piece.encode() not in recorded, piece
+    assert recorded.count(PLACEHOLDER.encode()) >= 2
+
+
+def test_closing_the_cassette_under_an_open_async_stream_keeps_its_partial_batch(
+    upstream: Upstream, cassette: Path
+) -> None:
+    body = _openai_events([f" w{n}" for n in range(30)])
+    chunks = split_bytes(body, 150)
+    upstream.routes["/v1/chat/completions"] = lambda r: Reply(200, [("content-type", "text/event-stream")], chunks)
+    transport = vcr_transport.AsyncRecordingTransport(httpx2.AsyncHTTPTransport(), cassette)
+
+    async def main() -> tuple[int, bytes]:
+        async with httpx2.AsyncClient(transport=transport) as client:
+            request = client.build_request("POST", upstream.url + "/v1/chat/completions", json={"stream": True})
+            response = await client.send(request, stream=True)
+            raw = response.aiter_raw()
+            got = [await raw.__anext__() for _ in range(3)]
+            transport.recorder.close()  # the cassette closes with the stream open
+            got += [chunk async for chunk in raw]  # the caller reads on, unharmed
+            await response.aclose()
+            return 3, b"".join(got)
+
+    before_close, everything = asyncio.run(main())
+    assert everything == body
+    [call] = read_cassette(cassette).calls
+    assert call.outcome == "closed_early"
+    assert b"".join(call.chunks) == body[: len(b"".join(call.chunks))] and len(call.chunks) >= before_close
