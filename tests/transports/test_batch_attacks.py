@@ -24,7 +24,7 @@ from vendors import MODEL, OPENAI_KEY, sse
 import vcr_transport
 from vcr_transport._core.format._format import encode_line
 from vcr_transport._core.rules._redaction import PLACEHOLDER, Redactor
-from vcr_transport._core.rules._stream_redaction import StreamRedactor
+from vcr_transport._core.rules._stream import StreamRedactor
 from vcr_transport._storage import read_cassette
 
 SECRET = "sk-proj-EXITBATCHabcdefghijklmnopqrstuvwxyz0123"
@@ -106,7 +106,7 @@ _SIGINT_IN_A_BATCH = """
     import os, signal, sys, warnings
     import httpx2
     import vcr_transport
-    from vcr_transport._core.rules._stream_redaction import StreamRedactor
+    from vcr_transport._core.rules._stream import StreamRedactor
 
     signal.signal(signal.SIGINT, signal.default_int_handler)  # even if the run was started with SIGINT ignored
     cassette, url = sys.argv[1], sys.argv[2]

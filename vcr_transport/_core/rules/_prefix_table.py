@@ -1,8 +1,8 @@
 """The credential catalogue's prefix table: each prefix a prefixed format starts a token with, the
-longest first, and the formats (their index in ``_credentials.CATALOGUE``) a token starting with it may
+longest first, and the formats (their index in ``_catalogue.CATALOGUE``) a token starting with it may
 be. Plain data, so that importing the catalogue computes none of it.
 
-Generated from the catalogue (``_credentials.prefix_table_module``): do not edit, run
+Generated from the catalogue (``_catalogue.prefix_table_module``): do not edit, run
 ``python docs/_gen.py``. ``tests/core/test_credentials.py`` checks that it is current.
 """
 

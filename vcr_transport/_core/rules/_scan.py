@@ -12,7 +12,7 @@ from typing import Any
 
 from ..format._bodies import DecodedTooLarge, content_encodings, decode_stacked
 from ._redaction import PLACEHOLDER, Redactor
-from ._stream_redaction import changed_span, delta_channels, redact_body
+from ._stream import changed_span, delta_channels, redact_body
 
 __all__ = ["scan_document", "scan_text"]
 

@@ -96,26 +96,28 @@ class CredentialFormat:
         return expression if isinstance(expression, re.Pattern) else re.compile(expression)
 
     def matches(self, text: str, lowered: str | None = None) -> Iterator[re.Match[str]]:
-        """The matches ``pattern.finditer`` gives that pass ``validate``. In ASCII text, when every match
-        starts with a keyword, only the keywords' positions are tried (found by ``str.find``, which skips
-        ahead far faster than a regular expression's search). ``lowered`` is ``text.lower()``."""
-        candidates: Iterable[re.Match[str]]
-        if not (self.anchored or self.prefixed):
-            candidates = self.pattern.finditer(text)
-        elif not self.lowercase_keywords:
-            candidates = self._anchored_matches(text, text)
-        else:
-            lowered = text.lower() if lowered is None else lowered
-            # Ignoring case, U+017F matches "s", U+0130 and U+0131 match "i", and none of them lower-cases
-            # to it: a keyword with those letters is found in the lower case of ASCII text only. (No other
-            # letter has such a match.) U+0130 alone changes length when lower-cased.
-            if text.isascii() or (len(lowered) == len(text) and not any(c in "si" for k in self.keywords for c in k)):
-                candidates = self._anchored_matches(text, lowered)
-            else:
-                candidates = self.pattern.finditer(text)
-        for match in candidates:
+        """The matches of ``pattern`` that pass ``validate``; ``lowered`` is ``text.lower()``."""
+        for match in self._candidates(text, lowered):
             if self.validate is None or self.validate(match):
                 yield match
+
+    @functools.cached_property
+    def _folds(self) -> bool:
+        # Ignoring case, U+017F matches "s", U+0130 and U+0131 "i", and none lower-cases to it: a keyword with
+        # those letters is found in the lower case of ASCII text only. U+0130 changes length when lower-cased.
+        return any(c in "si" for keyword in self.keywords for c in keyword)
+
+    def _candidates(self, text: str, lowered: str | None) -> Iterable[re.Match[str]]:
+        """In ASCII text, when every match starts with a keyword, only the keywords' positions are tried
+        (``str.find`` skips ahead far faster than a regular expression's search)."""
+        if not (self.anchored or self.prefixed):
+            return self.pattern.finditer(text)
+        if not self.lowercase_keywords:
+            return self._anchored_matches(text, text)
+        lowered = text.lower() if lowered is None else lowered
+        if text.isascii() or (len(lowered) == len(text) and not self._folds):
+            return self._anchored_matches(text, lowered)
+        return self.pattern.finditer(text)
 
     def _anchored_matches(self, text: str, haystack: str) -> Iterator[re.Match[str]]:
         """What ``pattern.finditer(text)`` gives, trying only where a keyword occurs in ``haystack``
@@ -383,9 +385,9 @@ def prefix_table_module() -> str:
     rows = "".join(f'    (b"{prefix.decode()}", {formats!r}),\n' for prefix, formats in prefix_table(CATALOGUE))
     return (
         '"""The credential catalogue\'s prefix table: each prefix a prefixed format starts a token with, the\n'
-        "longest first, and the formats (their index in ``_credentials.CATALOGUE``) a token starting with it may\n"
+        "longest first, and the formats (their index in ``_catalogue.CATALOGUE``) a token starting with it may\n"
         "be. Plain data, so that importing the catalogue computes none of it.\n\n"
-        "Generated from the catalogue (``_credentials.prefix_table_module``): do not edit, run\n"
+        "Generated from the catalogue (``_catalogue.prefix_table_module``): do not edit, run\n"
         "``python docs/_gen.py``. ``tests/core/test_credentials.py`` checks that it is current.\n"
         '"""\n\n'
         "# ruff: noqa: E501\n\n"
