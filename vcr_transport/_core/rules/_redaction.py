@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import functools
 import json
 import re
 import threading
@@ -39,13 +40,14 @@ from ._rules import (
     TEXT_MEDIA,
     Context,
     JsonNames,
+    candidates,
     folded,
     redact_base64_text,
     redact_shapes,
     removes_value,
     string_leaves,
 )
-from ._search import Scan
+from ._search import Scan, Search
 
 __all__ = [
     "MIN_PROPAGATED_LENGTH",
@@ -68,6 +70,7 @@ _UNICODE_ASCII = re.compile(r"\\u00[2-7][0-9A-Fa-f]")
 # The UTF-8 of the only characters whose lower case holds an ASCII letter (U+0130, the Kelvin sign).
 _LOWERING_TO_ASCII = (b"\xc4\xb0", b"\xe2\x84\xaa")
 _COOKIE_HEADERS = frozenset({"cookie", "set-cookie"})
+_context = functools.partial(tuple.__new__, Context)  # Context(*fields), without NamedTuple's Python __new__
 _JSON_NAMES = RULES[0]
 _SHAPES = RULES[-1]
 assert isinstance(_JSON_NAMES, JsonNames)
@@ -178,6 +181,12 @@ class Redactor:
         self._callables = tuple(callables)
         self._lock = threading.Lock()
         self._known: Known = EMPTY
+        searched = self._names.searched
+        self._searches: tuple[Known, Search, Search] = (
+            EMPTY,
+            EMPTY.search(searched, False),
+            EMPTY.search(searched, True),
+        )
         # Header values and lists repeat from call to call: worked out once per generation of learned forms.
         self._header_values: Memo[str, str] = Memo(4096)
         self._header_lists: Memo[tuple[tuple[str, str], ...], list[tuple[str, str]]] = Memo(1024)
@@ -264,9 +273,10 @@ class Redactor:
         escaped_names = False
         if ("%" in text or "\\u00" in text) and _has_ascii_escapes(text):
             text, escaped_names = self._redact_escaped(text, response)
-        scan = self._known.search(self._names.searched, False).scan(text)
+        searches = self._searches
+        scan = (searches[1] if searches[0] is self._known else self._search(False)).scan(text)
         found: list[str] = []
-        redacted = self._run_rules(text, scan, Context(self._names, response, found, self._redact), escaped_names)
+        redacted = self._run_rules(text, scan, response, found, escaped_names)
         if found:
             self._learn_all(found)
         forms = self._known.forms
@@ -278,19 +288,35 @@ class Redactor:
             redacted = _called(function, redacted)
         return redacted
 
+    def _search(self, prefilter: bool) -> Search:
+        """The search of the names' words and the learned forms (the prefilter's: with the prefixes)."""
+        known, searches = self._known, self._searches
+        if searches[0] is not known:
+            searches = self._searches = (
+                known,
+                known.search(self._names.searched, False),
+                known.search(self._names.searched, True),
+            )
+        return searches[2] if prefilter else searches[1]
+
     def _redact(self, text: str, response: bool) -> str:
         return self.redact_text(text, response=response)
 
-    def _run_rules(self, text: str, scan: Scan, ctx: Context, escaped_names: bool = False) -> str:
-        """The rules whose probes hit (the JSON names too when ``escaped_names``: a secret name shows only once
-        the text's escapes are decoded); the catalogue's shapes last, with the keywords the scan found."""
-        original = text
-        for rule in RULES[:-1]:
-            if (rule is _JSON_NAMES and escaped_names and '"' in text) or rule.may_apply(scan, self._names):
+    def _run_rules(self, text: str, scan: Scan, response: bool, found: list[str], escaped_names: bool = False) -> str:
+        """The rules that may apply to the scanned text (the JSON names too when ``escaped_names``: a secret
+        name shows only once the text's escapes are decoded); the shapes last, with the keywords found."""
+        original, names, ctx = text, self._names, None
+        rules = candidates(scan.data)
+        if escaped_names and '"' in text:  # the JSON names first, whatever their probes
+            ctx = _context((names, response, found, self._redact))
+            text, rules = _JSON_NAMES.apply(text, ctx), rules[1:]
+        for rule in rules:
+            if rule is not _SHAPES and rule.may_apply(scan, names):
+                ctx = ctx or _context((names, response, found, self._redact))
                 text = rule.apply(text, ctx)
         if text is not original:  # the catalogue finds keywords by their positions in the lower case
-            return redact_shapes(text, text.lower(), ctx.found)
-        return redact_shapes(text, scan.lowered, ctx.found, scan.keywords())
+            return redact_shapes(text, text.lower(), found)
+        return redact_shapes(text, scan.lowered, found, scan.keywords())
 
     def _redact_escaped(self, text: str, response: bool) -> tuple[str, bool]:
         """``text`` without the secrets that only its ``%XX`` and ``\\u`` escapes decoded show (learned), and
@@ -298,9 +324,9 @@ class Redactor:
         decoded = decode_escapes(text)
         if decoded == text:
             return text, False
-        scan = self._known.search(self._names.searched, False).scan(decoded)
+        scan = self._search(False).scan(decoded)
         hidden: list[str] = []
-        self._run_rules(decoded, scan, Context(self._names, response, hidden, self._redact))
+        self._run_rules(decoded, scan, response, hidden)
         hidden += [value for value in self._known.values if value in decoded]
         for value in hidden:
             if len(value) >= MIN_PROPAGATED_LENGTH and PLACEHOLDER not in value:
@@ -383,7 +409,7 @@ class Redactor:
         learned; every other byte kept. What is found is learned."""
         text = data.decode("latin-1")  # one character per byte: the shapes and forms are ASCII
         found: list[str] = []
-        scan = self._known.search(self._names.searched, True).scan_bytes(data, data.lower())
+        scan = self._search(True).scan_bytes(data, data.lower())
         redacted = redact_shapes(text, None, found) if _SHAPES.may_apply(scan, self._names) else text
         self._learn_all(found)
         if self._known.forms and self.holds_learned(data):
@@ -465,10 +491,10 @@ class Redactor:
         # The text's ASCII characters are its UTF-8's ASCII bytes, and no other character lower-cases to an
         # ASCII one (but the two ``_utf8`` leaves out): an ASCII probe in the lower case of the text is in
         # the lower case of the bytes, and so is a learned form's UTF-8.
-        scan = self._known.search(self._names.searched, True).scan_bytes(data, data.lower())
+        scan = self._search(True).scan_bytes(data, data.lower())
         if scan.keyword_or_learned():
             return True
-        return any(rule.may_apply(scan, self._names) for rule in RULES)
+        return any(rule.may_apply(scan, self._names) for rule in candidates(scan.data))
 
 
 def remove_secret_values(obj: Any) -> Any:

@@ -17,7 +17,7 @@ from ._catalogue import catalogue_matches, looks_like_credential, may_hold_prefi
 from ._names import Names, words_of
 from ._search import Scan
 
-__all__ = ["RULES", "Context", "Rule", "is_schema", "redact_shapes", "removes_value", "string_leaves"]
+__all__ = ["RULES", "candidates", "Context", "Rule", "is_schema", "redact_shapes", "removes_value", "string_leaves"]
 
 _QUOTED_PLACEHOLDER = f'"{PLACEHOLDER}"'
 _JSON_KEY = re.compile(r"\"(?P<key>(?:[^\"\\]++|\\u[0-9A-Fa-f]{4})++)\"\s*:\s*")
@@ -321,7 +321,10 @@ def key_may_be_secret(names: Names, name: str) -> bool:
 
 
 class Rule:
+    """``marks``: characters one of which is in every text the rule may change (none: any text)."""
+
     name = ""
+    marks = b""
 
     def may_apply(self, scan: Scan, names: Names) -> bool:
         raise NotImplementedError
@@ -335,10 +338,11 @@ class JsonNames(Rule):
     JSON string; so does a ``value`` whose sibling names a secret."""
 
     name = "json names"
+    marks = b'"'
 
     def may_apply(self, scan: Scan, names: Names) -> bool:
-        data = scan.data
-        if b'"' not in data or not (words := scan.words()):
+        data, words = scan.data, scan.words
+        if not words or b'"' not in data:
             return False
         if b"value" in data and _SIBLING_VALUE_BYTES.search(data):
             return True
@@ -350,7 +354,7 @@ class JsonNames(Rule):
         # Read as JSON, whose ``\n``, ``\t``... are separators there (each read as two spaces).
         view = _JSON_ESCAPE.sub(lambda m: b"  " if m[0][1:] in b"bfnrt" else m[0], scan.raw or b"").lower()
         again = scan.search.scan_bytes(view, view)
-        return again.may_hold_secret_key(named, again.words())
+        return again.may_hold_secret_key(named, again.words)
 
     def apply(self, text: str, ctx: Context) -> str:
         return _redact_json(text, ctx)
@@ -360,10 +364,13 @@ class Assignment(Rule):
     """A ``name: value`` or ``NAME=value`` line of free text whose name is a secret's: the value goes."""
 
     name = "assignments"
+    marks = b":="
 
     def may_apply(self, scan: Scan, names: Names) -> bool:
         data = scan.data
-        return (b":" in data or b"=" in data) and any(_ASSIGNMENT_TAIL.match(data, end) for _, end in scan.words())
+        if not scan.words or (b":" not in data and b"=" not in data):
+            return False
+        return any(_ASSIGNMENT_TAIL.match(data, end) for _, end in scan.words)
 
     def apply(self, text: str, ctx: Context) -> str:
         def replace(match: re.Match[str]) -> str:
@@ -379,6 +386,7 @@ class Query(Rule):
     """A secret-named query, fragment or form parameter after its ``?``, ``&``, ``;`` or ``#``."""
 
     name = "query values"
+    marks = b"="
 
     def may_apply(self, scan: Scan, names: Names) -> bool:
         if b"=" not in scan.data:
@@ -403,10 +411,11 @@ class DataUrl(Rule):
     ``data`` member beside a text media type, which ``redact_value`` decodes.)"""
 
     name = "data urls"
+    marks = b"/+"
 
     def may_apply(self, scan: Scan, names: Names) -> bool:
         data = scan.data
-        if scan.prefilter:
+        if scan.raw is not None:
             return scan.prefixed() and _TEXT_MEDIA_BYTES.search(data) is not None
         return b"base64," in data and b"data:" in data and _TEXT_MEDIA_BYTES.search(data) is not None
 
@@ -419,9 +428,10 @@ class Xml(Rule):
     or ``name``, too); the markup stays."""
 
     name = "xml"
+    marks = b"<"
 
     def may_apply(self, scan: Scan, names: Names) -> bool:
-        return b"<" in scan.data and _XML_BYTES.search(scan.data) is not None and bool(scan.words())
+        return bool(scan.words) and b"<" in scan.data and _XML_BYTES.search(scan.data) is not None
 
     def apply(self, text: str, ctx: Context) -> str:
         if "</" in text:
@@ -456,6 +466,7 @@ class Userinfo(Rule):
     """``scheme://user:password@``, and ``scheme://TOKEN@`` when the user is a credential."""
 
     name = "userinfo"
+    marks = b"@"
 
     def may_apply(self, scan: Scan, names: Names) -> bool:
         return b"@" in scan.data and b"://" in scan.data
@@ -479,6 +490,7 @@ class UrlPath(Rule):
     """Path segments of a URL that are credentials by shape: ``/v1/keys/sk-.../``, bot tokens."""
 
     name = "url paths"
+    marks = b"/"
 
     def may_apply(self, scan: Scan, names: Names) -> bool:
         return b"://" in scan.data and (not scan.prefilter or _Shapes.may_apply(scan, names))
@@ -502,7 +514,7 @@ class Shapes(Rule):
     name = "shapes"
 
     def may_apply(self, scan: Scan, names: Names) -> bool:
-        if not scan.prefilter:
+        if scan.raw is None:
             return True
         return bool(scan.keywords()) or (scan.prefixed() and may_hold_prefixed(scan.raw or b""))
 
@@ -513,3 +525,23 @@ class Shapes(Rule):
 _Shapes = Shapes()
 # In the order the redactor runs them (``Shapes`` last: it reads the text the others left).
 RULES: tuple[Rule, ...] = (JsonNames(), Assignment(), Query(), DataUrl(), Xml(), Userinfo(), UrlPath(), _Shapes)
+
+
+# Characters too common in JSON to be worth looking for: taken as present in every text.
+_COMMON_MARKS = frozenset(b'":')
+_RARE_MARKS = frozenset(c for rule in RULES for c in rule.marks) - _COMMON_MARKS
+_ALL_BUT_RARE = bytes(c for c in range(256) if c not in _RARE_MARKS)
+_CANDIDATES: dict[bytes, tuple[Rule, ...]] = {}
+
+
+def candidates(data: bytes) -> tuple[Rule, ...]:
+    """The rules (in order) whose marks are in ``data`` (a text's lower-cased UTF-8): the only ones that may
+    apply to it, the only ones whose ``may_apply`` is asked."""
+    present = data.translate(None, _ALL_BUT_RARE)
+    if len(present) > 1:
+        present = bytes(sorted(set(present)))
+    found = _CANDIDATES.get(present)
+    if found is None:
+        marks = _COMMON_MARKS.union(present)
+        found = _CANDIDATES[present] = tuple(rule for rule in RULES if not rule.marks or marks.intersection(rule.marks))
+    return found

@@ -52,18 +52,25 @@ class Search(NamedTuple):
         data = lowered.encode("utf-8", "surrogatepass")
         unsure = not text.isascii() and ("\u0130" in text or "\u212a" in text)
         hits = self.finder.find_matches_as_indexes(data, overlapping=True)
-        return _new_scan((self, text, lowered, data, hits, unsure, None))
+        first, end = self.words, self.keywords
+        words = [(start, stop) for index, start, stop in hits if first <= index < end] if hits else []
+        return _new_scan((self, text, lowered, data, hits, words, unsure, None))
 
     def scan_bytes(self, raw: bytes, data: bytes) -> Scan:
         """The prefilter's scan of UTF-8 ``raw``, ``data`` its lower case."""
         hits = self.finder.find_matches_as_indexes(data, overlapping=True)
-        return _new_scan((self, None, "", data, hits, False, raw))
+        return _new_scan((self, None, "", data, hits, self._words(hits), False, raw))
+
+    def _words(self, hits: list[tuple[int, int, int]]) -> list[tuple[int, int]]:
+        """Where secret-name words are, in the scanned ``data``."""
+        first, end = self.words, self.keywords
+        return [(start, stop) for index, start, stop in hits if first <= index < end] if hits else []
 
 
 class Scan(NamedTuple):
     """What a search found in a text (``text``, or for the prefilter its UTF-8 ``raw``): its lower case
     (``lowered``, not kept for bytes) and that lower case's UTF-8 (``data``), the (pattern, start, end) of
-    every probe found there (``hits``), and whether the text holds U+0130 or the Kelvin sign, the only
+    every probe found there (``hits``), where the name words are (``words``), and whether the text holds U+0130 or the Kelvin sign, the only
     characters whose lower case holds an ASCII letter."""
 
     search: Search
@@ -71,17 +78,13 @@ class Scan(NamedTuple):
     lowered: str
     data: bytes
     hits: list[tuple[int, int, int]]
+    words: list[tuple[int, int]]
     unsure: bool
     raw: bytes | None
 
     @property
     def prefilter(self) -> bool:
         return self.raw is not None
-
-    def words(self) -> list[tuple[int, int]]:
-        """Where secret-name words are, in ``data``."""
-        first, end = self.search.words, self.search.keywords
-        return [(start, stop) for index, start, stop in self.hits if first <= index < end] if self.hits else []
 
     def keywords(self) -> list[int]:
         """The index in ``KEYWORD_PATTERNS`` of each catalogue keyword found."""
