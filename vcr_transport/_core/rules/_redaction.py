@@ -282,6 +282,10 @@ class Redactor:
         forms = self._known.forms
         if forms and (redacted is not text or not scan.clear_of(forms)):
             redacted = self._known.remove(redacted)
+        return self._users_rules(redacted) if self._patterns or self._callables else redacted
+
+    def _users_rules(self, redacted: str) -> str:
+        """The user's patterns and functions (``redact_patterns``, ``redact_with``)."""
         for pattern in self._patterns:
             redacted = pattern.sub(PLACEHOLDER, redacted)
         for function in self._callables:
@@ -395,11 +399,12 @@ class Redactor:
         """The keys of the values a sibling names as secrets: ``{"name": "MISTRAL_API_KEY", "value": ...}``
         (Kubernetes, Vercel, ECS), ``{"Name": "/prod/db/password", "Type": ..., "Value": ...}`` (SSM)."""
         keys = [(key, folded(key)) for key in obj if isinstance(key, str)] if len(obj) <= 12 else []
-        if not any(fold in SIBLING_VALUE_KEYS for _, fold in keys) or not any(
-            fold in SIBLING_NAME_KEYS and self._names_secret(obj[key]) for key, fold in keys
-        ):
+        if not any(fold in SIBLING_VALUE_KEYS for _, fold in keys) or not self._names_a_secret(obj, keys):
             return []
         return [key for key, fold in keys if fold in SIBLING_VALUE_KEYS and not isinstance(obj[key], bool | None)]
+
+    def _names_a_secret(self, obj: Mapping[Any, Any], keys: list[tuple[str, str]]) -> bool:
+        return any(fold in SIBLING_NAME_KEYS and self._names_secret(obj[key]) for key, fold in keys)
 
     def _names_secret(self, name: Any) -> bool:
         return isinstance(name, str) and len(name) < 200 and self._names.is_secret(name, 1)

@@ -6,34 +6,41 @@ from __future__ import annotations
 
 import base64
 import binascii
-import json
 import re
-from collections.abc import Callable, Iterable, Mapping
-from typing import Any, NamedTuple
 from urllib.parse import unquote_plus
 
 from ..format._format import PLACEHOLDER
 from ._catalogue import catalogue_matches, looks_like_credential, may_hold_prefixed
+from ._json import (
+    JSON_ESCAPE,
+    SIBLING_NAME_KEYS,
+    SIBLING_VALUE_BYTES,
+    SIBLING_VALUE_KEYS,
+    Context,
+    folded,
+    is_schema,
+    key_may_be_secret,
+    redact_json,
+    removes_value,
+    string_leaves,
+)
 from ._names import Names, words_of
 from ._search import Scan
 
-__all__ = ["RULES", "candidates", "Context", "Rule", "is_schema", "redact_shapes", "removes_value", "string_leaves"]
+__all__ = [
+    "RULES",
+    "SIBLING_NAME_KEYS",
+    "SIBLING_VALUE_KEYS",
+    "Context",
+    "Rule",
+    "candidates",
+    "folded",
+    "is_schema",
+    "redact_shapes",
+    "removes_value",
+    "string_leaves",
+]
 
-_QUOTED_PLACEHOLDER = f'"{PLACEHOLDER}"'
-_JSON_KEY = re.compile(r"\"(?P<key>(?:[^\"\\]++|\\u[0-9A-Fa-f]{4})++)\"\s*:\s*")
-_JSON_STRING_REST = re.compile(r"(?:[^\"\\]|\\.)*\"")
-_JSON_SCALAR = re.compile(r"-?[0-9][0-9.eE+-]*|true|false|null")
-_NESTED_JSON = re.compile(r"\"(?P<body>[\[{](?:[^\"\\]|\\.)*)\"")
-_JSON_ESCAPE = re.compile(rb"\\[bfnrt]|\\.")
-# An object naming its sibling's value a secret: ``{"name": "MISTRAL_API_KEY", "value": ...}`` (Kubernetes,
-# Vercel, ECS), ``{"Name": "/prod/db/password", "Value": ...}`` (SSM), compared ``folded``.
-SIBLING_NAME_KEYS = frozenset({"name", "key", "parametername", "parameterkey", "outputkey", "variable", "envvar"})
-SIBLING_VALUE_KEYS = frozenset({"value", "parametervalue", "outputvalue", "secretvalue"})
-_SIBLING_NAME = re.compile(
-    r"\"(?:[Nn]ame|[Kk]ey|Parameter(?:Name|Key)|OutputKey|[Vv]ariable|env_?[Vv]ar)\"\s*:\s*\"(?P<name>(?:[^\"\\]|\\.){1,200})\""
-)
-_SIBLING_VALUE = re.compile(r"\"(?:[Vv]alue|ParameterValue|OutputValue|[Ss]ecret_?[Vv]alue)\"\s*:")
-_SIBLING_VALUE_BYTES = re.compile(rb'value\\*"')
 _TEXT_TYPES = r"text/|application/(?:json|xml|yaml|x-yaml|toml|x-sh|javascript"
 TEXT_MEDIA = re.compile(r"(?i:" + _TEXT_TYPES + r"|x-python)|[^;,]*\+(?:json|xml))")
 _TEXT_DATA_URL_IN_TEXT = re.compile(
@@ -68,69 +75,10 @@ _XML_ELEMENT = re.compile(
 _XML_TAG = re.compile(r"<[A-Za-z_][\w:.-]*\s[^<>]*>")
 _XML_ATTRIBUTE = re.compile(r"""(?P<name>[A-Za-z_][\w:.-]*)\s*=\s*(?P<q>["'])(?P<value>[^"'<>]*)(?P=q)""")
 _XML_BYTES = re.compile(rb"</|/>|<[a-z_][\w:.-]*\s[^<>]*=")
+
+
 # The keys a JSON-schema definition is made of: an object of these only, with a type or its like, keeps its
 # contents even under a name like "password".
-_SCHEMA_KEYWORDS = frozenset(
-    {"type", "description", "properties", "items", "required", "enum", "const", "format", "default", "examples"}
-    | {"example", "title", "minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "minLength", "maxLength"}
-    | {"pattern", "minItems", "maxItems", "uniqueItems", "additionalProperties", "anyOf", "oneOf", "allOf", "not"}
-    | {"$ref", "$defs", "definitions", "nullable", "propertyOrdering", "$schema", "$id", "$comment", "readOnly"}
-    | {"writeOnly", "deprecated", "multipleOf", "patternProperties", "prefixItems", "minProperties"}
-    | {"maxProperties", "contentEncoding", "contentMediaType", "strict"}
-)
-_SCHEMA_MARKERS = frozenset({"type", "$ref", "anyOf", "oneOf", "allOf", "enum", "const", "properties", "items"})
-
-
-class Context(NamedTuple):
-    """What a rule works with: the secret names, whether the text is a response's, the list every removed
-    value is appended to (to be learned), and the redactor's ``redact_text`` (for decoded payloads)."""
-
-    names: Names
-    response: bool
-    found: list[str]
-    redact_text: Callable[[str, bool], str]
-
-
-def folded(key: str) -> str:
-    return key.lower().replace("_", "")
-
-
-def json_string(literal_body: str) -> str | None:
-    try:
-        value = json.loads(f'"{literal_body}"')
-    except ValueError:
-        return None
-    return value if isinstance(value, str) else None
-
-
-def is_schema(value: Any) -> bool:
-    """A JSON-schema definition: an object made only of schema keywords, with a type or its like."""
-    return (
-        isinstance(value, Mapping)
-        and bool(value)
-        and all(key in _SCHEMA_KEYWORDS for key in value)
-        and any(key in _SCHEMA_MARKERS for key in value)
-    )
-
-
-def string_leaves(value: Any) -> Iterable[str]:
-    if isinstance(value, str):
-        yield value
-    elif isinstance(value, Mapping | list | tuple):
-        for item in value.values() if isinstance(value, Mapping) else value:
-            yield from string_leaves(item)
-
-
-def removes_value(names: Names, name: str, value: Any, response: bool) -> bool:
-    """Whether a secret-named ``name`` loses ``value``: booleans, null and JSON-schema definitions are never
-    secrets; a bare ``token`` in a response is a text token of logprobs unless it looks like a credential."""
-    if value is None or isinstance(value, bool) or is_schema(value) or not names.is_secret(name):
-        return False
-    if response and words_of(name) == ("token",):
-        return isinstance(value, str) and looks_like_credential(value)
-    return True
-
-
 def assigns_secret(names: Names, name: str, value: str, response: bool) -> bool:
     """Whether ``name: value`` (an assignment, an XML element or attribute) holds a secret value."""
     if value.lower() in ("true", "false", "null", "none") or PLACEHOLDER in value:
@@ -169,154 +117,6 @@ def redact_base64_text(payload: str, ctx: Context) -> str:
     return base64.b64encode(redacted.encode("utf-8")).decode("ascii")
 
 
-# --- JSON text -----------------------------------------------------------------------------------------------
-
-
-def _container_end(text: str, position: int) -> int:
-    depth = 0
-    while position < len(text):
-        char = text[position]
-        if char == '"':
-            match = _JSON_STRING_REST.match(text, position + 1)
-            if not match:
-                return -1
-            position = match.end()
-            continue
-        depth += 1 if char in "{[" else -1 if char in "}]" else 0
-        if depth == 0 and char in "}]":
-            return position + 1
-        position += 1
-    return -1
-
-
-def json_value_end(text: str, start: int) -> int:
-    """Where the JSON value starting at ``start`` ends (exclusive), or -1 when it doesn't end in ``text``."""
-    if start >= len(text):
-        return -1
-    if text[start] == '"':
-        match = _JSON_STRING_REST.match(text, start + 1)
-        return match.end() if match else -1
-    if text[start] in "{[":
-        return _container_end(text, start)
-    match = _JSON_SCALAR.match(text, start)
-    return match.end() if match else -1
-
-
-def _marks(text: str, opening: int, closing: int) -> list[tuple[int, int]]:
-    """(position, depth) of every bracket between ``opening`` and ``closing``, strings skipped."""
-    marks: list[tuple[int, int]] = []
-    depth, index = 0, opening
-    while index < closing:
-        char = text[index]
-        if char == '"':
-            rest = _JSON_STRING_REST.match(text, index + 1)
-            if rest is None:
-                break
-            index = rest.end()
-            continue
-        if char in "{[}]":
-            depth += 1 if char in "{[" else -1
-            marks.append((index, depth))
-        index += 1
-    return marks
-
-
-def _enclosing_object(text: str, position: int) -> tuple[int, int] | None:
-    """The ``{`` and the end (after its ``}``) of the innermost JSON object holding ``position``."""
-    stack: list[int] = []
-    for index, _ in _marks(text, 0, len(text)):
-        if text[index] == "{":
-            stack.append(index)
-        elif text[index] == "}" and stack:
-            opening = stack.pop()
-            if opening < position < index:
-                return opening, index + 1
-    return None
-
-
-def _sibling_named_values(names: Names, text: str) -> set[int]:
-    """Where the values start (in JSON ``text``) that a sibling names as secrets."""
-    starts: set[int] = set()
-    for match in _SIBLING_NAME.finditer(text):
-        name = json_string(match["name"])
-        bounds = None if name is None or not names.is_secret(name, 1) else _enclosing_object(text, match.start())
-        if bounds is None:
-            continue
-        marks = _marks(text, *bounds)
-        for key in _JSON_KEY.finditer(text, *bounds):
-            depth = next((depth for mark, depth in reversed(marks) if mark < key.start()), 0)
-            if depth == 1 and folded(json_string(key["key"]) or "") in SIBLING_VALUE_KEYS:
-                starts.add(key.end())
-    return starts
-
-
-def _json_value(raw: str) -> Any:
-    if raw[0] == '"':
-        value = json_string(raw[1:-1])
-        return raw[1:-1] if value is None else value
-    if raw[0] in "{[":
-        try:
-            return json.loads(raw)
-        except ValueError:
-            return raw
-    return {"true": True, "false": False, "null": None}.get(raw, raw)
-
-
-def _removed_json_value(match: re.Match[str], text: str, named: set[int], ctx: Context) -> int:
-    """The end of the value after ``match`` (a key) when it goes (its leaves appended to found), else -1."""
-    start = match.end()
-    if start not in named and not ctx.names.is_secret(match["key"]):
-        return -1
-    end = json_value_end(text, start)
-    raw = text[start:end]
-    if end < 0 or raw == _QUOTED_PLACEHOLDER:
-        return -1
-    if start in named:
-        if raw in ("true", "false", "null"):
-            return -1
-        ctx.found.append((json_string(raw[1:-1]) or raw[1:-1]) if raw[0] == '"' else raw)
-        return end
-    value = _json_value(raw)
-    if not removes_value(ctx.names, match["key"], value, ctx.response):
-        return -1
-    ctx.found.extend(string_leaves(value))
-    return end
-
-
-def _redact_json_values(text: str, ctx: Context) -> str:
-    """The whole value of every secret-named key, and of a ``value`` a sibling names a secret."""
-    pieces, position = [], 0
-    named = _sibling_named_values(ctx.names, text) if _SIBLING_VALUE.search(text) else set()
-    for match in _JSON_KEY.finditer(text):
-        if match.start() >= position and (end := _removed_json_value(match, text, named, ctx)) >= 0:
-            pieces += [text[position : match.end()], _QUOTED_PLACEHOLDER]
-            position = end
-    return "".join(pieces) + text[position:] if pieces else text
-
-
-def _redact_json(text: str, ctx: Context) -> str:
-    if '\\"' in text:
-        text = _NESTED_JSON.sub(lambda match: _redact_nested_json(match, ctx), text)
-    return _redact_json_values(text, ctx)
-
-
-def _redact_nested_json(match: re.Match[str], ctx: Context) -> str:
-    """A JSON string holding JSON text (a tool call's ``arguments``): its secret-named values go too."""
-    inner = json_string(match["body"])
-    if inner is None or '"' not in inner:
-        return match.group()
-    redacted = _redact_json(inner, ctx)
-    return match.group() if redacted == inner else json.dumps(redacted, ensure_ascii=match["body"].isascii())
-
-
-def key_may_be_secret(names: Names, name: str) -> bool:
-    """Whether a JSON key (as written) may be a secret name, once its escapes are decoded."""
-    if "\\" in name:
-        decoded = json_string(name)
-        return decoded is None or names.is_secret(decoded) or names.is_secret(name)
-    return names.is_secret(name)
-
-
 # --- the rules -----------------------------------------------------------------------------------------------
 
 
@@ -344,7 +144,7 @@ class JsonNames(Rule):
         data, words = scan.data, scan.words
         if not words or b'"' not in data:
             return False
-        if b"value" in data and _SIBLING_VALUE_BYTES.search(data):
+        if b"value" in data and SIBLING_VALUE_BYTES.search(data):
             return True
         named = lambda key: key_may_be_secret(names, key)  # noqa: E731
         if scan.may_hold_secret_key(named, words):
@@ -352,12 +152,12 @@ class JsonNames(Rule):
         if not scan.prefilter or b"\\" not in data:
             return False
         # Read as JSON, whose ``\n``, ``\t``... are separators there (each read as two spaces).
-        view = _JSON_ESCAPE.sub(lambda m: b"  " if m[0][1:] in b"bfnrt" else m[0], scan.raw or b"").lower()
+        view = JSON_ESCAPE.sub(lambda m: b"  " if m[0][1:] in b"bfnrt" else m[0], scan.raw or b"").lower()
         again = scan.search.scan_bytes(view, view)
         return again.may_hold_secret_key(named, again.words)
 
     def apply(self, text: str, ctx: Context) -> str:
-        return _redact_json(text, ctx)
+        return redact_json(text, ctx)
 
 
 class Assignment(Rule):

@@ -112,17 +112,8 @@ def scan_document(redactor: Redactor, text: str, unsearched: Unsearched | None =
     unsearched = [] if unsearched is None else unsearched
     calls: dict[Any, _Call] = {}
     pending_name = False  # a secret name on the line before, with its value on the following YAML lines
-    lines = text.splitlines()
-    for number, line in enumerate(lines, start=1):
-        found = scan_text(redactor, line)
-        named = _named_value(redactor, line)
-        if named is not None and named[1] and not named[1].startswith(("{", "[")):
-            found.append(named[1])
-        item = _YAML_ITEM.match(line) if pending_name else None
-        if item:
-            found.append(item["value"].strip().strip("\"'"))
-        else:
-            pending_name = named is not None and not named[1]
+    for number, line in enumerate(text.splitlines(), start=1):
+        found, pending_name = _line_secrets(redactor, line, pending_name)
         if line.startswith("{"):
             found += _scan_cassette_line(redactor, line, number, calls, unsearched)
         yield from _report(number, found)
@@ -131,6 +122,20 @@ def scan_document(redactor: Redactor, text: str, unsearched: Unsearched | None =
         for secret in scan_text(redactor, text):
             if "\n" in secret:
                 yield from _report(text[: text.find(secret)].count("\n") + 1, [secret])
+
+
+def _line_secrets(redactor: Redactor, line: str, pending_name: bool) -> tuple[list[str], bool]:
+    """The secrets of one line, and whether a secret name with no value ends it (``pending_name``: one did
+    on the line before, whose value is this YAML item)."""
+    found = scan_text(redactor, line)
+    named = _named_value(redactor, line)
+    if named is not None and named[1] and not named[1].startswith(("{", "[")):
+        found.append(named[1])
+    item = _YAML_ITEM.match(line) if pending_name else None
+    if item:
+        found.append(item["value"].strip().strip("\"'"))
+        return found, pending_name
+    return found, named is not None and not named[1]
 
 
 def _report(number: int, found: list[str]) -> Iterator[tuple[int, str]]:
@@ -177,14 +182,19 @@ def _header_secrets(
 ) -> tuple[list[str], dict[str, Any]]:
     """The secrets in a line's headers (a response's content-encodings noted for its stream), and the line
     without them."""
-    headers = obj.get("headers")
-    if not (isinstance(headers, list) and all(isinstance(p, list) and len(p) == 2 for p in headers)):
+    pairs = _header_pairs(obj.get("headers"))
+    if pairs is None:
         return [], obj
-    pairs = [(str(name), str(value)) for name, value in headers]
     found = [v for (_, v), (_, r) in zip(pairs, redactor.redact_headers(pairs), strict=True) if v != r]
     if obj.get("type") == "response":
         calls.setdefault(obj.get("call_index"), _Call()).encodings = content_encodings(pairs)
     return found, {key: value for key, value in obj.items() if key != "headers"}
+
+
+def _header_pairs(headers: Any) -> list[tuple[str, str]] | None:
+    if not (isinstance(headers, list) and all(isinstance(p, list) and len(p) == 2 for p in headers)):
+        return None
+    return [(str(name), str(value)) for name, value in headers]
 
 
 def _payload_secrets(

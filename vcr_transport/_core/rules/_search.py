@@ -70,8 +70,8 @@ class Search(NamedTuple):
 class Scan(NamedTuple):
     """What a search found in a text (``text``, or for the prefilter its UTF-8 ``raw``): its lower case
     (``lowered``, not kept for bytes) and that lower case's UTF-8 (``data``), the (pattern, start, end) of
-    every probe found there (``hits``), where the name words are (``words``), and whether the text holds U+0130 or the Kelvin sign, the only
-    characters whose lower case holds an ASCII letter."""
+    every probe found there (``hits``), where the name words are (``words``), and whether the text holds
+    U+0130 or the Kelvin sign, the only characters whose lower case holds an ASCII letter."""
 
     search: Search
     text: str | None
