@@ -273,16 +273,21 @@ class Redactor:
         escaped_names = False
         if ("%" in text or "\\u00" in text) and _has_ascii_escapes(text):
             text, escaped_names = self._redact_escaped(text, response)
-        searches = self._searches
-        scan = (searches[1] if searches[0] is self._known else self._search(False)).scan(text)
+        scan = self._search(False).scan(text)
         found: list[str] = []
         redacted = self._run_rules(text, scan, response, found, escaped_names)
         if found:
             self._learn_all(found)
-        forms = self._known.forms
-        if forms and (redacted is not text or not scan.clear_of(forms)):
-            redacted = self._known.remove(redacted)
+        if self._known.forms:
+            redacted = self._without_learned(text, redacted, scan)
         return self._users_rules(redacted) if self._patterns or self._callables else redacted
+
+    def _without_learned(self, text: str, redacted: str, scan: Scan) -> str:
+        """``redacted`` without the learned values: none to remove when the rules changed nothing and the scan
+        found none of the forms it searched (which are all of them: nothing was learned since)."""
+        if redacted is text and scan.clear_of(self._known.forms):
+            return redacted
+        return self._known.remove(redacted)
 
     def _users_rules(self, redacted: str) -> str:
         """The user's patterns and functions (``redact_patterns``, ``redact_with``)."""
