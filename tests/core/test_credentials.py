@@ -73,6 +73,7 @@ FAKES: dict[str, Fake] = {
     "elevenlabs key": _token(lambda r: "sk_" + _run(r, HEX, 48)),
     "voyage key": _token(lambda r: "pa-" + _run(r, ALNUM + "_-", 43)),
     "anyscale key": _token(lambda r: "esecret_" + _run(r, ALNUM, 26)),
+    "openai ephemeral key": _token(lambda r: "ek_" + _run(r, ALNUM, 32)),
     "vault token": _token(lambda r: r.choice(["hvs.", "hvb."]) + _run(r, ALNUM + "_-", 92)),
     "docker token": _token(lambda r: "dckr_pat_" + _run(r, ALNUM + "_-", 27)),
     "tailscale key": _token(lambda r: "tskey-auth-k" + _run(r, ALNUM, 10) + "CNTRL-" + _run(r, ALNUM, 33)),

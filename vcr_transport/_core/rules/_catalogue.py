@@ -31,10 +31,12 @@ __all__ = [
     "ADDITIONS",
     "CATALOGUE",
     "GITLEAKS_CATALOGUE",
+    "GLUED_NEEDLES",
     "KEYWORD_PATTERNS",
     "PREFIX_PATTERNS",
     "CredentialFormat",
     "catalogue_matches",
+    "glued_matches",
     "looks_like_credential",
     "may_hold_prefixed",
     "prefix_table",
@@ -194,6 +196,7 @@ ADDITIONS: tuple[CredentialFormat, ...] = (
     _prefixed("elevenlabs key", ("sk_",), r"sk_[0-9a-f]{48}"),
     _prefixed("voyage key", ("pa-",), r"pa-[A-Za-z0-9_-]{40,}"),
     _prefixed("anyscale key", ("esecret_",), r"esecret_[A-Za-z0-9]{20,}"),
+    _prefixed("openai ephemeral key", ("ek_",), r"ek_[A-Za-z0-9]{24,}"),
     # Source hosting and package registries
     _prefixed("github token", ("ghp_", "gho_", "ghu_", "ghs_", "ghr_"), r"gh[pousr]_[A-Za-z0-9]{36,}"),
     _prefixed("github fine-grained token", ("github_pat_",), r"github_pat_[A-Za-z0-9_]{60,}"),
@@ -477,3 +480,34 @@ def may_hold_prefixed(data: bytes) -> bool:
     """Whether ``data`` (the UTF-8 of a text) holds, anywhere, the prefix a prefixed format starts with.
     When not, no prefixed format matches the text or any piece of it, whatever its tokens."""
     return bool(_ANYWHERE_FINDER.find_matches_as_indexes(data))
+
+
+# Long prefixed shapes glued to the word before them by ``.``, ``-`` or ``/`` (``openai-insecure-api-key.sk-proj-...``
+# in Realtime's subprotocol, ``prod-ghp_...``, ``config/keys/AKIA...``), which the catalogue's lookbehind passes by
+# (it spares media): found unless what precedes the separator is a run of 16 or more base64 characters.
+_GLUED_PREFIXES = ("sk-proj-", "sk-ant-", "sk-svcacct-", "sk-admin-", "ghp_", "gho_", "ghu_", "ghs_", "ghr_")
+_GLUED_PREFIXES += ("github_pat_", "glpat-", "xoxb-", "xoxp-", "xoxa-", "xoxe-", "AKIA", "ASIA", "AIza", "ek_")
+GLUED_NEEDLES: tuple[bytes, ...] = tuple(
+    sep + p.lower().encode() for p in _GLUED_PREFIXES for sep in (b".", b"-", b"/")
+)
+_GLUED = re.compile(
+    r"(?<=[./-])(?:sk-(?:proj|ant|svcacct|admin)-[A-Za-z0-9_-]{20,}|gh[pousr]_[A-Za-z0-9]{36,}|github_pat_[A-Za-z0-9_]{60,}"
+    r"|glpat-[A-Za-z0-9_-]{20,}|xox[bpae]-[A-Za-z0-9-]{10,}|(?:AKIA|ASIA)[A-Z0-9]{16}|AIza[0-9A-Za-z_-]{35}"
+    r"|ek_[A-Za-z0-9]{24,})"
+    r"(?![A-Za-z0-9_+/=-])"
+)
+_BASE64_TAIL = re.compile(r"(?:[A-Za-z0-9+/]{16,}|[A-Za-z0-9_-]{16,})\Z")
+
+
+def _in_base64_run(text: str, start: int) -> bool:
+    """Whether the shape at ``start`` follows a run of 16 base64 characters that isn't a lower-case word (a
+    ``.`` is in no base64 alphabet)."""
+    if text[start - 1] == ".":
+        return False
+    run = _BASE64_TAIL.search(text, max(0, start - 65), start - 1)
+    return run is not None and not (run[0].islower() and not any(c.isdigit() for c in run[0]))
+
+
+def glued_matches(text: str) -> list[tuple[int, int]]:
+    """(start, end) of each long prefixed shape glued by ``.``, ``-`` or ``/`` to a word before it."""
+    return [match.span() for match in _GLUED.finditer(text) if not _in_base64_run(text, match.start())]

@@ -449,8 +449,12 @@ class Redactor:
                 self._learn_all(item for _, item, _ in _cookie_pairs(value, lower == "set-cookie")[0])
             elif is_secret:
                 self.learn(value)
+        # A name holds no secret but by mistake (``X-Debug-sk-proj-...``): redacted as text too.
         return [
-            (name, self._secret_header_value(name, value) if is_secret else self._header_value(value))
+            (
+                self._header_value(name),
+                self._secret_header_value(name, value) if is_secret else self._header_value(value),
+            )
             for (name, value), is_secret in zip(pairs, secret, strict=True)
         ]
 

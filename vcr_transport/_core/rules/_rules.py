@@ -10,7 +10,7 @@ import re
 from urllib.parse import unquote_plus
 
 from ..format._format import PLACEHOLDER
-from ._catalogue import catalogue_matches, looks_like_credential, may_hold_prefixed
+from ._catalogue import catalogue_matches, glued_matches, looks_like_credential, may_hold_prefixed
 from ._json import (
     JSON_ESCAPE,
     SIBLING_NAME_KEYS,
@@ -307,6 +307,24 @@ def _redact_url_path(url: str, found: list[str]) -> str:
     return head + _PATH_SEGMENT.sub(lambda match: redact_shapes(match.group(), None, found), path)
 
 
+class Glued(Rule):
+    """Long prefixed shapes glued to the word before them (``_catalogue.glued_matches``)."""
+
+    name = "glued shapes"
+    marks = b".-/"
+
+    def may_apply(self, scan: Scan, names: Names) -> bool:
+        return scan.glued()
+
+    def apply(self, text: str, ctx: Context) -> str:
+        pieces, position = [], 0
+        for start, end in glued_matches(text):
+            ctx.found.append(text[start:end])
+            pieces += [text[position:start], PLACEHOLDER]
+            position = end
+        return "".join(pieces) + text[position:] if pieces else text
+
+
 class Shapes(Rule):
     """The catalogue's credential shapes (``_catalogue``). The redactor runs it last, with the keywords the
     search found; it searches its prefixes itself, so only the prefilter's scan, which has them, can say no."""
@@ -324,7 +342,17 @@ class Shapes(Rule):
 
 _Shapes = Shapes()
 # In the order the redactor runs them (``Shapes`` last: it reads the text the others left).
-RULES: tuple[Rule, ...] = (JsonNames(), Assignment(), Query(), DataUrl(), Xml(), Userinfo(), UrlPath(), _Shapes)
+RULES: tuple[Rule, ...] = (
+    JsonNames(),
+    Assignment(),
+    Query(),
+    DataUrl(),
+    Xml(),
+    Userinfo(),
+    UrlPath(),
+    Glued(),
+    _Shapes,
+)
 
 
 # Characters too common in JSON to be worth looking for: taken as present in every text.

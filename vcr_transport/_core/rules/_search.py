@@ -1,6 +1,6 @@
 """One pass over the UTF-8 of lower-cased text (Aho-Corasick, in Rust) for the union of the rules' probes: the
 catalogue's prefixes and the text media types (for the prefilter only: short prefixes occur in any prose), the
-secret names' words, the catalogue's keywords and the learned forms, in that order."""
+secret names' words, the catalogue's keywords, the glued prefixes and the learned forms, in that order."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from typing import NamedTuple
 
 import ahocorasick_rs
 
-from ._catalogue import KEYWORD_PATTERNS, PREFIX_PATTERNS
+from ._catalogue import GLUED_NEEDLES, KEYWORD_PATTERNS, PREFIX_PATTERNS
 
 __all__ = ["MEDIA_MARKERS", "Scan", "Search", "searched_words"]
 
@@ -24,13 +24,14 @@ _DFA_PATTERNS = 400
 
 class Search(NamedTuple):
     """The finder, the learned ``forms`` it holds, where each probe group starts among its patterns
-    (``words``, ``keywords``, ``learned``; the prefixes come first), and whether every form is ASCII
+    (``words``, ``keywords``, ``glued``, ``learned``; the prefixes come first), and whether every form is ASCII
     (``exact``: a form occurs in a text only where its lower case occurs in the text's)."""
 
     finder: ahocorasick_rs.BytesAhoCorasick
     forms: tuple[str, ...]
     words: int
     keywords: int
+    glued: int
     learned: int
     exact: bool
     names: tuple[str, ...]
@@ -39,13 +40,14 @@ class Search(NamedTuple):
     def build(cls, names: tuple[str, ...], forms: tuple[str, ...], prefilter: bool) -> Search:
         prefixes = [prefix.lower() for prefix in PREFIX_PATTERNS] + list(MEDIA_MARKERS) if prefilter else []
         lowered = sorted({form.encode("utf-8", "surrogatepass").lower() for form in forms})
-        patterns = [*prefixes, *(word.encode() for word in names), *KEYWORD_PATTERNS, *lowered]
+        patterns = [*prefixes, *(word.encode() for word in names), *KEYWORD_PATTERNS, *GLUED_NEEDLES, *lowered]
         keywords = len(prefixes) + len(names)
         # A DFA is twice as fast as the NFA the library chooses past 100 patterns (many forms: let it choose).
         implementation = ahocorasick_rs.Implementation.DFA if len(patterns) <= _DFA_PATTERNS else None
         finder = ahocorasick_rs.BytesAhoCorasick(patterns, implementation=implementation)
         exact = all(form.isascii() for form in forms)
-        return cls(finder, forms, len(prefixes), keywords, keywords + len(KEYWORD_PATTERNS), exact, names)
+        glued = keywords + len(KEYWORD_PATTERNS)
+        return cls(finder, forms, len(prefixes), keywords, glued, glued + len(GLUED_NEEDLES), exact, names)
 
     def scan(self, text: str) -> Scan:
         lowered = text.lower()
@@ -88,12 +90,17 @@ class Scan(NamedTuple):
 
     def keywords(self) -> list[int]:
         """The index in ``KEYWORD_PATTERNS`` of each catalogue keyword found."""
-        first, end = self.search.keywords, self.search.learned
+        first, end = self.search.keywords, self.search.glued
         return [index - first for index, _, _ in self.hits if first <= index < end] if self.hits else []
 
     def prefixed(self) -> bool:
         """A catalogue prefix or a media type found (prefilter scans only)."""
         return bool(self.hits) and min(self.hits)[0] < self.search.words
+
+    def glued(self) -> bool:
+        """A long prefixed shape's prefix found glued to a word (``_catalogue.glued_matches``)."""
+        search = self.search
+        return any(search.glued <= index < search.learned for index, _, _ in self.hits)
 
     def keyword_or_learned(self) -> bool:
         return bool(self.hits) and max(self.hits)[0] >= self.search.keywords
