@@ -485,7 +485,17 @@ def may_hold_prefixed(data: bytes) -> bool:
 # Long prefixed shapes glued to the word before them by ``.``, ``-`` or ``/`` (``openai-insecure-api-key.sk-proj-...``
 # in Realtime's subprotocol, ``prod-ghp_...``, ``config/keys/AKIA...``), which the catalogue's lookbehind passes by
 # (it spares media): found unless what precedes the separator is a run of 16 or more base64 characters.
-_GLUED_PREFIXES = ("sk-proj-", "sk-ant-", "sk-svcacct-", "sk-admin-", "ghp_", "gho_", "ghu_", "ghs_", "ghr_")
+_GLUED_PREFIXES: tuple[str, ...] = (
+    "sk-proj-",
+    "sk-ant-",
+    "sk-svcacct-",
+    "sk-admin-",
+    "ghp_",
+    "gho_",
+    "ghu_",
+    "ghs_",
+    "ghr_",
+)
 _GLUED_PREFIXES += ("github_pat_", "glpat-", "xoxb-", "xoxp-", "xoxa-", "xoxe-", "AKIA", "ASIA", "AIza", "ek_")
 GLUED_NEEDLES: tuple[bytes, ...] = tuple(
     sep + p.lower().encode() for p in _GLUED_PREFIXES for sep in (b".", b"-", b"/")

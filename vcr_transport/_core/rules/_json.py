@@ -22,8 +22,11 @@ __all__ = [
     "is_schema",
     "json_string",
     "key_may_be_secret",
+    "names_a_secret",
     "redact_json",
     "removes_value",
+    "string_leaves",
+    "token_is_credential",
 ]
 
 _QUOTED_PLACEHOLDER = f'"{PLACEHOLDER}"'
@@ -34,10 +37,10 @@ _NESTED_JSON = re.compile(r"\"(?P<body>[\[{](?:[^\"\\]|\\.)*)\"")
 JSON_ESCAPE = re.compile(rb"\\[bfnrt]|\\.")
 # An object naming its sibling's value a secret: ``{"name": "MISTRAL_API_KEY", "value": ...}`` (Kubernetes,
 # Vercel, ECS), ``{"Name": "/prod/db/password", "Value": ...}`` (SSM), compared ``folded``.
-SIBLING_NAME_KEYS = frozenset({"name", "key", "parametername", "parameterkey", "outputkey", "variable", "envvar"})
+SIBLING_NAME_KEYS = frozenset({"name", "key", "parametername", "parameterkey", "outputkey", "variable", "envvar", "id"})
 SIBLING_VALUE_KEYS = frozenset({"value", "parametervalue", "outputvalue", "secretvalue"})
 _SIBLING_NAME = re.compile(
-    r"\"(?:[Nn]ame|[Kk]ey|Parameter(?:Name|Key)|OutputKey|[Vv]ariable|env_?[Vv]ar)\"\s*:\s*\"(?P<name>(?:[^\"\\]|\\.){1,200})\""
+    r"\"(?:[Nn]ame|[Kk]ey|[Ii]d|Parameter(?:Name|Key)|OutputKey|[Vv]ariable|env_?[Vv]ar)\"\s*:\s*\"(?P<name>(?:[^\"\\]|\\.){1,200})\""
 )
 _SIBLING_VALUE = re.compile(r"\"(?:[Vv]alue|ParameterValue|OutputValue|[Ss]ecret_?[Vv]alue)\"\s*:")
 SIBLING_VALUE_BYTES = re.compile(rb'value\\*"')
@@ -92,13 +95,30 @@ def string_leaves(value: Any) -> Iterable[str]:
             yield from string_leaves(item)
 
 
+# Azure Key Vault's get-secret answer: ``{"value": ..., "id": "https://<vault>.vault.azure.net/secrets/<name>/..."}``.
+_KEY_VAULT_SECRET = re.compile(r"https://[^/\s\"]+\.vault\.(?:azure\.net|azure\.cn|usgovcloudapi\.net)/secrets/", re.I)
+
+
+def names_a_secret(names: Names, name: Any) -> bool:
+    """Whether a sibling's ``name`` (``key``, ``id``...) names its ``value`` a secret."""
+    return (
+        isinstance(name, str) and len(name) < 200 and (names.is_secret(name, 1) or bool(_KEY_VAULT_SECRET.match(name)))
+    )
+
+
+def token_is_credential(value: str) -> bool:
+    """A bare ``token`` in a response is a text token of logprobs unless it looks like a credential, also one
+    written ``user:secret``."""
+    return looks_like_credential(value) or (":" in value and looks_like_credential(value.replace(":", "")))
+
+
 def removes_value(names: Names, name: str, value: Any, response: bool) -> bool:
     """Whether a secret-named ``name`` loses ``value``: booleans, null and JSON-schema definitions are never
     secrets; a bare ``token`` in a response is a text token of logprobs unless it looks like a credential."""
     if value is None or isinstance(value, bool) or is_schema(value) or not names.is_secret(name):
         return False
     if response and words_of(name) == ("token",):
-        return isinstance(value, str) and looks_like_credential(value)
+        return isinstance(value, str) and token_is_credential(value)
     return True
 
 
@@ -172,7 +192,7 @@ def _sibling_named_values(names: Names, text: str) -> set[int]:
     starts: set[int] = set()
     for match in _SIBLING_NAME.finditer(text):
         name = json_string(match["name"])
-        bounds = None if name is None or not names.is_secret(name, 1) else _enclosing_object(text, match.start())
+        bounds = None if name is None or not names_a_secret(names, name) else _enclosing_object(text, match.start())
         if bounds is not None:
             starts.update(_value_starts(text, *bounds))
     return starts

@@ -30,6 +30,7 @@ from urllib.parse import unquote_plus
 from .._memo import Memo
 from ..format._format import PLACEHOLDER, encode_line
 from ._catalogue import looks_like_credential
+from ._json import names_a_secret
 from ._known import EMPTY, MIN_PROPAGATED_LENGTH, Known, any_escaping, is_structure
 from ._names import QUERY_SECRET_NAMES, SECRET_FIELD_NAMES, Names, decode_escapes
 from ._rules import (
@@ -412,7 +413,7 @@ class Redactor:
         return any(fold in SIBLING_NAME_KEYS and self._names_secret(obj[key]) for key, fold in keys)
 
     def _names_secret(self, name: Any) -> bool:
-        return isinstance(name, str) and len(name) < 200 and self._names.is_secret(name, 1)
+        return names_a_secret(self._names, name)
 
     def redact_binary(self, data: bytes) -> bytes:
         """The bytes of a binary body or part without the catalogue's credential shapes and the values

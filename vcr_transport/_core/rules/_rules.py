@@ -23,6 +23,7 @@ from ._json import (
     redact_json,
     removes_value,
     string_leaves,
+    token_is_credential,
 )
 from ._names import Names, words_of
 from ._search import Scan
@@ -38,6 +39,7 @@ __all__ = [
     "is_schema",
     "redact_shapes",
     "removes_value",
+    "is_reference",
     "string_leaves",
 ]
 
@@ -81,12 +83,21 @@ _XML_BYTES = re.compile(rb"</|/>|<[a-z_][\w:.-]*\s[^<>]*=")
 # contents even under a name like "password".
 def assigns_secret(names: Names, name: str, value: str, response: bool) -> bool:
     """Whether ``name: value`` (an assignment, an XML element or attribute) holds a secret value."""
-    if value.lower() in ("true", "false", "null", "none") or PLACEHOLDER in value:
+    if value.lower() in ("true", "false", "null", "none") or PLACEHOLDER in value or is_reference(value):
         return False
     secret = names.is_secret(name, 1 if _ENV_NAME.fullmatch(name) else 0)
     if secret and response and words_of(name) == ("token",):
-        return looks_like_credential(value)
+        return token_is_credential(value)
     return secret
+
+
+# A value that names where the secret is, not the secret: a call (``os.environ.get(``, ``getenv(``), an
+# environment variable (``$API_KEY``, ``${API_KEY}``, ``process.env.API_KEY``).
+_REFERENCE = re.compile(r"[A-Za-z_][\w.]*\(|\$\{?[A-Za-z_]|process\.env\.|os\.environ\b")
+
+
+def is_reference(value: str) -> bool:
+    return _REFERENCE.match(value) is not None
 
 
 def redact_shapes(text: str, lowered: str | None, found: list[str], keywords: list[int] | None = None) -> str:

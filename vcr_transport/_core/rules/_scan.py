@@ -12,6 +12,7 @@ from typing import Any
 
 from ..format._bodies import DecodedTooLarge, content_encodings, decode_stacked
 from ._redaction import PLACEHOLDER, Redactor
+from ._rules import is_reference
 from ._stream import changed_span, delta_channels, redact_body
 
 __all__ = ["scan_document", "scan_text"]
@@ -129,7 +130,7 @@ def _line_secrets(redactor: Redactor, line: str, pending_name: bool) -> tuple[li
     on the line before, whose value is this YAML item)."""
     found = scan_text(redactor, line)
     named = _named_value(redactor, line)
-    if named is not None and named[1] and not named[1].startswith(("{", "[")):
+    if named is not None and named[1] and not named[1].startswith(("{", "[")) and not is_reference(named[1]):
         found.append(named[1])
     item = _YAML_ITEM.match(line) if pending_name else None
     if item:
