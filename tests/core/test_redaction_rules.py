@@ -5,6 +5,7 @@ samples; and the text leaks of issue 36, each with what ``scan`` says of it."""
 from __future__ import annotations
 
 import base64
+from pathlib import Path
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -221,3 +222,18 @@ def test_a_reference_to_where_a_secret_is_is_neither_removed_nor_flagged() -> No
     assert _scanned(config) == []
     assert Redactor().redact_text(config) == config
     assert _scanned("API_KEY = abcd1234efgh5678\n") == ["abcd1234efgh5678"]
+
+
+def test_scan_reads_file_names_and_the_owners_of_request_lines(tmp_path: Path) -> None:
+    """A parametrized test id names the cassette file and, in a shared cassette, every request line's owner."""
+    from vcr_transport._core.rules._scan import scan_name
+    from vcr_transport._tools._manage import scan
+
+    assert scan_name(Redactor(), f"test_x_{KEY}.jsonl") == [KEY]
+    assert scan_name(Redactor(), f"test_x_{GITHUB}.jsonl") == [GITHUB]
+    assert scan_name(Redactor(), "test_basic_task_sk.jsonl") == []
+    line = f'{{"type": "request", "method": "GET", "url": "https://x.test/", "test": "tests/t.py::test_x_{KEY}"}}'
+    assert _scanned(line) == [KEY]
+    (tmp_path / f"test_x_{KEY}.jsonl").write_text("nothing here\n")
+    report = scan([str(tmp_path)], [], [])
+    assert [(hit.line, hit.secret[:4]) for hit in report.hits] == [(0, KEY[:4])]

@@ -11,11 +11,12 @@ from collections.abc import Iterator
 from typing import Any
 
 from ..format._bodies import DecodedTooLarge, content_encodings, decode_stacked
+from ._catalogue import PREFIX_PATTERNS
 from ._redaction import PLACEHOLDER, Redactor
 from ._rules import is_reference
 from ._stream import changed_span, delta_channels, redact_body
 
-__all__ = ["scan_document", "scan_text"]
+__all__ = ["scan_document", "scan_name", "scan_text"]
 
 # `NAME=value` (.env, shell), `name: value` (YAML, raw header lines), optionally quoted or exported.
 _NAME_VALUE = re.compile(
@@ -49,6 +50,21 @@ def scan_text(redactor: Redactor, text: str, response: bool = False) -> list[str
 
 _CANDIDATES = 32  # occurrences of the white space after a secret tried, at most
 _LONGEST_SPLIT = 8192  # the longest secret holding white space that is told apart from the next
+
+
+# What glues a key to the words of a file name or a test id (``test_x_sk-proj-...``, ``test_x[sk-proj-...]``):
+# read as a space where a catalogue prefix follows, the key's own ``_`` kept.
+_NAME_GLUE = re.compile(
+    r"[_\[\]]+(?="
+    + "|".join(re.escape(prefix.decode()) for prefix in sorted(PREFIX_PATTERNS, key=len, reverse=True))
+    + ")"
+)
+
+
+def scan_name(redactor: Redactor, name: str) -> list[str]:
+    """The secrets in a file name or a test id (a cassette's owner): what the rules would remove from it, also
+    where a ``_`` or a bracket glues a key to the name."""
+    return scan_text(redactor, _NAME_GLUE.sub(" ", name))
 
 
 def _secret_end(redactor: Redactor, found: str, position: int, part: str, response: bool) -> int:
@@ -158,6 +174,7 @@ def _scan_cassette_line(
         return []
     kind = obj.get("type")
     found, obj = _header_secrets(redactor, obj, calls)
+    found += scan_name(redactor, obj["test"]) if isinstance(obj.get("test"), str) else []
     cleaned = redactor.redact_value(obj, response=kind in ("response", "event"))
     found += [before if isinstance(before, str) else json.dumps(before) for before in _removed(obj, cleaned)]
     found += _payload_secrets(redactor, obj, kind in ("response", "event"), number, unsearched)
