@@ -18,7 +18,7 @@ from typing import Any
 
 from benchmarks.stream_redaction import batches, sse_stream
 from vcr_transport._core.rules._redaction import Redactor
-from vcr_transport._core.rules._stream_redaction import StreamRedactor
+from vcr_transport._core.rules._stream import StreamRedactor
 
 
 def _run(chunks: list[bytes], fast: bool) -> float:

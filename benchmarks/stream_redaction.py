@@ -2,7 +2,7 @@
 network chunks of 1,400 bytes, handed to StreamRedactor.feed_many in batches of about 32 KiB, as the
 recorder does. Prints MB/s of CPU time (time.process_time, best of 5).
 
-    python -m benchmarks.stream_redaction [module]   # module defaults to vcr_transport._core.rules._stream_redaction
+    python -m benchmarks.stream_redaction [module]   # module defaults to vcr_transport._core.rules._stream
 """
 
 from __future__ import annotations
@@ -40,9 +40,7 @@ def batches(chunks: list[bytes], size: int = 32 * 1024) -> list[list[tuple[bytes
 
 
 def main() -> None:
-    module = importlib.import_module(
-        sys.argv[1] if len(sys.argv) > 1 else "vcr_transport._core.rules._stream_redaction"
-    )
+    module = importlib.import_module(sys.argv[1] if len(sys.argv) > 1 else "vcr_transport._core.rules._stream")
     chunks = sse_stream()
     size = sum(map(len, chunks))
     best = float("inf")

@@ -431,7 +431,7 @@ def schema_text() -> str:
 
 def prefix_table_text() -> str:
     """``vcr_transport/_core/rules/_prefix_table.py``: the credential catalogue's prefix table, computed once here."""
-    from vcr_transport._core.rules._credentials import prefix_table_module
+    from vcr_transport._core.rules._catalogue import prefix_table_module
 
     return prefix_table_module()
 

@@ -15,7 +15,7 @@ Each kept regular expression is translated from Go's RE2 to Python's ``re`` (POS
 middle of a pattern, ``\\z``), its boundaries replaced by the catalogue's (a prefixed key must not stand inside a
 longer run of base64), compiled to check it, and given a sample generated from it, recorded in the generated
 module: ``tests/core/test_credentials.py`` checks that the redactor removes every sample. The module holds
-plain data (strings); ``_credentials`` compiles each expression the first time it is needed.
+plain data (strings); ``_catalogue`` compiles each expression the first time it is needed.
 """
 
 from __future__ import annotations
@@ -39,11 +39,11 @@ from typing import Any
 
 TARGET = Path(__file__).resolve().parent.parent / "vcr_transport" / "_core" / "rules" / "_gitleaks_rules.py"
 
-# The catalogue's boundaries (``_credentials._BEFORE`` and ``_AFTER``).
+# The catalogue's boundaries (``_catalogue._BEFORE`` and ``_AFTER``).
 BEFORE = r"(?<![A-Za-z0-9_+/.\-])"
 AFTER = r"(?![A-Za-z0-9_+/=\-])"
-# A prefixed format is found where a token of these characters starts (``_credentials._TOKEN_BYTES``), at
-# least this long (``_credentials._SHORTEST``).
+# A prefixed format is found where a token of these characters starts (``_catalogue._TOKEN_BYTES``), at
+# least this long (``_catalogue._SHORTEST``).
 TOKEN_CHARACTERS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_+/-.")
 SHORTEST = 11
 MINIMUM_PREFIX = 3
@@ -383,7 +383,7 @@ Source: gitleaks {version} (commit {commit}),
 https://github.com/gitleaks/gitleaks, MIT License, Copyright (c) 2019 Zachary Rice.
 {kept} of its {total} rules are kept (the prefixed and shape-specific ones), translated to Python's ``re``; each
 carries a sample generated from its expression, which the redactor must
-remove (tests/core/test_credentials.py). ``_credentials`` compiles an expression the first time it is needed.
+remove (tests/core/test_credentials.py). ``_catalogue`` compiles an expression the first time it is needed.
 """
 
 # ruff: noqa: E501

@@ -45,7 +45,7 @@ def _credential_spans(parameters: str) -> list[tuple[int, int]]:
     """Where the credential catalogue finds a key in a test's parameters (``[a-b]``), merged: its shapes
     alone, not the name rules (a test file ``test_secrets.py::`` assigns nothing), and at the start of each
     parameter's id as well, since pytest joins them with ``-`` (``[gpt-4o-sk-proj-...]``)."""
-    from ._core.rules._credentials import catalogue_matches, may_hold_prefixed
+    from ._core.rules._catalogue import catalogue_matches, may_hold_prefixed
 
     found = [(start, stop) for start, stop, _ in catalogue_matches(parameters)]
     if may_hold_prefixed(parameters.encode()):

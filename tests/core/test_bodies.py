@@ -22,7 +22,7 @@ from vcr_transport._core.format._bodies import (
     stored_body,
 )
 from vcr_transport._core.rules._redaction import Redactor
-from vcr_transport._core.rules._stream_redaction import EncodedBodyRedactor
+from vcr_transport._core.rules._stream import EncodedBodyRedactor
 
 brotli = pytest.importorskip("brotli")
 

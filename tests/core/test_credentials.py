@@ -22,7 +22,7 @@ from upstream import Received, Reply, Upstream
 from vendors import Sdk
 
 from vcr_transport import PLACEHOLDER, Redactor
-from vcr_transport._core.rules._credentials import CATALOGUE, GITLEAKS_CATALOGUE, catalogue_matches
+from vcr_transport._core.rules._catalogue import CATALOGUE, GITLEAKS_CATALOGUE, catalogue_matches
 from vcr_transport._core.rules._gitleaks_rules import GITLEAKS_RULES
 from vcr_transport._core.rules._redaction import _decode_escapes
 
@@ -73,6 +73,7 @@ FAKES: dict[str, Fake] = {
     "elevenlabs key": _token(lambda r: "sk_" + _run(r, HEX, 48)),
     "voyage key": _token(lambda r: "pa-" + _run(r, ALNUM + "_-", 43)),
     "anyscale key": _token(lambda r: "esecret_" + _run(r, ALNUM, 26)),
+    "openai ephemeral key": _token(lambda r: "ek_" + _run(r, ALNUM, 32)),
     "vault token": _token(lambda r: r.choice(["hvs.", "hvb."]) + _run(r, ALNUM + "_-", 92)),
     "docker token": _token(lambda r: "dckr_pat_" + _run(r, ALNUM + "_-", 27)),
     "tailscale key": _token(lambda r: "tskey-auth-k" + _run(r, ALNUM, 10) + "CNTRL-" + _run(r, ALNUM, 33)),
@@ -583,7 +584,7 @@ def test_the_generated_prefix_table_is_what_the_catalogue_gives() -> None:
     each prefix (the token part of a prefixed format's keyword), every prefixed format with a keyword whose
     token part starts it."""
     from vcr_transport._core.rules import _prefix_table
-    from vcr_transport._core.rules._credentials import _token_prefix, prefix_table, prefix_table_module
+    from vcr_transport._core.rules._catalogue import _token_prefix, prefix_table, prefix_table_module
 
     assert Path(_prefix_table.__file__).read_text(encoding="utf-8") == prefix_table_module(), (
         "vcr_transport/_core/rules/_prefix_table.py differs from the catalogue: run .venv/bin/python docs/_gen.py"

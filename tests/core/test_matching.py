@@ -470,3 +470,16 @@ def test_anthropic_under_a_framework_user_agent_sees_the_field_at_once(upstream:
     with pytest.raises(anthropic.BadRequestError, match="field body.messages\\[0\\].content: recorded 'cats'"):
         ask(replay, "dogs")
     assert answered == [1]  # no retry reached the transport
+
+
+@pytest.mark.parametrize(("recorded", "incoming"), [(0, False), (1, True), (1, 1.0)])
+def test_equal_values_of_another_type_are_a_difference(recorded: Any, incoming: Any) -> None:
+    # Python finds 0 == False and 1 == 1.0; the JSON a request sends does not, and neither does the index's key.
+    def request(value: Any) -> dict[str, Any]:
+        url = {"scheme": "https", "host": "api.test", "path": "/v1", "query": {}}
+        return {"method": "POST", "url": url, "headers": {}, "body": {"m": value}}
+
+    matcher = RequestMatcher()
+    assert matcher.difference(request(recorded), request(incoming)) == ("body.m", recorded, incoming)
+    assert matcher.differences(request(recorded), request(incoming)) == [("body.m", recorded, incoming)]
+    assert matcher.difference(request(recorded), request(recorded)) is None

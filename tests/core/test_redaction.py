@@ -24,7 +24,7 @@ from vendors import VENDOR_ROUTES, Sdk
 import vcr_transport
 from vcr_transport import PLACEHOLDER, Redactor, remove_secret_values
 from vcr_transport._core.format._bodies import _redact_json, redact_url, stored_body
-from vcr_transport._core.rules._stream_redaction import StreamRedactor, delta_texts
+from vcr_transport._core.rules._stream import StreamRedactor, delta_texts
 
 SECRET_NAMES = [
     "authorization",
@@ -158,7 +158,7 @@ def test_a_secret_split_across_chunks_does_not_leak_and_boundaries_stay() -> Non
 def test_a_secret_spread_over_deltas_is_removed_whatever_ends_the_lines(newline: str) -> None:
     """Fixed for CR: the delta search read lines at LF only, so a stream whose lines end with CR alone (which
     the SSE standard allows) had its deltas never reassembled, and a key sent over three deltas was kept."""
-    from vcr_transport._core.rules._stream_redaction import redact_body
+    from vcr_transport._core.rules._stream import redact_body
 
     secret = "sk-proj-CRLINESabcdefghijklmnopqrstuvwxyz0123"
     pieces = [" " + secret[:10], secret[10:25], secret[25:]]

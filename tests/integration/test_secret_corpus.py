@@ -27,7 +27,7 @@ import vcr_transport
 from vcr_transport._core.format._bodies import content_encodings, decode_stacked
 from vcr_transport._core.rules._redaction import Redactor
 from vcr_transport._core.rules._scan import scan_document
-from vcr_transport._core.rules._stream_redaction import delta_channels
+from vcr_transport._core.rules._stream import delta_channels
 
 # Formats the `rules` branch adds to the catalogue; cases that need them fail until it is merged.
 CATALOGUE_FORMATS = {"github", "slack", "stripe", "aws", "jwt", "pem"}

@@ -13,7 +13,7 @@ import httpx2
 import pytest
 
 import vcr_transport
-from vcr_transport._core.rules._credentials import catalogue_matches, looks_like_credential
+from vcr_transport._core.rules._catalogue import catalogue_matches, looks_like_credential
 from vcr_transport._stand_in_keys import KEY_VARIABLES, MISSING_KEY_HINT, STAND_IN, STAND_INS
 
 EVERY_KEY = [name for variable in KEY_VARIABLES for name in variable.names]

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from vcr_transport._pytest_plugin import cassette_name
+from vcr_transport._pytest_cassette import cassette_name
 from vcr_transport._test_ids import MARK, recorded_owner, without_credentials
 
 KEYS = ["sk-proj-" + "Zq7RkLm2Nx4Vb8Tc1Wd5Yf9Hg3Js6Pa0Ue" * 2, "sk-proj-" + "Hg3Js6Pa0UeZq7RkLm2Nx4Vb8Tc1Wd5Yf9" * 2]

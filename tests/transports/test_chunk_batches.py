@@ -16,7 +16,7 @@ from vendors import MODEL, SDKS, sse
 import vcr_transport
 from vcr_transport._core.format._format import event_lines
 from vcr_transport._core.rules._redaction import PLACEHOLDER, Redactor
-from vcr_transport._core.rules._stream_redaction import BATCH, StreamRedactor
+from vcr_transport._core.rules._stream import BATCH, StreamRedactor
 from vcr_transport._storage import read_cassette
 
 SECRET = "sk-proj-BATCHEDabcdefghijklmnopqrstuvwxyz0123"
@@ -363,7 +363,7 @@ def _chat_stream(rng: random.Random) -> bytes:
 
 
 def test_delta_text_read_by_msgspec_is_what_the_general_reading_finds() -> None:
-    from vcr_transport._core.rules._stream_redaction import delta_channels, delta_texts
+    from vcr_transport._core.rules._stream import delta_channels, delta_texts
 
     rng = random.Random(24)
     for _ in range(2000):

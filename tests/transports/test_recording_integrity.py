@@ -27,7 +27,7 @@ from vendors import MODEL, OPENAI_KEY, SDKS, VENDOR_ROUTES, sse
 import vcr_transport
 from vcr_transport._core.format._sse import ProtocolEnd
 from vcr_transport._core.rules._redaction import PLACEHOLDER
-from vcr_transport._core.rules._stream_redaction import StreamRedactor
+from vcr_transport._core.rules._stream import StreamRedactor
 from vcr_transport._storage import read_cassette
 
 CHILD = Path(__file__).resolve().parents[1] / "recording_child.py"
@@ -461,7 +461,7 @@ _SIGINT_IN_A_BATCH = """
     import os, signal, sys, warnings
     import httpx2
     import vcr_transport
-    from vcr_transport._core.rules._stream_redaction import StreamRedactor
+    from vcr_transport._core.rules._stream import StreamRedactor
 
     signal.signal(signal.SIGINT, signal.default_int_handler)  # even if the run was started with SIGINT ignored
     cassette, url = sys.argv[1], sys.argv[2]

@@ -25,7 +25,7 @@ from urllib.parse import urlsplit
 from .._config import SKIPPED_FOLDERS, cassette_folders, find_pyproject, resolve_mode
 from .._core.format._format import MAX_NESTING, Finding
 from .._core.rules._redaction import Redactor
-from .._core.rules._scan import scan_document
+from .._core.rules._scan import scan_document, scan_name
 from .._display import visible
 from .._exceptions import CassetteError
 from .._ledger import Ledger, LedgerProblem, read_ledger
@@ -417,7 +417,7 @@ def _scan_file(path: Path, redactor: Redactor) -> tuple[list[tuple[int, str]], l
 @dataclass
 class SecretFound:
     path: Path
-    line: int
+    line: int  # 0: in the file's name
     secret: str  # masked: its first four characters and its length
 
     def as_json(self) -> dict[str, Any]:
@@ -465,6 +465,7 @@ def scan(
     report = ScanReport(files, [])
     for number, (path, size) in enumerate(zip(files, sizes, strict=True), start=1):
         found, problems = _scan_file(path, redactor)
+        report.hits += [SecretFound(path, 0, _masked(secret)) for secret in scan_name(redactor, path.name)]
         report.hits += [SecretFound(path, line, secret) for line, secret in found]
         report.problems += problems
         done += size

@@ -37,7 +37,7 @@ from .._core.format._bodies import (
 )
 from .._core.format._format import encode_line, event_lines, header_line
 from .._core.rules._redaction import Redactor
-from .._core.rules._stream_redaction import EncodedBodyRedactor, StreamRedactor
+from .._core.rules._stream import EncodedBodyRedactor, StreamRedactor
 from .._display import shorten
 from .._exceptions import CassetteError
 from .._storage import cassette_target, read_cassette

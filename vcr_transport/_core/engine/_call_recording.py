@@ -19,7 +19,7 @@ from ..format._bodies import DecodedTooLarge, body_headers, is_media, redact_url
 from ..format._format import call_end_line, encode_line, event_lines, request_line, response_line
 from ..format._sse import ProtocolEnd  # where a stream's protocol ends: watched on the one SSE decoder
 from ..rules._redaction import PLACEHOLDER, Redactor
-from ..rules._stream_redaction import (
+from ..rules._stream import (
     BATCH,
     BinaryBodyRedactor,
     EncodedBodyRedactor,

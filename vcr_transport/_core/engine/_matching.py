@@ -528,13 +528,13 @@ class RequestMatcher:
 
     def difference(self, recorded: Mapping[str, Any], incoming: Mapping[str, Any]) -> Difference | None:
         """The first differing field, looking at method, URL, headers and body in that order."""
-        if recorded == incoming:
+        if _same(recorded, incoming):
             return None
         return next(self._differences(recorded, incoming), None)
 
     def differences(self, recorded: Mapping[str, Any], incoming: Mapping[str, Any]) -> list[Difference]:
         """Every differing field, in the order ``difference`` looks (its first is the first of these)."""
-        if recorded == incoming:
+        if _same(recorded, incoming):
             return []
         return list(self._differences(recorded, incoming))
 
@@ -548,6 +548,18 @@ class RequestMatcher:
                 # replay learns it only when it reaches that call too.
                 if difference[1] != PLACEHOLDER or not isinstance(difference[2], str):
                     yield difference
+
+
+def _same(recorded: Mapping[str, Any], incoming: Mapping[str, Any]) -> bool:
+    """Whether two requests are the same, found without walking them: equal (in C), and equal in their encoding,
+    so that equal values of another type (0 and False, 1 and 1.0), which the walk names, are not the same. A
+    pair equal but encoded otherwise (keys in another order) is walked."""
+    if recorded != incoming:
+        return False
+    try:
+        return msgspec.json.encode(recorded) == msgspec.json.encode(incoming)
+    except (TypeError, msgspec.EncodeError):
+        return False
 
 
 class Normalizer:

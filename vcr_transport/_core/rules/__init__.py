@@ -1,4 +1,5 @@
-"""The rules layer: what is a secret and what the network guard lets through. Redaction (``_redaction``, the
-credential catalogue ``_credentials`` with its generated ``_gitleaks_rules`` and ``_prefix_table``, streamed
-bodies ``_stream_redaction``, finding secrets in files ``_scan``) and the guard's host decision (``_hosts``).
-Imports the format layer only."""
+"""The rules layer: what is a secret and what the network guard lets through. The redactor (``_redaction``)
+runs the text rules (``_rules``) whose probes one search finds (``_search``), over the secret names
+(``_names``), the credential catalogue (``_catalogue``, with its generated ``_gitleaks_rules`` and
+``_prefix_table``) and the values learned (``_known``); streamed bodies (``_stream``); finding secrets in files
+(``_scan``); the guard's host decision (``_hosts``). Imports the format layer only."""

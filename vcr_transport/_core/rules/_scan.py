@@ -11,10 +11,12 @@ from collections.abc import Iterator
 from typing import Any
 
 from ..format._bodies import DecodedTooLarge, content_encodings, decode_stacked
+from ._catalogue import PREFIX_PATTERNS
 from ._redaction import PLACEHOLDER, Redactor
-from ._stream_redaction import changed_span, delta_channels, redact_body
+from ._rules import is_reference
+from ._stream import changed_span, delta_channels, redact_body
 
-__all__ = ["scan_document", "scan_text"]
+__all__ = ["scan_document", "scan_name", "scan_text"]
 
 # `NAME=value` (.env, shell), `name: value` (YAML, raw header lines), optionally quoted or exported.
 _NAME_VALUE = re.compile(
@@ -48,6 +50,21 @@ def scan_text(redactor: Redactor, text: str, response: bool = False) -> list[str
 
 _CANDIDATES = 32  # occurrences of the white space after a secret tried, at most
 _LONGEST_SPLIT = 8192  # the longest secret holding white space that is told apart from the next
+
+
+# What glues a key to the words of a file name or a test id (``test_x_sk-proj-...``, ``test_x[sk-proj-...]``):
+# read as a space where a catalogue prefix follows, the key's own ``_`` kept.
+_NAME_GLUE = re.compile(
+    r"[_\[\]]+(?="
+    + "|".join(re.escape(prefix.decode()) for prefix in sorted(PREFIX_PATTERNS, key=len, reverse=True))
+    + ")"
+)
+
+
+def scan_name(redactor: Redactor, name: str) -> list[str]:
+    """The secrets in a file name or a test id (a cassette's owner): what the rules would remove from it, also
+    where a ``_`` or a bracket glues a key to the name."""
+    return scan_text(redactor, _NAME_GLUE.sub(" ", name))
 
 
 def _secret_end(redactor: Redactor, found: str, position: int, part: str, response: bool) -> int:
@@ -112,17 +129,8 @@ def scan_document(redactor: Redactor, text: str, unsearched: Unsearched | None =
     unsearched = [] if unsearched is None else unsearched
     calls: dict[Any, _Call] = {}
     pending_name = False  # a secret name on the line before, with its value on the following YAML lines
-    lines = text.splitlines()
-    for number, line in enumerate(lines, start=1):
-        found = scan_text(redactor, line)
-        named = _named_value(redactor, line)
-        if named is not None and named[1] and not named[1].startswith(("{", "[")):
-            found.append(named[1])
-        item = _YAML_ITEM.match(line) if pending_name else None
-        if item:
-            found.append(item["value"].strip().strip("\"'"))
-        else:
-            pending_name = named is not None and not named[1]
+    for number, line in enumerate(text.splitlines(), start=1):
+        found, pending_name = _line_secrets(redactor, line, pending_name)
         if line.startswith("{"):
             found += _scan_cassette_line(redactor, line, number, calls, unsearched)
         yield from _report(number, found)
@@ -131,6 +139,20 @@ def scan_document(redactor: Redactor, text: str, unsearched: Unsearched | None =
         for secret in scan_text(redactor, text):
             if "\n" in secret:
                 yield from _report(text[: text.find(secret)].count("\n") + 1, [secret])
+
+
+def _line_secrets(redactor: Redactor, line: str, pending_name: bool) -> tuple[list[str], bool]:
+    """The secrets of one line, and whether a secret name with no value ends it (``pending_name``: one did
+    on the line before, whose value is this YAML item)."""
+    found = scan_text(redactor, line)
+    named = _named_value(redactor, line)
+    if named is not None and named[1] and not named[1].startswith(("{", "[")) and not is_reference(named[1]):
+        found.append(named[1])
+    item = _YAML_ITEM.match(line) if pending_name else None
+    if item:
+        found.append(item["value"].strip().strip("\"'"))
+        return found, pending_name
+    return found, named is not None and not named[1]
 
 
 def _report(number: int, found: list[str]) -> Iterator[tuple[int, str]]:
@@ -152,6 +174,7 @@ def _scan_cassette_line(
         return []
     kind = obj.get("type")
     found, obj = _header_secrets(redactor, obj, calls)
+    found += scan_name(redactor, obj["test"]) if isinstance(obj.get("test"), str) else []
     cleaned = redactor.redact_value(obj, response=kind in ("response", "event"))
     found += [before if isinstance(before, str) else json.dumps(before) for before in _removed(obj, cleaned)]
     found += _payload_secrets(redactor, obj, kind in ("response", "event"), number, unsearched)
@@ -177,14 +200,19 @@ def _header_secrets(
 ) -> tuple[list[str], dict[str, Any]]:
     """The secrets in a line's headers (a response's content-encodings noted for its stream), and the line
     without them."""
-    headers = obj.get("headers")
-    if not (isinstance(headers, list) and all(isinstance(p, list) and len(p) == 2 for p in headers)):
+    pairs = _header_pairs(obj.get("headers"))
+    if pairs is None:
         return [], obj
-    pairs = [(str(name), str(value)) for name, value in headers]
     found = [v for (_, v), (_, r) in zip(pairs, redactor.redact_headers(pairs), strict=True) if v != r]
     if obj.get("type") == "response":
         calls.setdefault(obj.get("call_index"), _Call()).encodings = content_encodings(pairs)
     return found, {key: value for key, value in obj.items() if key != "headers"}
+
+
+def _header_pairs(headers: Any) -> list[tuple[str, str]] | None:
+    if not (isinstance(headers, list) and all(isinstance(p, list) and len(p) == 2 for p in headers)):
+        return None
+    return [(str(name), str(value)) for name, value in headers]
 
 
 def _payload_secrets(

@@ -31,10 +31,12 @@ __all__ = [
     "ADDITIONS",
     "CATALOGUE",
     "GITLEAKS_CATALOGUE",
+    "GLUED_NEEDLES",
     "KEYWORD_PATTERNS",
     "PREFIX_PATTERNS",
     "CredentialFormat",
     "catalogue_matches",
+    "glued_matches",
     "looks_like_credential",
     "may_hold_prefixed",
     "prefix_table",
@@ -96,26 +98,28 @@ class CredentialFormat:
         return expression if isinstance(expression, re.Pattern) else re.compile(expression)
 
     def matches(self, text: str, lowered: str | None = None) -> Iterator[re.Match[str]]:
-        """The matches ``pattern.finditer`` gives that pass ``validate``. In ASCII text, when every match
-        starts with a keyword, only the keywords' positions are tried (found by ``str.find``, which skips
-        ahead far faster than a regular expression's search). ``lowered`` is ``text.lower()``."""
-        candidates: Iterable[re.Match[str]]
-        if not (self.anchored or self.prefixed):
-            candidates = self.pattern.finditer(text)
-        elif not self.lowercase_keywords:
-            candidates = self._anchored_matches(text, text)
-        else:
-            lowered = text.lower() if lowered is None else lowered
-            # Ignoring case, U+017F matches "s", U+0130 and U+0131 match "i", and none of them lower-cases
-            # to it: a keyword with those letters is found in the lower case of ASCII text only. (No other
-            # letter has such a match.) U+0130 alone changes length when lower-cased.
-            if text.isascii() or (len(lowered) == len(text) and not any(c in "si" for k in self.keywords for c in k)):
-                candidates = self._anchored_matches(text, lowered)
-            else:
-                candidates = self.pattern.finditer(text)
-        for match in candidates:
+        """The matches of ``pattern`` that pass ``validate``; ``lowered`` is ``text.lower()``."""
+        for match in self._candidates(text, lowered):
             if self.validate is None or self.validate(match):
                 yield match
+
+    @functools.cached_property
+    def _folds(self) -> bool:
+        # Ignoring case, U+017F matches "s", U+0130 and U+0131 "i", and none lower-cases to it: a keyword with
+        # those letters is found in the lower case of ASCII text only. U+0130 changes length when lower-cased.
+        return any(c in "si" for keyword in self.keywords for c in keyword)
+
+    def _candidates(self, text: str, lowered: str | None) -> Iterable[re.Match[str]]:
+        """In ASCII text, when every match starts with a keyword, only the keywords' positions are tried
+        (``str.find`` skips ahead far faster than a regular expression's search)."""
+        if not (self.anchored or self.prefixed):
+            return self.pattern.finditer(text)
+        if not self.lowercase_keywords:
+            return self._anchored_matches(text, text)
+        lowered = text.lower() if lowered is None else lowered
+        if text.isascii() or (len(lowered) == len(text) and not self._folds):
+            return self._anchored_matches(text, lowered)
+        return self.pattern.finditer(text)
 
     def _anchored_matches(self, text: str, haystack: str) -> Iterator[re.Match[str]]:
         """What ``pattern.finditer(text)`` gives, trying only where a keyword occurs in ``haystack``
@@ -192,6 +196,7 @@ ADDITIONS: tuple[CredentialFormat, ...] = (
     _prefixed("elevenlabs key", ("sk_",), r"sk_[0-9a-f]{48}"),
     _prefixed("voyage key", ("pa-",), r"pa-[A-Za-z0-9_-]{40,}"),
     _prefixed("anyscale key", ("esecret_",), r"esecret_[A-Za-z0-9]{20,}"),
+    _prefixed("openai ephemeral key", ("ek_",), r"ek_[A-Za-z0-9]{24,}"),
     # Source hosting and package registries
     _prefixed("github token", ("ghp_", "gho_", "ghu_", "ghs_", "ghr_"), r"gh[pousr]_[A-Za-z0-9]{36,}"),
     _prefixed("github fine-grained token", ("github_pat_",), r"github_pat_[A-Za-z0-9_]{60,}"),
@@ -383,9 +388,9 @@ def prefix_table_module() -> str:
     rows = "".join(f'    (b"{prefix.decode()}", {formats!r}),\n' for prefix, formats in prefix_table(CATALOGUE))
     return (
         '"""The credential catalogue\'s prefix table: each prefix a prefixed format starts a token with, the\n'
-        "longest first, and the formats (their index in ``_credentials.CATALOGUE``) a token starting with it may\n"
+        "longest first, and the formats (their index in ``_catalogue.CATALOGUE``) a token starting with it may\n"
         "be. Plain data, so that importing the catalogue computes none of it.\n\n"
-        "Generated from the catalogue (``_credentials.prefix_table_module``): do not edit, run\n"
+        "Generated from the catalogue (``_catalogue.prefix_table_module``): do not edit, run\n"
         "``python docs/_gen.py``. ``tests/core/test_credentials.py`` checks that it is current.\n"
         '"""\n\n'
         "# ruff: noqa: E501\n\n"
@@ -419,7 +424,9 @@ _KEYWORDS = list(_formats_by_keyword().items())
 KEYWORD_PATTERNS = [lowered.encode() for (lowered, _), _ in _KEYWORDS]
 _KEYWORD_FINDER = ahocorasick_rs.BytesAhoCorasick(KEYWORD_PATTERNS)
 # The prefixes, each after a space: found in the tokens only where a token starts.
-_PREFIX_FINDER = ahocorasick_rs.BytesAhoCorasick([b" " + prefix for prefix in _PREFIXES])
+# (A DFA, which the library builds by itself for 100 patterns at most: faster than its NFA.)
+_DFA = ahocorasick_rs.Implementation.DFA
+_PREFIX_FINDER = ahocorasick_rs.BytesAhoCorasick([b" " + prefix for prefix in _PREFIXES], implementation=_DFA)
 
 
 def _candidates(text: str, lowered: str, keywords: Iterable[int] | None = None) -> set[int]:
@@ -466,10 +473,51 @@ def catalogue_matches(
 # The prefixes found anywhere in the text, not only where a token starts: text holding none has no
 # prefixed credential, nor has any part of it.
 PREFIX_PATTERNS: tuple[bytes, ...] = tuple(_PREFIXES)
-_ANYWHERE_FINDER = ahocorasick_rs.BytesAhoCorasick(_PREFIXES)
+_ANYWHERE_FINDER = ahocorasick_rs.BytesAhoCorasick(_PREFIXES, implementation=_DFA)
 
 
 def may_hold_prefixed(data: bytes) -> bool:
     """Whether ``data`` (the UTF-8 of a text) holds, anywhere, the prefix a prefixed format starts with.
     When not, no prefixed format matches the text or any piece of it, whatever its tokens."""
     return bool(_ANYWHERE_FINDER.find_matches_as_indexes(data))
+
+
+# Long prefixed shapes glued to the word before them by ``.``, ``-`` or ``/`` (``openai-insecure-api-key.sk-proj-...``
+# in Realtime's subprotocol, ``prod-ghp_...``, ``config/keys/AKIA...``), which the catalogue's lookbehind passes by
+# (it spares media): found unless what precedes the separator is a run of 16 or more base64 characters.
+_GLUED_PREFIXES: tuple[str, ...] = (
+    "sk-proj-",
+    "sk-ant-",
+    "sk-svcacct-",
+    "sk-admin-",
+    "ghp_",
+    "gho_",
+    "ghu_",
+    "ghs_",
+    "ghr_",
+)
+_GLUED_PREFIXES += ("github_pat_", "glpat-", "xoxb-", "xoxp-", "xoxa-", "xoxe-", "AKIA", "ASIA", "AIza", "ek_")
+GLUED_NEEDLES: tuple[bytes, ...] = tuple(
+    sep + p.lower().encode() for p in _GLUED_PREFIXES for sep in (b".", b"-", b"/")
+)
+_GLUED = re.compile(
+    r"(?<=[./-])(?:sk-(?:proj|ant|svcacct|admin)-[A-Za-z0-9_-]{20,}|gh[pousr]_[A-Za-z0-9]{36,}|github_pat_[A-Za-z0-9_]{60,}"
+    r"|glpat-[A-Za-z0-9_-]{20,}|xox[bpae]-[A-Za-z0-9-]{10,}|(?:AKIA|ASIA)[A-Z0-9]{16}|AIza[0-9A-Za-z_-]{35}"
+    r"|ek_[A-Za-z0-9]{24,})"
+    r"(?![A-Za-z0-9_+/=-])"
+)
+_BASE64_TAIL = re.compile(r"(?:[A-Za-z0-9+/]{16,}|[A-Za-z0-9_-]{16,})\Z")
+
+
+def _in_base64_run(text: str, start: int) -> bool:
+    """Whether the shape at ``start`` follows a run of 16 base64 characters that isn't a lower-case word (a
+    ``.`` is in no base64 alphabet)."""
+    if text[start - 1] == ".":
+        return False
+    run = _BASE64_TAIL.search(text, max(0, start - 65), start - 1)
+    return run is not None and not (run[0].islower() and not any(c.isdigit() for c in run[0]))
+
+
+def glued_matches(text: str) -> list[tuple[int, int]]:
+    """(start, end) of each long prefixed shape glued by ``.``, ``-`` or ``/`` to a word before it."""
+    return [match.span() for match in _GLUED.finditer(text) if not _in_base64_run(text, match.start())]

@@ -1,0 +1,239 @@
+"""The rules of ``_core/rules/_rules.py`` one by one: each rule's ``may_apply`` is never false where its ``apply``
+changes a text (a hypothesis property, with the prefilter's scan too), beside its positive and negative
+samples; and the text leaks of issue 36, each with what ``scan`` says of it."""
+
+from __future__ import annotations
+
+import base64
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from vcr_transport._core.rules._json import Context
+from vcr_transport._core.rules._redaction import PLACEHOLDER, Redactor
+from vcr_transport._core.rules._rules import RULES, Rule, candidates
+from vcr_transport._core.rules._scan import scan_document
+
+KEY = "sk-proj-4fJ9kQ2mXv7LpR8sT1uW3yZ5aB6cD0eF9gH2iJ4kLm"
+ANTHROPIC = "sk-ant-api03-" + "aB3dE5fG7hJ9kL1mN3pQ5rS7tU9vW1xY3zA5bC7dE9fG1hJ3kL5mN7pQ9rS1tU3vW5xY7zA9bC1dE3fG5hJ7kL9m"
+GITHUB = "ghp_1a2B3c4D5e6F7g8H9i0J1k2L3m4N5o6P7q8R"
+AWS = "AKIAIOSFODNN7EXAMPL3"
+EPHEMERAL = "ek_68af296e8e408191a1120ab6383263c2"
+
+# Each rule's samples: texts it changes, texts it leaves alone.
+SAMPLES: dict[str, tuple[list[str], list[str]]] = {
+    "json names": (
+        [
+            '{"api_key": "abc123def456"}',
+            '{"args": "{\\"password\\": \\"hunter22\\"}"}',
+            '{"name": "DB_PASSWORD", "value": "x"}',
+        ],
+        ['{"max_tokens": 12}', '{"token_type": "Bearer"}', '{"password": {"type": "string"}}', "the api_key was short"],
+    ),
+    "assignments": (
+        ["api_key: x7Hq92LmPz", "export OPENAI_API_KEY=abcd1234efgh", "\\n  password = hunter22"],
+        ["token_type: Bearer", 'api_key = os.environ.get("K")', "PASSWORD=$PASSWORD"],
+    ),
+    "query values": (["https://x.test/?key=abc123&b=1", "?sig=abcdef123456"], ["https://x.test/?page=2", "a=b"]),
+    "data urls": (
+        ["data:text/plain;base64," + base64.b64encode(f"key {KEY}".encode()).decode()],
+        ["data:image/png;base64,iVBORw0KGgo="],
+    ),
+    "xml": (
+        ["<Password>hunter22</Password>", '<add key="ClearTextPassword" value="hunter22"/>'],
+        ["<Name>bob</Name>", "<a href='x'>y</a>"],
+    ),
+    "userinfo": (
+        ["postgres://user:hunter22@db.test/x", f"https://{KEY}@api.test/"],
+        ["https://api.test/x", "mail me@x.test"],
+    ),
+    "url paths": ([f"https://api.test/v1/keys/{KEY}/x"], ["https://api.test/v1/models/gpt-4o"]),
+    "glued shapes": (
+        [f"openai-insecure-api-key.{KEY}", f"prod-{GITHUB}", f"config/keys/{AWS}"],
+        [f"{KEY}", "prod-ghp_x"],
+    ),
+    "shapes": ([f"use {KEY} now", f"Bearer {GITHUB}", EPHEMERAL], ["the ring bearer", "sk-short"]),
+}
+_RULES = {rule.name: rule for rule in RULES}
+_FRAGMENTS = [text for changed, kept in SAMPLES.values() for text in changed + kept] + [
+    '"',
+    ": ",
+    "=",
+    "&",
+    "?",
+    "\\n",
+    "\n",
+    "/",
+    "-",
+    ".",
+    " ",
+    "<",
+    ">",
+    "@",
+    "://",
+    "key",
+    "token",
+    "é",
+    "\\u0041",
+    "%41",
+]
+
+
+def _applied(rule: Rule, text: str, response: bool = False) -> str:
+    redactor = Redactor()
+    return rule.apply(text, Context(redactor._names, response, [], redactor._redact))
+
+
+def _may_apply(rule: Rule, text: str) -> tuple[bool, bool]:
+    """``may_apply`` of the redaction scan of ``text``, and of the prefilter's scan of its UTF-8."""
+    redactor = Redactor()
+    scan = redactor._search(False).scan(text)
+    data = text.encode("utf-8", "surrogatepass")
+    prefilter = redactor._search(True).scan_bytes(data, data.lower())
+    names = redactor._names
+    by_text = rule in candidates(scan.data) and rule.may_apply(scan, names)
+    by_bytes = rule in candidates(prefilter.data) and rule.may_apply(prefilter, names)
+    return by_text, by_bytes
+
+
+def test_every_rule_has_samples() -> None:
+    assert set(SAMPLES) == set(_RULES)
+
+
+@pytest.mark.parametrize("name", sorted(SAMPLES))
+def test_a_rule_changes_its_positive_samples_and_keeps_its_negative_ones(name: str) -> None:
+    rule = _RULES[name]
+    changed, kept = SAMPLES[name]
+    for text in changed:
+        assert _applied(rule, text) != text, text
+        assert _may_apply(rule, text) == (True, True), text
+    for text in kept:
+        assert _applied(rule, text) == text, text
+
+
+@pytest.mark.parametrize("name", sorted(SAMPLES))
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(pieces=st.lists(st.sampled_from(_FRAGMENTS) | st.text(max_size=6), max_size=8))
+def test_a_rule_that_changes_a_text_may_apply_to_it(name: str, pieces: list[str]) -> None:
+    """``rule.apply(t) != t`` implies ``rule.may_apply(scan(t))``, by the redactor's scan and the prefilter's."""
+    rule, text = _RULES[name], "".join(pieces)
+    if _applied(rule, text) != text or _applied(rule, text, response=True) != text:
+        assert _may_apply(rule, text) == (True, True), text
+        assert Redactor().could_redact(text), text
+
+
+def _scanned(text: str) -> list[str]:
+    return [secret for _, secret in scan_document(Redactor(), text)]
+
+
+GLUED = [
+    f"{before}{key}"
+    for key in (KEY, ANTHROPIC, GITHUB, AWS)
+    for before in ("openai-insecure-api-key.", "prod-", "config/keys/")
+]
+
+
+@pytest.mark.parametrize("glued", GLUED)
+def test_a_key_glued_to_a_word_is_removed_and_scan_flags_it(glued: str) -> None:
+    text = f"use {glued} now"
+    redacted = Redactor().redact_text(text)
+    assert PLACEHOLDER in redacted and glued.rsplit(".", 1)[-1][-12:] not in redacted
+    assert _scanned(text), text
+
+
+def test_realtime_browser_subprotocol_loses_its_key() -> None:
+    """OpenAI's documented browser authentication for Realtime: the key rides in Sec-WebSocket-Protocol."""
+    for key in (KEY, EPHEMERAL):
+        value = f"realtime, openai-insecure-api-key.{key}, openai-beta.realtime-v1"
+        headers = Redactor().redact_headers([("Sec-WebSocket-Protocol", value)])
+        assert headers == [
+            ("Sec-WebSocket-Protocol", f"realtime, openai-insecure-api-key.{PLACEHOLDER}, openai-beta.realtime-v1")
+        ]
+        assert _scanned(value) == [key]
+
+
+def test_base64_media_holding_a_glued_look_alike_stays_byte_identical() -> None:
+    run = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk"
+    for media in (f"{run}/{AWS}", f"{run[:40]}-{GITHUB}", f"{run}/sk-proj-{run[:30]}"):
+        assert Redactor().redact_text(media) == media
+        assert Redactor().redact_value({"data": media}) == {"data": media}
+
+
+def test_openai_ephemeral_keys_are_removed() -> None:
+    answer = f'{{"value": "{EPHEMERAL}", "expires_at": 1756310470, "session": {{"type": "realtime"}}}}'
+    redacted = Redactor().redact_text(answer, response=True)
+    assert EPHEMERAL not in redacted and '"expires_at": 1756310470' in redacted
+    assert Redactor().redact_value({"value": EPHEMERAL, "expires_at": 1}, response=True) == {
+        "value": PLACEHOLDER,
+        "expires_at": 1,
+    }
+    assert Redactor().redact_text(f"the client got {EPHEMERAL}.") == f"the client got {PLACEHOLDER}."
+    assert _scanned(answer) == [EPHEMERAL]
+
+
+def test_azure_key_vault_get_secret_value_is_removed() -> None:
+    answer = {
+        "value": "mysecretpassw0rdvalue",
+        "id": "https://myvault.vault.azure.net/secrets/dbpass/4387e9f3d6e14c459867679a90fd0f79",
+        "attributes": {"enabled": True, "created": 1493938410},
+    }
+    assert Redactor().redact_value(answer, response=True)["value"] == PLACEHOLDER
+    import json
+
+    text = json.dumps(answer)
+    assert "mysecretpassw0rdvalue" not in Redactor().redact_text(text, response=True)
+    assert "mysecretpassw0rdvalue" in _scanned(text)
+    kept = {"value": "42", "id": "https://myvault.vault.azure.net/keys/k1/1"}
+    assert Redactor().redact_value(kept, response=True) == kept
+
+
+def test_a_credential_in_a_header_name_is_removed() -> None:
+    assert Redactor().redact_headers([(f"X-Debug-{KEY}", "1"), ("X-Trace", "abc")]) == [
+        (f"X-Debug-{PLACEHOLDER}", "1"),
+        ("X-Trace", "abc"),
+    ]
+
+
+def test_a_bare_token_written_user_colon_secret_in_a_response_is_removed() -> None:
+    assert Redactor().redact_value({"token": "user123:abcdef0123456789secret"}, response=True) == {"token": PLACEHOLDER}
+    logprob = {"token": ":", "logprob": -0.1}
+    assert Redactor().redact_value(logprob, response=True) == logprob
+
+
+def test_token_type_and_expires_in_are_kept_beside_an_access_token() -> None:
+    answer = {"access_token": "ya29.a0AfH6SMBx1234567890abcdefgh", "token_type": "Bearer", "expires_in": 3599}
+    assert Redactor().redact_value(answer, response=True) == {**answer, "access_token": PLACEHOLDER}
+    form = "access_token=ya29.a0AfH6SMBx1234567890abcdefgh&token_type=Bearer&expires_in=3599"
+    assert Redactor().redact_form(form) == f"access_token={PLACEHOLDER}&token_type=Bearer&expires_in=3599"
+
+
+def test_a_yaml_api_key_line_inside_a_prompt_is_removed() -> None:
+    prompt = '{"content": "config:\\n  api_key: x7Hq92LmPz\\n"}'
+    assert "x7Hq92LmPz" not in Redactor().redact_text(prompt)
+    assert "x7Hq92LmPz" in _scanned(prompt)
+
+
+def test_a_reference_to_where_a_secret_is_is_neither_removed_nor_flagged() -> None:
+    """``scan`` on an app's config module: ``os.environ.get(`` is no secret (a false alarm in a pre-commit gate
+    gets it switched off), and recording keeps it in a prompt."""
+    config = 'API_KEY = os.environ.get("API_KEY")\nTOKEN = os.getenv("TOKEN")\nSECRET=${SECRET}\n'
+    assert _scanned(config) == []
+    assert Redactor().redact_text(config) == config
+    assert _scanned("API_KEY = abcd1234efgh5678\n") == ["abcd1234efgh5678"]
+
+
+def test_scan_reads_file_names_and_the_owners_of_request_lines(tmp_path: Path) -> None:
+    """A parametrized test id names the cassette file and, in a shared cassette, every request line's owner."""
+    from vcr_transport._core.rules._scan import scan_name
+    from vcr_transport._tools._manage import scan
+
+    assert scan_name(Redactor(), f"test_x_{KEY}.jsonl") == [KEY]
+    assert scan_name(Redactor(), f"test_x_{GITHUB}.jsonl") == [GITHUB]
+    assert scan_name(Redactor(), "test_basic_task_sk.jsonl") == []
+    line = f'{{"type": "request", "method": "GET", "url": "https://x.test/", "test": "tests/t.py::test_x_{KEY}"}}'
+    assert _scanned(line) == [KEY]
+    (tmp_path / f"test_x_{KEY}.jsonl").write_text("nothing here\n")
+    report = scan([str(tmp_path)], [], [])
+    assert [(hit.line, hit.secret[:4]) for hit in report.hits] == [(0, KEY[:4])]

@@ -1,0 +1,274 @@
+"""JSON text: where a value ends, the secret-named values and those a sibling names, also in JSON inside a JSON
+string (the ``JsonNames`` rule's work), and the word lists of values that are never secrets (schemas)."""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any, NamedTuple
+
+from ..format._format import PLACEHOLDER
+from ._catalogue import looks_like_credential
+from ._names import Names, words_of
+
+__all__ = [
+    "Context",
+    "JSON_ESCAPE",
+    "SIBLING_NAME_KEYS",
+    "SIBLING_VALUE_BYTES",
+    "SIBLING_VALUE_KEYS",
+    "folded",
+    "is_schema",
+    "json_string",
+    "key_may_be_secret",
+    "names_a_secret",
+    "redact_json",
+    "removes_value",
+    "string_leaves",
+    "token_is_credential",
+]
+
+_QUOTED_PLACEHOLDER = f'"{PLACEHOLDER}"'
+_JSON_KEY = re.compile(r"\"(?P<key>(?:[^\"\\]++|\\u[0-9A-Fa-f]{4})++)\"\s*:\s*")
+_JSON_STRING_REST = re.compile(r"(?:[^\"\\]|\\.)*\"")
+_JSON_SCALAR = re.compile(r"-?[0-9][0-9.eE+-]*|true|false|null")
+_NESTED_JSON = re.compile(r"\"(?P<body>[\[{](?:[^\"\\]|\\.)*)\"")
+JSON_ESCAPE = re.compile(rb"\\[bfnrt]|\\.")
+# An object naming its sibling's value a secret: ``{"name": "MISTRAL_API_KEY", "value": ...}`` (Kubernetes,
+# Vercel, ECS), ``{"Name": "/prod/db/password", "Value": ...}`` (SSM), compared ``folded``.
+SIBLING_NAME_KEYS = frozenset({"name", "key", "parametername", "parameterkey", "outputkey", "variable", "envvar", "id"})
+SIBLING_VALUE_KEYS = frozenset({"value", "parametervalue", "outputvalue", "secretvalue"})
+_SIBLING_NAME = re.compile(
+    r"\"(?:[Nn]ame|[Kk]ey|[Ii]d|Parameter(?:Name|Key)|OutputKey|[Vv]ariable|env_?[Vv]ar)\"\s*:\s*\"(?P<name>(?:[^\"\\]|\\.){1,200})\""
+)
+_SIBLING_VALUE = re.compile(r"\"(?:[Vv]alue|ParameterValue|OutputValue|[Ss]ecret_?[Vv]alue)\"\s*:")
+SIBLING_VALUE_BYTES = re.compile(rb'value\\*"')
+_SCHEMA_KEYWORDS = frozenset(
+    {"type", "description", "properties", "items", "required", "enum", "const", "format", "default", "examples"}
+    | {"example", "title", "minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "minLength", "maxLength"}
+    | {"pattern", "minItems", "maxItems", "uniqueItems", "additionalProperties", "anyOf", "oneOf", "allOf", "not"}
+    | {"$ref", "$defs", "definitions", "nullable", "propertyOrdering", "$schema", "$id", "$comment", "readOnly"}
+    | {"writeOnly", "deprecated", "multipleOf", "patternProperties", "prefixItems", "minProperties"}
+    | {"maxProperties", "contentEncoding", "contentMediaType", "strict"}
+)
+_SCHEMA_MARKERS = frozenset({"type", "$ref", "anyOf", "oneOf", "allOf", "enum", "const", "properties", "items"})
+
+
+class Context(NamedTuple):
+    """What a rule works with: the secret names, whether the text is a response's, the list every removed
+    value is appended to (to be learned), and the redactor's ``redact_text`` (for decoded payloads)."""
+
+    names: Names
+    response: bool
+    found: list[str]
+    redact_text: Callable[[str, bool], str]
+
+
+def folded(key: str) -> str:
+    return key.lower().replace("_", "")
+
+
+def json_string(literal_body: str) -> str | None:
+    try:
+        value = json.loads(f'"{literal_body}"')
+    except ValueError:
+        return None
+    return value if isinstance(value, str) else None
+
+
+def is_schema(value: Any) -> bool:
+    """A JSON-schema definition: an object made only of schema keywords, with a type or its like."""
+    return (
+        isinstance(value, Mapping)
+        and bool(value)
+        and all(key in _SCHEMA_KEYWORDS for key in value)
+        and any(key in _SCHEMA_MARKERS for key in value)
+    )
+
+
+def string_leaves(value: Any) -> Iterable[str]:
+    if isinstance(value, str):
+        yield value
+    elif isinstance(value, Mapping | list | tuple):
+        for item in value.values() if isinstance(value, Mapping) else value:
+            yield from string_leaves(item)
+
+
+# Azure Key Vault's get-secret answer: ``{"value": ..., "id": "https://<vault>.vault.azure.net/secrets/<name>/..."}``.
+_KEY_VAULT_SECRET = re.compile(r"https://[^/\s\"]+\.vault\.(?:azure\.net|azure\.cn|usgovcloudapi\.net)/secrets/", re.I)
+
+
+def names_a_secret(names: Names, name: Any) -> bool:
+    """Whether a sibling's ``name`` (``key``, ``id``...) names its ``value`` a secret."""
+    return (
+        isinstance(name, str) and len(name) < 200 and (names.is_secret(name, 1) or bool(_KEY_VAULT_SECRET.match(name)))
+    )
+
+
+def token_is_credential(value: str) -> bool:
+    """A bare ``token`` in a response is a text token of logprobs unless it looks like a credential, also one
+    written ``user:secret``."""
+    return looks_like_credential(value) or (":" in value and looks_like_credential(value.replace(":", "")))
+
+
+def removes_value(names: Names, name: str, value: Any, response: bool) -> bool:
+    """Whether a secret-named ``name`` loses ``value``: booleans, null and JSON-schema definitions are never
+    secrets; a bare ``token`` in a response is a text token of logprobs unless it looks like a credential."""
+    if value is None or isinstance(value, bool) or is_schema(value) or not names.is_secret(name):
+        return False
+    if response and words_of(name) == ("token",):
+        return isinstance(value, str) and token_is_credential(value)
+    return True
+
+
+# --- JSON text -----------------------------------------------------------------------------------------------
+
+
+def _container_end(text: str, position: int) -> int:
+    depth = 0
+    while position < len(text):
+        char = text[position]
+        if char == '"':
+            match = _JSON_STRING_REST.match(text, position + 1)
+            if not match:
+                return -1
+            position = match.end()
+            continue
+        depth += 1 if char in "{[" else -1 if char in "}]" else 0
+        if depth == 0 and char in "}]":
+            return position + 1
+        position += 1
+    return -1
+
+
+def json_value_end(text: str, start: int) -> int:
+    """Where the JSON value starting at ``start`` ends (exclusive), or -1 when it doesn't end in ``text``."""
+    if start >= len(text):
+        return -1
+    if text[start] == '"':
+        match = _JSON_STRING_REST.match(text, start + 1)
+        return match.end() if match else -1
+    if text[start] in "{[":
+        return _container_end(text, start)
+    match = _JSON_SCALAR.match(text, start)
+    return match.end() if match else -1
+
+
+def _marks(text: str, opening: int, closing: int) -> list[tuple[int, int]]:
+    """(position, depth) of every bracket between ``opening`` and ``closing``, strings skipped."""
+    marks: list[tuple[int, int]] = []
+    depth, index = 0, opening
+    while index < closing:
+        char = text[index]
+        if char == '"':
+            rest = _JSON_STRING_REST.match(text, index + 1)
+            if rest is None:
+                break
+            index = rest.end()
+            continue
+        if char in "{[}]":
+            depth += 1 if char in "{[" else -1
+            marks.append((index, depth))
+        index += 1
+    return marks
+
+
+def _enclosing_object(text: str, position: int) -> tuple[int, int] | None:
+    """The ``{`` and the end (after its ``}``) of the innermost JSON object holding ``position``."""
+    stack: list[int] = []
+    for index, _ in _marks(text, 0, len(text)):
+        if text[index] == "{":
+            stack.append(index)
+        elif text[index] == "}" and stack:
+            opening = stack.pop()
+            if opening < position < index:
+                return opening, index + 1
+    return None
+
+
+def _sibling_named_values(names: Names, text: str) -> set[int]:
+    """Where the values start (in JSON ``text``) that a sibling names as secrets."""
+    starts: set[int] = set()
+    for match in _SIBLING_NAME.finditer(text):
+        name = json_string(match["name"])
+        bounds = None if name is None or not names_a_secret(names, name) else _enclosing_object(text, match.start())
+        if bounds is not None:
+            starts.update(_value_starts(text, *bounds))
+    return starts
+
+
+def _value_starts(text: str, opening: int, closing: int) -> Iterable[int]:
+    """Where the values of the ``value`` members of the object between ``opening`` and ``closing`` start."""
+    marks = _marks(text, opening, closing)
+    for key in _JSON_KEY.finditer(text, opening, closing):
+        depth = next((depth for mark, depth in reversed(marks) if mark < key.start()), 0)
+        if depth == 1 and folded(json_string(key["key"]) or "") in SIBLING_VALUE_KEYS:
+            yield key.end()
+
+
+def _json_value(raw: str) -> Any:
+    if raw[0] == '"':
+        value = json_string(raw[1:-1])
+        return raw[1:-1] if value is None else value
+    if raw[0] in "{[":
+        try:
+            return json.loads(raw)
+        except ValueError:
+            return raw
+    return {"true": True, "false": False, "null": None}.get(raw, raw)
+
+
+def _removed_json_value(match: re.Match[str], text: str, named: set[int], ctx: Context) -> int:
+    """The end of the value after ``match`` (a key) when it goes (its leaves appended to found), else -1."""
+    start = match.end()
+    if start not in named and not ctx.names.is_secret(match["key"]):
+        return -1
+    end = json_value_end(text, start)
+    raw = text[start:end]
+    if end < 0 or raw == _QUOTED_PLACEHOLDER:
+        return -1
+    if start in named:
+        if raw in ("true", "false", "null"):
+            return -1
+        ctx.found.append((json_string(raw[1:-1]) or raw[1:-1]) if raw[0] == '"' else raw)
+        return end
+    value = _json_value(raw)
+    if not removes_value(ctx.names, match["key"], value, ctx.response):
+        return -1
+    ctx.found.extend(string_leaves(value))
+    return end
+
+
+def _redact_json_values(text: str, ctx: Context) -> str:
+    """The whole value of every secret-named key, and of a ``value`` a sibling names a secret."""
+    pieces, position = [], 0
+    named = _sibling_named_values(ctx.names, text) if _SIBLING_VALUE.search(text) else set()
+    for match in _JSON_KEY.finditer(text):
+        if match.start() >= position and (end := _removed_json_value(match, text, named, ctx)) >= 0:
+            pieces += [text[position : match.end()], _QUOTED_PLACEHOLDER]
+            position = end
+    return "".join(pieces) + text[position:] if pieces else text
+
+
+def redact_json(text: str, ctx: Context) -> str:
+    if '\\"' in text:
+        text = _NESTED_JSON.sub(lambda match: _redact_nested_json(match, ctx), text)
+    return _redact_json_values(text, ctx)
+
+
+def _redact_nested_json(match: re.Match[str], ctx: Context) -> str:
+    """A JSON string holding JSON text (a tool call's ``arguments``): its secret-named values go too."""
+    inner = json_string(match["body"])
+    if inner is None or '"' not in inner:
+        return match.group()
+    redacted = redact_json(inner, ctx)
+    return match.group() if redacted == inner else json.dumps(redacted, ensure_ascii=match["body"].isascii())
+
+
+def key_may_be_secret(names: Names, name: str) -> bool:
+    """Whether a JSON key (as written) may be a secret name, once its escapes are decoded."""
+    if "\\" in name:
+        decoded = json_string(name)
+        return decoded is None or names.is_secret(decoded) or names.is_secret(name)
+    return names.is_secret(name)

@@ -1,0 +1,158 @@
+"""The values a redactor has learned: one immutable object, a new one whenever a value is learned, with the
+searches for its forms built once per object."""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import json
+import re
+from urllib.parse import quote, quote_plus
+
+import ahocorasick_rs
+
+from ..format._format import PLACEHOLDER
+from ._catalogue import catalogue_matches, looks_like_credential
+from ._search import Search
+
+__all__ = ["MIN_PROPAGATED_LENGTH", "Known", "any_escaping", "is_structure"]
+
+# Shorter values are not propagated: they are too likely to occur by chance in other text.
+MIN_PROPAGATED_LENGTH = 8
+_AUTH_SCHEME = re.compile(r"(?P<scheme>[A-Za-z][A-Za-z0-9-]*)\s+(?P<credential>\S{8,})")
+_PLAIN_NUMBER = re.compile(r"[+-]?[0-9]+(?:\.[0-9]+)?")
+_HOSTNAME = re.compile(
+    r"(?:[A-Za-z][A-Za-z0-9+.-]*:(?://)?)?\.?(?:[A-Za-z0-9_](?:[A-Za-z0-9_-]{0,61}[A-Za-z0-9])?\.)+[A-Za-z]{2,24}\.?"
+    r"(?::[0-9]{1,5})?(?:[/?#]\S*)?"
+)
+_DATE = re.compile(
+    r"(?:[A-Za-z]{3,9},?\s+)?[0-9]{1,2}[ -][A-Za-z]{3}[ -][0-9]{2,4}(?:\s+[0-9]{2}:[0-9]{2}(?::[0-9]{2})?)?(?:\s+GMT)?"
+    r"|[0-9]{4}-[0-9]{2}-[0-9]{2}(?:[T ][0-9]{2}:[0-9]{2}(?::[0-9]{2}(?:\.[0-9]+)?)?(?:Z|[+-][0-9]{2}:?[0-9]{2})?)?"
+)
+_PATH = re.compile(r"/[^\s]*")
+
+
+def is_structure(value: str) -> bool:
+    """Whether ``value`` is structure, never learned: a hostname (or a URL or ``scheme:host`` with one), a
+    path, a date or a plain number, unless the catalogue knows its shape or a label of it is key-like."""
+    text = value.strip()
+    if _PLAIN_NUMBER.fullmatch(text) or _DATE.fullmatch(text) or _PATH.fullmatch(text):
+        return True
+    if _HOSTNAME.fullmatch(text) is None or catalogue_matches(text):
+        return False
+    return not any(looks_like_credential(label) for label in re.split(r"[.:/?#]", text))
+
+
+def _learnable(part: str) -> bool:
+    return (
+        len(part) >= MIN_PROPAGATED_LENGTH
+        and part not in PLACEHOLDER
+        and PLACEHOLDER not in part
+        and not (is_structure(part))
+    )
+
+
+def _basic_parts(credential: str) -> list[str]:
+    try:
+        decoded = base64.b64decode(credential + "=" * (-len(credential) % 4)).decode("utf-8")
+    except (binascii.Error, UnicodeDecodeError, ValueError):
+        return []
+    return [decoded, decoded.partition(":")[2]] if ":" in decoded else []
+
+
+def _credential_parts(value: str) -> list[str]:
+    """A value and what it carries: the credential of ``Scheme credential``, the ``user:password`` of
+    ``Basic`` and its password, the values of ``name=value; name=value`` (cookies, connection strings)."""
+    parts = [value]
+    scheme = _AUTH_SCHEME.fullmatch(value.strip())
+    if scheme:
+        parts.append(scheme["credential"])
+        if scheme["scheme"].lower() == "basic":
+            parts += _basic_parts(scheme["credential"])
+    for piece in re.split(r"[;,&]", value):
+        name, sep, item = piece.partition("=")
+        if sep and name.strip():
+            parts.append(item.strip())
+    return parts
+
+
+def _encoded_forms(value: str) -> set[str]:
+    """``value`` raw, percent-encoded, JSON-escaped, and base64 (standard and URL-safe) at each of the three
+    alignments a base64 window can have."""
+    data = value.encode("utf-8", "surrogateescape")  # a lone surrogate's bytes are percent-encoded
+    forms = {value, quote(data, safe=""), quote(data, safe="-_.~"), quote_plus(data)}
+    forms |= {json.dumps(value)[1:-1], json.dumps(value, ensure_ascii=False)[1:-1]}
+    for encode in (base64.b64encode, base64.urlsafe_b64encode):
+        whole = encode(data).decode("ascii")
+        forms |= {whole, whole.rstrip("=")}
+        for offset in range(3):
+            encoded = encode(b"\0" * offset + data).decode("ascii")
+            # The characters that depend on the value's bytes only.
+            forms.add(encoded[-(-4 * offset // 3) : 4 * (offset + len(data)) // 3])
+    return {form for form in forms if len(form) >= MIN_PROPAGATED_LENGTH and form not in PLACEHOLDER}
+
+
+def _hex(number: int, width: int) -> str:
+    return "".join(f"[{d.lower()}{d.upper()}]" if d.isalpha() else d for d in f"{number:0{width}x}")
+
+
+def any_escaping(value: str) -> re.Pattern[str]:
+    """A pattern for ``value`` written with any mix of raw, ``%XX`` and ``\\uXXXX`` characters."""
+    parts = []
+    for char in value:
+        options = [re.escape(char), "".join("%" + _hex(byte, 2) for byte in char.encode("utf-8", "surrogateescape"))]
+        options += [r"\\u" + _hex(ord(char), 4)] if ord(char) < 0x10000 else []
+        options += [r"\\/"] if char == "/" else []
+        parts.append("(?:" + "|".join(options) + ")")
+    return re.compile("".join(parts))
+
+
+class Known:
+    """Learned values (``values``), the values whose parts were taken (``learned``) and every form of
+    every value, longest first (``forms``). Never changed: ``learn`` gives a new one."""
+
+    __slots__ = ("_finder", "_searches", "forms", "learned", "values")
+
+    def __init__(self, values: frozenset[str], learned: frozenset[str], forms: tuple[str, ...]) -> None:
+        self.values, self.learned, self.forms = values, learned, forms
+        self._searches: dict[tuple[tuple[str, ...], bool], Search] = {}
+        self._finder: ahocorasick_rs.BytesAhoCorasick | None = None
+
+    def learn(self, value: str) -> Known:
+        """This with ``value`` and its credential parts, unless they are known or not learnable."""
+        if value in self.learned:
+            return self
+        fresh = {part for part in _credential_parts(value) if part not in self.values and _learnable(part)}
+        forms = {form for part in fresh for form in _encoded_forms(part)}
+        if forms.issubset(self.forms):  # the same forms: the same searches
+            known = Known(self.values | fresh, self.learned | {value}, self.forms)
+            known._searches, known._finder = self._searches, self._finder
+            return known
+        merged = tuple(sorted(forms.union(self.forms), key=lambda form: (-len(form), form)))
+        return Known(self.values | fresh, self.learned | {value}, merged)
+
+    def search(self, names: tuple[str, ...], prefilter: bool) -> Search:
+        key = (names, prefilter)
+        found = self._searches.get(key)
+        if found is None:
+            found = self._searches[key] = Search.build(names, self.forms, prefilter)
+        return found
+
+    def holds(self, data: bytes) -> bool:
+        """Whether cassette lines hold a form as a line writes it (its UTF-8, or the JSON escapes of it)."""
+        if not self.forms:
+            return False
+        if self._finder is None:
+            patterns = {form.encode("utf-8", "surrogateescape") for form in self.forms}
+            patterns |= {json.dumps(f, ensure_ascii=False)[1:-1].encode("utf-8", "surrogateescape") for f in self.forms}
+            self._finder = ahocorasick_rs.BytesAhoCorasick(sorted(patterns))
+        return bool(self._finder.find_matches_as_indexes(data))
+
+    def remove(self, text: str) -> str:
+        for form in self.forms:  # longest first
+            if form in text:
+                text = text.replace(form, PLACEHOLDER)
+        return text
+
+
+EMPTY = Known(frozenset(), frozenset(), ())

@@ -1,0 +1,204 @@
+"""Secret names: the word lists and ``Names.is_secret``, which tells a header, query, form, JSON or XML name
+that holds a secret, whatever its case, separators, run-together words and ``%XX`` or ``\\u`` escapes."""
+
+from __future__ import annotations
+
+import functools
+import json
+import re
+from collections.abc import Iterable
+from urllib.parse import unquote
+
+from .._memo import Memo
+from ._search import searched_words
+
+__all__ = ["DESCRIPTOR_WORDS", "QUERY_SECRET_NAMES", "SECRET_FIELD_NAMES", "Names", "decode_escapes", "words_of"]
+
+SECRET_FIELD_NAMES: frozenset[str] = frozenset(
+    # HTTP authentication and API gateways
+    {"authorization", "proxy-authorization", "api_key", "api-key", "x-api-key", "x-goog-api-key", "x-functions-key"}
+    | {"ocp-apim-subscription-key", "x-auth-token", "private-token", "x-honeycomb-team", "cookie", "set-cookie"}
+    # OAuth 2.0 (RFC 6749, RFC 7523, RFC 7636) and OpenID Connect
+    | {"token", "access_token", "refresh_token", "id_token", "client_secret", "assertion", "client_assertion"}
+    | {"code_verifier"}
+    # Signed URLs: AWS SigV4 query authentication, Google Cloud Storage
+    | {"x-amz-security-token", "x-amz-credential", "x-goog-credential"}
+    # Generic
+    | {"secret", "password", "passwd", "pwd", "pass", "passphrase", "credential", "jwt", "session_key"}
+    | {"connection_string"}
+)
+# Secrets in a URL query or a form body only: Google's ``?key=``, OAuth's ``code``, Azure SAS ``sig``, signed
+# URLs' signatures. In JSON they are data (Gemini's metadata ``key``, an error ``code``).
+QUERY_SECRET_NAMES: frozenset[str] = frozenset(
+    {"key", "code", "sig", "signature", "x-amz-signature", "x-goog-signature", "appid", "hapikey"}
+)
+
+# A name whose words end with one of these is a secret (github_token, db_password, X-Custom-Api-Key).
+_SECRET_SUFFIXES: tuple[tuple[str, ...], ...] = (
+    *((word,) for word in ("token", "secret", "password", "passwd", "pwd", "passphrase", "cookie", "jwt")),
+    *((word,) for word in ("authorization", "credential", "assertion", "apikey")),
+    ("pass", "phrase"),
+    *((word, "key") for word in ("api", "secret", "private", "access", "account", "session", "subscription")),
+    ("functions", "key"),
+    ("connection", "string"),
+)
+_QUERY_SECRET_SUFFIXES: tuple[tuple[str, ...], ...] = (("signature",),)
+# Names that end like a secret but carry data: pagination cursors and tokenizer special tokens.
+_NOT_SECRET_SUFFIXES = frozenset(
+    {("page", "token"), ("next", "token"), ("continuation", "token"), ("sync", "token")}
+    | {(special, "token") for special in ("eos", "bos", "pad", "unk", "sep", "cls", "mask", "start", "end", "stop")}
+)
+# Any of these words, wherever it stands, makes a name secret (``auth_token_value``, ``SecretString``), unless
+# a descriptor follows it (``token_type``, ``secret_name``) or the name is a kept one.
+_ANYWHERE_WORDS = frozenset(
+    {"token", "secret", "password", "passwd", "pwd", "passphrase", "credential", "jwt", "auth", "authorization"}
+)
+# "key" is data in JSON: there a secret after one of these only (``api_key``, ``license_key``). In a header
+# or query name it is one wherever it stands (``Fastly-Key``), but for ``_NOT_SECRET_KEYS``.
+_KEY_QUALIFIERS = frozenset(
+    {"api", "apis", "secret", "private", "access", "account", "session", "subscription", "functions", "auth"}
+    | {"app", "application", "license", "licence", "master", "admin", "client", "signing", "encryption", "service"}
+    | {"global", "user", "write", "read", "ingest", "ingestion", "deploy", "server", "management", "virtual"}
+)
+_NOT_SECRET_KEYS = frozenset(
+    (word, "key")
+    for word in ("idempotency", "cache", "sort", "partition", "primary", "foreign", "object", "routing", "dedup")
+    + ("dedupe", "public", "header")
+)
+# Qualifiers that make "tokens" a list of credentials (``access_tokens``), where alone it is a count.
+_TOKEN_QUALIFIERS = frozenset({"access", "refresh", "id", "api", "auth", "bearer", "session", "oauth", "personal"})
+# A word after the secret one that makes the name a description of the secret, not the secret itself.
+DESCRIPTOR_WORDS = frozenset(
+    {"id", "ids", "type", "types", "kind", "name", "names", "count", "counts", "limit", "limits", "remaining"}
+    | {"reset", "used", "usage", "length", "len", "size", "budget", "url", "uri", "urls", "endpoint", "expires"}
+    | {"expiry", "expiration", "ttl", "prefix", "hint", "last4", "present", "provided", "required", "enabled"}
+    | {"configured", "env", "var", "file", "path", "ref", "arn", "version", "policy", "format", "location"}
+    | {"label", "status", "method", "methods", "mode", "provider", "algorithm", "alg", "fingerprint", "scope"}
+    | {"scopes", "field", "param", "parameter", "placement", "strategy", "created", "updated", "rotated"}
+    | {"description", "title", "source", "index", "offset", "logprob", "logprobs", "probability", "rank"}
+)
+# Run-together lower case is split into these words (``accesstoken``, ``hapikey``) when made of them only, or
+# when it ends with two or more of them the last a secret word (``monkey`` stays), or with a secret word.
+_DICTIONARY = (
+    _ANYWHERE_WORDS
+    | _KEY_QUALIFIERS
+    | _TOKEN_QUALIFIERS
+    | {"key", "keys", "tokens", "secrets", "passwords", "credentials", "cookie", "string", "value", "id"}
+    | {"page", "next", "max", "num", "input", "output", "total", "count", "type", "name", "pass", "phrase"}
+)
+_SUFFIX_WORDS = ("token", "secret", "password", "passwd", "passphrase", "credential", "credentials", "secrets")
+_PLURALS = {
+    "secrets": "secret",
+    "passwords": "password",
+    "credentials": "credential",
+    "passphrases": "passphrase",
+    "jwts": "jwt",
+    "keys": "key",
+    "cookies": "cookie",
+}
+_SECRET_ENDS = frozenset({*_ANYWHERE_WORDS, "key", "keys", "secrets", "passwords", "credentials"})
+_WORD_SPLIT = re.compile(r"[^A-Za-z0-9]+|(?<=[a-z0-9])(?=[A-Z])")
+_PERCENT_RUN = re.compile(r"(?:%[0-9A-Fa-f]{2})+")
+_UNICODE_RUN = re.compile(r"(?:\\u[0-9A-Fa-f]{4})+")
+
+
+def decode_escapes(text: str) -> str:
+    """``text`` with its ``%XX`` and ``\\uXXXX`` escapes (and JSON's ``\\/``) decoded."""
+
+    def decode_unicode(match: re.Match[str]) -> str:
+        try:
+            return str(json.loads(f'"{match.group()}"'))
+        except ValueError:
+            return match.group()
+
+    if "%" in text:
+        text = _PERCENT_RUN.sub(lambda match: unquote(match.group(), errors="surrogateescape"), text)
+    if "\\u" in text:
+        text = _UNICODE_RUN.sub(decode_unicode, text)
+    return text.replace("\\/", "/")
+
+
+@functools.lru_cache(maxsize=4096)
+def _segment(word: str) -> tuple[str, ...] | None:
+    """``word`` as the fewest words of ``_DICTIONARY``, or None."""
+    if word in _DICTIONARY:
+        return (word,)
+    best: tuple[str, ...] | None = None
+    for end in range(2, len(word) - 1):
+        rest = _segment(word[end:]) if word[:end] in _DICTIONARY else None
+        if rest is not None and (best is None or len(rest) + 1 < len(best)):
+            best = (word[:end], *rest)
+    return best
+
+
+def _split_run_together(word: str) -> tuple[str, ...]:
+    whole = _segment(word)
+    if whole is not None:
+        return whole
+    for start in range(1, len(word) - 2):
+        tail = _segment(word[start:])
+        if tail is not None and (len(tail) >= 2 or tail[-1] in _SUFFIX_WORDS) and tail[-1] in _SECRET_ENDS:
+            return (word[:start], *tail)
+    return (word,)
+
+
+def words_of(name: str) -> tuple[str, ...]:
+    """The words of a name: split at separators and changes of case, run-together lower case split too."""
+    if "%" in name or "\\" in name:
+        name = decode_escapes(name)
+    words: list[str] = []
+    for word in _WORD_SPLIT.split(name):
+        lowered = word.lower()
+        words.extend(_split_run_together(lowered) if len(lowered) > 4 else (lowered,) if lowered else ())
+    return tuple(words)
+
+
+def _is_secret_word(words: tuple[str, ...], index: int, loose: bool) -> bool:
+    word = words[index]
+    singular, before = _PLURALS.get(word, word), words[index - 1] if index else ""
+    if singular in _ANYWHERE_WORDS:
+        return True
+    if singular == "key" and ((loose and word == "key") or before in _KEY_QUALIFIERS):
+        return (before, "key") not in _NOT_SECRET_KEYS
+    return word == "tokens" and before in _TOKEN_QUALIFIERS
+
+
+def _secret_by_word(words: tuple[str, ...], loose: bool) -> bool:
+    """A secret word anywhere in ``words`` with no descriptor after it; ``loose``: "key" anywhere."""
+    last = next((i for i in range(len(words) - 1, -1, -1) if _is_secret_word(words, i, loose)), -1)
+    if last < 0 or (words[last - 1] if last else "", _PLURALS.get(words[last], words[last])) in _NOT_SECRET_SUFFIXES:
+        return False
+    return not any(word in DESCRIPTOR_WORDS for word in words[last + 1 :])
+
+
+def _ends_with(words: tuple[str, ...], suffixes: Iterable[tuple[str, ...]]) -> bool:
+    return any(words[-len(suffix) :] == suffix for suffix in suffixes if len(words) >= len(suffix))
+
+
+class Names:
+    """The secret names of a redactor: the defaults and the user's (whole names and name suffixes).
+    ``words``: the last words of every secret name, which a secret JSON key must hold (lower case)."""
+
+    def __init__(self, extra: Iterable[str] = ()) -> None:
+        more = {words_of(name) for name in extra}
+        self._names = frozenset({words_of(name) for name in SECRET_FIELD_NAMES} | more)
+        self._query = frozenset(words_of(name) for name in QUERY_SECRET_NAMES)
+        self._suffixes = _SECRET_SUFFIXES + tuple(more)
+        last = {words[-1] for words in (*self._names, *self._suffixes) if words} | _ANYWHERE_WORDS | {"key"}
+        self.words = frozenset(last)
+        self.searched = searched_words(self.words)
+        self._memo: Memo[tuple[str, int], bool] = Memo(4096)
+
+    def is_secret(self, name: str, kind: int = 0) -> bool:
+        """``kind``: 0 a JSON key, 1 a header or environment variable, 2 a query parameter or form field."""
+        return self._memo.get((name, kind), lambda: self._names_a_secret(name, kind))
+
+    def _names_a_secret(self, name: str, kind: int) -> bool:
+        words = words_of(name)
+        if not words or (words[-2:] if len(words) > 1 else ("",) + words) in _NOT_SECRET_SUFFIXES:
+            return False
+        if words in self._names or _ends_with(words, self._suffixes):
+            return True
+        if kind == 2 and (words in self._query or _ends_with(words, _QUERY_SECRET_SUFFIXES)):
+            return True
+        return _secret_by_word(words, loose=kind > 0)

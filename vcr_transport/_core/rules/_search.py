@@ -1,0 +1,145 @@
+"""One pass over the UTF-8 of lower-cased text (Aho-Corasick, in Rust) for the union of the rules' probes: the
+catalogue's prefixes and the text media types (for the prefilter only: short prefixes occur in any prose), the
+secret names' words, the catalogue's keywords, the glued prefixes and the learned forms, in that order."""
+
+from __future__ import annotations
+
+import functools
+import re
+from collections.abc import Callable
+from typing import NamedTuple
+
+import ahocorasick_rs
+
+from ._catalogue import GLUED_NEEDLES, KEYWORD_PATTERNS, PREFIX_PATTERNS
+
+__all__ = ["MEDIA_MARKERS", "Scan", "Search", "searched_words"]
+
+MEDIA_MARKERS = (b"text/", b"application/", b"+json", b"+xml")
+# What may follow the closing quote of a JSON key up to its colon, in lower-cased UTF-8: whitespace (a byte of
+# a character that isn't ASCII stands for any ``\s``) and escaped whitespace of JSON nested in a JSON string.
+_AFTER_KEY = re.compile(rb"[\s\x1c-\x1f\x80-\xff\\ntru0-9a-f]*:")
+_DFA_PATTERNS = 400
+
+
+class Search(NamedTuple):
+    """The finder, the learned ``forms`` it holds, where each probe group starts among its patterns
+    (``words``, ``keywords``, ``glued``, ``learned``; the prefixes come first), and whether every form is ASCII
+    (``exact``: a form occurs in a text only where its lower case occurs in the text's)."""
+
+    finder: ahocorasick_rs.BytesAhoCorasick
+    forms: tuple[str, ...]
+    words: int
+    keywords: int
+    glued: int
+    learned: int
+    exact: bool
+    names: tuple[str, ...]
+
+    @classmethod
+    def build(cls, names: tuple[str, ...], forms: tuple[str, ...], prefilter: bool) -> Search:
+        prefixes = [prefix.lower() for prefix in PREFIX_PATTERNS] + list(MEDIA_MARKERS) if prefilter else []
+        lowered = sorted({form.encode("utf-8", "surrogatepass").lower() for form in forms})
+        patterns = [*prefixes, *(word.encode() for word in names), *KEYWORD_PATTERNS, *GLUED_NEEDLES, *lowered]
+        keywords = len(prefixes) + len(names)
+        # A DFA is twice as fast as the NFA the library chooses past 100 patterns (many forms: let it choose).
+        implementation = ahocorasick_rs.Implementation.DFA if len(patterns) <= _DFA_PATTERNS else None
+        finder = ahocorasick_rs.BytesAhoCorasick(patterns, implementation=implementation)
+        exact = all(form.isascii() for form in forms)
+        glued = keywords + len(KEYWORD_PATTERNS)
+        return cls(finder, forms, len(prefixes), keywords, glued, glued + len(GLUED_NEEDLES), exact, names)
+
+    def scan(self, text: str) -> Scan:
+        lowered = text.lower()
+        data = lowered.encode("utf-8", "surrogatepass")
+        unsure = not text.isascii() and ("\u0130" in text or "\u212a" in text)
+        hits = self.finder.find_matches_as_indexes(data, overlapping=True)
+        first, end = self.words, self.keywords
+        words = [(start, stop) for index, start, stop in hits if first <= index < end] if hits else []
+        return _new_scan((self, text, lowered, data, hits, words, unsure, None))
+
+    def scan_bytes(self, raw: bytes, data: bytes) -> Scan:
+        """The prefilter's scan of UTF-8 ``raw``, ``data`` its lower case."""
+        hits = self.finder.find_matches_as_indexes(data, overlapping=True)
+        return _new_scan((self, None, "", data, hits, self._words(hits), False, raw))
+
+    def _words(self, hits: list[tuple[int, int, int]]) -> list[tuple[int, int]]:
+        """Where secret-name words are, in the scanned ``data``."""
+        first, end = self.words, self.keywords
+        return [(start, stop) for index, start, stop in hits if first <= index < end] if hits else []
+
+
+class Scan(NamedTuple):
+    """What a search found in a text (``text``, or for the prefilter its UTF-8 ``raw``): its lower case
+    (``lowered``, not kept for bytes) and that lower case's UTF-8 (``data``), the (pattern, start, end) of
+    every probe found there (``hits``), where the name words are (``words``), and whether the text holds
+    U+0130 or the Kelvin sign, the only characters whose lower case holds an ASCII letter."""
+
+    search: Search
+    text: str | None
+    lowered: str
+    data: bytes
+    hits: list[tuple[int, int, int]]
+    words: list[tuple[int, int]]
+    unsure: bool
+    raw: bytes | None
+
+    @property
+    def prefilter(self) -> bool:
+        return self.raw is not None
+
+    def keywords(self) -> list[int]:
+        """The index in ``KEYWORD_PATTERNS`` of each catalogue keyword found."""
+        first, end = self.search.keywords, self.search.glued
+        return [index - first for index, _, _ in self.hits if first <= index < end] if self.hits else []
+
+    def prefixed(self) -> bool:
+        """A catalogue prefix or a media type found (prefilter scans only)."""
+        return bool(self.hits) and min(self.hits)[0] < self.search.words
+
+    def glued(self) -> bool:
+        """A long prefixed shape's prefix found glued to a word (``_catalogue.glued_matches``)."""
+        search = self.search
+        return any(search.glued <= index < search.learned for index, _, _ in self.hits)
+
+    def keyword_or_learned(self) -> bool:
+        return bool(self.hits) and max(self.hits)[0] >= self.search.keywords
+
+    def clear_of(self, forms: tuple[str, ...]) -> bool:
+        """Whether the text surely holds none of ``forms``: the search's own forms, none found."""
+        search = self.search
+        return forms is search.forms and search.exact and (not self.hits or max(self.hits)[0] < search.learned)
+
+    def key(self, start: int, end: int) -> str:
+        """The text between two positions of ``data`` (lower-casing keeps the number of characters, but
+        for U+0130, with which ``unsure`` is set)."""
+        if self.raw is not None:
+            return self.raw[start:end].decode("utf-8", "surrogateescape")
+        text = self.text or ""
+        if text.isascii():
+            return text[start:end]
+        first = len(self.data[:start].decode("utf-8", "surrogatepass"))
+        return text[first : first + len(self.data[start:end].decode("utf-8", "surrogatepass"))]
+
+    def may_hold_secret_key(self, named: Callable[[str], bool], words: list[tuple[int, int]]) -> bool:
+        """Whether a JSON key may hold a secret name's word: a key's quote and colon follow the word and
+        ``named`` says the key may be a secret name. Prose that mentions a token or a key is not JSON."""
+        if words and self.unsure:
+            return True
+        data = self.data
+        after, quote, key = -1, -1, False  # the next quote after a word, shared by the words before it
+        for start, _ in words:
+            if not after <= start <= quote:
+                after, quote = start, data.find(b'"', start)
+                key = quote >= 0 and _AFTER_KEY.match(data, quote + 1) is not None
+            if key and named(self.key(data.rfind(b'"', 0, start) + 1, quote)):
+                return True
+        return False
+
+
+_new_scan = functools.partial(tuple.__new__, Scan)  # Scan(*fields), without NamedTuple's Python __new__
+
+
+def searched_words(words: frozenset[str]) -> tuple[str, ...]:
+    """The name words searched for: only those no other word is part of ("key" finds "apikey")."""
+    return tuple(sorted(w for w in words if not any(o != w and o in w for o in words)))
