@@ -209,7 +209,9 @@ ADDITIONS: tuple[CredentialFormat, ...] = (
     CredentialFormat(
         "slack webhook",
         ("hooks.slack.com/",),
-        re.compile(r"hooks\.slack\.com/(?:services|workflows|triggers)/(?P<secret>[A-Za-z0-9_/+-]{20,})"),
+        re.compile(
+            r"hooks\.slack\.com/(?:services|workflows|triggers)/(?:[A-Za-z0-9]+/){1,3}(?P<secret>[A-Za-z0-9_+-]{16,})"
+        ),
         anchored=True,
     ),
     CredentialFormat(

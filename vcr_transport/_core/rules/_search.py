@@ -12,6 +12,7 @@ from typing import NamedTuple
 import ahocorasick_rs
 
 from ._catalogue import GLUED_NEEDLES, KEYWORD_PATTERNS, PREFIX_PATTERNS
+from ._encodings import ENCODED_NEEDLES
 
 __all__ = ["MEDIA_MARKERS", "Scan", "Search", "searched_words"]
 
@@ -35,19 +36,28 @@ class Search(NamedTuple):
     learned: int
     exact: bool
     names: tuple[str, ...]
+    encoded: int  # where the encoded prefixes start (``_encodings.ENCODED_NEEDLES``), after the glued ones
 
     @classmethod
     def build(cls, names: tuple[str, ...], forms: tuple[str, ...], prefilter: bool) -> Search:
         prefixes = [prefix.lower() for prefix in PREFIX_PATTERNS] + list(MEDIA_MARKERS) if prefilter else []
         lowered = sorted({form.encode("utf-8", "surrogatepass").lower() for form in forms})
-        patterns = [*prefixes, *(word.encode() for word in names), *KEYWORD_PATTERNS, *GLUED_NEEDLES, *lowered]
+        patterns = [
+            *prefixes,
+            *(word.encode() for word in names),
+            *KEYWORD_PATTERNS,
+            *GLUED_NEEDLES,
+            *ENCODED_NEEDLES,
+            *lowered,
+        ]
         keywords = len(prefixes) + len(names)
         # A DFA is twice as fast as the NFA the library chooses past 100 patterns (many forms: let it choose).
         implementation = ahocorasick_rs.Implementation.DFA if len(patterns) <= _DFA_PATTERNS else None
         finder = ahocorasick_rs.BytesAhoCorasick(patterns, implementation=implementation)
         exact = all(form.isascii() for form in forms)
         glued = keywords + len(KEYWORD_PATTERNS)
-        return cls(finder, forms, len(prefixes), keywords, glued, glued + len(GLUED_NEEDLES), exact, names)
+        encoded = glued + len(GLUED_NEEDLES)
+        return cls(finder, forms, len(prefixes), keywords, glued, encoded + len(ENCODED_NEEDLES), exact, names, encoded)
 
     def scan(self, text: str) -> Scan:
         lowered = text.lower()
@@ -100,7 +110,12 @@ class Scan(NamedTuple):
     def glued(self) -> bool:
         """A long prefixed shape's prefix found glued to a word (``_catalogue.glued_matches``)."""
         search = self.search
-        return any(search.glued <= index < search.learned for index, _, _ in self.hits)
+        return any(search.glued <= index < search.encoded for index, _, _ in self.hits)
+
+    def encoded(self) -> bool:
+        """The hex or base64 form of a key prefix found (``_encodings.ENCODED_NEEDLES``)."""
+        search = self.search
+        return any(search.encoded <= index < search.learned for index, _, _ in self.hits)
 
     def keyword_or_learned(self) -> bool:
         return bool(self.hits) and max(self.hits)[0] >= self.search.keywords
