@@ -4,7 +4,7 @@ prose. The ``Encoded`` rule (``_rules``) decodes a candidate token and redacts w
 whose decoding holds a secret is removed whole.
 
 Work stays bounded: the search (``_search``) looks for ``ENCODED_NEEDLES`` (the hex and base64 forms of the
-commonest key prefixes, lower-cased) in its one pass, and ``&#``, ``\\x`` and ``%25`` are literal probes; a
+commonest key prefixes, lower-cased, and the marks ``&#``, ``\\x`` and ``%25``) in its one pass; a
 token is decoded once, only when at most ``MAX_TOKEN`` characters long and only when it decodes to printable
 UTF-8 text. Base64 media (an image, audio: ``data``, ``b64_json``, data URLs) decode to bytes that aren't
 text, or are longer than any token: they are never changed."""
@@ -19,7 +19,7 @@ import re
 from collections.abc import Callable
 from urllib.parse import unquote
 
-__all__ = ["ENCODED_NEEDLES", "MAX_TOKEN", "decoded_tokens", "may_hold_encoded"]
+__all__ = ["ENCODED_NEEDLES", "MAX_TOKEN", "decoded_tokens"]
 
 MAX_TOKEN = 4096  # characters: longer runs are media or data, not a key written in prose
 # The prefixes whose hex and base64 forms the search looks for: the LLM vendors' and the commonest others'.
@@ -43,10 +43,12 @@ def _base64_needles(prefix: bytes) -> set[bytes]:
     return needles
 
 
-ENCODED_NEEDLES: tuple[bytes, ...] = tuple(
+# What the encodings rule looks for in the lower case of a text: the marks of entities, escapes and double
+# percent-encoding, and the hex and base64 forms of the prefixes.
+_LITERAL_PROBES = (b"&#", b"\\x", b"%25")
+ENCODED_NEEDLES: tuple[bytes, ...] = _LITERAL_PROBES + tuple(
     sorted({prefix.hex().encode() for prefix in _PREFIXES} | {n for p in _PREFIXES for n in _base64_needles(p)})
 )
-_LITERAL_PROBES = (b"&#", b"\\x", b"%25")
 
 _HEX = re.compile(r"(?<![0-9A-Za-z])(?:[0-9A-Fa-f]{2}){10,}(?![0-9A-Za-z])")
 _BASE64 = re.compile(r"(?<![A-Za-z0-9+/_=-])[A-Za-z0-9+/_-]{16,}={0,2}(?![A-Za-z0-9+/_=-])")
@@ -59,12 +61,6 @@ _ESCAPES = re.compile(rf"(?:{_ESCAPE}|[A-Za-z0-9_.\-])*{_ESCAPE}(?:{_ESCAPE}|[A-
 _DOUBLE_PERCENT = re.compile(
     r"(?:%[0-9A-Fa-f]{2}|[A-Za-z0-9_.~\-])*%25[0-9A-Fa-f]{2}(?:%[0-9A-Fa-f]{2}|[A-Za-z0-9_.~\-])*"
 )
-
-
-def may_hold_encoded(data: bytes, needle_found: bool) -> bool:
-    """Whether lower-cased UTF-8 ``data`` may hold an encoded credential: a literal probe in it, or one of
-    ``ENCODED_NEEDLES`` found there by the search (``needle_found``)."""
-    return needle_found or any(probe in data for probe in _LITERAL_PROBES)
 
 
 def _text(data: bytes) -> str | None:

@@ -113,9 +113,13 @@ class Scan(NamedTuple):
         return any(search.glued <= index < search.encoded for index, _, _ in self.hits)
 
     def encoded(self) -> bool:
-        """The hex or base64 form of a key prefix found (``_encodings.ENCODED_NEEDLES``)."""
+        """The hex or base64 form of a key prefix, or an encoding's mark, found (``_encodings.ENCODED_NEEDLES``)."""
         search = self.search
-        return any(search.encoded <= index < search.learned for index, _, _ in self.hits)
+        low, high = search.encoded, search.learned
+        for index, _, _ in self.hits:  # most texts have none or one: a loop, no generator
+            if low <= index < high:
+                return True
+        return False
 
     def keyword_or_learned(self) -> bool:
         return bool(self.hits) and max(self.hits)[0] >= self.search.keywords
