@@ -52,15 +52,11 @@ ENCODED_NEEDLES: tuple[bytes, ...] = _LITERAL_PROBES + tuple(
 
 _HEX = re.compile(r"(?<![0-9A-Za-z])(?:[0-9A-Fa-f]{2}){10,}(?![0-9A-Za-z])")
 _BASE64 = re.compile(r"(?<![A-Za-z0-9+/_=-])[A-Za-z0-9+/_-]{16,}={0,2}(?![A-Za-z0-9+/_=-])")
-_ENTITIES = re.compile(
-    r"(?:&#(?:[xX][0-9A-Fa-f]{1,6}|[0-9]{1,7});|[A-Za-z0-9_.\-])*&#(?:[xX][0-9A-Fa-f]{1,6}|[0-9]{1,7});(?:&#(?:[xX][0-9A-Fa-f]{1,6}|[0-9]{1,7});|[A-Za-z0-9_.\-])*"
-)
+# Maximal runs of encoded and plain key characters (no backtracking: linear), kept when they hold the mark.
+_ENTITIES = re.compile(r"(?:&#(?:[xX][0-9A-Fa-f]{1,6}|[0-9]{1,7});|[A-Za-z0-9_.\-])+")
 # ``\xNN``, also JSON-escaped (``\\xNN``: a string of a JSON text)
-_ESCAPE = r"\\{1,2}x[0-9A-Fa-f]{2}"
-_ESCAPES = re.compile(rf"(?:{_ESCAPE}|[A-Za-z0-9_.\-])*{_ESCAPE}(?:{_ESCAPE}|[A-Za-z0-9_.\-])*")
-_DOUBLE_PERCENT = re.compile(
-    r"(?:%[0-9A-Fa-f]{2}|[A-Za-z0-9_.~\-])*%25[0-9A-Fa-f]{2}(?:%[0-9A-Fa-f]{2}|[A-Za-z0-9_.~\-])*"
-)
+_ESCAPES = re.compile(r"(?:\\{1,2}x[0-9A-Fa-f]{2}|[A-Za-z0-9_.\-])+")
+_DOUBLE_PERCENT = re.compile(r"(?:%[0-9A-Fa-f]{2}|[A-Za-z0-9_.~\-])+")
 
 
 def _text(data: bytes) -> str | None:
@@ -98,7 +94,7 @@ def _from_double_percent(token: str) -> str | None:
     return unquote(unquote(token, errors="strict"), errors="strict")
 
 
-# (probe that must be in the text or None for the needles, token pattern, decoder)
+# (mark a token must hold, or None for the search's needles; token pattern; decoder)
 _DECODINGS: tuple[tuple[str | None, re.Pattern[str], Callable[[str], str | None]], ...] = (
     ("&#", _ENTITIES, _from_entities),
     ("\\x", _ESCAPES, _from_escapes),
@@ -111,12 +107,11 @@ _DECODINGS: tuple[tuple[str | None, re.Pattern[str], Callable[[str], str | None]
 def decoded_tokens(text: str) -> list[tuple[int, int, str]]:
     """(start, end, decoded text) of each candidate token of ``text`` that decodes to other printable text,
     at most ``MAX_TOKEN`` characters long, in order; tokens don't overlap (the first decoding to claim one
-    keeps it: ``taken`` is kept sorted, each token's overlap found by bisection)."""
+    keeps it). Linear: each pattern finds maximal runs, and sorted runs merge."""
     taken: list[tuple[int, int, str]] = []
-    for probe, pattern, decode in _DECODINGS:
-        if probe is None or probe in text:
-            for token in _decoded(text, pattern, decode, taken):
-                bisect.insort(taken, token)
+    for mark, pattern, decode in _DECODINGS:
+        if mark is None or mark in text:
+            taken = sorted(taken + _decoded(text, mark, pattern, decode, taken))  # two sorted runs: merged
     return taken
 
 
@@ -126,18 +121,24 @@ def _overlaps(taken: list[tuple[int, int, str]], start: int, end: int) -> bool:
 
 
 def _decoded(
-    text: str, pattern: re.Pattern[str], decode: Callable[[str], str | None], taken: list[tuple[int, int, str]]
+    text: str,
+    mark: str | None,
+    pattern: re.Pattern[str],
+    decode: Callable[[str], str | None],
+    taken: list[tuple[int, int, str]],
 ) -> list[tuple[int, int, str]]:
-    """The tokens ``pattern`` finds in ``text`` (none overlapping ``taken``) that ``decode`` changes."""
+    """The tokens ``pattern`` finds in ``text`` (holding ``mark``, none overlapping ``taken``) that ``decode``
+    changes."""
     found: list[tuple[int, int, str]] = []
     for match in pattern.finditer(text):
         start, end = match.span()
-        if end - start > MAX_TOKEN or _overlaps(taken, start, end):
+        token = match.group()
+        if end - start > MAX_TOKEN or (mark is not None and mark not in token) or _overlaps(taken, start, end):
             continue
         try:
-            decoded = decode(match.group())
+            decoded = decode(token)
         except (UnicodeError, ValueError):
             continue
-        if decoded is not None and decoded != match.group():
+        if decoded is not None and decoded != token:
             found.append((start, end, decoded))
     return found
