@@ -234,3 +234,28 @@ def test_an_mcp_session_id_is_kept_and_not_flagged(tmp_path: Path) -> None:
         )
     assert path.read_text().count(session) == 3
     assert _scan(path)[0] == 0
+
+
+@pytest.mark.parametrize("encoding", ["hex", "entities", "base64 in prose"])
+def test_a_key_written_encoded_across_stream_deltas_is_removed(tmp_path: Path, encoding: str) -> None:
+    """The model answers with the key encoded, cut across three deltas: the app gets it whole, the cassette
+    holds none of its pieces."""
+    encoded = ENCODINGS[encoding]
+    third = len(encoded) // 3
+    pieces = ["Your key: ", encoded[:third], encoded[third : 2 * third], encoded[2 * third :], " done"]
+
+    def event(content: str) -> str:
+        delta = {"index": 0, "delta": {"content": content}, "finish_reason": None}
+        chunk = {"id": "c", "object": "chat.completion.chunk", "created": 1, "model": "m", "choices": [delta]}
+        return f"data: {json.dumps(chunk)}\n\n"
+
+    body = ("".join(map(event, pieces)) + "data: [DONE]\n\n").encode()
+    path = tmp_path / "c.jsonl"
+    client = _openai(
+        path, lambda request: httpx.Response(200, content=body, headers={"content-type": "text/event-stream"})
+    )
+    stream = client.chat.completions.create(model="m", messages=[{"role": "user", "content": "key?"}], stream=True)
+    assert "".join(chunk.choices[0].delta.content or "" for chunk in stream) == "".join(pieces)
+    client.close()
+    written = path.read_text()
+    assert not [piece for piece in pieces[1:4] if piece in written]

@@ -46,9 +46,10 @@ def _base64_needles(prefix: bytes) -> set[bytes]:
 # What the encodings rule looks for in the lower case of a text: the marks of entities, escapes and double
 # percent-encoding, and the hex and base64 forms of the prefixes.
 _LITERAL_PROBES = (b"&#", b"\\x", b"%25")
-ENCODED_NEEDLES: tuple[bytes, ...] = _LITERAL_PROBES + tuple(
-    sorted({prefix.hex().encode() for prefix in _PREFIXES} | {n for p in _PREFIXES for n in _base64_needles(p)})
-)
+_ENCODED_PREFIXES = sorted({p.hex().encode() for p in _PREFIXES} | {n for p in _PREFIXES for n in _base64_needles(p)})
+ENCODED_NEEDLES: tuple[bytes, ...] = _LITERAL_PROBES + tuple(_ENCODED_PREFIXES)
+# A hex or base64 token is decoded only when it holds one (so the rule changes only what its probe found).
+_ENCODED_PREFIX = re.compile("|".join(re.escape(needle.decode()) for needle in _ENCODED_PREFIXES))
 
 _HEX = re.compile(r"(?<![0-9A-Za-z])(?:[0-9A-Fa-f]{2}){10,}(?![0-9A-Za-z])")
 _BASE64 = re.compile(r"(?<![A-Za-z0-9+/_=-])[A-Za-z0-9+/_-]{16,}={0,2}(?![A-Za-z0-9+/_=-])")
@@ -115,6 +116,11 @@ def decoded_tokens(text: str) -> list[tuple[int, int, str]]:
     return taken
 
 
+def _holds(token: str, mark: str | None) -> bool:
+    """Whether ``token`` holds its decoding's mark (hex and base64: an encoded prefix, in its lower case)."""
+    return mark in token if mark is not None else _ENCODED_PREFIX.search(token.lower()) is not None
+
+
 def _overlaps(taken: list[tuple[int, int, str]], start: int, end: int) -> bool:
     index = bisect.bisect_left(taken, (start,))
     return (index < len(taken) and taken[index][0] < end) or (index > 0 and taken[index - 1][1] > start)
@@ -133,7 +139,7 @@ def _decoded(
     for match in pattern.finditer(text):
         start, end = match.span()
         token = match.group()
-        if end - start > MAX_TOKEN or (mark is not None and mark not in token) or _overlaps(taken, start, end):
+        if end - start > MAX_TOKEN or not _holds(token, mark) or _overlaps(taken, start, end):
             continue
         try:
             decoded = decode(token)
