@@ -1,6 +1,7 @@
 """One pass over the UTF-8 of lower-cased text (Aho-Corasick, in Rust) for the union of the rules' probes: the
 catalogue's prefixes and the text media types (for the prefilter only: short prefixes occur in any prose), the
-secret names' words, the catalogue's keywords, the glued prefixes and the learned forms, in that order."""
+secret names' words, the catalogue's keywords, the glued prefixes, the encoded prefixes and marks
+(``_encodings``) and the learned forms, in that order."""
 
 from __future__ import annotations
 
@@ -25,8 +26,9 @@ _DFA_PATTERNS = 400
 
 class Search(NamedTuple):
     """The finder, the learned ``forms`` it holds, where each probe group starts among its patterns
-    (``words``, ``keywords``, ``glued``, ``learned``; the prefixes come first), and whether every form is ASCII
-    (``exact``: a form occurs in a text only where its lower case occurs in the text's)."""
+    (``words``, ``keywords``, ``glued``, ``learned``, and ``encoded`` between the glued and the learned; the
+    prefixes come first), and whether every form is ASCII (``exact``: a form occurs in a text only where its
+    lower case occurs in the text's)."""
 
     finder: ahocorasick_rs.BytesAhoCorasick
     forms: tuple[str, ...]
@@ -36,7 +38,7 @@ class Search(NamedTuple):
     learned: int
     exact: bool
     names: tuple[str, ...]
-    encoded: int  # where the encoded prefixes start (``_encodings.ENCODED_NEEDLES``), after the glued ones
+    encoded: int
 
     @classmethod
     def build(cls, names: tuple[str, ...], forms: tuple[str, ...], prefilter: bool) -> Search:
