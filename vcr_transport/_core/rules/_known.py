@@ -1,5 +1,4 @@
-"""The values a redactor has learned: one immutable object, a new one whenever a value is learned, with the
-searches for its forms built once per object."""
+"""The values a redactor has learned, and every form of them (encoded, escaped, in base64)."""
 
 from __future__ import annotations
 
@@ -17,8 +16,7 @@ from ._search import Search
 
 __all__ = ["MIN_PROPAGATED_LENGTH", "Known", "any_escaping", "is_structure"]
 
-# Shorter values are not propagated: they are too likely to occur by chance in other text.
-MIN_PROPAGATED_LENGTH = 8
+MIN_PROPAGATED_LENGTH = 8  # shorter values are too likely to occur by chance in other text
 _AUTH_SCHEME = re.compile(r"(?P<scheme>[A-Za-z][A-Za-z0-9-]*)\s+(?P<credential>\S{8,})")
 _PLAIN_NUMBER = re.compile(r"[+-]?[0-9]+(?:\.[0-9]+)?")
 _HOSTNAME = re.compile(
@@ -43,32 +41,20 @@ def is_structure(value: str) -> bool:
     return not any(looks_like_credential(label) for label in re.split(r"[.:/?#]", text))
 
 
-def _learnable(part: str) -> bool:
-    return (
-        len(part) >= MIN_PROPAGATED_LENGTH
-        and part not in PLACEHOLDER
-        and PLACEHOLDER not in part
-        and not (is_structure(part))
-    )
-
-
-def _basic_parts(credential: str) -> list[str]:
-    try:
-        decoded = base64.b64decode(credential + "=" * (-len(credential) % 4)).decode("utf-8")
-    except (binascii.Error, UnicodeDecodeError, ValueError):
-        return []
-    return [decoded, decoded.partition(":")[2]] if ":" in decoded else []
-
-
 def _credential_parts(value: str) -> list[str]:
     """A value and what it carries: the credential of ``Scheme credential``, the ``user:password`` of
     ``Basic`` and its password, the values of ``name=value; name=value`` (cookies, connection strings)."""
     parts = [value]
     scheme = _AUTH_SCHEME.fullmatch(value.strip())
     if scheme:
-        parts.append(scheme["credential"])
-        if scheme["scheme"].lower() == "basic":
-            parts += _basic_parts(scheme["credential"])
+        credential = scheme["credential"]
+        parts.append(credential)
+        try:
+            decoded = base64.b64decode(credential + "=" * (-len(credential) % 4)).decode("utf-8")
+        except (binascii.Error, UnicodeDecodeError, ValueError):
+            decoded = ""
+        if scheme["scheme"].lower() == "basic" and ":" in decoded:
+            parts += [decoded, decoded.partition(":")[2]]
     for piece in re.split(r"[;,&]", value):
         name, sep, item = piece.partition("=")
         if sep and name.strip():
@@ -108,8 +94,8 @@ def any_escaping(value: str) -> re.Pattern[str]:
 
 
 class Known:
-    """Learned values (``values``), the values whose parts were taken (``learned``) and every form of
-    every value, longest first (``forms``). Never changed: ``learn`` gives a new one."""
+    """Learned values (``values``), the values whose parts were taken (``learned``) and every form of every
+    value, longest first (``forms``), with the searches for them. Never changed: ``learn`` gives a new one."""
 
     __slots__ = ("_finder", "_searches", "forms", "learned", "values")
 
@@ -122,7 +108,15 @@ class Known:
         """This with ``value`` and its credential parts, unless they are known or not learnable."""
         if value in self.learned:
             return self
-        fresh = {part for part in _credential_parts(value) if part not in self.values and _learnable(part)}
+        fresh = {
+            part
+            for part in _credential_parts(value)
+            if len(part) >= MIN_PROPAGATED_LENGTH
+            and part not in self.values
+            and part not in PLACEHOLDER
+            and PLACEHOLDER not in part
+            and not is_structure(part)
+        }
         forms = {form for part in fresh for form in _encoded_forms(part)}
         if forms.issubset(self.forms):  # the same forms: the same searches
             known = Known(self.values | fresh, self.learned | {value}, self.forms)
