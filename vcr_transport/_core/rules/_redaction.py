@@ -19,24 +19,11 @@ from urllib.parse import unquote_plus
 
 from .._memo import Memo
 from ..format._format import PLACEHOLDER, encode_line
-from ._json import names_a_secret
+from ._json import SIBLING_NAME_KEYS, SIBLING_VALUE_KEYS, Context, folded, names_a_secret, removes_value, string_leaves
 from ._known import EMPTY, MIN_PROPAGATED_LENGTH, Known, any_escaping, is_structure
 from ._names import QUERY_SECRET_NAMES, SECRET_FIELD_NAMES, Names, decode_escapes
 from ._patterns import user_pattern
-from ._rules import (
-    RULES,
-    SIBLING_NAME_KEYS,
-    SIBLING_VALUE_KEYS,
-    TEXT_DATA_URL,
-    TEXT_MEDIA,
-    Context,
-    candidates,
-    folded,
-    redact_base64_text,
-    redact_shapes,
-    removes_value,
-    string_leaves,
-)
+from ._rules import RULES, TEXT_DATA_URL, TEXT_MEDIA, candidates, redact_base64_text, redact_shapes
 from ._search import Scan, Search
 
 __all__ = [
@@ -412,9 +399,9 @@ class Redactor:
 
     def could_redact(self, text: str | bytes) -> bool:
         """Whether ``redact_text`` could change ``text`` (or its UTF-8), or ``redact_value`` the keys and
-        strings of it read as JSON: a user's pattern or function, an escape the rules see decoded, or any rule
-        that may apply (``Rule.may_apply`` of the prefilter's scan, which also finds the learned forms).
-        Learns nothing. (Not for ``redact_form``: a form's first field has no separator before it.)"""
+        strings of it read as JSON: a user's pattern or function, an escape the rules see decoded, a learned
+        form, or any rule that may apply (``Rule.may_apply`` of the prefilter's scan). Learns nothing. (Not for
+        ``redact_form``: a form's first field has no separator before it.)"""
         if self._patterns or self._callables:
             return True
         data = _utf8(text)
@@ -427,7 +414,7 @@ class Redactor:
         # The text's ASCII characters are its UTF-8's ASCII bytes, and no other character lower-cases to an
         # ASCII one (but the two ``_utf8`` refuses): a probe in the text's lower case is in the bytes'.
         scan = self._search(True).scan_bytes(data, data.lower())
-        return scan.keyword_or_learned() or any(rule.may_apply(scan, self._names) for rule in candidates(scan.data))
+        return scan.learned() or any(rule.may_apply(scan, self._names) for rule in candidates(scan.data))
 
 
 def remove_secret_values(obj: Any) -> Any:

@@ -99,8 +99,9 @@ class Scan(NamedTuple):
         search = self.search
         return any(search.glued <= index < search.learned for index, _, _ in self.hits)
 
-    def keyword_or_learned(self) -> bool:
-        return bool(self.hits) and max(self.hits)[0] >= self.search.keywords
+    def learned(self) -> bool:
+        """A learned form found (prefilter scans: the forms' lower case)."""
+        return bool(self.hits) and max(self.hits)[0] >= self.search.learned
 
     def clear_of(self, forms: tuple[str, ...]) -> bool:
         """Whether the text surely holds none of ``forms``: the search's own forms, none found."""
