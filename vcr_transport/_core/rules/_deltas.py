@@ -244,11 +244,7 @@ _CHAT_CHUNKS = msgspec.json.Decoder(list[_ChatChunk])
 def delta_texts(body: bytes) -> dict[Hashable, list[str]]:
     """The values of ``delta_channels``, without their spans. A stream of openai chat chunks of text alone
     (what most streams are) is read in one pass by msgspec, into the few fields that matter."""
-    events = data_of(body)
-    if events and events[-1] == b"[DONE]":
-        events.pop()
-    if not events:  # NDJSON
-        events = [line for line in (part.strip() for part in body.splitlines()) if line.startswith(b"{")]
+    events = _event_data(body)
     texts = _chat_texts(events)
     if texts is not None:
         return texts
@@ -257,6 +253,14 @@ def delta_texts(body: bytes) -> dict[Hashable, list[str]]:
         for channel, _, value in _delta_values(event):
             texts.setdefault(channel, []).append(value)
     return texts
+
+
+def _event_data(body: bytes) -> list[bytes]:
+    """The data of each SSE event of ``body`` (``[DONE]`` left out), or else each non-blank line of it."""
+    events = data_of(body)
+    if events and events[-1] == b"[DONE]":
+        events.pop()
+    return events or [line for line in (part.strip() for part in body.splitlines()) if line.startswith(b"{")]
 
 
 def _chat_texts(events: list[bytes]) -> dict[Hashable, list[str]] | None:

@@ -90,6 +90,19 @@ def _utf8(text: str | bytes) -> bytes | None:
     return None if any(special in data for special in _LOWERING_TO_ASCII) else data
 
 
+def _has_ascii_escapes(text: str) -> bool:
+    return ("%" in text and _PERCENT_ASCII.search(text) is not None) or (
+        "\\u00" in text and _UNICODE_ASCII.search(text) is not None
+    )
+
+
+def _may_hold_escape(data: bytes) -> bool:
+    """A ``\\u`` escape, JSON's ``\\/`` or the ``%XX`` of an ASCII character: decoded before the rules run."""
+    if b"\\" in data and (b"\\u" in data or b"\\/" in data):
+        return True
+    return b"%" in data and _PERCENT_ASCII_BYTES.search(data) is not None
+
+
 class RedactWithError(TypeError):
     """A ``redact_with`` function raised, or returned something that is not a string. A recording it breaks is
     not saved (closing raises a CassetteError that says so); the live call goes on unharmed."""
@@ -211,7 +224,7 @@ class Redactor:
         if text == PLACEHOLDER:
             return text
         escaped_names = False
-        if ("%" in text and _PERCENT_ASCII.search(text)) or ("\\u00" in text and _UNICODE_ASCII.search(text)):
+        if ("%" in text or "\\u00" in text) and _has_ascii_escapes(text):
             text, escaped_names = self._redact_escaped(text, response)
         scan = self._search(False).scan(text)
         found: list[str] = []
@@ -221,6 +234,9 @@ class Redactor:
         # (which are all of them: nothing was learned since).
         if self._known.forms and not (redacted is text and scan.clear_of(self._known.forms)):
             redacted = self._known.remove(redacted)
+        return self._users_rules(redacted) if self._patterns or self._callables else redacted
+
+    def _users_rules(self, redacted: str) -> str:
         for pattern in self._patterns:
             redacted = pattern.sub(PLACEHOLDER, redacted)
         for function in self._callables:
@@ -321,11 +337,12 @@ class Redactor:
         """The keys of the values a sibling names as secrets: ``{"name": "MISTRAL_API_KEY", "value": ...}``
         (Kubernetes, Vercel, ECS), ``{"Name": "/prod/db/password", "Type": ..., "Value": ...}`` (SSM)."""
         keys = [(key, folded(key)) for key in obj if isinstance(key, str)] if len(obj) <= 12 else []
-        if not any(fold in SIBLING_VALUE_KEYS for _, fold in keys):
-            return []
-        if not any(fold in SIBLING_NAME_KEYS and names_a_secret(self._names, obj[key]) for key, fold in keys):
+        if not any(fold in SIBLING_VALUE_KEYS for _, fold in keys) or not self._names_a_secret(obj, keys):
             return []
         return [key for key, fold in keys if fold in SIBLING_VALUE_KEYS and not isinstance(obj[key], bool | None)]
+
+    def _names_a_secret(self, obj: Mapping[Any, Any], keys: list[tuple[str, str]]) -> bool:
+        return any(fold in SIBLING_NAME_KEYS and names_a_secret(self._names, obj[key]) for key, fold in keys)
 
     def redact_binary(self, data: bytes) -> bytes:
         """The bytes of a binary body or part without the catalogue's credential shapes and the values
@@ -407,9 +424,7 @@ class Redactor:
         data = _utf8(text)
         if data is None:
             return True
-        if (b"\\" in data and (b"\\u" in data or b"\\/" in data)) or (
-            b"%" in data and _PERCENT_ASCII_BYTES.search(data)
-        ):
+        if _may_hold_escape(data):
             return True
         # The text's ASCII characters are its UTF-8's ASCII bytes, and no other character lower-cases to an
         # ASCII one (but the two ``_utf8`` refuses): a probe in the text's lower case is in the bytes'.
