@@ -267,7 +267,12 @@ def _chat_texts(events: list[bytes]) -> dict[Hashable, list[str]] | None:
     """``delta_texts`` when every event is an openai chat chunk with at most one choice and no tool call;
     None for any other stream (or for data holding more than one value: more values than events). msgspec
     reads what json reads the same; what it refuses (an escaped lone surrogate, NaN) is read by json."""
-    data = b"[" + b",".join(events) + b"]"
+    # A JSON array of the events, in one copy of their text.
+    data = (
+        b",".join([b"[" + events[0], *events[1:-1], events[-1] + b"]"])
+        if len(events) > 1
+        else b"[%b]" % b"".join(events)
+    )
     try:
         chunks = _CHAT_CHUNKS.decode(data)
     except (msgspec.DecodeError, msgspec.ValidationError):

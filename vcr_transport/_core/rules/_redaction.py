@@ -145,6 +145,7 @@ class Redactor:
         self._callables = tuple(callables)
         self._lock = threading.Lock()
         self._known: Known = EMPTY
+        self._searches: tuple[Known, Search, Search] | None = None  # those of one generation of learned values
         # Header values and lists repeat from call to call: worked out once per generation of learned forms.
         self._header_values: Memo[str, str] = Memo(4096)
         self._header_lists: Memo[tuple[tuple[str, str], ...], list[tuple[str, str]]] = Memo(1024)
@@ -245,7 +246,10 @@ class Redactor:
 
     def _search(self, prefilter: bool) -> Search:
         """The search of the names' words and the learned forms (the prefilter's: with the prefixes)."""
-        return self._known.search(self._names.searched, prefilter)
+        if self._searches is None or self._searches[0] is not self._known:
+            known, words = self._known, self._names.searched
+            self._searches = (known, known.search(words, False), known.search(words, True))
+        return self._searches[2 if prefilter else 1]
 
     def _redact(self, text: str, response: bool) -> str:
         return self.redact_text(text, response=response)
@@ -253,13 +257,14 @@ class Redactor:
     def _run_rules(self, text: str, scan: Scan, response: bool, found: list[str], escaped_names: bool = False) -> str:
         """The rules that may apply to the scanned text (the JSON names too when ``escaped_names``: a secret
         name shows only once the text's escapes are decoded); the shapes last, with the keywords found."""
-        original, names = text, self._names
-        ctx = _context((names, response, found, self._redact))
+        original, names, ctx = text, self._names, None
         rules = candidates(scan.data)
         if escaped_names and '"' in text:
+            ctx = _context((names, response, found, self._redact))
             text, rules = _JSON_NAMES.apply(text, ctx), rules[1:]
         for rule in rules:
             if rule is not _SHAPES and rule.may_apply(scan, names):
+                ctx = ctx or _context((names, response, found, self._redact))
                 text = rule.apply(text, ctx)
         if text is not original:  # the catalogue finds keywords by their positions in the lower case
             return redact_shapes(text, text.lower(), found)
