@@ -246,10 +246,11 @@ class Redactor:
 
     def _search(self, prefilter: bool) -> Search:
         """The search of the names' words and the learned forms (the prefilter's: with the prefixes)."""
-        if self._searches is None or self._searches[0] is not self._known:
+        searches = self._searches
+        if searches is None or searches[0] is not self._known:
             known, words = self._known, self._names.searched
-            self._searches = (known, known.search(words, False), known.search(words, True))
-        return self._searches[2 if prefilter else 1]
+            searches = self._searches = (known, known.search(words, False), known.search(words, True))
+        return searches[2] if prefilter else searches[1]
 
     def _redact(self, text: str, response: bool) -> str:
         return self.redact_text(text, response=response)
