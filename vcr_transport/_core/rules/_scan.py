@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import dataclasses
 import json
 import re
 from collections.abc import Iterator
@@ -12,9 +13,10 @@ from typing import Any
 
 from ..format._bodies import DecodedTooLarge, content_encodings, decode_stacked
 from ._catalogue import PREFIX_PATTERNS
+from ._deltas import changed_span, delta_channels
 from ._redaction import PLACEHOLDER, Redactor
 from ._rules import is_reference
-from ._stream import changed_span, delta_channels, redact_body
+from ._stream import redact_body
 
 __all__ = ["scan_document", "scan_name", "scan_text"]
 
@@ -109,11 +111,11 @@ def _decoded_payload(encoded: str, number: int, unsearched: Unsearched) -> bytes
     return (_decoded(data, ["gzip"], number, unsearched) or data) if data.startswith(_GZIP_MAGIC) else data
 
 
+@dataclasses.dataclass
 class _Call:
-    def __init__(self) -> None:
-        self.encodings: list[str] = []
-        self.first_line = 0
-        self.payload = bytearray()
+    encodings: list[str] = dataclasses.field(default_factory=list)
+    first_line: int = 0
+    payload: bytearray = dataclasses.field(default_factory=bytearray)
 
 
 def scan_document(redactor: Redactor, text: str, unsearched: Unsearched | None = None) -> Iterator[tuple[int, str]]:

@@ -18,9 +18,7 @@ __all__ = [
     "HeldBodyRedactor",
     "StreamRedactor",
     "carries_deltas",
-    "changed_span",
     "delta_channels",
-    "delta_edits",
     "delta_texts",
     "redact_body",
 ]
@@ -127,12 +125,7 @@ class StreamRedactor:
         self._hold(ready + self._release())
 
     def _end_line(self) -> list[tuple[bytes, Any]]:
-        if self._segments:
-            line = bytes(self._line)
-            self._emit(line, line, self._segments)
-            for slot, _ in self._segments:
-                self._seal(slot)
-            self._line, self._segments = bytearray(), []
+        self._redact_line(redact=False)
         return self._release()
 
     def _feed_one(self, chunk: bytes, tag: Any) -> list[tuple[bytes, Any]]:
@@ -194,18 +187,19 @@ class StreamRedactor:
         output, tag, _ = self._outputs[slot]
         self._outputs[slot] = (output, tag, True)
 
-    def _redact_line(self) -> None:
+    def _redact_line(self, redact: bool = True) -> None:
+        """The pending line to its chunks (``redact`` false: as it is, all its chunks then complete)."""
         if not self._segments:
             return
-        original = bytes(self._line)
-        text = original.decode("utf-8", "surrogateescape")
-        redacted_text = self._redactor.redact_text(text, response=True)
-        redacted = original if redacted_text == text else redacted_text.encode("utf-8", "surrogateescape")
+        original = redacted = bytes(self._line)
+        if redact:
+            text = original.decode("utf-8", "surrogateescape")
+            redacted_text = self._redactor.redact_text(text, response=True)
+            redacted = original if redacted_text == text else redacted_text.encode("utf-8", "surrogateescape")
         self._emit(original, redacted, self._segments)
-        for slot, _ in self._segments[:-1]:
+        for slot, _ in self._segments if not redact else self._segments[:-1]:
             self._seal(slot)
-        self._line = bytearray()
-        self._segments = []
+        self._line, self._segments = bytearray(), []
 
     def _redact_long_line(self) -> None:
         """Redact the start of an over-long line, up to a cut no secret crosses, keeping the rest pending."""
