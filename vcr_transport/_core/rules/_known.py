@@ -1,5 +1,4 @@
-"""The values a redactor has learned: one immutable object, a new one whenever a value is learned, with the
-searches for its forms built once per object."""
+"""The values a redactor has learned, and every form of them (encoded, escaped, in base64)."""
 
 from __future__ import annotations
 
@@ -17,8 +16,7 @@ from ._search import Search
 
 __all__ = ["EMPTY", "MIN_PROPAGATED_LENGTH", "Known", "any_escaping", "is_structure"]
 
-# Shorter values are not propagated: they are too likely to occur by chance in other text.
-MIN_PROPAGATED_LENGTH = 8
+MIN_PROPAGATED_LENGTH = 8  # shorter values are too likely to occur by chance in other text
 _AUTH_SCHEME = re.compile(r"(?P<scheme>[A-Za-z][A-Za-z0-9-]*)\s+(?P<credential>\S{8,})")
 _PLAIN_NUMBER = re.compile(r"[+-]?[0-9]+(?:\.[0-9]+)?")
 _HOSTNAME = re.compile(
@@ -44,20 +42,8 @@ def is_structure(value: str) -> bool:
 
 
 def _learnable(part: str) -> bool:
-    return (
-        len(part) >= MIN_PROPAGATED_LENGTH
-        and part not in PLACEHOLDER
-        and PLACEHOLDER not in part
-        and not (is_structure(part))
-    )
-
-
-def _basic_parts(credential: str) -> list[str]:
-    try:
-        decoded = base64.b64decode(credential + "=" * (-len(credential) % 4)).decode("utf-8")
-    except (binascii.Error, UnicodeDecodeError, ValueError):
-        return []
-    return [decoded, decoded.partition(":")[2]] if ":" in decoded else []
+    long = len(part) >= MIN_PROPAGATED_LENGTH
+    return long and part not in PLACEHOLDER and PLACEHOLDER not in part and not is_structure(part)
 
 
 def _credential_parts(value: str) -> list[str]:
@@ -66,9 +52,14 @@ def _credential_parts(value: str) -> list[str]:
     parts = [value]
     scheme = _AUTH_SCHEME.fullmatch(value.strip())
     if scheme:
-        parts.append(scheme["credential"])
-        if scheme["scheme"].lower() == "basic":
-            parts += _basic_parts(scheme["credential"])
+        credential = scheme["credential"]
+        parts.append(credential)
+        try:
+            decoded = base64.b64decode(credential + "=" * (-len(credential) % 4)).decode("utf-8")
+        except (binascii.Error, UnicodeDecodeError, ValueError):
+            decoded = ""
+        if scheme["scheme"].lower() == "basic" and ":" in decoded:
+            parts += [decoded, decoded.partition(":")[2]]
     for piece in re.split(r"[;,&]", value):
         name, sep, item = piece.partition("=")
         if sep and name.strip():
@@ -108,8 +99,8 @@ def any_escaping(value: str) -> re.Pattern[str]:
 
 
 class Known:
-    """Learned values (``values``), the values whose parts were taken (``learned``) and every form of
-    every value, longest first (``forms``). Never changed: ``learn`` gives a new one."""
+    """Learned values (``values``), the values whose parts were taken (``learned``) and every form of every
+    value, longest first (``forms``), with the searches for them. Never changed: ``learn`` gives a new one."""
 
     __slots__ = ("_finder", "_searches", "forms", "learned", "values")
 

@@ -12,40 +12,20 @@ from urllib.parse import unquote_plus
 from ..format._format import PLACEHOLDER
 from ._catalogue import catalogue_matches, glued_matches, looks_like_credential, may_hold_prefixed
 from ._encodings import decoded_tokens
-from ._json import (
-    JSON_ESCAPE,
-    SIBLING_NAME_KEYS,
-    SIBLING_VALUE_BYTES,
-    SIBLING_VALUE_KEYS,
-    Context,
-    folded,
-    is_schema,
-    key_may_be_secret,
-    redact_json,
-    removes_value,
-    string_leaves,
-    token_is_credential,
-)
+from ._json import JSON_ESCAPE, SIBLING_VALUE_BYTES, Context, key_may_be_secret, redact_json, token_is_credential
 from ._names import Names, words_of
 from ._search import Scan
 
 __all__ = [
     "RULES",
-    "SIBLING_NAME_KEYS",
-    "SIBLING_VALUE_KEYS",
+    "JsonNames",
     "TEXT_DATA_URL",
     "TEXT_MEDIA",
-    "Context",
-    "JsonNames",
     "Rule",
     "candidates",
-    "folded",
     "is_reference",
-    "is_schema",
     "redact_base64_text",
     "redact_shapes",
-    "removes_value",
-    "string_leaves",
 ]
 
 _TEXT_TYPES = r"text/|application/(?:json|xml|yaml|x-yaml|toml|x-sh|javascript"
@@ -84,8 +64,6 @@ _XML_ATTRIBUTE = re.compile(r"""(?P<name>[A-Za-z_][\w:.-]*)\s*=\s*(?P<q>["'])(?P
 _XML_BYTES = re.compile(rb"</|/>|<[a-z_][\w:.-]*\s[^<>]*=")
 
 
-# The keys a JSON-schema definition is made of: an object of these only, with a type or its like, keeps its
-# contents even under a name like "password".
 def assigns_secret(names: Names, name: str, value: str, response: bool) -> bool:
     """Whether ``name: value`` (an assignment, an XML element or attribute) holds a secret value."""
     if value.lower() in ("true", "false", "null", "none") or PLACEHOLDER in value or is_reference(value):

@@ -66,9 +66,7 @@ class Search(NamedTuple):
         data = lowered.encode("utf-8", "surrogatepass")
         unsure = not text.isascii() and ("\u0130" in text or "\u212a" in text)
         hits = self.finder.find_matches_as_indexes(data, overlapping=True)
-        first, end = self.words, self.keywords
-        words = [(start, stop) for index, start, stop in hits if first <= index < end] if hits else []
-        return _new_scan((self, text, lowered, data, hits, words, unsure, None))
+        return _new_scan((self, text, lowered, data, hits, self._words(hits), unsure, None))
 
     def scan_bytes(self, raw: bytes, data: bytes) -> Scan:
         """The prefilter's scan of UTF-8 ``raw``, ``data`` its lower case."""
@@ -76,7 +74,6 @@ class Search(NamedTuple):
         return _new_scan((self, None, "", data, hits, self._words(hits), False, raw))
 
     def _words(self, hits: list[tuple[int, int, int]]) -> list[tuple[int, int]]:
-        """Where secret-name words are, in the scanned ``data``."""
         first, end = self.words, self.keywords
         return [(start, stop) for index, start, stop in hits if first <= index < end] if hits else []
 
@@ -123,8 +120,9 @@ class Scan(NamedTuple):
                 return True
         return False
 
-    def keyword_or_learned(self) -> bool:
-        return bool(self.hits) and max(self.hits)[0] >= self.search.keywords
+    def learned(self) -> bool:
+        """A learned form found (prefilter scans: the forms' lower case)."""
+        return bool(self.hits) and max(self.hits)[0] >= self.search.learned
 
     def clear_of(self, forms: tuple[str, ...]) -> bool:
         """Whether the text surely holds none of ``forms``: the search's own forms, none found."""
