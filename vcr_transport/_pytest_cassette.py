@@ -23,7 +23,7 @@ from ._pytest_keys import CALL_FAILURE, CASSETTE, CHECKED_AT_END, MARKER, RUN, S
 
 if TYPE_CHECKING:
     from ._context import use_cassette
-    from ._core.engine._options import Knob
+    from ._core.engine._options import Knob, Options
 
 __all__ = [
     "cassette_name",
@@ -51,6 +51,9 @@ MAX_NAME = 100
 _DEFAULT_PATH = pytest.StashKey[Path]()
 # The run-wide options the command line and the ini set (``_configured``), worked out once per run.
 _CONFIGURED = pytest.StashKey[dict[str, Any]]()
+# The options of the tests' cassettes, by their arguments (``_options``).
+_OPTIONS = pytest.StashKey[dict[tuple[Any, ...], "Options"]]()
+MAX_OPTIONS_KEPT = 256
 
 
 def cassette_name(node_name: str) -> str:
@@ -196,7 +199,8 @@ def open_test_cassette(
     arguments = {"missing_ok_unused": True, **arguments}
     if "block_network" not in arguments and "block_network" not in _project_settings():
         arguments["block_network"] = True  # the plugin's default: a replayed test is guarded
-    cassette = use_cassette(path, **arguments)
+    mode = arguments.pop("mode", None)
+    cassette = use_cassette(path, mode=mode, options=_options(request.config, arguments))
     cassette.__enter__()
     request.node.stash[CASSETTE] = cassette
     config = request.config
@@ -208,6 +212,28 @@ def open_test_cassette(
     finally:
         _guard_after(config, cassette, session_guard)
         cassette.close(check=False, failure=request.node.stash.get(CALL_FAILURE, None))
+
+
+def _options(config: pytest.Config, arguments: dict[str, Any]) -> Options:
+    """The options of a test's cassette, as ``use_cassette(path, **arguments)`` makes them (the same errors),
+    made once per run for each set of arguments: most tests of a suite give the same."""
+    from ._core.engine._options import Options
+
+    try:
+        key = tuple(sorted((name, type(value), _hashable(value)) for name, value in arguments.items()))
+        hash(key)
+    except TypeError:  # a value that can't be a key (a dict): made for this test alone
+        return Options.of(None, arguments, where="use_cassette()", entry="block")
+    made = config.stash.setdefault(_OPTIONS, {})
+    if key not in made:
+        if len(made) >= MAX_OPTIONS_KEPT:
+            made.clear()
+        made[key] = Options.of(None, arguments, where="use_cassette()", entry="block")
+    return made[key]
+
+
+def _hashable(value: object) -> object:
+    return tuple(value) if isinstance(value, list) else value
 
 
 def _guard_after(config: pytest.Config, cassette: use_cassette, session_guard: Any) -> None:
