@@ -80,28 +80,43 @@ class PluginRun(PytestRun):
         self.compared = 0  # mode check: live answers compared with the recorded calls their requests stand for
         self.not_compared: list[tuple[Path, str]] = []  # mode check: (cassette, which request and why)
         self.current_test = ""
+        self._folders: dict[Path, Path] = {}  # an absolute folder of cassettes, resolved (``resolved``)
+
+    def resolved(self, path: Path) -> Path:
+        """``path.resolve()``, each absolute folder resolved once in the run (every test of a module has its
+        cassette in the same one): the file itself is resolved only when it is a link."""
+        folder, name = path.parent, path.name
+        if not path.is_absolute() or name in ("", ".", "..") or path.is_symlink():
+            return path.resolve()
+        found = self._folders.get(folder)
+        if found is None:
+            found = self._folders[folder] = folder.resolve()
+        return found / name
 
     def cassette_opened(self, path: Path, mode: str, owner: str = "") -> None:
+        resolved = self.resolved(path)
         with self._lock:
-            resolved = path.resolve()
             self.used.add(resolved)
             if owner:
                 self.owners.setdefault(resolved, set()).add(owner)
 
     def cassette_closed(self, path: Path, outcome: str) -> None:
+        resolved = self.resolved(path)
         with self._lock:
-            self.outcomes[path.resolve()] = outcome
+            self.outcomes[resolved] = outcome
 
     def cassette_checked(self, path: Path, compared: int, not_compared: list[str]) -> None:
+        resolved = self.resolved(path)
         with self._lock:
             self.compared += compared
-            self.not_compared += [(path.resolve(), why) for why in not_compared]
+            self.not_compared += [(resolved, why) for why in not_compared]
 
     def cassette_stale(self, path: Path, age_days: float, max_age: float) -> None:
+        resolved = self.resolved(path)
         with self._lock:
             from ._test_ids import without_credentials
 
-            self.stale.setdefault(path.resolve(), (age_days, max_age, without_credentials(self.current_test)))
+            self.stale.setdefault(resolved, (age_days, max_age, without_credentials(self.current_test)))
 
     def as_data(self) -> dict[str, Any]:
         return {
@@ -410,7 +425,7 @@ def _never_used(config: pytest.Config, run: PluginRun) -> list[str]:
         return ["never used: not counted in a partial run"]
     from ._config import cassette_folders
 
-    known = {p.resolve() for folder in cassette_folders(config.rootpath) for p in folder.rglob("*.jsonl")}
+    known = {run.resolved(p) for folder in cassette_folders(config.rootpath) for p in folder.rglob("*.jsonl")}
     unused = known - run.used
     return [f"{len(unused)} never used ('vcr-transport prune' lists them)"] if unused else []
 
@@ -464,7 +479,7 @@ def claim_cassettes(config: pytest.Config, items: list[pytest.Item]) -> None:
 
             path = marker_cassette_path(item, marker.kwargs.get("path"))
             run.cassette_opened(path, "claimed", without_credentials(item.nodeid))
-            claims[path.resolve()] += 1
+            claims[run.resolved(path)] += 1
         if compat:
             _claim_compat(run, item)
     config.stash[SHARED] = {path for path, count in claims.items() if count > 1}

@@ -1,4 +1,5 @@
-"""The values a redactor has learned, and every form of them (encoded, escaped, in base64)."""
+"""The values a redactor has learned: one immutable object, a new one whenever a value is learned, with the
+searches for its forms built once per set of forms (``_SEARCHES``)."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ from urllib.parse import quote, quote_plus
 
 import ahocorasick_rs
 
+from .._memo import Memo
 from ..format._format import PLACEHOLDER
 from ._catalogue import catalogue_matches, looks_like_credential
 from ._search import Search
@@ -102,11 +104,10 @@ class Known:
     """Learned values (``values``), the values whose parts were taken (``learned``) and every form of every
     value, longest first (``forms``), with the searches for them. Never changed: ``learn`` gives a new one."""
 
-    __slots__ = ("_finder", "_searches", "forms", "learned", "values")
+    __slots__ = ("_finder", "forms", "learned", "values")
 
     def __init__(self, values: frozenset[str], learned: frozenset[str], forms: tuple[str, ...]) -> None:
         self.values, self.learned, self.forms = values, learned, forms
-        self._searches: dict[tuple[tuple[str, ...], bool], Search] = {}
         self._finder: ahocorasick_rs.BytesAhoCorasick | None = None
 
     def learn(self, value: str) -> Known:
@@ -117,17 +118,15 @@ class Known:
         forms = {form for part in fresh for form in _encoded_forms(part)}
         if forms.issubset(self.forms):  # the same forms: the same searches
             known = Known(self.values | fresh, self.learned | {value}, self.forms)
-            known._searches, known._finder = self._searches, self._finder
+            known._finder = self._finder
             return known
         merged = tuple(sorted(forms.union(self.forms), key=lambda form: (-len(form), form)))
         return Known(self.values | fresh, self.learned | {value}, merged)
 
     def search(self, names: tuple[str, ...], prefilter: bool) -> Search:
-        key = (names, prefilter)
-        found = self._searches.get(key)
-        if found is None:
-            found = self._searches[key] = Search.build(names, self.forms, prefilter)
-        return found
+        """The search of ``names``' words and these forms (built once while ``_SEARCHES`` holds it)."""
+        forms = self.forms
+        return _SEARCHES.get((names, forms, prefilter), lambda: Search.build(names, forms, prefilter))
 
     def holds(self, data: bytes) -> bool:
         """Whether cassette lines hold a form as a line writes it (its UTF-8, or the JSON escapes of it)."""
@@ -147,3 +146,8 @@ class Known:
 
 
 EMPTY = Known(frozenset(), frozenset(), ())
+# The searches of the forms learned, by value: every cassette of a suite learns the same key (its
+# Authorization header), and each would build the same search again (a few ms each). A search is pure:
+# sharing it between redactors shares no learned value. About 240 KB each, so a small bound (a redactor keeps
+# the two it uses, ``Redactor._search``).
+_SEARCHES: Memo[tuple[tuple[str, ...], tuple[str, ...], bool], Search] = Memo(32)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import copy
 import functools
 import json
 import re
@@ -123,6 +124,9 @@ def _called(function: Callable[[str], str], text: str) -> str:
     return result
 
 
+_HeadersRedacted = tuple[tuple[tuple[str, str], ...], Known]
+
+
 class Redactor:
     """Finds and removes secrets. The default rules always apply; the arguments only add to them.
 
@@ -143,12 +147,26 @@ class Redactor:
         self._names = Names(names)
         self._patterns = tuple(user_pattern(p, "redact_patterns") for p in patterns)  # RE2: linear time
         self._callables = tuple(callables)
+        # Shared by every redactor made from this one (``fresh``): a header list's redaction from a state of
+        # learned values, with the state it leads to. Pure (the same for every cassette in that state), so
+        # every test's cassette of a session redacts its client's headers once for all.
+        self._shared_headers: Memo[tuple[Known, tuple[tuple[str, str], ...]], _HeadersRedacted] = Memo(256)
+        self._start_afresh()
+
+    def _start_afresh(self) -> None:
+        """Nothing learned, nothing remembered of what was redacted."""
         self._lock = threading.Lock()
         self._known: Known = EMPTY
         self._searches: tuple[Known, Search, Search] | None = None  # those of one generation of learned values
-        # Header values and lists repeat from call to call: worked out once per generation of learned forms.
+        # Header values repeat from call to call: worked out once per generation of learned forms.
         self._header_values: Memo[str, str] = Memo(4096)
-        self._header_lists: Memo[tuple[tuple[str, str], ...], list[tuple[str, str]]] = Memo(1024)
+
+    def fresh(self) -> Redactor:
+        """A redactor of the same rules that has learned nothing: one per cassette, made from one built per
+        configuration. The rules (names, patterns, functions) and their pure memos are shared, not copied."""
+        twin = copy.copy(self)
+        twin._start_afresh()
+        return twin
 
     def is_secret_name(self, name: str, *, query: bool = False, header: bool = False) -> bool:
         """Whether ``name`` (a JSON key, with ``header`` a header or an environment variable's name, with
@@ -372,10 +390,31 @@ class Redactor:
         pairs = tuple(pairs)
         if self._callables:  # a user's function may not answer the same twice
             return self._redacted_headers(pairs)
+        known = self._known
         try:
-            return list(self._header_lists.get(pairs, lambda: self._redacted_headers(pairs), self._known.forms))
+            redacted, after = self._shared_headers.get((known, pairs), lambda: self._headers_from(known, pairs))
         except TypeError:  # pairs given as lists: redacted, not remembered
             return self._redacted_headers(tuple(map(tuple, pairs)))  # type: ignore[arg-type]
+        self._adopt(known, after)
+        return list(redacted)
+
+    def _headers_from(self, known: Known, pairs: tuple[tuple[str, str], ...]) -> _HeadersRedacted:
+        """``pairs`` redacted from the state ``known``, and the state that leads to: worked out by a twin in
+        that state, so that what another thread learns meanwhile stays out of it."""
+        twin = copy.copy(self)
+        twin._lock, twin._known = threading.Lock(), known
+        return tuple(twin._redacted_headers(pairs)), twin._known
+
+    def _adopt(self, known: Known, after: Known) -> None:
+        """Learn what redacting from ``known`` learned (on top of what was learned meanwhile, if anything)."""
+        if after is known:
+            return
+        with self._lock:
+            if self._known is known:
+                self._known = after
+                return
+        for value in after.learned - known.learned:
+            self.learn(value)
 
     def _redacted_headers(self, pairs: tuple[tuple[str, str], ...]) -> list[tuple[str, str]]:
         secret = [self._names.is_secret(name, 1) for name, _ in pairs]
