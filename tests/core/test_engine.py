@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import httpx2
+import msgspec
 import pytest
 
 import vcr_transport
@@ -452,6 +453,29 @@ def test_a_group_in_reverse_compares_each_request_with_one_call(tmp_path: Path, 
         assert _ask(engine, bodies[index]) == index
     # One full comparison a request (the call its key finds); comparing every unplayed call made 45,150.
     assert compared == count
+
+
+def test_a_conversation_encodes_each_body_once_a_side(tmp_path: Path, monkeypatch: Any) -> None:
+    """Each turn's request carries the whole history: its body is encoded once for the request and once for
+    its call (the check for skipped keys), and comparing them reuses those (they were encoded twice each)."""
+    history: list[dict[str, str]] = []
+    bodies = {}
+    for turn in range(20):
+        history.append({"role": "user", "content": f"turn {turn}"})
+        bodies[turn] = {"model": "m", "messages": list(history)}
+    engine = _engine(_write(tmp_path / "c.jsonl", _sequential(20), bodies))
+    encoded: list[Any] = []
+    encode = msgspec.json.encode
+
+    def counted(value: Any, *rest: Any, **options: Any) -> bytes:
+        text = encode(value, *rest, **options)
+        if b'"messages":' in text:  # the body, or a request holding it
+            encoded.append(value)
+        return text
+
+    monkeypatch.setattr(msgspec.json, "encode", counted)
+    assert [_ask(engine, bodies[turn]) for turn in range(20)] == list(range(20))
+    assert len(encoded) == 2 * 20
 
 
 def test_repeats_answer_from_a_group_replayed_out_of_order(tmp_path: Path) -> None:
