@@ -2,8 +2,9 @@
 any entry point and what became of it (``PluginRun``, published for the run's length), the tests that claimed
 each, and whether the run collected the whole suite (what the collection left out, a selection, an early stop, a
 crashed xdist worker: ``_CollectionWatcher``, ``_XdistController``). The thin plugin (``_pytest_plugin``) loads
-it when the run is configured; it imports the ledger (``_ledger``) and the settings (``_config``) only for a run
-that writes a ledger or names a cassette, and nothing of the machinery.
+it when the run is configured; it imports the ledger (``_ledger``, a leaf) at the start, to mark the run started
+in a ledger that exists, the test ids' redaction (``_test_ids``) only for a test that names a cassette, and
+nothing of the machinery.
 """
 
 from __future__ import annotations
@@ -22,7 +23,6 @@ import pytest
 
 from ._pytest_keys import MARKER, RUN, SHARED, compat_active
 from ._run import PytestRun
-from ._test_ids import without_credentials
 
 if TYPE_CHECKING:
     from ._ledger import Ledger
@@ -99,6 +99,8 @@ class PluginRun(PytestRun):
 
     def cassette_stale(self, path: Path, age_days: float, max_age: float) -> None:
         with self._lock:
+            from ._test_ids import without_credentials
+
             self.stale.setdefault(path.resolve(), (age_days, max_age, without_credentials(self.current_test)))
 
     def as_data(self) -> dict[str, Any]:
@@ -458,6 +460,7 @@ def claim_cassettes(config: pytest.Config, items: list[pytest.Item]) -> None:
         marker = item.get_closest_marker(MARKER)
         if marker is not None:
             from ._pytest_cassette import marker_cassette_path
+            from ._test_ids import without_credentials
 
             path = marker_cassette_path(item, marker.kwargs.get("path"))
             run.cassette_opened(path, "claimed", without_credentials(item.nodeid))
@@ -470,6 +473,7 @@ def claim_cassettes(config: pytest.Config, items: list[pytest.Item]) -> None:
 def _claim_compat(run: PluginRun, item: pytest.Item) -> None:
     """A pytest-recording test's cassette, its own (never shared)."""
     from ._compat import claimed_cassette
+    from ._test_ids import without_credentials
 
     claimed = claimed_cassette(item)
     if claimed is not None:

@@ -15,7 +15,7 @@ from ..format._format import PLACEHOLDER
 from ._catalogue import catalogue_matches, looks_like_credential
 from ._search import Search
 
-__all__ = ["MIN_PROPAGATED_LENGTH", "Known", "any_escaping", "is_structure"]
+__all__ = ["EMPTY", "MIN_PROPAGATED_LENGTH", "Known", "any_escaping", "is_structure"]
 
 # Shorter values are not propagated: they are too likely to occur by chance in other text.
 MIN_PROPAGATED_LENGTH = 8
