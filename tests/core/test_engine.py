@@ -458,7 +458,7 @@ def test_a_group_in_reverse_compares_each_request_with_one_call(tmp_path: Path, 
 def test_a_conversation_encodes_each_body_once_a_side(tmp_path: Path, monkeypatch: Any) -> None:
     """Each turn's request carries the whole history: its body is encoded once for the request and once for
     its call (the check for skipped keys), and comparing them reuses those (they were encoded twice each)."""
-    history: list[dict[str, str]] = []
+    history = [{"role": "system", "content": "rules " * 1_000}]  # every body large
     bodies = {}
     for turn in range(20):
         history.append({"role": "user", "content": f"turn {turn}"})

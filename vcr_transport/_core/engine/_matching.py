@@ -286,12 +286,13 @@ def _may_hold_keys(value: Any, markers: tuple[bytes, ...], encodings: _Encodings
 
 
 class _Encodings:
-    """The compact JSON of the last few bodies matching encoded (``_may_hold_keys``), so that comparing a
-    body it let through as it was (``_same``) doesn't encode it again: a long conversation's request is
-    encoded once a side, not twice. Each body is held with its encoding and found by identity; a body that
-    isn't here is encoded. Threads may share it: a lost race costs only an encoding."""
+    """The compact JSON of the last few large bodies matching encoded (``_may_hold_keys``), so that comparing
+    a body it let through as it was (``_same``) doesn't encode it again: a long conversation's request is
+    encoded once a side, not twice. Each body is held with its encoding and found by identity. Threads may
+    share it: a lost race costs only an encoding."""
 
     _SIZE = 4
+    _LARGE = 4096  # bytes of JSON: a smaller body costs less encoded again than kept
 
     def __init__(self) -> None:
         self._held: list[tuple[Any, bytes] | None] = [None] * self._SIZE
@@ -299,16 +300,29 @@ class _Encodings:
 
     def keep(self, value: Any) -> bytes:
         encoded = msgspec.json.encode(value)
-        slot = self._next
-        self._next = (slot + 1) % self._SIZE
-        self._held[slot] = (value, encoded)
+        if len(encoded) >= self._LARGE:
+            slot = self._next
+            self._next = (slot + 1) % self._SIZE
+            self._held[slot] = (value, encoded)
         return encoded
 
-    def encoded(self, value: Any) -> bytes:
+    def _encoding(self, value: Any) -> bytes | None:
         for entry in self._held:
             if entry is not None and entry[0] is value:
                 return entry[1]
-        return msgspec.json.encode(value)
+        return None
+
+    def same(self, recorded: Mapping[str, Any], incoming: Mapping[str, Any]) -> bool:
+        """Whether two equal requests encode alike (raises as the encoder does): the whole of each, or field
+        by field when both bodies are held (the same fields in the same order: equal encodings of the
+        whole)."""
+        encode = msgspec.json.encode
+        one, other = self._encoding(recorded.get("body")), self._encoding(incoming.get("body"))
+        if one is None or other is None or list(recorded) != list(incoming):
+            return bool(encode(recorded) == encode(incoming))
+        return one == other and all(
+            encode(recorded[name]) == encode(incoming[name]) for name in recorded if name != "body"
+        )
 
 
 def _below(paths: tuple[FieldPath, ...], key: str | int) -> tuple[FieldPath, ...]:
@@ -581,13 +595,12 @@ class RequestMatcher:
 def _same(recorded: Mapping[str, Any], incoming: Mapping[str, Any], encodings: _Encodings) -> bool:
     """Whether two requests are the same, found without walking them: equal (in C), and equal in their encoding,
     so that equal values of another type (0 and False, 1 and 1.0), which the walk names, are not the same. A
-    pair equal but encoded otherwise (keys in another order) is walked. Encoded field by field (the same
-    fields in the same order: equal encodings of the whole), each body as ``encodings`` has it."""
-    if recorded != incoming or list(recorded) != list(incoming):
+    pair equal but encoded otherwise (keys in another order) is walked. A large body is encoded once
+    (``encodings``)."""
+    if recorded != incoming:
         return False
-    encoded = encodings.encoded
     try:
-        return all(encoded(recorded[name]) == encoded(incoming[name]) for name in recorded)
+        return encodings.same(recorded, incoming)
     except (TypeError, msgspec.EncodeError):
         return False
 
