@@ -282,6 +282,7 @@ class CassetteWriter:
         self._lock = threading.Lock()
         self.closed = False
         self.failure: OSError | None = None
+        self._read_back = False  # the strict parser read the temporary file whole as it is moved into place
         self.write(header)
 
     @property
@@ -395,7 +396,7 @@ class CassetteWriter:
                         if final != self.temporary:
                             self.temporary.unlink(missing_ok=True)
                             self.temporary = final
-                        unreadable = _unreadable(self.temporary)
+                        unreadable = self._unreadable()
                         if unreadable is not None:
                             self._discard()
                             raise CassetteError(
@@ -422,6 +423,11 @@ class CassetteWriter:
                 "free disk space or fix the folder's permissions, then record again",
             )
         return replaced
+
+    def _unreadable(self) -> CassetteError | None:
+        """Why the file to move into place doesn't read back (``_unreadable``); None, unread, when the quiet
+        comparison has just read it whole as it is."""
+        return None if self._read_back else _unreadable(self.temporary)
 
     def _merged_shared(self, owner: str) -> bool:
         """Make the temporary file the shared cassette with this recording (``owner``'s calls) merged in
@@ -494,6 +500,7 @@ class CassetteWriter:
                 return self.temporary
             plan = quiet.plan(old, new)
             if not plan.kept:
+                self._read_back = True  # ``prints`` has just read it whole with the strict parser
                 return self.temporary
         except (CassetteError, OSError):  # the old cassette can't be read: the recording replaces it
             return self.temporary
