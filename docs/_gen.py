@@ -467,7 +467,7 @@ def prefix_table_module() -> str:
         "longest first, and the formats (their index in ``_catalogue.CATALOGUE``) a token starting with it may\n"
         "be. Plain data, so that importing the catalogue computes none of it.\n\n"
         "Generated from the catalogue (``docs/_gen.py``, ``prefix_table_module``): do not edit, run\n"
-        "``python docs/_gen.py``. ``tests/core/test_credentials.py`` checks that it is current.\n"
+        "``python docs/_gen.py``. ``tests/core/test_catalogue.py`` checks that it is current.\n"
         '"""\n\n'
         "# ruff: noqa: E501\n\n"
         "from __future__ import annotations\n\n"

@@ -14,7 +14,7 @@ a prefix of its own (mailgun's ``key-``, New Relic's ``NRJS-``, Typeform's ``tfp
 Each kept regular expression is translated from Go's RE2 to Python's ``re`` (POSIX classes, flags set in the
 middle of a pattern, ``\\z``), its boundaries replaced by the catalogue's (a prefixed key must not stand inside a
 longer run of base64), compiled to check it, and given a sample generated from it, recorded in the generated
-module: ``tests/core/test_credentials.py`` checks that the redactor removes every sample. The module holds
+module: ``tests/core/test_catalogue.py`` checks that the redactor removes every sample. The module holds
 plain data (strings); ``_catalogue`` compiles each expression the first time it is needed.
 """
 
@@ -383,7 +383,7 @@ Source: gitleaks {version} (commit {commit}),
 https://github.com/gitleaks/gitleaks, MIT License, Copyright (c) 2019 Zachary Rice.
 {kept} of its {total} rules are kept (the prefixed and shape-specific ones), translated to Python's ``re``; each
 carries a sample generated from its expression, which the redactor must
-remove (tests/core/test_credentials.py). ``_catalogue`` compiles an expression the first time it is needed.
+remove (tests/core/test_catalogue.py). ``_catalogue`` compiles an expression the first time it is needed.
 """
 
 # ruff: noqa: E501

@@ -17,7 +17,7 @@ from helpers import recording
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from real_wire import vendor_traffic
-from test_credentials import FAKES, PLANTED
+from test_catalogue import FAKES, PLANTED
 from upstream import Received, Reply, Upstream
 from vendors import VENDOR_ROUTES, Sdk
 

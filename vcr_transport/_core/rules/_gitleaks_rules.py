@@ -4,7 +4,7 @@ Source: gitleaks v8.30.0-27-gb58d3f10 (commit b58d3f102cf3a2c84cb7f923d05c25c9b1
 https://github.com/gitleaks/gitleaks, MIT License, Copyright (c) 2019 Zachary Rice.
 120 of its 222 rules are kept (the prefixed and shape-specific ones), translated to Python's ``re``; each
 carries a sample generated from its expression, which the redactor must
-remove (tests/core/test_credentials.py). ``_catalogue`` compiles an expression the first time it is needed.
+remove (tests/core/test_catalogue.py). ``_catalogue`` compiles an expression the first time it is needed.
 """
 
 # ruff: noqa: E501

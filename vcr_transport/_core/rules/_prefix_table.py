@@ -3,7 +3,7 @@ longest first, and the formats (their index in ``_catalogue.CATALOGUE``) a token
 be. Plain data, so that importing the catalogue computes none of it.
 
 Generated from the catalogue (``docs/_gen.py``, ``prefix_table_module``): do not edit, run
-``python docs/_gen.py``. ``tests/core/test_credentials.py`` checks that it is current.
+``python docs/_gen.py``. ``tests/core/test_catalogue.py`` checks that it is current.
 """
 
 # ruff: noqa: E501

@@ -1,6 +1,7 @@
-"""The credential catalogue and known-value propagation: every catalogued format is removed in every
-representation a call can carry it in; a value removed by name leaves the whole cassette; and real vendor
-traffic, tool schemas, booleans, cursors and tokenizer tokens come through untouched."""
+"""Tests of ``vcr_transport._core.rules._catalogue``, the credential catalogue, and of known-value
+propagation: every catalogued format is removed in every representation a call can carry it in; a value
+removed by name leaves the whole cassette; and real vendor traffic, tool schemas, booleans, cursors and
+tokenizer tokens come through untouched."""
 
 from __future__ import annotations
 
