@@ -1,0 +1,103 @@
+"""Tests of ``vcr_transport._core.rules._known``: the values a redactor learns (``Known``, ``learn``), the
+forms it writes them in, and ``holds``/``remove`` on the text a cassette line carries; ``is_structure`` and
+``any_escaping``."""
+
+from __future__ import annotations
+
+import base64
+import json
+from urllib.parse import quote
+
+from vcr_transport import PLACEHOLDER
+from vcr_transport._core.rules._known import EMPTY, MIN_PROPAGATED_LENGTH, any_escaping, is_structure
+
+KEY = "sk-proj-Ab3dEf6hIj9kLm2nOp5qRs8tUv1wXy4z"
+HEADER = f"Bearer {KEY}"
+
+
+def test_learning_a_bearer_header_learns_the_header_and_its_credential() -> None:
+    known = EMPTY.learn(HEADER)
+    assert {HEADER, KEY} <= known.values
+    assert known.learned == frozenset({HEADER})
+    assert "Bearer" not in known.values
+    assert list(known.forms) == sorted(known.forms, key=lambda form: (-len(form), form))  # longest first
+    assert EMPTY.values == frozenset()  # never changed: learn gives a new one
+
+
+def test_learning_a_value_twice_gives_the_same_object() -> None:
+    known = EMPTY.learn(HEADER)
+    assert known.learn(HEADER) is known
+
+
+def test_a_basic_header_yields_its_user_password_and_password() -> None:
+    password = "s3cr3t-passw0rd-42"
+    header = "Basic " + base64.b64encode(f"alice:{password}".encode()).decode()
+    known = EMPTY.learn(header)
+    assert {f"alice:{password}", password} <= known.values
+
+
+def test_name_value_pairs_yield_their_values() -> None:
+    known = EMPTY.learn("session=Zx81mQp0rT5vW2yB; theme=dark; Path=/")
+    assert "Zx81mQp0rT5vW2yB" in known.values
+    assert "dark" not in known.values  # shorter than MIN_PROPAGATED_LENGTH
+    assert "/" not in known.values
+
+
+def test_holds_finds_every_encoded_form_of_the_credential() -> None:
+    known = EMPTY.learn(HEADER)
+    encoded = [
+        KEY,
+        base64.b64encode(KEY.encode()).decode(),
+        base64.urlsafe_b64encode(b"x" + KEY.encode()).decode(),  # another alignment
+        quote(HEADER, safe=""),
+        json.dumps(HEADER)[1:-1],
+    ]
+    for form in encoded:
+        line = json.dumps({"note": f"seen: {form} here"}).encode()
+        assert known.holds(line), form
+    assert not known.holds(b'{"model": "gpt-4o", "messages": []}')
+    assert not EMPTY.holds(KEY.encode())
+
+
+def test_holds_finds_a_form_written_with_json_escapes_in_a_line() -> None:
+    path = "u/9Qx/Lk2Pz/Vb7M"  # a credential with slashes, which JSON may write as \/
+    known = EMPTY.learn(f"Token {path}")
+    assert known.holds(json.dumps({"v": json.dumps(path)}).encode())
+
+
+def test_remove_replaces_every_form_with_the_placeholder() -> None:
+    known = EMPTY.learn(HEADER)
+    b64 = base64.b64encode(KEY.encode()).decode()
+    text = f"auth={quote(KEY, safe='')} raw={KEY} b64={b64} header={HEADER}"
+    removed = known.remove(text)
+    assert KEY not in removed and b64 not in removed and "Ab3dEf6hIj9k" not in removed
+    assert removed.count(PLACEHOLDER) == 4
+    assert removed.startswith("auth=") and " raw=" in removed
+    assert known.remove("nothing to see here") == "nothing to see here"
+
+
+def test_structure_is_never_learned() -> None:
+    for value in ("api.openai.com", "https://api.anthropic.com/v1/messages", "/v1/chat/completions"):
+        assert is_structure(value), value
+    for value in ("2024-05-13T10:11:12Z", "Mon, 13 May 2024 10:11:12 GMT", "1234567890", "-3.25"):
+        assert is_structure(value), value
+    for value in (KEY, "Zx81mQp0rT5vW2yB", "AKIAIOSFODNN7EXAMPLE"):
+        assert not is_structure(value), value
+    known = EMPTY.learn("https://generativelanguage.googleapis.com/v1beta/models")
+    assert "https://generativelanguage.googleapis.com/v1beta/models" not in known.values
+    assert known.forms == ()
+
+
+def test_short_values_are_not_learned() -> None:
+    short = "x" * (MIN_PROPAGATED_LENGTH - 1)
+    assert EMPTY.learn(short).values == frozenset()
+    assert EMPTY.learn("x" * MIN_PROPAGATED_LENGTH).values == frozenset({"x" * MIN_PROPAGATED_LENGTH})
+
+
+def test_any_escaping_matches_mixed_raw_percent_and_unicode_escapes() -> None:
+    pattern = any_escaping("sk-a/b")
+    for written in ("sk-a/b", "%73k-a%2Fb", "\\u0073k\\u002da\\/b", "s%6B-a%2fb"):
+        assert pattern.fullmatch(written), written
+    assert pattern.fullmatch("sk-a-b") is None
+    assert pattern.fullmatch("SK-a/b") is None
+    assert pattern.fullmatch("\\u0053k-a/b") is None  # an escaped capital S
