@@ -1,0 +1,98 @@
+"""Tests of ``vcr_transport._core.rules._json``: redacting JSON text (``redact_json``: secret-named values,
+values a sibling names, JSON inside a JSON string) and the helpers that decide what goes (``removes_value``,
+``is_schema``, ``names_a_secret``, ``token_is_credential``, ``key_may_be_secret``, ``string_leaves``)."""
+
+from __future__ import annotations
+
+import json
+
+from vcr_transport import PLACEHOLDER
+from vcr_transport._core.rules._json import (
+    Context,
+    folded,
+    is_schema,
+    json_string,
+    key_may_be_secret,
+    names_a_secret,
+    redact_json,
+    removes_value,
+    string_leaves,
+    token_is_credential,
+)
+from vcr_transport._core.rules._names import Names
+
+KEY = "sk-proj-Ab3dEf6hIj9kLm2nOp5qRs8tUv1wXy4z"
+
+
+def _context(response: bool = False) -> Context:
+    return Context(Names(), response, [], lambda text, _response: text)
+
+
+def test_a_secret_named_value_goes_whole_and_is_found() -> None:
+    ctx = _context()
+    text = json.dumps({"model": "gpt-4o", "api_key": KEY, "max_tokens": 256, "auth": {"password": "hunter22!"}})
+    redacted = json.loads(redact_json(text, ctx))
+    assert redacted == {"model": "gpt-4o", "api_key": PLACEHOLDER, "max_tokens": 256, "auth": PLACEHOLDER}
+    assert sorted(ctx.found) == sorted([KEY, "hunter22!"])
+
+
+def test_text_without_secret_names_is_returned_unchanged() -> None:
+    text = '{"model": "claude-3-5-sonnet", "messages": [{"role": "user", "content": "hi"}], "token_type": "bearer"}'
+    ctx = _context()
+    assert redact_json(text, ctx) == text
+    assert ctx.found == []
+
+
+def test_booleans_null_and_schemas_under_secret_names_stay() -> None:
+    tool = {"type": "object", "properties": {"api_key": {"type": "string", "description": "The key"}}}
+    text = json.dumps({"tools": [{"parameters": tool}], "token": None, "password": True})
+    ctx = _context()
+    assert json.loads(redact_json(text, ctx)) == json.loads(text)
+    assert ctx.found == []
+    assert is_schema({"type": "string", "description": "The key"})
+    assert not is_schema({"type": "string", "value": KEY})
+    assert not is_schema({})
+
+
+def test_a_value_named_secret_by_its_sibling_goes() -> None:
+    text = json.dumps({"env": [{"name": "MISTRAL_API_KEY", "value": KEY}, {"name": "REGION", "value": "eu-west-1"}]})
+    ctx = _context()
+    redacted = json.loads(redact_json(text, ctx))
+    assert redacted["env"][0] == {"name": "MISTRAL_API_KEY", "value": PLACEHOLDER}
+    assert redacted["env"][1] == {"name": "REGION", "value": "eu-west-1"}
+    assert ctx.found == [KEY]
+
+
+def test_json_inside_a_tool_calls_arguments_string_is_redacted() -> None:
+    arguments = json.dumps({"city": "Paris", "api_key": KEY})
+    text = json.dumps({"function": {"name": "get_weather", "arguments": arguments}})
+    ctx = _context()
+    redacted = json.loads(redact_json(text, ctx))
+    assert json.loads(redacted["function"]["arguments"]) == {"city": "Paris", "api_key": PLACEHOLDER}
+    assert KEY in ctx.found
+
+
+def test_a_bare_token_in_a_response_goes_only_when_it_looks_like_a_credential() -> None:
+    names = Names()
+    assert not removes_value(names, "token", " Paris", response=True)  # a logprobs text token
+    assert removes_value(names, "token", KEY, response=True)
+    assert removes_value(names, "token", " Paris", response=False)  # in a request it is a secret name
+    assert token_is_credential(KEY) and not token_is_credential("hello")
+    assert not removes_value(names, "max_tokens", 100, response=False)
+
+
+def test_names_a_secret_and_key_may_be_secret() -> None:
+    names = Names()
+    assert names_a_secret(names, "OPENAI_API_KEY")
+    assert names_a_secret(names, "https://myvault.vault.azure.net/secrets/db-conn/0123abcd")
+    assert not names_a_secret(names, "REGION")
+    assert not names_a_secret(names, 42)
+    assert key_may_be_secret(names, "\\u0061pi_key")
+    assert not key_may_be_secret(names, "model")
+
+
+def test_small_helpers() -> None:
+    assert folded("Parameter_Value") == "parametervalue"
+    assert json_string("a\\u00e9\\n") == "a\u00e9\n"
+    assert json_string("bad\\") is None
+    assert list(string_leaves({"a": ["x", 1, {"b": "y"}], "c": None})) == ["x", "y"]
