@@ -1,0 +1,85 @@
+"""Tests of ``vcr_transport._core.rules._scan``, the engine of ``vcr-transport scan``: ``scan_text`` (the
+secrets the rules would remove, each as it stands), ``scan_name`` and ``scan_document`` over .env, YAML,
+cassette lines (headers, bodies, streamed events) and PEM blocks."""
+
+from __future__ import annotations
+
+import base64
+import json
+
+from vcr_transport import Redactor
+from vcr_transport._core.rules._scan import scan_document, scan_name, scan_text
+
+KEY = "sk-proj-Ab3dEf6hIj9kLm2nOp5qRs8tUv1wXy4z"
+GITHUB = "ghp_R7nQ2vX9kLm4pZ8sT1wY6bC3dF5gH0jK2aE4"
+
+
+def test_scan_text_reports_each_secret_as_it_stands() -> None:
+    text = f"export OPENAI_API_KEY={KEY} and the token {GITHUB} in prose"
+    assert sorted(scan_text(Redactor(), text)) == sorted([KEY, GITHUB])
+    assert scan_text(Redactor(), "The capital of France is Paris; max_tokens=256.") == []
+
+
+def test_scan_text_finds_a_bearer_header_value() -> None:
+    found = scan_text(Redactor(), f"Authorization: Bearer {KEY}")
+    assert found and all(KEY in secret for secret in found)
+
+
+def test_scan_name_finds_a_key_glued_to_a_test_id() -> None:
+    assert scan_name(Redactor(), f"test_chat[{KEY}].jsonl") == [KEY]
+    assert scan_name(Redactor(), "test_chat_streaming.jsonl") == []
+
+
+def test_dotenv_and_yaml_values_under_secret_names_are_found_with_line_numbers() -> None:
+    text = "# config\nMODEL=gpt-4o\nDB_PASSWORD='c0rrect-h0rse'\nservice:\n  client_secret:\n    - s3cr3t-v4lue-9\n"
+    found = list(scan_document(Redactor(), text))
+    assert (3, "c0rrect-h0rse") in found
+    assert (6, "s3cr3t-v4lue-9") in found
+    assert all(number != 2 for number, _ in found)
+
+
+def test_a_reference_under_a_secret_name_is_not_a_secret() -> None:
+    text = "api_key: ${OPENAI_API_KEY}\npassword: {{ vault.password }}\n"
+    assert list(scan_document(Redactor(), text)) == []
+
+
+def test_cassette_lines_headers_and_json_bodies() -> None:
+    request = {
+        "type": "request",
+        "call_index": 0,
+        "method": "POST",
+        "url": "https://api.openai.com/v1/chat/completions",
+        "headers": [["content-type", "application/json"], ["authorization", f"Bearer {KEY}"]],
+        "body": {"json": {"model": "gpt-4o", "messages": [{"role": "user", "content": f"my key is {GITHUB}"}]}},
+    }
+    clean = {"type": "response", "call_index": 0, "status": 200, "headers": [["content-type", "application/json"]]}
+    text = json.dumps(clean) + "\n" + json.dumps(request) + "\n"
+    found = list(scan_document(Redactor(), text))
+    assert found and all(number == 2 for number, _ in found)
+    secrets = " ".join(secret for _, secret in found)
+    assert KEY in secrets and GITHUB in secrets
+
+
+def test_a_key_spread_over_a_recorded_streams_events_is_found_at_its_first_event() -> None:
+    pieces = ["Your key: ", KEY[:12], KEY[12:], " ok"]
+    chunks = [
+        "data: " + json.dumps({"choices": [{"index": 0, "delta": {"content": piece}}]}) + "\n\n" for piece in pieces
+    ]
+    lines = [{"type": "response", "call_index": 0, "status": 200, "headers": [["content-type", "text/event-stream"]]}]
+    lines += [{"type": "event", "call_index": 0, "event_index": n, "text": c} for n, c in enumerate(chunks)]
+    lines[2] = {
+        "type": "event",
+        "call_index": 0,
+        "event_index": 1,
+        "base64": base64.b64encode(chunks[1].encode()).decode(),
+    }
+    found = list(scan_document(Redactor(), "\n".join(json.dumps(line) for line in lines)))
+    assert found == [(2, KEY)]
+
+
+def test_a_pem_block_is_reported_whole_at_its_first_line() -> None:
+    body = "\n".join(["MIIEvQIBADANBgkqhkiG9w0BAQEFAASCBKcwggSjAgEAAoIBAQC7"] * 4)
+    pem = f"-----BEGIN PRIVATE KEY-----\n{body}\n-----END PRIVATE KEY-----"
+    text = f"notes\n\n{pem}\n"
+    found = list(scan_document(Redactor(), text))
+    assert any(number == 3 and "BEGIN PRIVATE KEY" in secret and "\n" in secret for number, secret in found), found
