@@ -238,6 +238,7 @@ def load_outline(path: str, blocks: Iterable[bytes], file: ChunkSource | None = 
     return Parser(path, "outline").read(blocks, file)
 
 
+BATCH_BYTES = 256 * 1024  # the lines ``Parser.take`` decodes and checks at a time (some hundreds)
 _LINE_ERRORS = (msgspec.MsgspecError, RecursionError, ValueError, CassetteError)
 
 _FIELD_AT = re.compile(r"^(.*?)(?: - at `\$(.*)`)?$", re.DOTALL)
@@ -359,8 +360,16 @@ class Parser:
         each decoded object with its line to ``objects`` when it is given. Each line is decoded on its own,
         by msgspec (one C call per line, none of them in a Python loop), then checked where it stands: the
         lines other than events one by one, each run of one call's events at once (``_events``). The first
-        problem is raised, or (given ``problems``) kept there, and the lines after it are only decoded."""
-        lines = io.BytesIO(run).readlines()  # each with its newline (JSON's whitespace)
+        problem is raised, or (given ``problems``) kept there, and the lines after it are only decoded. The
+        lines are taken a batch at a time (``BATCH_BYTES``), so that what is worked on stays in the CPU's
+        cache."""
+        batches = io.BytesIO(run)
+        while lines := batches.readlines(BATCH_BYTES):  # each line with its newline (JSON's whitespace)
+            self._take(lines, objects, problems)
+
+    def _take(
+        self, lines: list[bytes], objects: list[tuple[Line, bytes]] | None, problems: list[CassetteError] | None
+    ) -> None:
         first = self.number + 1
         objs, failed = self._decode(lines, first, problems)
         if self.checking:
@@ -374,7 +383,7 @@ class Parser:
         if objects is not None:
             objects.extend((obj, line) for obj, line in zip(objs, lines, strict=True) if obj is not None)
         self.number += len(lines)
-        self.position += len(run)
+        self.position += sum(map(len, lines))
 
     def _decode(
         self, lines: list[bytes], first: int, problems: list[CassetteError] | None
