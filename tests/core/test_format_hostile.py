@@ -549,6 +549,9 @@ def test_the_bound_read_from_the_bytes_agrees_with_the_walk(depth: int) -> None:
     text = json.dumps(wide) if depth < 500 else "[" * depth + "]" * depth
     assert _schema.nests_deeper(text.encode()) is expected
     assert _schema.nests_deeper(b'"[[[[' + b"[" * 200 + b'"') is _schema.nests_deeper(b"[1, {}]") is False
+    for inner, deeper in ((99, False), (100, True)):  # a string holding a bracket next to an empty one
+        document = b'{"k": "[", "j": "", "x": ' + b"[" * inner + b"]" * inner + b', "y": "]]"}'
+        assert _schema.nests_deeper(document) is deeper
 
 
 def test_a_lazily_read_request_body_is_held_as_its_bytes_and_read_when_asked_for() -> None:

@@ -220,9 +220,9 @@ def _b64decode(text: str) -> bytes:
         raise ValueError("not valid base64") from None
 
 
-# What a JSON text's nesting is read from: its brackets alone, ``{`` and ``}`` as ``[`` and ``]``.
+# What a JSON text's nesting is read from: its brackets (``{`` and ``}`` as ``[`` and ``]``) and quotes alone.
 _BRACKETS = bytes.maketrans(b"{}", b"[]")
-_NOT_BRACKETS = bytes(set(range(256)) - set(b"[]{}"))
+_NOT_STRUCTURE = bytes(set(range(256)) - set(b'[]{}"'))
 
 
 def nests_deeper(data: bytes | msgspec.Raw, limit: int = MAX_NESTING) -> bool:
@@ -235,7 +235,11 @@ def nests_deeper(data: bytes | msgspec.Raw, limit: int = MAX_NESTING) -> bool:
         return False
     if b"\\" in data:  # escaped backslashes and quotes: what is left of a quote delimits a string
         data = data.replace(b"\\\\", b"").replace(b'\\"', b"")
-    brackets = b"".join(data.split(b'"')[::2]).translate(_BRACKETS, _NOT_BRACKETS)
+    # Brackets and quotes alone; then strings without brackets (``""``) dropped, two adjacent strings read as
+    # one (their closing and opening quotes), and what is left in strings dropped with them.
+    brackets = data.translate(_BRACKETS, _NOT_STRUCTURE).replace(b'""', b"")
+    if b'"' in brackets:
+        brackets = b"".join(brackets.split(b'"')[::2])
     for _ in range(limit):
         brackets = brackets.replace(b"[]", b"")
         if not brackets:
