@@ -31,7 +31,7 @@ import dataclasses
 import json
 import re
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
@@ -429,11 +429,51 @@ def schema_text() -> str:
     return json.dumps(cassette_schema(), indent=2, ensure_ascii=False) + "\n"
 
 
-def prefix_table_text() -> str:
-    """``vcr_transport/_core/rules/_prefix_table.py``: the credential catalogue's prefix table, computed once here."""
-    from vcr_transport._core.rules._catalogue import prefix_table_module
+def _token_prefix(keyword: str) -> bytes:
+    """The start of ``keyword`` that a token holds: up to its first character outside the tokens."""
+    from vcr_transport._core.rules._catalogue import TOKEN_BYTES
 
-    return prefix_table_module()
+    prefix = bytearray()
+    for byte in keyword.encode():
+        if byte not in TOKEN_BYTES:
+            break
+        prefix.append(byte)
+    return bytes(prefix)
+
+
+def prefix_table(catalogue: Iterable[Any]) -> tuple[tuple[bytes, tuple[int, ...]], ...]:
+    """Each prefix that a prefixed format's keyword starts a token with (``_token_prefix``), the longest
+    first (then in byte order), and the formats (their index in ``catalogue``) whose prefix it starts with:
+    a long token starting with it may be any of them."""
+    formats: dict[bytes, set[int]] = {}
+    for index, credential in enumerate(catalogue):
+        for keyword in credential.keywords if credential.prefixed else ():
+            formats.setdefault(_token_prefix(keyword), set()).add(index)
+    return tuple(
+        (prefix, tuple(sorted(set().union(*(formats.get(prefix[:end], ()) for end in range(len(prefix) + 1))))))
+        for prefix in sorted(formats, key=lambda prefix: (-len(prefix), prefix))
+    )
+
+
+def prefix_table_module() -> str:
+    """``vcr_transport/_core/rules/_prefix_table.py``: ``prefix_table(CATALOGUE)`` as plain constants, so that
+    importing the catalogue computes none of it."""
+    from vcr_transport._core.rules._catalogue import CATALOGUE
+
+    # As ruff formats it: the prefixes are token characters (no quote, no backslash), printed in double quotes.
+    rows = "".join(f'    (b"{prefix.decode()}", {formats!r}),\n' for prefix, formats in prefix_table(CATALOGUE))
+    return (
+        '"""The credential catalogue\'s prefix table: each prefix a prefixed format starts a token with, the\n'
+        "longest first, and the formats (their index in ``_catalogue.CATALOGUE``) a token starting with it may\n"
+        "be. Plain data, so that importing the catalogue computes none of it.\n\n"
+        "Generated from the catalogue (``docs/_gen.py``, ``prefix_table_module``): do not edit, run\n"
+        "``python docs/_gen.py``. ``tests/core/test_credentials.py`` checks that it is current.\n"
+        '"""\n\n'
+        "# ruff: noqa: E501\n\n"
+        "from __future__ import annotations\n\n"
+        '__all__ = ["PREFIX_TABLE"]\n\n'
+        f"PREFIX_TABLE: tuple[tuple[bytes, tuple[int, ...]], ...] = (\n{rows})\n"
+    )
 
 
 PREFIX_TABLE_FILE = ROOT / "vcr_transport" / "_core" / "rules" / "_prefix_table.py"
@@ -442,7 +482,7 @@ FILES: dict[Path, Callable[[], str]] = {
     SCHEMA_FILE: schema_text,
     TYPED_OPTIONS_FILE: typed_options_module,
     REGISTRATION_FILE: registration_module,
-    PREFIX_TABLE_FILE: prefix_table_text,
+    PREFIX_TABLE_FILE: prefix_table_module,
 }
 
 

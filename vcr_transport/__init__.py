@@ -21,7 +21,6 @@ from ._exceptions import (
     UnplayedCallsWarning,
     VcrTransportError,
 )
-from ._version import __version__ as __version__
 
 if _typing.TYPE_CHECKING:
     from ._context import use_cassette
@@ -34,9 +33,11 @@ if _typing.TYPE_CHECKING:
     from ._core.rules._redaction import PLACEHOLDER, SECRET_FIELD_NAMES, Redactor, remove_secret_values
     from ._recording import AsyncRecordingTransport, CassetteRecorder, RecordingTransport
     from ._session import CassetteSession, ModeTransport, ReplayTransport, async_transport, transport
+    from ._version import __version__ as __version__
 
 # The rest is imported when first used (PEP 562), so that importing the package stays cheap: name -> module.
 _LAZY = {
+    "__version__": "._version",  # a leaf the build reads too; imported when asked for
     "use_cassette": "._context",
     "Fault": "._core.engine._faults",
     "FORMAT_VERSION": "._core.format._format",

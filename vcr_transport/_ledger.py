@@ -72,6 +72,7 @@ def write_ledger(root: Path, ledger: Ledger) -> None:
 
     path = write_target(ledger_path(root), root=root)
     _make_state_folder(path.parent)
+    resolved_root = root.resolve()
     document: dict[str, Any] = {
         "ledger_version": LEDGER_VERSION,
         "run": ledger.run,
@@ -79,8 +80,8 @@ def write_ledger(root: Path, ledger: Ledger) -> None:
         "command": ledger.command,
         "complete": ledger.complete,
         "why_incomplete": "" if ledger.complete else ledger.why_incomplete,
-        "cassettes": sorted(_relative(root, p) for p in ledger.cassettes),
-        "owners": {_relative(root, p): sorted(tests) for p, tests in sorted((ledger.owners or {}).items())},
+        "cassettes": sorted(_relative(resolved_root, p) for p in ledger.cassettes),
+        "owners": {_relative(resolved_root, p): sorted(t) for p, t in sorted((ledger.owners or {}).items())},
         "files": sorted(ledger.files),
     }
     descriptor, temporary = tempfile.mkstemp(prefix=".ledger.", suffix=".partial", dir=path.parent)
@@ -156,8 +157,11 @@ def _owners(root: Path, found: Any) -> dict[Path, set[str]] | None:
     return {(root / name).resolve(): {str(test) for test in tests} for name, tests in found.items()}
 
 
-def _relative(root: Path, path: Path) -> str:
+def _relative(resolved_root: Path, path: Path) -> str:
+    """``path`` as the ledger names it: relative to the project (``resolved_root``, resolved), else absolute.
+    The run's paths are resolved already (``PluginRun.resolved``): one is resolved again only when relative."""
+    resolved = path if path.is_absolute() else path.resolve()
     try:
-        return str(path.resolve().relative_to(root.resolve()))
+        return str(resolved.relative_to(resolved_root))
     except ValueError:
-        return str(path.resolve())
+        return str(resolved)

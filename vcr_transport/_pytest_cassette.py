@@ -9,6 +9,7 @@ a test uses a cassette (and the compatibility mode's ``vcr`` fixture, ``_compat`
 from __future__ import annotations
 
 import contextlib
+import functools
 import re
 from collections.abc import Iterator, Mapping
 from pathlib import Path
@@ -18,11 +19,11 @@ import pytest
 
 from ._config import find_pyproject, read_settings
 from ._core.engine._registration import INI_OPTIONS
-from ._pytest_keys import CALL_FAILURE, CASSETTE, CHECKED_AT_END, MARKER, SESSION_GUARD, SHARED, compat_active
+from ._pytest_keys import CALL_FAILURE, CASSETTE, CHECKED_AT_END, MARKER, RUN, SESSION_GUARD, SHARED, compat_active
 
 if TYPE_CHECKING:
     from ._context import use_cassette
-    from ._core.engine._options import Knob
+    from ._core.engine._options import Knob, Options
 
 __all__ = [
     "cassette_name",
@@ -45,6 +46,14 @@ LIST_RUN_OPTIONS = tuple(name for name, _, _, kind, _ in INI_OPTIONS if kind == 
 # The command-line options that set a run-wide option (above the ini, below the marker).
 RUN_FLAGS = {"block_network": "vcr_block_network"}
 MAX_NAME = 100
+# A test's default cassette path, worked out once (at collection, for the ledger), when no older name could
+# be read instead (``found_cassette``: a file's existence can change while the run goes on).
+_DEFAULT_PATH = pytest.StashKey[Path]()
+# The run-wide options the command line and the ini set (``_configured``), worked out once per run.
+_CONFIGURED = pytest.StashKey[dict[str, Any]]()
+# The options of the tests' cassettes, by their arguments (``_options``).
+_OPTIONS = pytest.StashKey[dict[tuple[Any, ...], "Options"]]()
+MAX_OPTIONS_KEPT = 256
 
 
 def cassette_name(node_name: str) -> str:
@@ -62,6 +71,9 @@ def default_cassette_path(node: pytest.Item) -> Path:
     """``cassettes/<module>/<test name>.jsonl`` beside the test file, named by the test's id without the
     credentials its parameters may carry (``_test_ids``); a cassette of the older name holding one is read
     while the new one is missing."""
+    known = node.stash.get(_DEFAULT_PATH, None)
+    if known is not None:
+        return known
     from ._test_ids import found_cassette, without_credentials
 
     module = Path(str(node.path))
@@ -70,7 +82,11 @@ def default_cassette_path(node: pytest.Item) -> Path:
     def named(node_id: str) -> Path:
         return folder / (".".join(cassette_name(n) for n in node_id.split("::")[1:]) + ".jsonl")
 
-    return found_cassette(named(without_credentials(node.nodeid)), named(node.nodeid))
+    written = without_credentials(node.nodeid)
+    if written == node.nodeid:  # one name only
+        path = node.stash[_DEFAULT_PATH] = named(written)
+        return path
+    return found_cassette(named(written), named(node.nodeid))
 
 
 def written_test_id(node: pytest.Item) -> str:
@@ -100,16 +116,32 @@ def run_option(config: pytest.Config, name: str, given: object = None) -> Any:
     = 30`` is 30.0 days), else the compatibility mode's default (unless ``[tool.vcr_transport]`` sets one it may
     carry); None leaves it to ``use_cassette`` (pyproject, then the option's default). A list option is the ini's
     items and then the marker's. A value the option does not take is a UsageError naming where it came from."""
-    from ._core.engine._options import Options  # lazily, as every option: loading the plugin imports none
-
-    knob = Options.knob(name)
+    knob = _knob(name)
     if name in LIST_RUN_OPTIONS:
         if given is not None and not isinstance(given, list | tuple):
             return given  # not a list: Options refuses it, naming the option
         return [*config.getini(knob.ini), *(given or ())] or None
     if given is not None and given != "":
         return _given(name, knob, given)
-    return _configured(config, name, knob)
+    configured = config.stash.setdefault(_CONFIGURED, {})
+    if name not in configured:  # not kept when it raised: every test using it says so
+        configured[name] = _configured(config, name, knob)
+    return configured[name]
+
+
+@functools.cache
+def _knob(name: str) -> Knob:
+    from ._core.engine._options import Options  # lazily, as every option: loading the plugin imports none
+
+    return Options.knob(name)
+
+
+@functools.cache
+def _marker_arguments() -> frozenset[str]:
+    """What the marker takes: ``path`` and the options."""
+    from ._core.engine._options import Options
+
+    return frozenset({"path", *Options.names("marker")})
 
 
 def _given(name: str, knob: Knob, given: object) -> object:
@@ -151,9 +183,7 @@ def with_run_options(config: pytest.Config, arguments: Mapping[str, Any]) -> dic
 
 def _run_allowed_hosts(config: pytest.Config) -> list[str]:
     """The allowed hosts of the run, not of one test: ``[tool.vcr_transport]``'s, then the ini's."""
-    from ._core.engine._options import Options
-
-    return [*_project_settings().get("allowed_hosts", ()), *config.getini(Options.knob("allowed_hosts").ini)]
+    return [*_project_settings().get("allowed_hosts", ()), *config.getini(_knob("allowed_hosts").ini)]
 
 
 @contextlib.contextmanager
@@ -169,7 +199,8 @@ def open_test_cassette(
     arguments = {"missing_ok_unused": True, **arguments}
     if "block_network" not in arguments and "block_network" not in _project_settings():
         arguments["block_network"] = True  # the plugin's default: a replayed test is guarded
-    cassette = use_cassette(path, **arguments)
+    mode = arguments.pop("mode", None)
+    cassette = use_cassette(path, mode=mode, options=_options(request.config, arguments))
     cassette.__enter__()
     request.node.stash[CASSETTE] = cassette
     config = request.config
@@ -181,6 +212,28 @@ def open_test_cassette(
     finally:
         _guard_after(config, cassette, session_guard)
         cassette.close(check=False, failure=request.node.stash.get(CALL_FAILURE, None))
+
+
+def _options(config: pytest.Config, arguments: dict[str, Any]) -> Options:
+    """The options of a test's cassette, as ``use_cassette(path, **arguments)`` makes them (the same errors),
+    made once per run for each set of arguments: most tests of a suite give the same."""
+    from ._core.engine._options import Options
+
+    try:
+        key = tuple(sorted((name, type(value), _hashable(value)) for name, value in arguments.items()))
+        hash(key)
+    except TypeError:  # a value that can't be a key (a dict): made for this test alone
+        return Options.of(None, arguments, where="use_cassette()", entry="block")
+    made = config.stash.setdefault(_OPTIONS, {})
+    if key not in made:
+        if len(made) >= MAX_OPTIONS_KEPT:
+            made.clear()
+        made[key] = Options.of(None, arguments, where="use_cassette()", entry="block")
+    return made[key]
+
+
+def _hashable(value: object) -> object:
+    return tuple(value) if isinstance(value, list) else value
 
 
 def _guard_after(config: pytest.Config, cassette: use_cassette, session_guard: Any) -> None:
@@ -202,9 +255,7 @@ def marked_cassette(request: pytest.FixtureRequest) -> tuple[Path, dict[str, Any
     options, and ``shared_as`` when several tests share the path."""
     marker = request.node.get_closest_marker(MARKER)
     arguments = dict(marker.kwargs) if marker else {}
-    from ._core.engine._options import Options
-
-    valid = frozenset({"path", *Options.names("marker")})
+    valid = _marker_arguments()
     unknown = set(arguments) - valid
     if unknown:
         raise pytest.UsageError(
@@ -223,7 +274,10 @@ def _shared(config: pytest.Config, path: Path) -> bool:
     (its header, once a shared recording was committed: a run of one of its tests)."""
     from ._storage import is_shared  # lazily, as the rest of the machinery
 
-    return path.resolve() in config.stash.get(SHARED, set()) or is_shared(path)
+    claimed = config.stash.get(SHARED, None)
+    if claimed and config.stash[RUN].resolved(path) in claimed:
+        return True
+    return is_shared(path)
 
 
 def check_at_end(item: pytest.Item, cassette: use_cassette) -> None:

@@ -43,7 +43,13 @@ from ._exceptions import CassetteError, ReplayMismatch, ShapeDriftError, Unplaye
 if TYPE_CHECKING:
     from ._context import use_cassette
 
-__all__ = ["cassette_report", "full_traceback_wanted", "hide_our_values", "raised_mismatch"]
+__all__ = [
+    "cassette_report",
+    "full_traceback_wanted",
+    "hide_our_values",
+    "hide_values_of_our_frames",
+    "raised_mismatch",
+]
 
 MAX_UNPLAYED_SHOWN = 4
 MAX_LINES = 15  # of a short report

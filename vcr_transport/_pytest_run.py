@@ -2,8 +2,9 @@
 any entry point and what became of it (``PluginRun``, published for the run's length), the tests that claimed
 each, and whether the run collected the whole suite (what the collection left out, a selection, an early stop, a
 crashed xdist worker: ``_CollectionWatcher``, ``_XdistController``). The thin plugin (``_pytest_plugin``) loads
-it when the run is configured; it imports the ledger (``_ledger``) and the settings (``_config``) only for a run
-that writes a ledger or names a cassette, and nothing of the machinery.
+it when the run is configured; it imports the ledger (``_ledger``, a leaf) at the start, to mark the run started
+in a ledger that exists, the test ids' redaction (``_test_ids``) only for a test that names a cassette, and
+nothing of the machinery.
 """
 
 from __future__ import annotations
@@ -22,7 +23,6 @@ import pytest
 
 from ._pytest_keys import MARKER, RUN, SHARED, compat_active
 from ._run import PytestRun
-from ._test_ids import without_credentials
 
 if TYPE_CHECKING:
     from ._ledger import Ledger
@@ -80,26 +80,43 @@ class PluginRun(PytestRun):
         self.compared = 0  # mode check: live answers compared with the recorded calls their requests stand for
         self.not_compared: list[tuple[Path, str]] = []  # mode check: (cassette, which request and why)
         self.current_test = ""
+        self._folders: dict[Path, Path] = {}  # an absolute folder of cassettes, resolved (``resolved``)
+
+    def resolved(self, path: Path) -> Path:
+        """``path.resolve()``, each absolute folder resolved once in the run (every test of a module has its
+        cassette in the same one): the file itself is resolved only when it is a link."""
+        folder, name = path.parent, path.name
+        if not path.is_absolute() or name in ("", ".", "..") or path.is_symlink():
+            return path.resolve()
+        found = self._folders.get(folder)
+        if found is None:
+            found = self._folders[folder] = folder.resolve()
+        return found / name
 
     def cassette_opened(self, path: Path, mode: str, owner: str = "") -> None:
+        resolved = self.resolved(path)
         with self._lock:
-            resolved = path.resolve()
             self.used.add(resolved)
             if owner:
                 self.owners.setdefault(resolved, set()).add(owner)
 
     def cassette_closed(self, path: Path, outcome: str) -> None:
+        resolved = self.resolved(path)
         with self._lock:
-            self.outcomes[path.resolve()] = outcome
+            self.outcomes[resolved] = outcome
 
     def cassette_checked(self, path: Path, compared: int, not_compared: list[str]) -> None:
+        resolved = self.resolved(path)
         with self._lock:
             self.compared += compared
-            self.not_compared += [(path.resolve(), why) for why in not_compared]
+            self.not_compared += [(resolved, why) for why in not_compared]
 
     def cassette_stale(self, path: Path, age_days: float, max_age: float) -> None:
+        resolved = self.resolved(path)
         with self._lock:
-            self.stale.setdefault(path.resolve(), (age_days, max_age, without_credentials(self.current_test)))
+            from ._test_ids import without_credentials
+
+            self.stale.setdefault(resolved, (age_days, max_age, without_credentials(self.current_test)))
 
     def as_data(self) -> dict[str, Any]:
         return {
@@ -408,7 +425,7 @@ def _never_used(config: pytest.Config, run: PluginRun) -> list[str]:
         return ["never used: not counted in a partial run"]
     from ._config import cassette_folders
 
-    known = {p.resolve() for folder in cassette_folders(config.rootpath) for p in folder.rglob("*.jsonl")}
+    known = {run.resolved(p) for folder in cassette_folders(config.rootpath) for p in folder.rglob("*.jsonl")}
     unused = known - run.used
     return [f"{len(unused)} never used ('vcr-transport prune' lists them)"] if unused else []
 
@@ -458,10 +475,11 @@ def claim_cassettes(config: pytest.Config, items: list[pytest.Item]) -> None:
         marker = item.get_closest_marker(MARKER)
         if marker is not None:
             from ._pytest_cassette import marker_cassette_path
+            from ._test_ids import without_credentials
 
             path = marker_cassette_path(item, marker.kwargs.get("path"))
             run.cassette_opened(path, "claimed", without_credentials(item.nodeid))
-            claims[path.resolve()] += 1
+            claims[run.resolved(path)] += 1
         if compat:
             _claim_compat(run, item)
     config.stash[SHARED] = {path for path, count in claims.items() if count > 1}
@@ -470,6 +488,7 @@ def claim_cassettes(config: pytest.Config, items: list[pytest.Item]) -> None:
 def _claim_compat(run: PluginRun, item: pytest.Item) -> None:
     """A pytest-recording test's cassette, its own (never shared)."""
     from ._compat import claimed_cassette
+    from ._test_ids import without_credentials
 
     claimed = claimed_cassette(item)
     if claimed is not None:

@@ -282,6 +282,7 @@ class CassetteWriter:
         self._lock = threading.Lock()
         self.closed = False
         self.failure: OSError | None = None
+        self._read_back = False  # the strict parser read the temporary file whole as it is moved into place
         self.write(header)
 
     @property
@@ -395,7 +396,7 @@ class CassetteWriter:
                         if final != self.temporary:
                             self.temporary.unlink(missing_ok=True)
                             self.temporary = final
-                        unreadable = _unreadable(self.temporary)
+                        unreadable = self._unreadable()
                         if unreadable is not None:
                             self._discard()
                             raise CassetteError(
@@ -422,6 +423,11 @@ class CassetteWriter:
                 "free disk space or fix the folder's permissions, then record again",
             )
         return replaced
+
+    def _unreadable(self) -> CassetteError | None:
+        """Why the file to move into place doesn't read back (``_unreadable``); None, unread, when the quiet
+        comparison has just read it whole as it is."""
+        return None if self._read_back else _unreadable(self.temporary)
 
     def _merged_shared(self, owner: str) -> bool:
         """Make the temporary file the shared cassette with this recording (``owner``'s calls) merged in
@@ -494,6 +500,7 @@ class CassetteWriter:
                 return self.temporary
             plan = quiet.plan(old, new)
             if not plan.kept:
+                self._read_back = True  # ``prints`` has just read it whole with the strict parser
                 return self.temporary
         except (CassetteError, OSError):  # the old cassette can't be read: the recording replaces it
             return self.temporary
@@ -700,16 +707,22 @@ def is_shared(path: Path) -> bool:
     """Whether the cassette at ``path`` says it is shared by several tests (``"shared": true`` in its
     header, written by ``merge_shared``). Reads at most the first line, never blocks; False for a file that
     isn't there or isn't a cassette."""
-    if not_a_cassette(path) is not None:
+    first = _first_line(path)
+    if isinstance(first, str) or header_problem(first) is not None:
         return False
-    with open(path, "rb") as file:
-        header = json.loads(file.readline(HEADER_READ_LIMIT))
-    return header.get("shared") is True
+    return json.loads(first).get("shared") is True  # one open and one read (each test's cassette asks)
 
 
 def not_a_cassette(path: Path) -> str | None:
     """Why a path is not a vcr_transport cassette, or None when it is one: a regular file (not a symlink,
     FIFO or device) whose first line is a cassette header. Reads at most the first line, never blocks."""
+    first = _first_line(path)
+    return first if isinstance(first, str) else header_problem(first)
+
+
+def _first_line(path: Path) -> bytes | str:
+    """The first line of a regular file (at most HEADER_READ_LIMIT bytes; never blocks), or why it can't
+    be read."""
     flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOFOLLOW", 0)
     try:
         if not stat.S_ISREG(os.lstat(path).st_mode):
@@ -722,5 +735,4 @@ def not_a_cassette(path: Path) -> str | None:
     with os.fdopen(descriptor, "rb") as file:
         if not stat.S_ISREG(os.fstat(file.fileno()).st_mode):
             return "not a regular file"
-        first = file.readline(HEADER_READ_LIMIT)
-    return header_problem(first)
+        return file.readline(HEADER_READ_LIMIT)

@@ -583,8 +583,15 @@ def test_the_generated_prefix_table_is_what_the_catalogue_gives() -> None:
     """``_prefix_table.py`` is current, and ``prefix_table`` gives what its first form computed at import: for
     each prefix (the token part of a prefixed format's keyword), every prefixed format with a keyword whose
     token part starts it."""
+    from doc_blocks import docs_gen
+
     from vcr_transport._core.rules import _prefix_table
-    from vcr_transport._core.rules._catalogue import _token_prefix, prefix_table, prefix_table_module
+
+    _token_prefix, prefix_table, prefix_table_module = (
+        docs_gen()._token_prefix,
+        docs_gen().prefix_table,
+        docs_gen().prefix_table_module,
+    )
 
     assert Path(_prefix_table.__file__).read_text(encoding="utf-8") == prefix_table_module(), (
         "vcr_transport/_core/rules/_prefix_table.py differs from the catalogue: run .venv/bin/python docs/_gen.py"

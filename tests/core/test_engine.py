@@ -11,10 +11,12 @@ from pathlib import Path
 from typing import Any
 
 import httpx2
+import msgspec
 import pytest
 
 import vcr_transport
 from vcr_transport import ReplayMismatch
+from vcr_transport._core.engine import _engine as _engine_module
 from vcr_transport._core.engine._engine import ReplayEngine
 from vcr_transport._core.engine._explain import reordered_lists, volatile_suggestion
 from vcr_transport._core.engine._matching import RequestMatcher
@@ -368,6 +370,32 @@ def test_a_held_stream_with_no_call_to_wait_for_times_out_as_a_silent_server_doe
     assert served.holds(0) == (), "serve answers any number of runs: nothing to wait for"
 
 
+def test_the_streams_of_a_sequential_app_are_not_decoded_to_know_what_they_hold(
+    tmp_path: Path, monkeypatch: Any
+) -> None:
+    """Each call of a sequential app ends before the next starts: ``holds`` knows from the line order that
+    its stream holds nothing open, without reading its events (it ran the SSE decoder over every body
+    first: binary answers replayed at 18 MB/s)."""
+    sse = [("content-type", "text/event-stream")]
+    lines = [encode_line(header_line())]
+    for index in range(20):
+        lines.append(encode_line(request_line(index, "POST", URL, HEADERS, {"json": {"q": index}})))
+        lines.append(encode_line(response_line(index, 200, sse)))
+        lines.append(event_lines(index, 0, [(b": ping\n\n", 1_000)], 0))
+        lines.append(encode_line(call_end_line(index, 1, "complete")))
+    path = tmp_path / "c.jsonl"
+    path.write_bytes(b"".join(lines))
+    read: list[int] = []
+    monkeypatch.setattr(_engine_module, "data_of", lambda body: read.append(len(body)) or "")
+    monkeypatch.setattr(_engine_module, "_open_ended", lambda call: read.append(call.index) or True)
+    engine = vcr_transport.ReplayTransport(path).engine
+    assert [engine.holds(i) for i in range(20)] == [()] * 20
+    assert read == [], "no stream read"
+    held = vcr_transport.ReplayTransport(_held_stream_cassette(tmp_path / "held.jsonl")).engine
+    assert held.holds(0) == (1, 2) and read == [0], "a stream beside other calls is read, once"
+    assert held.holds(0) == (1, 2) and read == [0]
+
+
 def _together(count: int) -> list[tuple[str, int]]:
     """Calls that all ran at once (an asyncio.gather): every request line, then every end."""
     return [("start", index) for index in range(count)] + [("end", index) for index in range(count)]
@@ -425,6 +453,29 @@ def test_a_group_in_reverse_compares_each_request_with_one_call(tmp_path: Path, 
         assert _ask(engine, bodies[index]) == index
     # One full comparison a request (the call its key finds); comparing every unplayed call made 45,150.
     assert compared == count
+
+
+def test_a_conversation_encodes_each_body_once_a_side(tmp_path: Path, monkeypatch: Any) -> None:
+    """Each turn's request carries the whole history: its body is encoded once for the request and once for
+    its call (the check for skipped keys), and comparing them reuses those (they were encoded twice each)."""
+    history = [{"role": "system", "content": "rules " * 1_000}]  # every body large
+    bodies = {}
+    for turn in range(20):
+        history.append({"role": "user", "content": f"turn {turn}"})
+        bodies[turn] = {"model": "m", "messages": list(history)}
+    engine = _engine(_write(tmp_path / "c.jsonl", _sequential(20), bodies))
+    encoded: list[Any] = []
+    encode = msgspec.json.encode
+
+    def counted(value: Any, *rest: Any, **options: Any) -> bytes:
+        text = encode(value, *rest, **options)
+        if b'"messages":' in text:  # the body, or a request holding it
+            encoded.append(value)
+        return text
+
+    monkeypatch.setattr(msgspec.json, "encode", counted)
+    assert [_ask(engine, bodies[turn]) for turn in range(20)] == list(range(20))
+    assert len(encoded) == 2 * 20
 
 
 def test_repeats_answer_from_a_group_replayed_out_of_order(tmp_path: Path) -> None:

@@ -16,6 +16,7 @@ from upstream import Received, Reply, Upstream
 from vendors import SDKS, VENDOR_ROUTES, Sdk, anthropic_reply, gemini_reply, openai_reply
 
 import vcr_transport
+from vcr_transport import _storage
 from vcr_transport._core.engine._quiet import QuietComparison, merged_lines
 from vcr_transport._core.format._format import (
     Cassette,
@@ -270,6 +271,52 @@ def test_interleaved_calls_keep_their_old_lines_and_stay_a_valid_cassette() -> N
     # The same file again: unchanged, whatever the header says.
     again = quiet.prints("again", [old.replace(b'"created":"then"', b'"created":"later"')], old=False)
     assert again is not None and quiet.plan(old_prints, again).unchanged
+
+
+def _seen(prints: Any) -> dict[int, tuple[bytes, bytes, bool, list[tuple[int, int]]]]:
+    return {index: (call.digest, call.request, call.clean, call.spans) for index, call in prints.calls.items()}
+
+
+def test_an_old_files_spans_dont_depend_on_how_its_blocks_are_cut() -> None:
+    order = [(0, "request"), (1, "request"), (0, "response"), (1, "response")]
+    order += [(0, "event"), (0, "event"), (1, "event"), (0, "event"), (0, "call_end"), (1, "call_end")]
+    old = _file([(0, "a", [b"he", b"ll", b"o"]), (1, "b", [b"x"])], order, "then")
+    quiet = QuietComparison()
+    whole = quiet.prints("old", [old], old=True)
+    assert whole is not None
+    for cut in range(1, len(old), 7):
+        cut_up = quiet.prints("old", [old[:cut], old[cut:]], old=True)
+        assert cut_up is not None and _seen(cut_up) == _seen(whole)
+    assert b"".join(old[start:end] for start, end in whole.calls[0].spans) == b"".join(
+        line + b"\n" for line in old.split(b"\n") if b'"call_index":0' in line
+    ), "the spans hold call 0's lines, and nothing else"
+
+
+def test_a_re_record_that_kept_no_call_is_read_once(tmp_path: Path, monkeypatch: Any) -> None:
+    """Every call changed: the recording is the new file as written, which the comparison has just read
+    whole with the strict parser; it is not read back again. A file merged with old lines is."""
+    path = tmp_path / "c.jsonl"
+
+    def record_calls(prompts: list[str]) -> None:
+        recorder = vcr_transport.CassetteRecorder(path)
+        for prompt in prompts:
+            call = recorder.start(
+                "POST", "https://api.test/v1", [("content-type", "application/json")], b'{"q":"%s"}' % prompt.encode()
+            )
+            call.response(200, [("content-type", "text/plain")], "HTTP/1.1")
+            call.chunk(b"answer to " + prompt.encode())
+            call.end("complete")
+        recorder.close()
+
+    record_calls(["a", "b"])
+    read_back: list[Path] = []
+    unreadable = _storage._unreadable
+    monkeypatch.setattr(_storage, "_unreadable", lambda file: read_back.append(file) or unreadable(file))
+    record_calls(["c", "d"])
+    assert read_back == []
+    assert [call.body for call in read_cassette(path).calls] == [{"json": {"q": "c"}}, {"json": {"q": "d"}}]
+    record_calls(["c", "e"])
+    assert len(read_back) == 1, "a file holding old lines is read back"
 
 
 def test_a_damaged_old_file_has_no_prints() -> None:

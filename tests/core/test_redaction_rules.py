@@ -5,6 +5,7 @@ samples; and the text leaks of issue 36, each with what ``scan`` says of it."""
 from __future__ import annotations
 
 import base64
+import json
 from pathlib import Path
 
 import pytest
@@ -21,6 +22,8 @@ ANTHROPIC = "sk-ant-api03-" + "aB3dE5fG7hJ9kL1mN3pQ5rS7tU9vW1xY3zA5bC7dE9fG1hJ3k
 GITHUB = "ghp_1a2B3c4D5e6F7g8H9i0J1k2L3m4N5o6P7q8R"
 AWS = "AKIAIOSFODNN7EXAMPL3"
 EPHEMERAL = "ek_68af296e8e408191a1120ab6383263c2"
+SLACK_SECRET = "abcdefGHIJKLmnopQRSTuvwx"
+SLACK_WEBHOOK = f"https://hooks.slack.com/services/T0123ABCD/B0456EFGH/{SLACK_SECRET}"
 
 # Each rule's samples: texts it changes, texts it leaves alone.
 SAMPLES: dict[str, tuple[list[str], list[str]]] = {
@@ -53,6 +56,27 @@ SAMPLES: dict[str, tuple[list[str], list[str]]] = {
     "glued shapes": (
         [f"openai-insecure-api-key.{KEY}", f"prod-{GITHUB}", f"config/keys/{AWS}"],
         [f"{KEY}", "prod-ghp_x"],
+    ),
+    "slack webhooks": (
+        [f"post to {SLACK_WEBHOOK}", SLACK_WEBHOOK.replace("services", "workflows")],
+        ["https://hooks.slack.com/services/T0123ABCD/B0456EFGH/[secret removed]", "https://slack.com/services/x"],
+    ),
+    "encoded": (
+        [
+            f"hex {KEY.encode().hex()}",
+            "entities " + "".join(f"&#{ord(c)};" for c in KEY),
+            "escapes " + "".join(f"\\x{ord(c):02x}" for c in KEY),
+            "twice " + KEY.replace("-", "%252D"),
+            "prose " + base64.b64encode(f"my key is {KEY}".encode()).decode() + " ok",
+        ],
+        [
+            "hex " + "ab12" * 20,
+            "&#169; 2026 &#8212; fine",
+            "\\x41\\x42",
+            "100%25 sure",
+            "data " + base64.b64encode(bytes(range(256))).decode(),
+            base64.b64encode(b"just some plain words in base64").decode(),
+        ],
     ),
     "shapes": ([f"use {KEY} now", f"Bearer {GITHUB}", EPHEMERAL], ["the ring bearer", "sk-short"]),
 }
@@ -237,3 +261,57 @@ def test_scan_reads_file_names_and_the_owners_of_request_lines(tmp_path: Path) -
     (tmp_path / f"test_x_{KEY}.jsonl").write_text("nothing here\n")
     report = scan([str(tmp_path)], [], [])
     assert [(hit.line, hit.secret[:4]) for hit in report.hits] == [(0, KEY[:4])]
+
+
+# Issue 36's leaks, each planted as it would be written: what recording removes, scan must flag.
+PLANTED: dict[str, tuple[str, str]] = {
+    "hex": (f"hex dump: {KEY.encode().hex()}", KEY.encode().hex()),
+    "html entities": ("see " + "".join(f"&#{ord(c)};" for c in GITHUB), "&#103;&#104;&#112;"),
+    "html hex entities": ("see " + "".join(f"&#x{ord(c):x};" for c in KEY), "&#x73;&#x6b;"),
+    "escapes": ("bytes " + "".join(f"\\x{ord(c):02x}" for c in AWS) + " end", "\\x41\\x4b\\x49\\x41"),
+    "double percent": (f"https://x.test/cb?next=%2Fuse%2F{KEY.replace('-', '%252D')}", KEY.replace("-", "%252D")),
+    "base64 in prose": (
+        "the config is " + base64.b64encode(f"OPENAI_API_KEY={KEY}\n".encode()).decode() + " as you see",
+        base64.b64encode(f"OPENAI_API_KEY={KEY}\n".encode()).decode(),
+    ),
+    "slack webhook": (SLACK_WEBHOOK, SLACK_SECRET),
+    "aws secret near its key id": (f"{AWS} wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY", "wJalrXUtnFEMI/K7MDENG"),
+    "aws secret after an aws name": ("aws_secret_access_key is wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY", "wJalrX"),
+    "yaml line in a prompt": ("fix this:\nservice:\n  api_key: x7Hq92LmPz\n", "x7Hq92LmPz"),
+}
+
+
+@pytest.mark.parametrize("name", sorted(PLANTED))
+def test_each_planted_leak_is_removed_by_recording_and_flagged_by_scan(name: str) -> None:
+    text, secret = PLANTED[name]
+    line = {"type": "request", "method": "POST", "url": "https://api.openai.com/v1/responses", "body": {"json": {}}}
+    line["body"] = {"json": {"model": "m", "input": text}}
+    recorded = json.dumps(Redactor().redact_value(line))
+    assert secret not in recorded and PLACEHOLDER in recorded, name
+    assert Redactor().redact_text(text) != text, name
+    flagged = [found for _, found in scan_document(Redactor(), json.dumps(line))]
+    assert flagged and all(PLACEHOLDER not in found for found in flagged), name
+    assert any(secret in found or found in text for found in flagged), (name, flagged)
+
+
+def test_media_with_each_encoding_s_look_alikes_stays_byte_identical() -> None:
+    """Base64 media (a data URL, ``b64_json``, audio ``data``) whose bytes hold every probe of the encodings
+    rule (key prefixes, their hex, ``&#``, ``\\x``, ``%25``) decode to bytes that aren't text: kept as they are."""
+    look_alikes = b"sk-proj-" + b"q" + b"ghp_" + b"AKIA" + b"736b2d70726f6a2d" + b"&#115;\\x73%2573 c2stcHJvai0"
+    media = base64.b64encode(b"\x89PNG\r\n\x1a\n\x00\x00" + look_alikes * 4 + bytes(range(256))).decode()
+    for value in ({"b64_json": media}, {"audio": {"data": media}}, {"url": f"data:image/png;base64,{media}"}):
+        assert Redactor().redact_value(value, response=True) == value
+        assert _scanned(json.dumps(value)) == []
+    assert Redactor().redact_text(f"prose then {media}") == f"prose then {media}"
+
+
+def test_a_thinking_signature_and_an_mcp_session_id_are_kept() -> None:
+    """Decided (docs/explanation/redaction.md): a JSON ``signature`` is data (Anthropic's thinking blocks, sent
+    back and checked on the next turn), and so is MCP's ``mcp-session-id`` (a session handle, never
+    authentication); neither is removed nor flagged."""
+    block = {"type": "thinking", "thinking": "two and two", "signature": "EvgHCkYICxgCKkBWep44ZkS8HkPkKt2q7OJir9S1a"}
+    assert Redactor().redact_value(block, response=True) == block
+    headers = [("mcp-session-id", "2b340d77e0594a45b85e5fafce71d0b4")]
+    assert Redactor().redact_headers(headers) == headers
+    assert _scanned(json.dumps(block)) == []
+    assert Redactor(names=["signature"]).redact_value(block, response=True)["signature"] == PLACEHOLDER

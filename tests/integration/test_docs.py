@@ -149,7 +149,7 @@ def test_the_docs_example_cassette_validates_against_the_schema() -> None:
 def test_the_schema_refuses_what_the_types_refuse(line: dict[str, Any]) -> None:
     assert list(_validator().iter_errors(line))
     with pytest.raises(Exception):  # noqa: B017 - the parser refuses it too (msgspec's own error)
-        _schema._decoder.decode(json.dumps(line))
+        _schema.LINE_DECODER.decode(json.dumps(line))
 
 
 # --- code blocks ---------------------------------------------------------------------------------------------

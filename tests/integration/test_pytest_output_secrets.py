@@ -6,8 +6,11 @@
 from __future__ import annotations
 
 import re
+from pathlib import Path
 
 import pytest
+
+import vcr_transport
 
 KEY = "sk-proj-" + "Zq7RkLm2Nx4Vb8Tc1Wd5Yf9Hg3Js6Pa0Ue" * 2
 PASSWORD = "Q7passwordInTheBody01234"
@@ -58,6 +61,14 @@ def project(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> pytes
     return pytester
 
 
+# This package's folder: a checkout named vcr_transport has the SDKs' frames (its .venv) under "vcr_transport/" too.
+_PACKAGE = Path(vcr_transport.__file__).resolve().parent
+
+
+def _ours(path: str) -> bool:
+    return Path(path).resolve().is_relative_to(_PACKAGE)
+
+
 _LOCATION = re.compile(r"^(?P<path>\S+\.py):\d+:(?P<short> in \S+)?")
 _SEPARATOR = re.compile(r"^(?:_ )+_?$")
 
@@ -73,11 +84,11 @@ def _our_frames(output: str) -> list[str]:
             start = number
         elif location and location["short"]:
             end = next((n for n in range(number + 1, len(lines)) if _LOCATION.match(lines[n])), len(lines))
-            if "vcr_transport/" in location["path"]:
+            if _ours(location["path"]):
                 frames.append("\n".join(lines[number:end]))
             start = end
         elif location:
-            if "vcr_transport/" in location["path"]:
+            if _ours(location["path"]):
                 frames.append("\n".join(lines[start : number + 1]))
             start = number
     return frames

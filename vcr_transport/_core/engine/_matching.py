@@ -274,14 +274,55 @@ def _key_markers(names: Iterable[str]) -> tuple[bytes, ...]:
     return tuple(msgspec.json.encode(name) + b":" for name in names)
 
 
-def _may_hold_keys(value: Any, markers: tuple[bytes, ...]) -> bool:
+def _may_hold_keys(value: Any, markers: tuple[bytes, ...], encodings: _Encodings) -> bool:
     """Whether ``value`` may hold a key ``markers`` stand for (``_key_markers``): its JSON holds the marker
-    (never inside a string, where the quotes are escaped). True when it can't be encoded."""
+    (never inside a string, where the quotes are escaped). True when it can't be encoded. The encoding is
+    kept in ``encodings``: the body is compared next."""
     try:
-        encoded = msgspec.json.encode(value)
+        encoded = encodings.keep(value)
     except (TypeError, ValueError, RecursionError, msgspec.EncodeError):
         return True
     return any(marker in encoded for marker in markers)
+
+
+class _Encodings:
+    """The compact JSON of the last few large bodies matching encoded (``_may_hold_keys``), so that comparing
+    a body it let through as it was (``_same``) doesn't encode it again: a long conversation's request is
+    encoded once a side, not twice. Each body is held with its encoding and found by identity. Threads may
+    share it: a lost race costs only an encoding."""
+
+    _SIZE = 4
+    _LARGE = 4096  # bytes of JSON: a smaller body costs less encoded again than kept
+
+    def __init__(self) -> None:
+        self._held: list[tuple[Any, bytes] | None] = [None] * self._SIZE
+        self._next = 0
+
+    def keep(self, value: Any) -> bytes:
+        encoded = msgspec.json.encode(value)
+        if len(encoded) >= self._LARGE:
+            slot = self._next
+            self._next = (slot + 1) % self._SIZE
+            self._held[slot] = (value, encoded)
+        return encoded
+
+    def _encoding(self, value: Any) -> bytes | None:
+        for entry in self._held:
+            if entry is not None and entry[0] is value:
+                return entry[1]
+        return None
+
+    def same(self, recorded: Mapping[str, Any], incoming: Mapping[str, Any]) -> bool:
+        """Whether two equal requests encode alike (raises as the encoder does): the whole of each, or field
+        by field when both bodies are held (the same fields in the same order: equal encodings of the
+        whole)."""
+        encode = msgspec.json.encode
+        one, other = self._encoding(recorded.get("body")), self._encoding(incoming.get("body"))
+        if one is None or other is None or list(recorded) != list(incoming):
+            return bool(encode(recorded) == encode(incoming))
+        return one == other and all(
+            encode(recorded[name]) == encode(incoming[name]) for name in recorded if name != "body"
+        )
 
 
 def _below(paths: tuple[FieldPath, ...], key: str | int) -> tuple[FieldPath, ...]:
@@ -392,6 +433,7 @@ class RequestMatcher:
         self._fields = NON_DETERMINISTIC_FIELD_NAMES | frozenset(name for name, path in parsed if path is None)
         self._paths = tuple(path for _, path in parsed if path is not None)
         self._field_markers = _key_markers(self._fields)
+        self._encodings = _Encodings()
         self._length_volatile = self.is_volatile("content-length")
         self._handshake_defaults = HANDSHAKE_DEFAULTS - self._removed
         # What a client's requests share, and a replayed request shares with its recorded call, worked out
@@ -522,19 +564,19 @@ class RequestMatcher:
     def _without_skipped(self, value: Any) -> Any:
         """A JSON body without the fields matching skips; the body itself (not a copy: don't change it) when
         it has none of them, found in its encoding rather than by rebuilding it."""
-        if self._paths or _may_hold_keys(value, self._field_markers):
+        if self._paths or _may_hold_keys(value, self._field_markers, self._encodings):
             return _drop_fields(value, self._fields, self._paths)
         return value
 
     def difference(self, recorded: Mapping[str, Any], incoming: Mapping[str, Any]) -> Difference | None:
         """The first differing field, looking at method, URL, headers and body in that order."""
-        if _same(recorded, incoming):
+        if _same(recorded, incoming, self._encodings):
             return None
         return next(self._differences(recorded, incoming), None)
 
     def differences(self, recorded: Mapping[str, Any], incoming: Mapping[str, Any]) -> list[Difference]:
         """Every differing field, in the order ``difference`` looks (its first is the first of these)."""
-        if _same(recorded, incoming):
+        if _same(recorded, incoming, self._encodings):
             return []
         return list(self._differences(recorded, incoming))
 
@@ -550,14 +592,15 @@ class RequestMatcher:
                     yield difference
 
 
-def _same(recorded: Mapping[str, Any], incoming: Mapping[str, Any]) -> bool:
+def _same(recorded: Mapping[str, Any], incoming: Mapping[str, Any], encodings: _Encodings) -> bool:
     """Whether two requests are the same, found without walking them: equal (in C), and equal in their encoding,
     so that equal values of another type (0 and False, 1 and 1.0), which the walk names, are not the same. A
-    pair equal but encoded otherwise (keys in another order) is walked."""
+    pair equal but encoded otherwise (keys in another order) is walked. A large body is encoded once
+    (``encodings``)."""
     if recorded != incoming:
         return False
     try:
-        return msgspec.json.encode(recorded) == msgspec.json.encode(incoming)
+        return encodings.same(recorded, incoming)
     except (TypeError, msgspec.EncodeError):
         return False
 

@@ -24,6 +24,7 @@ from collections.abc import Callable, Iterable, Mapping
 from typing import TYPE_CHECKING, Any, Literal, NamedTuple
 
 from ..._exceptions import CassetteError
+from .._memo import Memo
 from ..rules._hosts import parse_host_rules
 from ..rules._patterns import user_pattern
 from ._faults import Fault, parse_fault
@@ -855,13 +856,23 @@ class Options:
         return dataclasses.replace(self, **taken) if taken else self
 
     def redactor(self) -> Redactor:
-        """The redaction rules: the defaults plus these options' additions."""
+        """The redaction rules: the defaults plus these options' additions. A new redactor (it learns the
+        values of one cassette), whose rules and their memos are built once per configuration."""
         from ..rules._redaction import Redactor
 
-        return Redactor(self.redact_names, self.redact_patterns, self.redact_with)
+        key = ("redactor", self.redact_names, self.redact_patterns, self.redact_with)
+        rules: Redactor = _built(key, lambda: Redactor(self.redact_names, self.redact_patterns, self.redact_with))
+        return rules.fresh()
 
     def normalizer(self) -> Normalizer:
-        """What both sides of a comparison are normalised with: ``normalize_patterns``, ``normalize_with``."""
+        """What both sides of a comparison are normalised with: ``normalize_patterns``, ``normalize_with``.
+        Built once per configuration."""
+        normalizer: Normalizer = _built(
+            ("normalizer", self.normalize_patterns, self.normalize_with), self._new_normalizer
+        )
+        return normalizer
+
+    def _new_normalizer(self) -> Normalizer:
         from ._matching import Normalizer
 
         patterns = (
@@ -871,7 +882,13 @@ class Options:
         return Normalizer(patterns, self.normalize_with)
 
     def matcher(self) -> RequestMatcher:
-        """What matching compares: the defaults adjusted by these options."""
+        """What matching compares: the defaults adjusted by these options. Built once per configuration (it
+        holds nothing of a cassette: ``with_server_values`` makes a cassette's own)."""
+        key = ("matcher", self.ignore_headers, self.compare_headers, self.ignore_fields, self.match_on)
+        matcher: RequestMatcher = _built(key, self._new_matcher)
+        return matcher
+
+    def _new_matcher(self) -> RequestMatcher:
         from ._matching import RequestMatcher
 
         return RequestMatcher(
@@ -880,6 +897,22 @@ class Options:
             ignore_fields=self.ignore_fields,
             match_on=self.match_on,
         )
+
+
+# What a configuration builds (the redaction rules, the matcher, the normaliser), by the options it is built
+# from: once per process for each configuration, so every cassette of a pytest session (of each xdist worker)
+# with the same options shares them. Pure objects, never changed once built.
+_BUILT: Memo[tuple[object, ...], Any] = Memo(64)
+
+
+def _built(key: tuple[object, ...], build: Callable[[], Any]) -> Any:
+    """``build()``, once per ``key``; every time when a value of the key can't be hashed (a user's callable
+    object that defines ``__eq__`` only)."""
+    try:
+        hash(key)
+    except TypeError:
+        return build()
+    return _BUILT.get(key, build)
 
 
 def _knob(field: dataclasses.Field[Any]) -> Knob:

@@ -110,30 +110,43 @@ class QuietComparison:
         process just wrote, whose request lines that are byte for byte old ones take their prints."""
         calls: dict[int, CallPrint] = {}
         parser = Parser(path)
-        start = 0  # where the next line starts in the file
+        place = _Place()
         try:
             for run in parser.runs(blocks):
                 objects: list[tuple[Line, bytes]] = []
                 parser.take(run, objects)
-                for obj, line in objects:
-                    call: CallPrint | None
-                    if isinstance(obj, EventLine):  # the most lines by far: folded here
-                        call = calls[obj.call_index]
-                        call.body.update(obj.chunk())
-                    else:
-                        call = self._fold(obj, line, calls, old)
-                    end = start + len(line)
-                    if old and call is not None:  # the line's span, adjacent spans merged into one
-                        spans = call.spans
-                        if spans and spans[-1][1] == start:
-                            spans[-1] = (spans[-1][0], end)
-                        else:
-                            spans.append((start, end))
-                    start = end
+                self._fold_run(objects, calls, old, place)
             parser.finish()
         except CassetteError:
             return None
+        place.close()
         return FilePrints(calls)
+
+    def _fold_run(
+        self, objects: list[tuple[Line, bytes]], calls: dict[int, CallPrint], old: bool, place: _Place
+    ) -> None:
+        """Fold checked lines into the prints of their calls; for an old file, each line's span too (the
+        lines of a call one after the other make one span). Events, the most lines by far, are folded here:
+        the parser checked that each has exactly one of text and base64."""
+        event, start = EventLine, place.start
+        pieces: list[bytes] = []  # the chunks of ``call``'s events one after the other, hashed together
+        call: CallPrint | None = None
+        for obj, line in objects:
+            if obj.__class__ is event:
+                owner = calls[obj.call_index]
+                if owner is not call:
+                    _hash_pieces(call, pieces)
+                    call = owner
+                text = obj.text
+                pieces.append(text.encode() if text.__class__ is str else obj.chunk())
+            else:
+                _hash_pieces(call, pieces)
+                call = self._fold(obj, line, calls, old)
+            if old and call is not place.call:
+                place.move(call, start)
+            start += len(line)
+        _hash_pieces(call, pieces)
+        place.start = start
 
     def _fold(self, obj: Line, line: bytes, calls: dict[int, CallPrint], old: bool) -> CallPrint | None:
         """Fold a checked line other than an event into the print of its call (None for the header)."""
@@ -205,6 +218,39 @@ class QuietComparison:
             if before is not None and before.clean and before.digest == call.digest:
                 kept[index] = before.spans
         return QuietPlan(len(kept) == len(new.calls) == len(old.calls), kept)
+
+
+def _hash_pieces(call: CallPrint | None, pieces: list[bytes]) -> None:
+    """Add the chunks in ``pieces`` to ``call``'s body hash, and empty it."""
+    if pieces:
+        assert call is not None
+        call.body.update(b"".join(pieces))
+        pieces.clear()
+
+
+class _Place:
+    """Where ``QuietComparison.prints`` is in an old file: the offset of the next line, and the call whose
+    lines run from ``since`` to there (None: the header), whose span is added when another call's line
+    comes."""
+
+    __slots__ = ("call", "since", "start")
+
+    def __init__(self) -> None:
+        self.start = 0
+        self.since = 0
+        self.call: CallPrint | None = None
+
+    def move(self, call: CallPrint | None, start: int) -> None:
+        """The line at ``start`` is ``call``'s, another call's than the line before."""
+        self.close(start)
+        self.call, self.since = call, start
+
+    def close(self, end: int | None = None) -> None:
+        """The current call's lines end at ``end`` (the end of the file when None): their span is added."""
+        end = self.start if end is None else end
+        if self.call is not None and end > self.since:
+            self.call.spans.append((self.since, end))
+        self.call = None
 
 
 def merged_lines(path: str, new_blocks: Iterable[bytes], plan: QuietPlan, old: ChunkSource) -> Iterator[bytes]:

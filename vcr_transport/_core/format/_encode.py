@@ -19,6 +19,17 @@ from ._schema import (
     StoredBody,
 )
 
+__all__ = [
+    "call_end_line",
+    "encode_line",
+    "event_lines",
+    "header_age_days",
+    "header_line",
+    "message_line",
+    "request_line",
+    "response_line",
+]
+
 # --- encoders: the one place lines are written ---------------------------------------------------------
 
 

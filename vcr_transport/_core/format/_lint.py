@@ -10,6 +10,12 @@ from dataclasses import dataclass
 from ..._exceptions import CassetteError
 from ._parser import ChunkSource, Parser, RecordedCall
 
+__all__ = [
+    "header_problem",
+    "problems",
+    "Finding",
+]
+
 # --- checking --------------------------------------------------------------------------------------------
 
 

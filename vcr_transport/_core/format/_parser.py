@@ -16,13 +16,15 @@ import msgspec
 
 from ..._exceptions import CassetteError
 from ._schema import (
-    _KINDS,
-    _RERECORD,
     FORMAT_VERSION,
     HELD_LINE_BYTES,
     INTENDED,
+    JSON_DECODER,
+    LINE_DECODER,
+    LINE_KINDS,
     MAX_LINE_BYTES,
     OUTCOMES,
+    RERECORD,
     WEBSOCKET_SCHEMES,
     CallEndLine,
     EventLine,
@@ -33,10 +35,20 @@ from ._schema import (
     RequestLine,
     ResponseLine,
     StoredBody,
-    _decoder,
-    _untyped,
     json_problem,
 )
+
+__all__ = [
+    "foreign_file",
+    "load_outline",
+    "load_streaming",
+    "overlap_groups",
+    "Cassette",
+    "ChunkSource",
+    "LazyChunks",
+    "Parser",
+    "RecordedCall",
+]
 
 
 def overlap_groups(calls: Sequence[RecordedCall]) -> list[int]:
@@ -123,7 +135,7 @@ class _HeldBodyCall(RecordedCall):
     @property
     def body(self) -> StoredBody:
         held = _BODY_SLOT.__get__(self)
-        return {"json": _untyped.decode(held)} if held.__class__ is bytes else held
+        return {"json": JSON_DECODER.decode(held)} if held.__class__ is bytes else held
 
     @body.setter
     def body(self, value: StoredBody | bytes) -> None:
@@ -151,7 +163,7 @@ class LazyChunks(Sequence[bytes]):
         if isinstance(index, slice):
             return [self[i] for i in range(*index.indices(len(self)))]
         start, end = self.spans[index]
-        line = _decoder.decode(self._source.read(start, end))
+        line = LINE_DECODER.decode(self._source.read(start, end))
         assert isinstance(line, EventLine), "a span always points at a validated event line"
         return line.chunk()
 
@@ -347,7 +359,7 @@ class Parser:
             yield from cutter.cut(block)
         if cutter.pending:
             raise self.fail(
-                self.number + 1, "the last line is cut off (no newline): the recording was interrupted", _RERECORD
+                self.number + 1, "the last line is cut off (no newline): the recording was interrupted", RERECORD
             )
 
     def take(
@@ -400,7 +412,7 @@ class Parser:
                 objs.append(None)
         while len(objs) < len(lines) and (problems is not None or not failed):
             try:
-                objs.extend(map(_decoder.decode, itertools.islice(lines, len(objs), None)))
+                objs.extend(map(LINE_DECODER.decode, itertools.islice(lines, len(objs), None)))
             except _LINE_ERRORS as error:  # ``extend`` keeps the objects before the line that failed
                 failed.append((len(objs), error))
                 objs.append(None)
@@ -504,15 +516,15 @@ class Parser:
         if isinstance(error, CassetteError):
             return error
         if isinstance(error, RecursionError):
-            return self.fail(number, "unreadable line: JSON nested too deeply", _RERECORD)
+            return self.fail(number, "unreadable line: JSON nested too deeply", RERECORD)
         if isinstance(error, msgspec.ValidationError):
             return self._invalid(number, line, str(error))
         if isinstance(error, msgspec.DecodeError):
-            return self.fail(number, f"unreadable line: not valid JSON ({error})", _RERECORD)
-        return self.fail(number, f"malformed event line: {error}", _RERECORD)  # EventLine.chunk
+            return self.fail(number, f"unreadable line: not valid JSON ({error})", RERECORD)
+        return self.fail(number, f"malformed event line: {error}", RERECORD)  # EventLine.chunk
 
     def _decode_header(self, line: bytes) -> HeaderLine:
-        obj = _untyped.decode(line)
+        obj = JSON_DECODER.decode(line)
         if not isinstance(obj, dict) or obj.get("type") != "header":
             raise self.fail(1, "line 1 is not a header line", "the file is not a vcr_transport cassette")
         version = obj.get("format_version")
@@ -527,21 +539,21 @@ class Parser:
 
     def _invalid(self, number: int, line: bytes, message: str) -> CassetteError:
         try:
-            obj = _untyped.decode(line)
+            obj = JSON_DECODER.decode(line)
         except (msgspec.MsgspecError, RecursionError):  # pragma: no cover - the typed decode read it
             obj = None
         kind = obj.get("type") if isinstance(obj, dict) else None
         if not isinstance(obj, dict):
-            return self.fail(number, f"expected a JSON object, found {type(obj).__name__}", _RERECORD)
+            return self.fail(number, f"expected a JSON object, found {type(obj).__name__}", RERECORD)
         if kind not in ("header", "request", "response", "event", "call_end", "message"):
             return self.fail(
                 number,
                 f"unknown line type {kind!r}",
-                f"expected one of {_KINDS}; a newer vcr_transport may have written it",
+                f"expected one of {LINE_KINDS}; a newer vcr_transport may have written it",
             )
         if kind == "call_end" and message.endswith("at `$.outcome`") and obj.get("outcome") not in OUTCOMES:
             return self.fail(
-                number, f"unknown outcome {obj.get('outcome')!r}; expected one of {', '.join(OUTCOMES)}", _RERECORD
+                number, f"unknown outcome {obj.get('outcome')!r}; expected one of {', '.join(OUTCOMES)}", RERECORD
             )
         match = _FIELD_AT.match(message)
         problem, at = (match.group(1), match.group(2)) if match else (message, None)
@@ -572,7 +584,7 @@ class Parser:
     def _line_header(self, number: int, obj: HeaderLine) -> None:
         if number == 1:
             return
-        raise self.fail(number, "a second header line: only line 1 may be a header", _RERECORD)
+        raise self.fail(number, "a second header line: only line 1 may be a header", RERECORD)
 
     def _line_request(self, number: int, obj: RequestLine) -> None:
         index = obj.call_index
@@ -647,7 +659,7 @@ class Parser:
         for call in self.calls.values():
             if call.outcome is None:
                 raise self.fail(
-                    call.line, f"call {call.index} has no call_end line: the recording was interrupted", _RERECORD
+                    call.line, f"call {call.index} has no call_end line: the recording was interrupted", RERECORD
                 )
         indexes = sorted(self.calls)
         for position, index in enumerate(indexes):

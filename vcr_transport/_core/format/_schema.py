@@ -12,6 +12,37 @@ from urllib.parse import urlsplit
 
 import msgspec
 
+__all__ = [
+    "FORMAT_VERSION",
+    "HELD_LINE_BYTES",
+    "HTTP_VERSIONS",
+    "INTENDED",
+    "JSON_DECODER",
+    "LINE_DECODER",
+    "LINE_KINDS",
+    "MAX_LINE_BYTES",
+    "MAX_NESTING",
+    "MAX_SECONDS",
+    "OUTCOMES",
+    "PLACEHOLDER",
+    "RERECORD",
+    "WEBSOCKET_SCHEMES",
+    "decode_json",
+    "json_problem",
+    "nests_deeper",
+    "CallEndLine",
+    "CloseInfo",
+    "ErrorInfo",
+    "EventLine",
+    "HeaderLine",
+    "Line",
+    "MessageLine",
+    "RecordedMessage",
+    "RequestLine",
+    "ResponseLine",
+    "StoredBody",
+]
+
 FORMAT_VERSION = 1
 OUTCOMES = ("complete", "closed_early", "error")
 HTTP_VERSIONS = ("HTTP/0.9", "HTTP/1.0", "HTTP/1.1", "HTTP/2", "HTTP/3")
@@ -36,7 +67,7 @@ _MAX_INDEX = 2**53
 # time is refused on load like any value out of range, and the recorder writes a later arrival as this.
 MAX_SECONDS = 3_600.0
 _TOKEN = r"^[!#$%&'*+\-.^_`|~0-9A-Za-z]+$"  # RFC 9110 token, the grammar of a method
-_RERECORD = "re-record the cassette"
+RERECORD = "re-record the cassette"
 
 StoredBody = dict[str, Any] | None
 # One message of a WebSocket session: who sent it ("client" or "server"), the message (text as ``str``,
@@ -87,7 +118,7 @@ class Body(msgspec.Struct, forbid_unknown_fields=True):
         """The body as the model holds it. Raises msgspec.ValidationError for JSON that is well-formed but not
         a value this reader holds (a number out of range): ``json_problem`` words it."""
         if isinstance(self.json, msgspec.Raw):
-            return {"json": _untyped.decode(self.json)}
+            return {"json": JSON_DECODER.decode(self.json)}
         if isinstance(self.text, str):
             return {"text": self.text}
         return {"base64": self.base64}
@@ -208,9 +239,9 @@ class MessageLine(_Line, tag="message", forbid_unknown_fields=True):
 
 
 Line = HeaderLine | RequestLine | ResponseLine | EventLine | CallEndLine | MessageLine
-_KINDS = "header, request, response, event, call_end, message"
-_decoder = msgspec.json.Decoder(Line)
-_untyped = msgspec.json.Decoder()
+LINE_KINDS = "header, request, response, event, call_end, message"
+LINE_DECODER = msgspec.json.Decoder(Line)
+JSON_DECODER = msgspec.json.Decoder()
 
 
 def _b64decode(text: str) -> bytes:

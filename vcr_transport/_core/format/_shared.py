@@ -12,8 +12,16 @@ import msgspec
 
 from ._encode import encode_line
 from ._schema import (
-    _untyped,
+    JSON_DECODER,
 )
+
+__all__ = [
+    "line_place",
+    "lines_before_call",
+    "lines_of_calls",
+    "merge_shared",
+    "without_owners",
+]
 
 
 class _Place(msgspec.Struct):
@@ -93,7 +101,7 @@ def merge_shared(old: bytes | None, new: bytes, owner: str) -> bytes:
     ``old`` that name no owner (a cassette recorded before it was shared) are ``owner``'s earlier calls.
     Calls stay whole and in their order within each test, so their overlap (``overlap_groups``) is kept."""
     new_lines = [line for line in new.split(b"\n") if line]
-    header = _untyped.decode(new_lines[0])
+    header = JSON_DECODER.decode(new_lines[0])
     header["shared"] = True
     blocks = _owner_blocks(old, owner) if old is not None else {}
     owned = [_with_owner(line, owner) if line_place(line)[0] == "request" else line for line in new_lines[1:]]
@@ -104,7 +112,7 @@ def merge_shared(old: bytes | None, new: bytes, owner: str) -> bytes:
 def without_owners(data: bytes, owners: Collection[str]) -> bytes:
     """A shared cassette (read successfully) without the calls of the tests ``owners``: the other calls byte
     for byte but for their call numbers, renumbered 0, 1, 2... in file order; the header as it was."""
-    header = _untyped.decode(data.split(b"\n", 1)[0])
+    header = JSON_DECODER.decode(data.split(b"\n", 1)[0])
     blocks = _owner_blocks(data, "")
     return _joined(header, (block for who, block in blocks.items() if who not in owners))
 

@@ -1,14 +1,9 @@
-"""The credential catalogue: the shapes of secrets that can be recognised without a name beside them.
-
-Each format is a regular expression plus keywords: the expression runs on a text only when one of the
-keywords occurs in it. All the keywords are found in one pass over the text (Aho-Corasick, far cheaper
-than the expressions), so text with no credential costs two passes whatever the number of formats; an
-expression is compiled the first time a text holds one of its keywords. The catalogue is gitleaks'
-prefixed and shape-specific rules (``GITLEAKS_CATALOGUE``, generated into ``_gitleaks_rules`` by
-``tools/gen_credentials.py`` from gitleaks' ``config/gitleaks.toml``) and ours (``ADDITIONS``): the key
-shapes of LLM vendors, webhook URLs, and shapes gitleaks reads narrower. Vendors whose keys have no
-recognisable shape (Cohere, Mistral: bare alphanumeric strings) are found by name only. Users add their own
-shapes with ``redact_patterns``. No I/O.
+"""The credential catalogue: the shapes of secrets recognised without a name beside them, gitleaks' prefixed and
+shape-specific rules (generated into ``_gitleaks_rules`` by ``tools/gen_credentials.py``) and ours
+(``ADDITIONS``). A format's expression runs on a text only where one of its keywords occurs, all of them found
+in one Aho-Corasick pass, so text with no credential costs two passes whatever the number of formats; an
+expression is compiled the first time it is needed. Keys with no recognisable shape (Cohere, Mistral) are found
+by name only.
 """
 
 from __future__ import annotations
@@ -34,17 +29,16 @@ __all__ = [
     "GLUED_NEEDLES",
     "KEYWORD_PATTERNS",
     "PREFIX_PATTERNS",
+    "TOKEN_BYTES",
     "CredentialFormat",
     "catalogue_matches",
     "glued_matches",
     "looks_like_credential",
     "may_hold_prefixed",
-    "prefix_table",
-    "prefix_table_module",
 ]
 
-# A prefixed shape must stand alone: not inside a longer run of base64 or URL-safe base64 characters, so
-# media that holds "sk-..." or "ghp_..." by chance is left alone.
+# A prefixed shape must stand alone, not inside a longer run of (URL-safe) base64: media that holds "sk-..." or
+# "ghp_..." by chance is left alone.
 _BEFORE = r"(?<![A-Za-z0-9_+/.\-])"
 _AFTER = r"(?![A-Za-z0-9_+/=\-])"
 
@@ -77,18 +71,18 @@ def _bearer_credential(match: re.Match[str]) -> bool:
 
 @dataclass(frozen=True)
 class CredentialFormat:
-    """One credential shape. ``pattern``'s group ``secret`` (or else its group ``group``, 0 for the whole
-    match) is what gets removed. ``expression`` is compiled (``pattern``) the first time it is needed."""
+    """One credential shape. ``pattern``'s group ``secret`` (or else its group ``group``) is what gets removed.
+    ``lowercase_keywords``: the keywords are searched in the lower case; ``prefixed``: they are prefixes the
+    credential starts with, at a token start; ``anchored``: every match starts with one; ``prefilter``: searched
+    in the lower case first, it matches wherever ``pattern`` would (cheaper than ignoring case)."""
 
     name: str
     keywords: tuple[str, ...]
     expression: re.Pattern[str] | str
-    lowercase_keywords: bool = False  # keywords are tested against the lower-cased text
+    lowercase_keywords: bool = False
     validate: Callable[[re.Match[str]], bool] | None = None
-    prefixed: bool = False  # the keywords are prefixes the credential starts with, at a token start
-    anchored: bool = False  # every match starts with one of the keywords (always so when prefixed)
-    # Searched in the lower-cased text before ``pattern``: it matches wherever ``pattern`` would (a cheap
-    # literal-led search in place of a case-insensitive one).
+    prefixed: bool = False
+    anchored: bool = False
     prefilter: re.Pattern[str] | None = None
     group: int = 0
 
@@ -110,8 +104,8 @@ class CredentialFormat:
         return any(c in "si" for keyword in self.keywords for c in keyword)
 
     def _candidates(self, text: str, lowered: str | None) -> Iterable[re.Match[str]]:
-        """In ASCII text, when every match starts with a keyword, only the keywords' positions are tried
-        (``str.find`` skips ahead far faster than a regular expression's search)."""
+        """When every match starts with a keyword, only the keywords' positions are tried (``str.find`` skips
+        ahead far faster than a regular expression's search), in the lower case when it keeps the positions."""
         if not (self.anchored or self.prefixed):
             return self.pattern.finditer(text)
         if not self.lowercase_keywords:
@@ -122,11 +116,14 @@ class CredentialFormat:
         return self.pattern.finditer(text)
 
     def _anchored_matches(self, text: str, haystack: str) -> Iterator[re.Match[str]]:
-        """What ``pattern.finditer(text)`` gives, trying only where a keyword occurs in ``haystack``
-        (``text``, or its lower case, at the same positions in ASCII text)."""
-        starts = sorted({start for keyword in self.keywords for start in _occurrences(keyword, haystack)})
+        starts = set()
+        for keyword in self.keywords:
+            start = haystack.find(keyword)
+            while start >= 0:
+                starts.add(start)
+                start = haystack.find(keyword, start + 1)
         end = 0
-        for start in starts:
+        for start in sorted(starts):
             if start >= end and (match := self.pattern.match(text, start)) is not None:
                 end = match.end()
                 yield match
@@ -135,41 +132,31 @@ class CredentialFormat:
         return match.span("secret") if "secret" in self.pattern.groupindex else match.span(self.group)
 
 
-def _occurrences(part: str, text: str) -> Iterator[int]:
-    """Where ``part`` starts in ``text``, in order (overlapping occurrences included)."""
-    start = text.find(part)
-    while start >= 0:
-        yield start
-        start = text.find(part, start + 1)
-
-
 def _prefixed(name: str, keywords: tuple[str, ...], body: str) -> CredentialFormat:
     return CredentialFormat(name, keywords, _BEFORE + body + _AFTER, prefixed=True)
 
 
-def _shannon_entropy(text: str) -> float:
-    counts = Counter(text)
-    return -sum(n / len(text) * math.log2(n / len(text)) for n in counts.values())
-
-
 def _entropy_at_least(minimum: float, group: int) -> Callable[[re.Match[str]], bool]:
-    """gitleaks' check of a match: its secret's Shannon entropy (bits per character) is at least ``minimum``,
-    so that a placeholder (``ghp_xxxx...``) is not a key."""
-    return lambda match: bool(match[group]) and _shannon_entropy(match[group]) >= minimum
+    """gitleaks' check: the secret's Shannon entropy (bits per character) is at least ``minimum``, so that a
+    placeholder (``ghp_xxxx...``) is not a key."""
+
+    def check(match: re.Match[str]) -> bool:
+        secret = match[group]
+        if not secret:
+            return False
+        return -sum(n / len(secret) * math.log2(n / len(secret)) for n in Counter(secret).values()) >= minimum
+
+    return check
 
 
 def _from_gitleaks(rule: GitleaksRule) -> CredentialFormat:
     validate = None if rule.entropy is None else _entropy_at_least(rule.entropy, rule.group)
-    if rule.kind == "prefixed":
-        return CredentialFormat(
-            rule.name, rule.keywords, rule.pattern, validate=validate, prefixed=True, group=rule.group
-        )
+    prefixed = rule.kind == "prefixed"
     return CredentialFormat(
-        rule.name, rule.keywords, rule.pattern, lowercase_keywords=True, validate=validate, group=rule.group
+        rule.name, rule.keywords, rule.pattern, not prefixed, validate, prefixed=prefixed, group=rule.group
     )
 
 
-# The shapes gitleaks has (generated into ``_gitleaks_rules`` by tools/gen_credentials.py).
 GITLEAKS_CATALOGUE: tuple[CredentialFormat, ...] = tuple(map(_from_gitleaks, GITLEAKS_RULES))
 
 # Ours: the LLM vendors' keys (most of which gitleaks lacks), webhook URLs, and shapes that gitleaks knows
@@ -209,35 +196,33 @@ ADDITIONS: tuple[CredentialFormat, ...] = (
     CredentialFormat(
         "slack webhook",
         ("hooks.slack.com/",),
-        re.compile(r"hooks\.slack\.com/(?:services|workflows|triggers)/(?P<secret>[A-Za-z0-9_/+-]{20,})"),
+        r"hooks\.slack\.com/(?:services|workflows|triggers)/(?:[A-Za-z0-9]+/){1,3}(?P<secret>[A-Za-z0-9_+-]{16,})",
         anchored=True,
     ),
     CredentialFormat(
         "discord webhook",
         ("/api/webhooks/",),
-        re.compile(r"discord(?:app)?\.com/api/webhooks/(?P<secret>\d{5,25}/[A-Za-z0-9_-]{40,})"),
+        r"discord(?:app)?\.com/api/webhooks/(?P<secret>\d{5,25}/[A-Za-z0-9_-]{40,})",
     ),
     CredentialFormat(
         "microsoft teams webhook",
         ("webhook.office.com/", "/webhookb2/"),
-        re.compile(r"/webhookb2/(?P<secret>[A-Za-z0-9@/_.-]{40,})", re.IGNORECASE),
+        r"(?i)/webhookb2/(?P<secret>[A-Za-z0-9@/_.-]{40,})",
         lowercase_keywords=True,
     ),
     CredentialFormat(
         "zapier webhook",
         ("hooks.zapier.com/",),
-        re.compile(r"hooks\.zapier\.com/hooks/catch/(?P<secret>[0-9]+/[A-Za-z0-9]+)"),
+        r"hooks\.zapier\.com/hooks/catch/(?P<secret>[0-9]+/[A-Za-z0-9]+)",
         anchored=True,
     ),
     CredentialFormat(
-        "telegram bot token in a url path",
-        ("/bot",),
-        re.compile(r"/bot(?P<secret>\d{5,12}:[A-Za-z0-9_-]{30,50})(?![A-Za-z0-9_-])"),
+        "telegram bot token in a url path", ("/bot",), r"/bot(?P<secret>\d{5,12}:[A-Za-z0-9_-]{30,50})(?![A-Za-z0-9_-])"
     ),
     CredentialFormat(
         "telegram bot token",
         (":AA",),
-        re.compile(r"(?<![A-Za-z0-9_])(?:bot)?(?P<secret>\d{6,12}:AA[A-Za-z0-9_-]{30,40})(?![A-Za-z0-9_-])"),
+        r"(?<![A-Za-z0-9_])(?:bot)?(?P<secret>\d{6,12}:AA[A-Za-z0-9_-]{30,40})(?![A-Za-z0-9_-])",
     ),
     _prefixed(
         "stripe secret key", ("sk_live_", "sk_test_", "rk_live_", "rk_test_"), r"[rs]k_(?:live|test)_[A-Za-z0-9]{16,}"
@@ -273,18 +258,13 @@ ADDITIONS: tuple[CredentialFormat, ...] = (
     _prefixed("age secret key", ("AGE-SECRET-KEY-",), r"AGE-SECRET-KEY-1[QPZRY9X8GF2TVDW0S3JN54KHCE6MUA7L]{58}"),
     # Cloud
     _prefixed(
-        "aws access key id",
-        ("AKIA", "ASIA", "ABIA", "ACCA", "A3T"),
-        r"(?:A3T[A-Z0-9]|AKIA|ASIA|ABIA|ACCA)[A-Z0-9]{16}",
+        "aws access key id", ("AKIA", "ASIA", "ABIA", "ACCA", "A3T"), r"(?:A3T[A-Z0-9]|AKIA|ASIA|ABIA|ACCA)[A-Z0-9]{16}"
     ),
     CredentialFormat(
         "aws secret access key after an aws name",
         ("aws",),
-        re.compile(
-            r"aws[A-Za-z0-9_ .-]{0,30}?(?:secret|key)[A-Za-z0-9_ .-]{0,20}?[\"']?\s*[:=]?\s*[\"']?"
-            r"(?P<secret>(?<![A-Za-z0-9+/])[A-Za-z0-9+/]{40}(?![A-Za-z0-9+/=.]))",
-            re.IGNORECASE,
-        ),
+        r"(?i)aws[A-Za-z0-9_ .-]{0,30}?(?:secret|key)[A-Za-z0-9_ .-]{0,20}?[\"']?\s*[:=]?\s*[\"']?"
+        r"(?P<secret>(?<![A-Za-z0-9+/])[A-Za-z0-9+/]{40}(?![A-Za-z0-9+/=.]))",
         lowercase_keywords=True,
         anchored=True,
     ),
@@ -297,44 +277,33 @@ ADDITIONS: tuple[CredentialFormat, ...] = (
     CredentialFormat(
         "azure connection string key",
         ("accountkey=", "sharedaccesskey=", "password=", "pwd="),
-        re.compile(
-            r"(?<![A-Za-z0-9])(?:AccountKey|SharedAccessKey|Password|Pwd)=(?!\[secret removed\])"
-            r"(?P<secret>[^;\s\"'&<>\\]{4,})",
-            re.IGNORECASE,
-        ),
+        r"(?i)(?<![A-Za-z0-9])(?:AccountKey|SharedAccessKey|Password|Pwd)=(?!\[secret removed\])"
+        r"(?P<secret>[^;\s\"'&<>\\]{4,})",
         lowercase_keywords=True,
         anchored=True,
     ),
     # Generic, structural shapes
-    _prefixed(
-        "json web token",
-        ("eyJ",),
-        r"eyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]*",
-    ),
+    _prefixed("json web token", ("eyJ",), r"eyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]*"),
     CredentialFormat(
         "pem private key",
         ("PRIVATE KEY-",),
-        re.compile(
-            r"-----BEGIN[A-Z0-9 ]{0,20} PRIVATE KEY(?: BLOCK)?-----"
-            r"(?:.*?-----END[A-Z0-9 ]{0,20} PRIVATE KEY(?: BLOCK)?-----|[A-Za-z0-9+/=\s\\]*)",
-            re.DOTALL,
-        ),
+        r"(?s)-----BEGIN[A-Z0-9 ]{0,20} PRIVATE KEY(?: BLOCK)?-----"
+        r"(?:.*?-----END[A-Z0-9 ]{0,20} PRIVATE KEY(?: BLOCK)?-----|[A-Za-z0-9+/=\s\\]*)",
     ),
     CredentialFormat(
         "basic credentials",
         ("basic",),
-        re.compile(r"\bbasic\s+(?P<secret>[A-Za-z0-9+/]{6,}={0,2})(?![A-Za-z0-9+/=])", re.IGNORECASE),
+        r"(?i)\bbasic\s+(?P<secret>[A-Za-z0-9+/]{6,}={0,2})(?![A-Za-z0-9+/=])",
         lowercase_keywords=True,
         validate=_basic_credentials,
         anchored=True,
-        # Case-insensitively, "s" also matches U+017F and "i" U+0130 (lower-cased with a combining dot)
-        # and U+0131.
+        # Ignoring case, "s" also matches U+017F and "i" U+0130 (lower-cased with a combining dot) and U+0131.
         prefilter=re.compile("ba[s\u017f](?:i\u0307?|\u0131)c\\s+\\S{6}"),
     ),
     CredentialFormat(
         "bearer credential",
         ("bearer",),
-        re.compile(r"\bbearer\s+(?P<secret>[A-Za-z0-9._~+/=-]{8,})", re.IGNORECASE),
+        r"(?i)\bbearer\s+(?P<secret>[A-Za-z0-9._~+/=-]{8,})",
         lowercase_keywords=True,
         validate=_bearer_credential,
         anchored=True,
@@ -343,90 +312,34 @@ ADDITIONS: tuple[CredentialFormat, ...] = (
     CredentialFormat(
         "h11 illegal header value",
         ("header value b",),
-        re.compile(r"[Ii]llegal header value b(?P<q>['\"])(?P<secret>.+?)(?P=q)(?![A-Za-z0-9])"),
+        r"[Ii]llegal header value b(?P<q>['\"])(?P<secret>.+?)(?P=q)(?![A-Za-z0-9])",
     ),
 )
 CATALOGUE: tuple[CredentialFormat, ...] = ADDITIONS + GITLEAKS_CATALOGUE
 
-
-# Every prefixed credential starts a token, a run of the characters its lookbehind excludes, at least
-# _SHORTEST characters long. The text is turned into tokens in C (bytes.translate), and one Aho-Corasick
-# pass finds every prefix that follows a space: far cheaper than one pass over the text per prefix.
-_TOKEN_BYTES = frozenset(b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_+/-.")
-_TO_TOKENS = bytes(byte if byte in _TOKEN_BYTES else 32 for byte in range(256))
+# Every prefixed credential starts a token (a run of the characters its lookbehind excludes) of at least
+# _SHORTEST characters. The text is turned into tokens in C (bytes.translate), and one Aho-Corasick pass finds
+# every prefix that follows a space. ``_prefix_table`` (generated by docs/_gen.py) gives, for each prefix, the
+# longest first, the formats a long token starting with it may be.
+TOKEN_BYTES = frozenset(b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_+/-.")
+_TO_TOKENS = bytes(byte if byte in TOKEN_BYTES else 32 for byte in range(256))
 _SHORTEST = 11  # eyJ and eight characters: the first part of a JWT
-
-
-def _token_prefix(keyword: str) -> bytes:
-    """The start of ``keyword`` that a token holds: up to its first character outside the tokens."""
-    prefix = bytearray()
-    for byte in keyword.encode():
-        if byte not in _TOKEN_BYTES:
-            break
-        prefix.append(byte)
-    return bytes(prefix)
-
-
-def prefix_table(catalogue: Iterable[CredentialFormat]) -> tuple[tuple[bytes, tuple[int, ...]], ...]:
-    """Each prefix that a prefixed format's keyword starts a token with (``_token_prefix``), the longest
-    first (then in byte order), and the formats (their index in ``catalogue``) whose prefix it starts with:
-    a long token starting with it may be any of them. Generated into ``_prefix_table`` with the catalogue
-    (``prefix_table_module``), so that importing this module computes none of it."""
-    formats: dict[bytes, set[int]] = {}
-    for index, credential in enumerate(catalogue):
-        for keyword in credential.keywords if credential.prefixed else ():
-            formats.setdefault(_token_prefix(keyword), set()).add(index)
-    return tuple(
-        (prefix, tuple(sorted(set().union(*(formats.get(prefix[:end], ()) for end in range(len(prefix) + 1))))))
-        for prefix in sorted(formats, key=lambda prefix: (-len(prefix), prefix))
-    )
-
-
-def prefix_table_module() -> str:
-    """The source of ``_prefix_table.py``: ``prefix_table(CATALOGUE)`` as plain constants."""
-    # As ruff formats it: the prefixes are token characters (no quote, no backslash), printed in double quotes.
-    rows = "".join(f'    (b"{prefix.decode()}", {formats!r}),\n' for prefix, formats in prefix_table(CATALOGUE))
-    return (
-        '"""The credential catalogue\'s prefix table: each prefix a prefixed format starts a token with, the\n'
-        "longest first, and the formats (their index in ``_catalogue.CATALOGUE``) a token starting with it may\n"
-        "be. Plain data, so that importing the catalogue computes none of it.\n\n"
-        "Generated from the catalogue (``_catalogue.prefix_table_module``): do not edit, run\n"
-        "``python docs/_gen.py``. ``tests/core/test_credentials.py`` checks that it is current.\n"
-        '"""\n\n'
-        "# ruff: noqa: E501\n\n"
-        "from __future__ import annotations\n\n"
-        '__all__ = ["PREFIX_TABLE"]\n\n'
-        f"PREFIX_TABLE: tuple[tuple[bytes, tuple[int, ...]], ...] = (\n{rows})\n"
-    )
-
-
-# A long token starting with a prefix (the longest that fits) may be any format whose prefix it starts with.
-_PREFIXES = [prefix for prefix, _ in PREFIX_TABLE]
+PREFIX_PATTERNS: tuple[bytes, ...] = tuple(prefix for prefix, _ in PREFIX_TABLE)
 _FORMATS_BY_PREFIX: dict[bytes, tuple[int, ...]] = dict(PREFIX_TABLE)
-
-
-def _formats_by_keyword() -> dict[tuple[str, str | None], tuple[int, ...]]:
-    """The formats of each keyword of a format that isn't prefixed, by (its lower case, the keyword as
-    it must occur in the text itself when it is searched with its case)."""
-    keywords: dict[tuple[str, str | None], tuple[int, ...]] = {}
-    for index, credential in enumerate(CATALOGUE):
-        if not credential.prefixed:
-            for keyword in credential.keywords:
-                key = (keyword.lower(), None if credential.lowercase_keywords else keyword)
-                keywords[key] = (*keywords.get(key, ()), index)
-    return keywords
-
-
-# The keywords, all found in one pass over the UTF-8 lower case of the text (Aho-Corasick, in Rust). A
-# keyword searched with its case occurs in the lower case of any text holding it, so it is tested in the
-# text itself only once its lower case is found.
-_KEYWORDS = list(_formats_by_keyword().items())
+_DFA = ahocorasick_rs.Implementation.DFA  # faster than the NFA; the library's own choice up to 100 patterns
+_PREFIX_FINDER = ahocorasick_rs.BytesAhoCorasick([b" " + prefix for prefix in PREFIX_PATTERNS], implementation=_DFA)
+# Found anywhere: text holding none has no prefixed credential, nor has any part of it.
+_ANYWHERE_FINDER = ahocorasick_rs.BytesAhoCorasick(PREFIX_PATTERNS, implementation=_DFA)
+# The keywords of the formats that aren't prefixed, by (lower case, the keyword as written when it is searched
+# with its case: then tested in the text itself once its lower case is found), in one pass over the lower case.
+_BY_KEYWORD: dict[tuple[str, str | None], tuple[int, ...]] = {}
+for _index, _format in enumerate(CATALOGUE):
+    for _keyword in () if _format.prefixed else _format.keywords:
+        _key = (_keyword.lower(), None if _format.lowercase_keywords else _keyword)
+        _BY_KEYWORD[_key] = (*_BY_KEYWORD.get(_key, ()), _index)
+_KEYWORDS = list(_BY_KEYWORD.items())
 KEYWORD_PATTERNS = [lowered.encode() for (lowered, _), _ in _KEYWORDS]
 _KEYWORD_FINDER = ahocorasick_rs.BytesAhoCorasick(KEYWORD_PATTERNS)
-# The prefixes, each after a space: found in the tokens only where a token starts.
-# (A DFA, which the library builds by itself for 100 patterns at most: faster than its NFA.)
-_DFA = ahocorasick_rs.Implementation.DFA
-_PREFIX_FINDER = ahocorasick_rs.BytesAhoCorasick([b" " + prefix for prefix in _PREFIXES], implementation=_DFA)
 
 
 def _candidates(text: str, lowered: str, keywords: Iterable[int] | None = None) -> set[int]:
@@ -443,11 +356,10 @@ def _candidates(text: str, lowered: str, keywords: Iterable[int] | None = None) 
     if len(text) < _SHORTEST:
         return found
     tokens = b" " + text.encode("utf-8", "surrogatepass").translate(_TO_TOKENS)
-    # Every prefix that starts a token long enough; a longer prefix's formats hold a shorter one's.
     for index, start, _ in _PREFIX_FINDER.find_matches_as_indexes(tokens, overlapping=True):
         token_start = tokens[start + 1 : start + 1 + _SHORTEST]
         if len(token_start) == _SHORTEST and b" " not in token_start:
-            found.update(_FORMATS_BY_PREFIX[_PREFIXES[index]])
+            found.update(_FORMATS_BY_PREFIX[PREFIX_PATTERNS[index]])
     return found
 
 
@@ -455,51 +367,28 @@ def catalogue_matches(
     text: str, lowered: str | None = None, keywords: Iterable[int] | None = None
 ) -> list[tuple[int, int, str]]:
     """(start, end, format name) of every catalogued credential in ``text``, in no particular order.
-    ``lowered`` is ``text.lower()`` when the caller has it already; ``keywords``, the index in
-    ``KEYWORD_PATTERNS`` of each pattern found in the UTF-8 of ``lowered`` (with repeats, or not), when
-    the caller has searched for them already."""
+    ``lowered``: ``text.lower()``; ``keywords``: the index in ``KEYWORD_PATTERNS`` of each pattern found in
+    the UTF-8 of ``lowered``, when the caller has them already."""
     found = []
     lowered = text.lower() if lowered is None else lowered
     for index in _candidates(text, lowered, keywords):
         credential = CATALOGUE[index]
-        if credential.prefilter is not None and credential.prefilter.search(lowered) is None:
-            continue
-        for match in credential.matches(text, lowered):
-            start, end = credential.span(match)
-            found.append((start, end, credential.name))
+        if credential.prefilter is None or credential.prefilter.search(lowered) is not None:
+            found += [(*credential.span(match), credential.name) for match in credential.matches(text, lowered)]
     return found
 
 
-# The prefixes found anywhere in the text, not only where a token starts: text holding none has no
-# prefixed credential, nor has any part of it.
-PREFIX_PATTERNS: tuple[bytes, ...] = tuple(_PREFIXES)
-_ANYWHERE_FINDER = ahocorasick_rs.BytesAhoCorasick(_PREFIXES, implementation=_DFA)
-
-
 def may_hold_prefixed(data: bytes) -> bool:
-    """Whether ``data`` (the UTF-8 of a text) holds, anywhere, the prefix a prefixed format starts with.
-    When not, no prefixed format matches the text or any piece of it, whatever its tokens."""
+    """Whether ``data`` (UTF-8) holds, anywhere, a prefix a prefixed format starts with."""
     return bool(_ANYWHERE_FINDER.find_matches_as_indexes(data))
 
 
-# Long prefixed shapes glued to the word before them by ``.``, ``-`` or ``/`` (``openai-insecure-api-key.sk-proj-...``
-# in Realtime's subprotocol, ``prod-ghp_...``, ``config/keys/AKIA...``), which the catalogue's lookbehind passes by
-# (it spares media): found unless what precedes the separator is a run of 16 or more base64 characters.
-_GLUED_PREFIXES: tuple[str, ...] = (
-    "sk-proj-",
-    "sk-ant-",
-    "sk-svcacct-",
-    "sk-admin-",
-    "ghp_",
-    "gho_",
-    "ghu_",
-    "ghs_",
-    "ghr_",
-)
-_GLUED_PREFIXES += ("github_pat_", "glpat-", "xoxb-", "xoxp-", "xoxa-", "xoxe-", "AKIA", "ASIA", "AIza", "ek_")
-GLUED_NEEDLES: tuple[bytes, ...] = tuple(
-    sep + p.lower().encode() for p in _GLUED_PREFIXES for sep in (b".", b"-", b"/")
-)
+# Long prefixed shapes glued to the word before them by ``.``, ``-`` or ``/`` (``openai-insecure-api-key.sk-
+# proj-...`` in Realtime's subprotocol, ``prod-ghp_...``), which the catalogue's lookbehind passes by (it spares
+# media): found unless what precedes the separator is a run of 16 or more base64 characters.
+_GLUED_PREFIXES = "sk-proj- sk-ant- sk-svcacct- sk-admin- ghp_ gho_ ghu_ ghs_ ghr_ github_pat_ glpat- xoxb- xoxp-"
+_GLUED_PREFIXES += " xoxa- xoxe- AKIA ASIA AIza ek_"
+GLUED_NEEDLES = tuple(sep + p.lower().encode() for p in _GLUED_PREFIXES.split() for sep in (b".", b"-", b"/"))
 _GLUED = re.compile(
     r"(?<=[./-])(?:sk-(?:proj|ant|svcacct|admin)-[A-Za-z0-9_-]{20,}|gh[pousr]_[A-Za-z0-9]{36,}|github_pat_[A-Za-z0-9_]{60,}"
     r"|glpat-[A-Za-z0-9_-]{20,}|xox[bpae]-[A-Za-z0-9-]{10,}|(?:AKIA|ASIA)[A-Z0-9]{16}|AIza[0-9A-Za-z_-]{35}"

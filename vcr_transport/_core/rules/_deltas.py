@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import itertools
 import json
 import re
 from collections.abc import Hashable, Iterator, Sequence
@@ -15,6 +16,11 @@ from ..format._sse import Event, data_of, decode_events
 from ._redaction import Redactor
 
 __all__ = ["Edit", "changed_span", "delta_channels", "delta_edits", "delta_texts", "split_edited"]
+
+Edit = tuple[int, int, bytes]  # replace original[start:end] with these bytes
+Piece = tuple[int, int, str]  # the raw span of a JSON string's content in the body, and its value
+Values = Iterator[tuple[Hashable, str, Any]]  # (channel, JSON key, value: a piece of text when a string)
+_STRING_REST = re.compile(rb'(?:[^"\\]|\\.)*"')
 
 
 def changed_span(original: Sequence[Any], redacted: Sequence[Any]) -> tuple[int, int]:
@@ -30,26 +36,22 @@ def changed_span(original: Sequence[Any], redacted: Sequence[Any]) -> tuple[int,
     return prefix, len(original) - suffix
 
 
-Edit = tuple[int, int, bytes]  # replace original[start:end] with these bytes
-
-
 def split_edited(original: bytes, edits: Sequence[Edit], sizes: Sequence[int]) -> list[bytes]:
     """Apply sorted, non-overlapping ``edits`` to ``original`` cut in pieces of ``sizes``; return the
     edited pieces. Boundaries outside edits keep their place; a boundary inside an edit moves to its end,
     so the earlier piece carries the whole replacement."""
     edited = bytearray()
     position = 0
-    new_starts: list[tuple[int, int, int]] = []  # (start, end, end in edited text) per edit
+    new_ends: list[tuple[int, int, int]] = []  # (start, end, end in edited text) per edit
     for start, end, replacement in edits:
-        edited += original[position:start]
-        edited += replacement
-        new_starts.append((start, end, len(edited)))
+        edited += original[position:start] + replacement
+        new_ends.append((start, end, len(edited)))
         position = end
     edited += original[position:]
 
     def moved(boundary: int) -> int:
         shift = 0
-        for start, end, new_end in new_starts:
+        for start, end, new_end in new_ends:
             if boundary <= start:
                 break
             if boundary < end:
@@ -57,104 +59,80 @@ def split_edited(original: bytes, edits: Sequence[Edit], sizes: Sequence[int]) -
             shift = new_end - end
         return boundary + shift
 
-    pieces, start = [], 0
-    for size in sizes:
-        pieces.append((moved(start), moved(start + size)))
-        start += size
-    return [bytes(edited[a:b]) for a, b in pieces]
+    starts = [0, *itertools.accumulate(sizes)]
+    return [bytes(edited[moved(a) : moved(b)]) for a, b in zip(starts, starts[1:], strict=False)]
 
 
 # --- text carried by SSE delta events -----------------------------------------------------------------
 
-_STRING_REST = re.compile(rb'(?:[^"\\]|\\.)*"')
-Piece = tuple[int, int, str]  # the raw span of a JSON string's content in the body, and its value
-Values = Iterator[tuple[Hashable, str, str]]  # (channel, JSON key, value) of each piece of text
+
+def _get(obj: Any, *path: str) -> Any:
+    """``obj[path[0]][path[1]]...``, None where a step is not a JSON object."""
+    for key in path:
+        obj = obj.get(key) if isinstance(obj, dict) else None
+    return obj
+
+
+def _list(obj: Any, key: str) -> list[Any]:
+    value = _get(obj, key)
+    return value if isinstance(value, list) else []
 
 
 def _anthropic(event: dict[str, Any]) -> Values:
     """Anthropic's ``content_block_delta``: text, ``input_json_delta``'s ``partial_json``, thinking."""
-    delta = event.get("delta")
-    if event.get("type") == "content_block_delta" and isinstance(delta, dict):
+    if event["type"] == "content_block_delta":
         for key in ("text", "partial_json", "thinking"):
-            if isinstance(delta.get(key), str):
-                yield ("anthropic", event.get("index"), key), key, delta[key]
+            yield ("anthropic", event.get("index"), key), key, _get(event, "delta", key)
 
 
 def _responses(event: dict[str, Any]) -> Values:
     """The Responses API's ``*.delta`` events."""
-    kind, delta = event["type"], event.get("delta")
-    if kind.endswith(".delta") and isinstance(delta, str):
-        yield (
-            ("responses", kind, event.get("item_id"), event.get("output_index"), event.get("content_index")),
-            "delta",
-            delta,
-        )
+    kind = event["type"]
+    if kind.endswith(".delta"):
+        where = (event.get("item_id"), event.get("output_index"), event.get("content_index"))
+        yield ("responses", kind, *where), "delta", event.get("delta")
 
 
 def _cohere(event: dict[str, Any]) -> Values:
     """Cohere v2's ``content-delta`` and ``tool-call-delta``."""
-    delta = event.get("delta")
-    message = (
-        delta.get("message")
-        if event["type"] in ("content-delta", "tool-call-delta") and isinstance(delta, dict)
-        else None
-    )
-    message = message if isinstance(message, dict) else {}
-    content, calls, index = message.get("content"), message.get("tool_calls"), event.get("index")
-    content = content if isinstance(content, dict) else {}
-    for key in ("text", "thinking"):
-        if isinstance(content.get(key), str):
-            yield ("cohere", index, key), key, content[key]
-    function = calls.get("function") if isinstance(calls, dict) else None
-    if isinstance(function, dict) and isinstance(function.get("arguments"), str):
-        yield ("cohere", index, "tool"), "arguments", function["arguments"]
-
-
-def _chat_choice(position: int, choice: dict[str, Any]) -> Values:
-    index, delta = choice.get("index", position), choice.get("delta")
-    if not isinstance(delta, dict):
-        if isinstance(choice.get("text"), str):
-            yield ("completion", index), "text", choice["text"]
-        return
-    for key in ("reasoning_content", "reasoning", "content"):
-        if isinstance(delta.get(key), str):
-            yield ("chat", index) if key == "content" else ("chat", index, key), key, delta[key]
-    for call_position, call in enumerate(delta.get("tool_calls") or ()):
-        yield from _tool_call(index, call_position, call)
-
-
-def _tool_call(index: Any, position: int, call: Any) -> Values:
-    function = call.get("function") if isinstance(call, dict) else None
-    if isinstance(function, dict) and isinstance(function.get("arguments"), str):
-        yield ("chat", index, "tool", call.get("index", position)), "arguments", function["arguments"]
+    if event["type"] in ("content-delta", "tool-call-delta"):
+        message, index = _get(event, "delta", "message"), event.get("index")
+        for key in ("text", "thinking"):
+            yield ("cohere", index, key), key, _get(message, "content", key)
+        yield ("cohere", index, "tool"), "arguments", _get(message, "tool_calls", "function", "arguments")
 
 
 def _chat(event: dict[str, Any]) -> Values:
     """openai chat completions: each choice's ``delta.content``, ``reasoning_content`` (DeepSeek, vLLM) or
     ``reasoning`` (OpenRouter) and tool calls' ``function.arguments``; legacy completions' ``text``."""
-    choices = event.get("choices")
-    for position, choice in enumerate(choices if isinstance(choices, list) else ()):
-        if isinstance(choice, dict):
-            yield from _chat_choice(position, choice)
+    for position, choice in enumerate(_list(event, "choices")):
+        if not isinstance(choice, dict):
+            continue
+        index, delta = choice.get("index", position), choice.get("delta")
+        if not isinstance(delta, dict):
+            yield ("completion", index), "text", choice.get("text")
+            continue
+        for key in ("reasoning_content", "reasoning", "content"):
+            yield ("chat", index) if key == "content" else ("chat", index, key), key, delta.get(key)
+        for call_position, call in enumerate(delta.get("tool_calls") or ()):
+            where = call.get("index", call_position) if isinstance(call, dict) else None
+            yield ("chat", index, "tool", where), "arguments", _get(call, "function", "arguments")
 
 
 def _gemini(event: dict[str, Any]) -> Values:
     """Gemini: ``candidates[].content.parts[].text``, thoughts apart."""
-    candidates = event.get("candidates")
-    for position, candidate in enumerate(candidates if isinstance(candidates, list) else ()):
-        content = candidate.get("content") if isinstance(candidate, dict) else None
-        parts = content.get("parts") if isinstance(content, dict) else None
-        for part in parts if isinstance(parts, list) else ():
-            if isinstance(part, dict) and isinstance(part.get("text"), str):
-                yield ("gemini", candidate.get("index", position), bool(part.get("thought"))), "text", part["text"]
+    for position, candidate in enumerate(_list(event, "candidates")):
+        for part in _list(_get(candidate, "content"), "parts"):
+            channel = ("gemini", candidate.get("index", position), bool(_get(part, "thought")))
+            yield channel, "text", _get(part, "text")
 
 
 def _ollama(event: dict[str, Any]) -> Values:
     """Ollama's NDJSON: /api/chat's message, /api/generate's response."""
-    message = event.get("message")
-    for part, key in ((message, "content"), (message, "thinking"), (event, "response"), (event, "thinking")):
-        if "done" in event and isinstance(part, dict) and isinstance(part.get(key), str):
-            yield ("ollama", part is message, key), key, part[key]
+    if "done" in event:
+        message = event.get("message")
+        for part, key in ((message, "content"), (message, "thinking"), (event, "response"), (event, "thinking")):
+            yield ("ollama", part is message, key), key, _get(part, key)
 
 
 # The stream shapes, one function each: those of events with a ``type``, and those of the others.
@@ -162,11 +140,11 @@ _TYPED_SHAPES = (_anthropic, _responses, _cohere)
 _UNTYPED_SHAPES = (_chat, _gemini, _ollama)
 
 
-def _delta_values(event: Any) -> Values:
+def _delta_values(event: Any) -> Iterator[tuple[Hashable, str, str]]:
     """(channel, JSON key, value) of each piece of text an SSE event (or an NDJSON line) carries."""
     if isinstance(event, dict):
         for shape in _TYPED_SHAPES if isinstance(event.get("type"), str) else _UNTYPED_SHAPES:
-            yield from shape(event)
+            yield from ((channel, key, value) for channel, key, value in shape(event) if isinstance(value, str))
 
 
 def _may_carry_deltas(data: bytes) -> bool:
@@ -176,27 +154,25 @@ def _may_carry_deltas(data: bytes) -> bool:
 def _json_events(body: bytes) -> Iterator[tuple[bytes, int, int]]:
     """(data, where its values start, where they end in ``body``) of each SSE event, or, in a body with no
     SSE event (NDJSON: Ollama's ``application/x-ndjson``), of each line."""
-    found = False
-    for event in decode_events(body):
-        if event.dispatched:
-            found = True
-            yield (event.data, *_data_span(body, event))
-    if found:
-        return
+    events = [event for event in decode_events(body) if event.dispatched]
+    for event in events:
+        yield (event.data, *_data_span(body, event))
     start = 0
-    for line in body.splitlines(keepends=True):
+    for line in () if events else body.splitlines(keepends=True):
         yield line.strip(), start, start + len(line)
         start += len(line)
 
 
-def _event_data(body: bytes) -> list[bytes]:
-    """The data of each SSE event of ``body`` (``[DONE]`` left out), or else each non-blank line of it."""
-    events = data_of(body)
-    if events and events[-1] == b"[DONE]":
-        events.pop()
-    if events:
-        return events
-    return [line for line in (part.strip() for part in body.splitlines()) if line.startswith(b"{")]
+def _data_span(body: bytes, event: Event) -> tuple[int, int]:
+    """Where the values of an event's ``data`` fields start and end in ``body``."""
+    start = end = position = event.start
+    for line in event.lines:
+        position = body.find(line, position)  # only line ends lie between one line and the next
+        if line.partition(b":")[0] == b"data":
+            start = position + 5 if start == event.start else start
+            end = position + len(line)
+        position += len(line)
+    return start, end
 
 
 def delta_channels(body: bytes) -> dict[Hashable, list[Piece]]:
@@ -216,22 +192,26 @@ def delta_channels(body: bytes) -> dict[Hashable, list[Piece]]:
             span = _find_string(body, limit, search, key, value)
             if span is None:
                 break  # a spelling we can't place: leave this event as it is
-            channels.setdefault(channel, []).append((span[0], span[1], value))
+            channels.setdefault(channel, []).append((*span, value))
             search = span[1]
     return channels
 
 
-def _data_span(body: bytes, event: Event) -> tuple[int, int]:
-    """Where the values of an event's ``data`` fields start and end in ``body``."""
-    start = end = position = event.start
-    for line in event.lines:
-        position = body.find(line, position)  # only line ends lie between one line and the next
-        if line.partition(b":")[0] == b"data":
-            if start == event.start:
-                start = position + 5
-            end = position + len(line)
-        position += len(line)
-    return start, end
+def _find_string(body: bytes, limit: int, position: int, key: str, value: str) -> tuple[int, int] | None:
+    """The raw span of the next string value of ``key`` holding ``value``, between position and limit."""
+    pattern = re.compile(rb'"' + re.escape(key.encode()) + rb'"\s*:\s*"')
+    while (match := pattern.search(body, position, limit)) is not None:
+        rest = _STRING_REST.match(body, match.end(), limit)
+        if rest is None:
+            return None
+        start, end = match.end(), rest.end() - 1
+        try:
+            if json.loads(body[start - 1 : end + 1]) == value:
+                return start, end
+        except ValueError:
+            return None
+        position = rest.end()
+    return None
 
 
 class _ChatDelta(msgspec.Struct, gc=False):
@@ -262,9 +242,8 @@ _CHAT_CHUNKS = msgspec.json.Decoder(list[_ChatChunk])
 
 
 def delta_texts(body: bytes) -> dict[Hashable, list[str]]:
-    """The text pieces per channel of an SSE (or NDJSON) body's delta events: the values of
-    ``delta_channels``, without their spans. A stream of openai chat chunks of text alone (what most streams
-    are) is read in one pass by msgspec, into the few fields that matter; any other in the general way."""
+    """The values of ``delta_channels``, without their spans. A stream of openai chat chunks of text alone
+    (what most streams are) is read in one pass by msgspec, into the few fields that matter."""
     events = _event_data(body)
     texts = _chat_texts(events)
     if texts is not None:
@@ -276,14 +255,24 @@ def delta_texts(body: bytes) -> dict[Hashable, list[str]]:
     return texts
 
 
+def _event_data(body: bytes) -> list[bytes]:
+    """The data of each SSE event of ``body`` (``[DONE]`` left out), or else each non-blank line of it."""
+    events = data_of(body)
+    if events and events[-1] == b"[DONE]":
+        events.pop()
+    return events or [line for line in (part.strip() for part in body.splitlines()) if line.startswith(b"{")]
+
+
 def _chat_texts(events: list[bytes]) -> dict[Hashable, list[str]] | None:
     """``delta_texts`` when every event is an openai chat chunk with at most one choice and no tool call;
     None for any other stream (or for data holding more than one value: more values than events). msgspec
     reads what json reads the same; what it refuses (an escaped lone surrogate, NaN) is read by json."""
-    if len(events) < 2:
-        data = b"[" + b"".join(events) + b"]"
-    else:  # a JSON array of the events, in one copy of their text
-        data = b",".join([b"[" + events[0], *events[1:-1], events[-1] + b"]"])
+    # A JSON array of the events, in one copy of their text.
+    data = (
+        b",".join([b"[" + events[0], *events[1:-1], events[-1] + b"]"])
+        if len(events) > 1
+        else b"[%b]" % b"".join(events)
+    )
     try:
         chunks = _CHAT_CHUNKS.decode(data)
     except (msgspec.DecodeError, msgspec.ValidationError):
@@ -316,48 +305,22 @@ def _parsed(events: list[bytes]) -> Iterator[Any]:
             continue
 
 
-def _find_string(body: bytes, limit: int, position: int, key: str, value: str) -> tuple[int, int] | None:
-    """The raw span of the next string value of ``key`` holding ``value``, between position and limit."""
-    pattern = re.compile(rb'"' + re.escape(key.encode()) + rb'"\s*:\s*"')
-    while (match := pattern.search(body, position, limit)) is not None:
-        rest = _STRING_REST.match(body, match.end(), limit)
-        if rest is None:
-            return None
-        start, end = match.end(), rest.end() - 1
-        try:
-            if json.loads(body[start - 1 : end + 1]) == value:
-                return start, end
-        except ValueError:
-            return None
-        position = rest.end()
-    return None
-
-
 def delta_edits(body: bytes, redactor: Redactor) -> list[Edit]:
-    """Edits removing every secret found in the reassembled text of a channel from each piece that
-    carries part of it: the first such piece gets the replacement, the others lose their part."""
-    if not _may_carry_deltas(body):
+    """Edits removing every secret found in the reassembled text of a channel from each piece that carries
+    part of it: the first such piece gets the replacement, the others lose their part. The text is reassembled
+    cheaply first; the pieces' raw spans are found only when a channel holds a secret."""
+    if not _may_carry_deltas(body) or not any(
+        len(values) > 1
+        and redactor.could_redact(text := "".join(values))
+        and redactor.redact_text(text, response=True) != text
+        for values in delta_texts(body).values()
+    ):
         return []
-    # Reassemble cheaply first; find the pieces' raw spans only when a channel holds a secret.
-    if not any(len(values) > 1 and _redacts(redactor, "".join(values)) for values in delta_texts(body).values()):
-        return []
-    return _channel_edits(body, redactor)
-
-
-def _redacts(redactor: Redactor, text: str) -> bool:
-    """Whether ``redactor`` changes this text of a response (the prefilter asked first: far cheaper)."""
-    return redactor.could_redact(text) and redactor.redact_text(text, response=True) != text
-
-
-def _channel_edits(body: bytes, redactor: Redactor) -> list[Edit]:
-    """``delta_edits`` for a body whose reassembled text holds a secret: the pieces' raw spans found."""
     edits: list[Edit] = []
     for pieces in delta_channels(body).values():
-        if len(pieces) < 2:
-            continue  # a whole piece was searched with its line
         text = "".join(value for _, _, value in pieces)
-        redacted = redactor.redact_text(text, response=True)
-        if redacted != text:
+        redacted = redactor.redact_text(text, response=True) if len(pieces) > 1 else text
+        if redacted != text:  # (a whole piece was searched with its line)
             edits += _piece_edits(pieces, text, redacted)
     return sorted(edits)
 
@@ -371,18 +334,13 @@ def _piece_edits(pieces: list[Piece], text: str, redacted: str) -> list[Edit]:
     for raw_start, raw_end, value in pieces:
         low, high = offset, offset + len(value)
         offset = high
-        if start < end:
-            overlaps = low < end and high > start
-        else:  # an insertion: the piece holding its position
-            overlaps = low <= start <= high and not placed
-        if not overlaps:
+        # An insertion (start == end) goes to the piece holding its position.
+        if not (low < end and high > start if start < end else low <= start <= high and not placed):
             continue
-        new = value[: max(0, start - low)]
-        if not placed:
-            new += replacement
-            placed = True
-        if high > end:
-            new += value[end - low :]
+        new = (
+            value[: max(0, start - low)] + ("" if placed else replacement) + (value[end - low :] if high > end else "")
+        )
+        placed = True
         if new != value:
             edits.append((raw_start, raw_end, json.dumps(new, ensure_ascii=False)[1:-1].encode()))
     return edits

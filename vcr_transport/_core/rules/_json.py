@@ -1,11 +1,11 @@
-"""JSON text: where a value ends, the secret-named values and those a sibling names, also in JSON inside a JSON
-string (the ``JsonNames`` rule's work), and the word lists of values that are never secrets (schemas)."""
+"""JSON: the secret-named values and those a sibling names, in JSON text (the ``JsonNames`` rule's work, also in
+JSON inside a JSON string) and in parsed values; what is never a secret (booleans, null, schemas)."""
 
 from __future__ import annotations
 
 import json
 import re
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import Any, NamedTuple
 
 from ..format._format import PLACEHOLDER
@@ -44,20 +44,19 @@ _SIBLING_NAME = re.compile(
 )
 _SIBLING_VALUE = re.compile(r"\"(?:[Vv]alue|ParameterValue|OutputValue|[Ss]ecret_?[Vv]alue)\"\s*:")
 SIBLING_VALUE_BYTES = re.compile(rb'value\\*"')
-_SCHEMA_KEYWORDS = frozenset(
-    {"type", "description", "properties", "items", "required", "enum", "const", "format", "default", "examples"}
-    | {"example", "title", "minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "minLength", "maxLength"}
-    | {"pattern", "minItems", "maxItems", "uniqueItems", "additionalProperties", "anyOf", "oneOf", "allOf", "not"}
-    | {"$ref", "$defs", "definitions", "nullable", "propertyOrdering", "$schema", "$id", "$comment", "readOnly"}
-    | {"writeOnly", "deprecated", "multipleOf", "patternProperties", "prefixItems", "minProperties"}
-    | {"maxProperties", "contentEncoding", "contentMediaType", "strict"}
+# The keys a JSON-schema definition is made of, and those one of which it has.
+_SCHEMA_MARKERS = frozenset("type $ref anyOf oneOf allOf enum const properties items".split())
+_SCHEMA_KEYWORDS = _SCHEMA_MARKERS | frozenset(
+    """description required format default examples example title minimum maximum exclusiveMinimum exclusiveMaximum
+    minLength maxLength pattern minItems maxItems uniqueItems additionalProperties not $defs definitions nullable
+    propertyOrdering $schema $id $comment readOnly writeOnly deprecated multipleOf patternProperties prefixItems
+    minProperties maxProperties contentEncoding contentMediaType strict""".split()
 )
-_SCHEMA_MARKERS = frozenset({"type", "$ref", "anyOf", "oneOf", "allOf", "enum", "const", "properties", "items"})
 
 
 class Context(NamedTuple):
-    """What a rule works with: the secret names, whether the text is a response's, the list every removed
-    value is appended to (to be learned), and the redactor's ``redact_text`` (for decoded payloads)."""
+    """What a rule works with: ``found`` takes every value removed (to be learned); ``redact_text`` is the
+    redactor's (for decoded payloads)."""
 
     names: Names
     response: bool
@@ -125,23 +124,6 @@ def removes_value(names: Names, name: str, value: Any, response: bool) -> bool:
 # --- JSON text -----------------------------------------------------------------------------------------------
 
 
-def _container_end(text: str, position: int) -> int:
-    depth = 0
-    while position < len(text):
-        char = text[position]
-        if char == '"':
-            match = _JSON_STRING_REST.match(text, position + 1)
-            if not match:
-                return -1
-            position = match.end()
-            continue
-        depth += 1 if char in "{[" else -1 if char in "}]" else 0
-        if depth == 0 and char in "}]":
-            return position + 1
-        position += 1
-    return -1
-
-
 def json_value_end(text: str, start: int) -> int:
     """Where the JSON value starting at ``start`` ends (exclusive), or -1 when it doesn't end in ``text``."""
     if start >= len(text):
@@ -150,34 +132,33 @@ def json_value_end(text: str, start: int) -> int:
         match = _JSON_STRING_REST.match(text, start + 1)
         return match.end() if match else -1
     if text[start] in "{[":
-        return _container_end(text, start)
+        return next((index + 1 for index, depth in _brackets(text, start, len(text)) if depth == 0), -1)
     match = _JSON_SCALAR.match(text, start)
     return match.end() if match else -1
 
 
-def _marks(text: str, opening: int, closing: int) -> list[tuple[int, int]]:
-    """(position, depth) of every bracket between ``opening`` and ``closing``, strings skipped."""
-    marks: list[tuple[int, int]] = []
+def _brackets(text: str, opening: int, closing: int) -> Iterator[tuple[int, int]]:
+    """(position, depth after it) of every bracket between ``opening`` and ``closing``, strings skipped; none
+    after a string that doesn't end."""
     depth, index = 0, opening
     while index < closing:
         char = text[index]
         if char == '"':
             rest = _JSON_STRING_REST.match(text, index + 1)
             if rest is None:
-                break
+                return
             index = rest.end()
             continue
         if char in "{[}]":
             depth += 1 if char in "{[" else -1
-            marks.append((index, depth))
+            yield index, depth
         index += 1
-    return marks
 
 
 def _enclosing_object(text: str, position: int) -> tuple[int, int] | None:
     """The ``{`` and the end (after its ``}``) of the innermost JSON object holding ``position``."""
     stack: list[int] = []
-    for index, _ in _marks(text, 0, len(text)):
+    for index, _ in _brackets(text, 0, len(text)):
         if text[index] == "{":
             stack.append(index)
         elif text[index] == "}" and stack:
@@ -200,7 +181,7 @@ def _sibling_named_values(names: Names, text: str) -> set[int]:
 
 def _value_starts(text: str, opening: int, closing: int) -> Iterable[int]:
     """Where the values of the ``value`` members of the object between ``opening`` and ``closing`` start."""
-    marks = _marks(text, opening, closing)
+    marks = list(_brackets(text, opening, closing))
     for key in _JSON_KEY.finditer(text, opening, closing):
         depth = next((depth for mark, depth in reversed(marks) if mark < key.start()), 0)
         if depth == 1 and folded(json_string(key["key"]) or "") in SIBLING_VALUE_KEYS:

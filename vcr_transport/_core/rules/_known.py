@@ -1,5 +1,5 @@
 """The values a redactor has learned: one immutable object, a new one whenever a value is learned, with the
-searches for its forms built once per object."""
+searches for its forms built once per set of forms (``_SEARCHES``)."""
 
 from __future__ import annotations
 
@@ -11,14 +11,14 @@ from urllib.parse import quote, quote_plus
 
 import ahocorasick_rs
 
+from .._memo import Memo
 from ..format._format import PLACEHOLDER
 from ._catalogue import catalogue_matches, looks_like_credential
 from ._search import Search
 
-__all__ = ["MIN_PROPAGATED_LENGTH", "Known", "any_escaping", "is_structure"]
+__all__ = ["EMPTY", "MIN_PROPAGATED_LENGTH", "Known", "any_escaping", "is_structure"]
 
-# Shorter values are not propagated: they are too likely to occur by chance in other text.
-MIN_PROPAGATED_LENGTH = 8
+MIN_PROPAGATED_LENGTH = 8  # shorter values are too likely to occur by chance in other text
 _AUTH_SCHEME = re.compile(r"(?P<scheme>[A-Za-z][A-Za-z0-9-]*)\s+(?P<credential>\S{8,})")
 _PLAIN_NUMBER = re.compile(r"[+-]?[0-9]+(?:\.[0-9]+)?")
 _HOSTNAME = re.compile(
@@ -44,20 +44,8 @@ def is_structure(value: str) -> bool:
 
 
 def _learnable(part: str) -> bool:
-    return (
-        len(part) >= MIN_PROPAGATED_LENGTH
-        and part not in PLACEHOLDER
-        and PLACEHOLDER not in part
-        and not (is_structure(part))
-    )
-
-
-def _basic_parts(credential: str) -> list[str]:
-    try:
-        decoded = base64.b64decode(credential + "=" * (-len(credential) % 4)).decode("utf-8")
-    except (binascii.Error, UnicodeDecodeError, ValueError):
-        return []
-    return [decoded, decoded.partition(":")[2]] if ":" in decoded else []
+    long = len(part) >= MIN_PROPAGATED_LENGTH
+    return long and part not in PLACEHOLDER and PLACEHOLDER not in part and not is_structure(part)
 
 
 def _credential_parts(value: str) -> list[str]:
@@ -66,9 +54,14 @@ def _credential_parts(value: str) -> list[str]:
     parts = [value]
     scheme = _AUTH_SCHEME.fullmatch(value.strip())
     if scheme:
-        parts.append(scheme["credential"])
-        if scheme["scheme"].lower() == "basic":
-            parts += _basic_parts(scheme["credential"])
+        credential = scheme["credential"]
+        parts.append(credential)
+        try:
+            decoded = base64.b64decode(credential + "=" * (-len(credential) % 4)).decode("utf-8")
+        except (binascii.Error, UnicodeDecodeError, ValueError):
+            decoded = ""
+        if scheme["scheme"].lower() == "basic" and ":" in decoded:
+            parts += [decoded, decoded.partition(":")[2]]
     for piece in re.split(r"[;,&]", value):
         name, sep, item = piece.partition("=")
         if sep and name.strip():
@@ -108,14 +101,13 @@ def any_escaping(value: str) -> re.Pattern[str]:
 
 
 class Known:
-    """Learned values (``values``), the values whose parts were taken (``learned``) and every form of
-    every value, longest first (``forms``). Never changed: ``learn`` gives a new one."""
+    """Learned values (``values``), the values whose parts were taken (``learned``) and every form of every
+    value, longest first (``forms``), with the searches for them. Never changed: ``learn`` gives a new one."""
 
-    __slots__ = ("_finder", "_searches", "forms", "learned", "values")
+    __slots__ = ("_finder", "forms", "learned", "values")
 
     def __init__(self, values: frozenset[str], learned: frozenset[str], forms: tuple[str, ...]) -> None:
         self.values, self.learned, self.forms = values, learned, forms
-        self._searches: dict[tuple[tuple[str, ...], bool], Search] = {}
         self._finder: ahocorasick_rs.BytesAhoCorasick | None = None
 
     def learn(self, value: str) -> Known:
@@ -126,17 +118,15 @@ class Known:
         forms = {form for part in fresh for form in _encoded_forms(part)}
         if forms.issubset(self.forms):  # the same forms: the same searches
             known = Known(self.values | fresh, self.learned | {value}, self.forms)
-            known._searches, known._finder = self._searches, self._finder
+            known._finder = self._finder
             return known
         merged = tuple(sorted(forms.union(self.forms), key=lambda form: (-len(form), form)))
         return Known(self.values | fresh, self.learned | {value}, merged)
 
     def search(self, names: tuple[str, ...], prefilter: bool) -> Search:
-        key = (names, prefilter)
-        found = self._searches.get(key)
-        if found is None:
-            found = self._searches[key] = Search.build(names, self.forms, prefilter)
-        return found
+        """The search of ``names``' words and these forms (built once while ``_SEARCHES`` holds it)."""
+        forms = self.forms
+        return _SEARCHES.get((names, forms, prefilter), lambda: Search.build(names, forms, prefilter))
 
     def holds(self, data: bytes) -> bool:
         """Whether cassette lines hold a form as a line writes it (its UTF-8, or the JSON escapes of it)."""
@@ -156,3 +146,8 @@ class Known:
 
 
 EMPTY = Known(frozenset(), frozenset(), ())
+# The searches of the forms learned, by value: every cassette of a suite learns the same key (its
+# Authorization header), and each would build the same search again (a few ms each). A search is pure:
+# sharing it between redactors shares no learned value. About 240 KB each, so a small bound (a redactor keeps
+# the two it uses, ``Redactor._search``).
+_SEARCHES: Memo[tuple[tuple[str, ...], tuple[str, ...], bool], Search] = Memo(32)

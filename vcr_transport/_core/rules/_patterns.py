@@ -1,14 +1,7 @@
-"""The user's regular expressions, compiled in one place: ``redact_patterns``, ``normalize_patterns`` and the
-``re:`` host rules (``allowed_hosts``, pytest-recording's allowed hosts).
-
-They run on what the network sends, so they run on RE2 (``google-re2``), whose time is linear in the text
-whatever the pattern: a pattern such as ``(a+)+$x`` that Python's engine takes seconds on for a 26-character
-answer costs RE2 microseconds. RE2 has no lookaround and no backreference: such a pattern is refused where it
-is given, with the option, the pattern and the fix (write it without them, or as a function:
-``redact_with``, ``normalize_with``). A pattern given compiled (``re.compile(...)``) is compiled again by RE2
-from its text and its ``IGNORECASE``, ``MULTILINE`` and ``DOTALL`` flags; ``VERBOSE`` is refused. As in
-RE2, ``\\w``, ``\\d``, ``\\s`` and ``\\b`` are ASCII (``\\pL``, ``\\pN`` for letters and digits of any
-script). RE2's module is imported by the first user pattern, never when the package loads.
+"""The user's regular expressions (``redact_patterns``, ``normalize_patterns``, ``re:`` host rules), compiled
+by RE2, whose time is linear in the text whatever the pattern: they run on what the network sends. A pattern
+RE2 refuses (lookaround, backreference, ``re.VERBOSE``) is refused where it is given, with the fix. RE2's
+``\\w``, ``\\d``, ``\\s`` and ``\\b`` are ASCII. RE2 is imported by the first user pattern, not with the package.
 """
 
 from __future__ import annotations
@@ -25,8 +18,6 @@ _ACCEPTED = re.IGNORECASE | re.MULTILINE | re.DOTALL | re.UNICODE | re.ASCII
 
 
 class UserPattern(Protocol):
-    """What we use of a compiled user pattern (RE2's, with the methods of ``re.Pattern``)."""
-
     @property
     def pattern(self) -> str: ...
 
@@ -47,8 +38,7 @@ def _options() -> Any:
 
 
 def user_pattern(pattern: str | re.Pattern[str], where: str) -> UserPattern:
-    """``pattern`` compiled by RE2 (linear time); a ValueError naming ``where`` (the option), the pattern, why
-    RE2 refuses it and the fix."""
+    """``pattern`` compiled by RE2; a ValueError naming ``where`` (the option), the pattern, why and the fix."""
     text = pattern if isinstance(pattern, str) else pattern.pattern
     flags = 0 if isinstance(pattern, str) else pattern.flags
     if flags & ~_ACCEPTED:
@@ -67,9 +57,8 @@ def user_pattern(pattern: str | re.Pattern[str], where: str) -> UserPattern:
 
 
 class _Linear:
-    """A pattern compiled by RE2, with the methods of ``re.Pattern`` that we use, run on the text's UTF-8
-    (RE2 matches a text and its UTF-8 alike; a lone surrogate, which a JSON string may hold, is kept as it is
-    and matches no character). ``match`` and ``search`` say whether there is one (their match is of bytes)."""
+    """RE2's pattern with the methods of ``re.Pattern`` we use, run on the text's UTF-8 (a lone surrogate, which
+    a JSON string may hold, matches no character); ``match`` and ``search`` give a match of bytes."""
 
     __slots__ = ("_compiled", "pattern")
 
@@ -93,7 +82,6 @@ class _Linear:
 
 @functools.lru_cache(maxsize=256)
 def _compiled(text: str, inline: str) -> UserPattern:
-    """RE2's compiled ``text`` with the inline flags ``inline``; a ValueError saying why RE2 refuses it."""
     import re2
 
     full = f"(?{inline}){text}" if inline else text

@@ -2,7 +2,7 @@
 longest first, and the formats (their index in ``_catalogue.CATALOGUE``) a token starting with it may
 be. Plain data, so that importing the catalogue computes none of it.
 
-Generated from the catalogue (``_catalogue.prefix_table_module``): do not edit, run
+Generated from the catalogue (``docs/_gen.py``, ``prefix_table_module``): do not edit, run
 ``python docs/_gen.py``. ``tests/core/test_credentials.py`` checks that it is current.
 """
 

@@ -1,24 +1,15 @@
-"""Redaction: the rules that keep secrets out of every byte written to a cassette. The facade of the rules
-layer: a ``Redactor`` runs the text rules (``_rules.RULES``) whose probes the search (``_search``) finds, and
-the structure, header, form and binary readings around them.
-
-- **Names** (``_names``): header, query, form, JSON and XML names, whatever their case, separators and
-  escapes. A secret-named key loses its whole value, but a boolean, a null or a JSON-schema definition.
-- **Shapes** (``_catalogue``): prefixed keys, JWTs, PEM blocks, ``Basic``/``Bearer`` credentials, AWS keys,
-  webhook URLs...
-- **Known values** (``_known``): a value removed by name or shape is learned (one redactor per cassette) and
-  removed from everything redacted afterwards, raw, percent-encoded, JSON-escaped and in base64; never
-  structure (``is_structure``: hostnames, paths, dates, numbers) nor a cookie's attributes.
-
-Cookies keep their shape (``cookie: __cf_bm=[secret removed]; _cfuvid=[secret removed]``), so that a client's
-cookie jar behaves on replay as it did live. The defaults can't be removed; users add names, patterns or
-callables.
+"""Redaction: the facade of the rules layer. A ``Redactor`` runs the text rules (``_rules.RULES``) whose probes
+the search (``_search``) finds, and reads structures, headers, forms and binary bodies around them. Names
+(``_names``), shapes (``_catalogue``) and the values learned (``_known``: what name or shape removed, then
+removed everywhere, in every encoding). Cookies keep their names (``cookie: a=[secret removed]``), so that a
+client's cookie jar behaves on replay as it did live. Users add names, patterns and callables, never remove.
 """
 
 from __future__ import annotations
 
 import base64
 import binascii
+import copy
 import functools
 import json
 import re
@@ -29,26 +20,11 @@ from urllib.parse import unquote_plus
 
 from .._memo import Memo
 from ..format._format import PLACEHOLDER, encode_line
-from ._catalogue import looks_like_credential
-from ._json import names_a_secret
+from ._json import SIBLING_NAME_KEYS, SIBLING_VALUE_KEYS, Context, folded, names_a_secret, removes_value, string_leaves
 from ._known import EMPTY, MIN_PROPAGATED_LENGTH, Known, any_escaping, is_structure
 from ._names import QUERY_SECRET_NAMES, SECRET_FIELD_NAMES, Names, decode_escapes
 from ._patterns import user_pattern
-from ._rules import (
-    RULES,
-    SIBLING_NAME_KEYS,
-    SIBLING_VALUE_KEYS,
-    TEXT_DATA_URL,
-    TEXT_MEDIA,
-    Context,
-    JsonNames,
-    candidates,
-    folded,
-    redact_base64_text,
-    redact_shapes,
-    removes_value,
-    string_leaves,
-)
+from ._rules import RULES, TEXT_DATA_URL, TEXT_MEDIA, candidates, redact_base64_text, redact_shapes
 from ._search import Scan, Search
 
 __all__ = [
@@ -59,7 +35,6 @@ __all__ = [
     "RedactWithError",
     "Redactor",
     "cookie_names",
-    "has_credential_shape",
     "is_structure",
     "remove_secret_values",
 ]
@@ -73,14 +48,7 @@ _UNICODE_ASCII = re.compile(r"\\u00[2-7][0-9A-Fa-f]")
 _LOWERING_TO_ASCII = (b"\xc4\xb0", b"\xe2\x84\xaa")
 _COOKIE_HEADERS = frozenset({"cookie", "set-cookie"})
 _context = functools.partial(tuple.__new__, Context)  # Context(*fields), without NamedTuple's Python __new__
-_JSON_NAMES = RULES[0]
-_SHAPES = RULES[-1]
-assert isinstance(_JSON_NAMES, JsonNames)
-
-
-def has_credential_shape(value: str) -> bool:
-    """A long run of credential characters holding both letters and digits: a key, not a word."""
-    return looks_like_credential(value)
+_JSON_NAMES, _SHAPES = RULES[0], RULES[-1]
 
 
 def cookie_names(value: str, *, response: bool) -> list[str]:
@@ -90,19 +58,15 @@ def cookie_names(value: str, *, response: bool) -> list[str]:
 
 
 def _cookie_pairs(value: str, response: bool) -> tuple[list[tuple[str, str, str]], str]:
-    """(name with its ``=`` and leading space, value, trailing space) of each cookie of a ``cookie`` header,
-    or of the one a ``set-cookie`` sets (with its attributes after, as sent). No ``=``: a value, no name."""
-    if response:
-        pair, semicolon, attributes = value.partition(";")
-        pieces, rest = [pair], semicolon + attributes
-    else:
-        pieces, rest = value.split(";"), ""
+    """(name, ``=`` and leading space; value; trailing space) of each cookie of a ``cookie`` header, or of the
+    one a ``set-cookie`` sets, and what follows (its attributes). No ``=``: a value, no name."""
+    pair, semicolon, attributes = value.partition(";")
+    pieces, rest = ([pair], semicolon + attributes) if response else (value.split(";"), "")
     found = []
     for piece in pieces:
         name, equals, item = piece.partition("=")
         name, item = (name, item) if equals else ("", name)
-        stripped = item.strip()
-        found.append((name + equals + item[: len(item) - len(item.lstrip())], stripped, item[len(item.rstrip()) :]))
+        found.append((name + equals + item[: len(item) - len(item.lstrip())], item.strip(), item[len(item.rstrip()) :]))
     return found, rest
 
 
@@ -114,22 +78,23 @@ def _text_payload(obj: Mapping[Any, Any]) -> str | None:
     return "data" if any(isinstance(m, str) and TEXT_MEDIA.match(m) for m in media) else None
 
 
+def _utf8(text: str | bytes) -> bytes | None:
+    """The UTF-8 of ``text`` (of bytes that aren't, their ``surrogateescape`` text's); None when it holds
+    U+0130 or the Kelvin sign, whose lower case holds an ASCII letter that the bytes' doesn't."""
+    data = text.encode("utf-8", "surrogatepass") if isinstance(text, str) else text
+    if data.isascii():
+        return data
+    try:
+        data.decode("utf-8")
+    except UnicodeDecodeError:
+        data = data.decode("utf-8", "surrogateescape").encode("utf-8", "surrogatepass")
+    return None if any(special in data for special in _LOWERING_TO_ASCII) else data
+
+
 def _has_ascii_escapes(text: str) -> bool:
     return ("%" in text and _PERCENT_ASCII.search(text) is not None) or (
         "\\u00" in text and _UNICODE_ASCII.search(text) is not None
     )
-
-
-def _utf8(text: str | bytes) -> bytes | None:
-    """The UTF-8 of ``text`` (of bytes that aren't, their ``surrogateescape`` text's), or None when it holds
-    U+0130 or the Kelvin sign, whose lower case holds an ASCII letter that the bytes' doesn't."""
-    data = text.encode("utf-8", "surrogatepass") if isinstance(text, str) else text
-    if not data.isascii():
-        try:
-            data.decode("utf-8")
-        except UnicodeDecodeError:
-            data = data.decode("utf-8", "surrogateescape").encode("utf-8", "surrogatepass")
-    return None if any(special in data for special in _LOWERING_TO_ASCII) else data
 
 
 def _may_hold_escape(data: bytes) -> bool:
@@ -140,15 +105,13 @@ def _may_hold_escape(data: bytes) -> bool:
 
 
 class RedactWithError(TypeError):
-    """A ``redact_with`` function raised, or returned something that is not a string (the message names the
-    function and what it did). A recording it breaks is not saved: closing raises a CassetteError that says so,
-    and the live call goes on unharmed."""
+    """A ``redact_with`` function raised, or returned something that is not a string. A recording it breaks is
+    not saved (closing raises a CassetteError that says so); the live call goes on unharmed."""
 
     FIX = "make the function return the string it was given (with its secrets replaced), for every string"
 
 
 def _called(function: Callable[[str], str], text: str) -> str:
-    """``function(text)``, which must be a string: else a RedactWithError naming the function."""
     name = getattr(function, "__qualname__", None) or type(function).__qualname__
     module = getattr(function, "__module__", None)
     name = f"{module}.{name}" if module and module != "builtins" else str(name)
@@ -159,6 +122,9 @@ def _called(function: Callable[[str], str], text: str) -> str:
     if not isinstance(result, str):
         raise RedactWithError(f"redact_with function {name} returned {type(result).__name__}, not a string")
     return result
+
+
+_HeadersRedacted = tuple[tuple[tuple[str, str], ...], Known]
 
 
 class Redactor:
@@ -181,17 +147,26 @@ class Redactor:
         self._names = Names(names)
         self._patterns = tuple(user_pattern(p, "redact_patterns") for p in patterns)  # RE2: linear time
         self._callables = tuple(callables)
+        # Shared by every redactor made from this one (``fresh``): a header list's redaction from a state of
+        # learned values, with the state it leads to. Pure (the same for every cassette in that state), so
+        # every test's cassette of a session redacts its client's headers once for all.
+        self._shared_headers: Memo[tuple[Known, tuple[tuple[str, str], ...]], _HeadersRedacted] = Memo(256)
+        self._start_afresh()
+
+    def _start_afresh(self) -> None:
+        """Nothing learned, nothing remembered of what was redacted."""
         self._lock = threading.Lock()
         self._known: Known = EMPTY
-        searched = self._names.searched
-        self._searches: tuple[Known, Search, Search] = (
-            EMPTY,
-            EMPTY.search(searched, False),
-            EMPTY.search(searched, True),
-        )
-        # Header values and lists repeat from call to call: worked out once per generation of learned forms.
+        self._searches: tuple[Known, Search, Search] | None = None  # those of one generation of learned values
+        # Header values repeat from call to call: worked out once per generation of learned forms.
         self._header_values: Memo[str, str] = Memo(4096)
-        self._header_lists: Memo[tuple[tuple[str, str], ...], list[tuple[str, str]]] = Memo(1024)
+
+    def fresh(self) -> Redactor:
+        """A redactor of the same rules that has learned nothing: one per cassette, made from one built per
+        configuration. The rules (names, patterns, functions) and their pure memos are shared, not copied."""
+        twin = copy.copy(self)
+        twin._start_afresh()
+        return twin
 
     def is_secret_name(self, name: str, *, query: bool = False, header: bool = False) -> bool:
         """Whether ``name`` (a JSON key, with ``header`` a header or an environment variable's name, with
@@ -214,11 +189,6 @@ class Redactor:
         for value in values:
             if len(value) >= MIN_PROPAGATED_LENGTH:
                 self.learn(value)
-
-    @property
-    def learned_forms(self) -> tuple[str, ...]:
-        """Every form of every value learned so far: a new tuple whenever one is learned."""
-        return self._known.forms
 
     def final_pass(self, line: bytes) -> bytes:
         """A cassette line (with its newline) without any value learned, wherever it was learned: strings
@@ -243,14 +213,15 @@ class Redactor:
         return max((len(form.encode("utf-8", "surrogateescape")) * 6 for form in self._known.forms[:1]), default=0)
 
     def _scrub_learned(self, obj: Any) -> Any:
+        remove = self._known.remove
         if isinstance(obj, str):
-            return self._known.remove(obj)
+            return remove(obj)
         if isinstance(obj, list):
             return [self._scrub_learned(item) for item in obj]
         if not isinstance(obj, dict):
             return obj
         return {
-            (self._known.remove(key) if isinstance(key, str) else key): (
+            (remove(key) if isinstance(key, str) else key): (
                 self._scrub_base64(value) if key == "base64" and isinstance(value, str) else self._scrub_learned(value)
             )
             for key, value in obj.items()
@@ -267,9 +238,8 @@ class Redactor:
     # --- text ------------------------------------------------------------------------------------------------
 
     def redact_text(self, text: str, *, response: bool = False) -> str:
-        """Replace every secret in free text: secret-named JSON, query, fragment and form values, catalogued
-        credential shapes, URL userinfo and path credentials, and every value this redactor has learned;
-        in each case also when written percent-encoded or ``\\u``-escaped."""
+        """Replace every secret in free text: what the rules find (also written percent-encoded or
+        ``\\u``-escaped), then every value this redactor has learned, then the user's patterns and functions."""
         if text == PLACEHOLDER:
             return text
         escaped_names = False
@@ -278,21 +248,14 @@ class Redactor:
         scan = self._search(False).scan(text)
         found: list[str] = []
         redacted = self._run_rules(text, scan, response, found, escaped_names)
-        if found:
-            self._learn_all(found)
-        if self._known.forms:
-            redacted = self._without_learned(text, redacted, scan)
+        self._learn_all(found)
+        # None to remove when the rules changed nothing and the scan found none of the forms it searched
+        # (which are all of them: nothing was learned since).
+        if self._known.forms and not (redacted is text and scan.clear_of(self._known.forms)):
+            redacted = self._known.remove(redacted)
         return self._users_rules(redacted) if self._patterns or self._callables else redacted
 
-    def _without_learned(self, text: str, redacted: str, scan: Scan) -> str:
-        """``redacted`` without the learned values: none to remove when the rules changed nothing and the scan
-        found none of the forms it searched (which are all of them: nothing was learned since)."""
-        if redacted is text and scan.clear_of(self._known.forms):
-            return redacted
-        return self._known.remove(redacted)
-
     def _users_rules(self, redacted: str) -> str:
-        """The user's patterns and functions (``redact_patterns``, ``redact_with``)."""
         for pattern in self._patterns:
             redacted = pattern.sub(PLACEHOLDER, redacted)
         for function in self._callables:
@@ -301,13 +264,10 @@ class Redactor:
 
     def _search(self, prefilter: bool) -> Search:
         """The search of the names' words and the learned forms (the prefilter's: with the prefixes)."""
-        known, searches = self._known, self._searches
-        if searches[0] is not known:
-            searches = self._searches = (
-                known,
-                known.search(self._names.searched, False),
-                known.search(self._names.searched, True),
-            )
+        searches = self._searches
+        if searches is None or searches[0] is not self._known:
+            known, words = self._known, self._names.searched
+            searches = self._searches = (known, known.search(words, False), known.search(words, True))
         return searches[2] if prefilter else searches[1]
 
     def _redact(self, text: str, response: bool) -> str:
@@ -318,7 +278,7 @@ class Redactor:
         name shows only once the text's escapes are decoded); the shapes last, with the keywords found."""
         original, names, ctx = text, self._names, None
         rules = candidates(scan.data)
-        if escaped_names and '"' in text:  # the JSON names first, whatever their probes
+        if escaped_names and '"' in text:
             ctx = _context((names, response, found, self._redact))
             text, rules = _JSON_NAMES.apply(text, ctx), rules[1:]
         for rule in rules:
@@ -390,17 +350,12 @@ class Redactor:
                 value = redact_base64_text(value, Context(self._names, response, [], self._redact))
             else:
                 value = self._redact_structure(value, response)
-            redacted[self._redact_key(key, obj, redacted, response)] = value
+            new_key = self.redact_text(key, response=response) if isinstance(key, str) else key
+            base, number = new_key, 2  # a secret used as a key: keep the other entries apart
+            while new_key != key and (new_key in redacted or new_key in obj):
+                new_key, number = f"{base} {number}", number + 1
+            redacted[new_key] = value
         return redacted
-
-    def _redact_key(self, key: Any, obj: Mapping[Any, Any], redacted: dict[Any, Any], response: bool) -> Any:
-        new_key = self.redact_text(key, response=response) if isinstance(key, str) else key
-        if new_key == key:
-            return key
-        base, number = new_key, 2  # a secret used as a key: keep the other entries apart
-        while new_key in redacted or new_key in obj:
-            new_key, number = f"{base} {number}", number + 1
-        return new_key
 
     def _sibling_values(self, obj: Mapping[Any, Any]) -> list[str]:
         """The keys of the values a sibling names as secrets: ``{"name": "MISTRAL_API_KEY", "value": ...}``
@@ -411,10 +366,7 @@ class Redactor:
         return [key for key, fold in keys if fold in SIBLING_VALUE_KEYS and not isinstance(obj[key], bool | None)]
 
     def _names_a_secret(self, obj: Mapping[Any, Any], keys: list[tuple[str, str]]) -> bool:
-        return any(fold in SIBLING_NAME_KEYS and self._names_secret(obj[key]) for key, fold in keys)
-
-    def _names_secret(self, name: Any) -> bool:
-        return names_a_secret(self._names, name)
+        return any(fold in SIBLING_NAME_KEYS and names_a_secret(self._names, obj[key]) for key, fold in keys)
 
     def redact_binary(self, data: bytes) -> bytes:
         """The bytes of a binary body or part without the catalogue's credential shapes and the values
@@ -438,10 +390,31 @@ class Redactor:
         pairs = tuple(pairs)
         if self._callables:  # a user's function may not answer the same twice
             return self._redacted_headers(pairs)
+        known = self._known
         try:
-            return list(self._header_lists.get(pairs, lambda: self._redacted_headers(pairs), self._known.forms))
+            redacted, after = self._shared_headers.get((known, pairs), lambda: self._headers_from(known, pairs))
         except TypeError:  # pairs given as lists: redacted, not remembered
             return self._redacted_headers(tuple(map(tuple, pairs)))  # type: ignore[arg-type]
+        self._adopt(known, after)
+        return list(redacted)
+
+    def _headers_from(self, known: Known, pairs: tuple[tuple[str, str], ...]) -> _HeadersRedacted:
+        """``pairs`` redacted from the state ``known``, and the state that leads to: worked out by a twin in
+        that state, so that what another thread learns meanwhile stays out of it."""
+        twin = copy.copy(self)
+        twin._lock, twin._known = threading.Lock(), known
+        return tuple(twin._redacted_headers(pairs)), twin._known
+
+    def _adopt(self, known: Known, after: Known) -> None:
+        """Learn what redacting from ``known`` learned (on top of what was learned meanwhile, if anything)."""
+        if after is known:
+            return
+        with self._lock:
+            if self._known is known:
+                self._known = after
+                return
+        for value in after.learned - known.learned:
+            self.learn(value)
 
     def _redacted_headers(self, pairs: tuple[tuple[str, str], ...]) -> list[tuple[str, str]]:
         secret = [self._names.is_secret(name, 1) for name, _ in pairs]
@@ -461,7 +434,6 @@ class Redactor:
         ]
 
     def _secret_header_value(self, name: str, value: str) -> str:
-        """What a secret-named header keeps: nothing, or the shape of its cookies (see ``redact_headers``)."""
         lower = name.lower()
         if lower not in _COOKIE_HEADERS:
             return PLACEHOLDER
@@ -487,30 +459,22 @@ class Redactor:
             for name, sep, value, secret in fields
         )
 
-    # --- prefilter -------------------------------------------------------------------------------------------
-
     def could_redact(self, text: str | bytes) -> bool:
         """Whether ``redact_text`` could change ``text`` (or its UTF-8), or ``redact_value`` the keys and
-        strings of it read as JSON: a user pattern or callable, an escape the rules see decoded, a learned
-        form, or any rule that may apply (``Rule.may_apply`` of the prefilter's scan). Learns nothing. (Not a
-        prefilter for ``redact_form``: a form's first field has no separator before it.)"""
+        strings of it read as JSON: a user's pattern or function, an escape the rules see decoded, a learned
+        form, or any rule that may apply (``Rule.may_apply`` of the prefilter's scan). Learns nothing. (Not for
+        ``redact_form``: a form's first field has no separator before it.)"""
         if self._patterns or self._callables:
             return True
-        data = text.encode("utf-8", "surrogatepass") if isinstance(text, str) else text
-        if not data.isascii():
-            utf8 = _utf8(text)
-            if utf8 is None:
-                return True
-            data = utf8
+        data = _utf8(text)
+        if data is None:
+            return True
         if _may_hold_escape(data):
             return True
         # The text's ASCII characters are its UTF-8's ASCII bytes, and no other character lower-cases to an
-        # ASCII one (but the two ``_utf8`` leaves out): an ASCII probe in the lower case of the text is in
-        # the lower case of the bytes, and so is a learned form's UTF-8.
+        # ASCII one (but the two ``_utf8`` refuses): a probe in the text's lower case is in the bytes'.
         scan = self._search(True).scan_bytes(data, data.lower())
-        if scan.keyword_or_learned():
-            return True
-        return any(rule.may_apply(scan, self._names) for rule in candidates(scan.data))
+        return scan.learned() or any(rule.may_apply(scan, self._names) for rule in candidates(scan.data))
 
 
 def remove_secret_values(obj: Any) -> Any:

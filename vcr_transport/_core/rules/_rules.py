@@ -11,36 +11,21 @@ from urllib.parse import unquote_plus
 
 from ..format._format import PLACEHOLDER
 from ._catalogue import catalogue_matches, glued_matches, looks_like_credential, may_hold_prefixed
-from ._json import (
-    JSON_ESCAPE,
-    SIBLING_NAME_KEYS,
-    SIBLING_VALUE_BYTES,
-    SIBLING_VALUE_KEYS,
-    Context,
-    folded,
-    is_schema,
-    key_may_be_secret,
-    redact_json,
-    removes_value,
-    string_leaves,
-    token_is_credential,
-)
+from ._encodings import decoded_tokens
+from ._json import JSON_ESCAPE, SIBLING_VALUE_BYTES, Context, key_may_be_secret, redact_json, token_is_credential
 from ._names import Names, words_of
 from ._search import Scan
 
 __all__ = [
     "RULES",
-    "SIBLING_NAME_KEYS",
-    "SIBLING_VALUE_KEYS",
-    "Context",
+    "JsonNames",
+    "TEXT_DATA_URL",
+    "TEXT_MEDIA",
     "Rule",
     "candidates",
-    "folded",
-    "is_schema",
-    "redact_shapes",
-    "removes_value",
     "is_reference",
-    "string_leaves",
+    "redact_base64_text",
+    "redact_shapes",
 ]
 
 _TEXT_TYPES = r"text/|application/(?:json|xml|yaml|x-yaml|toml|x-sh|javascript"
@@ -79,8 +64,6 @@ _XML_ATTRIBUTE = re.compile(r"""(?P<name>[A-Za-z_][\w:.-]*)\s*=\s*(?P<q>["'])(?P
 _XML_BYTES = re.compile(rb"</|/>|<[a-z_][\w:.-]*\s[^<>]*=")
 
 
-# The keys a JSON-schema definition is made of: an object of these only, with a type or its like, keeps its
-# contents even under a name like "password".
 def assigns_secret(names: Names, name: str, value: str, response: bool) -> bool:
     """Whether ``name: value`` (an assignment, an XML element or attribute) holds a secret value."""
     if value.lower() in ("true", "false", "null", "none") or PLACEHOLDER in value or is_reference(value):
@@ -336,6 +319,51 @@ class Glued(Rule):
         return "".join(pieces) + text[position:] if pieces else text
 
 
+class SlackWebhook(Rule):
+    """A Slack webhook URL keeps its workspace and channel ids and loses its secret, the last path segment
+    (``hooks.slack.com/services/T.../B.../[secret removed]``): the URL stays one, and a replay with another
+    webhook's secret matches it (the live URL is redacted the same way before it is compared)."""
+
+    name = "slack webhooks"
+    marks = b"/"
+
+    def may_apply(self, scan: Scan, names: Names) -> bool:
+        return b"hooks.slack.com/" in scan.data
+
+    def apply(self, text: str, ctx: Context) -> str:
+        def replace(match: re.Match[str]) -> str:
+            ctx.found.append(match["secret"])
+            return match.group()[: match.start("secret") - match.start()] + PLACEHOLDER
+
+        return _SLACK_WEBHOOK.sub(replace, text)
+
+
+_SLACK_WEBHOOK = re.compile(
+    r"(?i:hooks\.slack\.com)/(?:services|workflows|triggers)/(?:[A-Za-z0-9]{1,40}/){1,3}(?P<secret>[A-Za-z0-9]{16,64})"
+    r"(?![A-Za-z0-9])"
+)
+
+
+class Encoded(Rule):
+    """A key written in hex, HTML numeric entities, ``\\xNN`` escapes, double percent-encoding or a base64 run
+    in prose (``_encodings``): a token whose decoding holds a secret goes whole. Base64 media never decode
+    to text, so they stay as they are."""
+
+    name = "encoded"
+
+    def may_apply(self, scan: Scan, names: Names) -> bool:
+        return bool(scan.hits) and scan.encoded()  # most texts have no hit: one test
+
+    def apply(self, text: str, ctx: Context) -> str:
+        pieces, position = [], 0
+        for start, end, decoded in decoded_tokens(text):
+            if ctx.redact_text(decoded, ctx.response) != decoded:
+                ctx.found.append(text[start:end])
+                pieces += [text[position:start], PLACEHOLDER]
+                position = end
+        return "".join(pieces) + text[position:] if pieces else text
+
+
 class Shapes(Rule):
     """The catalogue's credential shapes (``_catalogue``). The redactor runs it last, with the keywords the
     search found; it searches its prefixes itself, so only the prefilter's scan, which has them, can say no."""
@@ -362,6 +390,8 @@ RULES: tuple[Rule, ...] = (
     Userinfo(),
     UrlPath(),
     Glued(),
+    SlackWebhook(),
+    Encoded(),
     _Shapes,
 )
 

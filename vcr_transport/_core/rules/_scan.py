@@ -1,10 +1,11 @@
-"""Finding secrets in text already written (cassettes, .env, YAML, header dumps, any text file) with the
-same engine that redacts them while recording. No I/O: the caller reads the file and renders findings."""
+"""Finding secrets in text already written (cassettes, .env, YAML, any text file) with the rules that redact them
+while recording, and the reading of ``name: value`` lines a file has. No I/O."""
 
 from __future__ import annotations
 
 import base64
 import binascii
+import dataclasses
 import json
 import re
 from collections.abc import Iterator
@@ -12,9 +13,10 @@ from typing import Any
 
 from ..format._bodies import DecodedTooLarge, content_encodings, decode_stacked
 from ._catalogue import PREFIX_PATTERNS
+from ._deltas import changed_span, delta_channels
 from ._redaction import PLACEHOLDER, Redactor
 from ._rules import is_reference
-from ._stream import changed_span, delta_channels, redact_body
+from ._stream import redact_body
 
 __all__ = ["scan_document", "scan_name", "scan_text"]
 
@@ -27,16 +29,15 @@ _GZIP_MAGIC = b"\x1f\x8b"
 
 
 def scan_text(redactor: Redactor, text: str, response: bool = False) -> list[str]:
-    """The secrets the redaction rules would remove from ``text``, each as it stands in the text."""
+    """The secrets the redaction rules would remove from ``text``, each as it stands in the text. Several in one
+    changed span are split at the unchanged text between placeholders; where that text also occurs inside a
+    secret (a space in a PEM block on one line), at the last occurrence that leaves one whole secret before."""
     redacted = redactor.redact_text(text, response=response)
     if redacted == text:
         return []
     start, end = changed_span(text, redacted)
     found, replaced = text[start:end], redacted[start : end + len(redacted) - len(text)]
-    # Several secrets in one span: split it at the unchanged text between placeholders. Where that text
-    # also occurs inside a secret (a space inside a PEM block written on one line), the secret ends at the
-    # last occurrence that leaves one whole secret before it (one the rules replace by one placeholder).
-    between = [part for part in replaced.split(PLACEHOLDER)][1:-1]
+    between = replaced.split(PLACEHOLDER)[1:-1]
     secrets, position = [], 0
     for part in between:
         where = _secret_end(redactor, found, position, part, response) if part else -1
@@ -62,8 +63,7 @@ _NAME_GLUE = re.compile(
 
 
 def scan_name(redactor: Redactor, name: str) -> list[str]:
-    """The secrets in a file name or a test id (a cassette's owner): what the rules would remove from it, also
-    where a ``_`` or a bracket glues a key to the name."""
+    """The secrets in a file name or a test id, also where a ``_`` or a bracket glues a key to the name."""
     return scan_text(redactor, _NAME_GLUE.sub(" ", name))
 
 
@@ -95,8 +95,7 @@ Unsearched = list[tuple[int, str]]
 
 
 def _decoded(data: bytes, encodings: list[str], number: int, unsearched: Unsearched) -> bytes | None:
-    """``data`` with ``encodings`` undone, None when they can't be; as it is, noted in ``unsearched``, when it
-    decodes past the bound."""
+    """``data`` decoded, None when it can't be; as it is, noted in ``unsearched``, when it decodes too large."""
     try:
         return decode_stacked(data, encodings)
     except DecodedTooLarge as error:
@@ -112,20 +111,19 @@ def _decoded_payload(encoded: str, number: int, unsearched: Unsearched) -> bytes
     return (_decoded(data, ["gzip"], number, unsearched) or data) if data.startswith(_GZIP_MAGIC) else data
 
 
+@dataclasses.dataclass
 class _Call:
-    def __init__(self) -> None:
-        self.encodings: list[str] = []
-        self.first_line = 0
-        self.payload = bytearray()
+    encodings: list[str] = dataclasses.field(default_factory=list)
+    first_line: int = 0
+    payload: bytearray = dataclasses.field(default_factory=bytearray)
 
 
 def scan_document(redactor: Redactor, text: str, unsearched: Unsearched | None = None) -> Iterator[tuple[int, str]]:
-    """(line number, secret) for every secret in a file's text, by the redaction rules: in each line
-    (secret shapes, secret-named JSON keys, ``NAME=value`` and ``name: value`` lines, YAML list values under
-    a secret name), in cassette lines (headers, JSON bodies, base64 payloads decoded and gunzipped), in
-    each recorded call's stream reassembled and decoded by its content-encodings (lines and SSE deltas),
-    and in multi-line blocks (PEM keys). Each secret is reported once per line. A body that decodes past
-    ``MAX_DECODED_BYTES`` is searched as stored, and added to ``unsearched`` (line number, why)."""
+    """(line number, secret) for every secret in a file's text, once per line: in each line (also ``name: value``
+    lines and YAML list values under a secret name), in cassette lines (headers, JSON bodies, base64 payloads
+    decoded), in each recorded call's stream reassembled and decoded (lines and SSE deltas), and in multi-line
+    blocks (PEM keys). A body that decodes past ``MAX_DECODED_BYTES`` is searched as stored, and added to
+    ``unsearched`` (line number, why)."""
     unsearched = [] if unsearched is None else unsearched
     calls: dict[Any, _Call] = {}
     pending_name = False  # a secret name on the line before, with its value on the following YAML lines
@@ -142,8 +140,8 @@ def scan_document(redactor: Redactor, text: str, unsearched: Unsearched | None =
 
 
 def _line_secrets(redactor: Redactor, line: str, pending_name: bool) -> tuple[list[str], bool]:
-    """The secrets of one line, and whether a secret name with no value ends it (``pending_name``: one did
-    on the line before, whose value is this YAML item)."""
+    """The secrets of one line, and whether a secret name with no value ends it (``pending_name``: the line
+    before did, its value this YAML item)."""
     found = scan_text(redactor, line)
     named = _named_value(redactor, line)
     if named is not None and named[1] and not named[1].startswith(("{", "[")) and not is_reference(named[1]):
@@ -198,8 +196,7 @@ def _removed(before: Any, after: Any) -> Iterator[Any]:
 def _header_secrets(
     redactor: Redactor, obj: dict[str, Any], calls: dict[Any, _Call]
 ) -> tuple[list[str], dict[str, Any]]:
-    """The secrets in a line's headers (a response's content-encodings noted for its stream), and the line
-    without them."""
+    """The secrets in a line's headers (a response's content-encodings noted), and the line without them."""
     pairs = _header_pairs(obj.get("headers"))
     if pairs is None:
         return [], obj
@@ -218,7 +215,6 @@ def _header_pairs(headers: Any) -> list[tuple[str, str]] | None:
 def _payload_secrets(
     redactor: Redactor, obj: dict[str, Any], response: bool, number: int, unsearched: Unsearched
 ) -> list[str]:
-    """The secrets in a line's base64 payloads (a chunk's, a body's), decoded and gunzipped."""
     body = obj.get("body")
     found: list[str] = []
     for encoded in (obj.get("base64"), body.get("base64") if isinstance(body, dict) else None):
@@ -228,7 +224,6 @@ def _payload_secrets(
 
 
 def _collect_event(obj: dict[str, Any], number: int, call: _Call) -> None:
-    """Add an event line's chunk to its call's stream, searched whole once the file is read."""
     call.first_line = call.first_line or number
     if isinstance(obj.get("text"), str):
         call.payload += obj["text"].encode("utf-8", "surrogateescape")
@@ -240,7 +235,6 @@ def _collect_event(obj: dict[str, Any], number: int, call: _Call) -> None:
 
 
 def _stream_secrets(redactor: Redactor, calls: dict[Any, _Call], unsearched: Unsearched) -> Iterator[tuple[int, str]]:
-    """The secrets in each call's stream, reassembled and decoded, at the line of its first event."""
     for call in calls.values():
         body = _decoded(bytes(call.payload), call.encodings, call.first_line, unsearched)
         if body is not None:
@@ -248,7 +242,6 @@ def _stream_secrets(redactor: Redactor, calls: dict[Any, _Call], unsearched: Uns
 
 
 def _scan_stream(redactor: Redactor, body: bytes) -> list[str]:
-    """Secrets in one call's whole stream (decoded): searched by line and in its reassembled deltas."""
     if redact_body(body, redactor) == body:
         return []
     found = []

@@ -1,6 +1,7 @@
 """One pass over the UTF-8 of lower-cased text (Aho-Corasick, in Rust) for the union of the rules' probes: the
 catalogue's prefixes and the text media types (for the prefilter only: short prefixes occur in any prose), the
-secret names' words, the catalogue's keywords, the glued prefixes and the learned forms, in that order."""
+secret names' words, the catalogue's keywords, the glued prefixes, the encoded prefixes and marks
+(``_encodings``) and the learned forms, in that order."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ from typing import NamedTuple
 import ahocorasick_rs
 
 from ._catalogue import GLUED_NEEDLES, KEYWORD_PATTERNS, PREFIX_PATTERNS
+from ._encodings import ENCODED_NEEDLES
 
 __all__ = ["MEDIA_MARKERS", "Scan", "Search", "searched_words"]
 
@@ -24,8 +26,9 @@ _DFA_PATTERNS = 400
 
 class Search(NamedTuple):
     """The finder, the learned ``forms`` it holds, where each probe group starts among its patterns
-    (``words``, ``keywords``, ``glued``, ``learned``; the prefixes come first), and whether every form is ASCII
-    (``exact``: a form occurs in a text only where its lower case occurs in the text's)."""
+    (``words``, ``keywords``, ``glued``, ``learned``, and ``encoded`` between the glued and the learned; the
+    prefixes come first), and whether every form is ASCII (``exact``: a form occurs in a text only where its
+    lower case occurs in the text's)."""
 
     finder: ahocorasick_rs.BytesAhoCorasick
     forms: tuple[str, ...]
@@ -35,28 +38,35 @@ class Search(NamedTuple):
     learned: int
     exact: bool
     names: tuple[str, ...]
+    encoded: int
 
     @classmethod
     def build(cls, names: tuple[str, ...], forms: tuple[str, ...], prefilter: bool) -> Search:
         prefixes = [prefix.lower() for prefix in PREFIX_PATTERNS] + list(MEDIA_MARKERS) if prefilter else []
         lowered = sorted({form.encode("utf-8", "surrogatepass").lower() for form in forms})
-        patterns = [*prefixes, *(word.encode() for word in names), *KEYWORD_PATTERNS, *GLUED_NEEDLES, *lowered]
+        patterns = [
+            *prefixes,
+            *(word.encode() for word in names),
+            *KEYWORD_PATTERNS,
+            *GLUED_NEEDLES,
+            *ENCODED_NEEDLES,
+            *lowered,
+        ]
         keywords = len(prefixes) + len(names)
         # A DFA is twice as fast as the NFA the library chooses past 100 patterns (many forms: let it choose).
         implementation = ahocorasick_rs.Implementation.DFA if len(patterns) <= _DFA_PATTERNS else None
         finder = ahocorasick_rs.BytesAhoCorasick(patterns, implementation=implementation)
         exact = all(form.isascii() for form in forms)
         glued = keywords + len(KEYWORD_PATTERNS)
-        return cls(finder, forms, len(prefixes), keywords, glued, glued + len(GLUED_NEEDLES), exact, names)
+        encoded = glued + len(GLUED_NEEDLES)
+        return cls(finder, forms, len(prefixes), keywords, glued, encoded + len(ENCODED_NEEDLES), exact, names, encoded)
 
     def scan(self, text: str) -> Scan:
         lowered = text.lower()
         data = lowered.encode("utf-8", "surrogatepass")
         unsure = not text.isascii() and ("\u0130" in text or "\u212a" in text)
         hits = self.finder.find_matches_as_indexes(data, overlapping=True)
-        first, end = self.words, self.keywords
-        words = [(start, stop) for index, start, stop in hits if first <= index < end] if hits else []
-        return _new_scan((self, text, lowered, data, hits, words, unsure, None))
+        return _new_scan((self, text, lowered, data, hits, self._words(hits), unsure, None))
 
     def scan_bytes(self, raw: bytes, data: bytes) -> Scan:
         """The prefilter's scan of UTF-8 ``raw``, ``data`` its lower case."""
@@ -64,7 +74,6 @@ class Search(NamedTuple):
         return _new_scan((self, None, "", data, hits, self._words(hits), False, raw))
 
     def _words(self, hits: list[tuple[int, int, int]]) -> list[tuple[int, int]]:
-        """Where secret-name words are, in the scanned ``data``."""
         first, end = self.words, self.keywords
         return [(start, stop) for index, start, stop in hits if first <= index < end] if hits else []
 
@@ -100,10 +109,20 @@ class Scan(NamedTuple):
     def glued(self) -> bool:
         """A long prefixed shape's prefix found glued to a word (``_catalogue.glued_matches``)."""
         search = self.search
-        return any(search.glued <= index < search.learned for index, _, _ in self.hits)
+        return any(search.glued <= index < search.encoded for index, _, _ in self.hits)
 
-    def keyword_or_learned(self) -> bool:
-        return bool(self.hits) and max(self.hits)[0] >= self.search.keywords
+    def encoded(self) -> bool:
+        """The hex or base64 form of a key prefix, or an encoding's mark, found (``_encodings.ENCODED_NEEDLES``)."""
+        search = self.search
+        low, high = search.encoded, search.learned
+        for index, _, _ in self.hits:  # most texts have none or one: a loop, no generator
+            if low <= index < high:
+                return True
+        return False
+
+    def learned(self) -> bool:
+        """A learned form found (prefilter scans: the forms' lower case)."""
+        return bool(self.hits) and max(self.hits)[0] >= self.search.learned
 
     def clear_of(self, forms: tuple[str, ...]) -> bool:
         """Whether the text surely holds none of ``forms``: the search's own forms, none found."""

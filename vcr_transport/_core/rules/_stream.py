@@ -1,6 +1,5 @@
-"""Redaction of response bodies while they stream: over the logical text of a stream, a line at a time,
-keeping each chunk's boundaries; over the text a model emits piece by piece across SSE deltas; and of
-content-encoded bodies, searched decoded. No I/O."""
+"""Redaction of response bodies while they stream (a line at a time, keeping each chunk's boundaries, then the
+text a model emits piece by piece across SSE deltas), and of bodies searched whole (content-encoded, binary)."""
 
 from __future__ import annotations
 
@@ -12,8 +11,6 @@ from ..format._bodies import content_codec, content_encodings, decode_stacked, e
 from ._deltas import Edit, changed_span, delta_channels, delta_edits, delta_texts, split_edited
 from ._redaction import Redactor
 
-_first = itemgetter(0)  # a (chunk, tag) pair's chunk
-
 __all__ = [
     "BATCH",
     "BinaryBodyRedactor",
@@ -21,53 +18,37 @@ __all__ = [
     "HeldBodyRedactor",
     "StreamRedactor",
     "carries_deltas",
-    "changed_span",
     "delta_channels",
-    "delta_edits",
     "delta_texts",
     "redact_body",
 ]
 
-# A secret shape is far shorter than this: a line cut for length keeps this much back, so that a secret
-# straddling the cut is searched whole on the next pass.
-OVERLAP = 16 * 1024
-# Text kept before a found secret when cutting a long line: its context (``Bearer ``, ``"api_key": "``).
-_CONTEXT = 256
+_first = itemgetter(0)  # a (chunk, tag) pair's chunk
+OVERLAP = 16 * 1024  # kept back at a long line's cut: far longer than a secret, which is searched whole
+_CONTEXT = 256  # kept before a secret when cutting a long line (``Bearer ``, ``"api_key": "``)
 _STEP = 2048  # how far back a cut moves when a secret crosses it
-# The cassette's copy of a stream waits for its end so that secrets spread over SSE deltas are found;
-# past this many bytes it is written anyway (deltas are then searched per held part).
-MAX_HOLD = 8 * 1024 * 1024
-# The recorder hands chunks to ``StreamRedactor.feed_many`` in batches of about this many bytes.
-BATCH = 32 * 1024
-
-
-# The media types of streams whose events carry a model's text piece by piece: SSE, and the JSON-lines
-# streams (Ollama's application/x-ndjson).
-_DELTA_STREAM_TYPES = ("event-stream", "ndjson", "jsonl", "json-seq", "stream+json")
+MAX_HOLD = 8 * 1024 * 1024  # a stream held past this is written (its deltas searched per held part)
+BATCH = 32 * 1024  # the recorder's batches for ``StreamRedactor.feed_many``
 
 
 def carries_deltas(content_type: str) -> bool:
-    """Whether a response of this content-type is a stream whose text is reassembled from its events."""
-    return any(kind in content_type for kind in _DELTA_STREAM_TYPES)
+    """Whether a response of this content-type is a stream whose text is reassembled from its events: SSE
+    and the JSON-lines streams (Ollama's application/x-ndjson)."""
+    return any(kind in content_type for kind in ("event-stream", "ndjson", "jsonl", "json-seq", "stream+json"))
 
 
 class StreamRedactor:
     """Redacts a response body over its logical text while it streams, keeping each chunk's boundaries.
 
-    Text is redacted a block of complete lines at a time. A line longer than ``max_line`` is redacted up
-    to a cut at least ``overlap`` characters before its end, and the rest waits for the next pass, so a
-    secret at the cut is seen whole. After the lines, the text that SSE delta events carry piece by piece
-    (see ``delta_channels``) is reassembled and searched; a secret found there is removed from every piece
-    that carries part of it, each piece staying valid JSON. Chunks are held until ``finish`` (or until
-    ``max_hold`` bytes are held, when they are released). ``feed_many`` returns the chunks (with the tag
-    given for each) ready for the cassette, in order; ``finish`` returns the rest. Every chunk fed comes out
-    exactly once. Where a replacement spans a boundary, the earlier chunk carries the whole placeholder.
-    With ``deltas`` false (a body that isn't an event stream), the delta search is left out.
-
-    The chunks given to ``feed_many`` (the recorder's batch of about ``BATCH`` bytes) are taken in together
-    when no piece of their text, nor of the line pending before them, could be redacted (``_clear``): they
-    pass as they came, in one step; otherwise they are taken in a chunk at a time. The cassette gets the
-    same bytes either way (``tests/transports/test_chunk_batches.py``).
+    Complete lines are redacted a block at a time; a line longer than ``max_line`` up to a cut at least
+    ``overlap`` characters before its end, so a secret at the cut is seen whole. Then the text SSE delta events
+    carry piece by piece (``delta_channels``; not with ``deltas`` false) is reassembled and searched; a secret
+    found there is removed from every piece that carries part of it, each staying valid JSON. Chunks are held
+    until ``finish`` (or past ``max_hold`` bytes). ``feed_many`` returns the chunks (with their tags) ready for
+    the cassette, in order; ``finish`` the rest: every chunk comes out exactly once, and where a replacement
+    spans a boundary the earlier chunk carries the whole placeholder. A batch none of whose text (nor the
+    pending line's) could be redacted passes in one step (``_clear``); the cassette gets the same bytes either
+    way (``tests/transports/test_chunk_batches.py``).
     """
 
     def __init__(
@@ -93,15 +74,12 @@ class StreamRedactor:
         self._held_size = 0
 
     def feed(self, chunk: bytes, tag: Any) -> list[tuple[bytes, Any]]:
-        """``feed_many`` of one chunk."""
         return self.feed_many([(chunk, tag)])
 
     def feed_many(self, chunks: Sequence[tuple[bytes, Any]]) -> list[tuple[bytes, Any]]:
-        """Take in ``chunks``; return the pieces ready for the cassette."""
         return self._take_in(list(chunks), last=False)
 
     def finish(self, last: Sequence[tuple[bytes, Any]] = ()) -> list[tuple[bytes, Any]]:
-        """Take in ``last``, the body's last chunks; return what is left for the cassette."""
         ready = self._take_in(list(last), last=True)
         self._redact_line()
         for slot in range(len(self._outputs)):
@@ -110,8 +88,7 @@ class StreamRedactor:
         return ready + self._release_held()
 
     def _take_in(self, batch: list[tuple[bytes, Any]], last: bool) -> list[tuple[bytes, Any]]:
-        """Take in ``batch`` as it is when nothing in it (nor in the pending line) could be redacted, else a
-        chunk at a time. With ``last``, the pending line ends with it."""
+        """With ``last``, the pending line ends with ``batch``."""
         if (batch or (last and self._line)) and self._clear(batch):
             self._pass_through(batch, last)
             return []
@@ -121,9 +98,7 @@ class StreamRedactor:
         return ready
 
     def _clear(self, batch: list[tuple[bytes, Any]]) -> bool:
-        """Whether taking ``batch`` in one by one would redact nothing, cut no over-long line and release
-        nothing held: no piece of the text of the pending line and the batch could be redacted, no line in
-        it is longer than ``max_line``, and the held bytes stay within ``max_hold``."""
+        """Whether taking ``batch`` in one by one would redact nothing, cut no long line and release nothing."""
         text = b"".join([self._line, *map(_first, batch)])
         if self._held_size + len(text) > self._max_hold:
             return False
@@ -132,8 +107,7 @@ class StreamRedactor:
         return not self._redactor.could_redact(text)
 
     def _pass_through(self, batch: list[tuple[bytes, Any]], last: bool) -> None:
-        """Take ``batch`` in as it is: what ``_feed_one`` of each chunk gives when nothing is redacted (and,
-        with ``last``, what ``finish`` then gives for the pending line)."""
+        """What ``_feed_one`` of each chunk (and with ``last`` ``finish``) gives when nothing is redacted."""
         ends = len(batch) if last else _after_last_line_break(batch)
         ready = self._end_line() + batch[: ends - 1] if ends else self._end_line() if last else []
         if ends:
@@ -151,13 +125,7 @@ class StreamRedactor:
         self._hold(ready + self._release())
 
     def _end_line(self) -> list[tuple[bytes, Any]]:
-        """The pending line, as it is, to its chunks, all of them sealed; what is ready."""
-        if self._segments:
-            line = bytes(self._line)
-            self._emit(line, line, self._segments)
-            for slot, _ in self._segments:
-                self._seal(slot)
-            self._line, self._segments = bytearray(), []
+        self._redact_line(redact=False)
         return self._release()
 
     def _feed_one(self, chunk: bytes, tag: Any) -> list[tuple[bytes, Any]]:
@@ -195,8 +163,8 @@ class StreamRedactor:
         return [(piece, tag) for piece, (_, tag) in zip(pieces, held, strict=True)]
 
     def _across_lines(self, body: bytes, reads: int) -> list[Edit]:
-        """The edit redacting, as a whole, a body of several lines that came in more than one read: a
-        pretty-printed JSON value on a line after its key's, which the line-by-line pass saw apart."""
+        """The edit redacting a body of several lines, read more than once, as a whole: a pretty-printed JSON
+        value on a line after its key's, which the line-by-line pass saw apart."""
         if reads < 2 or b"\n" not in body.rstrip(b"\n"):
             return []
         text = body.decode("utf-8", "surrogateescape")
@@ -219,19 +187,19 @@ class StreamRedactor:
         output, tag, _ = self._outputs[slot]
         self._outputs[slot] = (output, tag, True)
 
-    def _redact_line(self) -> None:
-        """Redact all of the pending text and hand it to its chunks."""
+    def _redact_line(self, redact: bool = True) -> None:
+        """The pending line to its chunks (``redact`` false: as it is, all its chunks then complete)."""
         if not self._segments:
             return
-        original = bytes(self._line)
-        text = original.decode("utf-8", "surrogateescape")
-        redacted_text = self._redactor.redact_text(text, response=True)
-        redacted = original if redacted_text == text else redacted_text.encode("utf-8", "surrogateescape")
+        original = redacted = bytes(self._line)
+        if redact:
+            text = original.decode("utf-8", "surrogateescape")
+            redacted_text = self._redactor.redact_text(text, response=True)
+            redacted = original if redacted_text == text else redacted_text.encode("utf-8", "surrogateescape")
         self._emit(original, redacted, self._segments)
-        for slot, _ in self._segments[:-1]:
+        for slot, _ in self._segments if not redact else self._segments[:-1]:
             self._seal(slot)
-        self._line = bytearray()
-        self._segments = []
+        self._line, self._segments = bytearray(), []
 
     def _redact_long_line(self) -> None:
         """Redact the start of an over-long line, up to a cut no secret crosses, keeping the rest pending."""
@@ -258,8 +226,8 @@ class StreamRedactor:
         self._segments = kept
 
     def _cut(self, text: str) -> tuple[int, str] | None:
-        """Where to cut ``text`` and its head redacted: a cut no secret crosses (the two sides redacted
-        apart give what the whole gave), or None."""
+        """Where to cut ``text``, where the two sides redacted apart give what the whole gave, and its head
+        redacted; None: nowhere."""
         redacted = self._redactor.redact_text(text, response=True)
         limit = len(text) - self._overlap
         if redacted == text:
@@ -312,11 +280,9 @@ def redact_body(body: bytes, redactor: Redactor) -> bytes:
 
 
 class HeldBodyRedactor:
-    """Redacts a response body that can only be searched whole: its chunks are held back from the cassette
-    (never from the caller) until the call ends, then ``redacted`` is asked for the whole body. With no
-    secret in it they are written as they came; otherwise the redacted body is written as one chunk. A body
-    over ``max_buffer`` bytes is written as it came. ``held`` false: nothing is held (the body can't be
-    searched)."""
+    """A response body searched whole: its chunks are held from the cassette (never from the caller) until the
+    call ends, then written as they came when ``redacted`` finds nothing, else as one redacted chunk. A body
+    over ``max_buffer`` bytes, or with ``held`` false, is written as it came."""
 
     def __init__(self, redactor: Redactor, max_buffer: int = 64 * 1024 * 1024, *, held: bool = True) -> None:
         self._redactor = redactor
@@ -339,11 +305,9 @@ class HeldBodyRedactor:
         return []
 
     def feed_many(self, chunks: Sequence[tuple[bytes, Any]]) -> list[tuple[bytes, Any]]:
-        """``feed`` of each of ``chunks`` in turn, their pieces ready for the cassette returned together."""
         return [ready for chunk, tag in chunks for ready in self.feed(chunk, tag)]
 
     def finish(self, last: Sequence[tuple[bytes, Any]] = ()) -> list[tuple[bytes, Any]]:
-        """What is left for the cassette, after ``feed_many(last)``."""
         ready = self.feed_many(last)
         held, self._held = self._held, None
         if not held:
@@ -356,11 +320,10 @@ class HeldBodyRedactor:
 
 
 class EncodedBodyRedactor(HeldBodyRedactor):
-    """A content-encoded body (gzip, deflate, br, zstd, stacked in any order), searched decoded: redacted as
-    a stream of it would be, then encoded again with every encoding, in order. One in an encoding this
-    Python can't decode, or that doesn't decode, is written as it came (replay fails the same way); one that
-    decodes past ``MAX_DECODED_BYTES`` can't be searched: ``finish`` raises DecodedTooLarge, and the
-    recorder writes nothing of it."""
+    """A content-encoded body (gzip, deflate, br, zstd, stacked), redacted decoded as a stream of it would be,
+    then encoded again. One that doesn't decode is written as it came (replay fails the same way); one that
+    decodes past ``MAX_DECODED_BYTES`` can't be searched: ``finish`` raises DecodedTooLarge, and the recorder
+    writes nothing of it."""
 
     def __init__(self, redactor: Redactor, encoding: str, max_buffer: int = 64 * 1024 * 1024) -> None:
         encodings = content_encodings([("content-encoding", encoding)])
@@ -377,9 +340,8 @@ class EncodedBodyRedactor(HeldBodyRedactor):
 
 
 class BinaryBodyRedactor(HeldBodyRedactor):
-    """A binary body that is not media (an ``application/octet-stream`` file download, a PDF, an archive),
-    searched as bytes as a binary request body is (``Redactor.redact_binary``: the catalogue's credential
-    shapes and the values learned); every other byte is kept."""
+    """A binary body that is not media (a file download, a PDF, an archive), searched as bytes
+    (``Redactor.redact_binary``)."""
 
     def redacted(self, body: bytes) -> bytes | None:
         return self._redactor.redact_binary(body)

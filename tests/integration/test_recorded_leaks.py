@@ -1,0 +1,261 @@
+"""The leaks of issue 36, recorded: each secret goes through a real SDK (openai, anthropic) or a recording
+transport at the vendor's host with the vendor's headers, to a MockTransport; the written cassette must not
+hold it, ``vcr-transport scan`` must flag it in a cassette written by hand with it left in, and what must
+stay (base64 media, OAuth's ``token_type``, Anthropic's thinking ``signature``, MCP's session id) stays."""
+
+from __future__ import annotations
+
+import base64
+import contextlib
+import io
+import json
+import random
+from pathlib import Path
+from typing import Any
+
+import anthropic
+import httpx2 as httpx
+import openai
+import pytest
+
+import vcr_transport
+from vcr_transport._tools._cli import main as cli
+
+KEY = "sk-proj-4fJ9kQ2mXv7LpR8sT1uW3yZ5aB6cD0eF9gH2iJ4kLm"
+AWS_ID, AWS_SECRET = "AKIAIOSFODNN7EXAMPL3", "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY"
+SLACK_SECRET = "abcdefGHIJKLmnopQRSTuvwx"
+OPENAI_HEADERS = {"openai-organization": "org-test", "openai-processing-ms": "321", "x-request-id": "req_1"}
+ANSWER = {
+    "id": "chatcmpl-1",
+    "object": "chat.completion",
+    "created": 1,
+    "model": "gpt-4o-mini",
+    "choices": [{"index": 0, "finish_reason": "stop", "message": {"role": "assistant", "content": "noted"}}],
+}
+# The encodings of item 1, each of the key.
+ENCODINGS = {
+    "hex": KEY.encode().hex(),
+    "entities": "".join(f"&#{ord(c)};" for c in KEY),
+    "hex entities": "".join(f"&#x{ord(c):x};" for c in KEY),
+    "escapes": "".join(f"\\x{ord(c):02x}" for c in KEY),
+    "double percent": "".join(f"%25{ord(c):02X}" if c == "-" else c for c in KEY),
+    "base64 in prose": base64.b64encode(f"the key is {KEY}".encode()).decode(),
+}
+# A PNG whose bytes hold the key prefixes the rule's search looks for in base64 and hex (``sk-proj-``, ``ghp_``,
+# ``AKIA``, and the hex of ``sk-proj-`` as text) at every alignment: it decodes to bytes that aren't text,
+# media kept byte for byte.
+_LOOK_ALIKES = b"sk-proj-" + b"x" + b"ghp_" + b"yz" + b"AKIA" + b"736b2d70726f6a2d" + b"&#115;\\x73%2573"
+PNG = base64.b64encode(
+    b"\x89PNG\r\n\x1a\n" + random.Random(7).randbytes(300) + _LOOK_ALIKES * 3 + random.Random(8).randbytes(300)
+).decode()
+
+
+def _openai(path: Path, handler: Any = None) -> openai.OpenAI:
+    mock = httpx.MockTransport(handler or (lambda request: httpx.Response(200, json=ANSWER, headers=OPENAI_HEADERS)))
+    http = httpx.Client(transport=vcr_transport.RecordingTransport(mock, path))
+    return openai.OpenAI(api_key="sk-proj-TESTKEYabcdefghijklmnopqrstuvwxyz0123", http_client=http, max_retries=0)
+
+
+def _ask(path: Path, content: Any) -> None:
+    client = _openai(path)
+    client.chat.completions.create(model="gpt-4o-mini", messages=[{"role": "user", "content": content}])
+    client.close()
+
+
+def _scan(path: Path) -> tuple[int, str]:
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(out):
+        code = cli(["scan", str(path)])
+    return code, out.getvalue()
+
+
+def _planted(tmp_path: Path, value: str) -> Path:
+    """A cassette written by hand (never recorded) with ``value`` in a prompt: what a reviewer runs scan on."""
+    lines = [
+        {"type": "header", "format_version": 1},
+        {
+            "type": "request",
+            "call_index": 0,
+            "method": "POST",
+            "url": "https://api.openai.com/v1/chat/completions",
+            "headers": [["content-type", "application/json"]],
+            "body": {"json": {"model": "m", "messages": [{"role": "user", "content": value}]}},
+        },
+    ]
+    path = tmp_path / "planted.jsonl"
+    path.write_text("".join(json.dumps(line) + "\n" for line in lines))
+    return path
+
+
+@pytest.mark.parametrize("encoding", sorted(ENCODINGS))
+def test_a_key_written_encoded_in_a_prompt_is_removed_and_media_beside_it_stays(tmp_path: Path, encoding: str) -> None:
+    encoded = ENCODINGS[encoding]
+    path = tmp_path / "c.jsonl"
+    content = [
+        {"type": "text", "text": f"debug this: {encoded} please"},
+        {"type": "image_url", "image_url": {"url": f"data:image/png;base64,{PNG}"}},
+    ]
+    _ask(path, content)
+    written = path.read_text()
+    assert encoded not in written and "[secret removed] please" in written
+    assert f"data:image/png;base64,{PNG}" in written, "the media is byte-identical"
+    assert _scan(path)[0] == 0
+    code, report = _scan(_planted(tmp_path, f"debug this: {encoded} please"))
+    assert code == 1 and "planted.jsonl:2:" in report
+
+
+def test_base64_media_in_responses_stays_byte_identical(tmp_path: Path) -> None:
+    """An image's ``b64_json`` and audio's ``data`` whose bytes hold a key: recorded as they came."""
+    audio = {**ANSWER, "choices": [{**ANSWER["choices"][0], "message": {"role": "assistant", "content": None}}]}
+    audio["choices"][0]["message"]["audio"] = {"id": "audio_1", "data": PNG, "expires_at": 1, "transcript": "hi"}
+    path = tmp_path / "c.jsonl"
+
+    def handler(request: httpx.Request) -> httpx.Response:
+        if request.url.path.endswith("/images/generations"):
+            return httpx.Response(200, json={"created": 1, "data": [{"b64_json": PNG}]}, headers=OPENAI_HEADERS)
+        return httpx.Response(200, json=audio, headers=OPENAI_HEADERS)
+
+    client = _openai(path, handler)
+    image = client.images.generate(model="gpt-image-1", prompt="a cat")
+    spoken = client.chat.completions.create(model="gpt-4o-audio-preview", messages=[{"role": "user", "content": "hi"}])
+    client.close()
+    assert image.data and image.data[0].b64_json == PNG and spoken.choices[0].message.audio
+    assert path.read_text().count(PNG) == 2
+    with httpx.Client(transport=vcr_transport.ReplayTransport(path)) as http:
+        replayed = openai.OpenAI(api_key="sk-proj-TESTKEYabcdefghijklmnopqrstuvwxyz0123", http_client=http)
+        assert replayed.images.generate(model="gpt-image-1", prompt="a cat").data[0].b64_json == PNG  # type: ignore[index]
+
+
+def test_a_slack_webhook_keeps_its_ids_and_replays_with_another_secret(tmp_path: Path) -> None:
+    path = tmp_path / "c.jsonl"
+    ids = "https://hooks.slack.com/services/T0123ABCD/B0456EFGH/"
+    mock = httpx.MockTransport(lambda request: httpx.Response(200, text="ok", headers={"x-slack-req-id": "r1"}))
+    with httpx.Client(transport=vcr_transport.RecordingTransport(mock, path)) as client:
+        client.post(ids + SLACK_SECRET, json={"text": "deployed"})
+    written = path.read_text()
+    assert SLACK_SECRET not in written and f'"url":"{ids}[secret removed]"' in written
+    with httpx.Client(transport=vcr_transport.ReplayTransport(path)) as client:
+        assert client.post(ids + "zyxwvuTSRQPOnmlkJIHGfedc", json={"text": "deployed"}).text == "ok"
+    code, report = _scan(_planted(tmp_path, f"post to {ids}{SLACK_SECRET}"))
+    assert code == 1 and f"{SLACK_SECRET[:4]}…({len(SLACK_SECRET)} chars)" in report
+
+
+def test_an_aws_secret_in_prose_goes_only_with_an_aws_context(tmp_path: Path) -> None:
+    path = tmp_path / "c.jsonl"
+    _ask(path, f"my aws_secret_access_key is {AWS_SECRET}, and {AWS_ID} {AWS_SECRET[::-1]} too")
+    written = path.read_text()
+    assert AWS_SECRET not in written and AWS_SECRET[::-1] not in written and AWS_ID not in written
+    alone = "a checksum: " + AWS_SECRET[:20] + AWS_SECRET[:20].lower()
+    _ask(path, alone)
+    assert alone in path.read_text(), "40 base64 characters with no AWS context are data"
+
+
+def test_a_yaml_api_key_line_in_a_prompt_is_removed(tmp_path: Path) -> None:
+    path = tmp_path / "c.jsonl"
+    prompt = "Why does this fail?\nservice:\n  api_key: x7Hq92LmPzQ\n  region: eu-west-1\n"
+    _ask(path, prompt)
+    written = path.read_text()
+    assert "x7Hq92LmPzQ" not in written and "api_key: [secret removed]" in written and "region: eu-west-1" in written
+    code, report = _scan(_planted(tmp_path, prompt))
+    assert code == 1 and "x7Hq…(11 chars)" in report
+
+
+def test_an_oauth_answer_keeps_its_token_type_and_expiry(tmp_path: Path) -> None:
+    path = tmp_path / "c.jsonl"
+    token = "ya29.a0AfH6SMBx1234567890abcdefghijklmnop"
+    answer = {"access_token": token, "token_type": "Bearer", "expires_in": 3599, "scope": "openid"}
+    mock = httpx.MockTransport(lambda request: httpx.Response(200, json=answer))
+    with httpx.Client(transport=vcr_transport.RecordingTransport(mock, path)) as client:
+        client.post(
+            "https://oauth2.googleapis.com/token", data={"grant_type": "refresh_token", "refresh_token": "1//0gQ7x"}
+        )
+    [event] = [line for line in map(json.loads, path.read_text().splitlines()) if line["type"] == "event"]
+    assert json.loads(event["text"]) == {**answer, "access_token": "[secret removed]"}
+
+
+SIGNATURE = (
+    "Eq8CCkYICxgCKkDdadQOXMzNBqjrNVAKWsgUfg49NpPg026zBGxIIGwEHVCq0JTW/P9fKHjZdjgO8Dyx03YDw6hN0w1HucifXFggEgzo"
+    "VS5Gogi9nvJSOA8aDDYuCAX4nGGkeHQLayIw+MWbf/"
+)  # the shape of a real one (base64 of a signed protobuf), cut short
+
+
+def test_an_anthropic_thinking_signature_is_kept_and_a_continued_conversation_replays(tmp_path: Path) -> None:
+    """Decided: a JSON ``signature`` is data (docs/explanation/redaction.md). Anthropic's thinking blocks carry
+    one, which the next turn sends back and the API checks: removed, a conversation replayed and then
+    continued live (record-on-miss) would be refused. It grants nothing, and the thinking it signs is in the
+    cassette anyway."""
+    path = tmp_path / "c.jsonl"
+    thinking = {"type": "thinking", "thinking": "Two and two.", "signature": SIGNATURE}
+    answer = {
+        "id": "msg_1",
+        "type": "message",
+        "role": "assistant",
+        "model": "claude-sonnet-4-5",
+        "content": [thinking, {"type": "text", "text": "4"}],
+        "stop_reason": "end_turn",
+        "stop_sequence": None,
+        "usage": {"input_tokens": 10, "output_tokens": 20},
+    }
+    headers = {"request-id": "req_1", "anthropic-organization-id": "org-1"}
+    mock = httpx.MockTransport(lambda request: httpx.Response(200, json=answer, headers=headers))
+
+    def conversation(http: httpx.Client) -> list[Any]:
+        client = anthropic.Anthropic(api_key="sk-ant-api03-TESTKEYabcdefghijklmnopqrstuvwxyz0123", http_client=http)
+        asked = [{"role": "user", "content": "2+2?"}]
+        first = client.messages.create(model="claude-sonnet-4-5", max_tokens=2000, messages=asked)  # type: ignore[arg-type]
+        asked += [{"role": "assistant", "content": first.content}, {"role": "user", "content": "and 3+3?"}]  # type: ignore[list-item]
+        second = client.messages.create(model="claude-sonnet-4-5", max_tokens=2000, messages=asked)  # type: ignore[arg-type]
+        return [first.content[0].signature, second.content[0].signature]  # type: ignore[union-attr]
+
+    with httpx.Client(transport=vcr_transport.RecordingTransport(mock, path)) as http:
+        assert conversation(http) == [SIGNATURE, SIGNATURE]
+    assert path.read_text().count(SIGNATURE) == 3, "two answers and the block sent back"
+    with httpx.Client(transport=vcr_transport.ReplayTransport(path)) as http:
+        assert conversation(http) == [SIGNATURE, SIGNATURE]
+    assert _scan(path)[0] == 0
+
+
+def test_an_mcp_session_id_is_kept_and_not_flagged(tmp_path: Path) -> None:
+    """Decided: ``mcp-session-id`` is kept (docs/explanation/redaction.md): MCP forbids sessions as
+    authentication, a recorded session ends with its DELETE, and the id tells one recording from the next."""
+    path = tmp_path / "c.jsonl"
+    session = "2b340d77e0594a45b85e5fafce71d0b4"
+    mock = httpx.MockTransport(
+        lambda request: httpx.Response(
+            200, json={"jsonrpc": "2.0", "id": 1, "result": {}}, headers={"mcp-session-id": session}
+        )
+    )
+    with httpx.Client(transport=vcr_transport.RecordingTransport(mock, path)) as client:
+        client.post("http://127.0.0.1:8000/mcp", json={"jsonrpc": "2.0", "id": 1, "method": "initialize"})
+        client.post(
+            "http://127.0.0.1:8000/mcp",
+            json={"jsonrpc": "2.0", "id": 2, "method": "tools/list"},
+            headers={"mcp-session-id": session},
+        )
+    assert path.read_text().count(session) == 3
+    assert _scan(path)[0] == 0
+
+
+@pytest.mark.parametrize("encoding", ["hex", "entities", "base64 in prose"])
+def test_a_key_written_encoded_across_stream_deltas_is_removed(tmp_path: Path, encoding: str) -> None:
+    """The model answers with the key encoded, cut across three deltas: the app gets it whole, the cassette
+    holds none of its pieces."""
+    encoded = ENCODINGS[encoding]
+    third = len(encoded) // 3
+    pieces = ["Your key: ", encoded[:third], encoded[third : 2 * third], encoded[2 * third :], " done"]
+
+    def event(content: str) -> str:
+        delta = {"index": 0, "delta": {"content": content}, "finish_reason": None}
+        chunk = {"id": "c", "object": "chat.completion.chunk", "created": 1, "model": "m", "choices": [delta]}
+        return f"data: {json.dumps(chunk)}\n\n"
+
+    body = ("".join(map(event, pieces)) + "data: [DONE]\n\n").encode()
+    path = tmp_path / "c.jsonl"
+    client = _openai(
+        path, lambda request: httpx.Response(200, content=body, headers={"content-type": "text/event-stream"})
+    )
+    stream = client.chat.completions.create(model="m", messages=[{"role": "user", "content": "key?"}], stream=True)
+    assert "".join(chunk.choices[0].delta.content or "" for chunk in stream) == "".join(pieces)
+    client.close()
+    written = path.read_text()
+    assert not [piece for piece in pieces[1:4] if piece in written]
