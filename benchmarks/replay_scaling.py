@@ -7,7 +7,7 @@ same run, and cassetter where it can run the workload:
   and the peak memory of its replay (a child process) against the file's size;
 - a cassette of binary answers (audio, 1 MB each) of about 100 MB.
 
-    python -m benchmarks.replay_scaling [--quick] [--json FILE]
+    python -m benchmarks.replay_scaling [--quick] [--json FILE] [--part conversation] [--turns N]
 
 It uses only what every version of vcr_transport has (the transports), so the same script measures a
 checkout before and after a change (put it first on PYTHONPATH).
@@ -272,22 +272,30 @@ def bench_binary(folder: Path, megabytes: int, repeats: int) -> list[dict[str, A
     ]
 
 
-def measure(folder: Path, quick: bool) -> dict[str, list[dict[str, Any]]]:
+PARTS = ("gather", "conversation", "binary")
+
+
+def measure(
+    folder: Path, quick: bool, parts: tuple[str, ...] = PARTS, turns: int | None = None
+) -> dict[str, list[dict[str, Any]]]:
     repeats = 3 if quick else 5
-    return {
-        "gather": bench_gather(folder, (10, 100, 1000), repeats),
-        "conversation": bench_conversation(folder, 300 if quick else 1000, 3),
-        "binary": bench_binary(folder, 100, 3),
+    benches: dict[str, Callable[[], list[dict[str, Any]]]] = {
+        "gather": lambda: bench_gather(folder, (10, 100, 1000), repeats),
+        "conversation": lambda: bench_conversation(folder, turns or (300 if quick else 1000), 3),
+        "binary": lambda: bench_binary(folder, 100, 3),
     }
+    return {part: benches[part]() for part in parts}
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="fewer repeats, a 300-turn conversation")
     parser.add_argument("--json", type=Path, default=None, help="also write the figures here")
+    parser.add_argument("--part", choices=PARTS, action="append", help="only this part (repeatable)")
+    parser.add_argument("--turns", type=int, default=None, help="the conversation's turns (default 1,000)")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as temporary:
-        results = measure(Path(temporary), args.quick)
+        results = measure(Path(temporary), args.quick, tuple(args.part or PARTS), args.turns)
     for name, rows in results.items():
         print(name)
         for row in rows:

@@ -20,6 +20,7 @@ import vcr_transport
 import vcr_transport._core.format._format as model
 from vcr_transport._core.format import _parser, _schema
 from vcr_transport._exceptions import VcrTransportError
+from vcr_transport._storage import read_cassette
 from vcr_transport._tools._cli import main as cli_main
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -532,3 +533,32 @@ def test_the_nesting_bound_counts_every_branch_and_no_more(depth: int) -> None:
     expected = _depth(wide) > model.MAX_NESTING if depth < 500 else True
     assert _schema._too_deep(wide) is expected
     assert _schema._too_deep("text") is _schema._too_deep([]) is False
+
+
+@pytest.mark.parametrize("depth", [1, 2, *range(model.MAX_NESTING - 4, model.MAX_NESTING + 2), 5_000])
+def test_the_bound_read_from_the_bytes_agrees_with_the_walk(depth: int) -> None:
+    """A request body's nesting is bounded on its bytes (``nests_deeper``), never walked: the same answer as the
+    walk, brackets and quotes inside strings (escaped or not) not counted."""
+    shuffler = random.Random(depth)
+    deep: Any = "leaf [[{{"
+    for level in range(depth):
+        siblings: list[Any] = [{"k": 'v"]]}'}, [1, ["\\"]], "[" * 150][: shuffler.randrange(4)]
+        deep = {"a[": deep, "b": siblings} if level % 2 else [*siblings, deep]
+    wide = [{"history": [{"role": "user", "content": "x{"}] * 50}, deep]
+    expected = _depth(wide) > model.MAX_NESTING if depth < 500 else True
+    text = json.dumps(wide) if depth < 500 else "[" * depth + "]" * depth
+    assert _schema.nests_deeper(text.encode()) is expected
+    assert _schema.nests_deeper(b'"[[[[' + b"[" * 200 + b'"') is _schema.nests_deeper(b"[1, {}]") is False
+    for inner, deeper in ((99, False), (100, True)):  # a string holding a bracket next to an empty one
+        document = b'{"k": "[", "j": "", "x": ' + b"[" * inner + b"]" * inner + b', "y": "]]"}'
+        assert _schema.nests_deeper(document) is deeper
+
+
+def test_a_lazily_read_request_body_is_held_as_its_bytes_and_read_when_asked_for() -> None:
+    whole = read_cassette(CASSETTES[0])
+    lazy = read_cassette(CASSETTES[0], lazy=True)
+    held = [call for call in lazy.calls if call.body is not None and "json" in call.body]
+    assert held, "the fixture has a JSON request body"
+    for call in held:
+        assert type(_parser._BODY_SLOT.__get__(call)) is bytes
+        assert call.body == whole.calls[call.index].body

@@ -81,6 +81,13 @@ def _sdk_gives_up(call: RecordedCall, delay: float | None) -> bool:
     return delay is not None and math.isfinite(delay) and delay > SDK_MAX_RETRY_AFTER
 
 
+def _fields_kept(calls: Sequence[RecordedCall]) -> int:
+    """How many calls' fields the engine keeps worked out: all of them, but for a lazily read (large) cassette,
+    16: its request bodies stay bytes until asked for, and a long conversation's hold its whole history again
+    and again."""
+    return 16 if calls and calls[0].lazy is not None else max(1, len(calls))
+
+
 def _recorded_at(call: RecordedCall, created: str | None) -> datetime.datetime | None:
     """When the response was received: its own ``date`` header, else the cassette's ``created`` time."""
     moment = _http_date(_header(call.response_headers, "date"))
@@ -218,7 +225,7 @@ class ReplayEngine:
         self.record_hint = ""
         self._lock = threading.Lock()
         # call index -> its fields: unordered matching compares a request with many calls, each many times
-        self._recorded: Memo[int, dict[str, Any]] = Memo(size=max(1, len(cassette.calls)))
+        self._recorded: Memo[int, dict[str, Any]] = Memo(size=_fields_kept(cassette.calls))
         self._keys: dict[int, CallKey] = {}  # call index -> its (mask, key)
         # The unplayed calls a request may take now (``_due``), made anew when they change (``_scope``); and
         # the played ones, for repeats and reuse.

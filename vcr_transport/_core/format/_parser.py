@@ -1,10 +1,12 @@
-"""The reader: ``Parser``, the one loop over a file's lines, and the model it reads them into (``Cassette``,
+"""The reader: ``Parser``, the one reader of a file's lines, and the model it reads them into (``Cassette``,
 ``RecordedCall``, ``LazyChunks``). A line is decoded on its own, and checked where it stands."""
 
 from __future__ import annotations
 
 import dataclasses
 import io
+import itertools
+import operator
 import re
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
@@ -33,6 +35,7 @@ from ._schema import (
     RequestLine,
     ResponseLine,
     StoredBody,
+    json_problem,
 )
 
 __all__ = [
@@ -117,6 +120,26 @@ class RecordedCall:
     def events(self) -> Sequence[bytes]:
         """The recorded chunks in order: held in memory, or read from the file as they are replayed."""
         return self.lazy if self.lazy is not None else self.chunks
+
+
+_BODY_SLOT: Any = RecordedCall.__dict__["body"]  # the slot the record keeps its request body in
+
+
+class _HeldBodyCall(RecordedCall):
+    """A call of a lazily read cassette whose JSON request body is held as its bytes (a long conversation's
+    requests hold all of it, over and over): read again each time it is asked for, so that a replay's memory
+    stays near the file's size."""
+
+    __slots__ = ()
+
+    @property
+    def body(self) -> StoredBody:
+        held = _BODY_SLOT.__get__(self)
+        return {"json": JSON_DECODER.decode(held)} if held.__class__ is bytes else held
+
+    @body.setter
+    def body(self, value: StoredBody | bytes) -> None:
+        _BODY_SLOT.__set__(self, value)
 
 
 class LazyChunks(Sequence[bytes]):
@@ -227,7 +250,60 @@ def load_outline(path: str, blocks: Iterable[bytes], file: ChunkSource | None = 
     return Parser(path, "outline").read(blocks, file)
 
 
+BATCH_BYTES = 256 * 1024  # the lines ``Parser.take`` decodes and checks at a time (some hundreds)
+_LINE_ERRORS = (msgspec.MsgspecError, RecursionError, ValueError, CassetteError)
+
 _FIELD_AT = re.compile(r"^(.*?)(?: - at `\$(.*)`)?$", re.DOTALL)
+
+
+class _Cutter:
+    """``Parser.runs``: runs of whole lines cut out of consecutive blocks, the start of a line that goes on
+    in the next block held (or, past HELD_LINE_BYTES with a ``file``, measured) until its end."""
+
+    def __init__(self, parser: Parser, file: ChunkSource | None) -> None:
+        self.parser = parser
+        self.file = file
+        self.parts: list[bytes] = []  # the start of a line that continues in the next block
+        self.pending = 0  # its length
+        self.offset = 0  # where the next block starts in the file
+        self.measured = -1  # where the line being measured (not held) starts, or -1
+
+    def cut(self, block: bytes) -> Iterator[bytes]:
+        self.offset += len(block)
+        if self.measured >= 0 and self.file is not None:
+            first = block.find(b"\n")
+            self._grow(first if first >= 0 else len(block))
+            if first < 0:
+                return
+            yield self.file.read(self.measured, self.measured + self.pending + 1)
+            self.measured, self.pending = -1, 0
+            block = block[first + 1 :]
+        cut = block.rfind(b"\n") + 1
+        if cut:
+            yield self._whole(block if cut == len(block) else block[:cut])
+            block = block[cut:]
+        if block:
+            self.parts.append(block)
+            self._grow(len(block))
+            if self.file is not None and self.pending > HELD_LINE_BYTES:
+                self.measured, self.parts = self.offset - self.pending, []
+
+    def _grow(self, length: int) -> None:
+        """The line held or measured is ``length`` bytes longer: raise once it is too long."""
+        self.pending += length
+        if self.pending > MAX_LINE_BYTES:
+            raise _too_long(self.parser.path, self.parser.number + 1)
+
+    def _whole(self, run: bytes) -> bytes:
+        """``run`` (whole lines) after the start of a line held from the blocks before."""
+        if self.parts:
+            run = b"".join([*self.parts, run])
+            self.parts, self.pending = [], 0
+        if len(run) > MAX_LINE_BYTES:
+            for offset, line in enumerate(run.split(b"\n")):
+                if len(line) > MAX_LINE_BYTES:
+                    raise _too_long(self.parser.path, self.parser.number + 1 + offset)
+        return run
 
 
 class Parser:
@@ -235,8 +311,9 @@ class Parser:
     every chunk, ``lazy`` keeps where each event line is (read from ``source`` when replayed), ``outline``
     keeps no chunk (for checking, listing and comparing).
 
-    ``take`` is the one loop over a file's lines: each line is decoded on its own and checked where it
-    stands, and the first problem is raised as a CassetteError naming its line (or, given ``problems``,
+    ``take`` reads every line of a load: each line is decoded on its own (by msgspec, in C, no Python loop
+    over the lines), the lines checked where they stand (a run of one call's events at once), and the
+    first problem is raised as a CassetteError naming its line (or, given ``problems``,
     kept there, and the lines after it only decoded)."""
 
     def __init__(
@@ -277,44 +354,10 @@ class Parser:
         With ``file`` (what the blocks are read from), a line is held only up to HELD_LINE_BYTES: past that
         it is measured as it goes by, and read again from ``file`` when it ends within MAX_LINE_BYTES; so a
         file with one endless line costs HELD_LINE_BYTES of memory."""
-        parts: list[bytes] = []  # the start of a line that continues in the next block
-        pending = 0  # its length
-        offset = 0  # where the next block starts in the file
-        measured = -1  # where the line being measured (not held) starts, or -1
+        cutter = _Cutter(self, file)
         for block in blocks:
-            offset += len(block)
-            if measured >= 0 and file is not None:
-                first = block.find(b"\n")
-                if first < 0:
-                    pending += len(block)
-                    if pending > MAX_LINE_BYTES:
-                        raise _too_long(self.path, self.number + 1)
-                    continue
-                if pending + first > MAX_LINE_BYTES:
-                    raise _too_long(self.path, self.number + 1)
-                yield file.read(measured, measured + pending + first + 1)
-                measured, pending = -1, 0
-                block = block[first + 1 :]
-            cut = block.rfind(b"\n") + 1
-            if cut:
-                run = block if cut == len(block) else block[:cut]
-                if parts:
-                    run = b"".join([*parts, run])
-                if len(run) > MAX_LINE_BYTES:
-                    for offset, line in enumerate(run.split(b"\n")):
-                        if len(line) > MAX_LINE_BYTES:
-                            raise _too_long(self.path, self.number + 1 + offset)
-                yield run
-                parts, pending = [], 0
-                block = block[cut:]
-            if block:
-                parts.append(block)
-                pending += len(block)
-                if pending > MAX_LINE_BYTES:
-                    raise _too_long(self.path, self.number + 1)
-                if file is not None and pending > HELD_LINE_BYTES:
-                    measured, parts = offset - pending, []
-        if pending:
+            yield from cutter.cut(block)
+        if cutter.pending:
             raise self.fail(
                 self.number + 1, "the last line is cut off (no newline): the recording was interrupted", RERECORD
             )
@@ -326,54 +369,147 @@ class Parser:
         problems: list[CassetteError] | None = None,
     ) -> None:
         """Decode and check the file's next lines, ``run`` (whole lines, as ``runs`` gives them), appending
-        each decoded object with its line to ``objects`` when it is given. The one loop over every line of
-        a load: a line is decoded on its own, and an event's checks and chunk are worked out right here.
-        The first problem is raised, or (given ``problems``) kept there, and the lines after it are only
-        decoded."""
-        number, start = self.number, self.position
-        keep = self.mode != "outline"
-        lazy = self.mode == "lazy"
-        streaming = self.streaming
-        handlers = self._handlers
-        decode = LINE_DECODER.decode
-        unset = msgspec.UNSET
-        checking = self.checking
-        for line in io.BytesIO(run):  # each with its newline (JSON's whitespace), one at a time
-            number += 1
-            end = start + len(line)
+        each decoded object with its line to ``objects`` when it is given. Each line is decoded on its own,
+        by msgspec (one C call per line, none of them in a Python loop), then checked where it stands: the
+        lines other than events one by one, each run of one call's events at once (``_events``). The first
+        problem is raised, or (given ``problems``) kept there, and the lines after it are only decoded. The
+        lines are taken a batch at a time (``BATCH_BYTES``), so that what is worked on stays in the CPU's
+        cache."""
+        batches = io.BytesIO(run)
+        while lines := batches.readlines(BATCH_BYTES):  # each line with its newline (JSON's whitespace)
+            self._take(lines, objects, problems)
+
+    def _take(
+        self, lines: list[bytes], objects: list[tuple[Line, bytes]] | None, problems: list[CassetteError] | None
+    ) -> None:
+        first = self.number + 1
+        objs, failed = self._decode(lines, first, problems)
+        if self.checking:
             try:
-                if number == 1:
-                    obj: Line = self._decode_header(line)
-                elif (obj := decode(line)).__class__ is EventLine and checking:
-                    call = streaming.get(obj.call_index)
-                    if call is None or obj.event_index != call.event_total:
-                        raise self._misplaced_event(number, obj)
-                    text = obj.text
-                    chunk = text.encode() if text.__class__ is str and obj.base64 is unset else obj.chunk()
-                    call.event_total += 1
-                    call.size += len(chunk)
-                    if keep:
-                        if lazy:
-                            call.lazy.spans.append((start, end - 1))  # type: ignore[union-attr]
-                        else:
-                            call.chunks.append(chunk)
-                        call.offsets.append(obj.t)
-                elif checking:
-                    handlers[obj.__class__](number, obj)
-            except (msgspec.MsgspecError, RecursionError, ValueError, CassetteError) as error:
-                foreign = foreign_file(self.path, number, line)
-                if foreign is not None:  # the whole file is something else: this is all there is to say
-                    raise foreign from None
-                problem = self._problem(number, line, error)
-                if problems is None:
-                    raise problem from None
-                problems.append(problem)
-                checking = self.checking = False
-            else:
-                if objects is not None:
-                    objects.append((obj, line))
-            start = end
-        self.number, self.position = number, start
+                self._check(objs[: failed[0][0] if failed else len(objs)], lines, first)
+            except CassetteError as problem:
+                number = problem.line or first
+                self._report(number, lines[number - first], problem, problems)
+        for index, error in failed:
+            self._report(first + index, lines[index], error, problems)
+        if objects is not None:
+            objects.extend((obj, line) for obj, line in zip(objs, lines, strict=True) if obj is not None)
+        self.number += len(lines)
+        self.position += sum(map(len, lines))
+
+    def _decode(
+        self, lines: list[bytes], first: int, problems: list[CassetteError] | None
+    ) -> tuple[list[Line | None], list[tuple[int, Exception]]]:
+        """Each of ``lines`` decoded through the schema (line 1 as the header), and the lines that don't decode
+        with their errors: the first (the lines after it are left out), or all, given ``problems``."""
+        objs: list[Line | None] = []
+        failed: list[tuple[int, Exception]] = []
+        if first == 1 and lines:
+            try:
+                objs.append(self._decode_header(lines[0]))
+            except _LINE_ERRORS as error:
+                failed.append((0, error))
+                objs.append(None)
+        while len(objs) < len(lines) and (problems is not None or not failed):
+            try:
+                objs.extend(map(LINE_DECODER.decode, itertools.islice(lines, len(objs), None)))
+            except _LINE_ERRORS as error:  # ``extend`` keeps the objects before the line that failed
+                failed.append((len(objs), error))
+                objs.append(None)
+        return objs, failed
+
+    def _report(self, number: int, line: bytes, error: Exception, problems: list[CassetteError] | None) -> None:
+        """Raise the problem of line ``number``, or keep it in ``problems`` and stop checking the structure."""
+        foreign = foreign_file(self.path, number, line)
+        if foreign is not None:  # the whole file is something else: this is all there is to say
+            raise foreign from None
+        problem = self._problem(number, line, error)
+        if problems is None:
+            raise problem from None
+        problems.append(problem)
+        self.checking = False
+
+    def _check(self, objs: Sequence[Line | None], lines: list[bytes], first: int) -> None:
+        """Check decoded lines where they stand: each line but an event by its handler, the events between
+        them a run at a time. ``lines``: theirs, for the spans of a lazy cassette's events."""
+        handlers = self._handlers
+        starts = self._starts(lines) if self.mode == "lazy" else None
+        kinds = map(type, objs)
+        previous = 0
+        for index in itertools.compress(itertools.count(), map(operator.is_not, kinds, itertools.repeat(EventLine))):
+            if index > previous:
+                self._events(objs, previous, index, first, starts)
+            obj = objs[index]
+            try:
+                handlers[obj.__class__](first + index, obj)
+            except msgspec.MsgspecError as error:  # a request body's JSON, read once the line is checked
+                raise self._problem(first + index, lines[index], error) from None
+            previous = index + 1
+        if len(objs) > previous:
+            self._events(objs, previous, len(objs), first, starts)
+
+    def _starts(self, lines: list[bytes]) -> list[int]:
+        """Where each of ``lines`` starts in the file, and (last) where the line after them does."""
+        return list(itertools.accumulate(map(len, lines), initial=self.position))
+
+    def _events(self, objs: Sequence[Any], start: int, end: int, first: int, starts: list[int] | None) -> None:
+        """Check the event lines ``objs[start:end]`` and add their chunks to their calls: one run of
+        consecutive events of a call at a time (a stream recorded alone is one run), read as the columns of
+        their fields (``astuple`` and ``zip``: C loops, where one attribute read per event costs more)."""
+        run = objs[start:end]
+        columns: list[tuple[Any, ...]] = list(zip(*map(msgspec.structs.astuple, run), strict=True))
+        calls = columns[0]
+        if calls.count(calls[0]) == len(calls):
+            self._event_run(run, columns, start, first, starts)
+            return
+        cuts = [0, *itertools.compress(itertools.count(1), map(operator.ne, calls, calls[1:])), len(calls)]
+        for low, high in itertools.pairwise(cuts):
+            self._event_run(run[low:high], [column[low:high] for column in columns], start + low, first, starts)
+
+    def _event_run(
+        self, run: Sequence[EventLine], columns: list[tuple[Any, ...]], start: int, first: int, starts: list[int] | None
+    ) -> None:
+        """Consecutive events of one call, at ``objs[start]`` on, and the columns of their fields (call_index,
+        event_index, t, text, base64): checked at once, and the first that is out of place found line by line
+        only when one is."""
+        _, indexes, offsets, texts, encoded = columns
+        call = self.streaming.get(run[0].call_index)
+        total = -1 if call is None else call.event_total
+        if call is None or indexes != tuple(range(total, total + len(run))):
+            self._misplaced(run, first + start)
+        assert call is not None  # ``_misplaced`` raised otherwise
+        if not texts.count(msgspec.UNSET) and encoded.count(msgspec.UNSET) == len(run):
+            chunks = list(map(str.encode, texts))
+        else:
+            chunks = self._chunks(run, first + start)
+        call.event_total += len(run)
+        call.size += sum(map(len, chunks))
+        if self.mode == "outline":
+            return
+        if starts is not None:  # each line's span, its newline left out
+            ends = map((-1).__add__, starts[start + 1 : start + len(run) + 1])
+            call.lazy.spans.extend(zip(starts[start : start + len(run)], ends, strict=True))  # type: ignore[union-attr]
+        else:
+            call.chunks += chunks
+        call.offsets += offsets
+
+    def _chunks(self, run: Sequence[EventLine], number: int) -> list[bytes]:
+        """The chunks of events from line ``number`` on, some of them base64 (or malformed)."""
+        chunks: list[bytes] = []
+        try:
+            chunks.extend(map(EventLine.chunk, run))
+        except ValueError as error:  # ``extend`` kept the chunks before the event that failed
+            raise self._problem(number + len(chunks), b"", error) from None
+        return chunks
+
+    def _misplaced(self, run: Sequence[EventLine], number: int) -> None:
+        """Raise for the first of events from line ``number`` on that is out of place (none of them is in
+        place when its call is not streaming)."""
+        call = self.streaming.get(run[0].call_index)
+        expected = -1 if call is None else call.event_total
+        for offset, obj in enumerate(run):
+            if call is None or obj.event_index != expected + offset:
+                raise self._misplaced_event(number + offset, obj, expected + offset)
 
     def _problem(self, number: int, line: bytes, error: Exception) -> CassetteError:
         """The CassetteError for what went wrong on line ``number``."""
@@ -426,13 +562,12 @@ class Parser:
             number, f"malformed {kind} line:{where} {problem}", "re-record the cassette, or correct the value by hand"
         )
 
-    def _misplaced_event(self, number: int, obj: EventLine) -> CassetteError:
+    def _misplaced_event(self, number: int, obj: EventLine, expected: int) -> CassetteError:
         call = self.calls.get(obj.call_index)
         if call is None or call.outcome is not None:
             return self._unknown_call(number, obj.call_index)
         if call.status is None:
             return self.fail(number, f"event for call {obj.call_index} before its response line")
-        expected = call.event_total
         return self.fail(number, f"event_index {obj.event_index!r} of call {call.index}, expected {expected}")
 
     def _unknown_call(self, number: int, index: int) -> CassetteError:
@@ -447,18 +582,28 @@ class Parser:
         return call
 
     def _line_header(self, number: int, obj: HeaderLine) -> None:
+        if number == 1:
+            return
         raise self.fail(number, "a second header line: only line 1 may be a header", RERECORD)
 
     def _line_request(self, number: int, obj: RequestLine) -> None:
         index = obj.call_index
         if index in self.calls:
             raise self.fail(number, f"call_index {index!r} is repeated")
-        self.calls[index] = RecordedCall(
+        body: StoredBody | bytes = None
+        if obj.body is not None:
+            try:
+                body = obj.body.stored()
+            except msgspec.ValidationError as error:  # JSON the reader can't hold: a number out of range
+                raise msgspec.ValidationError(json_problem(error)) from None  # invalid UTF-8: a DecodeError
+            if self.source is not None and isinstance(obj.body.json, msgspec.Raw):
+                body = bytes(obj.body.json)  # checked; held as its bytes, read again when asked for
+        self.calls[index] = (RecordedCall if body.__class__ is not bytes else _HeldBodyCall)(
             index=index,
             method=obj.method,
             url=obj.url,
             request_headers=obj.headers,
-            body=None if obj.body is None else obj.body.stored(),
+            body=body,  # type: ignore[arg-type]
             owner=obj.test if isinstance(obj.test, str) else "",
             line=number,
             lazy=LazyChunks(self.source) if self.source is not None else None,

@@ -28,6 +28,8 @@ __all__ = [
     "RERECORD",
     "WEBSOCKET_SCHEMES",
     "decode_json",
+    "json_problem",
+    "nests_deeper",
     "CallEndLine",
     "CloseInfo",
     "ErrorInfo",
@@ -97,7 +99,9 @@ class HeaderLine(_Line, tag="header"):
 class Body(msgspec.Struct, forbid_unknown_fields=True):
     """A request body: exactly one of json, text, base64 (valid base64)."""
 
-    json: Any = msgspec.UNSET
+    # The JSON is kept as its bytes (``msgspec.Raw``: skipped over, not built), its nesting bounded on them
+    # (``nests_deeper``); ``stored`` reads it.
+    json: msgspec.Raw | msgspec.UnsetType = msgspec.UNSET
     text: str | msgspec.UnsetType = msgspec.UNSET
     base64: str | msgspec.UnsetType = msgspec.UNSET
 
@@ -107,15 +111,23 @@ class Body(msgspec.Struct, forbid_unknown_fields=True):
             raise ValueError(f"a body is exactly one of json, text, base64; found {given or 'none'}")
         if isinstance(self.base64, str):
             _b64decode(self.base64)
-        elif given == ["json"] and _too_deep(self.json):
+        elif isinstance(self.json, msgspec.Raw) and nests_deeper(self.json):
             raise ValueError(f"the JSON body is nested deeper than {MAX_NESTING} levels")
 
     def stored(self) -> dict[str, Any]:
-        if self.json is not msgspec.UNSET:
-            return {"json": self.json}
+        """The body as the model holds it. Raises msgspec.ValidationError for JSON that is well-formed but not
+        a value this reader holds (a number out of range): ``json_problem`` words it."""
+        if isinstance(self.json, msgspec.Raw):
+            return {"json": JSON_DECODER.decode(self.json)}
         if isinstance(self.text, str):
             return {"text": self.text}
         return {"base64": self.base64}
+
+
+def json_problem(error: msgspec.ValidationError) -> str:
+    """A ``Body.stored`` error as the line's decoder words one, at ``$.body.json``."""
+    problem, _, at = str(error).partition(" - at `$")
+    return f"{problem} - at `$.body.json{at.rstrip('`')}`"
 
 
 def _latin1_pairs(headers: list[HeaderPair]) -> None:
@@ -237,6 +249,33 @@ def _b64decode(text: str) -> bytes:
         return base64.b64decode(text, validate=True)
     except (binascii.Error, ValueError):
         raise ValueError("not valid base64") from None
+
+
+# What a JSON text's nesting is read from: its brackets (``{`` and ``}`` as ``[`` and ``]``) and quotes alone.
+_BRACKETS = bytes.maketrans(b"{}", b"[]")
+_NOT_STRUCTURE = bytes(set(range(256)) - set(b'[]{}"'))
+
+
+def nests_deeper(data: bytes | msgspec.Raw, limit: int = MAX_NESTING) -> bool:
+    """Whether the well-formed JSON ``data`` nests deeper than ``limit``, read from its bytes without building
+    it: each pass of ``replace`` removes the innermost containers (``[]`` once strings and scalars are
+    dropped), so a document empties in as many passes as it nests deep. Bytewise C loops, at most ``limit``
+    of them over what is left; none for JSON with at most ``limit`` brackets, most of it."""
+    data = bytes(data)
+    if data.count(b"[") + data.count(b"{") <= limit:
+        return False
+    if b"\\" in data:  # escaped backslashes and quotes: what is left of a quote delimits a string
+        data = data.replace(b"\\\\", b"").replace(b'\\"', b"")
+    # Brackets and quotes alone; then strings without brackets (``""``) dropped, two adjacent strings read as
+    # one (their closing and opening quotes), and what is left in strings dropped with them.
+    brackets = data.translate(_BRACKETS, _NOT_STRUCTURE).replace(b'""', b"")
+    if b'"' in brackets:
+        brackets = b"".join(brackets.split(b'"')[::2])
+    for _ in range(limit):
+        brackets = brackets.replace(b"[]", b"")
+        if not brackets:
+            return False
+    return True
 
 
 def _too_deep(value: Any) -> bool:
