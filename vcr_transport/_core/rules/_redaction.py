@@ -427,12 +427,9 @@ class Redactor:
         ``redact_form``: a form's first field has no separator before it.)"""
         if self._patterns or self._callables:
             return True
-        data = text.encode("utf-8", "surrogatepass") if isinstance(text, str) else text
-        if not data.isascii():
-            utf8 = _utf8(data)
-            if utf8 is None:
-                return True
-            data = utf8
+        data = _utf8(text)
+        if data is None:
+            return True
         if _may_hold_escape(data):
             return True
         # The text's ASCII characters are its UTF-8's ASCII bytes, and no other character lower-cases to an
