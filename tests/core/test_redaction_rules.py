@@ -118,7 +118,7 @@ def _may_apply(rule: Rule, text: str) -> tuple[bool, bool]:
     prefilter = redactor._search(True).scan_bytes(data, data.lower())
     names = redactor._names
     by_text = rule in candidates(scan.data) and rule.may_apply(scan, names)
-    by_bytes = rule in candidates(prefilter.data) and rule.may_apply(prefilter, names)
+    by_bytes = rule in candidates(prefilter.data, bool(prefilter.hits)) and rule.may_apply(prefilter, names)
     return by_text, by_bytes
 
 
@@ -146,6 +146,17 @@ def test_a_rule_that_changes_a_text_may_apply_to_it(name: str, pieces: list[str]
     if _applied(rule, text) != text or _applied(rule, text, response=True) != text:
         assert _may_apply(rule, text) == (True, True), text
         assert Redactor().could_redact(text), text
+
+
+@settings(max_examples=300, deadline=None)
+@given(pieces=st.lists(st.sampled_from(_FRAGMENTS) | st.text(max_size=6), max_size=8))
+def test_a_probed_rule_may_not_apply_where_the_prefilter_found_no_probe(pieces: list[str]) -> None:
+    """What lets ``candidates`` leave the ``probed`` rules out of a prefilter's scan that found nothing."""
+    redactor, data = Redactor(), "".join(pieces).encode("utf-8", "surrogatepass")
+    prefilter = redactor._search(True).scan_bytes(data, data.lower())
+    if not prefilter.hits:
+        assert not any(rule.may_apply(prefilter, redactor._names) for rule in RULES if rule.probed), data
+    assert set(candidates(prefilter.data, False)) <= {rule for rule in RULES if not rule.probed}
 
 
 def _scanned(text: str) -> list[str]:

@@ -474,7 +474,10 @@ class Redactor:
         # The text's ASCII characters are its UTF-8's ASCII bytes, and no other character lower-cases to an
         # ASCII one (but the two ``_utf8`` refuses): a probe in the text's lower case is in the bytes'.
         scan = self._search(True).scan_bytes(data, data.lower())
-        return scan.learned() or any(rule.may_apply(scan, self._names) for rule in candidates(scan.data))
+        if scan.hits and scan.learned():
+            return True
+        rules, names = candidates(scan.data, bool(scan.hits)), self._names
+        return bool(rules) and any(rule.may_apply(scan, names) for rule in rules)
 
 
 def remove_secret_values(obj: Any) -> Any:

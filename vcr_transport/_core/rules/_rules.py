@@ -115,10 +115,13 @@ def redact_base64_text(payload: str, ctx: Context) -> str:
 
 
 class Rule:
-    """``marks``: characters one of which is in every text the rule may change (none: any text)."""
+    """``marks``: characters one of which is in every text the rule may change (none: any text). ``probed``:
+    its ``may_apply`` is False for a prefilter's scan whose search found no probe (``candidates`` leaves it
+    out there, unasked)."""
 
     name = ""
     marks = b""
+    probed = False
 
     def may_apply(self, scan: Scan, names: Names) -> bool:
         raise NotImplementedError
@@ -133,6 +136,7 @@ class JsonNames(Rule):
 
     name = "json names"
     marks = b'"'
+    probed = True
 
     def may_apply(self, scan: Scan, names: Names) -> bool:
         data, words = scan.data, scan.words
@@ -159,6 +163,7 @@ class Assignment(Rule):
 
     name = "assignments"
     marks = b":="
+    probed = True
 
     def may_apply(self, scan: Scan, names: Names) -> bool:
         data = scan.data
@@ -206,6 +211,7 @@ class DataUrl(Rule):
 
     name = "data urls"
     marks = b"/+"
+    probed = True
 
     def may_apply(self, scan: Scan, names: Names) -> bool:
         data = scan.data
@@ -223,6 +229,7 @@ class Xml(Rule):
 
     name = "xml"
     marks = b"<"
+    probed = True
 
     def may_apply(self, scan: Scan, names: Names) -> bool:
         return bool(scan.words) and b"<" in scan.data and _XML_BYTES.search(scan.data) is not None
@@ -285,6 +292,7 @@ class UrlPath(Rule):
 
     name = "url paths"
     marks = b"/"
+    probed = True
 
     def may_apply(self, scan: Scan, names: Names) -> bool:
         return b"://" in scan.data and (not scan.prefilter or _Shapes.may_apply(scan, names))
@@ -306,6 +314,7 @@ class Glued(Rule):
 
     name = "glued shapes"
     marks = b".-/"
+    probed = True
 
     def may_apply(self, scan: Scan, names: Names) -> bool:
         return scan.glued()
@@ -350,6 +359,7 @@ class Encoded(Rule):
     to text, so they stay as they are."""
 
     name = "encoded"
+    probed = True
 
     def may_apply(self, scan: Scan, names: Names) -> bool:
         return bool(scan.hits) and scan.encoded()  # most texts have no hit: one test
@@ -369,6 +379,7 @@ class Shapes(Rule):
     search found; it searches its prefixes itself, so only the prefilter's scan, which has them, can say no."""
 
     name = "shapes"
+    probed = True
 
     def may_apply(self, scan: Scan, names: Names) -> bool:
         if scan.raw is None:
@@ -398,19 +409,24 @@ RULES: tuple[Rule, ...] = (
 
 # Characters too common in JSON to be worth looking for: taken as present in every text.
 _COMMON_MARKS = frozenset(b'":')
-_RARE_MARKS = frozenset(c for rule in RULES for c in rule.marks) - _COMMON_MARKS
-_ALL_BUT_RARE = bytes(c for c in range(256) if c not in _RARE_MARKS)
-_CANDIDATES: dict[bytes, tuple[Rule, ...]] = {}
+_RARE_MARKS = tuple(sorted(frozenset(c for rule in RULES for c in rule.marks) - _COMMON_MARKS))
+_UNPROBED_MARKS = tuple(sorted(frozenset(c for rule in RULES if not rule.probed for c in rule.marks) - _COMMON_MARKS))
+_CANDIDATES: dict[tuple[bytes, bool], tuple[Rule, ...]] = {}
 
 
-def candidates(data: bytes) -> tuple[Rule, ...]:
+def candidates(data: bytes, probe_found: bool = True) -> tuple[Rule, ...]:
     """The rules (in order) whose marks are in ``data`` (a text's lower-cased UTF-8): the only ones that may
-    apply to it, the only ones whose ``may_apply`` is asked."""
-    present = data.translate(None, _ALL_BUT_RARE)
-    if len(present) > 1:
-        present = bytes(sorted(set(present)))
-    found = _CANDIDATES.get(present)
+    apply to it, the only ones whose ``may_apply`` is asked; without ``probe_found`` (a prefilter's search
+    found nothing), only those that are not ``probed``. (A memchr for each mark, asked by its byte value: a
+    body of many kilobytes is not walked byte by byte, and ``bytes in data`` would first fail as an int.)"""
+    marks = _RARE_MARKS if probe_found else _UNPROBED_MARKS
+    key = (bytes([mark for mark in marks if mark in data]), probe_found)
+    found = _CANDIDATES.get(key)
     if found is None:
-        marks = _COMMON_MARKS.union(present)
-        found = _CANDIDATES[present] = tuple(rule for rule in RULES if not rule.marks or marks.intersection(rule.marks))
+        present = _COMMON_MARKS.union(key[0])
+        found = _CANDIDATES[key] = tuple(
+            rule
+            for rule in RULES
+            if (probe_found or not rule.probed) and (not rule.marks or present.intersection(rule.marks))
+        )
     return found

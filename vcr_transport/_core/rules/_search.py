@@ -71,7 +71,7 @@ class Search(NamedTuple):
     def scan_bytes(self, raw: bytes, data: bytes) -> Scan:
         """The prefilter's scan of UTF-8 ``raw``, ``data`` its lower case."""
         hits = self.finder.find_matches_as_indexes(data, overlapping=True)
-        return _new_scan((self, None, "", data, hits, self._words(hits), False, raw))
+        return _new_scan((self, None, "", data, hits, self._words(hits) if hits else [], False, raw))
 
     def _words(self, hits: list[tuple[int, int, int]]) -> list[tuple[int, int]]:
         first, end = self.words, self.keywords
