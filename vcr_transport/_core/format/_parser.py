@@ -122,7 +122,7 @@ class RecordedCall:
         return self.lazy if self.lazy is not None else self.chunks
 
 
-_BODY_SLOT: Any = RecordedCall.__dict__["body"]  # the slot the record keeps its request body in
+_BODY_SLOT: Any = vars(RecordedCall)["body"]  # our record's slot for its request body (its member descriptor)
 
 
 class _HeldBodyCall(RecordedCall):
