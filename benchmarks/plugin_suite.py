@@ -18,17 +18,13 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
-import resource
 import statistics
-import subprocess
-import sys
 import tempfile
-import time
 from pathlib import Path
 from typing import Any
 
-QUIET = ("-q", "-p", "no:cacheprovider", "-p", "no:cassetter", "-p", "no:hypothesispytest", "-p", "no:randomly")
+from benchmarks.plugin_start import run_once
+
 PER_FILE = 50
 TEST = """
 @pytest.mark.vcr_transport
@@ -71,22 +67,6 @@ def make_suite(folder: Path, tests: int) -> None:
     for start in range(0, tests, PER_FILE):
         body = "".join(TEST.format(n=n) for n in range(start, min(start + PER_FILE, tests)))
         (folder / f"test_suite_{start // PER_FILE}.py").write_text(HEAD + body, encoding="utf-8")
-
-
-# The environment of the runs: bytecode cached, as in a user's (the warm-up runs write it).
-ENVIRONMENT = {name: value for name, value in os.environ.items() if name not in ("PYTHONDONTWRITEBYTECODE", "CI")}
-
-
-def run_once(folder: Path, *extra: str) -> tuple[float, float]:
-    """(wall seconds, CPU seconds of the run and its workers) of one pytest run."""
-    before = resource.getrusage(resource.RUSAGE_CHILDREN)
-    started = time.perf_counter()
-    subprocess.run(
-        [sys.executable, "-m", "pytest", *QUIET, *extra], cwd=folder, check=True, capture_output=True, env=ENVIRONMENT
-    )
-    wall = time.perf_counter() - started
-    after = resource.getrusage(resource.RUSAGE_CHILDREN)
-    return wall, (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
 
 
 def measure(tests: int, workers: int, repeats: int) -> dict[str, Any]:
