@@ -117,18 +117,14 @@ class _ServerCount:
         return self.received > self.hidden
 
 
-class RecordingConnection:
-    """A real ``websockets.sync`` connection, each message and the close recorded as they happen.
+class _Recorded:
+    """What the sync and asyncio recording connections share: the real connection (every other attribute is
+    its), the recorder, and the server messages that arrived before the client asked for them."""
 
-    Before each send, the messages that have already arrived are received (and kept for the client's next
-    ``recv``), so that the recording shows them before the send: replay delivers them without waiting for
-    it. Not while another thread is receiving: that one gets each message as it arrives."""
-
-    def __init__(self, connection: Any, recorder: SessionRecorder, hidden: int = 0) -> None:
+    def __init__(self, connection: Any, recorder: SessionRecorder, hidden: int) -> None:
         self._connection = connection
         self._recorder = recorder
         self._early: collections.deque[str | bytes] = collections.deque()
-        self._receiving = threading.Lock()
         self._count = _ServerCount(hidden)
 
     def __getattr__(self, name: str) -> Any:
@@ -139,6 +135,18 @@ class RecordingConnection:
         self._recorder.message("server", message)
         if self._count.given():
             self._early.append(message)
+
+
+class RecordingConnection(_Recorded):
+    """A real ``websockets.sync`` connection, each message and the close recorded as they happen.
+
+    Before each send, the messages that have already arrived are received (and kept for the client's next
+    ``recv``), so that the recording shows them before the send: replay delivers them without waiting for
+    it. Not while another thread is receiving: that one gets each message as it arrives."""
+
+    def __init__(self, connection: Any, recorder: SessionRecorder, hidden: int = 0) -> None:
+        super().__init__(connection, recorder, hidden)
+        self._receiving = threading.Lock()
 
     def _drain(self) -> None:
         if not self._receiving.acquire(blocking=False):
@@ -219,24 +227,13 @@ class RecordingConnection:
         self.close()
 
 
-class AsyncRecordingConnection:
+class AsyncRecordingConnection(_Recorded):
     """A real ``websockets.asyncio`` connection, each message and the close recorded as they happen; the
     messages that arrived before a send are received first, as ``RecordingConnection`` does."""
 
     def __init__(self, connection: Any, recorder: SessionRecorder, hidden: int = 0) -> None:
-        self._connection = connection
-        self._recorder = recorder
-        self._early: collections.deque[str | bytes] = collections.deque()
+        super().__init__(connection, recorder, hidden)
         self._receiving = False
-        self._count = _ServerCount(hidden)
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._connection, name)
-
-    def _take(self, message: str | bytes) -> None:
-        self._recorder.message("server", message)
-        if self._count.given():
-            self._early.append(message)
 
     async def catch_up(self, count: int, timeout: float) -> None:
         """As ``RecordingConnection.catch_up``."""
