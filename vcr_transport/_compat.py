@@ -419,23 +419,28 @@ def allowed_hosts_of(request: pytest.FixtureRequest) -> list[str]:
         ("--allowed-hosts", request.config.getoption("allowed_hosts", None)),
         (f"vcr_config['allowed_hosts'] of {request.node.nodeid}", vcr_config.get("allowed_hosts")),
     ):
-        if not given:
-            continue
-        items = given.split(",") if isinstance(given, str) else list(given)
-        if not all(isinstance(item, str) for item in items):
-            raise pytest.UsageError(f"{where}: allowed hosts are regular expressions (text), not {given!r}")
-        hosts = [item.strip() for item in items if item.strip()]
-        try:
-            from ._core.engine._options import compile_patterns  # lazily: loading the plugin imports no option
-            from ._core.rules._patterns import user_pattern
-
-            compile_patterns(hosts, where)
-            for host in hosts:
-                user_pattern(host, where)  # RE2 takes it: it runs in linear time
-        except ValueError as error:
-            raise pytest.UsageError(str(error)) from None
-        return hosts
+        if given:
+            return _host_patterns(where, given)
     return []
+
+
+def _host_patterns(where: str, given: Any) -> list[str]:
+    """Allowed hosts given as text (split on commas) or a list, each a regular expression that compiles and
+    that RE2 takes (it runs in linear time); else a usage error naming ``where``."""
+    items = given.split(",") if isinstance(given, str) else list(given)
+    if not all(isinstance(item, str) for item in items):
+        raise pytest.UsageError(f"{where}: allowed hosts are regular expressions (text), not {given!r}")
+    hosts = [item.strip() for item in items if item.strip()]
+    try:
+        from ._core.engine._options import compile_patterns  # lazily: loading the plugin imports no option
+        from ._core.rules._patterns import user_pattern
+
+        compile_patterns(hosts, where)
+        for host in hosts:
+            user_pattern(host, where)
+    except ValueError as error:
+        raise pytest.UsageError(str(error)) from None
+    return hosts
 
 
 def guard_hosts(request: pytest.FixtureRequest) -> list[str]:

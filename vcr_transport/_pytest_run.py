@@ -366,12 +366,17 @@ def terminal_summary(terminalreporter: Any, config: pytest.Config) -> None:
     counts = Counter(outcome for outcome in run.outcomes.values() if outcome not in ("off", "not needed"))
     if (not counts and not run.used) or config.option.no_summary:
         return
-    parts = [phrase.format(counts[outcome]) for outcome, phrase in _SUMMARY if counts[outcome]]
-    parts += _never_used(config, run)
     terminalreporter.write_sep("-", "vcr_transport")
-    terminalreporter.write_line("cassettes: " + (", ".join(parts) or "none opened"))
+    terminalreporter.write_line("cassettes: " + (", ".join(_outcome_phrases(config, run, counts)) or "none opened"))
     for line in [*_check_lines(config, run), *_stale_lines(config, run)]:
         terminalreporter.write_line(line)
+
+
+def _outcome_phrases(config: pytest.Config, run: PluginRun, counts: Counter[str]) -> list[str]:
+    """What became of the run's cassettes, a phrase per outcome seen, then the cassettes never used."""
+    return [phrase.format(counts[outcome]) for outcome, phrase in _SUMMARY if counts[outcome]] + _never_used(
+        config, run
+    )
 
 
 def _say_ledger_unwritten(terminalreporter: Any, config: pytest.Config) -> None:

@@ -16,7 +16,7 @@ import tempfile
 import threading
 import time
 import weakref
-from collections.abc import Collection, Iterator
+from collections.abc import Collection, Iterator, Sequence
 from pathlib import Path
 from typing import Any, NamedTuple
 
@@ -26,6 +26,7 @@ from ._core.engine._quiet import QuietComparison, merged_lines
 from ._core.format._format import (
     Cassette,
     Finding,
+    RecordedCall,
     encode_line,
     header_problem,
     load_outline,
@@ -160,13 +161,19 @@ def older_cassette(path: str | os.PathLike[str], owner: str = "") -> OlderCasset
     except CassetteError:
         return None
     if owner:
-        owner = recorded_owner((call.owner for call in calls), owner)
-        calls = [call for call in calls if call.owner == owner]
+        calls = _calls_owned(calls, owner)
         if not calls:
             return None
-        calls = [dataclasses.replace(call, index=index) for index, call in enumerate(calls)]
     statuses = {call.index: call.status for call in calls}
     return OlderCassette(statuses, bool(calls) and all(call.outcome == "complete" for call in calls))
+
+
+def _calls_owned(calls: Sequence[RecordedCall], owner: str) -> list[RecordedCall]:
+    """A shared cassette's calls of one test (recorded under its id, or the older id ``_test_ids`` knows),
+    numbered from 0."""
+    owner = recorded_owner((call.owner for call in calls), owner)
+    owned = [call for call in calls if call.owner == owner]
+    return [dataclasses.replace(call, index=index) for index, call in enumerate(owned)]
 
 
 def check_cassette(path: str | os.PathLike[str]) -> Iterator[Finding]:

@@ -263,6 +263,16 @@ def compile_patterns(patterns: Iterable[Any], where: str) -> tuple[re.Pattern[st
 _EMPTY_MATCH_SAMPLES = ("", " ", "a", "Z", "0", "-", "_", "\n", "sk-abc123", "Bearer x.y", '{"k": "v"}', "é")
 
 
+def _check_patterns(patterns: tuple[Any, ...] | list[Any], label: str, *, substituted: bool) -> None:
+    """A user's patterns, checked where the option is read: each compiles, none that is substituted matches
+    the empty string, and RE2 takes each (it runs in linear time)."""
+    compile_patterns((pattern for pattern in patterns if isinstance(pattern, str)), label)
+    if substituted:
+        refuse_empty_matches(patterns, label)
+    for pattern in patterns:
+        user_pattern(pattern, label)
+
+
 def refuse_empty_matches(patterns: Iterable[str | re.Pattern[str]], where: str) -> None:
     """A ValueError naming the first pattern that matches the empty string (``a*``, ``(x)?``, ``^``): its
     substitution would put its replacement between every two characters of every string."""
@@ -290,12 +300,7 @@ class _Regexes:
         items = _items(value, name, where)
         if not all(isinstance(item, str | re.Pattern) for item in items):
             raise _wrong(where, name, "a list of regular expressions", value)
-        label = f"{where}: option {name}"
-        compile_patterns((item for item in items if isinstance(item, str)), label)
-        if self.substituted:
-            refuse_empty_matches(items, label)
-        for item in items:
-            user_pattern(item, label)  # RE2 takes it: it runs in linear time
+        _check_patterns(items, f"{where}: option {name}", substituted=self.substituted)
         return items
 
 
@@ -373,10 +378,7 @@ class _Replacements:
             ):
                 raise _wrong(where, name, "a list of (regular expression, replacement) pairs", value)
             pairs.append((pair[0], pair[1]))
-        compile_patterns((pattern for pattern, _ in pairs if isinstance(pattern, str)), f"{where}: option {name}")
-        refuse_empty_matches((pattern for pattern, _ in pairs), f"{where}: option {name}")
-        for pattern, _ in pairs:
-            user_pattern(pattern, f"{where}: option {name}")  # RE2 takes it: it runs in linear time
+        _check_patterns([pattern for pattern, _ in pairs], f"{where}: option {name}", substituted=True)
         return tuple(pairs)
 
 
