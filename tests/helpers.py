@@ -17,6 +17,39 @@ def recording(library: Any, is_async: bool, path: Path, **options: Any) -> Any:
     return vcr_transport.RecordingTransport(library.HTTPTransport(), path, **options)
 
 
+def call_lines(index: int, url: str, owner: str | None = None) -> list[dict[str, Any]]:
+    """A small complete call's four lines (a GET answered with one text event), owned by ``owner`` when given."""
+    request: dict[str, Any] = {
+        "type": "request",
+        "call_index": index,
+        "method": "GET",
+        "url": url,
+        "headers": [["accept", "*/*"]],
+        "body": None,
+    }
+    if owner is not None:
+        request["test"] = owner
+    response = {
+        "type": "response",
+        "call_index": index,
+        "status": 200,
+        "headers": [["content-type", "text/plain"]],
+        "http_version": "HTTP/1.1",
+    }
+    event = {"type": "event", "call_index": index, "event_index": 0, "t": 0.001, "text": "hello"}
+    return [
+        request,
+        response,
+        event,
+        {"type": "call_end", "call_index": index, "event_count": 1, "outcome": "complete"},
+    ]
+
+
+def jsonl(lines: list[dict[str, Any]]) -> bytes:
+    """Lines as a cassette's compact JSONL bytes."""
+    return b"".join(json.dumps(line, separators=(",", ":")).encode() + b"\n" for line in lines)
+
+
 def cassette_lines(path: Path) -> list[dict[str, Any]]:
     return [json.loads(line) for line in path.read_text().splitlines()]
 

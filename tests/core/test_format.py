@@ -10,9 +10,9 @@ from pathlib import Path
 
 import httpx2
 import pytest
+from helpers import call_lines
 
 import vcr_transport
-from vcr_transport._core.format._format import Parser, call_end_line
 from vcr_transport._storage import CassetteWriter, read_cassette
 
 HEADER = {"type": "header", "format_version": 1}
@@ -238,155 +238,11 @@ def test_the_parser_reads_and_refuses_whole_and_line_by_line(cassette: Path) -> 
     assert refused(cassette).line == 4
 
 
-def _call(index: int, url: str, owner: str | None = None) -> list[dict[str, object]]:
-    request = {**REQUEST, "call_index": index, "url": url}
-    if owner is not None:
-        request["test"] = owner
-    return [request, {**RESPONSE, "call_index": index}, {**EVENT, "call_index": index}, {**END, "call_index": index}]
-
-
-def _bytes(lines: list[dict[str, object]]) -> bytes:
-    return b"".join(json.dumps(line, separators=(",", ":")).encode() + b"\n" for line in lines)
-
-
 def test_the_owner_of_a_call_is_optional_and_a_string(cassette: Path) -> None:
     write(cassette, GOOD)
     assert read_cassette(cassette).calls[0].owner == ""  # cassettes without owners stay valid
-    write(cassette, [HEADER, *_call(0, "https://a.test/x", "t.py::test_a")])
+    write(cassette, [HEADER, *call_lines(0, "https://a.test/x", "t.py::test_a")])
     assert read_cassette(cassette).calls[0].owner == "t.py::test_a"
     write(cassette, [HEADER, {**REQUEST, "test": 7}, RESPONSE, EVENT, END])
     error = refused(cassette)
     assert error.line == 2 and "field 'test'" in error.problem
-
-
-def test_a_shared_cassette_merges_one_owners_calls_in_their_place() -> None:
-    from vcr_transport._core.format._format import Cassette, merge_shared
-
-    old = _bytes(
-        [
-            HEADER,
-            *_call(0, "https://a.test/a1", "t::a"),
-            *_call(1, "https://a.test/b1", "t::b"),
-            *_call(2, "https://a.test/b2", "t::b"),
-            *_call(3, "https://a.test/c1", "t::c"),
-        ]
-    )
-    # test b re-recorded: one call now, in the place its two were; no owner on the new lines yet.
-    merged = merge_shared(old, _bytes([HEADER, *_call(0, "https://a.test/b9")]), "t::b")
-    cassette = Cassette.parse(merged, "shared.jsonl")
-    assert cassette.header["shared"] is True
-    assert [(c.index, c.owner, c.url[-2:]) for c in cassette.calls] == [
-        (0, "t::a", "a1"),
-        (1, "t::b", "b9"),
-        (2, "t::c", "c1"),
-    ]
-    assert merged.splitlines()[1:5] == old.splitlines()[1:5]  # test a's lines, byte for byte
-    # A new owner goes after the others; each test sees its own calls alone, numbered from 0.
-    merged = merge_shared(merged, _bytes([HEADER, *_call(0, "https://a.test/d1")]), "t::d")
-    cassette = Cassette.parse(merged, "shared.jsonl")
-    assert [c.owner for c in cassette.calls] == ["t::a", "t::b", "t::c", "t::d"]
-    own = cassette.owned_by("t::c")
-    assert [(c.index, c.url[-2:]) for c in own.calls] == [(0, "c1")] and own.origin == [2]
-    assert cassette.owned_by("t::e") is cassette  # a test with no calls of its own replays them all
-    # A cassette of no owners (recorded before it was shared) is every test's whole, and the first test to
-    # record into it claims its calls.
-    legacy = Cassette.parse(
-        old.replace(b',"test":"t::b"', b"").replace(b',"test":"t::a"', b"").replace(b',"test":"t::c"', b""), "x"
-    )
-    assert legacy.owned_by("t::a") is legacy
-    merged = merge_shared(
-        _bytes([HEADER, *_call(0, "https://a.test/a1")]), _bytes([HEADER, *_call(0, "https://a.test/a7")]), "t::a"
-    )
-    assert [(c.owner, c.url[-2:]) for c in Cassette.parse(merged, "x").calls] == [("t::a", "a7")]
-
-
-def test_a_shared_cassette_without_some_owners_keeps_the_others_lines() -> None:
-    from vcr_transport._core.format._format import Cassette, without_owners
-
-    old = _bytes(
-        [
-            HEADER,
-            *_call(0, "https://a.test/a1", "t::a"),
-            *_call(1, "https://a.test/b1", "t::b"),
-            *_call(2, "https://a.test/c1", "t::c"),
-            *_call(3, "https://a.test/c2", "t::c"),
-        ]
-    )
-    kept = without_owners(old, {"t::b"})
-    cassette = Cassette.parse(kept, "shared.jsonl")
-    assert [(c.index, c.owner, c.url[-2:]) for c in cassette.calls] == [
-        (0, "t::a", "a1"),
-        (1, "t::c", "c1"),
-        (2, "t::c", "c2"),
-    ]
-    assert kept.splitlines()[:3] == old.splitlines()[:3]  # the header and test a's lines, byte for byte
-    assert without_owners(old, set()) == old
-
-
-def test_dropping_owners_rewrites_a_symlinked_cassettes_target_and_keeps_its_mode(tmp_path: Path) -> None:
-    import os
-
-    from vcr_transport._storage import drop_owners
-
-    target = tmp_path / "real" / "shared.jsonl"
-    target.parent.mkdir()
-    target.write_bytes(
-        _bytes(
-            [{**HEADER, "shared": True}, *_call(0, "https://a.test/a1", "t::a"), *_call(1, "https://a.test/b1", "t::b")]
-        )
-    )
-    target.chmod(0o644)
-    link = tmp_path / "shared.jsonl"
-    link.symlink_to(target)
-    assert drop_owners(link, {"t::b"}) == 1
-    assert link.is_symlink() and os.stat(target).st_mode & 0o777 == 0o644
-    assert [(c.owner, c.url[-2:]) for c in read_cassette(link).calls] == [("t::a", "a1")]
-    assert drop_owners(link, {"t::a"}) == 0  # none would stay: the cassette is left whole
-    assert sorted(p.name for p in target.parent.iterdir()) == ["shared.jsonl"]  # no partial left behind
-
-
-# --- an intended early stop ("early_stop": "intended" on a call_end) --------------------------------------
-
-
-def test_the_format_refuses_an_early_stop_on_a_call_that_did_not_stop_early() -> None:
-    from vcr_transport._exceptions import CassetteError
-
-    lines = [
-        {"type": "header", "format_version": 1},
-        {"type": "request", "call_index": 0, "method": "GET", "url": "https://x.test/", "headers": []},
-        {"type": "response", "call_index": 0, "status": 200, "headers": []},
-        {"type": "call_end", "call_index": 0, "event_count": 0, "outcome": "complete", "early_stop": "intended"},
-    ]
-    data = b"".join(json.dumps(line).encode() + b"\n" for line in lines)
-    with pytest.raises(CassetteError) as caught:
-        Parser("c.jsonl", "outline").read([data])
-    assert caught.value.line == 4
-    assert "'early_stop' is there only when the outcome is 'closed_early'" in caught.value.problem
-
-
-def test_only_a_call_closed_early_is_marked_intended() -> None:
-    assert call_end_line(3, 2, "closed_early", early_stop_ok=True)["early_stop"] == "intended"
-    assert "early_stop" not in call_end_line(3, 2, "complete", early_stop_ok=True)
-    assert "early_stop" not in call_end_line(3, 2, "error", ("ReadError", "cut"), early_stop_ok=True)
-    assert "early_stop" not in call_end_line(3, 2, "closed_early")
-
-
-def test_an_intended_early_stop_reads_back_and_is_no_finding() -> None:
-    from vcr_transport._core.format._format import problems
-
-    lines = [
-        {"type": "header", "format_version": 1},
-        {"type": "request", "call_index": 0, "method": "GET", "url": "https://x.test/", "headers": []},
-        {"type": "response", "call_index": 0, "status": 200, "headers": []},
-        call_end_line(0, 0, "closed_early", early_stop_ok=True),
-        {"type": "request", "call_index": 1, "method": "GET", "url": "https://x.test/", "headers": []},
-        {"type": "response", "call_index": 1, "status": 200, "headers": []},
-        call_end_line(1, 0, "closed_early"),
-    ]
-    data = b"".join(json.dumps(line).encode() + b"\n" for line in lines)
-    calls = Parser("c.jsonl", "outline").read([data]).calls
-    assert [(call.early_stop, call.stopped_on_purpose) for call in calls] == [("intended", True), ("", False)]
-    found = list(problems("c.jsonl", [data]))
-    assert [(f.call, f.outcome, f.incomplete, f.problem) for f in found] == [
-        (1, "closed_early", True, "call 1 (GET https://x.test/) ended closed_early")
-    ]

@@ -255,6 +255,24 @@ def test_tests_are_laid_out_by_owner_with_unique_names() -> None:
     assert len(names) == len(set(names)), sorted(name for name in names if names.count(name) > 1)
 
 
+# Core modules whose test file is named for what they hold rather than for the module; generated modules are
+# tested through the generator's check that they are current.
+TESTED_AS = {"_format": "format", "_modes": "mode_decision", "_rules": "redaction_rules", "_stream": "stream_redactor",
+             "_shared": "shared_cassette"}  # fmt: skip
+GENERATED = {"_gitleaks_rules", "_prefix_table", "_registration", "_typed_options"}
+
+
+def test_every_core_module_has_a_test_file_of_its_own() -> None:
+    tests = Path(__file__).resolve().parents[1] / "core"
+    modules = {path.stem for layer in LAYERS for path in (CORE / layer).glob("_*.py")} - {"__init__"}
+    missing = sorted(
+        module
+        for module in modules - GENERATED
+        if not (tests / f"test_{TESTED_AS.get(module, module.lstrip('_'))}.py").is_file()
+    )
+    assert missing == [], f"core modules without tests/core/test_<name>.py: {missing}"
+
+
 def test_no_helper_module_of_the_tests_shadows_a_package_the_compatibility_suite_imports() -> None:
     """The tests' helper modules are imported by their bare names (``from upstream import ...``), as are the
     frameworks in ``compat/``: a helper named ``agents.py`` hid openai-agents' ``agents`` from the compat run."""

@@ -7,8 +7,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import random
-import struct
 from pathlib import Path
 from typing import Any
 
@@ -23,7 +21,6 @@ import vcr_transport
 from vcr_transport import _storage
 from vcr_transport._core.engine import _quiet
 from vcr_transport._core.engine._matching import RequestMatcher
-from vcr_transport._core.format._format import encode_line
 from vcr_transport._core.rules._redaction import PLACEHOLDER, Redactor
 from vcr_transport._http import forwarded_request
 from vcr_transport._storage import read_cassette
@@ -152,23 +149,6 @@ def test_requests_the_library_would_build_differently_are_built_by_it(library: A
         assert request.headers.raw == before
 
 
-def _random_float(rng: random.Random) -> float:
-    return struct.unpack("d", struct.pack("Q", rng.getrandbits(64)))[0]  # type: ignore[no-any-return]
-
-
-def test_lines_are_the_text_json_writes() -> None:
-    rng = random.Random(17)
-    values: list[Any] = [_random_float(rng) for _ in range(2000)]
-    values += [rng.uniform(-1, 1) * 10 ** rng.randint(-8, 20) for _ in range(2000)]
-    values += [float("nan"), float("inf"), -0.0, 2**70, -(2**64), True, None, (1, 2.5), 'é\u2028\x00\x7f"\\/']
-    values += ["".join(chr(rng.randint(0, 0xD7FF)) for _ in range(40)) for _ in range(200)]
-    for value in values:
-        line = {"type": "request", "body": {"json": {"v": value, "nested": [[value], {"k": value}]}}}
-        assert encode_line(line) == _json_text(line).encode(), repr(value)
-    with pytest.raises(UnicodeEncodeError):
-        encode_line({"text": "\ud800"})  # as writing json's text of it always failed
-
-
 def test_recorded_lines_match_json_for_bodies_with_any_numbers(upstream: Upstream, cassette: Path) -> None:
     bodies = [
         {"temperature": 0.7, "top_p": 1e-05, "seed": 2**70, "big": 1.5e300},
@@ -283,18 +263,6 @@ def test_the_re_record_close_reads_the_older_cassette_once(
 
 
 # --- attacks: the forwarded request, the lines, a value learned mid-replay --------------------------------
-
-
-def test_encode_line_writes_what_json_dumps_writes() -> None:
-    odd = [0.0, -0.0, 1e16, 1e15 + 0.5, 1e-05, 0.0001, 5e-324, 1.7976931348623157e308, 2**63, 2**64, -(10**30)]
-    odd += ["\u2028\u2029", "\x00\x1f\x7f\x85", "\U0001f600", "\ufeff", '"\\/</script>', True, None, {}, []]
-    for value in odd:
-        line = {"type": "event", "v": value, "l": [value, {"n": value}]}
-        expected = (json.dumps(line, ensure_ascii=False, separators=(",", ":")) + "\n").encode()
-        assert encode_line(line) == expected, value
-    for value in (float("nan"), float("inf"), -float("inf")):
-        line = {"v": value}
-        assert encode_line(line) == (json.dumps(line, ensure_ascii=False, separators=(",", ":")) + "\n").encode()
 
 
 def _upload_requests(tmp_path: Path, opened: list[Any]) -> list[tuple[str, dict[str, Any]]]:

@@ -5,10 +5,12 @@ from __future__ import annotations
 
 import base64
 import json
+import os
 from pathlib import Path
 from typing import Any
 
 import pytest
+from helpers import call_lines, jsonl
 
 from vcr_transport import CassetteError
 from vcr_transport._core.engine._engine import ReplayEngine
@@ -24,7 +26,7 @@ from vcr_transport._core.format._format import (
     request_line,
     response_line,
 )
-from vcr_transport._storage import read_cassette, read_outline
+from vcr_transport._storage import drop_owners, read_cassette, read_outline
 
 # Two streams recorded at once (their events interleaved), with chunks that are not UTF-8 on their own.
 STREAMS = {
@@ -145,3 +147,25 @@ def test_a_cassette_parsed_in_runs_of_lines_loads_as_it_does_whole(cassette: Pat
     with pytest.raises(CassetteError, match="cut off") as cut:
         _format.Parser("c.jsonl", "memory").read(blocks(data[:-1]))
     assert cut.value.line == len(lines)
+
+
+def test_dropping_owners_rewrites_a_symlinked_cassettes_target_and_keeps_its_mode(tmp_path: Path) -> None:
+    target = tmp_path / "real" / "shared.jsonl"
+    target.parent.mkdir()
+    target.write_bytes(
+        jsonl(
+            [
+                {"type": "header", "format_version": 1, "shared": True},
+                *call_lines(0, "https://a.test/a1", "t::a"),
+                *call_lines(1, "https://a.test/b1", "t::b"),
+            ]
+        )
+    )
+    target.chmod(0o644)
+    link = tmp_path / "shared.jsonl"
+    link.symlink_to(target)
+    assert drop_owners(link, {"t::b"}) == 1
+    assert link.is_symlink() and os.stat(target).st_mode & 0o777 == 0o644
+    assert [(c.owner, c.url[-2:]) for c in read_cassette(link).calls] == [("t::a", "a1")]
+    assert drop_owners(link, {"t::a"}) == 0  # none would stay: the cassette is left whole
+    assert sorted(p.name for p in target.parent.iterdir()) == ["shared.jsonl"]  # no partial left behind

@@ -1,9 +1,11 @@
-"""The reader's long lines and foreign files, with no file system: a line past HELD_LINE_BYTES is measured,
+"""The parser (``_parser``), with no file system: what a line may say (an early stop only on a call closed
+early), and its long lines and foreign files: a line past HELD_LINE_BYTES is measured,
 not held, and read again from its source; whatever the block boundaries, the cassette read is the one read
 from memory. A BOM, a merge-conflict marker or an LFS pointer is named as what it is."""
 
 from __future__ import annotations
 
+import json
 import random
 
 import pytest
@@ -104,3 +106,17 @@ def test_foreign_files_are_named(first: bytes, number: int, said: str) -> None:
     assert foreign_file("c.jsonl", 2, b'{"type": "event"}\n') is None
     assert foreign_file("c.jsonl", 2, b"\xef\xbb\xbf{}\n") is None, "a BOM is a BOM only at the start"
     assert foreign_file("c.jsonl", 2, b"version https://git-lfs.github.com/spec/v1\n") is None
+
+
+def test_the_format_refuses_an_early_stop_on_a_call_that_did_not_stop_early() -> None:
+    lines = [
+        {"type": "header", "format_version": 1},
+        {"type": "request", "call_index": 0, "method": "GET", "url": "https://x.test/", "headers": []},
+        {"type": "response", "call_index": 0, "status": 200, "headers": []},
+        {"type": "call_end", "call_index": 0, "event_count": 0, "outcome": "complete", "early_stop": "intended"},
+    ]
+    data = b"".join(json.dumps(line).encode() + b"\n" for line in lines)
+    with pytest.raises(CassetteError) as caught:
+        _format.Parser("c.jsonl", "outline").read([data])
+    assert caught.value.line == 4
+    assert "'early_stop' is there only when the outcome is 'closed_early'" in caught.value.problem
