@@ -27,17 +27,16 @@ from ._core.engine._options import Options
 from ._core.format._bodies import redact_url, stored_body, stored_body_bytes
 from ._core.format._format import RecordedCall, header_age_days
 from ._core.rules._redaction import RedactWithError
-from ._core.views._conversation import request_label
 from ._exceptions import CassetteError, CassetteExpiredWarning, ReplayMismatch, UnplayedCallsError
 from ._http import header_pairs, library_of
 from ._lifecycle import AsyncTransport, ClosingSides, SyncTransport, TransportBase, TransportLifecycle, propagating
-from ._recording import AsyncRecordingTransport, CassetteRecorder, RecordingTransport
 from ._replay import Replayer, answers_with_error_response, error_response, kept_out
 from ._states import Checking, Off, Recording, Refused, Replaying, SessionState
 
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # recording's modules are imported when a recording starts (``_states``), not by a replay
     from ._check import ShapeChecker
     from ._core.engine._typed_options import ReplayOptions, TransportOptions
+    from ._recording import CassetteRecorder
 
 __all__ = [
     "CassetteRequest",
@@ -306,10 +305,14 @@ class CassetteSession:
     def record(self, request: Any, inner: Any) -> Any:
         """Forward a request to ``inner`` and record the exchange."""
         self._note_sent(request, request.read())
+        from ._recording import RecordingTransport
+
         return RecordingTransport(inner, recorder=self._recording()).handle_request(request)
 
     async def record_async(self, request: Any, inner: Any) -> Any:
         self._note_sent(request, await request.aread())
+        from ._recording import AsyncRecordingTransport
+
         return await AsyncRecordingTransport(inner, recorder=self._recording()).handle_async_request(request)
 
     def _answer(self, request: Any, body: bytes, step: Step) -> Any:
@@ -397,6 +400,8 @@ class CassetteSession:
         """What tells the unplayed calls apart: call index -> model and first words (``request_label``)."""
         if self.replayer is None:
             return {}
+        from ._core.views._conversation import request_label  # a view: only to report unplayed calls
+
         calls = self.replayer.engine.cassette.calls
         labels = {}
         for index, _, url in self.unplayed_calls():

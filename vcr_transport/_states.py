@@ -31,11 +31,11 @@ from typing import TYPE_CHECKING, Literal
 
 from ._core.format._format import lines_before_call, lines_of_calls
 from ._exceptions import CassetteError, ReplayMismatch
-from ._recording import CassetteRecorder, forked_child_error
 
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # the recording's module is imported by the transitions that start one, not by a replay
     from ._check import ShapeChecker
     from ._core.engine._options import Options
+    from ._recording import CassetteRecorder
     from ._replay import Replayer
 
 __all__ = ["Checking", "Off", "Recording", "Refused", "Replaying", "SessionState"]
@@ -151,6 +151,8 @@ class Replaying(SessionState):
         if origin is not None:
             played, still_open = tuple(origin[i] for i in played), tuple(origin[i] for i in still_open)
         kept, deferred = lines_of_calls(self.path.read_bytes(), played, still_open)
+        from ._recording import CassetteRecorder
+
         recorder = CassetteRecorder.from_options(
             self.path, self.options, kept_lines=kept, deferred_lines=deferred, first_index=len(engine.kept)
         )
@@ -164,11 +166,15 @@ class Replaying(SessionState):
     def _recording_from(self, call_index: int) -> Recording:
         self._refuse_in_fork()
         kept = lines_before_call(self.path.read_bytes(), call_index) if call_index else []
+        from ._recording import CassetteRecorder
+
         recorder = CassetteRecorder.from_options(self.path, self.options, kept_lines=kept, first_index=call_index)
         return Recording(recorder, existed=True, replayer=self.replayer)
 
     def _refuse_in_fork(self) -> None:
         if os.getpid() != self.pid:  # record-on-miss in a forked child: the cassette is its parent's
+            from ._recording import forked_child_error
+
             raise forked_child_error(str(self.path), self.pid)
 
     def first_mismatch(self) -> ReplayMismatch | None:
@@ -226,6 +232,8 @@ class Recording(SessionState):
     def fresh(cls, path: Path, options: Options, *, existed: bool) -> Recording:
         """A recording that starts with the cassette and keeps none of it (record; record-on-miss of a
         cassette not there yet)."""
+        from ._recording import CassetteRecorder
+
         return cls(CassetteRecorder.from_options(path, options), existed=existed)
 
     def on_close(self, failure: BaseException | None) -> Recording:

@@ -18,27 +18,27 @@ import time
 import weakref
 from collections.abc import Collection, Iterator, Sequence
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from . import _parse_cache
-from ._core.engine._call_recording import OlderCassette
-from ._core.engine._quiet import QuietComparison, merged_lines
 from ._core.format._format import (
     Cassette,
-    Finding,
     RecordedCall,
     encode_line,
-    header_problem,
     load_outline,
     load_streaming,
     merge_shared,
-    problems,
     without_owners,
 )
-from ._core.rules._redaction import Redactor
 from ._exceptions import CassetteError
 from ._test_ids import recorded_owner
 from ._write_paths import RefusedWrite, sync_folder, write_target
+
+if TYPE_CHECKING:  # imported by the steps of writing (or verify) that use them: reading a cassette loads none
+    from ._core.engine._call_recording import OlderCassette
+    from ._core.engine._quiet import QuietComparison
+    from ._core.format._format import Finding
+    from ._core.rules._redaction import Redactor
 
 __all__ = [
     "CassetteWriter",
@@ -165,6 +165,8 @@ def older_cassette(path: str | os.PathLike[str], owner: str = "") -> OlderCasset
         if not calls:
             return None
     statuses = {call.index: call.status for call in calls}
+    from ._core.engine._call_recording import OlderCassette
+
     return OlderCassette(statuses, bool(calls) and all(call.outcome == "complete" for call in calls))
 
 
@@ -178,6 +180,8 @@ def _calls_owned(calls: Sequence[RecordedCall], owner: str) -> list[RecordedCall
 
 def check_cassette(path: str | os.PathLike[str]) -> Iterator[Finding]:
     """What ``verify`` reports about one file, read block by block (see ``_core._format.problems``)."""
+    from ._core.format._format import Finding, problems
+
     name = os.fspath(path)
     try:
         descriptor, _ = _open_regular(name)
@@ -513,6 +517,8 @@ class CassetteWriter:
             return self.temporary
         if plan.unchanged:
             return None
+        from ._core.engine._quiet import merged_lines
+
         descriptor, merged, holder = _new_partial(self.target)
         self._held.append(holder)
         try:
@@ -714,6 +720,8 @@ def is_shared(path: Path) -> bool:
     """Whether the cassette at ``path`` says it is shared by several tests (``"shared": true`` in its
     header, written by ``merge_shared``). Reads at most the first line, never blocks; False for a file that
     isn't there or isn't a cassette."""
+    from ._core.format._format import header_problem
+
     first = _first_line(path)
     if isinstance(first, str) or header_problem(first) is not None:
         return False
@@ -723,6 +731,8 @@ def is_shared(path: Path) -> bool:
 def not_a_cassette(path: Path) -> str | None:
     """Why a path is not a vcr_transport cassette, or None when it is one: a regular file (not a symlink,
     FIFO or device) whose first line is a cassette header. Reads at most the first line, never blocks."""
+    from ._core.format._format import header_problem
+
     first = _first_line(path)
     return first if isinstance(first, str) else header_problem(first)
 

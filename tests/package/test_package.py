@@ -87,6 +87,52 @@ print(sorted(m for m in ("vcr_transport._check", "vcr_transport._websocket", "vc
     assert result.stdout.strip() == "[]"
 
 
+REPLAY_SKIPS = (
+    "vcr_transport._recording",
+    "vcr_transport._core.engine._call_recording",
+    "vcr_transport._core.engine._quiet",
+    "vcr_transport._core.engine._explain",
+    "vcr_transport._core.engine._websocket",
+    "vcr_transport._core.format._lint",
+    "vcr_transport._core.rules._stream",
+    "vcr_transport._core.views._conversation",
+)
+
+
+def test_a_plain_replay_imports_no_recording_view_or_explanation(tmp_path: Path) -> None:
+    """A process that only replays (a replayed call, the cassette closed) loads nothing of recording, the
+    views, the quiet re-record, WebSocket playback, verify's lint or a mismatch's explanation; a mismatch
+    loads the explanation then."""
+    cassette = tmp_path / "c.jsonl"
+    answer = httpx2.MockTransport(lambda request: httpx2.Response(200, json={"ok": True}))
+    recorder = vcr_transport.RecordingTransport(answer, cassette)
+    with httpx2.Client(transport=recorder) as client:
+        client.post("https://api.openai.com/v1/chat/completions", json={"model": "m"})
+    recorder.close()
+    probe = f"""
+import sys
+import httpx2
+import vcr_transport
+path = sys.argv[1]
+with httpx2.Client(transport=vcr_transport.ReplayTransport(path)) as client:
+    assert client.post("https://api.openai.com/v1/chat/completions", json={{"model": "m"}}).json() == {{"ok": True}}
+with vcr_transport.use_cassette(path, mode="replay"), httpx2.Client() as client:
+    assert client.post("https://api.openai.com/v1/chat/completions", json={{"model": "m"}}).json() == {{"ok": True}}
+print(sorted(m for m in {REPLAY_SKIPS!r} if m in sys.modules))
+with httpx2.Client(transport=vcr_transport.ReplayTransport(path)) as client:
+    try:
+        client.post("https://api.openai.com/v1/chat/completions", json={{"model": "other"}})
+    except vcr_transport.ReplayMismatch:
+        pass
+print("vcr_transport._core.engine._explain" in sys.modules)
+"""
+    result = subprocess.run(
+        [sys.executable, "-c", probe, str(cassette)], capture_output=True, text=True, check=False, timeout=120
+    )
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.splitlines() == ["[]", "True"]
+
+
 def test_py_typed_is_shipped() -> None:
     assert (ROOT / "vcr_transport" / "py.typed").is_file()
 

@@ -4,7 +4,6 @@ with. No I/O (the replay transports are ``_replay.py``, built on ``_session.py``
 from __future__ import annotations
 
 import datetime
-import difflib
 import email.utils
 import itertools
 import json
@@ -19,7 +18,6 @@ from ..format._bodies import body_headers, redact_url, stored_body
 from ..format._format import Cassette, RecordedCall, overlap_groups
 from ..format._sse import ProtocolEnd, data_of
 from ..rules._redaction import Redactor, cookie_names
-from ._explain import reordered_lists, volatile_suggestion
 from ._index import CallIndex, CallKey, RequestKeys, call_key
 from ._matching import Normalizer, RequestMatcher, echoed_headers
 
@@ -388,6 +386,8 @@ class ReplayEngine:
     def distance(self, index: int, incoming: dict[str, Any]) -> tuple[int, float]:
         """How far recorded call ``index`` is from a request, for choosing the nearest when none matches:
         (0 for the same method and path, else 1; then how unalike the bodies are, from 0 to 1)."""
+        import difflib  # a miss's: a replay that matches never loads it
+
         recorded = self.recorded_fields(index)
         same_route = recorded["method"] == incoming["method"] and recorded["url"]["path"] == incoming["url"]["path"]
         unalike = (
@@ -436,6 +436,8 @@ class ReplayEngine:
     ) -> list[str]:
         """What a mismatch with call ``best`` adds: that the request is unplayed call ``same`` exactly, lists
         in another order, volatile values."""
+        from ._explain import reordered_lists, volatile_suggestion  # only a mismatch is explained
+
         notes = [self._order_note(best, same)] if same is not None else []
         for path in reordered_lists(self.recorded_fields(best), incoming, (d[0] for d in differences)):
             notes.append(

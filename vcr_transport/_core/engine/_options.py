@@ -17,7 +17,6 @@ To add an option: add a field here with its ``Knob``, then use it where it acts.
 from __future__ import annotations
 
 import dataclasses
-import difflib
 import math
 import re
 from collections.abc import Callable, Iterable, Mapping
@@ -993,6 +992,8 @@ def pyproject_names() -> tuple[str, ...]:
 def unknown_settings(settings: Mapping[str, Any]) -> list[tuple[str, str]]:
     """The keys of ``[tool.vcr_transport]`` that are no setting, each with the closest valid name ("" when
     none is close), so that a typo (``redact_name``) is an error rather than a rule that never applies."""
+    import difflib  # only for a typo's closest name
+
     valid = pyproject_names()
     unknown = [key for key in settings if key not in valid]
     return [(key, next(iter(difflib.get_close_matches(key, valid, n=1, cutoff=0.6)), "")) for key in unknown]

@@ -44,6 +44,8 @@ blank line is refused as the line it is.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Any
+
 from ._encode import (
     call_end_line,
     encode_line,
@@ -54,7 +56,6 @@ from ._encode import (
     request_line,
     response_line,
 )
-from ._lint import Finding, header_problem, problems
 from ._parser import (
     Cassette,
     ChunkSource,
@@ -88,6 +89,23 @@ from ._schema import (
     decode_json,
 )
 from ._shared import line_place, lines_before_call, lines_of_calls, merge_shared, without_owners
+
+if TYPE_CHECKING:
+    from ._lint import Finding, header_problem, problems
+
+# What ``verify`` finds is imported when first asked for (PEP 562): reading a cassette to replay it never is.
+_LINT = frozenset({"Finding", "header_problem", "problems"})
+
+
+def __getattr__(name: str) -> Any:
+    if name not in _LINT:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    from . import _lint
+
+    value = getattr(_lint, name)
+    globals()[name] = value
+    return value
+
 
 __all__ = [
     "CallEndLine",
