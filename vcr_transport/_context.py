@@ -76,6 +76,7 @@ class ClientPatcher:
             "vcr_transport_cassette", default=None
         )
         self._sessions: list[CassetteSession] = []
+        self._routes: dict[Callable[[Any, Any], Any], Callable[[Any, Any], Any]] = {}  # ``_routed``'s
         late: dict[str, Callable[[Patch, ModuleType], None]] = {name: self._patch_library for name in HTTP_LIBRARIES}
         late.update({GENAI_API_CLIENT: _tell_no_aiohttp, WEBSOCKETS_SYNC: self._patch_websockets})
         self._patch = Patch(self._install, late={**late, WEBSOCKETS_ASYNC: self._patch_websockets})
@@ -188,6 +189,14 @@ class ClientPatcher:
             patch.replace(cls, name, self._routed(choose))
 
     def _routed(self, original: Callable[[Any, Any], Any]) -> Callable[[Any, Any], Any]:
+        """The client method routed to the cassette, made once for each original (every test's cassette
+        installs it)."""
+        routed = self._routes.get(original)
+        if routed is None:
+            routed = self._routes[original] = self._new_route(original)
+        return routed
+
+    def _new_route(self, original: Callable[[Any, Any], Any]) -> Callable[[Any, Any], Any]:
         @functools.wraps(original)
         def transport_for_url(client: Any, url: Any) -> Any:
             real = original(client, url)

@@ -71,6 +71,24 @@ class _ImportWatcher(importlib.abc.MetaPathFinder):
         return None
 
 
+# What one ``replace`` or ``set_item`` replaced: the owner (or mapping), the name (or key), whether it had
+# its own value (or an entry), that value, and whether it is a mapping's entry.
+_Saved = tuple[Any, str, bool, Any, bool]
+
+
+def _undo(owner: Any, name: str, had: bool, old: Any, entry: bool) -> None:
+    """Put back what ``replace`` (an attribute) or ``set_item`` (a mapping's entry) replaced."""
+    if entry:
+        if had:
+            owner[name] = old
+        else:
+            owner.pop(name, None)
+    elif had:
+        setattr(owner, name, old)
+    else:
+        delattr(owner, name)
+
+
 class Patch:
     """Attributes replaced between the first ``start()`` and the last ``stop()`` (or in a ``with``).
 
@@ -91,7 +109,7 @@ class Patch:
         self._watcher = _ImportWatcher(tuple(self._late), self._loaded) if self._late else None
         self.lock = threading.RLock()
         self.users = 0
-        self._saved: list[Callable[[], None]] = []  # what puts each replaced attribute or entry back
+        self._saved: list[_Saved] = []  # each replaced attribute or entry, as it was (``_undo`` puts it back)
         self._replaced: set[tuple[int, str]] = set()
 
     @property
@@ -127,15 +145,7 @@ class Patch:
         if key in self._replaced:
             return
         own = vars(owner)
-        had, old = name in own, own.get(name)
-
-        def undo() -> None:
-            if had:
-                setattr(owner, name, old)
-            else:
-                delattr(owner, name)
-
-        self._saved.append(undo)
+        self._saved.append((owner, name, name in own, own.get(name), False))
         self._replaced.add(key)
         setattr(owner, name, value)
 
@@ -146,14 +156,7 @@ class Patch:
         if marker in self._replaced:
             return
         old = mapping.get(key)
-
-        def undo() -> None:
-            if old is None:
-                mapping.pop(key, None)
-            else:
-                mapping[key] = old
-
-        self._saved.append(undo)
+        self._saved.append((mapping, key, old is not None, old, True))
         self._replaced.add(marker)
         mapping[key] = value
 
@@ -168,9 +171,8 @@ class Patch:
             sys.meta_path.remove(self._watcher)
         failure: BaseException | None = None
         while self._saved:
-            undo = self._saved.pop()
             try:
-                undo()
+                _undo(*self._saved.pop())
             except BaseException as error:  # noqa: PERF203 - each attribute is restored on its own
                 failure = failure or error
         self._replaced.clear()

@@ -81,17 +81,24 @@ class PluginRun(PytestRun):
         self.not_compared: list[tuple[Path, str]] = []  # mode check: (cassette, which request and why)
         self.current_test = ""
         self._folders: dict[Path, Path] = {}  # an absolute folder of cassettes, resolved (``resolved``)
+        self._files: dict[str, Path] = {}  # a cassette not a link, resolved (``resolved``), by its path as given
 
     def resolved(self, path: Path) -> Path:
         """``path.resolve()``, each absolute folder resolved once in the run (every test of a module has its
-        cassette in the same one): the file itself is resolved only when it is a link."""
+        cassette in the same one): the file itself is resolved only when it is a link. A cassette found no link
+        is remembered (each is asked for at collection, as it opens and as it closes)."""
+        key = str(path)
+        known = self._files.get(key)
+        if known is not None:
+            return known
         folder, name = path.parent, path.name
         if not path.is_absolute() or name in ("", ".", "..") or path.is_symlink():
             return path.resolve()
         found = self._folders.get(folder)
         if found is None:
             found = self._folders[folder] = folder.resolve()
-        return found / name
+        resolved = self._files[key] = found / name
+        return resolved
 
     def cassette_opened(self, path: Path, mode: str, owner: str = "") -> None:
         resolved = self.resolved(path)

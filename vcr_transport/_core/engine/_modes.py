@@ -194,6 +194,20 @@ class Step(enum.Enum):
     BLOCK = "block"  # a passthrough request while replaying: NetworkBlockedError, nothing recorded
 
 
+_HostRules = Memo[str, tuple[tuple[str, str], ...]]
+# The passthrough rules parsed (the telemetry's, then the user's), with the memo of the rules of each host
+# (netloc -> its rules: a client's requests go to few hosts, most under none), by the user's rules: once per
+# configuration, so that every cassette of a pytest session with the same options shares them.
+_PASSTHROUGH: Memo[tuple[str, ...], tuple[tuple[tuple[str, str], ...], _HostRules]] = Memo(64)
+
+
+def _passthrough_rules(rules: tuple[str, ...]) -> tuple[tuple[tuple[str, str], ...], _HostRules]:
+    def parsed() -> tuple[tuple[tuple[str, str], ...], _HostRules]:
+        return tuple(parse_passthrough_rule(rule) for rule in (*TELEMETRY_PASSTHROUGH, *rules)), Memo()
+
+    return _PASSTHROUGH.get(rules, parsed)
+
+
 class Decision:
     """The state of one cassette in one concrete mode: which step the next request meets, and what a replay
     miss turns into. Thread-safe: the first miss of record-on-miss switches to recording exactly once.
@@ -215,7 +229,7 @@ class Decision:
     ) -> None:
         _check_decision_arguments(mode, passthrough_replay)
         self.mode = mode
-        self.passthrough = tuple(parse_passthrough_rule(rule) for rule in (*TELEMETRY_PASSTHROUGH, *passthrough))
+        self.passthrough, self._host_rules = _passthrough_rules(tuple(passthrough))
         self.passthrough_replay = passthrough_replay
         self.ignore_hosts = tuple(host.lower() for host in ignore_hosts)
         self.readable = readable
@@ -224,8 +238,6 @@ class Decision:
         self.appending = appending and mode == "record-on-miss" and readable and exists
         self.diverged_at: int | None = None
         self._lock = threading.Lock()
-        # netloc -> the passthrough rules for its host: a client's requests go to few hosts, most under none
-        self._host_rules: Memo[str, tuple[tuple[str, str], ...]] = Memo()
 
     @staticmethod
     def reads(mode: str, *, exists: bool) -> bool:

@@ -817,14 +817,20 @@ class Options:
 
     def explicit(self) -> frozenset[str]:
         """The options given, or set to other than their default (by the code or ``[tool.vcr_transport]``):
-        those win over a cassette header."""
-        changed = {field.name for field in _knob_fields() if getattr(self, field.name) != field.default}
-        return self.given | changed
+        those win over a cassette header. Worked out once per object (the plugin's tests share theirs)."""
+        known: frozenset[str] | None = self.__dict__.get("_explicit")
+        if known is None:
+            changed = {field.name for field in _knob_fields() if getattr(self, field.name) != field.default}
+            known = self.given | changed
+            object.__setattr__(self, "_explicit", known)  # frozen: not a field, so not compared or copied
+        return known
 
     def with_settings(self, settings: Mapping[str, Any], *, where: str) -> Options:
         """These options with ``[tool.vcr_transport]`` merged: its lists in front of the code's own (``adds``),
         its single values where the code set none (``fills``; an option given at its default value counts as
         set, so the marker's and the ini's win over pyproject)."""
+        if not settings:
+            return self  # no [tool.vcr_transport] (every test's cassette asks)
         added: dict[str, Any] = {}
         explicit = self.explicit()
         for field in _knob_fields():
