@@ -13,9 +13,22 @@ from ._catalogue import looks_like_credential
 from ._names import Names, words_of
 from ._patterns import regex
 
-__all__ = ["Context", "JSON_ESCAPE", "SIBLING_NAME_KEYS", "SIBLING_VALUE_BYTES", "SIBLING_VALUE_KEYS", "folded"]
-__all__ += ["is_schema", "json_string", "key_may_be_secret", "names_a_secret", "redact_json", "removes_value"]
-__all__ += ["string_leaves", "token_is_credential"]
+__all__ = [
+    "Context",
+    "JSON_ESCAPE",
+    "SIBLING_NAME_KEYS",
+    "SIBLING_VALUE_BYTES",
+    "SIBLING_VALUE_KEYS",
+    "folded",
+    "is_schema",
+    "json_string",
+    "key_may_be_secret",
+    "names_a_secret",
+    "redact_json",
+    "removes_value",
+    "string_leaves",
+    "token_is_credential",
+]
 
 _QUOTED_PLACEHOLDER = f'"{PLACEHOLDER}"'
 _JSON_KEY = r"\"(?P<key>(?:[^\"\\]++|\\u[0-9A-Fa-f]{4})++)\"\s*:\s*"
