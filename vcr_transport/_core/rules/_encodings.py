@@ -95,16 +95,19 @@ def decoded_tokens(text: str) -> list[tuple[int, int, str]]:
     return taken
 
 
+def _overlaps(taken: list[tuple[int, int, str]], start: int, end: int) -> bool:
+    index = bisect.bisect_left(taken, (start,))
+    return (index < len(taken) and taken[index][0] < end) or (index > 0 and taken[index - 1][1] > start)
+
+
 def _decoded(
     text: str, mark: str | None, pattern: str, decode: Callable[[str], str | None], taken: list[tuple[int, int, str]]
 ) -> Iterator[tuple[int, int, str]]:
     """The tokens of one decoding: holding its mark (or an encoded prefix), none overlapping ``taken``."""
     for match in re.finditer(pattern, text):
         (start, end), token = match.span(), match.group()
-        index = bisect.bisect_left(taken, (start,))
-        overlaps = (index < len(taken) and taken[index][0] < end) or (index > 0 and taken[index - 1][1] > start)
         holds = mark in token if mark is not None else _encoded_prefix().search(token.lower()) is not None
-        if end - start > MAX_TOKEN or not holds or overlaps:
+        if end - start > MAX_TOKEN or not holds or _overlaps(taken, start, end):
             continue
         try:
             decoded = decode(token)

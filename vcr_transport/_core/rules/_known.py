@@ -42,6 +42,11 @@ def is_structure(value: str) -> bool:
     return not any(looks_like_credential(label) for label in re.split(r"[.:/?#]", text))
 
 
+def _learnable(part: str) -> bool:
+    long = len(part) >= MIN_PROPAGATED_LENGTH
+    return long and part not in PLACEHOLDER and PLACEHOLDER not in part and not is_structure(part)
+
+
 def _credential_parts(value: str) -> list[str]:
     """A value and what it carries: the credential of ``Scheme credential``, the ``user:password`` of
     ``Basic`` and its password, the values of ``name=value; name=value`` (cookies, connection strings)."""
@@ -107,12 +112,7 @@ class Known:
         """This with ``value`` and its credential parts, unless they are known or not learnable."""
         if value in self.learned:
             return self
-        fresh = {
-            part
-            for part in _credential_parts(value)
-            if part not in self.values and len(part) >= MIN_PROPAGATED_LENGTH
-            if part not in PLACEHOLDER and PLACEHOLDER not in part and not is_structure(part)
-        }
+        fresh = {part for part in _credential_parts(value) if part not in self.values and _learnable(part)}
         forms = {form for part in fresh for form in _encoded_forms(part)}
         if forms.issubset(self.forms):  # the same forms: the same searches
             known = Known(self.values | fresh, self.learned | {value}, self.forms)

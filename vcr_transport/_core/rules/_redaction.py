@@ -68,6 +68,18 @@ def _utf8(text: str | bytes) -> bytes | None:
     return None if b"\xc4\xb0" in data or b"\xe2\x84\xaa" in data else data
 
 
+def _may_hold_escape(data: bytes) -> bool:
+    if b"\\" in data and (b"\\u" in data or b"\\/" in data):
+        return True
+    return b"%" in data and regex(rb"%[2-7][0-9A-Fa-f]").search(data) is not None
+
+
+def _text_data(obj: Mapping[Any, Any]) -> bool:
+    """Whether ``obj["data"]`` is a string beside a text media type (base64 of text)."""
+    media = [obj.get(key) for key in ("media_type", "mime_type", "mimeType", "mediaType")]
+    return isinstance(obj.get("data"), str) and any(isinstance(m, str) and regex(TEXT_MEDIA).match(m) for m in media)
+
+
 class RedactWithError(TypeError):
     """A ``redact_with`` function raised, or returned something that is not a string. A recording it breaks is
     not saved (closing raises a CassetteError that says so); the live call goes on unharmed."""
@@ -297,10 +309,7 @@ class Redactor:
     def _redact_mapping(self, obj: Mapping[Any, Any], response: bool) -> dict[Any, Any]:
         redacted: dict[Any, Any] = {}
         siblings = self._sibling_values(obj)
-        text_data = isinstance(obj.get("data"), str) and any(
-            isinstance(obj.get(key), str) and regex(TEXT_MEDIA).match(obj[key])
-            for key in ("media_type", "mime_type", "mimeType", "mediaType")
-        )
+        text_data = _text_data(obj)
         for key, value in obj.items():
             if self._loses_value(obj, key, siblings, response):
                 value = PLACEHOLDER
@@ -317,12 +326,12 @@ class Redactor:
         """The keys of the values a sibling names as secrets: ``{"name": "MISTRAL_API_KEY", "value": ...}``
         (Kubernetes, Vercel, ECS), ``{"Name": "/prod/db/password", "Type": ..., "Value": ...}`` (SSM)."""
         keys = [(key, folded(key)) for key in obj if isinstance(key, str)] if len(obj) <= 12 else []
-        if not any(fold in SIBLING_VALUE_KEYS for _, fold in keys):
+        if not any(fold in SIBLING_VALUE_KEYS for _, fold in keys) or not self._names_a_secret(obj, keys):
             return []
-        named = any(fold in SIBLING_NAME_KEYS and names_a_secret(self._names, obj[key]) for key, fold in keys)
-        return [
-            key for key, fold in keys if named and fold in SIBLING_VALUE_KEYS and not isinstance(obj[key], bool | None)
-        ]
+        return [key for key, fold in keys if fold in SIBLING_VALUE_KEYS and not isinstance(obj[key], bool | None)]
+
+    def _names_a_secret(self, obj: Mapping[Any, Any], keys: list[tuple[str, str]]) -> bool:
+        return any(fold in SIBLING_NAME_KEYS and names_a_secret(self._names, obj[key]) for key, fold in keys)
 
     def redact_binary(self, data: bytes) -> bytes:
         """The bytes of a binary body or part without the catalogue's credential shapes and the values
@@ -422,9 +431,7 @@ class Redactor:
         if self._patterns or self._callables:
             return True
         data = _utf8(text)
-        if data is None or (b"\\" in data and (b"\\u" in data or b"\\/" in data)):
-            return True
-        if b"%" in data and regex(rb"%[2-7][0-9A-Fa-f]").search(data) is not None:
+        if data is None or _may_hold_escape(data):
             return True
         # The text's ASCII characters are its UTF-8's ASCII bytes, and no other character lower-cases to an
         # ASCII one (but the two ``_utf8`` refuses): a probe in the text's lower case is in the bytes'.
