@@ -14,30 +14,31 @@ import ahocorasick_rs
 from .._memo import Memo
 from ..format._format import PLACEHOLDER
 from ._catalogue import catalogue_matches, looks_like_credential
-from ._patterns import regex
 from ._search import Search
 
 __all__ = ["EMPTY", "MIN_PROPAGATED_LENGTH", "Known", "any_escaping", "is_structure"]
 
 MIN_PROPAGATED_LENGTH = 8  # shorter values are too likely to occur by chance in other text
-_STRUCTURE = (  # a plain number, a path, a date (RFC 1123 and ISO 8601)
-    r"[+-]?[0-9]+(?:\.[0-9]+)?|/[^\s]*"
-    r"|(?:[A-Za-z]{3,9},?\s+)?[0-9]{1,2}[ -][A-Za-z]{3}[ -][0-9]{2,4}(?:\s+[0-9]{2}:[0-9]{2}(?::[0-9]{2})?)?(?:\s+GMT)?"
-    r"|[0-9]{4}-[0-9]{2}-[0-9]{2}(?:[T ][0-9]{2}:[0-9]{2}(?::[0-9]{2}(?:\.[0-9]+)?)?(?:Z|[+-][0-9]{2}:?[0-9]{2})?)?"
-)
-_HOSTNAME = (  # or a URL or ``scheme:host`` with one
+_AUTH_SCHEME = re.compile(r"(?P<scheme>[A-Za-z][A-Za-z0-9-]*)\s+(?P<credential>\S{8,})")
+_PLAIN_NUMBER = re.compile(r"[+-]?[0-9]+(?:\.[0-9]+)?")
+_HOSTNAME = re.compile(
     r"(?:[A-Za-z][A-Za-z0-9+.-]*:(?://)?)?\.?(?:[A-Za-z0-9_](?:[A-Za-z0-9_-]{0,61}[A-Za-z0-9])?\.)+[A-Za-z]{2,24}\.?"
     r"(?::[0-9]{1,5})?(?:[/?#]\S*)?"
 )
+_DATE = re.compile(
+    r"(?:[A-Za-z]{3,9},?\s+)?[0-9]{1,2}[ -][A-Za-z]{3}[ -][0-9]{2,4}(?:\s+[0-9]{2}:[0-9]{2}(?::[0-9]{2})?)?(?:\s+GMT)?"
+    r"|[0-9]{4}-[0-9]{2}-[0-9]{2}(?:[T ][0-9]{2}:[0-9]{2}(?::[0-9]{2}(?:\.[0-9]+)?)?(?:Z|[+-][0-9]{2}:?[0-9]{2})?)?"
+)
+_PATH = re.compile(r"/[^\s]*")
 
 
 def is_structure(value: str) -> bool:
     """Whether ``value`` is structure, never learned: a hostname (or a URL or ``scheme:host`` with one), a
     path, a date or a plain number, unless the catalogue knows its shape or a label of it is key-like."""
     text = value.strip()
-    if regex(_STRUCTURE).fullmatch(text):
+    if _PLAIN_NUMBER.fullmatch(text) or _DATE.fullmatch(text) or _PATH.fullmatch(text):
         return True
-    if regex(_HOSTNAME).fullmatch(text) is None or catalogue_matches(text):
+    if _HOSTNAME.fullmatch(text) is None or catalogue_matches(text):
         return False
     return not any(looks_like_credential(label) for label in re.split(r"[.:/?#]", text))
 
@@ -51,7 +52,7 @@ def _credential_parts(value: str) -> list[str]:
     """A value and what it carries: the credential of ``Scheme credential``, the ``user:password`` of
     ``Basic`` and its password, the values of ``name=value; name=value`` (cookies, connection strings)."""
     parts = [value]
-    scheme = regex(r"(?P<scheme>[A-Za-z][A-Za-z0-9-]*)\s+(?P<credential>\S{8,})").fullmatch(value.strip())
+    scheme = _AUTH_SCHEME.fullmatch(value.strip())
     if scheme:
         credential = scheme["credential"]
         parts.append(credential)
@@ -84,17 +85,18 @@ def _encoded_forms(value: str) -> set[str]:
     return {form for form in forms if len(form) >= MIN_PROPAGATED_LENGTH and form not in PLACEHOLDER}
 
 
+def _hex(number: int, width: int) -> str:
+    return "".join(f"[{d.lower()}{d.upper()}]" if d.isalpha() else d for d in f"{number:0{width}x}")
+
+
 def any_escaping(value: str) -> re.Pattern[str]:
     """A pattern for ``value`` written with any mix of raw, ``%XX`` and ``\\uXXXX`` characters."""
-
-    def hex_digits(number: int, width: int) -> str:
-        return "".join(f"[{d.lower()}{d.upper()}]" if d.isalpha() else d for d in f"{number:0{width}x}")
-
     parts = []
     for char in value:
-        escaped = "".join("%" + hex_digits(byte, 2) for byte in char.encode("utf-8", "surrogateescape"))
-        options = [re.escape(char), escaped] + ([r"\\u" + hex_digits(ord(char), 4)] if ord(char) < 0x10000 else [])
-        parts.append("(?:" + "|".join(options + ([r"\\/"] if char == "/" else [])) + ")")
+        options = [re.escape(char), "".join("%" + _hex(byte, 2) for byte in char.encode("utf-8", "surrogateescape"))]
+        options += [r"\\u" + _hex(ord(char), 4)] if ord(char) < 0x10000 else []
+        options += [r"\\/"] if char == "/" else []
+        parts.append("(?:" + "|".join(options) + ")")
     return re.compile("".join(parts))
 
 

@@ -8,16 +8,11 @@ from __future__ import annotations
 
 import functools
 import re
-from typing import Any, AnyStr, Protocol
+from typing import Any, Protocol
 
 __all__ = ["UserPattern", "regex", "user_pattern"]
 
-
-class _Compile(Protocol):
-    def __call__(self, pattern: AnyStr, /) -> re.Pattern[AnyStr]: ...
-
-
-regex: _Compile = functools.cache(re.compile)  # one of ours, compiled the first time it is used
+regex = functools.cache(re.compile)  # one of ours, compiled the first time it is used
 # The flags a compiled pattern may carry, as RE2's inline flags; re.UNICODE is every str pattern's.
 _FLAGS = ((re.IGNORECASE, "i"), (re.MULTILINE, "m"), (re.DOTALL, "s"))
 _ACCEPTED = re.IGNORECASE | re.MULTILINE | re.DOTALL | re.UNICODE | re.ASCII

@@ -1,8 +1,9 @@
 """Redaction: the facade of the rules layer. A ``Redactor`` runs the text rules (``_rules.RULES``) whose probes
-the search (``_search``) finds, and reads structures, headers, forms and binary bodies around them. A value
-removed by name (``_names``) or shape (``_catalogue``) is learned (``_known``) and removed everywhere, in every
-encoding. Cookies keep their names, so that a client's cookie jar behaves on replay as it did live. Users add
-names, patterns and callables, never remove."""
+the search (``_search``) finds, and reads structures, headers, forms and binary bodies around them. Names
+(``_names``), shapes (``_catalogue``) and the values learned (``_known``: what name or shape removed, then
+removed everywhere, in every encoding). Cookies keep their names (``cookie: a=[secret removed]``), so that a
+client's cookie jar behaves on replay as it did live. Users add names, patterns and callables, never remove.
+"""
 
 from __future__ import annotations
 
@@ -20,20 +21,34 @@ from urllib.parse import unquote_plus
 from .._memo import Memo
 from ..format._format import PLACEHOLDER, encode_line
 from ._json import SIBLING_NAME_KEYS, SIBLING_VALUE_KEYS, Context, folded, names_a_secret, removes_value, string_leaves
-from ._known import EMPTY, MIN_PROPAGATED_LENGTH, Known, any_escaping
-from ._names import SECRET_FIELD_NAMES, Names, decode_escapes
-from ._patterns import regex, user_pattern
+from ._known import EMPTY, MIN_PROPAGATED_LENGTH, Known, any_escaping, is_structure
+from ._names import QUERY_SECRET_NAMES, SECRET_FIELD_NAMES, Names, decode_escapes
+from ._patterns import user_pattern
 from ._rules import RULES, TEXT_DATA_URL, TEXT_MEDIA, candidates, redact_base64_text, redact_shapes
 from ._search import Scan, Search
 
-__all__ = ["PLACEHOLDER", "RedactWithError", "Redactor", "SECRET_FIELD_NAMES", "cookie_names", "remove_secret_values"]
+__all__ = [
+    "MIN_PROPAGATED_LENGTH",
+    "PLACEHOLDER",
+    "QUERY_SECRET_NAMES",
+    "SECRET_FIELD_NAMES",
+    "RedactWithError",
+    "Redactor",
+    "cookie_names",
+    "is_structure",
+    "remove_secret_values",
+]
 
 _decode_escapes = decode_escapes
-_ASCII_ESCAPE = r"%[2-7][0-9A-Fa-f]|\\u00[2-7][0-9A-Fa-f]"  # those that can hide a credential or a name
+# Escapes that can hide a credential or a name: those of printable ASCII characters.
+_PERCENT_ASCII = re.compile(r"%[2-7][0-9A-Fa-f]")
+_PERCENT_ASCII_BYTES = re.compile(rb"%[2-7][0-9A-Fa-f]")
+_UNICODE_ASCII = re.compile(r"\\u00[2-7][0-9A-Fa-f]")
+# The UTF-8 of the only characters whose lower case holds an ASCII letter (U+0130, the Kelvin sign).
+_LOWERING_TO_ASCII = (b"\xc4\xb0", b"\xe2\x84\xaa")
 _COOKIE_HEADERS = frozenset({"cookie", "set-cookie"})
 _context = functools.partial(tuple.__new__, Context)  # Context(*fields), without NamedTuple's Python __new__
 _JSON_NAMES, _SHAPES = RULES[0], RULES[-1]
-_HeadersRedacted = tuple[tuple[tuple[str, str], ...], Known]
 
 
 def cookie_names(value: str, *, response: bool) -> list[str]:
@@ -43,8 +58,8 @@ def cookie_names(value: str, *, response: bool) -> list[str]:
 
 
 def _cookie_pairs(value: str, response: bool) -> tuple[list[tuple[str, str, str]], str]:
-    """(name, ``=`` and leading space; value; trailing space) of each cookie of a ``cookie`` header (of the one a
-    ``set-cookie`` sets), and what follows (its attributes). No ``=``: a value, no name."""
+    """(name, ``=`` and leading space; value; trailing space) of each cookie of a ``cookie`` header, or of the
+    one a ``set-cookie`` sets, and what follows (its attributes). No ``=``: a value, no name."""
     pair, semicolon, attributes = value.partition(";")
     pieces, rest = ([pair], semicolon + attributes) if response else (value.split(";"), "")
     found = []
@@ -55,9 +70,17 @@ def _cookie_pairs(value: str, response: bool) -> tuple[list[tuple[str, str, str]
     return found, rest
 
 
+def _text_payload(obj: Mapping[Any, Any]) -> str | None:
+    """``"data"`` when it is a base64 payload whose sibling media type is text, else None."""
+    if not isinstance(obj.get("data"), str):
+        return None
+    media = [obj.get(key) for key in ("media_type", "mime_type", "mimeType", "mediaType")]
+    return "data" if any(isinstance(m, str) and TEXT_MEDIA.match(m) for m in media) else None
+
+
 def _utf8(text: str | bytes) -> bytes | None:
-    """The UTF-8 of ``text`` (of bytes that aren't, their ``surrogateescape`` text's); None when it holds U+0130
-    or the Kelvin sign, whose lower case holds an ASCII letter that the bytes' doesn't."""
+    """The UTF-8 of ``text`` (of bytes that aren't, their ``surrogateescape`` text's); None when it holds
+    U+0130 or the Kelvin sign, whose lower case holds an ASCII letter that the bytes' doesn't."""
     data = text.encode("utf-8", "surrogatepass") if isinstance(text, str) else text
     if data.isascii():
         return data
@@ -65,19 +88,20 @@ def _utf8(text: str | bytes) -> bytes | None:
         data.decode("utf-8")
     except UnicodeDecodeError:
         data = data.decode("utf-8", "surrogateescape").encode("utf-8", "surrogatepass")
-    return None if b"\xc4\xb0" in data or b"\xe2\x84\xaa" in data else data
+    return None if any(special in data for special in _LOWERING_TO_ASCII) else data
+
+
+def _has_ascii_escapes(text: str) -> bool:
+    return ("%" in text and _PERCENT_ASCII.search(text) is not None) or (
+        "\\u00" in text and _UNICODE_ASCII.search(text) is not None
+    )
 
 
 def _may_hold_escape(data: bytes) -> bool:
+    """A ``\\u`` escape, JSON's ``\\/`` or the ``%XX`` of an ASCII character: decoded before the rules run."""
     if b"\\" in data and (b"\\u" in data or b"\\/" in data):
         return True
-    return b"%" in data and regex(rb"%[2-7][0-9A-Fa-f]").search(data) is not None
-
-
-def _text_data(obj: Mapping[Any, Any]) -> bool:
-    """Whether ``obj["data"]`` is a string beside a text media type (base64 of text)."""
-    media = [obj.get(key) for key in ("media_type", "mime_type", "mimeType", "mediaType")]
-    return isinstance(obj.get("data"), str) and any(isinstance(m, str) and regex(TEXT_MEDIA).match(m) for m in media)
+    return b"%" in data and _PERCENT_ASCII_BYTES.search(data) is not None
 
 
 class RedactWithError(TypeError):
@@ -98,6 +122,9 @@ def _called(function: Callable[[str], str], text: str) -> str:
     if not isinstance(result, str):
         raise RedactWithError(f"redact_with function {name} returned {type(result).__name__}, not a string")
     return result
+
+
+_HeadersRedacted = tuple[tuple[tuple[str, str], ...], Known]
 
 
 class Redactor:
@@ -121,20 +148,22 @@ class Redactor:
         self._patterns = tuple(user_pattern(p, "redact_patterns") for p in patterns)  # RE2: linear time
         self._callables = tuple(callables)
         # Shared by every redactor made from this one (``fresh``): a header list's redaction from a state of
-        # learned values, with the state it leads to. Pure, so every test's cassette of a session redacts its
-        # client's headers once for all.
+        # learned values, with the state it leads to. Pure (the same for every cassette in that state), so
+        # every test's cassette of a session redacts its client's headers once for all.
         self._shared_headers: Memo[tuple[Known, tuple[tuple[str, str], ...]], _HeadersRedacted] = Memo(256)
         self._start_afresh()
 
     def _start_afresh(self) -> None:
+        """Nothing learned, nothing remembered of what was redacted."""
         self._lock = threading.Lock()
         self._known: Known = EMPTY
         self._searches: tuple[Known, Search, Search] | None = None  # those of one generation of learned values
-        self._header_values: Memo[str, str] = Memo(4096)  # they repeat: once per generation of learned forms
+        # Header values repeat from call to call: worked out once per generation of learned forms.
+        self._header_values: Memo[str, str] = Memo(4096)
 
     def fresh(self) -> Redactor:
-        """A redactor of the same rules that has learned nothing (one per cassette); the rules and their pure
-        memos are shared, not copied."""
+        """A redactor of the same rules that has learned nothing: one per cassette, made from one built per
+        configuration. The rules (names, patterns, functions) and their pure memos are shared, not copied."""
         twin = copy.copy(self)
         twin._start_afresh()
         return twin
@@ -175,23 +204,26 @@ class Redactor:
         return line if scrubbed == obj else encode_line(scrubbed)
 
     def holds_learned(self, data: bytes) -> bool:
-        return self._known.holds(data)  # (cassette lines) a learned form as a line writes it
+        """Whether ``data`` (cassette lines) holds a learned form as a cassette line writes it."""
+        return self._known.holds(data)
 
     @property
     def longest_learned(self) -> int:
         """The length in bytes of the longest form ``holds_learned`` searches for (at most)."""
         return max((len(form.encode("utf-8", "surrogateescape")) * 6 for form in self._known.forms[:1]), default=0)
 
-    def _scrub_learned(self, obj: Any, base64_payload: bool = False) -> Any:
+    def _scrub_learned(self, obj: Any) -> Any:
         remove = self._known.remove
         if isinstance(obj, str):
-            return self._scrub_base64(obj) if base64_payload else remove(obj)
+            return remove(obj)
         if isinstance(obj, list):
             return [self._scrub_learned(item) for item in obj]
         if not isinstance(obj, dict):
             return obj
         return {
-            (remove(key) if isinstance(key, str) else key): self._scrub_learned(value, key == "base64")
+            (remove(key) if isinstance(key, str) else key): (
+                self._scrub_base64(value) if key == "base64" and isinstance(value, str) else self._scrub_learned(value)
+            )
             for key, value in obj.items()
         }
 
@@ -211,7 +243,7 @@ class Redactor:
         if text == PLACEHOLDER:
             return text
         escaped_names = False
-        if ("%" in text or "\\u00" in text) and regex(_ASCII_ESCAPE).search(text):
+        if ("%" in text or "\\u00" in text) and _has_ascii_escapes(text):
             text, escaped_names = self._redact_escaped(text, response)
         scan = self._search(False).scan(text)
         found: list[str] = []
@@ -221,6 +253,9 @@ class Redactor:
         # (which are all of them: nothing was learned since).
         if self._known.forms and not (redacted is text and scan.clear_of(self._known.forms)):
             redacted = self._known.remove(redacted)
+        return self._users_rules(redacted) if self._patterns or self._callables else redacted
+
+    def _users_rules(self, redacted: str) -> str:
         for pattern in self._patterns:
             redacted = pattern.sub(PLACEHOLDER, redacted)
         for function in self._callables:
@@ -295,26 +330,26 @@ class Redactor:
             else:
                 yield from self._named_values(value, response)
 
-    def _redact_structure(self, obj: Any, response: bool, text_payload: bool = False) -> Any:
-        """``text_payload``: base64 of a text type (a ``data`` beside a text media type), as a data URL's."""
+    def _redact_structure(self, obj: Any, response: bool) -> Any:
         if isinstance(obj, str):
-            if not text_payload and not (obj.startswith("data:") and regex(TEXT_DATA_URL).match(obj)):
-                return self.redact_text(obj, response=response)
-            head, comma, payload = ("", "", obj) if text_payload else obj.partition(",")
-            return head + comma + redact_base64_text(payload, Context(self._names, response, [], self._redact))
+            if obj.startswith("data:") and TEXT_DATA_URL.match(obj):
+                head, _, payload = obj.partition(",")
+                return head + "," + redact_base64_text(payload, Context(self._names, response, [], self._redact))
+            return self.redact_text(obj, response=response)
         if isinstance(obj, list | tuple):
             return [self._redact_structure(item, response) for item in obj]
         return self._redact_mapping(obj, response) if isinstance(obj, Mapping) else obj
 
     def _redact_mapping(self, obj: Mapping[Any, Any], response: bool) -> dict[Any, Any]:
         redacted: dict[Any, Any] = {}
-        siblings = self._sibling_values(obj)
-        text_data = _text_data(obj)
+        siblings, text_data = self._sibling_values(obj), _text_payload(obj)
         for key, value in obj.items():
             if self._loses_value(obj, key, siblings, response):
                 value = PLACEHOLDER
+            elif key == text_data:
+                value = redact_base64_text(value, Context(self._names, response, [], self._redact))
             else:
-                value = self._redact_structure(value, response, text_data and key == "data" and isinstance(value, str))
+                value = self._redact_structure(value, response)
             new_key = self.redact_text(key, response=response) if isinstance(key, str) else key
             base, number = new_key, 2  # a secret used as a key: keep the other entries apart
             while new_key != key and (new_key in redacted or new_key in obj):
@@ -364,14 +399,14 @@ class Redactor:
         return list(redacted)
 
     def _headers_from(self, known: Known, pairs: tuple[tuple[str, str], ...]) -> _HeadersRedacted:
-        """``pairs`` redacted from the state ``known`` by a twin in it (what another thread learns meanwhile
-        stays out), and the state that leads to."""
+        """``pairs`` redacted from the state ``known``, and the state that leads to: worked out by a twin in
+        that state, so that what another thread learns meanwhile stays out of it."""
         twin = copy.copy(self)
         twin._lock, twin._known = threading.Lock(), known
         return tuple(twin._redacted_headers(pairs)), twin._known
 
     def _adopt(self, known: Known, after: Known) -> None:
-        """Learn what redacting from ``known`` learned (on top of what was learned meanwhile)."""
+        """Learn what redacting from ``known`` learned (on top of what was learned meanwhile, if anything)."""
         if after is known:
             return
         with self._lock:
@@ -384,8 +419,9 @@ class Redactor:
     def _redacted_headers(self, pairs: tuple[tuple[str, str], ...]) -> list[tuple[str, str]]:
         secret = [self._names.is_secret(name, 1) for name, _ in pairs]
         for (name, value), is_secret in zip(pairs, secret, strict=True):
-            if is_secret and name.lower() in _COOKIE_HEADERS:
-                self._learn_all(item for _, item, _ in _cookie_pairs(value, name.lower() == "set-cookie")[0])
+            lower = name.lower()
+            if is_secret and lower in _COOKIE_HEADERS:
+                self._learn_all(item for _, item, _ in _cookie_pairs(value, lower == "set-cookie")[0])
             elif is_secret:
                 self.learn(value)
         # A name holds no secret but by mistake (``X-Debug-sk-proj-...``): redacted as text too.
@@ -398,9 +434,10 @@ class Redactor:
         ]
 
     def _secret_header_value(self, name: str, value: str) -> str:
-        if name.lower() not in _COOKIE_HEADERS:
+        lower = name.lower()
+        if lower not in _COOKIE_HEADERS:
             return PLACEHOLDER
-        pairs, rest = _cookie_pairs(value, name.lower() == "set-cookie")
+        pairs, rest = _cookie_pairs(value, lower == "set-cookie")
         kept = [head + (PLACEHOLDER if item else "") + tail for head, item, tail in pairs]
         return ";".join(kept) + (self.redact_text(rest) if rest else "")
 
@@ -424,14 +461,15 @@ class Redactor:
 
     def could_redact(self, text: str | bytes) -> bool:
         """Whether ``redact_text`` could change ``text`` (or its UTF-8), or ``redact_value`` the keys and
-        strings of it read as JSON: a user's pattern or function, an escape the rules see decoded (a ``\\u``
-        escape, JSON's ``\\/`` or the ``%XX`` of an ASCII character), a learned form, or any rule that may
-        apply to the prefilter's scan. Learns nothing. (Not for ``redact_form``: a form's first field has no
-        separator before it.)"""
+        strings of it read as JSON: a user's pattern or function, an escape the rules see decoded, a learned
+        form, or any rule that may apply (``Rule.may_apply`` of the prefilter's scan). Learns nothing. (Not for
+        ``redact_form``: a form's first field has no separator before it.)"""
         if self._patterns or self._callables:
             return True
         data = _utf8(text)
-        if data is None or _may_hold_escape(data):
+        if data is None:
+            return True
+        if _may_hold_escape(data):
             return True
         # The text's ASCII characters are its UTF-8's ASCII bytes, and no other character lower-cases to an
         # ASCII one (but the two ``_utf8`` refuses): a probe in the text's lower case is in the bytes'.

@@ -14,7 +14,7 @@ from ._catalogue import GLUED_NEEDLES, KEYWORD_PATTERNS, PREFIX_PATTERNS
 from ._encodings import ENCODED_NEEDLES
 from ._patterns import regex
 
-__all__ = ["Scan", "Search", "searched_words"]
+__all__ = ["MEDIA_MARKERS", "Scan", "Search", "searched_words"]
 
 MEDIA_MARKERS = (b"text/", b"application/", b"+json", b"+xml")
 # What may follow a JSON key's closing quote up to its colon, in lower-cased UTF-8: whitespace (a byte of a
