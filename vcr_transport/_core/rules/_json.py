@@ -11,6 +11,7 @@ from typing import Any, NamedTuple
 from ..format._format import PLACEHOLDER
 from ._catalogue import looks_like_credential
 from ._names import Names, words_of
+from ._patterns import regex
 
 __all__ = [
     "Context",
@@ -30,20 +31,21 @@ __all__ = [
 ]
 
 _QUOTED_PLACEHOLDER = f'"{PLACEHOLDER}"'
-_JSON_KEY = re.compile(r"\"(?P<key>(?:[^\"\\]++|\\u[0-9A-Fa-f]{4})++)\"\s*:\s*")
-_JSON_STRING_REST = re.compile(r"(?:[^\"\\]|\\.)*\"")
-_JSON_SCALAR = re.compile(r"-?[0-9][0-9.eE+-]*|true|false|null")
-_NESTED_JSON = re.compile(r"\"(?P<body>[\[{](?:[^\"\\]|\\.)*)\"")
-JSON_ESCAPE = re.compile(rb"\\[bfnrt]|\\.")
+_JSON_KEY = r"\"(?P<key>(?:[^\"\\]++|\\u[0-9A-Fa-f]{4})++)\"\s*:\s*"
+_STRING_REST = r"(?:[^\"\\]|\\.)*\""
+JSON_ESCAPE = rb"\\[bfnrt]|\\."
 # An object naming its sibling's value a secret: ``{"name": "MISTRAL_API_KEY", "value": ...}`` (Kubernetes,
 # Vercel, ECS), ``{"Name": "/prod/db/password", "Value": ...}`` (SSM), compared ``folded``.
-SIBLING_NAME_KEYS = frozenset({"name", "key", "parametername", "parameterkey", "outputkey", "variable", "envvar", "id"})
-SIBLING_VALUE_KEYS = frozenset({"value", "parametervalue", "outputvalue", "secretvalue"})
-_SIBLING_NAME = re.compile(
-    r"\"(?:[Nn]ame|[Kk]ey|[Ii]d|Parameter(?:Name|Key)|OutputKey|[Vv]ariable|env_?[Vv]ar)\"\s*:\s*\"(?P<name>(?:[^\"\\]|\\.){1,200})\""
+SIBLING_NAME_KEYS = frozenset("name key parametername parameterkey outputkey variable envvar id".split())
+SIBLING_VALUE_KEYS = frozenset("value parametervalue outputvalue secretvalue".split())
+_SIBLING_NAME = (
+    r"\"(?:[Nn]ame|[Kk]ey|[Ii]d|Parameter(?:Name|Key)|OutputKey|[Vv]ariable|env_?[Vv]ar)\"\s*:\s*"
+    r"\"(?P<name>(?:[^\"\\]|\\.){1,200})\""
 )
-_SIBLING_VALUE = re.compile(r"\"(?:[Vv]alue|ParameterValue|OutputValue|[Ss]ecret_?[Vv]alue)\"\s*:")
-SIBLING_VALUE_BYTES = re.compile(rb'value\\*"')
+_SIBLING_VALUE = r"\"(?:[Vv]alue|ParameterValue|OutputValue|[Ss]ecret_?[Vv]alue)\"\s*:"
+SIBLING_VALUE_BYTES = rb'value\\*"'
+# Azure Key Vault's get-secret answer: ``{"value": ..., "id": "https://<vault>.vault.azure.net/secrets/<name>/..."}``.
+_KEY_VAULT_SECRET = r"(?i)https://[^/\s\"]+\.vault\.(?:azure\.net|azure\.cn|usgovcloudapi\.net)/secrets/"
 # The keys a JSON-schema definition is made of, and those one of which it has.
 _SCHEMA_MARKERS = frozenset("type $ref anyOf oneOf allOf enum const properties items".split())
 _SCHEMA_KEYWORDS = _SCHEMA_MARKERS | frozenset(
@@ -94,15 +96,11 @@ def string_leaves(value: Any) -> Iterable[str]:
             yield from string_leaves(item)
 
 
-# Azure Key Vault's get-secret answer: ``{"value": ..., "id": "https://<vault>.vault.azure.net/secrets/<name>/..."}``.
-_KEY_VAULT_SECRET = re.compile(r"https://[^/\s\"]+\.vault\.(?:azure\.net|azure\.cn|usgovcloudapi\.net)/secrets/", re.I)
-
-
 def names_a_secret(names: Names, name: Any) -> bool:
     """Whether a sibling's ``name`` (``key``, ``id``...) names its ``value`` a secret."""
-    return (
-        isinstance(name, str) and len(name) < 200 and (names.is_secret(name, 1) or bool(_KEY_VAULT_SECRET.match(name)))
-    )
+    if not isinstance(name, str) or len(name) >= 200:
+        return False
+    return names.is_secret(name, 1) or regex(_KEY_VAULT_SECRET).match(name) is not None
 
 
 def token_is_credential(value: str) -> bool:
@@ -113,7 +111,7 @@ def token_is_credential(value: str) -> bool:
 
 def removes_value(names: Names, name: str, value: Any, response: bool) -> bool:
     """Whether a secret-named ``name`` loses ``value``: booleans, null and JSON-schema definitions are never
-    secrets; a bare ``token`` in a response is a text token of logprobs unless it looks like a credential."""
+    secrets; a bare ``token`` in a response only when it is a credential (``token_is_credential``)."""
     if value is None or isinstance(value, bool) or is_schema(value) or not names.is_secret(name):
         return False
     if response and words_of(name) == ("token",):
@@ -129,22 +127,22 @@ def json_value_end(text: str, start: int) -> int:
     if start >= len(text):
         return -1
     if text[start] == '"':
-        match = _JSON_STRING_REST.match(text, start + 1)
+        match = regex(_STRING_REST).match(text, start + 1)
         return match.end() if match else -1
     if text[start] in "{[":
         return next((index + 1 for index, depth in _brackets(text, start, len(text)) if depth == 0), -1)
-    match = _JSON_SCALAR.match(text, start)
+    match = regex(r"-?[0-9][0-9.eE+-]*|true|false|null").match(text, start)
     return match.end() if match else -1
 
 
 def _brackets(text: str, opening: int, closing: int) -> Iterator[tuple[int, int]]:
     """(position, depth after it) of every bracket between ``opening`` and ``closing``, strings skipped; none
     after a string that doesn't end."""
-    depth, index = 0, opening
+    depth, index, string_rest = 0, opening, regex(_STRING_REST)
     while index < closing:
         char = text[index]
         if char == '"':
-            rest = _JSON_STRING_REST.match(text, index + 1)
+            rest = string_rest.match(text, index + 1)
             if rest is None:
                 return
             index = rest.end()
@@ -155,34 +153,28 @@ def _brackets(text: str, opening: int, closing: int) -> Iterator[tuple[int, int]
         index += 1
 
 
-def _enclosing_object(text: str, position: int) -> tuple[int, int] | None:
-    """The ``{`` and the end (after its ``}``) of the innermost JSON object holding ``position``."""
-    stack: list[int] = []
-    for index, _ in _brackets(text, 0, len(text)):
-        if text[index] == "{":
-            stack.append(index)
-        elif text[index] == "}" and stack:
-            opening = stack.pop()
-            if opening < position < index:
-                return opening, index + 1
-    return None
-
-
 def _sibling_named_values(names: Names, text: str) -> set[int]:
-    """Where the values start (in JSON ``text``) that a sibling names as secrets."""
+    """Where the values start (in JSON ``text``) of the ``value`` members of each innermost object with a
+    sibling that names them secrets."""
     starts: set[int] = set()
-    for match in _SIBLING_NAME.finditer(text):
+    for match in regex(_SIBLING_NAME).finditer(text):
         name = json_string(match["name"])
-        bounds = None if name is None or not names_a_secret(names, name) else _enclosing_object(text, match.start())
-        if bounds is not None:
-            starts.update(_value_starts(text, *bounds))
+        if name is None or not names_a_secret(names, name):
+            continue
+        stack: list[int] = []  # the innermost object holding the match
+        for index, _ in _brackets(text, 0, len(text)):
+            if text[index] == "{":
+                stack.append(index)
+            elif text[index] == "}" and stack and (opening := stack.pop()) < match.start() < index:
+                starts.update(_value_starts(text, opening, index + 1))
+                break
     return starts
 
 
 def _value_starts(text: str, opening: int, closing: int) -> Iterable[int]:
     """Where the values of the ``value`` members of the object between ``opening`` and ``closing`` start."""
     marks = list(_brackets(text, opening, closing))
-    for key in _JSON_KEY.finditer(text, opening, closing):
+    for key in regex(_JSON_KEY).finditer(text, opening, closing):
         depth = next((depth for mark, depth in reversed(marks) if mark < key.start()), 0)
         if depth == 1 and folded(json_string(key["key"]) or "") in SIBLING_VALUE_KEYS:
             yield key.end()
@@ -221,25 +213,21 @@ def _removed_json_value(match: re.Match[str], text: str, named: set[int], ctx: C
     return end
 
 
-def _redact_json_values(text: str, ctx: Context) -> str:
-    """The whole value of every secret-named key, and of a ``value`` a sibling names a secret."""
+def redact_json(text: str, ctx: Context) -> str:
+    """The whole value of every secret-named key and of a ``value`` a sibling names a secret goes, also in a
+    JSON string holding JSON text (a tool call's ``arguments``)."""
+    if '\\"' in text:
+        text = regex(r"\"(?P<body>[\[{](?:[^\"\\]|\\.)*)\"").sub(lambda match: _redact_nested_json(match, ctx), text)
     pieces, position = [], 0
-    named = _sibling_named_values(ctx.names, text) if _SIBLING_VALUE.search(text) else set()
-    for match in _JSON_KEY.finditer(text):
+    named = _sibling_named_values(ctx.names, text) if regex(_SIBLING_VALUE).search(text) else set()
+    for match in regex(_JSON_KEY).finditer(text):
         if match.start() >= position and (end := _removed_json_value(match, text, named, ctx)) >= 0:
             pieces += [text[position : match.end()], _QUOTED_PLACEHOLDER]
             position = end
     return "".join(pieces) + text[position:] if pieces else text
 
 
-def redact_json(text: str, ctx: Context) -> str:
-    if '\\"' in text:
-        text = _NESTED_JSON.sub(lambda match: _redact_nested_json(match, ctx), text)
-    return _redact_json_values(text, ctx)
-
-
 def _redact_nested_json(match: re.Match[str], ctx: Context) -> str:
-    """A JSON string holding JSON text (a tool call's ``arguments``): its secret-named values go too."""
     inner = json_string(match["body"])
     if inner is None or '"' not in inner:
         return match.group()

@@ -10,72 +10,63 @@ from collections.abc import Iterable
 from urllib.parse import unquote
 
 from .._memo import Memo
+from ._patterns import regex
 from ._search import searched_words
 
-__all__ = ["DESCRIPTOR_WORDS", "QUERY_SECRET_NAMES", "SECRET_FIELD_NAMES", "Names", "decode_escapes", "words_of"]
+__all__ = ["QUERY_SECRET_NAMES", "SECRET_FIELD_NAMES", "Names", "decode_escapes", "words_of"]
 
-SECRET_FIELD_NAMES: frozenset[str] = frozenset(
-    # HTTP authentication and API gateways
-    {"authorization", "proxy-authorization", "api_key", "api-key", "x-api-key", "x-goog-api-key", "x-functions-key"}
-    | {"ocp-apim-subscription-key", "x-auth-token", "private-token", "x-honeycomb-team", "cookie", "set-cookie"}
-    # OAuth 2.0 (RFC 6749, RFC 7523, RFC 7636) and OpenID Connect
-    | {"token", "access_token", "refresh_token", "id_token", "client_secret", "assertion", "client_assertion"}
-    | {"code_verifier"}
-    # Signed URLs: AWS SigV4 query authentication, Google Cloud Storage
-    | {"x-amz-security-token", "x-amz-credential", "x-goog-credential"}
-    # Generic
-    | {"secret", "password", "passwd", "pwd", "pass", "passphrase", "credential", "jwt", "session_key"}
-    | {"connection_string"}
+
+def _words(text: str) -> frozenset[str]:
+    return frozenset(text.split())
+
+
+SECRET_FIELD_NAMES = _words(
+    # HTTP authentication and API gateways; OAuth 2.0 (RFC 6749, 7523, 7636) and OpenID Connect; signed URLs
+    # (AWS SigV4 query authentication, Google Cloud Storage); generic
+    """authorization proxy-authorization api_key api-key x-api-key x-goog-api-key x-functions-key
+    ocp-apim-subscription-key x-auth-token private-token x-honeycomb-team cookie set-cookie
+    token access_token refresh_token id_token client_secret assertion client_assertion code_verifier
+    x-amz-security-token x-amz-credential x-goog-credential
+    secret password passwd pwd pass passphrase credential jwt session_key connection_string"""
 )
 # Secrets in a URL query or a form body only: Google's ``?key=``, OAuth's ``code``, Azure SAS ``sig``, signed
 # URLs' signatures. In JSON they are data (Gemini's metadata ``key``, an error ``code``).
-QUERY_SECRET_NAMES: frozenset[str] = frozenset(
-    {"key", "code", "sig", "signature", "x-amz-signature", "x-goog-signature", "appid", "hapikey"}
-)
-
+QUERY_SECRET_NAMES = _words("key code sig signature x-amz-signature x-goog-signature appid hapikey")
 # A name whose words end with one of these is a secret (github_token, db_password, X-Custom-Api-Key).
-_SECRET_SUFFIXES: tuple[tuple[str, ...], ...] = (
-    *((word,) for word in ("token", "secret", "password", "passwd", "pwd", "passphrase", "cookie", "jwt")),
-    *((word,) for word in ("authorization", "credential", "assertion", "apikey")),
-    ("pass", "phrase"),
-    *((word, "key") for word in ("api", "secret", "private", "access", "account", "session", "subscription")),
-    ("functions", "key"),
-    ("connection", "string"),
+_SECRET_SUFFIXES = tuple(
+    tuple(suffix.split("_"))
+    for suffix in """token secret password passwd pwd passphrase cookie jwt authorization credential assertion
+    apikey pass_phrase api_key secret_key private_key access_key account_key session_key subscription_key
+    functions_key connection_string""".split()
 )
-_QUERY_SECRET_SUFFIXES: tuple[tuple[str, ...], ...] = (("signature",),)
+_QUERY_SECRET_SUFFIXES = (("signature",),)
 # Names that end like a secret but carry data: pagination cursors and tokenizer special tokens.
 _NOT_SECRET_SUFFIXES = frozenset(
-    {("page", "token"), ("next", "token"), ("continuation", "token"), ("sync", "token")}
-    | {(special, "token") for special in ("eos", "bos", "pad", "unk", "sep", "cls", "mask", "start", "end", "stop")}
+    (word, "token") for word in "page next continuation sync eos bos pad unk sep cls mask start end stop".split()
 )
 # Any of these words, wherever it stands, makes a name secret (``auth_token_value``, ``SecretString``), unless
 # a descriptor follows it (``token_type``, ``secret_name``) or the name is a kept one.
-_ANYWHERE_WORDS = frozenset(
-    {"token", "secret", "password", "passwd", "pwd", "passphrase", "credential", "jwt", "auth", "authorization"}
-)
+_ANYWHERE_WORDS = _words("token secret password passwd pwd passphrase credential jwt auth authorization")
 # "key" is data in JSON: there a secret after one of these only (``api_key``, ``license_key``). In a header
 # or query name it is one wherever it stands (``Fastly-Key``), but for ``_NOT_SECRET_KEYS``.
-_KEY_QUALIFIERS = frozenset(
-    {"api", "apis", "secret", "private", "access", "account", "session", "subscription", "functions", "auth"}
-    | {"app", "application", "license", "licence", "master", "admin", "client", "signing", "encryption", "service"}
-    | {"global", "user", "write", "read", "ingest", "ingestion", "deploy", "server", "management", "virtual"}
+_KEY_QUALIFIERS = _words(
+    """api apis secret private access account session subscription functions auth app application license licence
+    master admin client signing encryption service global user write read ingest ingestion deploy server
+    management virtual"""
 )
 _NOT_SECRET_KEYS = frozenset(
     (word, "key")
-    for word in ("idempotency", "cache", "sort", "partition", "primary", "foreign", "object", "routing", "dedup")
-    + ("dedupe", "public", "header")
+    for word in "idempotency cache sort partition primary foreign object routing dedup dedupe public header".split()
 )
 # Qualifiers that make "tokens" a list of credentials (``access_tokens``), where alone it is a count.
-_TOKEN_QUALIFIERS = frozenset({"access", "refresh", "id", "api", "auth", "bearer", "session", "oauth", "personal"})
+_TOKEN_QUALIFIERS = _words("access refresh id api auth bearer session oauth personal")
 # A word after the secret one that makes the name a description of the secret, not the secret itself.
-DESCRIPTOR_WORDS = frozenset(
-    {"id", "ids", "type", "types", "kind", "name", "names", "count", "counts", "limit", "limits", "remaining"}
-    | {"reset", "used", "usage", "length", "len", "size", "budget", "url", "uri", "urls", "endpoint", "expires"}
-    | {"expiry", "expiration", "ttl", "prefix", "hint", "last4", "present", "provided", "required", "enabled"}
-    | {"configured", "env", "var", "file", "path", "ref", "arn", "version", "policy", "format", "location"}
-    | {"label", "status", "method", "methods", "mode", "provider", "algorithm", "alg", "fingerprint", "scope"}
-    | {"scopes", "field", "param", "parameter", "placement", "strategy", "created", "updated", "rotated"}
-    | {"description", "title", "source", "index", "offset", "logprob", "logprobs", "probability", "rank"}
+DESCRIPTOR_WORDS = _words(
+    """id ids type types kind name names count counts limit limits remaining reset used usage length len size
+    budget url uri urls endpoint expires expiry expiration ttl prefix hint last4 present provided required
+    enabled configured env var file path ref arn version policy format location label status method methods
+    mode provider algorithm alg fingerprint scope scopes field param parameter placement strategy created
+    updated rotated description title source index offset logprob logprobs probability rank"""
 )
 # Run-together lower case is split into these words (``accesstoken``, ``hapikey``) when made of them only, or
 # when it ends with two or more of them the last a secret word (``monkey`` stays), or with a secret word.
@@ -83,23 +74,14 @@ _DICTIONARY = (
     _ANYWHERE_WORDS
     | _KEY_QUALIFIERS
     | _TOKEN_QUALIFIERS
-    | {"key", "keys", "tokens", "secrets", "passwords", "credentials", "cookie", "string", "value", "id"}
-    | {"page", "next", "max", "num", "input", "output", "total", "count", "type", "name", "pass", "phrase"}
+    | _words(
+        """key keys tokens secrets passwords credentials cookie string value id page next max num input output total
+    count type name pass phrase"""
+    )
 )
-_SUFFIX_WORDS = ("token", "secret", "password", "passwd", "passphrase", "credential", "credentials", "secrets")
-_PLURALS = {
-    "secrets": "secret",
-    "passwords": "password",
-    "credentials": "credential",
-    "passphrases": "passphrase",
-    "jwts": "jwt",
-    "keys": "key",
-    "cookies": "cookie",
-}
-_SECRET_ENDS = frozenset({*_ANYWHERE_WORDS, "key", "keys", "secrets", "passwords", "credentials"})
-_WORD_SPLIT = re.compile(r"[^A-Za-z0-9]+|(?<=[a-z0-9])(?=[A-Z])")
-_PERCENT_RUN = re.compile(r"(?:%[0-9A-Fa-f]{2})+")
-_UNICODE_RUN = re.compile(r"(?:\\u[0-9A-Fa-f]{4})+")
+_SUFFIX_WORDS = _words("token secret password passwd passphrase credential credentials secrets")
+_PLURALS = {word + "s": word for word in "secret password credential passphrase jwt key cookie".split()}
+_SECRET_ENDS = _ANYWHERE_WORDS | _words("key keys secrets passwords credentials")
 
 
 def decode_escapes(text: str) -> str:
@@ -112,9 +94,9 @@ def decode_escapes(text: str) -> str:
             return match.group()
 
     if "%" in text:
-        text = _PERCENT_RUN.sub(lambda match: unquote(match.group(), errors="surrogateescape"), text)
+        text = regex(r"(?:%[0-9A-Fa-f]{2})+").sub(lambda match: unquote(match.group(), errors="surrogateescape"), text)
     if "\\u" in text:
-        text = _UNICODE_RUN.sub(decode_unicode, text)
+        text = regex(r"(?:\\u[0-9A-Fa-f]{4})+").sub(decode_unicode, text)
     return text.replace("\\/", "/")
 
 
@@ -147,7 +129,7 @@ def words_of(name: str) -> tuple[str, ...]:
     if "%" in name or "\\" in name:
         name = decode_escapes(name)
     words: list[str] = []
-    for word in _WORD_SPLIT.split(name):
+    for word in regex(r"[^A-Za-z0-9]+|(?<=[a-z0-9])(?=[A-Z])").split(name):
         lowered = word.lower()
         words.extend(_split_run_together(lowered) if len(lowered) > 4 else (lowered,) if lowered else ())
     return tuple(words)

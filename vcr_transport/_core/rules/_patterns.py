@@ -1,8 +1,8 @@
-"""The user's regular expressions (``redact_patterns``, ``normalize_patterns``, ``re:`` host rules), compiled
-by RE2, whose time is linear in the text whatever the pattern: they run on what the network sends. A pattern
-RE2 refuses (lookaround, backreference, ``re.VERBOSE``) is refused where it is given, with the fix. RE2's
-``\\w``, ``\\d``, ``\\s`` and ``\\b`` are ASCII. RE2 is imported by the first user pattern, not with the package.
-"""
+"""Regular expressions. Ours are compiled on first use (``regex``), not at import. The user's
+(``redact_patterns``, ``normalize_patterns``, ``re:`` host rules) run on what the network sends, so RE2 compiles
+them: linear time whatever the pattern. One RE2 refuses (lookaround, backreference, ``re.VERBOSE``) is refused
+where it is given, with the fix. RE2's ``\\w``, ``\\d``, ``\\s`` and ``\\b`` are ASCII; it is imported by the
+first user pattern."""
 
 from __future__ import annotations
 
@@ -10,8 +10,9 @@ import functools
 import re
 from typing import Any, Protocol
 
-__all__ = ["UserPattern", "user_pattern"]
+__all__ = ["UserPattern", "regex", "user_pattern"]
 
+regex = functools.cache(re.compile)  # one of ours, compiled the first time it is used
 # The flags a compiled pattern may carry, as RE2's inline flags; re.UNICODE is every str pattern's.
 _FLAGS = ((re.IGNORECASE, "i"), (re.MULTILINE, "m"), (re.DOTALL, "s"))
 _ACCEPTED = re.IGNORECASE | re.MULTILINE | re.DOTALL | re.UNICODE | re.ASCII
@@ -26,15 +27,6 @@ class UserPattern(Protocol):
     def match(self, string: str) -> Any: ...
 
     def search(self, string: str) -> Any: ...
-
-
-@functools.cache
-def _options() -> Any:
-    import re2  # lazily: only a user pattern loads RE2
-
-    options = re2.Options()
-    options.log_errors = False  # the refusal says why, on no stream of RE2's own
-    return options
 
 
 def user_pattern(pattern: str | re.Pattern[str], where: str) -> UserPattern:
@@ -63,8 +55,7 @@ class _Linear:
     __slots__ = ("_compiled", "pattern")
 
     def __init__(self, pattern: str, compiled: Any) -> None:
-        self.pattern = pattern
-        self._compiled = compiled
+        self.pattern, self._compiled = pattern, compiled
 
     def sub(self, repl: str, string: str) -> str:
         data = string.encode("utf-8", "surrogatepass")
@@ -82,11 +73,13 @@ class _Linear:
 
 @functools.lru_cache(maxsize=256)
 def _compiled(text: str, inline: str) -> UserPattern:
-    import re2
+    import re2  # lazily: only a user pattern loads RE2
 
-    full = f"(?{inline}){text}" if inline else text
+    options = re2.Options()
+    options.log_errors = False  # the refusal says why, on no stream of RE2's own
     try:
-        return _Linear(text, re2.compile(full.encode("utf-8", "surrogatepass"), _options()))
+        full = f"(?{inline}){text}" if inline else text
+        return _Linear(text, re2.compile(full.encode("utf-8", "surrogatepass"), options))
     except re2.error as error:
         reason = error.args[0] if error.args else error
         raise ValueError(reason.decode(errors="replace") if isinstance(reason, bytes) else str(reason)) from None

@@ -14,6 +14,7 @@ from ._catalogue import catalogue_matches, glued_matches, looks_like_credential,
 from ._encodings import decoded_tokens
 from ._json import JSON_ESCAPE, SIBLING_VALUE_BYTES, Context, key_may_be_secret, redact_json, token_is_credential
 from ._names import Names, words_of
+from ._patterns import regex
 from ._search import Scan
 
 __all__ = [
@@ -142,7 +143,7 @@ class JsonNames(Rule):
         data, words = scan.data, scan.words
         if not words or b'"' not in data:
             return False
-        if b"value" in data and SIBLING_VALUE_BYTES.search(data):
+        if b"value" in data and regex(SIBLING_VALUE_BYTES).search(data):
             return True
         named = lambda key: key_may_be_secret(names, key)  # noqa: E731
         if scan.may_hold_secret_key(named, words):
@@ -150,7 +151,7 @@ class JsonNames(Rule):
         if not scan.prefilter or b"\\" not in data:
             return False
         # Read as JSON, whose ``\n``, ``\t``... are separators there (each read as two spaces).
-        view = JSON_ESCAPE.sub(lambda m: b"  " if m[0][1:] in b"bfnrt" else m[0], scan.raw or b"").lower()
+        view = regex(JSON_ESCAPE).sub(lambda m: b"  " if m[0][1:] in b"bfnrt" else m[0], scan.raw or b"").lower()
         again = scan.search.scan_bytes(view, view)
         return again.may_hold_secret_key(named, again.words)
 

@@ -1,12 +1,10 @@
-"""One pass over the UTF-8 of lower-cased text (Aho-Corasick, in Rust) for the union of the rules' probes: the
-catalogue's prefixes and the text media types (for the prefilter only: short prefixes occur in any prose), the
-secret names' words, the catalogue's keywords, the glued prefixes, the encoded prefixes and marks
-(``_encodings``) and the learned forms, in that order."""
+"""One Aho-Corasick pass over the UTF-8 of lower-cased text for the union of the rules' probes, in order: the
+catalogue's prefixes and text media types (prefilter only: short prefixes occur in any prose), the secret
+names' words, the catalogue's keywords, the glued prefixes, the encoded needles and the learned forms."""
 
 from __future__ import annotations
 
 import functools
-import re
 from collections.abc import Callable
 from typing import NamedTuple
 
@@ -14,21 +12,19 @@ import ahocorasick_rs
 
 from ._catalogue import GLUED_NEEDLES, KEYWORD_PATTERNS, PREFIX_PATTERNS
 from ._encodings import ENCODED_NEEDLES
+from ._patterns import regex
 
 __all__ = ["MEDIA_MARKERS", "Scan", "Search", "searched_words"]
 
 MEDIA_MARKERS = (b"text/", b"application/", b"+json", b"+xml")
-# What may follow the closing quote of a JSON key up to its colon, in lower-cased UTF-8: whitespace (a byte of
-# a character that isn't ASCII stands for any ``\s``) and escaped whitespace of JSON nested in a JSON string.
-_AFTER_KEY = re.compile(rb"[\s\x1c-\x1f\x80-\xff\\ntru0-9a-f]*:")
-_DFA_PATTERNS = 400
+# What may follow a JSON key's closing quote up to its colon, in lower-cased UTF-8: whitespace (a byte of a
+# character that isn't ASCII stands for any ``\s``) and escaped whitespace of JSON nested in a JSON string.
+_AFTER_KEY = rb"[\s\x1c-\x1f\x80-\xff\\ntru0-9a-f]*:"
 
 
 class Search(NamedTuple):
-    """The finder, the learned ``forms`` it holds, where each probe group starts among its patterns
-    (``words``, ``keywords``, ``glued``, ``learned``, and ``encoded`` between the glued and the learned; the
-    prefixes come first), and whether every form is ASCII (``exact``: a form occurs in a text only where its
-    lower case occurs in the text's)."""
+    """The finder, the learned ``forms``, where each probe group starts among its patterns (the prefixes
+    first), and whether every form is ASCII (``exact``: a form occurs only where its lower case does)."""
 
     finder: ahocorasick_rs.BytesAhoCorasick
     forms: tuple[str, ...]
@@ -54,12 +50,12 @@ class Search(NamedTuple):
         ]
         keywords = len(prefixes) + len(names)
         # A DFA is twice as fast as the NFA the library chooses past 100 patterns (many forms: let it choose).
-        implementation = ahocorasick_rs.Implementation.DFA if len(patterns) <= _DFA_PATTERNS else None
+        implementation = ahocorasick_rs.Implementation.DFA if len(patterns) <= 400 else None
         finder = ahocorasick_rs.BytesAhoCorasick(patterns, implementation=implementation)
-        exact = all(form.isascii() for form in forms)
         glued = keywords + len(KEYWORD_PATTERNS)
         encoded = glued + len(GLUED_NEEDLES)
-        return cls(finder, forms, len(prefixes), keywords, glued, encoded + len(ENCODED_NEEDLES), exact, names, encoded)
+        learned, exact = encoded + len(ENCODED_NEEDLES), all(form.isascii() for form in forms)
+        return cls(finder, forms, len(prefixes), keywords, glued, learned, exact, names, encoded)
 
     def scan(self, text: str) -> Scan:
         lowered = text.lower()
@@ -79,10 +75,10 @@ class Search(NamedTuple):
 
 
 class Scan(NamedTuple):
-    """What a search found in a text (``text``, or for the prefilter its UTF-8 ``raw``): its lower case
-    (``lowered``, not kept for bytes) and that lower case's UTF-8 (``data``), the (pattern, start, end) of
-    every probe found there (``hits``), where the name words are (``words``), and whether the text holds
-    U+0130 or the Kelvin sign, the only characters whose lower case holds an ASCII letter."""
+    """What a search found in ``text`` (or the prefilter in UTF-8 ``raw``): the lower case (``lowered``, not
+    for bytes) and its UTF-8 (``data``), the (pattern, start, end) of each probe found there (``hits``), the
+    name words' spans (``words``), and whether the text holds U+0130 or the Kelvin sign (``unsure``: the only
+    characters whose lower case holds an ASCII letter)."""
 
     search: Search
     text: str | None
@@ -107,12 +103,12 @@ class Scan(NamedTuple):
         return bool(self.hits) and min(self.hits)[0] < self.search.words
 
     def glued(self) -> bool:
-        """A long prefixed shape's prefix found glued to a word (``_catalogue.glued_matches``)."""
+        """A long prefixed shape's prefix found glued to a word."""
         search = self.search
         return any(search.glued <= index < search.encoded for index, _, _ in self.hits)
 
     def encoded(self) -> bool:
-        """The hex or base64 form of a key prefix, or an encoding's mark, found (``_encodings.ENCODED_NEEDLES``)."""
+        """An encoded key prefix or an encoding's mark found (``_encodings.ENCODED_NEEDLES``)."""
         search = self.search
         low, high = search.encoded, search.learned
         for index, _, _ in self.hits:  # most texts have none or one: a loop, no generator
@@ -130,8 +126,7 @@ class Scan(NamedTuple):
         return forms is search.forms and search.exact and (not self.hits or max(self.hits)[0] < search.learned)
 
     def key(self, start: int, end: int) -> str:
-        """The text between two positions of ``data`` (lower-casing keeps the number of characters, but
-        for U+0130, with which ``unsure`` is set)."""
+        """The text between two positions of ``data`` (lower-casing keeps the length but for U+0130)."""
         if self.raw is not None:
             return self.raw[start:end].decode("utf-8", "surrogateescape")
         text = self.text or ""
@@ -145,12 +140,12 @@ class Scan(NamedTuple):
         ``named`` says the key may be a secret name. Prose that mentions a token or a key is not JSON."""
         if words and self.unsure:
             return True
-        data = self.data
+        data, after_key = self.data, regex(_AFTER_KEY)
         after, quote, key = -1, -1, False  # the next quote after a word, shared by the words before it
         for start, _ in words:
             if not after <= start <= quote:
                 after, quote = start, data.find(b'"', start)
-                key = quote >= 0 and _AFTER_KEY.match(data, quote + 1) is not None
+                key = quote >= 0 and after_key.match(data, quote + 1) is not None
             if key and named(self.key(data.rfind(b'"', 0, start) + 1, quote)):
                 return True
         return False
