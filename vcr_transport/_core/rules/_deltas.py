@@ -236,11 +236,6 @@ class _ChatChunk(msgspec.Struct, gc=False):
     done: None = None
 
 
-@functools.cache
-def _chat_chunks() -> msgspec.json.Decoder[list[_ChatChunk]]:
-    return msgspec.json.Decoder(list[_ChatChunk])
-
-
 def delta_texts(body: bytes) -> dict[Hashable, list[str]]:
     """The values of ``delta_channels``, without their spans; a stream of openai chat chunks of text alone (what
     most streams are) read in one pass by msgspec."""
@@ -251,27 +246,37 @@ def delta_texts(body: bytes) -> dict[Hashable, list[str]]:
 
 
 def _chat_texts(body: bytes) -> dict[Hashable, list[str]] | None:
-    """``delta_texts`` of an SSE stream of openai chat chunks with at most one choice and no tool call, else None
-    (also for data holding more than one value, and for what msgspec refuses: a lone surrogate, NaN)."""
+    """``delta_texts`` of an SSE stream of openai chat chunks with at most one choice and no tool call, else None."""
     events = data_of(body)
-    if events and events[-1] == b"[DONE]":
+    if events[-1:] == [b"[DONE]"]:
         events.pop()
-    if not events:
-        return None
-    # A JSON array of the events, in one copy of their text.
-    data = b",".join([b"[" + events[0], *events[1:-1], events[-1] + b"]"]) if len(events) > 1 else b"[%b]" % events[0]
-    try:
-        chunks = _chat_chunks().decode(data)
-    except (msgspec.DecodeError, msgspec.ValidationError):
-        return None
-    if len(chunks) != len(events) or any(len(chunk.choices) > 1 for chunk in chunks):
+    chunks = _chat_chunks(events) if events else None
+    if chunks is None:
         return None
     texts: dict[Hashable, list[str]] = {}
     for chunk in chunks:
+        if len(chunk.choices) > 1:
+            return None
         delta = chunk.choices[0].delta if chunk.choices else None
         if delta is not None and delta.content is not None:
             texts.setdefault(("chat", chunk.choices[0].index), []).append(delta.content)
     return texts
+
+
+def _chat_chunks(events: list[bytes]) -> list[_ChatChunk] | None:
+    """The events read as chat chunks; None when one isn't (or holds two values, or what msgspec refuses and json
+    reads: a lone surrogate, NaN)."""
+    data = b",".join([b"[" + events[0], *events[1:-1], events[-1] + b"]"]) if len(events) > 1 else b"[%b]" % events[0]
+    try:  # a JSON array of the events, in one copy of their text
+        chunks = _chat_decoder().decode(data)
+    except (msgspec.DecodeError, msgspec.ValidationError):
+        return None
+    return chunks if len(chunks) == len(events) else None
+
+
+@functools.cache
+def _chat_decoder() -> msgspec.json.Decoder[list[_ChatChunk]]:
+    return msgspec.json.Decoder(list[_ChatChunk])
 
 
 def delta_edits(body: bytes, redactor: Redactor) -> list[Edit]:

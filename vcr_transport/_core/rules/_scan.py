@@ -182,14 +182,19 @@ def _header_secrets(
     redactor: Redactor, obj: dict[str, Any], calls: dict[Any, _Call]
 ) -> tuple[list[str], dict[str, Any]]:
     """The secrets in a line's headers (a response's content-encodings noted), and the line without them."""
-    headers = obj.get("headers")
-    if not (isinstance(headers, list) and all(isinstance(pair, list) and len(pair) == 2 for pair in headers)):
+    pairs = _header_pairs(obj.get("headers"))
+    if pairs is None:
         return [], obj
-    pairs = [(str(name), str(value)) for name, value in headers]
     found = [v for (_, v), (_, r) in zip(pairs, redactor.redact_headers(pairs), strict=True) if v != r]
     if obj.get("type") == "response":
         calls.setdefault(obj.get("call_index"), _Call()).encodings = content_encodings(pairs)
     return found, {key: value for key, value in obj.items() if key != "headers"}
+
+
+def _header_pairs(headers: Any) -> list[tuple[str, str]] | None:
+    if not (isinstance(headers, list) and all(isinstance(p, list) and len(p) == 2 for p in headers)):
+        return None
+    return [(str(name), str(value)) for name, value in headers]
 
 
 def _payload_secrets(

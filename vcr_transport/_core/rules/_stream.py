@@ -102,7 +102,7 @@ class StreamRedactor:
 
     def _pass_through(self, batch: list[tuple[bytes, Any]], last: bool) -> None:
         """What ``_feed_one`` of each chunk (and with ``last`` ``finish``) gives when nothing is redacted."""
-        ends = len(batch) if last else max((i + 1 for i, (chunk, _) in enumerate(batch) if b"\n" in chunk), default=0)
+        ends = len(batch) if last else _lines_end(batch)
         ready = self._end_line() + batch[: ends - 1] if ends else self._end_line() if last else []
         if ends:
             chunk, tag = batch[ends - 1]
@@ -248,6 +248,11 @@ class StreamRedactor:
         del self._outputs[:released]
         self._segments = [(slot - released, count) for slot, count in self._segments]
         return ready
+
+
+def _lines_end(batch: list[tuple[bytes, Any]]) -> int:
+    """1 + the index of the last chunk of ``batch`` holding a line break (0: none does)."""
+    return max((index + 1 for index, (chunk, _) in enumerate(batch) if b"\n" in chunk), default=0)
 
 
 def redact_body(body: bytes, redactor: Redactor) -> bytes:
