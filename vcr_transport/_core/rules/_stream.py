@@ -241,7 +241,11 @@ class StreamRedactor:
             self._outputs[slot][0].extend(piece)
 
     def _release(self) -> list[tuple[bytes, Any]]:
-        released = next((slot for slot, (*_, sealed) in enumerate(self._outputs) if not sealed), len(self._outputs))
+        if not self._outputs:
+            return []
+        released = 0
+        while released < len(self._outputs) and self._outputs[released][2]:
+            released += 1
         if not released:
             return []
         ready = [(bytes(output), tag) for output, tag, _ in self._outputs[:released]]
@@ -252,7 +256,10 @@ class StreamRedactor:
 
 def _lines_end(batch: list[tuple[bytes, Any]]) -> int:
     """1 + the index of the last chunk of ``batch`` holding a line break (0: none does)."""
-    return max((index + 1 for index, (chunk, _) in enumerate(batch) if b"\n" in chunk), default=0)
+    for index in range(len(batch) - 1, -1, -1):
+        if b"\n" in batch[index][0]:
+            return index + 1
+    return 0
 
 
 def redact_body(body: bytes, redactor: Redactor) -> bytes:
