@@ -1,11 +1,12 @@
-"""Finding secrets in text already written (cassettes, .env, YAML, any text file) with the rules that redact them
-while recording, and the reading of ``name: value`` lines a file has. No I/O."""
+"""Finding secrets in text already written (cassettes, .env, YAML, any text file): what recording would remove,
+and a YAML value under a secret name on the line before. No I/O."""
 
 from __future__ import annotations
 
 import base64
 import binascii
 import dataclasses
+import functools
 import json
 import re
 from collections.abc import Iterator
@@ -13,17 +14,15 @@ from typing import Any
 
 from ..format._bodies import DecodedTooLarge, content_encodings, decode_stacked
 from ._catalogue import PREFIX_PATTERNS
-from ._deltas import changed_span, delta_channels
+from ._deltas import delta_channels, edit_of
 from ._redaction import PLACEHOLDER, Redactor
-from ._rules import is_reference
 from ._stream import redact_body
 
 __all__ = ["scan_document", "scan_name", "scan_text"]
 
-# `NAME=value` (.env, shell), `name: value` (YAML, raw header lines), optionally quoted or exported.
-_NAME_VALUE = re.compile(
-    r"""^\s*(?:export\s+|-\s+)?["']?(?P<name>[A-Za-z_][A-Za-z0-9_.\-]*)["']?\s*[:=]\s*(?P<value>.*)$"""
-)
+# A secret name ending its line (YAML), whose value is the list item on the lines after it: the one reading
+# scan adds to what recording removes.
+_NAME_ALONE = re.compile(r"""^\s*(?:-\s+)?["']?(?P<name>[A-Za-z_][A-Za-z0-9_.\-]*)["']?\s*:\s*$""")
 _YAML_ITEM = re.compile(r"^\s*-\s+(?P<value>.+)$")
 _GZIP_MAGIC = b"\x1f\x8b"
 
@@ -35,9 +34,8 @@ def scan_text(redactor: Redactor, text: str, response: bool = False) -> list[str
     redacted = redactor.redact_text(text, response=response)
     if redacted == text:
         return []
-    start, end = changed_span(text, redacted)
-    found, replaced = text[start:end], redacted[start : end + len(redacted) - len(text)]
-    between = replaced.split(PLACEHOLDER)[1:-1]
+    start, end, replaced = edit_of(text, redacted)
+    found, between = text[start:end], replaced.split(PLACEHOLDER)[1:-1]
     secrets, position = [], 0
     for part in between:
         where = _secret_end(redactor, found, position, part, response) if part else -1
@@ -55,16 +53,15 @@ _LONGEST_SPLIT = 8192  # the longest secret holding white space that is told apa
 
 # What glues a key to the words of a file name or a test id (``test_x_sk-proj-...``, ``test_x[sk-proj-...]``):
 # read as a space where a catalogue prefix follows, the key's own ``_`` kept.
-_NAME_GLUE = re.compile(
-    r"[_\[\]]+(?="
-    + "|".join(re.escape(prefix.decode()) for prefix in sorted(PREFIX_PATTERNS, key=len, reverse=True))
-    + ")"
-)
+@functools.cache
+def _name_glue() -> re.Pattern[str]:
+    prefixes = sorted(PREFIX_PATTERNS, key=len, reverse=True)
+    return re.compile(r"[_\[\]]+(?=" + "|".join(re.escape(prefix.decode()) for prefix in prefixes) + ")")
 
 
 def scan_name(redactor: Redactor, name: str) -> list[str]:
     """The secrets in a file name or a test id, also where a ``_`` or a bracket glues a key to the name."""
-    return scan_text(redactor, _NAME_GLUE.sub(" ", name))
+    return scan_text(redactor, _name_glue().sub(" ", name))
 
 
 def _secret_end(redactor: Redactor, found: str, position: int, part: str, response: bool) -> int:
@@ -80,14 +77,6 @@ def _secret_end(redactor: Redactor, found: str, position: int, part: str, respon
             chosen = where
         where = found.find(part, where + 1)
     return chosen if chosen >= 0 else first
-
-
-def _named_value(redactor: Redactor, line: str) -> tuple[str, str] | None:
-    """(name, value) of a ``name = value`` or ``name: value`` line whose name is a secret name."""
-    match = _NAME_VALUE.match(line)
-    if not match or not redactor.is_secret_name(match["name"], query=True):
-        return None
-    return match["name"], match["value"].strip().strip(",").strip().strip("\"'")
 
 
 # (line number, why) of each body searched as stored because it decodes past MAX_DECODED_BYTES
@@ -119,11 +108,10 @@ class _Call:
 
 
 def scan_document(redactor: Redactor, text: str, unsearched: Unsearched | None = None) -> Iterator[tuple[int, str]]:
-    """(line number, secret) for every secret in a file's text, once per line: in each line (also ``name: value``
-    lines and YAML list values under a secret name), in cassette lines (headers, JSON bodies, base64 payloads
-    decoded), in each recorded call's stream reassembled and decoded (lines and SSE deltas), and in multi-line
-    blocks (PEM keys). A body that decodes past ``MAX_DECODED_BYTES`` is searched as stored, and added to
-    ``unsearched`` (line number, why)."""
+    """(line number, secret) for every secret in a file's text, once per line: in each line, in cassette lines
+    (headers, test ids, JSON bodies, base64 payloads decoded), in each recorded call's stream reassembled and
+    decoded, and in multi-line blocks (PEM keys). A body decoding past ``MAX_DECODED_BYTES`` is searched as
+    stored, and noted in ``unsearched``."""
     unsearched = [] if unsearched is None else unsearched
     calls: dict[Any, _Call] = {}
     pending_name = False  # a secret name on the line before, with its value on the following YAML lines
@@ -143,14 +131,11 @@ def _line_secrets(redactor: Redactor, line: str, pending_name: bool) -> tuple[li
     """The secrets of one line, and whether a secret name with no value ends it (``pending_name``: the line
     before did, its value this YAML item)."""
     found = scan_text(redactor, line)
-    named = _named_value(redactor, line)
-    if named is not None and named[1] and not named[1].startswith(("{", "[")) and not is_reference(named[1]):
-        found.append(named[1])
     item = _YAML_ITEM.match(line) if pending_name else None
     if item:
-        found.append(item["value"].strip().strip("\"'"))
-        return found, pending_name
-    return found, named is not None and not named[1]
+        return [*found, item["value"].strip().strip("\"'")], pending_name
+    alone = _NAME_ALONE.match(line)
+    return found, alone is not None and redactor.is_secret_name(alone["name"], query=True)
 
 
 def _report(number: int, found: list[str]) -> Iterator[tuple[int, str]]:

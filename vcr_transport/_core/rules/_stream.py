@@ -1,5 +1,5 @@
-"""Redaction of response bodies while they stream (a line at a time, keeping each chunk's boundaries, then the
-text a model emits piece by piece across SSE deltas), and of bodies searched whole (content-encoded, binary)."""
+"""Redaction of response bodies while they stream (by line, keeping each chunk's boundaries, then over the text
+a model emits piece by piece), and of bodies searched whole (content-encoded, binary)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from operator import itemgetter
 from typing import Any
 
 from ..format._bodies import content_codec, content_encodings, decode_stacked, encode_stacked
-from ._deltas import Edit, changed_span, delta_channels, delta_edits, delta_texts, split_edited
+from ._deltas import Edit, delta_channels, delta_edits, delta_texts, edit_of, split_edited
 from ._redaction import Redactor
 
 __all__ = [
@@ -32,24 +32,18 @@ BATCH = 32 * 1024  # the recorder's batches for ``StreamRedactor.feed_many``
 
 
 def carries_deltas(content_type: str) -> bool:
-    """Whether a response of this content-type is a stream whose text is reassembled from its events: SSE
-    and the JSON-lines streams (Ollama's application/x-ndjson)."""
+    """Whether a response of this content-type is a stream whose text is reassembled from its events (SSE, JSON
+    lines)."""
     return any(kind in content_type for kind in ("event-stream", "ndjson", "jsonl", "json-seq", "stream+json"))
 
 
 class StreamRedactor:
-    """Redacts a response body over its logical text while it streams, keeping each chunk's boundaries.
-
-    Complete lines are redacted a block at a time; a line longer than ``max_line`` up to a cut at least
-    ``overlap`` characters before its end, so a secret at the cut is seen whole. Then the text SSE delta events
-    carry piece by piece (``delta_channels``; not with ``deltas`` false) is reassembled and searched; a secret
-    found there is removed from every piece that carries part of it, each staying valid JSON. Chunks are held
-    until ``finish`` (or past ``max_hold`` bytes). ``feed_many`` returns the chunks (with their tags) ready for
-    the cassette, in order; ``finish`` the rest: every chunk comes out exactly once, and where a replacement
-    spans a boundary the earlier chunk carries the whole placeholder. A batch none of whose text (nor the
-    pending line's) could be redacted passes in one step (``_clear``); the cassette gets the same bytes either
-    way (``tests/transports/test_chunk_batches.py``).
-    """
+    """Redacts a response body while it streams, keeping each chunk's boundaries: by line (a line longer than
+    ``max_line`` up to a cut ``overlap`` before its end, so a secret at the cut is seen whole), then over the
+    text delta events carry piece by piece (``delta_edits``; with ``deltas`` false, over a body of several lines).
+    Chunks are held until ``finish`` (or past ``max_hold`` bytes); each comes out exactly once, in order, with
+    its tag, and where a replacement spans a boundary the earlier chunk carries it whole. A batch with nothing
+    to redact passes in one step (``_clear``), to the same bytes (``tests/transports/test_chunk_batches.py``)."""
 
     def __init__(
         self,
@@ -98,7 +92,7 @@ class StreamRedactor:
         return ready
 
     def _clear(self, batch: list[tuple[bytes, Any]]) -> bool:
-        """Whether taking ``batch`` in one by one would redact nothing, cut no long line and release nothing."""
+        """Whether taking ``batch`` in chunk by chunk would redact nothing, cut no line and release nothing."""
         text = b"".join([self._line, *map(_first, batch)])
         if self._held_size + len(text) > self._max_hold:
             return False
@@ -108,7 +102,7 @@ class StreamRedactor:
 
     def _pass_through(self, batch: list[tuple[bytes, Any]], last: bool) -> None:
         """What ``_feed_one`` of each chunk (and with ``last`` ``finish``) gives when nothing is redacted."""
-        ends = len(batch) if last else _after_last_line_break(batch)
+        ends = len(batch) if last else _lines_end(batch)
         ready = self._end_line() + batch[: ends - 1] if ends else self._end_line() if last else []
         if ends:
             chunk, tag = batch[ends - 1]
@@ -163,7 +157,7 @@ class StreamRedactor:
         return [(piece, tag) for piece, (_, tag) in zip(pieces, held, strict=True)]
 
     def _across_lines(self, body: bytes, reads: int) -> list[Edit]:
-        """The edit redacting a body of several lines, read more than once, as a whole: a pretty-printed JSON
+        """The edit redacting a body of several lines read in several chunks as a whole: a pretty-printed JSON
         value on a line after its key's, which the line-by-line pass saw apart."""
         if reads < 2 or b"\n" not in body.rstrip(b"\n"):
             return []
@@ -171,10 +165,7 @@ class StreamRedactor:
         if not self._redactor.could_redact(text):
             return []
         redacted = self._redactor.redact_text(text, response=True).encode("utf-8", "surrogateescape")
-        if redacted == body:
-            return []
-        start, end = changed_span(body, redacted)
-        return [(start, end, redacted[start : end + len(redacted) - len(body)])]
+        return [] if redacted == body else [edit_of(body, redacted)]
 
     def _take(self, slot: int, data: bytes) -> None:
         self._line += data
@@ -245,9 +236,7 @@ class StreamRedactor:
                 self._outputs[slot][0].extend(original[start : start + count])
                 start += count
             return
-        prefix, end = changed_span(original, redacted)
-        edit = (prefix, end, redacted[prefix : end + len(redacted) - len(original)])
-        pieces = split_edited(original, [edit], [count for _, count in segments])
+        pieces = split_edited(original, [edit_of(original, redacted)], [count for _, count in segments])
         for (slot, _), piece in zip(segments, pieces, strict=True):
             self._outputs[slot][0].extend(piece)
 
@@ -265,7 +254,7 @@ class StreamRedactor:
         return ready
 
 
-def _after_last_line_break(batch: list[tuple[bytes, Any]]) -> int:
+def _lines_end(batch: list[tuple[bytes, Any]]) -> int:
     """1 + the index of the last chunk of ``batch`` holding a line break (0: none does)."""
     for index in range(len(batch) - 1, -1, -1):
         if b"\n" in batch[index][0]:
@@ -281,8 +270,8 @@ def redact_body(body: bytes, redactor: Redactor) -> bytes:
 
 class HeldBodyRedactor:
     """A response body searched whole: its chunks are held from the cassette (never from the caller) until the
-    call ends, then written as they came when ``redacted`` finds nothing, else as one redacted chunk. A body
-    over ``max_buffer`` bytes, or with ``held`` false, is written as it came."""
+    call ends, then written as they came, or as one chunk when ``redacted`` changed it. Past ``max_buffer`` bytes
+    or with ``held`` false, written as it came."""
 
     def __init__(self, redactor: Redactor, max_buffer: int = 64 * 1024 * 1024, *, held: bool = True) -> None:
         self._redactor = redactor
@@ -320,10 +309,8 @@ class HeldBodyRedactor:
 
 
 class EncodedBodyRedactor(HeldBodyRedactor):
-    """A content-encoded body (gzip, deflate, br, zstd, stacked), redacted decoded as a stream of it would be,
-    then encoded again. One that doesn't decode is written as it came (replay fails the same way); one that
-    decodes past ``MAX_DECODED_BYTES`` can't be searched: ``finish`` raises DecodedTooLarge, and the recorder
-    writes nothing of it."""
+    """A content-encoded body, redacted decoded (as ``redact_body``) and encoded again. One that doesn't decode is
+    written as it came; one decoding past ``MAX_DECODED_BYTES``: ``finish`` raises DecodedTooLarge."""
 
     def __init__(self, redactor: Redactor, encoding: str, max_buffer: int = 64 * 1024 * 1024) -> None:
         encodings = content_encodings([("content-encoding", encoding)])
@@ -340,8 +327,7 @@ class EncodedBodyRedactor(HeldBodyRedactor):
 
 
 class BinaryBodyRedactor(HeldBodyRedactor):
-    """A binary body that is not media (a file download, a PDF, an archive), searched as bytes
-    (``Redactor.redact_binary``)."""
+    """A binary body that is not media (a download, a PDF, an archive), searched as bytes."""
 
     def redacted(self, body: bytes) -> bytes | None:
         return self._redactor.redact_binary(body)
