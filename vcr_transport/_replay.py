@@ -8,6 +8,7 @@ decision (``_session.py``, where the transports are).
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
 import time
@@ -111,15 +112,16 @@ class _ReplayStream:
             if fault.kind == "delay":
                 yield from self._wait(fault.seconds)
         start = 0
+        run = iter(chunks)  # every run of chunks is the next part of this one iterator (a C loop for a list)
         for position in self._stops(len(chunks), corrupted):
-            yield map(chunks.__getitem__, range(start, position))
+            yield itertools.islice(run, position - start)
             yield from self._before(position)
             start = position
             if position == corrupted:
-                chunk = chunks[position]
+                chunk = next(run)
                 yield iter((corrupt_chunk(chunk) or b"!" + chunk[1:],))
                 start += 1
-        yield map(chunks.__getitem__, range(start, len(chunks)))
+        yield run
         waits_for = self._replayer.engine.holds(self._call.index)
         if waits_for:
             yield from self._hold(waits_for)
