@@ -8,6 +8,7 @@ decision (``_session.py``, where the transports are).
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
 import time
@@ -69,7 +70,8 @@ class _ReplayStream:
         self._faults = faults
         self._request = request
         self._steps: Iterator[_Step] | None = None
-        self._run: Iterator[bytes] = iter(())  # the run of chunks being passed on
+        self._run: Iterator[bytes] = iter(())  # the run of chunks being passed on (async)
+        self._chained: Iterator[bytes] | None = None  # the chunks passed on (sync)
         self._reached = 0.0  # with pace: the latest recorded time of a chunk passed on
 
     def _next_steps(self) -> Iterator[_Step]:
@@ -78,15 +80,18 @@ class _ReplayStream:
         return self._steps
 
     def __iter__(self) -> Iterator[bytes]:
-        yield from self._run  # what an iteration that stopped early left of its run
-        for step in self._next_steps():
-            if isinstance(step, _Poll):
-                time.sleep(step)
-            elif isinstance(step, float):
-                self._replayer.sleep(step)
-            else:
-                self._run = step
-                yield from step
+        # One iterator, made at the first iteration: a second continues where the first stopped. The runs of
+        # chunks chained in C, each wait waited as the chain reaches it.
+        if self._chained is None:
+            self._chained = itertools.chain.from_iterable(map(self._waited, self._next_steps()))
+        return self._chained
+
+    def _waited(self, step: _Step) -> Iterator[bytes]:
+        """A step of the plan as chunks: a run as it is; a wait waited, then no chunk."""
+        if isinstance(step, float):
+            (time.sleep if isinstance(step, _Poll) else self._replayer.sleep)(step)
+            return iter(())
+        return step
 
     async def __aiter__(self) -> AsyncIterator[bytes]:
         for chunk in self._run:
@@ -111,15 +116,16 @@ class _ReplayStream:
             if fault.kind == "delay":
                 yield from self._wait(fault.seconds)
         start = 0
+        run = iter(chunks)  # every run of chunks is the next part of this one iterator (a C loop for a list)
         for position in self._stops(len(chunks), corrupted):
-            yield map(chunks.__getitem__, range(start, position))
+            yield itertools.islice(run, position - start)
             yield from self._before(position)
             start = position
             if position == corrupted:
-                chunk = chunks[position]
+                chunk = next(run)
                 yield iter((corrupt_chunk(chunk) or b"!" + chunk[1:],))
                 start += 1
-        yield map(chunks.__getitem__, range(start, len(chunks)))
+        yield run
         waits_for = self._replayer.engine.holds(self._call.index)
         if waits_for:
             yield from self._hold(waits_for)
