@@ -818,7 +818,7 @@ class Options:
     def explicit(self) -> frozenset[str]:
         """The options given, or set to other than their default (by the code or ``[tool.vcr_transport]``):
         those win over a cassette header. Worked out once per object (the plugin's tests share theirs)."""
-        known: frozenset[str] | None = self.__dict__.get("_explicit")
+        known: frozenset[str] | None = getattr(self, "_explicit", None)
         if known is None:
             changed = {field.name for field in _knob_fields() if getattr(self, field.name) != field.default}
             known = self.given | changed
