@@ -14,10 +14,9 @@ import os
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Iterator
 from types import ModuleType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ._core.engine._engine import ReplayEngine, replay_headers
-from ._core.engine._faults import Fault, FaultSchedule, corrupt_chunk
 from ._core.engine._modes import Step
 from ._core.engine._options import Options
 from ._core.format._bodies import redact_url
@@ -27,6 +26,9 @@ from ._exceptions import NetworkBlockedError
 from ._http import header_pairs, library_of, rebuild_error, stainless_sender_lets_exceptions_through, stream_class
 from ._storage import read_cassette
 from ._test_ids import recorded_owner
+
+if TYPE_CHECKING:
+    from ._core.engine._faults import Fault, FaultSchedule
 
 __all__ = [
     "CALL_INDEX_EXTENSION",
@@ -122,6 +124,8 @@ class _ReplayStream:
             yield from self._before(position)
             start = position
             if position == corrupted:
+                from ._core.engine._faults import corrupt_chunk
+
                 chunk = next(run)
                 yield iter((corrupt_chunk(chunk) or b"!" + chunk[1:],))
                 start += 1
@@ -183,6 +187,8 @@ class _ReplayStream:
             if fault.kind == "corrupt":
                 if fault.chunk is not None:
                     return fault.chunk
+                from ._core.engine._faults import corrupt_chunk
+
                 return next((i for i, chunk in enumerate(self._call.events) if corrupt_chunk(chunk)), None)
         return None
 
@@ -222,7 +228,11 @@ class Replayer:
             repeats=self.options.allow_playback_repeats,
             normalizer=self.options.normalizer(),
         )
-        self._faults = FaultSchedule(self.options.faults)
+        self._faults: FaultSchedule | None = None  # none: a replay with no faults never loads them
+        if self.options.faults:
+            from ._core.engine._faults import FaultSchedule
+
+            self._faults = FaultSchedule(self.options.faults)
         self.sleep: Callable[[float], None] = time.sleep
         self.async_sleep: Callable[[float], Awaitable[None]] = _anyio_sleep
 
@@ -236,12 +246,14 @@ class Replayer:
         library = library_of(request)
         engine = self.engine
         call = self.select(request.method, str(request.url), header_pairs(request.headers), body)
-        path = request.url.path if self._faults.faults else ""
-        status = self._faults.status_answer(call.index, path)
-        if status is not None:
-            engine.put_back(call)
-            return fault_response(library, status, call.index)
-        faults = self._faults.stream_faults(call.index, path)
+        faults: tuple[Fault, ...] = ()
+        if self._faults is not None:
+            path = request.url.path
+            status = self._faults.status_answer(call.index, path)
+            if status is not None:
+                engine.put_back(call)
+                return fault_response(library, status, call.index)
+            faults = self._faults.stream_faults(call.index, path)
         if call.status is None:
             raise rebuild_error(library, call.error_class, call.error_message, request)
         stream = stream_class(library, _ReplayStream)(

@@ -92,8 +92,10 @@ REPLAY_SKIPS = (
     "vcr_transport._core.engine._call_recording",
     "vcr_transport._core.engine._quiet",
     "vcr_transport._core.engine._explain",
+    "vcr_transport._core.engine._faults",
     "vcr_transport._core.engine._websocket",
     "vcr_transport._core.format._lint",
+    "vcr_transport._core.rules._hosts",
     "vcr_transport._core.rules._stream",
     "vcr_transport._core.views._conversation",
 )
@@ -101,8 +103,8 @@ REPLAY_SKIPS = (
 
 def test_a_plain_replay_imports_no_recording_view_or_explanation(tmp_path: Path) -> None:
     """A process that only replays (a replayed call, the cassette closed) loads nothing of recording, the
-    views, the quiet re-record, WebSocket playback, verify's lint or a mismatch's explanation; a mismatch
-    loads the explanation then."""
+    views, the quiet re-record, WebSocket playback, verify's lint, the faults, the host rules or a mismatch's
+    explanation; a mismatch loads the explanation then."""
     cassette = tmp_path / "c.jsonl"
     answer = httpx2.MockTransport(lambda request: httpx2.Response(200, json={"ok": True}))
     recorder = vcr_transport.RecordingTransport(answer, cassette)

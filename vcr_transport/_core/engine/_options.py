@@ -24,15 +24,14 @@ from typing import TYPE_CHECKING, Any, Literal, NamedTuple
 
 from ..._exceptions import CassetteError
 from .._memo import Memo
-from ..rules._hosts import parse_host_rules
 from ..rules._patterns import user_pattern
-from ._faults import Fault, parse_fault
 from ._modes import ENVIRONMENT_VARIABLE, MODES, PASSTHROUGH_ANSWERS, Mode, check_mode, parse_passthrough_rule
 
 if TYPE_CHECKING:
     from typing import Unpack
 
     from ..rules._redaction import Redactor
+    from ._faults import Fault
     from ._matching import Normalizer, RequestMatcher
     from ._typed_options import EveryOption
 
@@ -316,6 +315,8 @@ class _Hosts:
         items = _items(value, name, where, "a list of host globs")
         if not all(isinstance(item, str) and item for item in items):
             raise _wrong(where, name, "a list of host globs (non-empty text)", value)
+        from ..rules._hosts import parse_host_rules  # lazily: a replay that sets no hosts never reads a rule
+
         try:
             parse_host_rules(items)
         except ValueError as error:
@@ -398,6 +399,10 @@ class _Faults:
 
     def __call__(self, value: Any, name: str, where: str) -> tuple[Fault, ...]:
         items = _items(value, name, where)
+        if not items:
+            return ()
+        from ._faults import parse_fault  # lazily: a replay with no faults never loads them
+
         try:
             return tuple(parse_fault(item) for item in items)
         except (TypeError, ValueError) as error:
