@@ -12,6 +12,7 @@ management commands, ``serve``'s log, exception messages, the pytest report) pas
 
 from __future__ import annotations
 
+import functools
 import re
 from typing import Any
 
@@ -26,8 +27,16 @@ _HIDDEN = (
     "\u061c\u180e\u200b\u200e\u200f\u2028-\u202e\u2060-\u2064\u2066-\u206f\ufeff\ufff9-\ufffb"
     "\ud800-\udfff\U000e0000-\U000e007f"
 )
-_UNSAFE = re.compile(f"[\x00-\x08\x0a-\x1f\x7f-\x9f{_HIDDEN}]")
-_UNSAFE_BUT_NEWLINES = re.compile(f"[\x00-\x08\x0b-\x1f\x7f-\x9f{_HIDDEN}]")
+
+
+@functools.cache
+def _unsafe(newlines: bool) -> re.Pattern[str]:
+    """What ``visible`` escapes (but the newline, with ``newlines``), compiled on first use: a large class,
+    which a process that shows nothing never pays for."""
+    if newlines:
+        return re.compile(f"[\x00-\x08\x0b-\x1f\x7f-\x9f{_HIDDEN}]")
+    return re.compile(f"[\x00-\x08\x0a-\x1f\x7f-\x9f{_HIDDEN}]")
+
 
 MISSING: Any = "<missing>"
 _CONTEXT = 24  # characters shown on each side of the part that differs
@@ -49,7 +58,7 @@ def visible(text: str, *, newlines: bool = False) -> str:
     character but the tab written as its escape, as ``repr`` writes it (ESC as ``\\x1b``, U+202E as
     ``\\u202e``, CR as ``\\r``). The newline too, unless ``newlines`` (a text shown as lines: a message).
     Backslashes are left as they are, so that ``visible`` of a visible text is that text."""
-    unsafe = _UNSAFE_BUT_NEWLINES if newlines else _UNSAFE
+    unsafe = _unsafe(newlines)
     return unsafe.sub(_escaped, text) if unsafe.search(text) else text
 
 
@@ -65,7 +74,8 @@ def visible_json(document: str) -> str:
     """A JSON document (``json.dumps`` with ``ensure_ascii=False``) safe to show, and the same document: each
     character ``visible`` escapes, which JSON leaves raw (DEL, C1, bidi controls, lone surrogates), written
     as JSON's own ``\\u`` escape. Such characters sit inside strings only, so no value changes."""
-    return _UNSAFE_BUT_NEWLINES.sub(_json_escaped, document) if _UNSAFE_BUT_NEWLINES.search(document) else document
+    unsafe = _unsafe(True)
+    return unsafe.sub(_json_escaped, document) if unsafe.search(document) else document
 
 
 def shorten(value: Any, limit: int = 80) -> str:
