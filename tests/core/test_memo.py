@@ -1,10 +1,13 @@
-"""``_core/_memo.py``: the one memo helper, its bound and its generations."""
+"""``_core/_memo.py``: the one memo helper, its bound and its generations; the lazy patterns."""
 
 from __future__ import annotations
 
+import re
 import threading
 
-from vcr_transport._core._memo import Memo
+import pytest
+
+from vcr_transport._core._memo import Memo, lazy_pattern
 
 
 def test_a_value_is_worked_out_once_per_key() -> None:
@@ -65,3 +68,20 @@ def test_threads_sharing_a_memo_each_get_a_correct_value() -> None:
     for thread in threads:
         thread.join(timeout=30)
     assert wrong == []
+
+
+def test_a_lazy_pattern_compiles_on_its_first_use_once_and_acts_as_the_pattern(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    compiled: list[object] = []
+    real = re.compile
+    monkeypatch.setattr(re, "compile", lambda *source: compiled.append(source) or real(*source))
+    words, raw = lazy_pattern(r"(?P<word>[a-z]+)", re.IGNORECASE), lazy_pattern(rb"\d+")
+    assert compiled == []
+    assert words.sub("-", "ab 12 Cd") == "- 12 -" and [m["word"] for m in words.finditer("x Y")] == ["x", "Y"]
+    assert words.fullmatch("ab") is not None and words.search("12") is None and words.match("1a") is None
+    assert words.split("1a2") == ["1", "a", "2"] and words.groupindex == {"word": 1} and words.groups == 1
+    assert words.pattern == "(?P<word>[a-z]+)" and words.flags & re.IGNORECASE
+    assert raw.findall(b"a1b22") == [b"1", b"22"] and raw.subn(b"#", b"1a2") == (b"#a#", 2)
+    assert compiled == [("(?P<word>[a-z]+)", re.IGNORECASE), (rb"\d+", 0)]  # once each, whatever was used
+    assert not hasattr(lazy_pattern("x"), "__deepcopy__") and "lazy_pattern('x', 0)" == repr(lazy_pattern("x"))

@@ -5,15 +5,18 @@ at once: the keys a program meets repeat, and a bound keeps memory flat when the
 invalidation rule (a memo made with a ``generation`` forgets everything when the generation it is asked
 with is not, by identity, the one its values were worked out under: the redactor's learned forms, say,
 which are a new tuple whenever a secret is learned).
+
+``lazy_pattern`` is a regular expression worked out once too: compiled on its first use, not at import.
 """
 
 from __future__ import annotations
 
+import re
 import threading
 from collections.abc import Callable, Hashable
-from typing import Generic, TypeVar
+from typing import Any, AnyStr, Generic, TypeVar, cast
 
-__all__ = ["Memo"]
+__all__ = ["Memo", "lazy_pattern"]
 
 K = TypeVar("K", bound=Hashable)
 V = TypeVar("V")
@@ -60,3 +63,38 @@ class Memo(Generic[K, V]):
 
     def __len__(self) -> int:
         return len(self._values)
+
+
+# What a compiled pattern offers: its first use sets them all on the stand-in.
+_PATTERN_ATTRIBUTES = (
+    "match", "fullmatch", "search", "sub", "subn", "split", "findall", "finditer", "scanner",
+    "pattern", "flags", "groups", "groupindex",
+)  # fmt: skip
+
+
+class _LazyPattern(Generic[AnyStr]):
+    """A stand-in for ``re.compile(pattern, flags)`` that compiles it on the first read of an attribute (of
+    its methods, ``.pattern``, ...), then keeps the compiled pattern's attributes as its own: later calls are
+    the compiled pattern's bound methods, found in the instance, with nothing in between. Two threads may
+    compile it at once: ``re``'s own cache makes that one compilation."""
+
+    def __init__(self, pattern: AnyStr, flags: int) -> None:
+        self._pattern: AnyStr = pattern
+        self._flags = flags
+
+    def __getattr__(self, name: str) -> Any:
+        if name.startswith("_"):  # a probe (copy's ``__deepcopy__``...) or a copy not yet set up: not a pattern's
+            raise AttributeError(name)
+        compiled = re.compile(self._pattern, self._flags)
+        for attribute in _PATTERN_ATTRIBUTES:
+            setattr(self, attribute, getattr(compiled, attribute))
+        return getattr(compiled, name)
+
+    def __repr__(self) -> str:
+        return f"lazy_pattern({self._pattern!r}, {self._flags})"
+
+
+def lazy_pattern(pattern: AnyStr, flags: int = 0) -> re.Pattern[AnyStr]:
+    """``re.compile(pattern, flags)`` on the pattern's first use: a module's patterns that a process may never
+    use cost nothing at import. Used as the pattern (``.match``, ``.sub``...), never checked with ``isinstance``."""
+    return cast("re.Pattern[AnyStr]", _LazyPattern(pattern, flags))
