@@ -14,7 +14,7 @@ from urllib.parse import parse_qsl, urlsplit
 import msgspec
 
 from ..._display import MISSING
-from .._memo import Memo
+from .._memo import Memo, lazy_pattern
 from ..format._bodies import MultipartPart, multipart_boundary, multipart_pieces, part_text
 from ..format._format import StoredBody
 from ..rules._patterns import UserPattern
@@ -164,7 +164,7 @@ def echoed_headers(exchanges: Iterable[tuple[Iterable[tuple[str, str]], Iterable
 def _glob_pattern(globs: Iterable[str]) -> re.Pattern[str] | None:
     """One pattern matching a name any of ``globs`` matches (fnmatch's rules, case-sensitive), or None."""
     globs = sorted(globs)
-    return re.compile("|".join(fnmatch.translate(glob) for glob in globs)) if globs else None
+    return lazy_pattern("|".join(fnmatch.translate(glob) for glob in globs)) if globs else None
 
 
 _VOLATILE_RESPONSE_EXACT = frozenset(name for name in VOLATILE_RESPONSE_HEADERS if "*" not in name)
@@ -215,7 +215,7 @@ def find_first_difference(recorded: Any, incoming: Any) -> Difference | None:
 
 # One step of a field path: a key (``*`` and ``?`` glob) or a list position (an int, or ``*`` for any).
 FieldPath = tuple[str | int, ...]
-_STEP = re.compile(r"\.([^.\[\]]+)|\[(\d+|\*)\]")
+_STEP = lazy_pattern(r"\.([^.\[\]]+)|\[(\d+|\*)\]")
 _IGNORED = "<ignored>"
 
 
@@ -331,9 +331,9 @@ def _below(paths: tuple[FieldPath, ...], key: str | int) -> tuple[FieldPath, ...
 
 
 _LENGTH_SPELLINGS = frozenset({"content-length", "Content-Length", "CONTENT-LENGTH"})  # as clients send it
-_BOUNDARY_PARAMETER = re.compile(r';\s*boundary="?[^";]*"?', re.IGNORECASE)
+_BOUNDARY_PARAMETER = lazy_pattern(r';\s*boundary="?[^";]*"?', re.IGNORECASE)
 # The name tempfile gives a file by default: "tmp" and eight random characters (then a suffix).
-_TEMPFILE_NAME = re.compile(r"(?<![A-Za-z0-9])tmp[a-z0-9_]{8}(?=\.|$)")
+_TEMPFILE_NAME = lazy_pattern(r"(?<![A-Za-z0-9])tmp[a-z0-9_]{8}(?=\.|$)")
 
 
 def comparable_parts(data: bytes, boundary: str) -> dict[str, Any]:

@@ -15,6 +15,7 @@ from urllib.parse import quote
 
 import msgspec
 
+from .._memo import lazy_pattern
 from ._format import MAX_LINE_BYTES, PLACEHOLDER
 
 __all__ = [
@@ -262,9 +263,9 @@ def _redact_bytes(content: bytes, redactor: Redactor) -> bytes:
     return content if redacted == text else redacted.encode("utf-8", "surrogateescape")
 
 
-_BOUNDARY = re.compile(r'boundary="?([^";]+)"?', re.IGNORECASE)
-_PART_NAME = re.compile(rb'\bname="([^"]*)"', re.IGNORECASE)
-_PART_FILENAME = re.compile(rb'\bfilename="([^"]*)"', re.IGNORECASE)
+_BOUNDARY = lazy_pattern(r'boundary="?([^";]+)"?', re.IGNORECASE)
+_PART_NAME = lazy_pattern(rb'\bname="([^"]*)"', re.IGNORECASE)
+_PART_FILENAME = lazy_pattern(rb'\bfilename="([^"]*)"', re.IGNORECASE)
 
 
 class MultipartPart(NamedTuple):

@@ -15,6 +15,7 @@ from typing import Any, Literal, Protocol, overload
 import msgspec
 
 from ..._exceptions import CassetteError
+from .._memo import lazy_pattern
 from ._schema import (
     FORMAT_VERSION,
     HELD_LINE_BYTES,
@@ -253,7 +254,7 @@ def load_outline(path: str, blocks: Iterable[bytes], file: ChunkSource | None = 
 BATCH_BYTES = 256 * 1024  # the lines ``Parser.take`` decodes and checks at a time (some hundreds)
 _LINE_ERRORS = (msgspec.MsgspecError, RecursionError, ValueError, CassetteError)
 
-_FIELD_AT = re.compile(r"^(.*?)(?: - at `\$(.*)`)?$", re.DOTALL)
+_FIELD_AT = lazy_pattern(r"^(.*?)(?: - at `\$(.*)`)?$", re.DOTALL)
 
 
 class _Cutter:

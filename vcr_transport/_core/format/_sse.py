@@ -22,19 +22,19 @@ nothing more to say.
 from __future__ import annotations
 
 import functools
-import re
 from collections.abc import Iterator
 from typing import NamedTuple
 
 import ahocorasick_rs
 
+from .._memo import lazy_pattern
 from ._format import decode_json
 
 __all__ = ["Event", "ProtocolEnd", "SseDecoder", "data_of", "decode_events"]
 
 _BOM = b"\xef\xbb\xbf"
 # A blank line: a line end followed by another (a CR is a line end of its own unless an LF follows it).
-_BLANK_LINE = re.compile(rb"(?:\r\n|\r(?!\n)|\n)(?:\r\n|\r|\n)")
+_BLANK_LINE = lazy_pattern(rb"(?:\r\n|\r(?!\n)|\n)(?:\r\n|\r|\n)")
 _LONGEST_BLANK_LINE = 4  # b"\r\n\r\n"
 
 

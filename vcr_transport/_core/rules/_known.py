@@ -11,7 +11,7 @@ from urllib.parse import quote, quote_plus
 
 import ahocorasick_rs
 
-from .._memo import Memo
+from .._memo import Memo, lazy_pattern
 from ..format._format import PLACEHOLDER
 from ._catalogue import catalogue_matches, looks_like_credential
 from ._search import Search
@@ -19,17 +19,17 @@ from ._search import Search
 __all__ = ["EMPTY", "MIN_PROPAGATED_LENGTH", "Known", "any_escaping", "is_structure"]
 
 MIN_PROPAGATED_LENGTH = 8  # shorter values are too likely to occur by chance in other text
-_AUTH_SCHEME = re.compile(r"(?P<scheme>[A-Za-z][A-Za-z0-9-]*)\s+(?P<credential>\S{8,})")
-_PLAIN_NUMBER = re.compile(r"[+-]?[0-9]+(?:\.[0-9]+)?")
-_HOSTNAME = re.compile(
+_AUTH_SCHEME = lazy_pattern(r"(?P<scheme>[A-Za-z][A-Za-z0-9-]*)\s+(?P<credential>\S{8,})")
+_PLAIN_NUMBER = lazy_pattern(r"[+-]?[0-9]+(?:\.[0-9]+)?")
+_HOSTNAME = lazy_pattern(
     r"(?:[A-Za-z][A-Za-z0-9+.-]*:(?://)?)?\.?(?:[A-Za-z0-9_](?:[A-Za-z0-9_-]{0,61}[A-Za-z0-9])?\.)+[A-Za-z]{2,24}\.?"
     r"(?::[0-9]{1,5})?(?:[/?#]\S*)?"
 )
-_DATE = re.compile(
+_DATE = lazy_pattern(
     r"(?:[A-Za-z]{3,9},?\s+)?[0-9]{1,2}[ -][A-Za-z]{3}[ -][0-9]{2,4}(?:\s+[0-9]{2}:[0-9]{2}(?::[0-9]{2})?)?(?:\s+GMT)?"
     r"|[0-9]{4}-[0-9]{2}-[0-9]{2}(?:[T ][0-9]{2}:[0-9]{2}(?::[0-9]{2}(?:\.[0-9]+)?)?(?:Z|[+-][0-9]{2}:?[0-9]{2})?)?"
 )
-_PATH = re.compile(r"/[^\s]*")
+_PATH = lazy_pattern(r"/[^\s]*")
 
 
 def is_structure(value: str) -> bool:

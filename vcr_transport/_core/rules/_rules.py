@@ -9,6 +9,7 @@ import binascii
 import re
 from urllib.parse import unquote_plus
 
+from .._memo import lazy_pattern
 from ..format._format import PLACEHOLDER
 from ._catalogue import catalogue_matches, glued_matches, looks_like_credential, may_hold_prefixed
 from ._encodings import decoded_tokens
@@ -30,39 +31,39 @@ __all__ = [
 ]
 
 _TEXT_TYPES = r"text/|application/(?:json|xml|yaml|x-yaml|toml|x-sh|javascript"
-TEXT_MEDIA = re.compile(r"(?i:" + _TEXT_TYPES + r"|x-python)|[^;,]*\+(?:json|xml))")
-_TEXT_DATA_URL_IN_TEXT = re.compile(
+TEXT_MEDIA = lazy_pattern(r"(?i:" + _TEXT_TYPES + r"|x-python)|[^;,]*\+(?:json|xml))")
+_TEXT_DATA_URL_IN_TEXT = lazy_pattern(
     r"(?P<head>data:(?i:" + _TEXT_TYPES + r"))[^,\s\"']*;base64,)(?P<payload>[A-Za-z0-9+/]{8,}={0,2})"
 )
-TEXT_DATA_URL = re.compile(r"data:(?i:" + _TEXT_TYPES + r"))[^,]*;base64,")
-_TEXT_MEDIA_BYTES = re.compile(
+TEXT_DATA_URL = lazy_pattern(r"data:(?i:" + _TEXT_TYPES + r"))[^,]*;base64,")
+_TEXT_MEDIA_BYTES = lazy_pattern(
     rb"text/|application/(?:json|xml|yaml|x-yaml|toml|x-sh|javascript|x-python)|\+(?:json|xml)"
 )
-_QUERY = re.compile(r"(?P<sep>[?&;#])(?P<name>[A-Za-z0-9_.%\-]{1,64})=(?P<value>\[secret removed\]|[^&#\s\"'<>\\]+)")
+_QUERY = lazy_pattern(r"(?P<sep>[?&;#])(?P<name>[A-Za-z0-9_.%\-]{1,64})=(?P<value>\[secret removed\]|[^&#\s\"'<>\\]+)")
 # Every query or fragment parameter, also one inside another's value: a piece of the text may start there.
-_PARAMETER = re.compile(rb"(?=[?&;#]([A-Za-z0-9_.%\-]{1,64})=[^&#\s\"'<>\\])")
-_USERINFO = re.compile(
+_PARAMETER = lazy_pattern(rb"(?=[?&;#]([A-Za-z0-9_.%\-]{1,64})=[^&#\s\"'<>\\])")
+_USERINFO = lazy_pattern(
     r"(?P<scheme>\b[A-Za-z][A-Za-z0-9+.-]*://)(?P<user>[^/\s@:\[\]\"'?#]*)(?::(?P<password>[^/\s@\"']*))?@"
 )
 _SCHEMES = r"(?i:bearer|basic|token|digest|apikey|key)"  # ``Authorization: Bearer X``: X is the value
 # A ``name: value`` or ``NAME=value`` line in free text (a real or a JSON-escaped line start, a quote).
-_ASSIGNMENT = re.compile(
+_ASSIGNMENT = lazy_pattern(
     r"(?:(?<![^\n\r\"'`])|(?<=\\n)|(?<=\\r)|(?<=\\t))[ \t]*(?:export[ \t]+|-[ \t]+)?"
     r"(?P<name>[A-Za-z_][A-Za-z0-9_.\-]{1,63})[ \t]*[:=][ \t]*[\"']?(?:" + _SCHEMES + r"[ \t]+)?"
     r"(?P<value>(?!\[secret removed\]|" + _SCHEMES + r"[ \t])[^\s\"'`\\,;]{4,})"
 )
-_ASSIGNMENT_TAIL = re.compile(rb"[a-z0-9_.\-]*[ \t]*[:=][ \t]*[\"']?[^\s\"'`\\,;]{4,}")
-_ENV_NAME = re.compile(r"[A-Z][A-Z0-9_]*")
-_URL = re.compile(r"\b[A-Za-z][A-Za-z0-9+.-]*://[^\s\"'<>\\]+")
-_PATH_SEGMENT = re.compile(r"(?<=/)[^/?#]{8,}")
+_ASSIGNMENT_TAIL = lazy_pattern(rb"[a-z0-9_.\-]*[ \t]*[:=][ \t]*[\"']?[^\s\"'`\\,;]{4,}")
+_ENV_NAME = lazy_pattern(r"[A-Z][A-Z0-9_]*")
+_URL = lazy_pattern(r"\b[A-Za-z][A-Za-z0-9+.-]*://[^\s\"'<>\\]+")
+_PATH_SEGMENT = lazy_pattern(r"(?<=/)[^/?#]{8,}")
 # XML: an element holding text (``<SecretAccessKey>``, SOAP's ``<wsse:Password>``), a start tag's attributes
 # (``password="..."``, NuGet's ``<add key="ClearTextPassword" value="..."/>``).
-_XML_ELEMENT = re.compile(
+_XML_ELEMENT = lazy_pattern(
     r"<(?P<tag>(?:[A-Za-z_][\w.-]*:)?(?P<name>[A-Za-z_][\w.-]*))(?:\s[^<>]*)?>(?P<value>[^<]*)</(?P=tag)\s*>"
 )
-_XML_TAG = re.compile(r"<[A-Za-z_][\w:.-]*\s[^<>]*>")
-_XML_ATTRIBUTE = re.compile(r"""(?P<name>[A-Za-z_][\w:.-]*)\s*=\s*(?P<q>["'])(?P<value>[^"'<>]*)(?P=q)""")
-_XML_BYTES = re.compile(rb"</|/>|<[a-z_][\w:.-]*\s[^<>]*=")
+_XML_TAG = lazy_pattern(r"<[A-Za-z_][\w:.-]*\s[^<>]*>")
+_XML_ATTRIBUTE = lazy_pattern(r"""(?P<name>[A-Za-z_][\w:.-]*)\s*=\s*(?P<q>["'])(?P<value>[^"'<>]*)(?P=q)""")
+_XML_BYTES = lazy_pattern(rb"</|/>|<[a-z_][\w:.-]*\s[^<>]*=")
 
 
 def assigns_secret(names: Names, name: str, value: str, response: bool) -> bool:
@@ -77,7 +78,7 @@ def assigns_secret(names: Names, name: str, value: str, response: bool) -> bool:
 
 # A value that names where the secret is, not the secret: a call (``os.environ.get(``, ``getenv(``), an
 # environment variable (``$API_KEY``, ``${API_KEY}``, ``process.env.API_KEY``).
-_REFERENCE = re.compile(r"[A-Za-z_][\w.]*\(|\$\{?[A-Za-z_]|process\.env\.|os\.environ\b")
+_REFERENCE = lazy_pattern(r"[A-Za-z_][\w.]*\(|\$\{?[A-Za-z_]|process\.env\.|os\.environ\b")
 
 
 def is_reference(value: str) -> bool:
@@ -348,7 +349,7 @@ class SlackWebhook(Rule):
         return _SLACK_WEBHOOK.sub(replace, text)
 
 
-_SLACK_WEBHOOK = re.compile(
+_SLACK_WEBHOOK = lazy_pattern(
     r"(?i:hooks\.slack\.com)/(?:services|workflows|triggers)/(?:[A-Za-z0-9]{1,40}/){1,3}(?P<secret>[A-Za-z0-9]{16,64})"
     r"(?![A-Za-z0-9])"
 )
