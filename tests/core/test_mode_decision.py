@@ -1,11 +1,15 @@
 """The mode decision (``_core/engine/_modes.py``) for mode ``check``: every request goes live and is checked, a
 passthrough request goes live unchecked, an unreadable cassette refuses, and CI never refuses it (it records
-nothing)."""
+nothing). The host and path globs of the passthrough rules and ``ignore_hosts`` match as fnmatch's."""
 
 from __future__ import annotations
 
+import fnmatch
+import itertools
+
 import pytest
 
+from vcr_transport._core.engine import _modes
 from vcr_transport._core.engine._modes import MODES, Decision, Step, concrete_mode
 
 
@@ -45,3 +49,19 @@ def test_a_decision_records_from_the_start_only_with_nothing_to_replay_first() -
     assert not Decision("record-on-miss", readable=True, exists=False, appending=True).appending
     assert not Decision("record-on-miss", readable=False, exists=True, appending=True).appending
     assert not Decision("replay", readable=True, exists=True, appending=True).appending
+
+
+def test_the_rules_globs_match_as_fnmatchcase() -> None:
+    """``_glob_matches`` finds a ``*``-only glob's pieces without compiling it: it agrees with fnmatch."""
+    globs = [
+        *_modes.TELEMETRY_PASSTHROUGH, *(rule.split("/", 1)[0] for rule in _modes.TELEMETRY_PASSTHROUGH),
+        "", "*", "**", "a*", "*a", "*a*", "a*a", "a*b*a", "ab*ba", "*.x.*", "a**b", "/v1/*", "/*", "?", "a?c",
+        "[ab]*", "[!a]", "*[*]", "a\\*", "a*\n",
+    ]  # fmt: skip
+    names = [
+        "", "a", "aa", "aba", "abba", "ab", "ba", "abcba", "abab", "a.x.b", ".x.", "x.x", "*", "a*", "/v1/", "/",
+        "/v1/traces/ingest", "api.openai.com", "eu.smith.langchain.com", "smith.langchain.com", "logfire-.pydantic.dev",
+        "logfire-us.pydantic.dev", "logfire-api.pydantic.dev", "a\nb\n", "A", "a\\b",
+    ]  # fmt: skip
+    for name, glob in itertools.product(names, globs):
+        assert _modes._glob_matches(name, glob) == fnmatch.fnmatchcase(name, glob), (name, glob)

@@ -101,7 +101,7 @@ def parse_passthrough_rule(rule: str) -> tuple[str, str]:
 def is_ignored_host(url: str, hosts: Iterable[str]) -> bool:
     """Whether the URL's host (lower case, without port) matches one of the host globs."""
     host = (urlsplit(url).hostname or "").lower()
-    return any(fnmatch.fnmatchcase(host, glob) for glob in hosts)
+    return any(_glob_matches(host, glob) for glob in hosts)
 
 
 def passthrough_rule_for(url: str, rules: Iterable[tuple[str, str]]) -> tuple[str, str] | None:
@@ -114,7 +114,7 @@ def _rule_for_path(path: str, rules: Iterable[tuple[str, str]]) -> tuple[str, st
     """The first of ``rules`` whose path glob matches ``path`` (``/x/*`` matches ``/x`` too), or None."""
     for rule in rules:
         path_glob = rule[1]
-        if fnmatch.fnmatchcase(path, path_glob) or (path_glob.endswith("/*") and path == path_glob[:-2]):
+        if _glob_matches(path, path_glob) or (path_glob.endswith("/*") and path == path_glob[:-2]):
             return rule
     return None
 
@@ -123,7 +123,27 @@ def _rules_for_host(parts: SplitResult, rules: Iterable[tuple[str, str]]) -> tup
     """The rules whose host glob matches the host of a split URL, with or without its port."""
     host = (parts.hostname or "").lower()
     hosts = (host, f"{host}:{parts.port}") if parts.port is not None else (host,)
-    return tuple(rule for rule in rules if any(fnmatch.fnmatchcase(h, rule[0]) for h in hosts))
+    return tuple(rule for rule in rules if any(_glob_matches(h, rule[0]) for h in hosts))
+
+
+def _glob_matches(name: str, glob: str) -> bool:
+    """``fnmatch.fnmatchcase(name, glob)``, without compiling a pattern for a glob whose only wildcard is ``*``
+    (every telemetry rule's): its literal pieces in order, the first at the start and the last at the end."""
+    if "?" in glob or "[" in glob:
+        return fnmatch.fnmatchcase(name, glob)
+    pieces = glob.split("*")
+    if len(pieces) == 1:
+        return name == glob
+    first, last = pieces[0], pieces[-1]
+    if len(name) < len(first) + len(last) or not name.startswith(first) or not name.endswith(last):
+        return False
+    position, end = len(first), len(name) - len(last)
+    for piece in pieces[1:-1]:
+        position = name.find(piece, position, end)
+        if position < 0:
+            return False
+        position += len(piece)
+    return True
 
 
 def check_mode(name: str, source: str) -> str:
