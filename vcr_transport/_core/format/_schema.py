@@ -2,8 +2,8 @@
 validate a line in one pass, and its limits: what every other module of the format reads a line with. See
 ``_format`` for the format itself."""
 
-from __future__ import annotations
-
+# No ``from __future__ import annotations`` here: msgspec reads the Structs' annotations as they are; as text,
+# it would compile a forward reference for each on a process's first cassette.
 import base64
 import binascii
 import json
