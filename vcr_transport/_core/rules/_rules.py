@@ -336,9 +336,10 @@ class SlackWebhook(Rule):
 
     name = "slack webhooks"
     marks = b"/"
+    probed = True
 
     def may_apply(self, scan: Scan, names: Names) -> bool:
-        return b"hooks.slack.com/" in scan.data
+        return bool(scan.hits) and scan.hooked()  # its probe: the lower case holds ``SLACK_HOOKS``
 
     def apply(self, text: str, ctx: Context) -> str:
         def replace(match: re.Match[str]) -> str:
