@@ -64,6 +64,10 @@ class Search(NamedTuple):
         learned, exact = hooks + 1, all(form.isascii() for form in forms)
         return cls(finder, forms, len(prefixes), keywords, glued, learned, exact, names, encoded, hooks)
 
+    def find(self, data: bytes) -> list[tuple[int, int, int]]:
+        """The (pattern, start, end) of every probe in ``data`` (lower-cased UTF-8), overlapping ones too."""
+        return self.finder.find_matches_as_indexes(data, overlapping=True)
+
     def scan(self, text: str) -> Scan:
         lowered = text.lower()
         data = lowered.encode("utf-8", "surrogatepass")
@@ -71,9 +75,10 @@ class Search(NamedTuple):
         hits = self.finder.find_matches_as_indexes(data, overlapping=True)
         return _new_scan((self, text, lowered, data, hits, self._words(hits), unsure, None))
 
-    def scan_bytes(self, raw: bytes, data: bytes) -> Scan:
-        """The prefilter's scan of UTF-8 ``raw``, ``data`` its lower case."""
-        hits = self.finder.find_matches_as_indexes(data, overlapping=True)
+    def scan_bytes(self, raw: bytes, data: bytes, hits: list[tuple[int, int, int]] | None = None) -> Scan:
+        """The prefilter's scan of UTF-8 ``raw``, ``data`` its lower case (``hits``: ``find(data)``, if
+        already found)."""
+        hits = self.finder.find_matches_as_indexes(data, overlapping=True) if hits is None else hits
         return _new_scan((self, None, "", data, hits, self._words(hits) if hits else [], False, raw))
 
     def _words(self, hits: list[tuple[int, int, int]]) -> list[tuple[int, int]]:
