@@ -140,6 +140,19 @@ def test_a_slack_webhook_keeps_its_ids_and_replays_with_another_secret(tmp_path:
     assert code == 1 and f"{SLACK_SECRET[:4]}…({len(SLACK_SECRET)} chars)" in report
 
 
+def test_a_slack_webhook_only_its_rule_finds_is_removed_from_both_bodies(tmp_path: Path) -> None:
+    """Written ``Hooks.Slack.com`` (the catalogue's slack shape is lower case) with plain secrets, a webhook in a
+    body is the Slack rule's alone; the prefilter probes it by ``SLACK_HOOKS`` in the lower case, so recording
+    removes it from the request's JSON and, another secret, from the response's."""
+    path, sent, echoed = tmp_path / "c.jsonl", "deployhookforchannel", "anotherhookforchannel"
+    hook = "https://Hooks.Slack.com/services/T0123ABCD/B0456EFGH/"
+    mock = httpx.MockTransport(lambda request: httpx.Response(200, json={"ok": True, "hook": hook + echoed}))
+    with httpx.Client(transport=vcr_transport.RecordingTransport(mock, path)) as client:
+        assert client.post("https://api.test/notify", json={"text": f"post to {hook}{sent} now"}).json()["ok"]
+    written = path.read_text()
+    assert sent not in written and echoed not in written and written.count("B0456EFGH/[secret removed]") == 2
+
+
 def test_an_aws_secret_in_prose_goes_only_with_an_aws_context(tmp_path: Path) -> None:
     path = tmp_path / "c.jsonl"
     _ask(path, f"my aws_secret_access_key is {AWS_SECRET}, and {AWS_ID} {AWS_SECRET[::-1]} too")

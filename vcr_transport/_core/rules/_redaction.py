@@ -24,7 +24,7 @@ from ._json import SIBLING_NAME_KEYS, SIBLING_VALUE_KEYS, Context, folded, names
 from ._known import EMPTY, MIN_PROPAGATED_LENGTH, Known, any_escaping, is_structure
 from ._names import QUERY_SECRET_NAMES, SECRET_FIELD_NAMES, Names, decode_escapes
 from ._patterns import user_pattern
-from ._rules import RULES, TEXT_DATA_URL, TEXT_MEDIA, candidates, redact_base64_text, redact_shapes
+from ._rules import RULES, TEXT_DATA_URL, TEXT_MEDIA, Rule, candidates, redact_base64_text, redact_shapes
 from ._search import Scan, Search
 
 __all__ = [
@@ -98,10 +98,12 @@ def _has_ascii_escapes(text: str) -> bool:
 
 
 def _may_hold_escape(data: bytes) -> bool:
-    """A ``\\u`` escape, JSON's ``\\/`` or the ``%XX`` of an ASCII character: decoded before the rules run."""
-    if b"\\" in data and (b"\\u" in data or b"\\/" in data):
+    """A ``\\u`` escape, JSON's ``\\/`` or the ``%XX`` of an ASCII character: decoded before the rules run.
+    (The backslash and the percent sign asked by their byte values: a memchr, where ``bytes in data`` would
+    first fail as an int.)"""
+    if 92 in data and (b"\\u" in data or b"\\/" in data):
         return True
-    return b"%" in data and _PERCENT_ASCII_BYTES.search(data) is not None
+    return 37 in data and _PERCENT_ASCII_BYTES.search(data) is not None
 
 
 class RedactWithError(TypeError):
@@ -473,11 +475,20 @@ class Redactor:
             return True
         # The text's ASCII characters are its UTF-8's ASCII bytes, and no other character lower-cases to an
         # ASCII one (but the two ``_utf8`` refuses): a probe in the text's lower case is in the bytes'.
-        scan = self._search(True).scan_bytes(data, data.lower())
-        if scan.hits and scan.learned():
-            return True
-        rules, names = candidates(scan.data, bool(scan.hits)), self._names
-        return bool(rules) and any(rule.may_apply(scan, names) for rule in rules)
+        search, lowered = self._search(True), data.lower()
+        hits = search.find(lowered)
+        if not hits:
+            rules = candidates(lowered, False)  # no probe found: only the rules that have none
+            return bool(rules) and self._any_may_apply(search.scan_bytes(data, lowered, hits), rules)
+        scan = search.scan_bytes(data, lowered, hits)
+        return scan.learned() or self._any_may_apply(scan, candidates(lowered))
+
+    def _any_may_apply(self, scan: Scan, rules: tuple[Rule, ...]) -> bool:
+        names = self._names
+        for rule in rules:
+            if rule.may_apply(scan, names):
+                return True
+        return False
 
 
 def remove_secret_values(obj: Any) -> Any:

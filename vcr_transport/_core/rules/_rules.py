@@ -337,9 +337,10 @@ class SlackWebhook(Rule):
 
     name = "slack webhooks"
     marks = b"/"
+    probed = True
 
     def may_apply(self, scan: Scan, names: Names) -> bool:
-        return b"hooks.slack.com/" in scan.data
+        return bool(scan.hits) and scan.hooked()  # its probe: the lower case holds ``SLACK_HOOKS``
 
     def apply(self, text: str, ctx: Context) -> str:
         def replace(match: re.Match[str]) -> str:
@@ -409,23 +410,35 @@ RULES: tuple[Rule, ...] = (
 )
 
 
-# Characters too common in JSON to be worth looking for: taken as present in every text.
+# Characters too common in JSON to be worth looking for: taken as present in every text. Each other mark has
+# its bit (``_MARK_BITS``); those of the rules that are not probed, too (``_UNPROBED_BITS``).
 _COMMON_MARKS = frozenset(b'":')
-_RARE_MARKS = tuple(sorted(frozenset(c for rule in RULES for c in rule.marks) - _COMMON_MARKS))
-_UNPROBED_MARKS = tuple(sorted(frozenset(c for rule in RULES if not rule.probed for c in rule.marks) - _COMMON_MARKS))
-_CANDIDATES: dict[tuple[bytes, bool], tuple[Rule, ...]] = {}
+_RARE_MARKS = sorted(frozenset(c for rule in RULES for c in rule.marks) - _COMMON_MARKS)
+_MARK_BITS = tuple((1 << bit, mark) for bit, mark in enumerate(_RARE_MARKS))
+_UNPROBED_BITS = tuple(
+    (bit, mark) for bit, mark in _MARK_BITS if any(not rule.probed and mark in rule.marks for rule in RULES)
+)
+_CANDIDATES: dict[int, tuple[Rule, ...]] = {}
+
+
+def _rules_marked(data: bytes, bits: tuple[tuple[int, int], ...]) -> int:
+    """The bits of the marks in ``data``: a memchr for each, asked by its byte value (a body of many
+    kilobytes is not walked byte by byte, and ``bytes in data`` would first fail as an int)."""
+    found = 0
+    for bit, mark in bits:
+        if mark in data:
+            found |= bit
+    return found
 
 
 def candidates(data: bytes, probe_found: bool = True) -> tuple[Rule, ...]:
     """The rules (in order) whose marks are in ``data`` (a text's lower-cased UTF-8): the only ones that may
     apply to it, the only ones whose ``may_apply`` is asked; without ``probe_found`` (a prefilter's search
-    found nothing), only those that are not ``probed``. (A memchr for each mark, asked by its byte value: a
-    body of many kilobytes is not walked byte by byte, and ``bytes in data`` would first fail as an int.)"""
-    marks = _RARE_MARKS if probe_found else _UNPROBED_MARKS
-    key = (bytes([mark for mark in marks if mark in data]), probe_found)
+    found nothing), only those that are not ``probed``."""
+    key = _rules_marked(data, _MARK_BITS if probe_found else _UNPROBED_BITS) << 1 | probe_found
     found = _CANDIDATES.get(key)
     if found is None:
-        present = _COMMON_MARKS.union(key[0])
+        present = _COMMON_MARKS.union(mark for bit, mark in _MARK_BITS if key >> 1 & bit)
         found = _CANDIDATES[key] = tuple(
             rule
             for rule in RULES

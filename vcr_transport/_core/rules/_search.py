@@ -1,6 +1,7 @@
 """One Aho-Corasick pass over the UTF-8 of lower-cased text for the union of the rules' probes, in order: the
 catalogue's prefixes and text media types (prefilter only: short prefixes occur in any prose), the secret
-names' words, the catalogue's keywords, the glued prefixes, the encoded needles and the learned forms."""
+names' words, the catalogue's keywords, the glued prefixes, the encoded needles, a Slack webhook's host
+(``SLACK_HOOKS``) and the learned forms."""
 
 from __future__ import annotations
 
@@ -14,9 +15,11 @@ from ._catalogue import GLUED_NEEDLES, KEYWORD_PATTERNS, PREFIX_PATTERNS
 from ._encodings import ENCODED_NEEDLES
 from ._patterns import regex
 
-__all__ = ["MEDIA_MARKERS", "Scan", "Search", "searched_words"]
+__all__ = ["MEDIA_MARKERS", "SLACK_HOOKS", "Scan", "Search", "searched_words"]
 
 MEDIA_MARKERS = (b"text/", b"application/", b"+json", b"+xml")
+# What every Slack webhook URL holds, in lower case (the probe of ``_rules.SlackWebhook``).
+SLACK_HOOKS = b"hooks.slack.com/"
 # What may follow a JSON key's closing quote up to its colon, in lower-cased UTF-8: whitespace (a byte of a
 # character that isn't ASCII stands for any ``\s``) and escaped whitespace of JSON nested in a JSON string.
 _AFTER_KEY = rb"[\s\x1c-\x1f\x80-\xff\\ntru0-9a-f]*:"
@@ -24,7 +27,8 @@ _AFTER_KEY = rb"[\s\x1c-\x1f\x80-\xff\\ntru0-9a-f]*:"
 
 class Search(NamedTuple):
     """The finder, the learned ``forms``, where each probe group starts among its patterns (the prefixes
-    first), and whether every form is ASCII (``exact``: a form occurs only where its lower case does)."""
+    first; ``hooks``: the one pattern ``SLACK_HOOKS``), and whether every form is ASCII (``exact``: a form
+    occurs only where its lower case does)."""
 
     finder: ahocorasick_rs.BytesAhoCorasick
     forms: tuple[str, ...]
@@ -35,6 +39,7 @@ class Search(NamedTuple):
     exact: bool
     names: tuple[str, ...]
     encoded: int
+    hooks: int
 
     @classmethod
     def build(cls, names: tuple[str, ...], forms: tuple[str, ...], prefilter: bool) -> Search:
@@ -46,6 +51,7 @@ class Search(NamedTuple):
             *KEYWORD_PATTERNS,
             *GLUED_NEEDLES,
             *ENCODED_NEEDLES,
+            SLACK_HOOKS,
             *lowered,
         ]
         keywords = len(prefixes) + len(names)
@@ -54,8 +60,13 @@ class Search(NamedTuple):
         finder = ahocorasick_rs.BytesAhoCorasick(patterns, implementation=implementation)
         glued = keywords + len(KEYWORD_PATTERNS)
         encoded = glued + len(GLUED_NEEDLES)
-        learned, exact = encoded + len(ENCODED_NEEDLES), all(form.isascii() for form in forms)
-        return cls(finder, forms, len(prefixes), keywords, glued, learned, exact, names, encoded)
+        hooks = encoded + len(ENCODED_NEEDLES)
+        learned, exact = hooks + 1, all(form.isascii() for form in forms)
+        return cls(finder, forms, len(prefixes), keywords, glued, learned, exact, names, encoded, hooks)
+
+    def find(self, data: bytes) -> list[tuple[int, int, int]]:
+        """The (pattern, start, end) of every probe in ``data`` (lower-cased UTF-8), overlapping ones too."""
+        return self.finder.find_matches_as_indexes(data, overlapping=True)
 
     def scan(self, text: str) -> Scan:
         lowered = text.lower()
@@ -64,9 +75,10 @@ class Search(NamedTuple):
         hits = self.finder.find_matches_as_indexes(data, overlapping=True)
         return _new_scan((self, text, lowered, data, hits, self._words(hits), unsure, None))
 
-    def scan_bytes(self, raw: bytes, data: bytes) -> Scan:
-        """The prefilter's scan of UTF-8 ``raw``, ``data`` its lower case."""
-        hits = self.finder.find_matches_as_indexes(data, overlapping=True)
+    def scan_bytes(self, raw: bytes, data: bytes, hits: list[tuple[int, int, int]] | None = None) -> Scan:
+        """The prefilter's scan of UTF-8 ``raw``, ``data`` its lower case (``hits``: ``find(data)``, if
+        already found)."""
+        hits = self.finder.find_matches_as_indexes(data, overlapping=True) if hits is None else hits
         return _new_scan((self, None, "", data, hits, self._words(hits) if hits else [], False, raw))
 
     def _words(self, hits: list[tuple[int, int, int]]) -> list[tuple[int, int]]:
@@ -110,9 +122,17 @@ class Scan(NamedTuple):
     def encoded(self) -> bool:
         """An encoded key prefix or an encoding's mark found (``_encodings.ENCODED_NEEDLES``)."""
         search = self.search
-        low, high = search.encoded, search.learned
+        low, high = search.encoded, search.hooks
         for index, _, _ in self.hits:  # most texts have none or one: a loop, no generator
             if low <= index < high:
+                return True
+        return False
+
+    def hooked(self) -> bool:
+        """A Slack webhook's host found (``SLACK_HOOKS``)."""
+        hooks = self.search.hooks
+        for index, _, _ in self.hits:
+            if index == hooks:
                 return True
         return False
 
