@@ -29,16 +29,30 @@ from pathlib import Path
 from ._config import current_run
 from ._exceptions import RefusedWrite
 
-__all__ = ["RefusedWrite", "project_root", "regular_file", "replace_file", "sync_folder", "write_target"]
+__all__ = [
+    "RefusedWrite",
+    "enclosing_project",
+    "project_root",
+    "regular_file",
+    "replace_file",
+    "sync_folder",
+    "write_target",
+]
 
 PROJECT_MARKERS = ("pyproject.toml", ".git")
 
 
 def project_root() -> Path:
-    """The project's folder, resolved (see the module's docstring)."""
+    """The project's folder, resolved (see the module's docstring): the pytest run's, else ``enclosing_project``."""
     run = current_run()
     if run is not None and run.root is not None:
         return Path(os.path.realpath(run.root))
+    return enclosing_project()
+
+
+def enclosing_project() -> Path:
+    """The nearest folder at or above the working directory holding ``pyproject.toml`` or ``.git``, resolved;
+    else the working directory. The tools' project when no pytest run is in this process."""
     here = Path.cwd().resolve()
     for folder in (here, *here.parents):
         if any(os.path.lexists(folder / marker) for marker in PROJECT_MARKERS):

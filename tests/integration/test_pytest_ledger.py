@@ -231,6 +231,27 @@ def test_a_start_in_the_folder_that_holds_every_test_is_complete(
     )
 
 
+def test_prune_from_a_subfolder_reads_the_ledger_the_run_wrote_at_the_project_root(
+    suite: pytest.Pytester, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A project marked by ``.git`` and ``pytest.ini``, no pyproject.toml: the run writes its ledger at the
+    rootdir, and ``prune`` started in a subfolder finds the same project (one finder, ``enclosing_project``)."""
+    (suite.path / "pyproject.toml").unlink()
+    (suite.path / ".git").mkdir()
+    (suite.path / "pytest.ini").write_text("[pytest]\ntestpaths = tests\nmarkers = slow: a slow test\n")
+    monkeypatch.chdir(suite.path)
+    suite.runpytest("-p", "no:randomly").assert_outcomes(passed=4)
+    assert ledger(suite)["complete"] is True
+    capsys.readouterr()
+    monkeypatch.chdir(suite.path / "tests" / "sub")
+    from vcr_transport._tools._cli import main
+
+    code = main(["prune"])
+    out, err = capsys.readouterr()
+    assert (code, err) == (0, "")
+    assert "stale.jsonl" in out and "test_one" not in out
+
+
 # --- a project the run can't write to -------------------------------------------------------------------------
 
 RECORDED_TEST = """

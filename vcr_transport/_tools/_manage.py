@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
-from .._config import SKIPPED_FOLDERS, cassette_folders, find_pyproject, resolve_mode
+from .._config import SKIPPED_FOLDERS, cassette_folders, resolve_mode
 from .._core.format._format import MAX_NESTING, Finding
 from .._core.rules._redaction import Redactor
 from .._core.rules._scan import scan_document, scan_name
@@ -39,7 +39,7 @@ from .._storage import (
     read_outline,
 )
 from .._test_ids import without_credentials
-from .._write_paths import replace_file
+from .._write_paths import enclosing_project, replace_file
 from ._vcrpy import ImportProblem, NotACassette, import_vcrpy, plan_imports
 
 __all__ = [
@@ -111,11 +111,6 @@ class Problem:
         return {"path": self.path, "line": self.line, "field": self.field, "message": self.message, "fix": self.fix}
 
 
-def _project_root() -> Path:
-    pyproject = find_pyproject()
-    return pyproject.parent if pyproject else Path.cwd()
-
-
 def _named_files(
     paths: Sequence[str | Path], in_folder: Callable[[Path], Iterable[Path]], named: Callable[[Path], bool]
 ) -> list[Path]:
@@ -141,7 +136,7 @@ def _cassettes_in(paths: Sequence[str | Path]) -> list[Path]:
 def find_cassettes(named: Sequence[str | Path]) -> list[Path]:
     """The cassettes ``named`` (files, and those in folders: ``_cassettes_in``), or without a name those of
     the project the working folder is in (its ``cassette_dir``, else its folders named ``cassettes``)."""
-    return _cassettes_in(named) if named else _cassettes_in(cassette_folders(_project_root()))
+    return _cassettes_in(named) if named else _cassettes_in(cassette_folders(enclosing_project()))
 
 
 # --- status and list ------------------------------------------------------------------------------------
@@ -175,7 +170,7 @@ class ProjectStatus:
 def project_status(mode: str | None) -> ProjectStatus:
     """``status``: the mode ``mode`` (an explicit one, or None) resolves to, and the project's cassettes."""
     resolved = resolve_mode(mode)
-    root = _project_root()
+    root = enclosing_project()
     folders = cassette_folders(root)
     paths = _cassettes_in(folders)
     broken = calls = 0
@@ -564,7 +559,7 @@ def prune_reasons(cassettes: Sequence[Path], *, older_than: float | None, force:
         cutoff = time.time() - older_than * 86400
         return {path: f"older than {older_than:g} days" for path in cassettes if path.stat().st_mtime < cutoff}
     try:
-        ledger = read_ledger(_project_root())
+        ledger = read_ledger(enclosing_project())
     except LedgerProblem as problem:
         raise UsageProblem(str(problem)) from None
     if not ledger.complete and not force:
@@ -594,7 +589,7 @@ def calls_of_removed_tests(cassettes: Sequence[Path], *, force: bool) -> dict[Pa
     an owner that is no node id (``shared_as``). Read from the ledger, as ``prune_reasons`` reads it (a
     partial run was refused there, unless ``force``); nothing for a ledger written before it kept the tests
     (run the suite again)."""
-    root = _project_root()
+    root = enclosing_project()
     ledger = read_ledger(root)
     if ledger.owners is None or (not ledger.complete and not force):
         return {}
