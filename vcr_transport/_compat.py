@@ -299,15 +299,32 @@ class _Request:
 
 def _fields_of(request: Any, before: dict[str, Any]) -> dict[str, Any]:
     headers = {str(name).lower(): value for name, value in dict(request.headers).items()}
+    compared = before["body"]
+    return {
+        **before,
+        "method": str(request.method).upper() if before["method"] is not None else None,
+        "url": _url_fields_of(request, before["url"]),
+        "headers": {name: headers[name] for name in before["headers"] if name in headers},
+        "body": None if compared is None else _body_of(request, json_expected=not isinstance(compared, str)),
+    }
+
+
+def _body_of(request: Any, *, json_expected: bool) -> Any:
+    """A vcrpy request's body as text, read as JSON when the fields it is compared with hold JSON."""
     body: Any = request.body if request.body is not None else b""
     if isinstance(body, bytes):
         body = body.decode("utf-8", "replace")
-    if not isinstance(before["body"], str):
+    if json_expected:
         try:
             body = json.loads(body) if body else ""
         except ValueError:
             pass
-    url = dict(before["url"])
+    return body
+
+
+def _url_fields_of(request: Any, before: dict[str, Any]) -> dict[str, Any]:
+    """The URL fields ``before`` holds, with a vcrpy request's path and (when compared) its query."""
+    url = dict(before)
     parts = urlsplit(str(request.uri))
     url["path"] = parts.path or "/"
     if url.get("query") is not None:
@@ -315,13 +332,7 @@ def _fields_of(request: Any, before: dict[str, Any]) -> dict[str, Any]:
         for name, item in parse_qsl(parts.query, keep_blank_values=True):
             query.setdefault(name, []).append(item)
         url["query"] = {name: items[0] if len(items) == 1 else items for name, items in query.items()}
-    return {
-        **before,
-        "method": str(request.method).upper() if before["method"] is not None else None,
-        "url": url,
-        "headers": {name: headers[name] for name in before["headers"] if name in headers},
-        "body": body if before["body"] is not None else None,
-    }
+    return url
 
 
 def _match_on_of(

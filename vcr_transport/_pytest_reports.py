@@ -42,6 +42,7 @@ from ._exceptions import CassetteError, ReplayMismatch, ShapeDriftError, Unplaye
 
 if TYPE_CHECKING:
     from ._context import use_cassette
+    from ._session import CassetteSession
 
 __all__ = [
     "cassette_report",
@@ -96,27 +97,11 @@ def cassette_report(
 ) -> ReprExceptionInfo | None:
     """Our report of a failed test, when its cassette explains the failure; None leaves pytest's. ``at_end``:
     the test's body passed, and the cassette's check when it ended raised."""
-    session = cassette.session
     error = excinfo.value
-    if session is None:
+    explained = None if cassette.session is None else _explained(item, error, cassette.session, at_end)
+    if explained is None:
         return None
-    reported: BaseException
-    if isinstance(error, UnplayedCallsError):
-        reported = error
-        lines, crash = _unplayed(item, error)
-    elif isinstance(error, ShapeDriftError):
-        reported = error
-        lines, crash = _drifted(item, error)
-    elif (mismatch := raised_mismatch(error) or session.first_mismatch) is not None:
-        reported = mismatch
-        lines, crash = _mismatch(item, mismatch, session.source)
-        if error is mismatch and at_end:
-            lines.append("(the code under test caught it and went on; caught_mismatch='ignore' lets it)")
-    elif session.broken is not None and (session.refused or _raised(error, CassetteError) is session.broken):
-        reported = session.broken
-        lines, crash = _refused(item, session.broken, session.source)
-    else:
-        return None
+    reported, lines, crash = explained
     if error is not reported:  # before the fix, which stays last
         at = next((i for i, line in enumerate(lines) if line.startswith(_FIX_STARTS)), len(lines))
         lines.insert(at, f"(the test failed with {_one_line(error)})")
@@ -124,6 +109,27 @@ def cassette_report(
     if hidden > 0 and not isinstance(error, UnplayedCallsError | ShapeDriftError):
         lines.append(f"hidden: {hidden} frames of the SDK and vcr_transport; --tb=long shows them")
     return _repr(item, excinfo, lines, crash)
+
+
+def _explained(
+    item: pytest.Item, error: BaseException, session: CassetteSession, at_end: bool
+) -> tuple[BaseException, list[str], str] | None:
+    """What the cassette explains the failure with (the error itself, the mismatch the session saw, or the
+    cassette that broke), the report's lines and its crash line; None when the cassette does not explain it."""
+    if isinstance(error, UnplayedCallsError):
+        return (error, *_unplayed(item, error))
+    if isinstance(error, ShapeDriftError):
+        return (error, *_drifted(item, error))
+    mismatch = raised_mismatch(error) or session.first_mismatch
+    if mismatch is not None:
+        lines, crash = _mismatch(item, mismatch, session.source)
+        if error is mismatch and at_end:
+            lines.append("(the code under test caught it and went on; caught_mismatch='ignore' lets it)")
+        return mismatch, lines, crash
+    broken = session.broken
+    if broken is not None and (session.refused or _raised(error, CassetteError) is broken):
+        return (broken, *_refused(item, broken, session.source))
+    return None
 
 
 def _one_line(error: BaseException) -> str:

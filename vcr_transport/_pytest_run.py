@@ -192,25 +192,38 @@ def _skip_reason(report: pytest.CollectReport) -> str:
 def _why_left_out(config: pytest.Config, path: Path) -> str:
     """Which setting left ``path`` out of the collection ("" for pytest's own: ``__pycache__``, virtualenvs,
     ``norecursedirs``, which hold no tests of the suite)."""
+    found = _left_out_by_options(config, path)
+    for plugin in () if found else config.pluginmanager.get_plugins():
+        found = _left_out_by_conftest(config, path, plugin)
+        if found:
+            break
+    return found
+
+
+def _left_out_by_options(config: pytest.Config, path: Path) -> str:
+    """The ``--ignore`` or ``--ignore-glob`` that left ``path`` out, if one did."""
     for given in config.getoption("ignore", None) or ():
         if path == Path(os.path.abspath(given)):
             return f"--ignore={given}"
     for pattern in config.getoption("ignore_glob", None) or ():
         if fnmatch.fnmatch(str(path), os.path.abspath(pattern)):
             return f"--ignore-glob={pattern}"
-    for plugin in config.pluginmanager.get_plugins():
-        file = getattr(plugin, "__file__", None)
-        if not isinstance(file, str) or Path(file).name != "conftest.py":
-            continue
-        folder = Path(file).parent
-        if folder not in path.parents:
-            continue
-        for name in getattr(plugin, "collect_ignore", None) or ():
-            if path == Path(os.path.abspath(folder / name)):
-                return f"collect_ignore in {_shown(config, Path(file))}"
-        for pattern in getattr(plugin, "collect_ignore_glob", None) or ():
-            if fnmatch.fnmatch(str(path), os.path.abspath(folder / pattern)):
-                return f"collect_ignore_glob in {_shown(config, Path(file))}"
+    return ""
+
+
+def _left_out_by_conftest(config: pytest.Config, path: Path, plugin: object) -> str:
+    """The ``collect_ignore`` or ``collect_ignore_glob`` of ``plugin`` that left ``path`` out, when ``plugin``
+    is a conftest.py in a folder above ``path``."""
+    file = getattr(plugin, "__file__", None)
+    if not isinstance(file, str) or Path(file).name != "conftest.py" or Path(file).parent not in path.parents:
+        return ""
+    folder = Path(file).parent
+    for name in getattr(plugin, "collect_ignore", None) or ():
+        if path == Path(os.path.abspath(folder / name)):
+            return f"collect_ignore in {_shown(config, Path(file))}"
+    for pattern in getattr(plugin, "collect_ignore_glob", None) or ():
+        if fnmatch.fnmatch(str(path), os.path.abspath(folder / pattern)):
+            return f"collect_ignore_glob in {_shown(config, Path(file))}"
     return ""
 
 

@@ -172,8 +172,10 @@ class CallBook:
             return f"the recording did not finish: {self.interrupted}"
         if not self.calls and not self.kept_calls:
             return "no call went through the recording transport"
-        if keep_failures:
-            return ""
+        return "" if keep_failures else self._why_failures_not_saved(older)
+
+    def _why_failures_not_saved(self, older: OlderCassette | None) -> str:
+        """Why the calls' failures keep this recording from being saved (keep_failures off), or ""."""
         records = sorted(self.calls.values(), key=lambda r: r.index)
         for record in records:
             cut = record.cut_short(older)
