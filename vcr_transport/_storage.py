@@ -16,9 +16,9 @@ import tempfile
 import threading
 import time
 import weakref
-from collections.abc import Collection, Iterator, Sequence
+from collections.abc import Callable, Collection, Iterator, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import TYPE_CHECKING, Any, BinaryIO, NamedTuple
 
 from . import _parse_cache
 from ._core.format._format import (
@@ -452,18 +452,7 @@ class CassetteWriter:
         if data is not None and earlier != owner:  # the test's calls under the id an older version wrote
             data = without_owners(data, {earlier})
         merged = merge_shared(data, self.temporary.read_bytes(), owner)
-        descriptor, rewritten, holder = _new_partial(self.target)  # locked: another worker's cleanup keeps it
-        self._held.append(holder)
-        try:
-            with os.fdopen(descriptor, "wb") as out:
-                out.write(merged)
-                out.flush()
-                os.fsync(out.fileno())
-        except BaseException:
-            rewritten.unlink(missing_ok=True)
-            raise
-        self.temporary.unlink(missing_ok=True)
-        self.temporary = rewritten
+        self._replace_temporary(lambda out: out.write(merged))
         return owned
 
     def _final_pass(self, redactor: Redactor) -> None:
@@ -481,18 +470,12 @@ class CassetteWriter:
             tail = block[-overlap:]
         if not found:
             return
-        descriptor, rewritten, holder = _new_partial(self.target)
-        self._held.append(holder)
-        try:
-            with os.fdopen(descriptor, "wb", buffering=1 << 16) as out, self.temporary.open("rb") as lines:
+
+        def rewrite(out: BinaryIO) -> None:
+            with self.temporary.open("rb") as lines:
                 out.writelines(map(redactor.final_pass, lines))
-                out.flush()
-                os.fsync(out.fileno())
-        except BaseException:
-            rewritten.unlink(missing_ok=True)
-            raise
-        self.temporary.unlink(missing_ok=True)
-        self.temporary = rewritten
+
+        self._replace_temporary(rewrite)
 
     def _quieted(self, quiet: QuietComparison) -> Path | None:
         """The file to move over the cassette: the recording as written, or a copy of it holding the old
@@ -519,17 +502,30 @@ class CassetteWriter:
             return None
         from ._core.engine._quiet import merged_lines
 
-        descriptor, merged, holder = _new_partial(self.target)
+        return self._written_partial(
+            lambda out: out.writelines(merged_lines(str(self.temporary), _file_blocks(self.temporary), plan, old_file))
+        )
+
+    def _replace_temporary(self, write: Callable[[BinaryIO], object]) -> None:
+        """The temporary file replaced by a new one that ``write`` fills (``_written_partial``)."""
+        rewritten = self._written_partial(write)
+        self.temporary.unlink(missing_ok=True)
+        self.temporary = rewritten
+
+    def _written_partial(self, write: Callable[[BinaryIO], object]) -> Path:
+        """A new partial file beside the target (``_new_partial``; locked, so that another worker's cleanup
+        keeps it), filled by ``write`` and synced; removed when writing it fails."""
+        descriptor, partial, holder = _new_partial(self.target)
         self._held.append(holder)
         try:
             with os.fdopen(descriptor, "wb", buffering=1 << 16) as out:
-                out.writelines(merged_lines(str(self.temporary), _file_blocks(self.temporary), plan, old_file))
+                write(out)
                 out.flush()
                 os.fsync(out.fileno())
         except BaseException:
-            merged.unlink(missing_ok=True)
+            partial.unlink(missing_ok=True)
             raise
-        return merged
+        return partial
 
 
 class _Whole(NamedTuple):
