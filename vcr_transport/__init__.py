@@ -6,22 +6,6 @@ modules behind each name when the name is first used.
 
 import typing as _typing
 
-from ._exceptions import (
-    CassetteError,
-    CassetteExpiredWarning,
-    CassetteOwnerError,
-    ModeError,
-    NetworkBlockedError,
-    RecordedError,
-    RecordingNotSavedWarning,
-    ReplayMismatch,
-    ShapeDriftError,
-    ShapeDriftWarning,
-    UnplayedCallsError,
-    UnplayedCallsWarning,
-    VcrTransportError,
-)
-
 if _typing.TYPE_CHECKING:
     from ._context import use_cassette
     from ._core.engine._faults import Fault
@@ -31,12 +15,40 @@ if _typing.TYPE_CHECKING:
     from ._core.engine._typed_options import BlockOptions, RecordingOptions, ReplayOptions, TransportOptions
     from ._core.format._format import FORMAT_VERSION
     from ._core.rules._redaction import PLACEHOLDER, SECRET_FIELD_NAMES, Redactor, remove_secret_values
+    from ._exceptions import (
+        CassetteError,
+        CassetteExpiredWarning,
+        CassetteOwnerError,
+        ModeError,
+        NetworkBlockedError,
+        RecordedError,
+        RecordingNotSavedWarning,
+        ReplayMismatch,
+        ShapeDriftError,
+        ShapeDriftWarning,
+        UnplayedCallsError,
+        UnplayedCallsWarning,
+        VcrTransportError,
+    )
     from ._recording import AsyncRecordingTransport, CassetteRecorder, RecordingTransport
     from ._session import CassetteSession, ModeTransport, ReplayTransport, async_transport, transport
     from ._version import __version__ as __version__
 
-# The rest is imported when first used (PEP 562), so that importing the package stays cheap: name -> module.
+# Every name is imported when first used (PEP 562), so that importing the package stays cheap: name -> module.
 _LAZY = {
+    "CassetteError": "._exceptions",
+    "CassetteExpiredWarning": "._exceptions",
+    "CassetteOwnerError": "._exceptions",
+    "ModeError": "._exceptions",
+    "NetworkBlockedError": "._exceptions",
+    "RecordedError": "._exceptions",
+    "RecordingNotSavedWarning": "._exceptions",
+    "ReplayMismatch": "._exceptions",
+    "ShapeDriftError": "._exceptions",
+    "ShapeDriftWarning": "._exceptions",
+    "UnplayedCallsError": "._exceptions",
+    "UnplayedCallsWarning": "._exceptions",
+    "VcrTransportError": "._exceptions",
     "__version__": "._version",  # a leaf the build reads too; imported when asked for
     "use_cassette": "._context",
     "Fault": "._core.engine._faults",
@@ -123,9 +135,3 @@ __all__ = [
     "transport",
     "use_cassette",
 ]
-
-for _name in __all__:
-    _obj = globals().get(_name)
-    if isinstance(_obj, type):
-        _obj.__module__ = "vcr_transport"
-del _name, _obj

@@ -270,3 +270,10 @@ class CassetteExpiredWarning(UserWarning):
     """A replayed cassette was recorded longer ago than ``max_age`` days (its header's ``created``), with
     ``on_expiry="warn"`` outside pytest (the plugin says so in its end-of-run summary instead). The message
     names the cassette, its age and how to re-record it."""
+
+
+# The tree's classes are the package's (``vcr_transport.ReplayMismatch`` in a traceback), whichever module
+# loads this one first: importing the package does not.
+for _name in __all__:
+    globals()[_name].__module__ = "vcr_transport"
+del _name
