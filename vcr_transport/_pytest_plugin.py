@@ -180,6 +180,8 @@ def pytest_runtest_protocol(item: pytest.Item) -> Any:
         return (yield)
     finally:
         run.current_test = ""
+        if CASSETTE in item.stash:  # pytest keeps every item to the end: not the calls its cassette read
+            del item.stash[CASSETTE]
 
 
 @pytest.hookimpl(wrapper=True)

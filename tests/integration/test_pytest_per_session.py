@@ -114,3 +114,42 @@ def test_a_shared_redaction_adds_what_it_learned_to_what_was_learned_meanwhile()
     redactor._adopt(EMPTY, learned_by_the_headers)
     text = "another0123456789secret opaque0123456789zyxwvuts"
     assert redactor.redact_text(text) == "[secret removed] [secret removed]"
+
+
+RELEASED_TESTS = """
+import gc
+import weakref
+
+import httpx2
+import pytest
+
+SESSIONS = []
+
+
+def answer(request):
+    return httpx2.Response(200, json={"ok": True})
+
+
+@pytest.mark.vcr_transport
+@pytest.mark.parametrize("n", range(3))
+def test_call(vcr_cassette, n):
+    with httpx2.Client(transport=httpx2.MockTransport(answer)) as client:
+        assert client.post("https://api.example.test/v1/chat", json={"n": n}).json() == {"ok": True}
+    SESSIONS.append(weakref.ref(vcr_cassette.session))
+
+
+def test_the_earlier_cassettes_were_let_go():
+    gc.collect()
+    assert len(SESSIONS) == 3
+    assert [ref() for ref in SESSIONS] == [None, None, None]
+"""
+
+
+@pytest.mark.parametrize("mode", ["record", "replay"])
+def test_a_test_s_cassette_is_not_kept_once_the_test_ended(project: pytest.Pytester, mode: str) -> None:
+    """pytest keeps every collected item until the session ends: a cassette in an item's stash would keep its
+    parsed calls, so a suite's memory would grow with each test that used one."""
+    project.makepyfile(test_released=RELEASED_TESTS)
+    if mode == "replay":
+        project.runpytest(*ORDER, "--vcr-mode=record").assert_outcomes(passed=4)
+    project.runpytest(*ORDER, f"--vcr-mode={mode}").assert_outcomes(passed=4)
