@@ -6,13 +6,15 @@ their work to the modules behind them when it comes. What it registers (``--vcr-
 pytest-recording's options) comes from the generated ``_core/engine/_registration.py``; the run's bookkeeping
 (``_pytest_run.py``: the ledger, the summary) is loaded when the run is configured; a test's cassette
 (``_pytest_cassette.py``) and the compatibility mode (``_compat.py``) when a test uses one, and the machinery by
-the first cassette (the ``vcr_cassette`` fixture, which the ``@pytest.mark.vcr_transport`` marker requests for
-a test, or any other entry point); a run that uses no cassette pays for little more than registering them. (The
+the first cassette (a test marked ``@pytest.mark.vcr_transport`` or asking for ``vcr_cassette``, or any other
+entry point); a run that uses no cassette pays for little more than registering them. (The
 names differ from pytest-recording's and cassetter's ``vcr`` so that both can be installed during a
 migration.)
 
 - ``vcr_cassette``: runs the test inside ``use_cassette``; the cassette is ``cassettes/<module>/<test>.jsonl``
   beside the test file unless the marker names a path (a relative one is relative to the test file's folder).
+  It opens (``_vcr_transport_cassette``, autouse) after the wider fixtures and before the test's function-scoped
+  ones, whether the marker or an argument asked for it; asked for with ``request.getfixturevalue``, there.
 - ``@pytest.mark.vcr_transport(path=None, mode=None, unplayed=None, **options)``: options as ``use_cassette``.
 - ``--vcr-mode``: the mode for the run (below an explicit ``mode=``, above ``VCR_TRANSPORT_MODE``).
 - The ini settings are those of the options that declare one (``Knob.ini`` in ``_core/engine/_options.py``), read by
@@ -51,7 +53,6 @@ migration.)
 from __future__ import annotations
 
 import importlib.machinery
-from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
 import pytest
@@ -209,9 +210,26 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
 
 
 @pytest.fixture
-def vcr_cassette(request: pytest.FixtureRequest) -> Iterator[use_cassette]:
+def vcr_cassette(request: pytest.FixtureRequest, _vcr_transport_cassette: use_cassette | None) -> use_cassette:
     """The test's cassette, open for the whole test. Fails the test on an unplayed call by default;
     ``vcr_cassette.requests`` lists the recorded requests with their play counts."""
+    return _vcr_transport_cassette if _vcr_transport_cassette is not None else _opened(request)
+
+
+@pytest.fixture(autouse=True)
+def _vcr_transport_cassette(request: pytest.FixtureRequest) -> use_cassette | None:
+    # A marked test's cassette, or that of a test that asks for ``vcr_cassette``: opened before its other
+    # function-scoped fixtures and closed after them. A plain function, so that a test without one pays for no
+    # teardown: one fixture that takes ``request`` a test (pytest builds a definition of it each time).
+    if request.node.get_closest_marker(MARKER) is None and "vcr_cassette" not in request.fixturenames:
+        return None
+    return _opened(request)
+
+
+def _opened(request: pytest.FixtureRequest) -> use_cassette:
+    """The test's cassette (``marked_cassette``), entered, and closed when the fixture that asked is torn down."""
+    from contextlib import ExitStack
+
     from ._pytest_cassette import marked_cassette, open_test_cassette
 
     path, arguments = marked_cassette(request)
@@ -219,11 +237,7 @@ def vcr_cassette(request: pytest.FixtureRequest) -> Iterator[use_cassette]:
         from ._compat import guard_hosts
 
         arguments["allowed_hosts"] = [*arguments.get("allowed_hosts", ()), *guard_hosts(request)]
-    with open_test_cassette(request, path, arguments) as cassette:
-        yield cassette
-
-
-@pytest.fixture(autouse=True)
-def _vcr_transport_marker(request: pytest.FixtureRequest) -> None:
-    if request.node.get_closest_marker(MARKER) is not None:
-        request.getfixturevalue("vcr_cassette")
+    stack = ExitStack()
+    cassette = stack.enter_context(open_test_cassette(request, path, arguments))
+    request.addfinalizer(stack.close)
+    return cassette

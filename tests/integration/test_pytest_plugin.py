@@ -887,3 +887,69 @@ def test_a_mismatch_of_many_fields_stays_within_the_short_reports_lines() -> Non
     assert fitted[:2] == lines[:2] and fitted[-5:] == lines[-5:]
     assert fitted[2:7] == [f"  body.k{i:02}: recorded {i}, incoming {-i}" for i in range(5)]
     assert fitted[7] == "  and 7 more (-vv shows them all, whole)"
+
+
+FIXTURE_ORDER = """
+import httpx2
+import pytest
+
+
+def answer(request):
+    return httpx2.Response(200, json={"echo": request.read().decode()})
+
+
+def send(prompt):
+    with httpx2.Client(transport=httpx2.MockTransport(answer)) as client:
+        return client.post("https://api.example.test/v1/chat", json={"prompt": prompt}).json()
+
+
+@pytest.fixture(scope="module")
+def warmed():
+    return send("module")
+
+
+@pytest.fixture
+def greeted(warmed):
+    return send("fixture")
+
+
+def test_argument(greeted, vcr_cassette):
+    send("body")
+    assert len(vcr_cassette.requests) == 2
+
+
+@pytest.mark.vcr_transport
+def test_marked(greeted):
+    send("body")
+
+
+def test_asked_for_in_the_body(request):
+    cassette = request.getfixturevalue("vcr_cassette")
+    send("late")
+    assert len(cassette.requests) == 1
+
+
+def test_none(greeted):
+    send("plain")
+"""
+
+
+def _prompts(path: Any) -> list[str]:
+    lines = [json.loads(line) for line in path.read_text().splitlines()]
+    return [line["body"]["json"]["prompt"] for line in lines if line["type"] == "request"]
+
+
+def test_a_tests_cassette_opens_before_its_function_fixtures_whoever_asks_for_it(project: pytest.Pytester) -> None:
+    """The marker or a ``vcr_cassette`` argument: the cassette opens after the wider fixtures and before the
+    test's function-scoped ones, so a call a fixture of the test makes is the cassette's; asked for in the
+    body, it opens there. A test that asks for none gets none."""
+    project.makepyfile(test_order=FIXTURE_ORDER)
+    project.runpytest("-p", "no:randomly", "--vcr-mode=record").assert_outcomes(passed=4)
+    folder = project.path / "cassettes" / "test_order"
+    assert _prompts(folder / "test_argument.jsonl") == ["fixture", "body"]
+    assert _prompts(folder / "test_marked.jsonl") == ["fixture", "body"]
+    assert _prompts(folder / "test_asked_for_in_the_body.jsonl") == ["late"]
+    assert sorted(path.name for path in folder.iterdir()) == [
+        "test_argument.jsonl", "test_asked_for_in_the_body.jsonl", "test_marked.jsonl"
+    ]  # fmt: skip
+    project.runpytest("-p", "no:randomly", "--vcr-mode=replay").assert_outcomes(passed=4)
