@@ -181,7 +181,7 @@ def pytest_runtest_protocol(item: pytest.Item) -> Any:
         return (yield)
     finally:
         run.current_test = ""
-        if CASSETTE in item.stash:  # pytest keeps every item to the end: not the calls its cassette read
+        if CASSETTE in item.stash:  # pytest keeps every item until the session ends; its cassette goes now
             del item.stash[CASSETTE]
 
 
@@ -219,8 +219,8 @@ def vcr_cassette(request: pytest.FixtureRequest, _vcr_transport_cassette: use_ca
 @pytest.fixture(autouse=True)
 def _vcr_transport_cassette(request: pytest.FixtureRequest) -> use_cassette | None:
     # A marked test's cassette, or that of a test that asks for ``vcr_cassette``: opened before its other
-    # function-scoped fixtures and closed after them. A plain function, so that a test without one pays for no
-    # teardown: one fixture that takes ``request`` a test (pytest builds a definition of it each time).
+    # function-scoped fixtures and closed after them. A plain function, so that a test without one has nothing to
+    # tear down; and the only fixture of ours a marked test runs (pytest builds ``request`` anew for each).
     if request.node.get_closest_marker(MARKER) is None and "vcr_cassette" not in request.fixturenames:
         return None
     return _opened(request)
