@@ -192,12 +192,11 @@ def _skip_reason(report: pytest.CollectReport) -> str:
 def _why_left_out(config: pytest.Config, path: Path) -> str:
     """Which setting left ``path`` out of the collection ("" for pytest's own: ``__pycache__``, virtualenvs,
     ``norecursedirs``, which hold no tests of the suite)."""
-    found = _left_out_by_options(config, path)
-    for plugin in () if found else config.pluginmanager.get_plugins():
-        found = _left_out_by_conftest(config, path, plugin)
-        if found:
-            break
-    return found
+    by_options = _left_out_by_options(config, path)
+    if by_options:
+        return by_options
+    plugins = config.pluginmanager.get_plugins()
+    return next((why for plugin in plugins if (why := _left_out_by_conftest(config, path, plugin))), "")
 
 
 def _left_out_by_options(config: pytest.Config, path: Path) -> str:
