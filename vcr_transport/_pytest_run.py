@@ -52,16 +52,19 @@ def configure(config: pytest.Config) -> None:
     """The run's bookkeeping, once the project's settings are known to be valid: an unknown key in
     ``[tool.vcr_transport]`` (a typo: ``redact_name``) stops the run before it starts."""
     from ._config import find_pyproject, read_settings
-    from ._exceptions import VcrTransportError
 
     try:
         read_settings(find_pyproject())
-    except VcrTransportError as error:
-        raise pytest.UsageError(str(error)) from None
+    except Exception as error:  # the exception tree is loaded by a wrong setting only
+        from ._exceptions import VcrTransportError
+
+        if isinstance(error, VcrTransportError):
+            raise pytest.UsageError(str(error)) from None
+        raise
     config.stash[RUN] = PluginRun(config.getoption("vcr_mode"), config.rootpath)
     config.stash[_INCOMPLETE] = []
     config.pluginmanager.register(_CollectionWatcher(config), "vcr_transport_collection")
-    if config.pluginmanager.hasplugin("xdist") and not _is_worker(config):
+    if _distributes(config) and not _is_worker(config):
         config.pluginmanager.register(_XdistController(config), "vcr_transport_xdist")
 
 
@@ -151,6 +154,12 @@ class PluginRun(PytestRun):
 
 def _is_worker(config: pytest.Config) -> bool:
     return hasattr(config, "workerinput")
+
+
+def _distributes(config: pytest.Config) -> bool:
+    """Whether xdist sends this run's tests to workers (``-n 2``, ``--dist``, ``--tx``): xdist's own test, on
+    its options (an installed xdist with ``-n 0``, or none, leaves the run in this process)."""
+    return config.getoption("dist", "no") != "no" and bool(config.getoption("tx", None))
 
 
 def _note_incomplete(config: pytest.Config, why: str) -> None:

@@ -198,11 +198,10 @@ def test_loading_the_plugin_patches_nothing(project: pytest.Pytester) -> None:
 # marker, and nothing of the machinery (issue 26: free when unused; benchmarks/plugin_start.py times it).
 LOADED_WHEN_UNUSED = {
     "vcr_transport",
-    "vcr_transport._exceptions",
     "vcr_transport._core",
     "vcr_transport._core.engine",  # the layer's package: a docstring
     "vcr_transport._core.engine._registration",
-    "vcr_transport._config",  # the project's settings, checked at the start (a plain class and functions)
+    "vcr_transport._config",  # the project's settings, checked at the start (the exception tree only if wrong)
     "vcr_transport._run",  # the run every entry point reports to
     "vcr_transport._pytest_keys",
     "vcr_transport._pytest_run",  # the run's bookkeeping

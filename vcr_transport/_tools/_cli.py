@@ -27,7 +27,7 @@ from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
-from .._config import ENVIRONMENT_VARIABLE, MODES, check_settings, edit_setting, find_pyproject, read_settings
+from .._config import ENVIRONMENT_VARIABLE, MODES, check_settings, find_pyproject, read_settings
 from .._core.engine._modes import check_mode
 from .._core.engine._options import Options
 from .._core.format._format import Cassette, RecordedCall
@@ -52,6 +52,7 @@ from ._manage import (
     split_cassettes,
     verify,
 )
+from ._pyproject import edit_setting
 from ._render import (
     diff_json,
     diff_lines,
