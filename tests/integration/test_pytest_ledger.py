@@ -213,6 +213,23 @@ def test_a_k_run_under_xdist_names_the_run_in_the_refusal(
     assert Path(suite.path / "tests" / "cassettes" / "stale.jsonl").exists()
 
 
+@pytest.mark.slow
+def test_a_worker_that_crashes_makes_the_run_partial_and_a_run_xdist_keeps_in_process_does_not(
+    suite: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The controller hears of each worker going down: one that dies mid-run (``os._exit``) leaves the run's
+    ledger partial, naming it. With xdist loaded and ``-n 0`` the run stays in this process, and is complete."""
+    pytest.importorskip("xdist")
+    monkeypatch.chdir(suite.path)
+    suite.runpytest_subprocess(*LEAN, "-p", "xdist", "-n", "0").assert_outcomes(passed=4)
+    assert (ledger(suite)["complete"], ledger(suite)["why_incomplete"]) == (True, "")
+    (suite.path / "tests" / "test_dies.py").write_text("import os\n\ndef test_dies():\n    os._exit(3)\n")
+    result = suite.runpytest_subprocess(*LEAN, "-p", "xdist", "-n", "2", "--max-worker-restart", "0")
+    assert result.ret != 0
+    assert ledger(suite)["complete"] is False
+    assert "crashed" in ledger(suite)["why_incomplete"], ledger(suite)["why_incomplete"]
+
+
 def test_a_start_in_the_folder_that_holds_every_test_is_complete(
     suite: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
 ) -> None:
