@@ -205,6 +205,14 @@ def _environment(folder: Path) -> dict[str, str]:
     return environment | {"PYTHONHASHSEED": "0", "PYTHONPYCACHEPREFIX": str(folder / "bytecode")}
 
 
+def plugin_start_counts() -> tuple[int, int]:
+    """The instructions of pytest on the plugin-start suite (20 plain tests) with the plugin installed and unused,
+    and with ``-p no:vcr_transport``: a figure a busy machine doesn't move, where CPU time moves by milliseconds."""
+    with tempfile.TemporaryDirectory() as name:
+        environment = _environment(Path(name))
+        return _count("plugin_start", True, name, environment), _count("plugin_start", False, name, environment)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--out", type=Path)

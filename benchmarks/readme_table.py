@@ -133,9 +133,8 @@ def render(results: dict[str, Any]) -> str:
         f"| {goal['goal']} | {goal['measured']} | {'yes' if goal['met'] else '**no**'} |" for goal in results["goals"]
     ]
     machine = _machine(results)
-    return "\n".join(
-        [*rows, "", *alone, "", *_scaling(results), "", *goals, "", f"Generated from one run on {machine}."]
-    )
+    tables = [rows, alone, _scaling(results), _plugin(results), goals, [f"Generated from one run on {machine}."]]
+    return "\n\n".join("\n".join(table) for table in tables)
 
 
 def _machine(results: dict[str, Any]) -> str:
@@ -170,6 +169,33 @@ def _scaling(results: dict[str, Any]) -> list[str]:
             f"| {row['name']} | {row['seconds']:.2f} s ({row['ratio']:.2f}x), {row['mb_per_s']:.0f} MB/s "
             f"| {row['floor_seconds']:.2f} s | |"
         )
+    return rows
+
+
+def _plugin(results: dict[str, Any]) -> list[str]:
+    """The pytest plugin: two-call tests replayed with it against the same suite without it, serially and under
+    xdist, and pytest's start with it unused."""
+    by_size: dict[int, dict[int, dict[str, Any]]] = {}
+    for row in results["plugin_suite"]:
+        by_size.setdefault(row["tests"], {})[row["workers"]] = row
+    workers = sorted({row["workers"] for row in results["plugin_suite"]})
+    rows = [
+        "| the pytest plugin | " + " | ".join("serially" if not w else f"under `-n {w}`" for w in workers) + " |",
+        "|---" * (len(workers) + 1) + "|",
+    ]
+    for tests, row in sorted(by_size.items()):
+        rows.append(
+            f"| {tests:,} two-call tests replayed: CPU a test over no plugin; x the plugin-free run | "
+            + " | ".join(f"{row[w]['added_cpu_ms_per_test']:.2f} ms; {row[w]['cpu_ratio']:.2f}x" for w in workers)
+            + " |"
+        )
+    start = results["plugin_start"][0]
+    if "added_instructions" in start:
+        added = f"{start['added_instructions'] / 1e6:.1f} M instructions, {start['added_ms_by_instructions']:.1f} ms"
+    else:
+        added = f"{start['added_cpu_ms']:.1f} ms of CPU (median)"
+    head = f"| pytest's start, {start['name']}, the plugin installed and unused: added"
+    rows.append(f"{head} | {added} |" + " |" * (len(workers) - 1))
     return rows
 
 

@@ -16,6 +16,7 @@ import importlib.util
 import json
 import os
 import platform
+import shutil
 import statistics
 import subprocess
 import sys
@@ -31,7 +32,7 @@ from typing import Any
 import httpx2
 
 import vcr_transport
-from benchmarks import replay_scaling
+from benchmarks import instructions, plugin_start, plugin_suite, replay_scaling
 
 
 @dataclass
@@ -721,6 +722,7 @@ def goals(results: dict[str, Any], big_stream_mb: int) -> list[dict[str, Any]]:
             "measured": ", ".join(f"{v:.0f}" for v in per_call) + " us per call",
         },
         *_scaling_goals(results),
+        *_plugin_goals(results),
     ]
 
 
@@ -743,6 +745,56 @@ def _scaling_goals(results: dict[str, Any]) -> list[dict[str, Any]]:
             f"({talk['memory_ratio']:.1f}x the file), loaded in {talk['open_s']:.2f} s",
         },
     ]
+
+
+def bench_plugin(repeats: int) -> dict[str, Any]:
+    """The pytest plugin: two-call tests replayed with it against the same suite without it, 100 and 1,000 tests,
+    serially and under ``-n 2`` (``benchmarks.plugin_suite``); and pytest's start with it installed and unused,
+    20 plain tests (``benchmarks.plugin_start``). CPU time of the runs and their workers."""
+    suite = [plugin_suite.measure(tests, workers, repeats) for workers in (0, 2) for tests in (100, 1000)]
+    start: dict[str, Any] = {"name": "20 plain tests", **plugin_start.measure(repeats=max(11, 5 * repeats), tests=20)}
+    if shutil.which("valgrind"):  # the instructions added, in ms at the rate of the plugin-free run's CPU time
+        ours, base = instructions.plugin_start_counts()
+        start["added_instructions"] = ours - base
+        start["added_ms_by_instructions"] = round((ours - base) / base * start["without_plugin_cpu_ms"], 1)
+    return {"plugin_suite": suite, "plugin_start": [start]}
+
+
+def _plugin_goals(results: dict[str, Any]) -> list[dict[str, Any]]:
+    """Issue 38's goals for the plugin: per test and per suite (the largest suite), and at start."""
+    largest = max(row["tests"] for row in results["plugin_suite"])
+    rows = {row["workers"]: row for row in results["plugin_suite"] if row["tests"] == largest}
+    start = results["plugin_start"][0]
+
+    def both(key: str, unit: str) -> str:
+        return ", ".join(f"{rows[w][key]:.2f}{unit} {'serially' if not w else f'under -n {w}'}" for w in sorted(rows))
+
+    return [
+        {
+            "goal": f"the plugin at most 1 ms of CPU a test over no plugin ({largest:,} two-call tests)",
+            "met": max(row["added_cpu_ms_per_test"] for row in rows.values()) <= 1,
+            "measured": both("added_cpu_ms_per_test", " ms"),
+        },
+        {
+            "goal": f"a {largest:,}-test suite at most 1.3x the plugin-free run",
+            "met": max(row["cpu_ratio"] for row in rows.values()) <= 1.3,
+            "measured": both("cpu_ratio", "x"),
+        },
+        {
+            "goal": "pytest's start with the plugin unused at most 10 ms over -p no:vcr_transport",
+            "met": start.get("added_ms_by_instructions", start["added_cpu_ms"]) <= 10,
+            "measured": _start_measured(start),
+        },
+    ]
+
+
+def _start_measured(start: dict[str, Any]) -> str:
+    """Pytest's start: the instructions the plugin adds (in ms at the plugin-free run's rate), when valgrind
+    counted them, and the median CPU time it adds, which a shared machine moves by milliseconds."""
+    cpu = f"{start['added_cpu_ms']:.1f} ms of CPU by the median of runs ({start['name']})"
+    if "added_instructions" not in start:
+        return cpu
+    return f"{start['added_instructions'] / 1e6:.1f} M instructions, {start['added_ms_by_instructions']:.1f} ms; {cpu}"
 
 
 REPLAY_COLUMNS = [("", "name", 36), ("seconds", "seconds", 10), ("x floor", "ratio", 9), ("chunks", "count", 8),
@@ -779,6 +831,12 @@ TABLES: list[tuple[str, str, list[tuple[str, str, int]]]] = [
     ("binary", "11. binary answers",
      [("", "name", 44), ("seconds", "seconds", 9), ("floor s", "floor_seconds", 9), ("x floor", "ratio", 9),
       ("MB/s", "mb_per_s", 8)]),
+    ("plugin_suite", "12. the pytest plugin: two-call tests replayed, against the same suite without it",
+     [("tests", "tests", 7), ("workers", "workers", 9), ("CPU s without", "without_plugin_cpu_s", 15),
+      ("CPU s with", "with_plugin_cpu_s", 12), ("x", "cpu_ratio", 7), ("ms per test", "added_cpu_ms_per_test", 13)]),
+    ("plugin_start", "13. pytest's start with the plugin installed and unused",
+     [("", "name", 16), ("ms without", "without_plugin_ms", 12), ("ms with", "with_plugin_ms", 9),
+      ("CPU ms added", "added_cpu_ms", 14)]),
 ]  # fmt: skip
 
 
@@ -831,6 +889,7 @@ def main() -> None:
         results["imports"] = bench_import(5 if args.quick else 11)
         results["million_lines"] = bench_million_lines(folder, 3)
         results.update(replay_scaling.measure(folder, args.quick))  # gather, conversation, binary
+        results.update(bench_plugin(repeats=3))  # the pytest plugin: per test, per suite, at start
 
     results["load_after"] = os.getloadavg()[0]
     for row in results["memory"] + results["memory_held"]:
