@@ -134,7 +134,7 @@ def render(results: dict[str, Any]) -> str:
     ]
     machine = _machine(results)
     tables = [rows, alone, _scaling(results), _plugin(results), goals, [f"Generated from one run on {machine}."]]
-    return "\n\n".join("\n".join(table) for table in tables)
+    return "\n\n".join(map("\n".join, tables))
 
 
 def _machine(results: dict[str, Any]) -> str:
