@@ -126,15 +126,15 @@ import pytest
 SESSIONS = []
 
 
-def answer(request):
-    return httpx2.Response(200, json={"ok": True})
+def answer(request):  # at the vendor's host, with its real headers (cookies with Domain, HSTS)
+    return httpx2.Response(200, json={"ok": True}, headers=HEADERS)
 
 
 @pytest.mark.vcr_transport
 @pytest.mark.parametrize("n", range(3))
 def test_call(vcr_cassette, n):
     with httpx2.Client(transport=httpx2.MockTransport(answer)) as client:
-        assert client.post("https://api.example.test/v1/chat", json={"n": n}).json() == {"ok": True}
+        assert client.post("https://api.openai.com/v1/chat/completions", json={"n": n}).json() == {"ok": True}
     SESSIONS.append(weakref.ref(vcr_cassette.session))
 
 
@@ -149,7 +149,9 @@ def test_the_earlier_cassettes_were_let_go():
 def test_a_test_s_cassette_is_not_kept_once_the_test_ended(project: pytest.Pytester, mode: str) -> None:
     """pytest keeps every collected item until the session ends: a cassette in an item's stash would keep its
     parsed calls, so a suite's memory would grow with each test that used one."""
-    project.makepyfile(test_released=RELEASED_TESTS)
+    from real_wire import real_headers
+
+    project.makepyfile(test_released=RELEASED_TESTS.replace("HEADERS", repr(real_headers("openai"))))
     if mode == "replay":
         project.runpytest(*ORDER, "--vcr-mode=record").assert_outcomes(passed=4)
     project.runpytest(*ORDER, f"--vcr-mode={mode}").assert_outcomes(passed=4)

@@ -893,13 +893,13 @@ import httpx2
 import pytest
 
 
-def answer(request):
-    return httpx2.Response(200, json={"echo": request.read().decode()})
+def answer(request):  # at the vendor's host, with its real headers (cookies with Domain, HSTS)
+    return httpx2.Response(200, json={"echo": request.read().decode()}, headers=HEADERS)
 
 
 def send(prompt):
     with httpx2.Client(transport=httpx2.MockTransport(answer)) as client:
-        return client.post("https://api.example.test/v1/chat", json={"prompt": prompt}).json()
+        return client.post("https://api.openai.com/v1/chat/completions", json={"prompt": prompt}).json()
 
 
 @pytest.fixture(scope="module")
@@ -942,7 +942,9 @@ def test_a_tests_cassette_opens_before_its_function_fixtures_whoever_asks_for_it
     """The marker or a ``vcr_cassette`` argument: the cassette opens after the wider fixtures and before the
     test's function-scoped ones, so a call a fixture of the test makes is the cassette's; asked for in the
     body, it opens there. A test that asks for none gets none."""
-    project.makepyfile(test_order=FIXTURE_ORDER)
+    from real_wire import real_headers
+
+    project.makepyfile(test_order=FIXTURE_ORDER.replace("HEADERS", repr(real_headers("openai"))))
     project.runpytest("-p", "no:randomly", "--vcr-mode=record").assert_outcomes(passed=4)
     folder = project.path / "cassettes" / "test_order"
     assert _prompts(folder / "test_argument.jsonl") == ["fixture", "body"]
