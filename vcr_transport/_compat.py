@@ -61,6 +61,7 @@ from ._core.engine._registration import COMPAT_INI, ENVIRONMENT_VARIABLE
 from ._pytest_keys import COMPAT_ACTIVE, compat_active
 
 if TYPE_CHECKING:  # the machinery is imported by the first test that opens a cassette
+    from ._context import use_cassette
     from ._session import CassetteRequest
 
 __all__ = [
@@ -615,8 +616,16 @@ class RecordingCompat:
         arguments = with_run_options(request.config, arguments)
         from ._urllib3 import URLLIB3_REPLAY  # vcrpy records urllib3 (requests) calls: they replay here too
 
-        with URLLIB3_REPLAY, open_test_cassette(request, folder / f"{stem}.jsonl", arguments) as cassette:
+        with URLLIB3_REPLAY, open_test_cassette(request.node, folder / f"{stem}.jsonl", arguments) as cassette:
             yield VcrpyCassette(cassette, given_record_mode(request.config, config))
+
+    @pytest.fixture(autouse=True)
+    def _vcr_transport_cassette(self, request: pytest.FixtureRequest) -> use_cassette | None:
+        """The plugin's fixture of the same name (which this one replaces), whose guard also lets this mode's
+        allowed hosts through (the ``allowed_hosts`` fixture's, which a conftest may override)."""
+        from ._pytest_plugin import opened, wants_cassette
+
+        return opened(request.node, guard_hosts(request)) if wants_cassette(request.node) else None
 
     @pytest.fixture(autouse=True)
     def _vcr_transport_vcr_marker(self, request: pytest.FixtureRequest) -> None:

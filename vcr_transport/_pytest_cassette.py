@@ -187,9 +187,7 @@ def _run_allowed_hosts(config: pytest.Config) -> list[str]:
 
 
 @contextlib.contextmanager
-def open_test_cassette(
-    request: pytest.FixtureRequest, path: Path, arguments: Mapping[str, Any]
-) -> Iterator[use_cassette]:
+def open_test_cassette(item: pytest.Item, path: Path, arguments: Mapping[str, Any]) -> Iterator[use_cassette]:
     """The test's cassette, open while the test runs, guarded in replay (``block_network``; with ``"session"``
     the guard also holds between and after replayed tests, until the process ends). At teardown, unplayed
     calls are checked only when the test's body ran and passed; a missing cassette no request asked for is not
@@ -200,10 +198,10 @@ def open_test_cassette(
     if "block_network" not in arguments and "block_network" not in _project_settings():
         arguments["block_network"] = True  # the plugin's default: a replayed test is guarded
     mode = arguments.pop("mode", None)
-    cassette = use_cassette(path, mode=mode, options=_options(request.config, arguments))
+    config = item.config
+    cassette = use_cassette(path, mode=mode, options=_options(config, arguments))
     cassette.__enter__()
-    request.node.stash[CASSETTE] = cassette
-    config = request.config
+    item.stash[CASSETTE] = cassette
     session_guard = config.stash.get(SESSION_GUARD, None)
     if session_guard is not None and session_guard.active:
         session_guard.stop()  # the test's own guard (started above) covers it, or the test needs the network
@@ -211,7 +209,7 @@ def open_test_cassette(
         yield cassette
     finally:
         _guard_after(config, cassette, session_guard)
-        cassette.close(check=False, failure=request.node.stash.get(CALL_FAILURE, None))
+        cassette.close(check=False, failure=item.stash.get(CALL_FAILURE, None))
 
 
 def _options(config: pytest.Config, arguments: dict[str, Any]) -> Options:
@@ -250,10 +248,10 @@ def _guard_after(config: pytest.Config, cassette: use_cassette, session_guard: A
         session_guard.start()
 
 
-def marked_cassette(request: pytest.FixtureRequest) -> tuple[Path, dict[str, Any]]:
+def marked_cassette(item: pytest.Item) -> tuple[Path, dict[str, Any]]:
     """The path and arguments of a marked test's cassette: the marker's arguments (checked), the run-wide
     options, and ``shared_as`` when several tests share the path."""
-    marker = request.node.get_closest_marker(MARKER)
+    marker = item.get_closest_marker(MARKER)
     arguments = dict(marker.kwargs) if marker else {}
     valid = _marker_arguments()
     unknown = set(arguments) - valid
@@ -262,10 +260,10 @@ def marked_cassette(request: pytest.FixtureRequest) -> tuple[Path, dict[str, Any
             f"@pytest.mark.{MARKER} got unknown argument(s) {', '.join(sorted(unknown))}; "
             f"valid: {', '.join(sorted(valid))}"
         )
-    path = marker_cassette_path(request.node, arguments.pop("path", None))
-    arguments = with_run_options(request.config, arguments)
-    if _shared(request.config, path):  # each test's calls are its own (``shared_as``)
-        arguments["shared_as"] = written_test_id(request.node)
+    path = marker_cassette_path(item, arguments.pop("path", None))
+    arguments = with_run_options(item.config, arguments)
+    if _shared(item.config, path):  # each test's calls are its own (``shared_as``)
+        arguments["shared_as"] = written_test_id(item)
     return path, arguments
 
 

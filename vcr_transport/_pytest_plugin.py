@@ -53,6 +53,7 @@ migration.)
 from __future__ import annotations
 
 import importlib.machinery
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 import pytest
@@ -172,14 +173,22 @@ def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pyte
     _pytest_run.terminal_summary(terminalreporter, config)
 
 
+# The tests running now, innermost last (a pytester run in the process nests one): the fixtures below take
+# the test from here rather than from ``request``, whose fixture definition pytest builds anew (with the signature
+# of a function) each time a fixture asks for it; that was half of what the autouse fixture cost every test.
+_RUNNING: list[pytest.Item] = []
+
+
 @pytest.hookimpl(wrapper=True)
 def pytest_runtest_protocol(item: pytest.Item) -> Any:
     # The test running now, which the summary names for a stale cassette it replayed (any entry point).
     run = item.config.stash[RUN]
     run.current_test = item.nodeid
+    _RUNNING.append(item)
     try:
         return (yield)
     finally:
+        _RUNNING.pop()
         run.current_test = ""
         if CASSETTE in item.stash:  # pytest keeps every item until the session ends; its cassette goes now
             del item.stash[CASSETTE]
@@ -213,31 +222,42 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
 def vcr_cassette(request: pytest.FixtureRequest, _vcr_transport_cassette: use_cassette | None) -> use_cassette:
     """The test's cassette, open for the whole test. Fails the test on an unplayed call by default;
     ``vcr_cassette.requests`` lists the recorded requests with their play counts."""
-    return _vcr_transport_cassette if _vcr_transport_cassette is not None else _opened(request)
+    if _vcr_transport_cassette is not None:
+        return _vcr_transport_cassette
+    hosts: list[str] = []  # asked for with ``request.getfixturevalue``: opened now
+    if compat_active(request.config):
+        from ._compat import guard_hosts
+
+        hosts = guard_hosts(request)
+    return opened(request.node, hosts)
 
 
 @pytest.fixture(autouse=True)
-def _vcr_transport_cassette(request: pytest.FixtureRequest) -> use_cassette | None:
+def _vcr_transport_cassette() -> use_cassette | None:
     # A marked test's cassette, or that of a test that asks for ``vcr_cassette``: opened before its other
     # function-scoped fixtures and closed after them. A plain function, so that a test without one has nothing to
-    # tear down; and the only fixture of ours a marked test runs (pytest builds ``request`` anew for each).
-    if request.node.get_closest_marker(MARKER) is None and "vcr_cassette" not in request.fixturenames:
-        return None
-    return _opened(request)
+    # tear down; the only fixture of ours a marked test runs. (The compatibility mode replaces it with one that
+    # also lets pytest-recording's allowed hosts through: ``RecordingCompat``.)
+    item = _RUNNING[-1]
+    return opened(item) if wants_cassette(item) else None
 
 
-def _opened(request: pytest.FixtureRequest) -> use_cassette:
-    """The test's cassette (``marked_cassette``), entered, and closed when the fixture that asked is torn down."""
+def wants_cassette(item: pytest.Item) -> bool:
+    """Whether the test is marked or asks for ``vcr_cassette``."""
+    return item.get_closest_marker(MARKER) is not None or "vcr_cassette" in getattr(item, "fixturenames", ())
+
+
+def opened(item: pytest.Item, allowed_hosts: Sequence[str] = ()) -> use_cassette:
+    """The test's cassette (``marked_cassette``), entered, and closed as the test's fixtures are torn down: after
+    those set up after it, before those set up before it. ``allowed_hosts``: more hosts its guard lets through."""
     from contextlib import ExitStack
 
     from ._pytest_cassette import marked_cassette, open_test_cassette
 
-    path, arguments = marked_cassette(request)
-    if compat_active(request.config):  # pytest-recording's allowed hosts pass every guard, a cassette's too
-        from ._compat import guard_hosts
-
-        arguments["allowed_hosts"] = [*arguments.get("allowed_hosts", ()), *guard_hosts(request)]
+    path, arguments = marked_cassette(item)
+    if allowed_hosts:
+        arguments["allowed_hosts"] = [*arguments.get("allowed_hosts", ()), *allowed_hosts]
     stack = ExitStack()
-    cassette = stack.enter_context(open_test_cassette(request, path, arguments))
-    request.addfinalizer(stack.close)
+    cassette = stack.enter_context(open_test_cassette(item, path, arguments))
+    item.addfinalizer(stack.close)
     return cassette

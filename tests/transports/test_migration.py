@@ -442,6 +442,20 @@ def test_a_replayed_cassette_is_guarded_with_the_allowed_hosts(sent, guarded, vc
     with pytest.raises(RuntimeError, match=r"network guard \\(replay mode\\)"):
         dial("192.0.2.2")
     assert guarded and vcr.record_mode == "none" and sent == ["192.0.2.1"]
+
+@pytest.mark.vcr_transport
+def test_the_native_marker_is_guarded_with_the_allowed_hosts(sent, guarded):
+    dial("192.0.2.1")
+    with pytest.raises(RuntimeError, match=r"network guard \\(replay mode\\)"):
+        dial("192.0.2.2")
+    assert guarded and sent == ["192.0.2.1"]
+
+def test_a_cassette_asked_for_later_is_guarded_with_the_allowed_hosts(sent, request):
+    assert request.getfixturevalue("vcr_cassette").mode == "replay"
+    dial("192.0.2.1")
+    with pytest.raises(RuntimeError, match=r"network guard \\("):
+        dial("192.0.2.2")
+    assert sent == ["192.0.2.1"]
 """
 
 
@@ -456,15 +470,17 @@ def test_block_network_in_addopts_starts_and_guards_every_test(
 ) -> None:
     """crewAI's addopts carry --block-network: the suite starts, tests without a cassette are guarded (loopback
     open, --allowed-hosts let through), the marker's allowed_hosts win, and a replayed cassette is guarded with
-    the same allowed hosts."""
+    the same allowed hosts (pytest-recording's marker, ours, and ``vcr_cassette`` asked for in the test)."""
     _compat_project(pytester, monkeypatch, "addopts = --block-network --allowed-hosts=192[.]0[.]2[.]1$\n")
     pytester.makeconftest(NETWORK_CONFTEST)
     pytester.makepyfile(test_net=NETWORK_TESTS)
-    cassette = pytester.path / "cassettes" / "test_net" / "test_a_replayed_cassette_is_guarded_with_the_allowed_hosts"
-    cassette.parent.mkdir(parents=True)
-    cassette.with_suffix(".jsonl").write_text(json.dumps({"type": "header", "format_version": 1}) + "\n")
+    folder = pytester.path / "cassettes" / "test_net"
+    folder.mkdir(parents=True)
+    for test in ("a_replayed_cassette", "the_native_marker", "a_cassette_asked_for_later"):
+        header = json.dumps({"type": "header", "format_version": 1})
+        (folder / f"test_{test}_is_guarded_with_the_allowed_hosts.jsonl").write_text(header + "\n")
     result = pytester.runpytest_inprocess("-p", "no:cassetter")
-    result.assert_outcomes(passed=3)
+    result.assert_outcomes(passed=5)
 
 
 RECORDING_TESTS = """
