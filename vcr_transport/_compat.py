@@ -57,8 +57,8 @@ from urllib.parse import parse_qsl, urlsplit
 
 import pytest
 
-from ._core.engine._registration import COMPAT_INI, ENVIRONMENT_VARIABLE
 from ._pytest_keys import COMPAT_ACTIVE, compat_active
+from ._registration import COMPAT_INI, ENVIRONMENT_VARIABLE
 
 if TYPE_CHECKING:  # the machinery is imported by the first test that opens a cassette
     from ._context import use_cassette
@@ -623,9 +623,10 @@ class RecordingCompat:
     def _vcr_transport_cassette(self, request: pytest.FixtureRequest) -> use_cassette | None:
         """The plugin's fixture of the same name (which this one replaces), whose guard also lets this mode's
         allowed hosts through (the ``allowed_hosts`` fixture's, which a conftest may override)."""
-        from ._pytest_plugin import opened, wants_cassette
+        from ._pytest_cassette import entered_cassette
+        from ._pytest_plugin import wants_cassette
 
-        return opened(request.node, guard_hosts(request)) if wants_cassette(request.node) else None
+        return entered_cassette(request.node, guard_hosts(request)) if wants_cassette(request.node) else None
 
     @pytest.fixture(autouse=True)
     def _vcr_transport_vcr_marker(self, request: pytest.FixtureRequest) -> None:

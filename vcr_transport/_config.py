@@ -23,7 +23,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from ._core.engine._registration import ENVIRONMENT_VARIABLE, MODES, PYPROJECT_NAMES
+from ._registration import ENVIRONMENT_VARIABLE, MODES, PYPROJECT_NAMES
 from ._run import PytestRun, current_run, published_run
 
 __all__ = [

@@ -20,6 +20,8 @@ import os
 from pathlib import Path
 from typing import Any
 
+from ._run import ledger_path
+
 __all__ = ["Ledger", "LedgerProblem", "ledger_path", "new_ledger", "read_ledger", "write_ledger"]
 
 LEDGER_VERSION = 1
@@ -27,10 +29,6 @@ LEDGER_VERSION = 1
 
 class LedgerProblem(Exception):
     """The ledger is missing or unreadable; the message says what to do."""
-
-
-def ledger_path(root: Path) -> Path:
-    return root / ".vcr_transport" / "ledger.json"
 
 
 class Ledger:

@@ -11,21 +11,22 @@ from __future__ import annotations
 import contextlib
 import functools
 import re
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import pytest
 
 from ._config import find_pyproject, read_settings
-from ._core.engine._registration import INI_OPTIONS
 from ._pytest_keys import CALL_FAILURE, CASSETTE, CHECKED_AT_END, MARKER, RUN, SESSION_GUARD, SHARED, compat_active
+from ._registration import INI_OPTIONS
 
 if TYPE_CHECKING:
     from ._context import use_cassette
     from ._core.engine._options import Knob, Options
 
 __all__ = [
+    "CassetteHooks",
     "cassette_name",
     "check_at_end",
     "default_cassette_path",
@@ -35,6 +36,7 @@ __all__ = [
     "note_failure",
     "open_test_cassette",
     "run_option",
+    "entered_cassette",
     "with_run_options",
 ]
 
@@ -212,6 +214,18 @@ def open_test_cassette(item: pytest.Item, path: Path, arguments: Mapping[str, An
         cassette.close(check=False, failure=item.stash.get(CALL_FAILURE, None))
 
 
+def entered_cassette(item: pytest.Item, allowed_hosts: Sequence[str] = ()) -> use_cassette:
+    """The test's cassette (``marked_cassette``), entered, and closed as the test's fixtures are torn down: after
+    those set up after it, before those set up before it. ``allowed_hosts``: more hosts its guard lets through."""
+    path, arguments = marked_cassette(item)
+    if allowed_hosts:
+        arguments["allowed_hosts"] = [*arguments.get("allowed_hosts", ()), *allowed_hosts]
+    stack = contextlib.ExitStack()
+    cassette = stack.enter_context(open_test_cassette(item, path, arguments))
+    item.addfinalizer(stack.close)
+    return cassette
+
+
 def _options(config: pytest.Config, arguments: dict[str, Any]) -> Options:
     """The options of a test's cassette, as ``use_cassette(path, **arguments)`` makes them (the same errors),
     made once per run for each set of arguments: most tests of a suite give the same."""
@@ -276,6 +290,29 @@ def _shared(config: pytest.Config, path: Path) -> bool:
     if claimed and config.stash[RUN].resolved(path) in claimed:
         return True
     return is_shared(path)
+
+
+class CassetteHooks:
+    """The hooks around a test's body and its reports, registered by the run's first cassette
+    (``_pytest_run``)."""
+
+    @pytest.hookimpl(wrapper=True)
+    def pytest_runtest_call(self, item: pytest.Item) -> Any:
+        # A test whose body passed is checked here (``check_at_end``).
+        result = yield
+        cassette = item.stash.get(CASSETTE, None)
+        if cassette is not None:
+            check_at_end(item, cassette)
+        return result
+
+    @pytest.hookimpl(wrapper=True)
+    def pytest_runtest_makereport(self, item: pytest.Item, call: pytest.CallInfo[None]) -> Any:
+        if call.excinfo is None:
+            return (yield)
+        hint_missing_key(item, call.excinfo.value)
+        report = yield
+        note_failure(item, call, report)
+        return report
 
 
 def check_at_end(item: pytest.Item, cassette: use_cassette) -> None:

@@ -3,7 +3,7 @@
 Loading it patches nothing, reads no environment variable, opens no file and imports none of the machinery
 (options, sessions, recording, replay, the network guard): this module is thin, hooks and fixtures that hand
 their work to the modules behind them when it comes. What it registers (``--vcr-mode``, the ini settings,
-pytest-recording's options) comes from the generated ``_core/engine/_registration.py``; the run's bookkeeping
+pytest-recording's options) comes from the generated ``_registration.py``; the run's bookkeeping
 (``_pytest_run.py``: the ledger, the summary) is loaded when the run is configured; a test's cassette
 (``_pytest_cassette.py``) and the compatibility mode (``_compat.py``) when a test uses one, and the machinery by
 the first cassette (a test marked ``@pytest.mark.vcr_transport`` or asking for ``vcr_cassette``, or any other
@@ -58,14 +58,14 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from ._core.engine._registration import COMPAT_FLAGS, COMPAT_INI, COMPAT_OWNERS, COMPAT_VALUE, INI_OPTIONS, MODES
 from ._pytest_keys import CASSETTE, MARKER, RUN, compat_active
+from ._registration import COMPAT_FLAGS, COMPAT_INI, COMPAT_OWNERS, COMPAT_VALUE, INI_OPTIONS, MODES
 
 if TYPE_CHECKING:  # imported by the first test that opens a cassette, not when the plugin loads
     from ._context import use_cassette
 
 # The hooks and the fixtures are found by pytest by name; a test's cassette is ``_pytest_cassette``'s.
-__all__ = ["MARKER", "vcr_cassette"]
+__all__ = ["MARKER", "vcr_cassette", "wants_cassette"]
 
 
 def pytest_addoption(parser: pytest.Parser, pluginmanager: pytest.PytestPluginManager) -> None:
@@ -194,30 +194,6 @@ def pytest_runtest_protocol(item: pytest.Item) -> Any:
             del item.stash[CASSETTE]
 
 
-@pytest.hookimpl(wrapper=True)
-def pytest_runtest_call(item: pytest.Item) -> Any:
-    # A test whose body passed is checked here (``_pytest_cassette.check_at_end``).
-    result = yield
-    cassette = item.stash.get(CASSETTE, None)
-    if cassette is not None:
-        from ._pytest_cassette import check_at_end
-
-        check_at_end(item, cassette)
-    return result
-
-
-@pytest.hookimpl(wrapper=True)
-def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Any:
-    if call.excinfo is None:
-        return (yield)
-    from ._pytest_cassette import hint_missing_key, note_failure
-
-    hint_missing_key(item, call.excinfo.value)
-    report = yield
-    note_failure(item, call, report)
-    return report
-
-
 @pytest.fixture
 def vcr_cassette(request: pytest.FixtureRequest, _vcr_transport_cassette: use_cassette | None) -> use_cassette:
     """The test's cassette, open for the whole test. Fails the test on an unplayed call by default;
@@ -229,7 +205,7 @@ def vcr_cassette(request: pytest.FixtureRequest, _vcr_transport_cassette: use_ca
         from ._compat import guard_hosts
 
         hosts = guard_hosts(request)
-    return opened(request.node, hosts)
+    return _opened(request.node, hosts)
 
 
 @pytest.fixture(autouse=True)
@@ -239,7 +215,7 @@ def _vcr_transport_cassette() -> use_cassette | None:
     # tear down; the only fixture of ours a marked test runs. (The compatibility mode replaces it with one that
     # also lets pytest-recording's allowed hosts through: ``RecordingCompat``.)
     item = _RUNNING[-1]
-    return opened(item) if wants_cassette(item) else None
+    return _opened(item) if wants_cassette(item) else None
 
 
 def wants_cassette(item: pytest.Item) -> bool:
@@ -247,17 +223,7 @@ def wants_cassette(item: pytest.Item) -> bool:
     return item.get_closest_marker(MARKER) is not None or "vcr_cassette" in getattr(item, "fixturenames", ())
 
 
-def opened(item: pytest.Item, allowed_hosts: Sequence[str] = ()) -> use_cassette:
-    """The test's cassette (``marked_cassette``), entered, and closed as the test's fixtures are torn down: after
-    those set up after it, before those set up before it. ``allowed_hosts``: more hosts its guard lets through."""
-    from contextlib import ExitStack
+def _opened(item: pytest.Item, allowed_hosts: Sequence[str] = ()) -> use_cassette:
+    from ._pytest_cassette import entered_cassette  # lazily: the first test with a cassette loads it
 
-    from ._pytest_cassette import marked_cassette, open_test_cassette
-
-    path, arguments = marked_cassette(item)
-    if allowed_hosts:
-        arguments["allowed_hosts"] = [*arguments.get("allowed_hosts", ()), *allowed_hosts]
-    stack = ExitStack()
-    cassette = stack.enter_context(open_test_cassette(item, path, arguments))
-    item.addfinalizer(stack.close)
-    return cassette
+    return entered_cassette(item, allowed_hosts)

@@ -2,9 +2,11 @@
 any entry point and what became of it (``PluginRun``, published for the run's length), the tests that claimed
 each, and whether the run collected the whole suite (what the collection left out, a selection, an early stop, a
 crashed xdist worker: ``_CollectionWatcher``, ``_XdistController``). The thin plugin (``_pytest_plugin``) loads
-it when the run is configured; it imports the ledger (``_ledger``, a leaf) at the start, to mark the run started
-in a ledger that exists, the test ids' redaction (``_test_ids``) only for a test that names a cassette, and
-nothing of the machinery.
+it when the run is configured; it imports the ledger (``_ledger``, a leaf) only to write one (at the start, to
+mark the run started in a ledger that exists, and at the end), the test ids' redaction (``_test_ids``) only for a
+test that names a cassette, and nothing of the machinery. The run's first cassette (a marked test collected, or
+one opened through any entry point) registers the hooks around each test's body and reports
+(``_pytest_cassette.CassetteHooks``): a run that uses none never calls them.
 """
 
 from __future__ import annotations
@@ -15,14 +17,15 @@ import shlex
 import threading
 import time
 from collections import Counter
-from collections.abc import Generator
+from collections.abc import Callable, Generator
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import pytest
 
 from ._pytest_keys import MARKER, RUN, SHARED, compat_active
-from ._run import PytestRun
+from ._run import PytestRun, ledger_path
 
 if TYPE_CHECKING:
     from ._ledger import Ledger
@@ -61,20 +64,29 @@ def configure(config: pytest.Config) -> None:
         if isinstance(error, VcrTransportError):
             raise pytest.UsageError(str(error)) from None
         raise
-    config.stash[RUN] = PluginRun(config.getoption("vcr_mode"), config.rootpath)
+    config.stash[RUN] = PluginRun(config.getoption("vcr_mode"), config.rootpath, partial(_cassettes_used, config))
     config.stash[_INCOMPLETE] = []
     config.pluginmanager.register(_CollectionWatcher(config), "vcr_transport_collection")
     if _distributes(config) and not _is_worker(config):
         config.pluginmanager.register(_XdistController(config), "vcr_transport_xdist")
 
 
+def _cassettes_used(config: pytest.Config) -> None:
+    from ._pytest_cassette import CassetteHooks
+
+    config.pluginmanager.register(CassetteHooks(), "vcr_transport_cassettes")
+
+
 class PluginRun(PytestRun):
     """This process's part of the run: every cassette opened, through any entry point, and what became of
     each (for the ledger and the summary)."""
 
-    def __init__(self, vcr_mode: str | None, root: Path | None = None) -> None:
+    def __init__(
+        self, vcr_mode: str | None, root: Path | None = None, first_cassette: Callable[[], object] | None = None
+    ) -> None:
         super().__init__(vcr_mode, root)
         self._lock = threading.Lock()
+        self._first_cassette: Callable[[], object] | None = first_cassette  # called once, as the first is opened
         self.used: set[Path] = set()
         self.owners: dict[Path, set[str]] = {}  # the tests that claimed or opened each cassette, by node id
         self.files: set[str] = set()  # the test files collected, as node ids name them
@@ -106,6 +118,9 @@ class PluginRun(PytestRun):
     def cassette_opened(self, path: Path, mode: str, owner: str = "") -> None:
         resolved = self.resolved(path)
         with self._lock:
+            if self._first_cassette is not None:
+                first, self._first_cassette = self._first_cassette, None
+                first()
             self.used.add(resolved)
             if owner:
                 self.owners.setdefault(resolved, set()).add(owner)
@@ -274,7 +289,7 @@ def _write_ledger(config: pytest.Config, ledger: Ledger) -> None:
     read-only checkout, a ``.vcr_transport`` linked out of the project) is no reason to stop a run that
     needs it for nothing but ``prune``: the summary says why in one line (as pytest's cache does)."""
     from ._exceptions import RefusedWrite
-    from ._ledger import ledger_path, write_ledger
+    from ._ledger import write_ledger
 
     if _LEDGER_UNWRITTEN in config.stash:
         return
@@ -479,8 +494,6 @@ def session_started(session: pytest.Session) -> None:
 
 
 def _ledger_file(config: pytest.Config) -> Path:
-    from ._ledger import ledger_path
-
     return ledger_path(config.rootpath)
 
 

@@ -1,7 +1,8 @@
 """The pytest run in progress, as every entry point sees it: the plugin publishes its run here for the run's
 whole length (``published_run``); ``use_cassette()``, ``transport()`` and ``async_transport()`` read its
 ``--vcr-mode`` and tell it of every cassette they open and close (for the usage ledger and the end-of-run
-summary). A leaf: the plugin loads it in every run, and it imports nothing."""
+summary), and where a project keeps that ledger (``ledger_path``: the plugin looks for it as every run starts,
+without loading ``_ledger``). A leaf: the plugin loads it in every run, and it imports nothing."""
 
 from __future__ import annotations
 
@@ -9,7 +10,12 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-__all__ = ["PytestRun", "current_run", "published_run"]
+__all__ = ["PytestRun", "current_run", "ledger_path", "published_run"]
+
+
+def ledger_path(root: Path) -> Path:
+    """The usage ledger of the project whose pytest rootdir is ``root`` (``_ledger``)."""
+    return root / ".vcr_transport" / "ledger.json"
 
 
 class PytestRun:

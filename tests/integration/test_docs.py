@@ -324,7 +324,7 @@ TOML = [block for block in BLOCKS if block.lang == "toml"]
 
 
 def _ini_names() -> set[str]:
-    from vcr_transport._core.engine._registration import COMPAT_INI, INI_OPTIONS
+    from vcr_transport._registration import COMPAT_INI, INI_OPTIONS
 
     return {COMPAT_INI} | {ini for _, ini, *_ in INI_OPTIONS}
 

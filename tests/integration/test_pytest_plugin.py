@@ -198,14 +198,11 @@ def test_loading_the_plugin_patches_nothing(project: pytest.Pytester) -> None:
 # marker, and nothing of the machinery (issue 26: free when unused; benchmarks/plugin_start.py times it).
 LOADED_WHEN_UNUSED = {
     "vcr_transport",
-    "vcr_transport._core",
-    "vcr_transport._core.engine",  # the layer's package: a docstring
-    "vcr_transport._core.engine._registration",
+    "vcr_transport._registration",
     "vcr_transport._config",  # the project's settings, checked at the start (the exception tree only if wrong)
     "vcr_transport._run",  # the run every entry point reports to
     "vcr_transport._pytest_keys",
     "vcr_transport._pytest_run",  # the run's bookkeeping
-    "vcr_transport._ledger",  # a leaf (os, pathlib): where the ledger is, to mark a run started when one exists
     "vcr_transport._pytest_plugin",
 }
 MODULES_CONFTEST = """
@@ -215,6 +212,8 @@ import pytest
 @pytest.hookimpl(trylast=True)
 def pytest_unconfigure(config):
     loaded = sorted(name for name in sys.modules if name.split(".")[0] == "vcr_transport")
+    if config.pluginmanager.has_plugin("vcr_transport_cassettes"):
+        loaded.append("the hooks around each test")
     with open("loaded.json", "w") as file:
         json.dump(loaded, file)
 """
@@ -222,6 +221,7 @@ def pytest_unconfigure(config):
 
 @pytest.mark.slow
 def test_a_run_that_uses_no_cassette_imports_none_of_the_machinery(project: pytest.Pytester) -> None:
+    """Nor registers the hooks each test would run through (``_pytest_cassette.CassetteHooks``)."""
     project.makeconftest(MODULES_CONFTEST)
     project.makepyfile(test_plain="def test_plain():\n    pass\n")
     project.runpytest_subprocess(*LEAN, "-p", "no:randomly").assert_outcomes(passed=1)
@@ -232,6 +232,7 @@ def test_a_run_that_uses_no_cassette_imports_none_of_the_machinery(project: pyte
     project.runpytest_subprocess(*LEAN, "-p", "no:randomly").assert_outcomes(passed=1)
     loaded = set(json.loads((project.path / "loaded.json").read_text()))
     assert {"vcr_transport._core.engine._options", "vcr_transport._context", "vcr_transport._session"} <= loaded
+    assert "the hooks around each test" in loaded
 
 
 def test_help_and_option_checks_work_without_the_machinery(project: pytest.Pytester) -> None:

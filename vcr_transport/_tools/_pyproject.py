@@ -7,8 +7,8 @@ from pathlib import Path
 from typing import Any
 
 from .._config import check_settings
-from .._core.engine._registration import PYPROJECT_NAMES
 from .._exceptions import VcrTransportError
+from .._registration import PYPROJECT_NAMES
 
 __all__ = ["UnsafeEdit", "edit_setting"]
 

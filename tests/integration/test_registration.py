@@ -8,13 +8,13 @@ from doc_blocks import docs_gen
 
 
 def test_the_registration_module_is_what_the_options_give() -> None:
+    from vcr_transport import _registration
     from vcr_transport._compat import FLAGS, OWNERS, RECORD_MODES
-    from vcr_transport._core.engine import _registration
     from vcr_transport._core.engine._modes import ENVIRONMENT_VARIABLE, MODES
     from vcr_transport._core.engine._options import COMPAT_INI, Options, pyproject_names
 
     assert Path(_registration.__file__).read_text(encoding="utf-8") == docs_gen().registration_module(), (
-        "vcr_transport/_core/engine/_registration.py differs from Options: run .venv/bin/python docs/_gen.py"
+        "vcr_transport/_registration.py differs from Options: run .venv/bin/python docs/_gen.py"
     )
     assert _registration.MODES == MODES and _registration.ENVIRONMENT_VARIABLE == ENVIRONMENT_VARIABLE
     assert _registration.COMPAT_INI == COMPAT_INI
