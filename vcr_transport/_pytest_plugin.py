@@ -53,6 +53,7 @@ migration.)
 from __future__ import annotations
 
 import importlib.machinery
+import threading
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -173,10 +174,25 @@ def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pyte
     _pytest_run.terminal_summary(terminalreporter, config)
 
 
-# The tests running now, innermost last (a pytester run in the process nests one): the fixtures below take
-# the test from here rather than from ``request``, whose fixture definition pytest builds anew (with the signature
-# of a function) each time a fixture asks for it; that was half of what the autouse fixture cost every test.
-_RUNNING: list[pytest.Item] = []
+class _Running(threading.local):
+    """The tests running now in this thread, innermost last (a pytester run in the process nests one). The
+    autouse fixture takes its test from here rather than from ``request``, whose fixture definition pytest builds
+    anew (with the signature of a function) each time a fixture asks for it: that was half of what the fixture
+    cost every test."""
+
+    def __init__(self) -> None:
+        self.items: list[pytest.Item] = []
+
+    def test(self) -> pytest.Item:
+        if not self.items:
+            raise RuntimeError(
+                "vcr_transport's cassette fixture ran outside pytest's pytest_runtest_protocol hook, so it can't "
+                "tell which test it serves: a plugin runs tests without that hook; use use_cassette() in the test"
+            )
+        return self.items[-1]
+
+
+_RUNNING = _Running()
 
 
 @pytest.hookimpl(wrapper=True)
@@ -184,11 +200,11 @@ def pytest_runtest_protocol(item: pytest.Item) -> Any:
     # The test running now, which the summary names for a stale cassette it replayed (any entry point).
     run = item.config.stash[RUN]
     run.current_test = item.nodeid
-    _RUNNING.append(item)
+    _RUNNING.items.append(item)
     try:
         return (yield)
     finally:
-        _RUNNING.pop()
+        _RUNNING.items.pop()
         run.current_test = ""
         if CASSETTE in item.stash:  # pytest keeps every item until the session ends; its cassette goes now
             del item.stash[CASSETTE]
@@ -214,7 +230,7 @@ def _vcr_transport_cassette() -> use_cassette | None:
     # function-scoped fixtures and closed after them. A plain function, so that a test without one has nothing to
     # tear down; the only fixture of ours a marked test runs. (The compatibility mode replaces it with one that
     # also lets pytest-recording's allowed hosts through: ``RecordingCompat``.)
-    item = _RUNNING[-1]
+    item = _RUNNING.test()
     return _opened(item) if wants_cassette(item) else None
 
 

@@ -955,3 +955,90 @@ def test_a_tests_cassette_opens_before_its_function_fixtures_whoever_asks_for_it
         "test_argument.jsonl", "test_asked_for_in_the_body.jsonl", "test_marked.jsonl"
     ]  # fmt: skip
     project.runpytest("-p", "no:randomly", "--vcr-mode=replay").assert_outcomes(passed=4)
+
+
+# A runner that runs each test's protocol in a thread of its own (as pytest-parallel's --tests-per-worker does),
+# the second test's started before the first's fixtures are set up, and held until the first has ended.
+THREADED_RUNNER = """
+import threading
+import pytest
+
+SECOND_STARTED = threading.Event()
+FIRST_ENDED = threading.Event()
+
+
+def run(item, ended=None):
+    item.ihook.pytest_runtest_protocol(item=item, nextitem=None)
+    if ended is not None:
+        ended.set()
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtestloop(session):
+    first, second = session.items
+    threads = [threading.Thread(target=run, args=(first, FIRST_ENDED)), threading.Thread(target=run, args=(second,))]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=30)
+    return True
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_protocol(item):
+    if item.name == "test_two":
+        SECOND_STARTED.set()
+        assert FIRST_ENDED.wait(timeout=10)
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_setup(item):
+    if item.name == "test_one":
+        assert SECOND_STARTED.wait(timeout=10)
+"""
+THREADED_TESTS = """
+import pytest
+
+
+@pytest.mark.vcr_transport
+def test_one(vcr_cassette):
+    assert vcr_cassette.path.name == "test_one.jsonl"
+
+
+@pytest.mark.vcr_transport
+def test_two(vcr_cassette):
+    assert vcr_cassette.path.name == "test_two.jsonl"
+"""
+
+
+def test_tests_running_at_once_in_threads_each_open_their_own_cassette(project: pytest.Pytester) -> None:
+    """The fixture takes its test from the protocol hook of its own thread: the second test has started (in
+    another thread) when the first's fixtures run, and each still gets its own cassette."""
+    project.makeconftest(THREADED_RUNNER)
+    project.makepyfile(test_threads=THREADED_TESTS)
+    result = project.runpytest_subprocess(*LEAN, "-p", "no:randomly", "--vcr-mode=replay")
+    result.assert_outcomes(passed=2)
+
+
+SETUP_IN_A_THREAD = """
+import threading
+import pytest
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtestloop(session):
+    for item in session.items:
+        thread = threading.Thread(target=item.ihook.pytest_runtest_setup, kwargs={"item": item})
+        thread.start()
+        thread.join(timeout=30)
+    return True
+"""
+
+
+def test_a_fixture_set_up_outside_the_protocol_hook_says_so(project: pytest.Pytester) -> None:
+    """A plugin that sets a test up in another thread than its protocol hook's: the cassette fixture can't tell
+    which test it serves, and says so rather than opening another test's cassette."""
+    project.makeconftest(SETUP_IN_A_THREAD)
+    project.makepyfile(test_threads=THREADED_TESTS.split("@pytest.mark.vcr_transport\ndef test_two")[0])
+    result = project.runpytest_subprocess(*LEAN, "-p", "no:randomly", "--vcr-mode=replay")
+    result.stderr.fnmatch_lines(["*cassette fixture ran outside pytest's pytest_runtest_protocol hook*"])
