@@ -30,13 +30,13 @@ __all__ = [
     "cassette_name",
     "check_at_end",
     "default_cassette_path",
+    "entered_cassette",
     "hint_missing_key",
     "marked_cassette",
     "marker_cassette_path",
     "note_failure",
     "open_test_cassette",
     "run_option",
-    "entered_cassette",
     "with_run_options",
 ]
 

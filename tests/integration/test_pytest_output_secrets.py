@@ -121,3 +121,29 @@ def test_our_frames_show_no_argument_or_local(
         hint = [line for line in output.splitlines() if "--vcr-mode=record-on-miss" in line]
         assert hint and not [line for line in hint if KEY in line], hint
         assert any('"test_secrets.py::test_mismatch"' in line for line in hint), hint
+
+
+CONTEXT_TEST = (
+    TESTS.split("@pytest.mark.vcr_transport")[0].replace("import pytest\n", "import vcr_transport\n")
+    + """
+def test_context_mismatch():
+    with vcr_transport.use_cassette("cassettes/context.jsonl"):
+        ask(os.environ.get("PROMPT", "recorded"))
+"""
+)
+
+
+@pytest.mark.slow
+def test_our_frames_show_no_value_when_no_test_is_marked(
+    project: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A suite that marks no test and opens its cassettes with ``use_cassette()``: the hooks that hide our frames'
+    values come with the first cassette it opens."""
+    project.makepyfile(test_secrets=CONTEXT_TEST)
+    project.runpytest("--vcr-mode=record", "-p", "no:cacheprovider").assert_outcomes(passed=1)
+    monkeypatch.setenv("PROMPT", "a prompt the cassette never saw")
+    result = project.runpytest("--vcr-mode=replay", "-l", "--tb=long", "-p", "no:cacheprovider")
+    result.assert_outcomes(failed=1)
+    ours = _our_frames(result.stdout.str())
+    assert len(ours) >= 3 and all("(not shown" in entry for entry in ours)
+    assert not [entry for entry in ours if KEY in entry or KEY[:20] in entry]
