@@ -1,7 +1,8 @@
 """What pytest prints of a failing test holds no credential of ours: a failing assert on
 ``vcr_cassette.requests`` (record mode: redacted values), and under ``-l`` or a long traceback our own frames
 (the transports, ``_context``, ``_session``, ``_replay``, ``_recording``) show no argument or local
-(``_pytest_reports.hide_our_values``). Through pytester and the OpenAI SDK at a MockTransport."""
+(``_pytest_reports.hide_our_values``). Through pytester and the OpenAI SDK at a MockTransport that answers
+with OpenAI's real headers."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ import re
 from pathlib import Path
 
 import pytest
+from real_wire import real_headers
 
 import vcr_transport
 
@@ -24,11 +26,12 @@ import httpx
 import openai
 import pytest
 
+HEADERS = {real_headers("openai")!r}
 ANSWER = {{"id": "c", "object": "chat.completion", "created": 1, "model": "m", "choices": [
     {{"index": 0, "finish_reason": "stop", "message": {{"role": "assistant", "content": "hi"}}}}]}}
 
 def send():  # the secrets live in this frame alone, which has returned when the test fails
-    mock = httpx.MockTransport(lambda request: httpx.Response(200, json=ANSWER))
+    mock = httpx.MockTransport(lambda request: httpx.Response(200, json=ANSWER, headers=HEADERS))
     with httpx.Client(transport=mock) as http:
         client = openai.OpenAI(api_key={KEY!r}, http_client=http, max_retries=0)
         client.chat.completions.create(model="m", messages=[{{"role": "user", "content": "hi"}}])
@@ -36,7 +39,7 @@ def send():  # the secrets live in this frame alone, which has returned when the
         http.post("https://auth.example.test/token", data={{"grant_type": "x", "client_secret": {CLIENT_SECRET!r}}})
 
 def ask(prompt):
-    mock = httpx.MockTransport(lambda request: httpx.Response(200, json=ANSWER))
+    mock = httpx.MockTransport(lambda request: httpx.Response(200, json=ANSWER, headers=HEADERS))
     client = openai.OpenAI(api_key=os.environ["THE_KEY"], http_client=httpx.Client(transport=mock), max_retries=0)
     client.chat.completions.create(model="m", messages=[{{"role": "user", "content": prompt}}])
 
