@@ -18,7 +18,7 @@ pytest_plugins = ["pytester"]
 sys.path.insert(0, os.path.dirname(__file__))
 
 # The suite reads its fixtures from the repository (tests/fixtures/wire) and never the team's captures beside
-# CI's checkout: a test that passes only where ../shared happens to be proves nothing in a clone. Installed
+# CI's checkout: a test that passes only where that folder happens to be proves nothing in a clone. Installed
 # before any test module imports, so that a read of it anywhere in the run fails where it is made.
 OUTSIDE_THE_CLONE = str(Path(__file__).resolve().parents[2] / "shared")
 

@@ -131,8 +131,8 @@ def test_the_fixture_traffic_has_json_streams_and_errors_of_each_vendor() -> Non
 
 
 def test_no_test_reads_the_captures_beside_the_checkout(tmp_path: Path) -> None:
-    """The suite's guard (tests/conftest.py) refuses a read of ../shared, whether or not it is there, and no
-    test module names it."""
+    """The suite's guard (tests/conftest.py) refuses a read of the captures' folder beside the checkout, whether
+    or not it is there, and no test module names it."""
     outside = Path(__file__).resolve().parents[3] / "shared"  # tests/conftest.py's OUTSIDE_THE_CLONE
     for read in (
         lambda: open(outside / "vendor-headers" / "openai.json"),  # noqa: SIM115
