@@ -1,10 +1,9 @@
-"""The values a redactor has learned: one immutable object, a new one whenever a value is learned, with the
-searches for its forms built once per set of forms (``_SEARCHES``)."""
+"""The values a redactor has learned: immutable (``learn`` gives a new one), the searches for its forms built
+once per set of forms."""
 
 from __future__ import annotations
 
 import base64
-import binascii
 import json
 import re
 from urllib.parse import quote, quote_plus
@@ -20,23 +19,22 @@ __all__ = ["EMPTY", "MIN_PROPAGATED_LENGTH", "Known", "any_escaping", "is_struct
 
 MIN_PROPAGATED_LENGTH = 8  # shorter values are too likely to occur by chance in other text
 _AUTH_SCHEME = lazy_pattern(r"(?P<scheme>[A-Za-z][A-Za-z0-9-]*)\s+(?P<credential>\S{8,})")
-_PLAIN_NUMBER = lazy_pattern(r"[+-]?[0-9]+(?:\.[0-9]+)?")
+_NUMBER_PATH_OR_DATE = lazy_pattern(
+    r"[+-]?[0-9]+(?:\.[0-9]+)?|/\S*"
+    r"|(?:[A-Za-z]{3,9},?\s+)?[0-9]{1,2}[ -][A-Za-z]{3}[ -][0-9]{2,4}(?:\s+[0-9]{2}:[0-9]{2}(?::[0-9]{2})?)?(?:\s+GMT)?"
+    r"|[0-9]{4}-[0-9]{2}-[0-9]{2}(?:[T ][0-9]{2}:[0-9]{2}(?::[0-9]{2}(?:\.[0-9]+)?)?(?:Z|[+-][0-9]{2}:?[0-9]{2})?)?"
+)
 _HOSTNAME = lazy_pattern(
     r"(?:[A-Za-z][A-Za-z0-9+.-]*:(?://)?)?\.?(?:[A-Za-z0-9_](?:[A-Za-z0-9_-]{0,61}[A-Za-z0-9])?\.)+[A-Za-z]{2,24}\.?"
     r"(?::[0-9]{1,5})?(?:[/?#]\S*)?"
 )
-_DATE = lazy_pattern(
-    r"(?:[A-Za-z]{3,9},?\s+)?[0-9]{1,2}[ -][A-Za-z]{3}[ -][0-9]{2,4}(?:\s+[0-9]{2}:[0-9]{2}(?::[0-9]{2})?)?(?:\s+GMT)?"
-    r"|[0-9]{4}-[0-9]{2}-[0-9]{2}(?:[T ][0-9]{2}:[0-9]{2}(?::[0-9]{2}(?:\.[0-9]+)?)?(?:Z|[+-][0-9]{2}:?[0-9]{2})?)?"
-)
-_PATH = lazy_pattern(r"/[^\s]*")
 
 
 def is_structure(value: str) -> bool:
-    """Whether ``value`` is structure, never learned: a hostname (or a URL or ``scheme:host`` with one), a
-    path, a date or a plain number, unless the catalogue knows its shape or a label of it is key-like."""
+    """Whether ``value`` is a plain number, a path, a date or a hostname (or a URL or ``scheme:host`` with one),
+    never learned, unless the catalogue knows its shape or a label of it is key-like."""
     text = value.strip()
-    if _PLAIN_NUMBER.fullmatch(text) or _DATE.fullmatch(text) or _PATH.fullmatch(text):
+    if _NUMBER_PATH_OR_DATE.fullmatch(text):
         return True
     if _HOSTNAME.fullmatch(text) is None or catalogue_matches(text):
         return False
@@ -49,8 +47,8 @@ def _learnable(part: str) -> bool:
 
 
 def _credential_parts(value: str) -> list[str]:
-    """A value and what it carries: the credential of ``Scheme credential``, the ``user:password`` of
-    ``Basic`` and its password, the values of ``name=value; name=value`` (cookies, connection strings)."""
+    """A value, the credential of ``Scheme credential``, the ``user:password`` of ``Basic`` and its password,
+    and the values of ``name=value; name=value`` (cookies, connection strings)."""
     parts = [value]
     scheme = _AUTH_SCHEME.fullmatch(value.strip())
     if scheme:
@@ -58,15 +56,12 @@ def _credential_parts(value: str) -> list[str]:
         parts.append(credential)
         try:
             decoded = base64.b64decode(credential + "=" * (-len(credential) % 4)).decode("utf-8")
-        except (binascii.Error, UnicodeDecodeError, ValueError):
+        except ValueError:
             decoded = ""
         if scheme["scheme"].lower() == "basic" and ":" in decoded:
             parts += [decoded, decoded.partition(":")[2]]
-    for piece in re.split(r"[;,&]", value):
-        name, sep, item = piece.partition("=")
-        if sep and name.strip():
-            parts.append(item.strip())
-    return parts
+    pairs = (piece.partition("=") for piece in re.split(r"[;,&]", value))
+    return parts + [item.strip() for name, sep, item in pairs if sep and name.strip()]
 
 
 def _encoded_forms(value: str) -> set[str]:
@@ -76,25 +71,20 @@ def _encoded_forms(value: str) -> set[str]:
     forms = {value, quote(data, safe=""), quote(data, safe="-_.~"), quote_plus(data)}
     forms |= {json.dumps(value)[1:-1], json.dumps(value, ensure_ascii=False)[1:-1]}
     for encode in (base64.b64encode, base64.urlsafe_b64encode):
-        whole = encode(data).decode("ascii")
+        whole = encode(data).decode()
         forms |= {whole, whole.rstrip("=")}
-        for offset in range(3):
-            encoded = encode(b"\0" * offset + data).decode("ascii")
-            # The characters that depend on the value's bytes only.
+        for offset in range(3):  # the characters that depend on the value's bytes only
+            encoded = encode(b"\0" * offset + data).decode()
             forms.add(encoded[-(-4 * offset // 3) : 4 * (offset + len(data)) // 3])
     return {form for form in forms if len(form) >= MIN_PROPAGATED_LENGTH and form not in PLACEHOLDER}
-
-
-def _hex(number: int, width: int) -> str:
-    return "".join(f"[{d.lower()}{d.upper()}]" if d.isalpha() else d for d in f"{number:0{width}x}")
 
 
 def any_escaping(value: str) -> re.Pattern[str]:
     """A pattern for ``value`` written with any mix of raw, ``%XX`` and ``\\uXXXX`` characters."""
     parts = []
     for char in value:
-        options = [re.escape(char), "".join("%" + _hex(byte, 2) for byte in char.encode("utf-8", "surrogateescape"))]
-        options += [r"\\u" + _hex(ord(char), 4)] if ord(char) < 0x10000 else []
+        options = [re.escape(char), "%(?i:" + char.encode("utf-8", "surrogateescape").hex("%") + ")"]
+        options += [rf"\\u(?i:{ord(char):04x})"] if ord(char) < 0x10000 else []
         options += [r"\\/"] if char == "/" else []
         parts.append("(?:" + "|".join(options) + ")")
     return re.compile("".join(parts))
@@ -102,7 +92,7 @@ def any_escaping(value: str) -> re.Pattern[str]:
 
 class Known:
     """Learned values (``values``), the values whose parts were taken (``learned``) and every form of every
-    value, longest first (``forms``), with the searches for them. Never changed: ``learn`` gives a new one."""
+    value, longest first (``forms``). Never changed: ``learn`` gives a new one."""
 
     __slots__ = ("_finder", "forms", "learned", "values")
 
@@ -124,7 +114,7 @@ class Known:
         return Known(self.values | fresh, self.learned | {value}, merged)
 
     def search(self, names: tuple[str, ...], prefilter: bool) -> Search:
-        """The search of ``names``' words and these forms (built once while ``_SEARCHES`` holds it)."""
+        """The search of ``names``' words and these forms."""
         forms = self.forms
         return _SEARCHES.get((names, forms, prefilter), lambda: Search.build(names, forms, prefilter))
 
@@ -133,8 +123,8 @@ class Known:
         if not self.forms:
             return False
         if self._finder is None:
-            patterns = {form.encode("utf-8", "surrogateescape") for form in self.forms}
-            patterns |= {json.dumps(f, ensure_ascii=False)[1:-1].encode("utf-8", "surrogateescape") for f in self.forms}
+            escaped = (json.dumps(form, ensure_ascii=False)[1:-1] for form in self.forms)
+            patterns = {text.encode("utf-8", "surrogateescape") for text in (*self.forms, *escaped)}
             self._finder = ahocorasick_rs.BytesAhoCorasick(sorted(patterns))
         return bool(self._finder.find_matches_as_indexes(data))
 
@@ -146,8 +136,6 @@ class Known:
 
 
 EMPTY = Known(frozenset(), frozenset(), ())
-# The searches of the forms learned, by value: every cassette of a suite learns the same key (its
-# Authorization header), and each would build the same search again (a few ms each). A search is pure:
-# sharing it between redactors shares no learned value. About 240 KB each, so a small bound (a redactor keeps
-# the two it uses, ``Redactor._search``).
+# The searches by set of forms: pure, so shared by every redactor (every cassette of a suite learns the same
+# Authorization header), and about 240 KB each, so few.
 _SEARCHES: Memo[tuple[tuple[str, ...], tuple[str, ...], bool], Search] = Memo(32)

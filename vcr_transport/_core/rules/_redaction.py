@@ -1,9 +1,6 @@
-"""Redaction: the facade of the rules layer. A ``Redactor`` runs the text rules (``_rules.RULES``) whose probes
-the search (``_search``) finds, and reads structures, headers, forms and binary bodies around them. Names
-(``_names``), shapes (``_catalogue``) and the values learned (``_known``: what name or shape removed, then
-removed everywhere, in every encoding). Cookies keep their names (``cookie: a=[secret removed]``), so that a
-client's cookie jar behaves on replay as it did live. Users add names, patterns and callables, never remove.
-"""
+"""The facade of the rules layer: a ``Redactor`` runs the text rules whose probes the search finds on texts,
+structures, headers, forms and binary bodies, and learns what a name or a shape removed, to remove it everywhere
+(``_known``). Cookies keep their names, so that a client's cookie jar behaves on replay as it did live."""
 
 from __future__ import annotations
 
@@ -22,15 +19,13 @@ from .._memo import Memo
 from ..format._format import PLACEHOLDER, encode_line
 from ._json import SIBLING_NAME_KEYS, SIBLING_VALUE_KEYS, Context, folded, names_a_secret, removes_value, string_leaves
 from ._known import EMPTY, MIN_PROPAGATED_LENGTH, Known, any_escaping, is_structure
-from ._names import QUERY_SECRET_NAMES, SECRET_FIELD_NAMES, Names, decode_escapes
+from ._names import SECRET_FIELD_NAMES, Names, decode_escapes
 from ._patterns import user_pattern
-from ._rules import RULES, TEXT_DATA_URL, TEXT_MEDIA, Rule, candidates, redact_base64_text, redact_shapes
+from ._rules import RULES, TEXT_DATA_URL, TEXT_MEDIA, candidates, redact_base64_text, redact_shapes
 from ._search import Scan, Search
 
 __all__ = [
-    "MIN_PROPAGATED_LENGTH",
     "PLACEHOLDER",
-    "QUERY_SECRET_NAMES",
     "SECRET_FIELD_NAMES",
     "RedactWithError",
     "Redactor",
@@ -40,7 +35,7 @@ __all__ = [
 ]
 
 _decode_escapes = decode_escapes
-# Escapes that can hide a credential or a name: those of printable ASCII characters.
+# The escapes of printable ASCII characters: those that can hide a credential or a name.
 _PERCENT_ASCII = re.compile(r"%[2-7][0-9A-Fa-f]")
 _PERCENT_ASCII_BYTES = re.compile(rb"%[2-7][0-9A-Fa-f]")
 _UNICODE_ASCII = re.compile(r"\\u00[2-7][0-9A-Fa-f]")
@@ -49,6 +44,7 @@ _LOWERING_TO_ASCII = (b"\xc4\xb0", b"\xe2\x84\xaa")
 _COOKIE_HEADERS = frozenset({"cookie", "set-cookie"})
 _context = functools.partial(tuple.__new__, Context)  # Context(*fields), without NamedTuple's Python __new__
 _JSON_NAMES, _SHAPES = RULES[0], RULES[-1]
+_Headers = tuple[tuple[str, str], ...]
 
 
 def cookie_names(value: str, *, response: bool) -> list[str]:
@@ -79,8 +75,8 @@ def _text_payload(obj: Mapping[Any, Any]) -> str | None:
 
 
 def _utf8(text: str | bytes) -> bytes | None:
-    """The UTF-8 of ``text`` (of bytes that aren't, their ``surrogateescape`` text's); None when it holds
-    U+0130 or the Kelvin sign, whose lower case holds an ASCII letter that the bytes' doesn't."""
+    """The UTF-8 of ``text`` (of bytes that aren't, their ``surrogateescape`` text's); None when it holds one
+    of ``_LOWERING_TO_ASCII``."""
     data = text.encode("utf-8", "surrogatepass") if isinstance(text, str) else text
     if data.isascii():
         return data
@@ -98,17 +94,16 @@ def _has_ascii_escapes(text: str) -> bool:
 
 
 def _may_hold_escape(data: bytes) -> bool:
-    """A ``\\u`` escape, JSON's ``\\/`` or the ``%XX`` of an ASCII character: decoded before the rules run.
-    (The backslash and the percent sign asked by their byte values: a memchr, where ``bytes in data`` would
-    first fail as an int.)"""
+    """A ``\\u`` escape, JSON's ``\\/`` or the ``%XX`` of an ASCII character: decoded before the rules run
+    (the bytes asked by value: a memchr)."""
     if 92 in data and (b"\\u" in data or b"\\/" in data):
         return True
     return 37 in data and _PERCENT_ASCII_BYTES.search(data) is not None
 
 
 class RedactWithError(TypeError):
-    """A ``redact_with`` function raised, or returned something that is not a string. A recording it breaks is
-    not saved (closing raises a CassetteError that says so); the live call goes on unharmed."""
+    """A ``redact_with`` function raised, or returned no string: the recording is not saved (closing raises a
+    CassetteError that says so); the live call goes on unharmed."""
 
     FIX = "make the function return the string it was given (with its secrets replaced), for every string"
 
@@ -124,9 +119,6 @@ def _called(function: Callable[[str], str], text: str) -> str:
     if not isinstance(result, str):
         raise RedactWithError(f"redact_with function {name} returned {type(result).__name__}, not a string")
     return result
-
-
-_HeadersRedacted = tuple[tuple[tuple[str, str], ...], Known]
 
 
 class Redactor:
@@ -149,39 +141,34 @@ class Redactor:
         self._names = Names(names)
         self._patterns = tuple(user_pattern(p, "redact_patterns") for p in patterns)  # RE2: linear time
         self._callables = tuple(callables)
-        # Shared by every redactor made from this one (``fresh``): a header list's redaction from a state of
-        # learned values, with the state it leads to. Pure (the same for every cassette in that state), so
-        # every test's cassette of a session redacts its client's headers once for all.
-        self._shared_headers: Memo[tuple[Known, tuple[tuple[str, str], ...]], _HeadersRedacted] = Memo(256)
+        # A header list's redaction from a state of learned values, and the state it leads to: pure, so shared
+        # by every redactor made from this one (``fresh``), and a session's client headers are redacted once.
+        self._shared_headers: Memo[tuple[Known, _Headers], tuple[_Headers, Known]] = Memo(256)
         self._start_afresh()
 
     def _start_afresh(self) -> None:
-        """Nothing learned, nothing remembered of what was redacted."""
         self._lock = threading.Lock()
         self._known: Known = EMPTY
         self._searches: tuple[Known, Search, Search] | None = None  # those of one generation of learned values
-        # Header values repeat from call to call: worked out once per generation of learned forms.
-        self._header_values: Memo[str, str] = Memo(4096)
+        self._header_values: Memo[str, str] = Memo(4096)  # header values repeat: redacted once per generation
 
     def fresh(self) -> Redactor:
         """A redactor of the same rules that has learned nothing: one per cassette, made from one built per
-        configuration. The rules (names, patterns, functions) and their pure memos are shared, not copied."""
+        configuration (the rules and their pure memos shared)."""
         twin = copy.copy(self)
         twin._start_afresh()
         return twin
 
     def is_secret_name(self, name: str, *, query: bool = False, header: bool = False) -> bool:
-        """Whether ``name`` (a JSON key, with ``header`` a header or an environment variable's name, with
-        ``query`` a query parameter or form field) holds a secret. Case, separators, run-together words,
-        ``%XX`` and ``\\uXXXX`` escapes don't matter."""
+        """Whether ``name`` (a JSON key; ``header``: a header or environment variable; ``query``: a query or form
+        field) holds a secret, whatever its case, separators, run-together words and escapes."""
         return self._names.is_secret(name, 2 if query else 1 if header else 0)
 
-    # --- known values ----------------------------------------------------------------------------------------
+    # Known values.
 
     def learn(self, value: str) -> None:
-        """Remove ``value`` (a secret seen elsewhere in this cassette), and its credential parts, from
-        everything redacted from now on, in every encoding. Values shorter than 8 characters, and structure
-        (``is_structure``: hostnames, paths, dates, plain numbers), are not learned."""
+        """Remove ``value`` and its credential parts from everything redacted from now on, in every encoding;
+        but values shorter than 8 characters and structure (``is_structure``)."""
         if value in self._known.learned:
             return
         with self._lock:
@@ -193,9 +180,8 @@ class Redactor:
                 self.learn(value)
 
     def final_pass(self, line: bytes) -> bytes:
-        """A cassette line (with its newline) without any value learned, wherever it was learned: strings
-        (keys included) lose every learned form; base64 payloads are decoded, searched and encoded again. A
-        line holding none (one search of its bytes) is returned as it is."""
+        """A cassette line without any learned form in its strings, keys and base64 payloads (returned as it is
+        when one search of its bytes finds none)."""
         if not self.holds_learned(line):
             return line
         try:
@@ -211,21 +197,19 @@ class Redactor:
 
     @property
     def longest_learned(self) -> int:
-        """The length in bytes of the longest form ``holds_learned`` searches for (at most)."""
+        """At most the length in bytes of the longest form ``holds_learned`` searches for."""
         return max((len(form.encode("utf-8", "surrogateescape")) * 6 for form in self._known.forms[:1]), default=0)
 
     def _scrub_learned(self, obj: Any) -> Any:
-        remove = self._known.remove
+        scrub = self._scrub_learned
         if isinstance(obj, str):
-            return remove(obj)
+            return self._known.remove(obj)
         if isinstance(obj, list):
-            return [self._scrub_learned(item) for item in obj]
+            return [scrub(item) for item in obj]
         if not isinstance(obj, dict):
             return obj
         return {
-            (remove(key) if isinstance(key, str) else key): (
-                self._scrub_base64(value) if key == "base64" and isinstance(value, str) else self._scrub_learned(value)
-            )
+            scrub(key): self._scrub_base64(value) if key == "base64" and isinstance(value, str) else scrub(value)
             for key, value in obj.items()
         }
 
@@ -237,27 +221,23 @@ class Redactor:
         scrubbed = self._known.remove(text)
         return payload if scrubbed == text else base64.b64encode(scrubbed.encode("utf-8", "surrogateescape")).decode()
 
-    # --- text ------------------------------------------------------------------------------------------------
+    # Text.
 
     def redact_text(self, text: str, *, response: bool = False) -> str:
-        """Replace every secret in free text: what the rules find (also written percent-encoded or
-        ``\\u``-escaped), then every value this redactor has learned, then the user's patterns and functions."""
+        """Replace every secret in free text: what the rules find (also behind ``%XX`` or ``\\u`` escapes), every
+        value learned, then the user's patterns and functions."""
         if text == PLACEHOLDER:
             return text
         escaped_names = False
-        if ("%" in text or "\\u00" in text) and _has_ascii_escapes(text):
+        if _has_ascii_escapes(text):
             text, escaped_names = self._redact_escaped(text, response)
         scan = self._search(False).scan(text)
         found: list[str] = []
         redacted = self._run_rules(text, scan, response, found, escaped_names)
         self._learn_all(found)
-        # None to remove when the rules changed nothing and the scan found none of the forms it searched
-        # (which are all of them: nothing was learned since).
+        # The scan searched every form (none learned since): none found and no rule applied, none to remove.
         if self._known.forms and not (redacted is text and scan.clear_of(self._known.forms)):
             redacted = self._known.remove(redacted)
-        return self._users_rules(redacted) if self._patterns or self._callables else redacted
-
-    def _users_rules(self, redacted: str) -> str:
         for pattern in self._patterns:
             redacted = pattern.sub(PLACEHOLDER, redacted)
         for function in self._callables:
@@ -276,8 +256,8 @@ class Redactor:
         return self.redact_text(text, response=response)
 
     def _run_rules(self, text: str, scan: Scan, response: bool, found: list[str], escaped_names: bool = False) -> str:
-        """The rules that may apply to the scanned text (the JSON names too when ``escaped_names``: a secret
-        name shows only once the text's escapes are decoded); the shapes last, with the keywords found."""
+        """The rules that may apply (the JSON names too when ``escaped_names``: a name shows only decoded), then
+        the shapes."""
         original, names, ctx = text, self._names, None
         rules = candidates(scan.data)
         if escaped_names and '"' in text:
@@ -292,8 +272,7 @@ class Redactor:
         return redact_shapes(text, scan.lowered, found, scan.keywords())
 
     def _redact_escaped(self, text: str, response: bool) -> tuple[str, bool]:
-        """``text`` without the secrets that only its ``%XX`` and ``\\u`` escapes decoded show (learned), and
-        whether a secret name's word shows only then."""
+        """``text`` without the secrets (learned) its decoded escapes show, and whether a name's word shows."""
         decoded = decode_escapes(text)
         if decoded == text:
             return text, False
@@ -307,12 +286,11 @@ class Redactor:
         self._learn_all(hidden)
         return text, any(map(scan.lowered.__contains__, self._names.searched))
 
-    # --- structures ------------------------------------------------------------------------------------------
+    # Structures.
 
     def redact_value(self, obj: Any, *, response: bool = False) -> Any:
-        """Walk a dumped structure: secret-named keys lose their whole value (booleans, null and schemas
-        excepted), keys and strings lose secrets as in ``redact_text``. Values under secret names are
-        learned first, so they leave the rest of the structure too."""
+        """Secret-named keys of a dumped structure lose their whole value (but booleans, null and schemas),
+        learned first to leave the rest too; keys and strings lose secrets as in ``redact_text``."""
         self._learn_all(self._named_values(obj, response))
         return self._redact_structure(obj, response)
 
@@ -323,20 +301,22 @@ class Redactor:
         if isinstance(obj, list | tuple):
             for item in obj:
                 yield from self._named_values(item, response)
-        if not isinstance(obj, Mapping):
-            return
-        siblings = self._sibling_values(obj)
-        for key, value in obj.items():
-            if self._loses_value(obj, key, siblings, response):
-                yield from string_leaves(value)
-            else:
-                yield from self._named_values(value, response)
+        elif isinstance(obj, Mapping):
+            siblings = self._sibling_values(obj)
+            for key, value in obj.items():
+                if self._loses_value(obj, key, siblings, response):
+                    yield from string_leaves(value)
+                else:
+                    yield from self._named_values(value, response)
+
+    def _base64_text(self, payload: str, response: bool) -> str:
+        return redact_base64_text(payload, Context(self._names, response, [], self._redact))
 
     def _redact_structure(self, obj: Any, response: bool) -> Any:
         if isinstance(obj, str):
             if obj.startswith("data:") and TEXT_DATA_URL.match(obj):
                 head, _, payload = obj.partition(",")
-                return head + "," + redact_base64_text(payload, Context(self._names, response, [], self._redact))
+                return head + "," + self._base64_text(payload, response)
             return self.redact_text(obj, response=response)
         if isinstance(obj, list | tuple):
             return [self._redact_structure(item, response) for item in obj]
@@ -349,7 +329,7 @@ class Redactor:
             if self._loses_value(obj, key, siblings, response):
                 value = PLACEHOLDER
             elif key == text_data:
-                value = redact_base64_text(value, Context(self._names, response, [], self._redact))
+                value = self._base64_text(value, response)
             else:
                 value = self._redact_structure(value, response)
             new_key = self.redact_text(key, response=response) if isinstance(key, str) else key
@@ -363,16 +343,17 @@ class Redactor:
         """The keys of the values a sibling names as secrets: ``{"name": "MISTRAL_API_KEY", "value": ...}``
         (Kubernetes, Vercel, ECS), ``{"Name": "/prod/db/password", "Type": ..., "Value": ...}`` (SSM)."""
         keys = [(key, folded(key)) for key in obj if isinstance(key, str)] if len(obj) <= 12 else []
-        if not any(fold in SIBLING_VALUE_KEYS for _, fold in keys) or not self._names_a_secret(obj, keys):
+        values = [key for key, fold in keys if fold in SIBLING_VALUE_KEYS]
+        if not values or not self._names_a_secret(obj, keys):
             return []
-        return [key for key, fold in keys if fold in SIBLING_VALUE_KEYS and not isinstance(obj[key], bool | None)]
+        return [key for key in values if not isinstance(obj[key], bool | None)]
 
     def _names_a_secret(self, obj: Mapping[Any, Any], keys: list[tuple[str, str]]) -> bool:
         return any(fold in SIBLING_NAME_KEYS and names_a_secret(self._names, obj[key]) for key, fold in keys)
 
     def redact_binary(self, data: bytes) -> bytes:
-        """The bytes of a binary body or part without the catalogue's credential shapes and the values
-        learned; every other byte kept. What is found is learned."""
+        """A binary body or part without the catalogue's credential shapes (learned) and the values learned;
+        every other byte kept."""
         text = data.decode("latin-1")  # one character per byte: the shapes and forms are ASCII
         found: list[str] = []
         scan = self._search(True).scan_bytes(data, data.lower())
@@ -382,33 +363,27 @@ class Redactor:
             redacted = self._known.remove(redacted)
         return data if redacted == text else redacted.encode("latin-1", "replace")
 
-    # --- headers and forms -----------------------------------------------------------------------------------
+    # Headers and forms.
 
     def redact_headers(self, pairs: Iterable[tuple[str, str]]) -> list[tuple[str, str]]:
-        """Secret-named headers lose their value (learned, with its credential parts), but for cookies: a
-        ``cookie`` header loses each cookie's value, a ``set-cookie`` header the value of the cookie it sets,
-        and both keep the cookies' names and a ``set-cookie``'s attributes (only the values are learned).
-        The other headers are redacted as text."""
-        pairs = tuple(pairs)
+        """Secret-named headers lose their value (learned), but cookie headers keep the cookies' names and a
+        ``set-cookie``'s attributes; the other headers are redacted as text."""
+        pairs = tuple(map(tuple, pairs))  # type: ignore[arg-type]  # pairs may come as lists
         if self._callables:  # a user's function may not answer the same twice
             return self._redacted_headers(pairs)
         known = self._known
-        try:
-            redacted, after = self._shared_headers.get((known, pairs), lambda: self._headers_from(known, pairs))
-        except TypeError:  # pairs given as lists: redacted, not remembered
-            return self._redacted_headers(tuple(map(tuple, pairs)))  # type: ignore[arg-type]
+        redacted, after = self._shared_headers.get((known, pairs), lambda: self._headers_from(known, pairs))
         self._adopt(known, after)
         return list(redacted)
 
-    def _headers_from(self, known: Known, pairs: tuple[tuple[str, str], ...]) -> _HeadersRedacted:
-        """``pairs`` redacted from the state ``known``, and the state that leads to: worked out by a twin in
-        that state, so that what another thread learns meanwhile stays out of it."""
+    def _headers_from(self, known: Known, pairs: _Headers) -> tuple[_Headers, Known]:
+        """``pairs`` redacted by a twin in the state ``known`` (not another thread's), and its state after."""
         twin = copy.copy(self)
         twin._lock, twin._known = threading.Lock(), known
         return tuple(twin._redacted_headers(pairs)), twin._known
 
     def _adopt(self, known: Known, after: Known) -> None:
-        """Learn what redacting from ``known`` learned (on top of what was learned meanwhile, if anything)."""
+        """Learn what redacting from ``known`` learned (on top of what was learned meanwhile)."""
         if after is known:
             return
         with self._lock:
@@ -418,7 +393,7 @@ class Redactor:
         for value in after.learned - known.learned:
             self.learn(value)
 
-    def _redacted_headers(self, pairs: tuple[tuple[str, str], ...]) -> list[tuple[str, str]]:
+    def _redacted_headers(self, pairs: _Headers) -> list[tuple[str, str]]:
         secret = [self._names.is_secret(name, 1) for name, _ in pairs]
         for (name, value), is_secret in zip(pairs, secret, strict=True):
             lower = name.lower()
@@ -426,12 +401,9 @@ class Redactor:
                 self._learn_all(item for _, item, _ in _cookie_pairs(value, lower == "set-cookie")[0])
             elif is_secret:
                 self.learn(value)
-        # A name holds no secret but by mistake (``X-Debug-sk-proj-...``): redacted as text too.
+        header = self._header_value  # a name holds no secret but by mistake (``X-Debug-sk-proj-...``)
         return [
-            (
-                self._header_value(name),
-                self._secret_header_value(name, value) if is_secret else self._header_value(value),
-            )
+            (header(name), self._secret_header_value(name, value) if is_secret else header(value))
             for (name, value), is_secret in zip(pairs, secret, strict=True)
         ]
 
@@ -449,8 +421,7 @@ class Redactor:
         return self._header_values.get(value, lambda: self.redact_text(value), self._known.forms)
 
     def redact_form(self, text: str) -> str:
-        """A form-encoded body: each field named like a secret loses its value (learned, decoded); the rest
-        keep their bytes unless they hold a secret."""
+        """A form-encoded body whose secret-named fields lose their value (learned, decoded too)."""
         fields = [
             (name, sep, value, bool(sep) and self._names.is_secret(name, 2))
             for name, sep, value in (field.partition("=") for field in text.split("&"))
@@ -462,33 +433,19 @@ class Redactor:
         )
 
     def could_redact(self, text: str | bytes) -> bool:
-        """Whether ``redact_text`` could change ``text`` (or its UTF-8), or ``redact_value`` the keys and
-        strings of it read as JSON: a user's pattern or function, an escape the rules see decoded, a learned
-        form, or any rule that may apply (``Rule.may_apply`` of the prefilter's scan). Learns nothing. (Not for
-        ``redact_form``: a form's first field has no separator before it.)"""
-        if self._patterns or self._callables:
-            return True
+        """Whether ``redact_text`` could change ``text`` (or its UTF-8), or ``redact_value`` it read as JSON
+        (not ``redact_form``): a user's rule, an escape, a learned form or a rule that may apply. Learns nothing."""
         data = _utf8(text)
-        if data is None:
+        if self._patterns or self._callables or data is None or _may_hold_escape(data):
             return True
-        if _may_hold_escape(data):
-            return True
-        # The text's ASCII characters are its UTF-8's ASCII bytes, and no other character lower-cases to an
-        # ASCII one (but the two ``_utf8`` refuses): a probe in the text's lower case is in the bytes'.
+        # No character but ``_LOWERING_TO_ASCII`` lower-cases to ASCII: a probe in the text's lower case is in this.
         search, lowered = self._search(True), data.lower()
         hits = search.find(lowered)
-        if not hits:
-            rules = candidates(lowered, False)  # no probe found: only the rules that have none
-            return bool(rules) and self._any_may_apply(search.scan_bytes(data, lowered, hits), rules)
+        rules = candidates(lowered, bool(hits))  # no probe found: only the rules that have none
+        if not (hits or rules):
+            return False
         scan = search.scan_bytes(data, lowered, hits)
-        return scan.learned() or self._any_may_apply(scan, candidates(lowered))
-
-    def _any_may_apply(self, scan: Scan, rules: tuple[Rule, ...]) -> bool:
-        names = self._names
-        for rule in rules:
-            if rule.may_apply(scan, names):
-                return True
-        return False
+        return scan.learned() or any(rule.may_apply(scan, self._names) for rule in rules)
 
 
 def remove_secret_values(obj: Any) -> Any:
