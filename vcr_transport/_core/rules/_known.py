@@ -1,5 +1,4 @@
-"""The values a redactor has learned: immutable (``learn`` gives a new one), the searches for its forms built
-once per set of forms."""
+"""The values a redactor has learned (``Known``, immutable) and the forms they are written in."""
 
 from __future__ import annotations
 
@@ -114,7 +113,6 @@ class Known:
         return Known(self.values | fresh, self.learned | {value}, merged)
 
     def search(self, names: tuple[str, ...], prefilter: bool) -> Search:
-        """The search of ``names``' words and these forms."""
         forms = self.forms
         return _SEARCHES.get((names, forms, prefilter), lambda: Search.build(names, forms, prefilter))
 
@@ -136,6 +134,5 @@ class Known:
 
 
 EMPTY = Known(frozenset(), frozenset(), ())
-# The searches by set of forms: pure, so shared by every redactor (every cassette of a suite learns the same
-# Authorization header), and about 240 KB each, so few.
+# Searches by set of forms: pure, so shared by every redactor (a suite's cassettes learn the same key); ~240 KB each.
 _SEARCHES: Memo[tuple[tuple[str, ...], tuple[str, ...], bool], Search] = Memo(32)
