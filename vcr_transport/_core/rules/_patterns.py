@@ -1,38 +1,25 @@
-"""Regular expressions. Ours are compiled on first use (``regex``), not at import. The user's
-(``redact_patterns``, ``normalize_patterns``, ``re:`` host rules) run on what the network sends, so RE2 compiles
-them: linear time whatever the pattern. One RE2 refuses (lookaround, backreference, ``re.VERBOSE``) is refused
-where it is given, with the fix. RE2's ``\\w``, ``\\d``, ``\\s`` and ``\\b`` are ASCII; it is imported by the
-first user pattern."""
+"""Regular expressions. Ours are compiled on first use (``regex``). The user's (``redact_patterns``,
+``normalize_patterns``, ``re:`` host rules) run on what the network sends, so RE2 compiles them (imported by the
+first): linear time whatever the pattern; what RE2 refuses is refused where given, with the fix. RE2's ``\\w``,
+``\\d``, ``\\s`` and ``\\b`` are ASCII."""
 
 from __future__ import annotations
 
 import functools
 import re
-from typing import Any, Protocol
+from typing import Any
 
 __all__ = ["UserPattern", "regex", "user_pattern"]
 
-regex = functools.cache(re.compile)  # one of ours, compiled the first time it is used
-# The flags a compiled pattern may carry, as RE2's inline flags; re.UNICODE is every str pattern's.
+regex = functools.cache(re.compile)
+# A compiled pattern's flags as RE2's inline flags (re.UNICODE is every str pattern's).
 _FLAGS = ((re.IGNORECASE, "i"), (re.MULTILINE, "m"), (re.DOTALL, "s"))
 _ACCEPTED = re.IGNORECASE | re.MULTILINE | re.DOTALL | re.UNICODE | re.ASCII
 
 
-class UserPattern(Protocol):
-    @property
-    def pattern(self) -> str: ...
-
-    def sub(self, repl: str, string: str) -> str: ...
-
-    def match(self, string: str) -> Any: ...
-
-    def search(self, string: str) -> Any: ...
-
-
 def user_pattern(pattern: str | re.Pattern[str], where: str) -> UserPattern:
     """``pattern`` compiled by RE2; a ValueError naming ``where`` (the option), the pattern, why and the fix."""
-    text = pattern if isinstance(pattern, str) else pattern.pattern
-    flags = 0 if isinstance(pattern, str) else pattern.flags
+    text, flags = (pattern, 0) if isinstance(pattern, str) else (pattern.pattern, pattern.flags)
     if flags & ~_ACCEPTED:
         raise ValueError(
             f"{where}: pattern {text!r} has flags RE2 does not take (re.VERBOSE): user patterns run on RE2, "
@@ -69,6 +56,9 @@ class _Linear:
 
     def search(self, string: str) -> Any:
         return self._compiled.search(string.encode("utf-8", "surrogatepass"))
+
+
+UserPattern = _Linear
 
 
 @functools.lru_cache(maxsize=256)
