@@ -1,7 +1,6 @@
-"""Keys written in an encoding the other rules read as plain characters: hex, HTML numeric entities (``&#115;``,
-``&#x73;``), ``\\xNN`` escapes, double percent-encoding (``%252D``) and base64 runs in prose, for the ``Encoded`` rule.
-Bounded work: the search finds ``ENCODED_NEEDLES`` in its one pass; a token is decoded once, only when at most
-``MAX_TOKEN`` long, and kept only when it decodes to printable UTF-8, which base64 media never do: they stay."""
+"""Keys in hex, HTML numeric entities (``&#115;``), ``\\xNN`` escapes, double percent-encoding (``%252D``) or base64
+in prose, for the ``encoded`` rule. Bounded work: the search finds ``ENCODED_NEEDLES`` in its one pass; a token is
+decoded once, only when at most ``MAX_TOKEN`` long, and kept only when printable UTF-8 (base64 media never are)."""
 
 from __future__ import annotations
 
@@ -16,14 +15,14 @@ from .._memo import lazy_pattern
 __all__ = ["ENCODED_NEEDLES", "MAX_TOKEN", "decoded_tokens"]
 
 MAX_TOKEN = 4096  # characters: longer runs are media or data, not a key written in prose
-# The prefixes whose hex and base64 forms the search looks for: the LLM vendors' and the commonest others'.
+# The key prefixes whose hex and base64 forms the search looks for: the LLM vendors' and the commonest others'.
 _PREFIXES = b"sk-proj- sk-ant- sk-svcacct- sk-admin- github_pat_ ghp_ gho_ ghs_ glpat- AKIA ASIA AIza xoxb- xoxp-"
 _PREFIXES += b" hf_ gsk_ xai- sk-"
 
 
 def _base64_needles(prefix: bytes) -> set[bytes]:
-    """The lower case of the base64 characters (standard and URL-safe) that depend on ``prefix`` only, at each of
-    a window's three alignments; five or more (shorter ones occur by chance)."""
+    """The lower-cased base64 (standard and URL-safe) characters fixed by ``prefix`` alone at each of the three
+    alignments; five or more (shorter ones occur by chance)."""
     needles = {
         encode(b"\0" * offset + prefix)[-(-4 * offset // 3) : 4 * (offset + len(prefix)) // 3].lower()
         for encode in (base64.b64encode, base64.urlsafe_b64encode)
@@ -34,12 +33,12 @@ def _base64_needles(prefix: bytes) -> set[bytes]:
 
 _ENCODED_PREFIXES = sorted({n for p in _PREFIXES.split() for n in (p.hex().encode(), *_base64_needles(p))})
 ENCODED_NEEDLES: tuple[bytes, ...] = (b"&#", b"\\x", b"%25", *_ENCODED_PREFIXES)
-# What a hex or base64 token must hold to be decoded (so the rule changes only what its probe found).
+# What a hex or base64 token must hold to be decoded: the rule changes only what its probe found.
 _ENCODED_PREFIX = lazy_pattern("|".join(re.escape(needle.decode()) for needle in _ENCODED_PREFIXES))
 
 
 def _text(data: bytes) -> str | None:
-    """``data`` as text when it is printable UTF-8 (white space allowed), else None (or a ValueError)."""
+    """``data`` as text when printable UTF-8 (white space allowed), else None or a ValueError."""
     text = data.decode("utf-8")
     return text if text.replace("\n", " ").replace("\r", " ").replace("\t", " ").isprintable() else None
 
@@ -59,8 +58,8 @@ def _from_escapes(token: str) -> str | None:
     return _text(re.sub(r"\\{1,2}x([0-9A-Fa-f]{2})", lambda match: chr(int(match[1], 16)), token).encode("latin-1"))
 
 
-# (mark a token must hold, or "" for an encoded prefix; token pattern; decoder). The patterns find maximal runs of
-# encoded and plain key characters (no backtracking: linear); ``\xNN`` also JSON-escaped (``\\xNN``).
+# (mark a token holds, or "" for an encoded prefix; pattern; decoder). The patterns find maximal runs of encoded and
+# key characters (no backtracking: linear); ``\xNN`` also JSON-escaped.
 _DECODINGS: tuple[tuple[str, str, Callable[[str], str | None]], ...] = (
     ("&#", r"(?:&#(?:[xX][0-9A-Fa-f]{1,6}|[0-9]{1,7});|[A-Za-z0-9_.\-])+", _from_entities),
     ("\\x", r"(?:\\{1,2}x[0-9A-Fa-f]{2}|[A-Za-z0-9_.\-])+", _from_escapes),
@@ -71,9 +70,8 @@ _DECODINGS: tuple[tuple[str, str, Callable[[str], str | None]], ...] = (
 
 
 def decoded_tokens(text: str) -> list[tuple[int, int, str]]:
-    """(start, end, decoded text) of each token of ``text`` at most ``MAX_TOKEN`` long that holds its decoding's
-    mark (or an encoded prefix) and decodes to other printable text, in order; the first decoding to claim a token
-    keeps it."""
+    """(start, end, decoded text) of each token at most ``MAX_TOKEN`` long that holds its decoding's mark and decodes
+    to other printable text, in order; the first decoding to claim a token keeps it."""
     taken: list[tuple[int, int, str]] = []
     for mark, pattern, decode in _DECODINGS:
         if mark not in text:
@@ -86,7 +84,7 @@ def decoded_tokens(text: str) -> list[tuple[int, int, str]]:
                 continue
             try:
                 decoded = decode(token)
-            except ValueError:  # also binascii's and Unicode's errors
+            except ValueError:  # binascii's and Unicode's errors too
                 continue
             if decoded not in (None, token):
                 found.append((start, end, decoded))

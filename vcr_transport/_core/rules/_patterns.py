@@ -1,7 +1,6 @@
-"""Regular expressions. Ours are compiled on first use (``regex``). The user's (``redact_patterns``,
-``normalize_patterns``, ``re:`` host rules) run on what the network sends, so RE2 compiles them (imported by the
-first): linear time whatever the pattern; what RE2 refuses is refused where given, with the fix. RE2's ``\\w``,
-``\\d``, ``\\s`` and ``\\b`` are ASCII."""
+"""Regular expressions: ours compiled on first use (``regex``); the user's (``redact_patterns``, ``normalize_patterns``,
+``re:`` host rules), which run on what the network sends, by RE2, imported then: linear time whatever the pattern, and
+``\\w``, ``\\d``, ``\\s``, ``\\b`` ASCII. A pattern RE2 refuses is refused where given, with the fix."""
 
 from __future__ import annotations
 
@@ -36,8 +35,8 @@ def user_pattern(pattern: str | re.Pattern[str], where: str) -> UserPattern:
 
 
 class _Linear:
-    """RE2's pattern with the methods of ``re.Pattern`` we use, run on the text's UTF-8 (a lone surrogate, which
-    a JSON string may hold, matches no character); ``match`` and ``search`` give a match of bytes."""
+    """RE2's pattern with the ``re.Pattern`` methods we use, run on the text's UTF-8 (a lone surrogate, which a JSON
+    string may hold, matches no character); ``match`` and ``search`` give a match of bytes."""
 
     __slots__ = ("_compiled", "pattern")
 
@@ -58,7 +57,7 @@ class _Linear:
         return self._compiled.search(string.encode("utf-8", "surrogatepass"))
 
 
-UserPattern = _Linear
+UserPattern = _Linear  # what ``user_pattern`` gives
 
 
 @functools.lru_cache(maxsize=256)

@@ -1,6 +1,5 @@
-"""The text rules, in the order the redactor runs them (``RULES``). A rule's ``may_apply(scan, names)`` says whether
-it may change a text the search scanned (never False when it would); the prefilter (``Redactor.could_redact``) asks
-whether any rule may apply."""
+"""The text rules the redactor runs (``RULES``, in order). A rule's ``may_apply(scan, names)`` is never False when
+its ``apply(text, ctx)`` would change the scanned text: the prefilter (``Redactor.could_redact``) asks them all."""
 
 from __future__ import annotations
 
@@ -30,7 +29,7 @@ _TEXT_DATA_URL_IN_TEXT = lazy_pattern(
 TEXT_DATA_URL = lazy_pattern(r"data:(?i:" + _TEXT_TYPES + r"))[^,]*;base64,")
 _TEXT_MEDIA_BYTES = lazy_pattern(_TEXT_TYPES.encode() + rb"|x-python)|\+(?:json|xml)")
 _QUERY = lazy_pattern(r"(?P<sep>[?&;#])(?P<name>[A-Za-z0-9_.%\-]{1,64})=(?P<value>\[secret removed\]|[^&#\s\"'<>\\]+)")
-# Every query or fragment parameter, also one inside another's value: a piece of the text may start there.
+# Every query or fragment parameter, also one inside another's value (a piece of the text may start there).
 _PARAMETER = lazy_pattern(rb"(?=[?&;#]([A-Za-z0-9_.%\-]{1,64})=[^&#\s\"'<>\\])")
 _USERINFO = lazy_pattern(
     r"(?P<scheme>\b[A-Za-z][A-Za-z0-9+.-]*://)"
@@ -47,8 +46,7 @@ _ASSIGNMENT_TAIL = lazy_pattern(rb"[a-z0-9_.\-]*[ \t]*[:=][ \t]*[\"']?[^\s\"'`\\
 _ENV_NAME = lazy_pattern(r"[A-Z][A-Z0-9_]*")
 _URL = lazy_pattern(r"\b[A-Za-z][A-Za-z0-9+.-]*://[^\s\"'<>\\]+")
 _PATH_SEGMENT = lazy_pattern(r"(?<=/)[^/?#]{8,}")
-# XML: an element holding text (``<SecretAccessKey>``, SOAP's ``<wsse:Password>``), a start tag's attributes
-# (``password="..."``, NuGet's ``<add key="ClearTextPassword" value="..."/>``).
+# XML: an element's text (``<wsse:Password>``), a start tag's attributes (``<add key="Password" value="..."/>``).
 _XML_ELEMENT = lazy_pattern(
     r"<(?P<tag>(?:[A-Za-z_][\w.-]*:)?(?P<name>[A-Za-z_][\w.-]*))(?:\s[^<>]*)?>(?P<value>[^<]*)</(?P=tag)\s*>"
 )
@@ -59,14 +57,13 @@ _SLACK_WEBHOOK = lazy_pattern(
     r"(?i:hooks\.slack\.com)/(?:services|workflows|triggers)/(?:[A-Za-z0-9]{1,40}/){1,3}(?P<secret>[A-Za-z0-9]{16,64})"
     r"(?![A-Za-z0-9])"
 )
-# A value that names where the secret is, not the secret: a call (``os.environ.get(``, ``getenv(``), an
-# environment variable (``$API_KEY``, ``${API_KEY}``, ``process.env.API_KEY``).
+# A value that names where the secret is: a call (``os.environ.get(``), a variable (``${API_KEY}``, ``process.env.X``).
 _REFERENCE = lazy_pattern(r"[A-Za-z_][\w.]*\(|\$\{?[A-Za-z_]|process\.env\.|os\.environ\b")
 
 
 class Rule(NamedTuple):
-    """``marks``: characters one of which is in every text the rule may change (none: any text). ``probed``: its
-    ``may_apply`` is False for a prefilter's scan whose search found no probe (``candidates`` leaves it out)."""
+    """``marks``: one of them is in every text the rule may change (none: any text). ``probed``: ``may_apply`` is
+    False for a prefilter's scan whose search found no probe."""
 
     name: str
     marks: bytes
@@ -85,16 +82,17 @@ def assigns_secret(names: Names, name: str, value: str, response: bool) -> bool:
     return secret
 
 
+_Secrets = Callable[[re.Match[str], Context], list[str]]
+
+
 def _named_secrets(match: re.Match[str], ctx: Context) -> list[str]:
-    """The value of a ``name: value`` match (an assignment, an XML element) when it holds a secret (an assignment's
-    has no white space to strip)."""
+    """The value of an assignment or XML element that holds a secret (an assignment's has no space to strip)."""
     value = match["value"].strip()
     return [value] if value and assigns_secret(ctx.names, match["name"], value, ctx.response) else []
 
 
 def _replaced(text: str, spans: Iterable[tuple[int, int]], found: list[str]) -> str:
-    """``text`` with each span (in order; one overlapping the last is cut to what follows it) replaced by the
-    placeholder, and the text it held in ``found``."""
+    """``text`` with each span (in order; overlaps cut) replaced by the placeholder, its text put in ``found``."""
     pieces, position = [], 0
     for start, end in spans:
         if end > position:
@@ -105,11 +103,8 @@ def _replaced(text: str, spans: Iterable[tuple[int, int]], found: list[str]) -> 
     return "".join(pieces) + text[position:]
 
 
-def _substituting(
-    pattern: re.Pattern[str], group: str, secrets: Callable[[re.Match[str], Context], list[str]]
-) -> Callable[[str, Context], str]:
-    """A rule's ``apply``: each match of ``pattern`` for which ``secrets`` names any (into ``found``) has its
-    ``group`` replaced by the placeholder."""
+def _substituting(pattern: re.Pattern[str], group: str, secrets: _Secrets) -> Callable[[str, Context], str]:
+    """An ``apply``: a match of ``pattern`` for which ``secrets`` names any (put in ``found``) loses its ``group``."""
 
     def apply(text: str, ctx: Context) -> str:
         def replace(match: re.Match[str]) -> str:
@@ -117,8 +112,8 @@ def _substituting(
             if not found:
                 return match.group()
             ctx.found.extend(found)
-            start, end = match.start(group) - match.start(), match.end(group) - match.start()
-            return match.group()[:start] + PLACEHOLDER + match.group()[end:]
+            string = match.string
+            return string[match.start() : match.start(group)] + PLACEHOLDER + string[match.end(group) : match.end()]
 
         return pattern.sub(replace, text)
 
@@ -132,16 +127,14 @@ def redact_shapes(text: str, lowered: str | None, found: list[str], keywords: li
 
 
 def redact_base64_text(payload: str, ctx: Context) -> str:
-    """A base64 payload of a text type, decoded, redacted and encoded again when it held a secret; as it came
-    (redacted as text) when it isn't base64 of UTF-8 text."""
+    """A text type's base64 payload, decoded, redacted and encoded again; redacted as it is when not base64 of UTF-8
+    or holding no secret."""
     try:
         text = base64.b64decode(payload, validate=True).decode("utf-8")
     except ValueError:  # binascii's and Unicode's errors too
         return ctx.redact_text(payload, ctx.response)
     redacted = ctx.redact_text(text, ctx.response)
-    if redacted == text:
-        return ctx.redact_text(payload, ctx.response)
-    return base64.b64encode(redacted.encode("utf-8")).decode("ascii")
+    return ctx.redact_text(payload, ctx.response) if redacted == text else base64.b64encode(redacted.encode()).decode()
 
 
 def _json_names_may_apply(scan: Scan, names: Names) -> bool:
@@ -153,7 +146,7 @@ def _json_names_may_apply(scan: Scan, names: Names) -> bool:
         return True
     if not scan.prefilter or b"\\" not in data:
         return False
-    # Read as JSON, whose ``\n``, ``\t``... are separators there (each read as two spaces).
+    # Read as JSON, whose ``\n``, ``\t``... are separators (each read as two spaces).
     view = regex(JSON_ESCAPE).sub(lambda m: b"  " if m[0][1:] in b"bfnrt" else m[0], scan.raw or b"").lower()
     again = scan.search.scan_bytes(view, view)
     return again.may_hold_secret_key(named, again.words)
@@ -183,7 +176,12 @@ def _data_urls_may_apply(scan: Scan, names: Names) -> bool:
     return marked and _TEXT_MEDIA_BYTES.search(data) is not None
 
 
-_redact_xml_elements = _substituting(_XML_ELEMENT, "value", _named_secrets)
+def _redact_data_urls(text: str, ctx: Context) -> str:
+    return _TEXT_DATA_URL_IN_TEXT.sub(lambda match: match["head"] + redact_base64_text(match["payload"], ctx), text)
+
+
+def _xml_may_apply(scan: Scan, names: Names) -> bool:
+    return bool(scan.words) and b"<" in scan.data and _XML_BYTES.search(scan.data) is not None
 
 
 def _redact_xml(text: str, ctx: Context) -> str:
@@ -192,9 +190,12 @@ def _redact_xml(text: str, ctx: Context) -> str:
     return _XML_TAG.sub(lambda match: _xml_tag(match.group(), ctx), text) if "=" in text else text
 
 
+_redact_xml_elements = _substituting(_XML_ELEMENT, "value", _named_secrets)
+
+
 def _xml_tag(tag: str, ctx: Context) -> str:
-    """A start tag without its secret attributes' values: secret-named ones, and a ``value`` beside a ``key`` or
-    ``name`` that names a secret."""
+    """A start tag without its secret-named attributes' values, nor a ``value`` whose sibling ``key`` or ``name``
+    names a secret."""
     attributes = list(_XML_ATTRIBUTE.finditer(tag))
     named = any(a["name"].lower() in ("key", "name") and ctx.names.is_secret(a["value"]) for a in attributes)
 
@@ -215,9 +216,6 @@ def _userinfo_secrets(match: re.Match[str], ctx: Context) -> list[str]:
     return [user]
 
 
-_redact_userinfo = _substituting(_USERINFO, "userinfo", _userinfo_secrets)
-
-
 def _url_paths_may_apply(scan: Scan, names: Names) -> bool:
     return b"://" in scan.data and (not scan.prefilter or _shapes_may_apply(scan, names))
 
@@ -231,62 +229,59 @@ def _redact_url_path(url: str, found: list[str]) -> str:
     authority_end = url.find("/", url.find("://") + 3)
     if authority_end < 0:
         return url
-    head, path = url[:authority_end], url[authority_end:]
-    return head + _PATH_SEGMENT.sub(lambda match: redact_shapes(match.group(), None, found), path)
-
-
-def _redact_glued(text: str, ctx: Context) -> str:
-    """Long prefixed shapes glued to the word before them (``_catalogue.glued_matches``)."""
-    return _replaced(text, glued_matches(text), ctx.found)
+    return url[:authority_end] + _PATH_SEGMENT.sub(lambda m: redact_shapes(m.group(), None, found), url[authority_end:])
 
 
 def _redact_encoded(text: str, ctx: Context) -> str:
     """A token whose decoding (``_encodings``) holds a secret goes whole."""
-    spans = (
-        (start, end)
-        for start, end, decoded in decoded_tokens(text)
-        if ctx.redact_text(decoded, ctx.response) != decoded
-    )
+    tokens = decoded_tokens(text)
+    spans = ((start, end) for start, end, decoded in tokens if ctx.redact_text(decoded, ctx.response) != decoded)
     return _replaced(text, spans, ctx.found)
 
 
 def _shapes_may_apply(scan: Scan, names: Names) -> bool:
-    """It searches its prefixes itself: only the prefilter's scan, which has them, can say no."""
+    """Only the prefilter's scan, which searched the prefixes, can say no."""
     return scan.raw is None or bool(scan.keywords()) or (scan.prefixed() and may_hold_prefixed(scan.raw))
 
 
-def _redact_data_urls(text: str, ctx: Context) -> str:
-    return _TEXT_DATA_URL_IN_TEXT.sub(lambda match: match["head"] + redact_base64_text(match["payload"], ctx), text)
-
-
-def _xml_may_apply(scan: Scan, names: Names) -> bool:
-    return bool(scan.words) and b"<" in scan.data and _XML_BYTES.search(scan.data) is not None
-
-
-# A Slack webhook URL keeps its ids and loses its secret, the last path segment: the URL stays one, and a replay with
-# another webhook's secret matches it (the live URL is redacted the same way before it is compared).
-_redact_slack_webhooks = _substituting(_SLACK_WEBHOOK, "secret", lambda match, _: [match["secret"]])
-
-# In the order the redactor runs them (the shapes last: they read the text the others left). JSON names: secret-named
-# keys lose their whole value (but booleans, null and schemas), also in JSON inside a JSON string, and so does a
-# ``value`` whose sibling names a secret. Query values: a secret-named query, fragment or form parameter's.
+# The shapes last: they read the text the others left. JSON names: secret-named keys lose their value (but booleans,
+# null, schemas), also in JSON inside a string, as does a ``value`` whose sibling names a secret. Glued shapes: long
+# prefixed ones glued to the word before them. A Slack webhook URL keeps its ids and loses its secret: it stays a URL,
+# which a replay's (redacted alike) matches.
 RULES: tuple[Rule, ...] = (
     Rule("json names", b'"', True, _json_names_may_apply, redact_json),
     Rule("assignments", b":=", True, _assignments_may_apply, _substituting(_ASSIGNMENT, "value", _named_secrets)),
     Rule("query values", b"=", False, _query_may_apply, _substituting(_QUERY, "value", _query_secrets)),
     Rule("data urls", b"/+", True, _data_urls_may_apply, _redact_data_urls),
     Rule("xml", b"<", True, _xml_may_apply, _redact_xml),
-    Rule("userinfo", b"@", False, lambda scan, _: b"@" in scan.data and b"://" in scan.data, _redact_userinfo),
+    Rule(
+        "userinfo",
+        b"@",
+        False,
+        lambda scan, _: b"@" in scan.data and b"://" in scan.data,
+        _substituting(_USERINFO, "userinfo", _userinfo_secrets),
+    ),
     Rule("url paths", b"/", True, _url_paths_may_apply, _redact_url_paths),
-    Rule("glued shapes", b".-/", True, lambda scan, _: scan.glued(), _redact_glued),
-    Rule("slack webhooks", b"/", True, lambda scan, _: bool(scan.hits) and scan.hooked(), _redact_slack_webhooks),
+    Rule(
+        "glued shapes",
+        b".-/",
+        True,
+        lambda scan, _: scan.glued(),
+        lambda text, ctx: _replaced(text, glued_matches(text), ctx.found),
+    ),
+    Rule(
+        "slack webhooks",
+        b"/",
+        True,
+        lambda scan, _: bool(scan.hits) and scan.hooked(),
+        _substituting(_SLACK_WEBHOOK, "secret", lambda match, _: [match["secret"]]),
+    ),
     Rule("encoded", b"", True, lambda scan, _: bool(scan.hits) and scan.encoded(), _redact_encoded),
     Rule("shapes", b"", True, _shapes_may_apply, lambda text, ctx: redact_shapes(text, None, ctx.found)),
 )
 
 
-# Characters too common in JSON to be worth looking for: taken as present in every text. Each other mark has its
-# bit (``_MARK_BITS``); those of the rules that are not probed, too (``_UNPROBED_BITS``).
+# Marks too common in JSON to look for are taken as present; each other mark has a bit.
 _COMMON_MARKS = frozenset(b'":')
 _RARE_MARKS = sorted(frozenset(c for rule in RULES for c in rule.marks) - _COMMON_MARKS)
 _MARK_BITS = tuple((2 << bit, mark) for bit, mark in enumerate(_RARE_MARKS))  # bit 0: probe_found
@@ -296,9 +291,8 @@ _UNPROBED_BITS = tuple(
 
 
 def candidates(data: bytes, probe_found: bool = True) -> tuple[Rule, ...]:
-    """The rules (in order) whose marks are in ``data`` (a text's lower-cased UTF-8): the only ones that may apply
-    to it; without ``probe_found`` (a prefilter's search found nothing), only those that are not ``probed``. A
-    memchr for each mark, asked by its byte value (``bytes in data`` would first fail as an int)."""
+    """The rules (in order) whose marks are in ``data`` (a text's lower-cased UTF-8); without ``probe_found`` (a
+    prefilter's search found nothing), the unprobed ones. One memchr a mark, asked by its byte value."""
     key = int(probe_found)
     for bit, mark in _MARK_BITS if probe_found else _UNPROBED_BITS:
         if mark in data:
@@ -309,7 +303,6 @@ def candidates(data: bytes, probe_found: bool = True) -> tuple[Rule, ...]:
 @functools.cache
 def _rules_marked(key: int) -> tuple[Rule, ...]:
     present = _COMMON_MARKS.union(mark for bit, mark in _MARK_BITS if key & bit)
-    probed = bool(key & 1)
     return tuple(
-        rule for rule in RULES if (probed or not rule.probed) and (not rule.marks or present.intersection(rule.marks))
+        rule for rule in RULES if (key & 1 or not rule.probed) and (not rule.marks or present.intersection(rule.marks))
     )
