@@ -92,7 +92,8 @@ def _named_secrets(match: re.Match[str], ctx: Context) -> list[str]:
 
 
 def _replaced(text: str, spans: Iterable[tuple[int, int]], found: list[str]) -> str:
-    """``text`` with each span (in order; overlaps cut) replaced by the placeholder, its text put in ``found``."""
+    """``text`` with each span (sorted; one overlapping the last is cut to what follows it) replaced by the
+    placeholder, its text put in ``found``."""
     pieces, position = [], 0
     for start, end in spans:
         if end > position:
@@ -216,6 +217,9 @@ def _userinfo_secrets(match: re.Match[str], ctx: Context) -> list[str]:
     return [user]
 
 
+_redact_userinfo = _substituting(_USERINFO, "userinfo", _userinfo_secrets)
+
+
 def _url_paths_may_apply(scan: Scan, names: Names) -> bool:
     return b"://" in scan.data and (not scan.prefilter or _shapes_may_apply(scan, names))
 
@@ -232,6 +236,15 @@ def _redact_url_path(url: str, found: list[str]) -> str:
     return url[:authority_end] + _PATH_SEGMENT.sub(lambda m: redact_shapes(m.group(), None, found), url[authority_end:])
 
 
+def _redact_glued(text: str, ctx: Context) -> str:
+    """Long prefixed shapes glued to the word before them."""
+    return _replaced(text, glued_matches(text), ctx.found)
+
+
+# A Slack webhook URL keeps its ids and loses its secret: it stays a URL, which a replay's (redacted alike) matches.
+_redact_slack_webhooks = _substituting(_SLACK_WEBHOOK, "secret", lambda match, _: [match["secret"]])
+
+
 def _redact_encoded(text: str, ctx: Context) -> str:
     """A token whose decoding (``_encodings``) holds a secret goes whole."""
     tokens = decoded_tokens(text)
@@ -245,37 +258,17 @@ def _shapes_may_apply(scan: Scan, names: Names) -> bool:
 
 
 # The shapes last: they read the text the others left. JSON names: secret-named keys lose their value (but booleans,
-# null, schemas), also in JSON inside a string, as does a ``value`` whose sibling names a secret. Glued shapes: long
-# prefixed ones glued to the word before them. A Slack webhook URL keeps its ids and loses its secret: it stays a URL,
-# which a replay's (redacted alike) matches.
+# null, schemas), also in JSON inside a string, as does a ``value`` whose sibling names a secret.
 RULES: tuple[Rule, ...] = (
     Rule("json names", b'"', True, _json_names_may_apply, redact_json),
     Rule("assignments", b":=", True, _assignments_may_apply, _substituting(_ASSIGNMENT, "value", _named_secrets)),
     Rule("query values", b"=", False, _query_may_apply, _substituting(_QUERY, "value", _query_secrets)),
     Rule("data urls", b"/+", True, _data_urls_may_apply, _redact_data_urls),
     Rule("xml", b"<", True, _xml_may_apply, _redact_xml),
-    Rule(
-        "userinfo",
-        b"@",
-        False,
-        lambda scan, _: b"@" in scan.data and b"://" in scan.data,
-        _substituting(_USERINFO, "userinfo", _userinfo_secrets),
-    ),
+    Rule("userinfo", b"@", False, lambda scan, _: b"@" in scan.data and b"://" in scan.data, _redact_userinfo),
     Rule("url paths", b"/", True, _url_paths_may_apply, _redact_url_paths),
-    Rule(
-        "glued shapes",
-        b".-/",
-        True,
-        lambda scan, _: scan.glued(),
-        lambda text, ctx: _replaced(text, glued_matches(text), ctx.found),
-    ),
-    Rule(
-        "slack webhooks",
-        b"/",
-        True,
-        lambda scan, _: bool(scan.hits) and scan.hooked(),
-        _substituting(_SLACK_WEBHOOK, "secret", lambda match, _: [match["secret"]]),
-    ),
+    Rule("glued shapes", b".-/", True, lambda scan, _: scan.glued(), _redact_glued),
+    Rule("slack webhooks", b"/", True, lambda scan, _: bool(scan.hits) and scan.hooked(), _redact_slack_webhooks),
     Rule("encoded", b"", True, lambda scan, _: bool(scan.hits) and scan.encoded(), _redact_encoded),
     Rule("shapes", b"", True, _shapes_may_apply, lambda text, ctx: redact_shapes(text, None, ctx.found)),
 )
