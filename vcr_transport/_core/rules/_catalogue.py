@@ -1,7 +1,6 @@
-"""The credential catalogue: shapes of secrets found without a name beside them, gitleaks' prefixed and
-shape-specific rules (generated into ``_gitleaks_rules``) and ours (``ADDITIONS``, one row each). An expression
-runs only where one of its keywords occurs (one Aho-Corasick pass finds them all) and is compiled when first
-needed. Keys with no recognisable shape (Cohere, Mistral) are found by name only."""
+"""The credential catalogue: shapes of secrets found without a name beside them, gitleaks' (generated into
+``_gitleaks_rules``) and ours (one row each). An expression is compiled when first needed and runs only where one
+of its keywords occurs. Keys with no recognisable shape (Cohere, Mistral) are found by name only."""
 
 from __future__ import annotations
 
@@ -17,17 +16,16 @@ from dataclasses import dataclass
 import ahocorasick_rs
 
 from ._gitleaks_rules import GITLEAKS_RULES, GitleaksRule
+from ._patterns import regex
 from ._prefix_table import PREFIX_TABLE
 
 __all__ = [
-    "ADDITIONS",
     "CATALOGUE",
     "GITLEAKS_CATALOGUE",
     "GLUED_NEEDLES",
     "KEYWORD_PATTERNS",
     "PREFIX_PATTERNS",
     "TOKEN_BYTES",
-    "CredentialFormat",
     "catalogue_matches",
     "glued_matches",
     "looks_like_credential",
@@ -39,14 +37,13 @@ _BEFORE = r"(?<![A-Za-z0-9_+/.\-])"
 _AFTER = r"(?![A-Za-z0-9_+/=\-])"
 
 
+def _mixed(value: str) -> bool:
+    return any(c.isdigit() for c in value) and any(c.isalpha() for c in value)
+
+
 def looks_like_credential(value: str, minimum: int = 16) -> bool:
     """A run of ``minimum`` or more key characters holding both letters and digits: a key, not a word."""
-    return (
-        len(value) >= minimum
-        and re.fullmatch(r"[A-Za-z0-9._~+/=-]+", value) is not None
-        and any(c.isdigit() for c in value)
-        and any(c.isalpha() for c in value)
-    )
+    return len(value) >= minimum and regex(r"[A-Za-z0-9._~+/=-]+").fullmatch(value) is not None and _mixed(value)
 
 
 def _basic_credentials(match: re.Match[str]) -> bool:
@@ -61,16 +58,15 @@ def _basic_credentials(match: re.Match[str]) -> bool:
 
 def _bearer_credential(match: re.Match[str]) -> bool:
     """``bearer`` is a word in prose ("ring bearer") unless a credential shape follows it."""
-    return any(c.isdigit() for c in match["secret"]) and any(c.isalpha() for c in match["secret"])
+    return _mixed(match["secret"])
 
 
 @dataclass
 class CredentialFormat:
-    """One credential shape; its group ``secret`` (or else ``group``) is what goes. ``lowercase_keywords``: the
-    keywords are searched in the lower case; ``prefixed``: the credential starts with one, at a token start;
-    ``anchored``: every match starts with one; ``prefilter``: searched in the lower case first, it matches
-    wherever the pattern would; ``entropy``: gitleaks' minimum Shannon entropy of the secret (a placeholder
-    such as ``ghp_xxxx...`` is no key)."""
+    """One credential shape; its group ``secret`` (or else ``group``) is what goes. ``lowercase_keywords``: searched
+    in the lower case; ``prefixed``: starts with a keyword at a token start; ``anchored``: every match starts with
+    one; ``prefilter``: matches the lower case wherever the pattern would; ``entropy``: gitleaks' minimum Shannon
+    entropy of the secret (a placeholder such as ``ghp_xxxx...`` is no key)."""
 
     name: str
     keywords: tuple[str, ...]
@@ -87,13 +83,9 @@ class CredentialFormat:
     def pattern(self) -> re.Pattern[str]:
         return re.compile(self.expression)
 
-    @functools.cached_property
-    def _prefilter(self) -> re.Pattern[str] | None:
-        return None if self.prefilter is None else re.compile(self.prefilter)
-
     def matches(self, text: str, lowered: str | None = None) -> Iterator[re.Match[str]]:
-        """The matches of ``pattern`` that pass ``validate`` and the entropy check; ``lowered``: ``text.lower()``."""
-        for match in self._candidates(text, lowered):
+        """The matches that pass ``validate`` and the entropy check; ``lowered``: ``text.lower()``."""
+        for match in self._anchored_matches(text, lowered) if self.anchored else self.pattern.finditer(text):
             if (self.validate is None or self.validate(match)) and (
                 self.entropy is None or _entropy(match[self.group]) >= self.entropy
             ):
@@ -101,34 +93,32 @@ class CredentialFormat:
 
     @functools.cached_property
     def _folds(self) -> bool:
-        # Ignoring case, U+017F matches "s", U+0130 and U+0131 "i", and none lower-cases to it: a keyword with
-        # those letters is found in the lower case of ASCII text only. U+0130 changes length when lower-cased.
+        # Ignoring case, U+017F matches "s", U+0130 and U+0131 "i", and none lower-cases to it.
         return any(c in "si" for keyword in self.keywords for c in keyword)
 
-    def _candidates(self, text: str, lowered: str | None) -> Iterable[re.Match[str]]:
-        """When every match starts with a keyword, only the keywords' positions are tried (``str.find`` skips
-        ahead faster than a regular expression), in the lower case when it keeps the positions."""
-        if not (self.anchored or self.prefixed):
-            return self.pattern.finditer(text)
-        if not self.lowercase_keywords:
-            return self._anchored_matches(text, text)
-        lowered = text.lower() if lowered is None else lowered
-        if text.isascii() or (len(lowered) == len(text) and not self._folds):
-            return self._anchored_matches(text, lowered)
-        return self.pattern.finditer(text)
+    def _anchored_matches(self, text: str, lowered: str | None) -> Iterator[re.Match[str]]:
+        """Only the keywords' positions are tried (``str.find`` is faster than a regular expression), in the lower
+        case when it keeps the positions."""
+        haystack = text
+        if self.lowercase_keywords:
+            haystack = text.lower() if lowered is None else lowered
+            if not text.isascii() and (len(haystack) != len(text) or self._folds):
+                yield from self.pattern.finditer(text)
+                return
+        end = 0
+        for start in self._starts(haystack):
+            if start >= end and (match := self.pattern.match(text, start)) is not None:
+                end = match.end()
+                yield match
 
-    def _anchored_matches(self, text: str, haystack: str) -> Iterator[re.Match[str]]:
+    def _starts(self, haystack: str) -> list[int]:
         starts = set()
         for keyword in self.keywords:
             start = haystack.find(keyword)
             while start >= 0:
                 starts.add(start)
                 start = haystack.find(keyword, start + 1)
-        end = 0
-        for start in sorted(starts):
-            if start >= end and (match := self.pattern.match(text, start)) is not None:
-                end = match.end()
-                yield match
+        return sorted(starts)
 
     def span(self, match: re.Match[str]) -> tuple[int, int]:
         return match.span("secret") if "secret" in self.pattern.groupindex else match.span(self.group)
@@ -141,28 +131,35 @@ def _entropy(secret: str) -> float:
 
 def _from_gitleaks(rule: GitleaksRule) -> CredentialFormat:
     prefixed = rule.kind == "prefixed"
-    return CredentialFormat(
-        rule.name, rule.keywords, rule.pattern, not prefixed, prefixed=prefixed, group=rule.group, entropy=rule.entropy
-    )
+    keywords, pattern, group, entropy = rule.keywords, rule.pattern, rule.group, rule.entropy
+    return CredentialFormat(rule.name, keywords, pattern, not prefixed, None, prefixed, prefixed, None, group, entropy)
 
 
 GITLEAKS_CATALOGUE: tuple[CredentialFormat, ...] = tuple(map(_from_gitleaks, GITLEAKS_RULES))
+# Rows' validations and prefilters. Ignoring case, "s" also matches U+017F, "i" U+0130 (lower-cased with a combining
+# dot) and U+0131; nothing else matches b, e, a or r.
+_CHECKS = {
+    "basic credentials": (_basic_credentials, "ba[s\u017f](?:i\u0307?|\u0131)c\\s+\\S{6}"),
+    "bearer credential": (_bearer_credential, r"bearer\s+\S{8}"),
+}
 
 
 def _rows(table: str) -> Iterator[CredentialFormat]:
-    """A row a line (an indented line goes on with the expression): ``name | keywords | flags | expression``.
-    Flags: ``p`` prefixed (between ``_BEFORE`` and ``_AFTER``), ``l`` keywords in the lower case, ``a`` anchored."""
+    """``name | keywords | flags | expression`` a line (an indented line goes on with the expression). Flags: ``p``
+    prefixed (between ``_BEFORE`` and ``_AFTER``), ``l`` keywords in the lower case, ``a`` anchored."""
     for line in table.strip().replace("\n    ", "").splitlines():
         name, keywords, flags, expression = line.split(" | ", 3)
-        prefixed, anchored = "p" in flags, "a" in flags
+        prefixed, (validate, prefilter) = "p" in flags, _CHECKS.get(name, (None, None))
         expression = _BEFORE + expression + _AFTER if prefixed else expression
-        yield CredentialFormat(name, tuple(keywords.split()), expression, "l" in flags, None, prefixed, anchored)
+        anchored = prefixed or "a" in flags
+        yield CredentialFormat(
+            name, tuple(keywords.split(", ")), expression, "l" in flags, validate, prefixed, anchored, prefilter
+        )
 
 
-# Ours: the LLM vendors' keys (most of which gitleaks lacks), webhook URLs, and shapes that gitleaks knows
-# narrower (a fixed length where keys have grown, a prefix it reads only after the vendor's name). An AWS secret
-# after its key id is not followed by a dot: a JWT's first part is 40 characters too.
-ADDITIONS: tuple[CredentialFormat, ...] = (
+# Ours: LLM vendors' keys, webhook URLs, and shapes gitleaks knows narrower (a fixed length where keys have grown, a
+# prefix only after the vendor's name). An AWS secret is not followed by a dot: a JWT's first part is 40 long too.
+CATALOGUE: tuple[CredentialFormat, ...] = (
     *_rows(r"""
 openai/anthropic/deepseek sk- key | sk- | p | sk-[A-Za-z0-9_-]{20,}
 google api key | AIza | p | AIza[0-9A-Za-z_-]{35}
@@ -185,9 +182,9 @@ elevenlabs key | sk_ | p | sk_[0-9a-f]{48}
 voyage key | pa- | p | pa-[A-Za-z0-9_-]{40,}
 anyscale key | esecret_ | p | esecret_[A-Za-z0-9]{20,}
 openai ephemeral key | ek_ | p | ek_[A-Za-z0-9]{24,}
-github token | ghp_ gho_ ghu_ ghs_ ghr_ | p | gh[pousr]_[A-Za-z0-9]{36,}
+github token | ghp_, gho_, ghu_, ghs_, ghr_ | p | gh[pousr]_[A-Za-z0-9]{36,}
 github fine-grained token | github_pat_ | p | github_pat_[A-Za-z0-9_]{60,}
-gitlab token | glpat- gldt- glrt- glptt- | p | gl(?:pat|dt|rt|ptt)-[A-Za-z0-9_-]{20,}
+gitlab token | glpat-, gldt-, glrt-, glptt- | p | gl(?:pat|dt|rt|ptt)-[A-Za-z0-9_-]{20,}
 npm token | npm_ | p | npm_[A-Za-z0-9]{36}
 pypi token | pypi- | p | pypi-AgE[A-Za-z0-9_-]{50,}
 slack token | xox | p | xox[abeoprs]-[A-Za-z0-9-]{10,}
@@ -195,102 +192,73 @@ slack app token | xapp- | p | xapp-\d-[A-Z0-9]+-\d+-[a-z0-9]+
 slack webhook | hooks.slack.com/ | a | hooks\.slack\.com/(?:services|workflows|triggers)/(?:[A-Za-z0-9]+/){1,3}
     (?P<secret>[A-Za-z0-9_+-]{16,})
 discord webhook | /api/webhooks/ | - | discord(?:app)?\.com/api/webhooks/(?P<secret>\d{5,25}/[A-Za-z0-9_-]{40,})
-microsoft teams webhook | webhook.office.com/ /webhookb2/ | l | (?i)/webhookb2/(?P<secret>[A-Za-z0-9@/_.-]{40,})
+microsoft teams webhook | webhook.office.com/, /webhookb2/ | l | (?i)/webhookb2/(?P<secret>[A-Za-z0-9@/_.-]{40,})
 zapier webhook | hooks.zapier.com/ | a | hooks\.zapier\.com/hooks/catch/(?P<secret>[0-9]+/[A-Za-z0-9]+)
 telegram bot token in a url path | /bot | - | /bot(?P<secret>\d{5,12}:[A-Za-z0-9_-]{30,50})(?![A-Za-z0-9_-])
 telegram bot token | :AA | - | (?<![A-Za-z0-9_])(?:bot)?
     (?P<secret>\d{6,12}:AA[A-Za-z0-9_-]{30,40})(?![A-Za-z0-9_-])
-stripe secret key | sk_live_ sk_test_ rk_live_ rk_test_ | p | [rs]k_(?:live|test)_[A-Za-z0-9]{16,}
+stripe secret key | sk_live_, sk_test_, rk_live_, rk_test_ | p | [rs]k_(?:live|test)_[A-Za-z0-9]{16,}
 stripe webhook secret | whsec_ | p | whsec_[A-Za-z0-9]{24,}
 sendgrid key | SG. | p | SG\.[A-Za-z0-9_-]{20,24}\.[A-Za-z0-9_-]{39,50}
-twilio key or account sid | SK AC | p | (?:SK|AC)[0-9a-f]{32}
+twilio key or account sid | SK, AC | p | (?:SK|AC)[0-9a-f]{32}
 mailgun key | key- | p | key-[0-9a-f]{32}
-shopify token | shpat_ shpss_ shpca_ shppa_ | p | shp(?:at|ss|ca|pa)_[a-fA-F0-9]{32}
-digitalocean token | dop_v1_ doo_v1_ dor_v1_ | p | do[opr]_v1_[a-f0-9]{64}
+shopify token | shpat_, shpss_, shpca_, shppa_ | p | shp(?:at|ss|ca|pa)_[a-fA-F0-9]{32}
+digitalocean token | dop_v1_, doo_v1_, dor_v1_ | p | do[opr]_v1_[a-f0-9]{64}
 linear key | lin_api_ | p | lin_api_[A-Za-z0-9]{40}
-notion token | ntn_ secret_ | p | (?:ntn_[A-Za-z0-9]{40,}|secret_[A-Za-z0-9]{43})
+notion token | ntn_, secret_ | p | (?:ntn_[A-Za-z0-9]{40,}|secret_[A-Za-z0-9]{43})
 postman key | PMAK- | p | PMAK-[a-f0-9]{24}-[a-f0-9]{34}
 databricks token | dapi | p | dapi[a-f0-9]{32}(?:-\d)?
 doppler token | dp. | p | dp\.(?:pt|st|sa|ct|scim|audit)\.[A-Za-z0-9]{40,}
-grafana token | glsa_ glc_ | p | (?:glsa_[A-Za-z0-9]{32}_[A-Fa-f0-9]{8}|glc_[A-Za-z0-9+/]{32,}={0,2})
-sentry token | sntrys_ sntryu_ | p | sntry[su]_[A-Za-z0-9+/=_-]{40,}
+grafana token | glsa_, glc_ | p | (?:glsa_[A-Za-z0-9]{32}_[A-Fa-f0-9]{8}|glc_[A-Za-z0-9+/]{32,}={0,2})
+sentry token | sntrys_, sntryu_ | p | sntry[su]_[A-Za-z0-9+/=_-]{40,}
 new relic key | NRAK- | p | NRAK-[A-Z0-9]{27}
 atlassian token | ATATT3 | p | ATATT3[A-Za-z0-9_=-]{100,}
-vault token | hvs. hvb. hvr. | p | hv[sbr]\.[A-Za-z0-9_-]{24,}
-docker token | dckr_pat_ dckr_oat_ | p | dckr_(?:pat|oat)_[A-Za-z0-9_-]{27,}
+vault token | hvs., hvb., hvr. | p | hv[sbr]\.[A-Za-z0-9_-]{24,}
+docker token | dckr_pat_, dckr_oat_ | p | dckr_(?:pat|oat)_[A-Za-z0-9_-]{27,}
 tailscale key | tskey- | p | tskey-[a-z]+-[A-Za-z0-9]{6,}-[A-Za-z0-9]{16,}
-posthog key | phx_ phc_ | p | ph[xc]_[A-Za-z0-9]{40,}
+posthog key | phx_, phc_ | p | ph[xc]_[A-Za-z0-9]{40,}
 mapbox secret token | sk.eyJ | p | sk\.eyJ[A-Za-z0-9_-]{20,}\.[A-Za-z0-9_-]{20,}
 1password service account token | ops_eyJ | p | ops_eyJ[A-Za-z0-9+/=_-]{50,}
-netlify/heroku-style prefixed token | nfp_ HRKU- | p | (?:nfp_[A-Za-z0-9]{36,}|HRKU-[A-Za-z0-9_-]{30,})
+netlify/heroku-style prefixed token | nfp_, HRKU- | p | (?:nfp_[A-Za-z0-9]{36,}|HRKU-[A-Za-z0-9_-]{30,})
 cloudflare origin ca key | v1.0- | p | v1\.0-[a-f0-9]{24}-[a-f0-9]{146}
 age secret key | AGE-SECRET-KEY- | p | AGE-SECRET-KEY-1[QPZRY9X8GF2TVDW0S3JN54KHCE6MUA7L]{58}
-aws access key id | AKIA ASIA ABIA ACCA A3T | p | (?:A3T[A-Z0-9]|AKIA|ASIA|ABIA|ACCA)[A-Z0-9]{16}
+aws access key id | AKIA, ASIA, ABIA, ACCA, A3T | p | (?:A3T[A-Z0-9]|AKIA|ASIA|ABIA|ACCA)[A-Z0-9]{16}
 aws secret access key after an aws name | aws | la | (?i)aws[A-Za-z0-9_ .-]{0,30}?(?:secret|key)[A-Za-z0-9_ .-]{0,20}?
     [\"']?\s*[:=]?\s*[\"']?(?P<secret>(?<![A-Za-z0-9+/])[A-Za-z0-9+/]{40}(?![A-Za-z0-9+/=.]))
-aws secret access key after an access key id | AKIA ASIA | p | (?:AKIA|ASIA)[A-Z0-9]{16}
+aws secret access key after an access key id | AKIA, ASIA | p | (?:AKIA|ASIA)[A-Z0-9]{16}
     (?:[^A-Za-z0-9+/]|[A-Za-z_ ]{1,40}[:=])[^A-Za-z0-9+/]{0,20}(?P<secret>[A-Za-z0-9+/]{40})(?!\.)
-azure connection string key | accountkey= sharedaccesskey= password= pwd= | la | (?i)(?<![A-Za-z0-9])
+azure connection string key | accountkey=, sharedaccesskey=, password=, pwd= | la | (?i)(?<![A-Za-z0-9])
     (?:AccountKey|SharedAccessKey|Password|Pwd)=(?!\[secret removed\])(?P<secret>[^;\s\"'&<>\\]{4,})
 json web token | eyJ | p | eyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]*
+pem private key | PRIVATE KEY- | - | (?s)-----BEGIN[A-Z0-9 ]{0,20} PRIVATE KEY(?: BLOCK)?-----
+    (?:.*?-----END[A-Z0-9 ]{0,20} PRIVATE KEY(?: BLOCK)?-----|[A-Za-z0-9+/=\s\\]*)
+basic credentials | basic | la | (?i)\bbasic\s+(?P<secret>[A-Za-z0-9+/]{6,}={0,2})(?![A-Za-z0-9+/=])
+bearer credential | bearer | la | (?i)\bbearer\s+(?P<secret>[A-Za-z0-9._~+/=-]{8,})
+h11 illegal header value | header value b | - | [Ii]llegal header value b(?P<q>['\"])
+    (?P<secret>.+?)(?P=q)(?![A-Za-z0-9])
 """),
-    CredentialFormat(
-        "pem private key",
-        ("PRIVATE KEY-",),
-        r"(?s)-----BEGIN[A-Z0-9 ]{0,20} PRIVATE KEY(?: BLOCK)?-----"
-        r"(?:.*?-----END[A-Z0-9 ]{0,20} PRIVATE KEY(?: BLOCK)?-----|[A-Za-z0-9+/=\s\\]*)",
-    ),
-    CredentialFormat(
-        "basic credentials",
-        ("basic",),
-        r"(?i)\bbasic\s+(?P<secret>[A-Za-z0-9+/]{6,}={0,2})(?![A-Za-z0-9+/=])",
-        lowercase_keywords=True,
-        validate=_basic_credentials,
-        anchored=True,
-        # Ignoring case, "s" also matches U+017F and "i" U+0130 (lower-cased with a combining dot) and U+0131.
-        prefilter="ba[s\u017f](?:i\u0307?|\u0131)c\\s+\\S{6}",
-    ),
-    CredentialFormat(
-        "bearer credential",
-        ("bearer",),
-        r"(?i)\bbearer\s+(?P<secret>[A-Za-z0-9._~+/=-]{8,})",
-        lowercase_keywords=True,
-        validate=_bearer_credential,
-        anchored=True,
-        prefilter=r"bearer\s+\S{8}",  # no other character matches b, e, a or r ignoring case
-    ),
-    CredentialFormat(
-        "h11 illegal header value",
-        ("header value b",),
-        r"[Ii]llegal header value b(?P<q>['\"])(?P<secret>.+?)(?P=q)(?![A-Za-z0-9])",
-    ),
+    *GITLEAKS_CATALOGUE,
 )
-CATALOGUE: tuple[CredentialFormat, ...] = ADDITIONS + GITLEAKS_CATALOGUE
 
-# Every prefixed credential starts a token (a run of the characters its lookbehind excludes) of at least
-# _SHORTEST characters. The text is turned into tokens in C (bytes.translate), and one Aho-Corasick pass finds
-# every prefix that follows a space. ``_prefix_table`` (generated by docs/_gen.py) gives, for each prefix, the
-# longest first, the formats a long token starting with it may be.
+# A prefixed credential starts a token (a run of the characters its lookbehind excludes) of _SHORTEST or more: in the
+# text made tokens (bytes.translate), one pass finds each prefix after a space; ``_prefix_table`` gives its formats.
 TOKEN_BYTES = frozenset(b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_+/-.")
 _TO_TOKENS = bytes(byte if byte in TOKEN_BYTES else 32 for byte in range(256))
 _SHORTEST = 11  # eyJ and eight characters: the first part of a JWT
 PREFIX_PATTERNS: tuple[bytes, ...] = tuple(prefix for prefix, _ in PREFIX_TABLE)
 _FORMATS_BY_PREFIX: dict[bytes, tuple[int, ...]] = dict(PREFIX_TABLE)
-# The keywords of the formats that aren't prefixed, by (lower case, the keyword as written when it is searched
-# with its case: then tested in the text itself once its lower case is found), in one pass over the lower case.
-_BY_KEYWORD: dict[tuple[str, str | None], tuple[int, ...]] = {}
+# The other formats by keyword: its lower case (searched in the lower case) and, if searched with its case, itself.
+_BY_KEYWORD: dict[tuple[str, str | None], list[int]] = {}
 for _index, _format in enumerate(CATALOGUE):
     for _keyword in () if _format.prefixed else _format.keywords:
-        _key = (_keyword.lower(), None if _format.lowercase_keywords else _keyword)
-        _BY_KEYWORD[_key] = (*_BY_KEYWORD.get(_key, ()), _index)
+        _BY_KEYWORD.setdefault((_keyword.lower(), None if _format.lowercase_keywords else _keyword), []).append(_index)
 _KEYWORDS = list(_BY_KEYWORD.items())
 KEYWORD_PATTERNS = [lowered.encode() for (lowered, _), _ in _KEYWORDS]
 
 
 @functools.cache
 def _finder(which: str) -> ahocorasick_rs.BytesAhoCorasick:
-    """Built on first use (a few ms each): the prefixes after a space (``tokens``), anywhere, or the keywords.
-    A DFA is faster than the NFA; the library's own choice up to 100 patterns."""
+    """Built on first use: the prefixes after a space (``tokens``), anywhere, or the keywords (few: a DFA)."""
     if which == "keywords":
         return ahocorasick_rs.BytesAhoCorasick(KEYWORD_PATTERNS)
     patterns = [b" " + prefix for prefix in PREFIX_PATTERNS] if which == "tokens" else PREFIX_PATTERNS
@@ -298,8 +266,7 @@ def _finder(which: str) -> ahocorasick_rs.BytesAhoCorasick:
 
 
 def _candidates(text: str, lowered: str, keywords: Iterable[int] | None = None) -> set[int]:
-    """The formats that could match ``text``: those whose prefix starts a long token, or whose keyword
-    occurs in it (``keywords``: see ``catalogue_matches``)."""
+    """The formats whose prefix starts a long token of ``text`` or whose keyword occurs in it."""
     found: set[int] = set()
     if keywords is None:
         data = lowered.encode("utf-8", "surrogatepass")
@@ -321,14 +288,13 @@ def _candidates(text: str, lowered: str, keywords: Iterable[int] | None = None) 
 def catalogue_matches(
     text: str, lowered: str | None = None, keywords: Iterable[int] | None = None
 ) -> list[tuple[int, int, str]]:
-    """(start, end, format name) of every catalogued credential in ``text``, in no particular order.
-    ``lowered``: ``text.lower()``; ``keywords``: the index in ``KEYWORD_PATTERNS`` of each pattern found in
-    the UTF-8 of ``lowered``, when the caller has them already."""
+    """(start, end, format name) of each catalogued credential in ``text``, unordered. ``lowered``: ``text.lower()``;
+    ``keywords``: the index in ``KEYWORD_PATTERNS`` of each one in the UTF-8 of ``lowered``."""
     found = []
     lowered = text.lower() if lowered is None else lowered
     for index in _candidates(text, lowered, keywords):
         credential = CATALOGUE[index]
-        if credential._prefilter is None or credential._prefilter.search(lowered) is not None:
+        if credential.prefilter is None or regex(credential.prefilter).search(lowered) is not None:
             found += [(*credential.span(match), credential.name) for match in credential.matches(text, lowered)]
     return found
 
@@ -338,28 +304,33 @@ def may_hold_prefixed(data: bytes) -> bool:
     return bool(_finder("anywhere").find_matches_as_indexes(data))
 
 
-# Long prefixed shapes glued to the word before them by ``.``, ``-`` or ``/`` (``openai-insecure-api-key.sk-
-# proj-...`` in Realtime's subprotocol, ``prod-ghp_...``), which the catalogue's lookbehind passes by (it spares
-# media): found unless what precedes the separator is a run of 16 or more base64 characters.
-_GLUED_PREFIXES = "sk-proj- sk-ant- sk-svcacct- sk-admin- ghp_ gho_ ghu_ ghs_ ghr_ github_pat_ glpat- xoxb- xoxp-"
-_GLUED_PREFIXES += " xoxa- xoxe- AKIA ASIA AIza ek_"
-GLUED_NEEDLES = tuple(sep + p.lower().encode() for p in _GLUED_PREFIXES.split() for sep in (b".", b"-", b"/"))
-_GLUED = (
-    r"(?<=[./-])(?:sk-(?:proj|ant|svcacct|admin)-[A-Za-z0-9_-]{20,}|gh[pousr]_[A-Za-z0-9]{36,}|github_pat_[A-Za-z0-9_]{60,}"
-    r"|glpat-[A-Za-z0-9_-]{20,}|xox[bpae]-[A-Za-z0-9-]{10,}|(?:AKIA|ASIA)[A-Z0-9]{16}|AIza[0-9A-Za-z_-]{35}"
-    r"|ek_[A-Za-z0-9]{24,})(?![A-Za-z0-9_+/=-])"
+# Long prefixed shapes glued by ".", "-" or "/" to a word (Realtime's ``openai-insecure-api-key.sk-proj-...``),
+# which the lookbehind passes by: found unless a run of 16 or more base64 characters precedes the separator (media).
+_GLUED_SHAPES = {
+    "sk-proj- sk-ant- sk-svcacct- sk-admin-": "[A-Za-z0-9_-]{20,}",
+    "ghp_ gho_ ghu_ ghs_ ghr_": "[A-Za-z0-9]{36,}",
+    "github_pat_": "[A-Za-z0-9_]{60,}",
+    "glpat-": "[A-Za-z0-9_-]{20,}",
+    "xoxb- xoxp- xoxa- xoxe-": "[A-Za-z0-9-]{10,}",
+    "AKIA ASIA": "[A-Z0-9]{16}",
+    "AIza": "[0-9A-Za-z_-]{35}",
+    "ek_": "[A-Za-z0-9]{24,}",
+}
+_GLUED_PREFIXES = " ".join(_GLUED_SHAPES).split()
+GLUED_NEEDLES = tuple(sep + prefix.lower().encode() for prefix in _GLUED_PREFIXES for sep in (b".", b"-", b"/"))
+_GLUED = "(?<=[./-])(?:{})(?![A-Za-z0-9_+/=-])".format(
+    "|".join(f"(?:{'|'.join(prefixes.split())}){rest}" for prefixes, rest in _GLUED_SHAPES.items())
 )
 
 
 def _in_base64_run(text: str, start: int) -> bool:
-    """Whether the shape at ``start`` follows a run of 16 base64 characters that isn't a lower-case word (a
-    ``.`` is in no base64 alphabet)."""
+    """Whether a run of 16 base64 characters, not a lower-case word, precedes the separator (``.`` is in none)."""
     if text[start - 1] == ".":
         return False
-    run = re.compile(r"(?:[A-Za-z0-9+/]{16,}|[A-Za-z0-9_-]{16,})\Z").search(text, max(0, start - 65), start - 1)
+    run = regex(r"(?:[A-Za-z0-9+/]{16,}|[A-Za-z0-9_-]{16,})\Z").search(text, max(0, start - 65), start - 1)
     return run is not None and not (run[0].islower() and not any(c.isdigit() for c in run[0]))
 
 
 def glued_matches(text: str) -> list[tuple[int, int]]:
     """(start, end) of each long prefixed shape glued by ``.``, ``-`` or ``/`` to a word before it."""
-    return [match.span() for match in re.finditer(_GLUED, text) if not _in_base64_run(text, match.start())]
+    return [match.span() for match in regex(_GLUED).finditer(text) if not _in_base64_run(text, match.start())]
