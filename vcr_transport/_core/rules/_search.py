@@ -1,11 +1,11 @@
-"""One Aho-Corasick pass over the UTF-8 of lower-cased text for the union of the rules' probes, in order: the
-catalogue's prefixes and text media types (prefilter only: short prefixes occur in any prose), the secret
-names' words, the catalogue's keywords, the glued prefixes, the encoded needles, a Slack webhook's host
-(``SLACK_HOOKS``) and the learned forms."""
+"""One Aho-Corasick pass over lower-cased UTF-8 for all the rules' probes, in order: the catalogue's prefixes and
+text media types (prefilter only: short prefixes are in any prose), the names' words, the catalogue's keywords, the
+glued prefixes, the encoded needles, ``SLACK_HOOKS`` and the learned forms."""
 
 from __future__ import annotations
 
 import functools
+import itertools
 from collections.abc import Callable
 from typing import NamedTuple
 
@@ -18,54 +18,41 @@ from ._patterns import regex
 __all__ = ["MEDIA_MARKERS", "SLACK_HOOKS", "Scan", "Search", "searched_words"]
 
 MEDIA_MARKERS = (b"text/", b"application/", b"+json", b"+xml")
-# What every Slack webhook URL holds, in lower case (the probe of ``_rules.SlackWebhook``).
-SLACK_HOOKS = b"hooks.slack.com/"
+SLACK_HOOKS = b"hooks.slack.com/"  # in every Slack webhook URL, in lower case (``_rules.SlackWebhook``'s probe)
 # What may follow a JSON key's closing quote up to its colon, in lower-cased UTF-8: whitespace (a byte of a
 # character that isn't ASCII stands for any ``\s``) and escaped whitespace of JSON nested in a JSON string.
 _AFTER_KEY = rb"[\s\x1c-\x1f\x80-\xff\\ntru0-9a-f]*:"
 
 
 class Search(NamedTuple):
-    """The finder, the learned ``forms``, where each probe group starts among its patterns (the prefixes
-    first; ``hooks``: the one pattern ``SLACK_HOOKS``), and whether every form is ASCII (``exact``: a form
-    occurs only where its lower case does)."""
+    """The finder, the learned ``forms``, the index where each probe group starts among its patterns, and whether
+    every form is ASCII (``exact``: a form occurs only where its lower case does)."""
 
     finder: ahocorasick_rs.BytesAhoCorasick
     forms: tuple[str, ...]
     words: int
     keywords: int
     glued: int
-    learned: int
-    exact: bool
-    names: tuple[str, ...]
     encoded: int
     hooks: int
+    learned: int
+    exact: bool
 
     @classmethod
     def build(cls, names: tuple[str, ...], forms: tuple[str, ...], prefilter: bool) -> Search:
         prefixes = [prefix.lower() for prefix in PREFIX_PATTERNS] + list(MEDIA_MARKERS) if prefilter else []
+        words = [word.encode() for word in names]
+        groups = (prefixes, words, KEYWORD_PATTERNS, GLUED_NEEDLES, ENCODED_NEEDLES, [SLACK_HOOKS])
         lowered = sorted({form.encode("utf-8", "surrogatepass").lower() for form in forms})
-        patterns = [
-            *prefixes,
-            *(word.encode() for word in names),
-            *KEYWORD_PATTERNS,
-            *GLUED_NEEDLES,
-            *ENCODED_NEEDLES,
-            SLACK_HOOKS,
-            *lowered,
-        ]
-        keywords = len(prefixes) + len(names)
+        patterns = [*itertools.chain(*groups), *lowered]
         # A DFA is twice as fast as the NFA the library chooses past 100 patterns (many forms: let it choose).
         implementation = ahocorasick_rs.Implementation.DFA if len(patterns) <= 400 else None
         finder = ahocorasick_rs.BytesAhoCorasick(patterns, implementation=implementation)
-        glued = keywords + len(KEYWORD_PATTERNS)
-        encoded = glued + len(GLUED_NEEDLES)
-        hooks = encoded + len(ENCODED_NEEDLES)
-        learned, exact = hooks + 1, all(form.isascii() for form in forms)
-        return cls(finder, forms, len(prefixes), keywords, glued, learned, exact, names, encoded, hooks)
+        first, keywords, glued, encoded, hooks, learned = itertools.accumulate(len(group) for group in groups)
+        return cls(finder, forms, first, keywords, glued, encoded, hooks, learned, all(map(str.isascii, forms)))
 
     def find(self, data: bytes) -> list[tuple[int, int, int]]:
-        """The (pattern, start, end) of every probe in ``data`` (lower-cased UTF-8), overlapping ones too."""
+        """The (pattern, start, end) of every probe in lower-cased UTF-8 ``data``, overlapping too."""
         return self.finder.find_matches_as_indexes(data, overlapping=True)
 
     def scan(self, text: str) -> Scan:
@@ -76,10 +63,9 @@ class Search(NamedTuple):
         return _new_scan((self, text, lowered, data, hits, self._words(hits), unsure, None))
 
     def scan_bytes(self, raw: bytes, data: bytes, hits: list[tuple[int, int, int]] | None = None) -> Scan:
-        """The prefilter's scan of UTF-8 ``raw``, ``data`` its lower case (``hits``: ``find(data)``, if
-        already found)."""
+        """The prefilter's scan of UTF-8 ``raw``, ``data`` its lower case (``hits``: ``find(data)``, if found)."""
         hits = self.finder.find_matches_as_indexes(data, overlapping=True) if hits is None else hits
-        return _new_scan((self, None, "", data, hits, self._words(hits) if hits else [], False, raw))
+        return _new_scan((self, None, "", data, hits, self._words(hits), False, raw))
 
     def _words(self, hits: list[tuple[int, int, int]]) -> list[tuple[int, int]]:
         first, end = self.words, self.keywords
@@ -87,10 +73,9 @@ class Search(NamedTuple):
 
 
 class Scan(NamedTuple):
-    """What a search found in ``text`` (or the prefilter in UTF-8 ``raw``): the lower case (``lowered``, not
-    for bytes) and its UTF-8 (``data``), the (pattern, start, end) of each probe found there (``hits``), the
-    name words' spans (``words``), and whether the text holds U+0130 or the Kelvin sign (``unsure``: the only
-    characters whose lower case holds an ASCII letter)."""
+    """What a search found in ``text`` (or the prefilter in UTF-8 ``raw``): the lower case (``lowered``, not for
+    bytes), its UTF-8 (``data``), each probe's (pattern, start, end) (``hits``), the name words' spans, and whether
+    the text holds U+0130 or the Kelvin sign (``unsure``: the only characters whose lower case holds ASCII)."""
 
     search: Search
     text: str | None
@@ -114,34 +99,27 @@ class Scan(NamedTuple):
         """A catalogue prefix or a media type found (prefilter scans only)."""
         return bool(self.hits) and min(self.hits)[0] < self.search.words
 
-    def glued(self) -> bool:
-        """A long prefixed shape's prefix found glued to a word."""
-        search = self.search
-        return any(search.glued <= index < search.encoded for index, _, _ in self.hits)
-
-    def encoded(self) -> bool:
-        """An encoded key prefix or an encoding's mark found (``_encodings.ENCODED_NEEDLES``)."""
-        search = self.search
-        low, high = search.encoded, search.hooks
+    def _found(self, low: int, high: int) -> bool:
         for index, _, _ in self.hits:  # most texts have none or one: a loop, no generator
             if low <= index < high:
                 return True
         return False
 
+    def glued(self) -> bool:
+        return self._found(self.search.glued, self.search.encoded)
+
+    def encoded(self) -> bool:
+        return self._found(self.search.encoded, self.search.hooks)
+
     def hooked(self) -> bool:
-        """A Slack webhook's host found (``SLACK_HOOKS``)."""
-        hooks = self.search.hooks
-        for index, _, _ in self.hits:
-            if index == hooks:
-                return True
-        return False
+        return self._found(self.search.hooks, self.search.learned)
 
     def learned(self) -> bool:
         """A learned form found (prefilter scans: the forms' lower case)."""
         return bool(self.hits) and max(self.hits)[0] >= self.search.learned
 
     def clear_of(self, forms: tuple[str, ...]) -> bool:
-        """Whether the text surely holds none of ``forms``: the search's own forms, none found."""
+        """Whether the text surely holds none of ``forms`` (the search's own)."""
         search = self.search
         return forms is search.forms and search.exact and (not self.hits or max(self.hits)[0] < search.learned)
 
@@ -156,8 +134,8 @@ class Scan(NamedTuple):
         return text[first : first + len(self.data[start:end].decode("utf-8", "surrogatepass"))]
 
     def may_hold_secret_key(self, named: Callable[[str], bool], words: list[tuple[int, int]]) -> bool:
-        """Whether a JSON key may hold a secret name's word: a key's quote and colon follow the word and
-        ``named`` says the key may be a secret name. Prose that mentions a token or a key is not JSON."""
+        """Whether a JSON key may hold a secret name's word: a quote and colon follow the word and ``named`` says
+        the key may be a secret name. Prose that mentions a token or a key is not JSON."""
         if words and self.unsure:
             return True
         data, after_key = self.data, regex(_AFTER_KEY)
