@@ -29,8 +29,8 @@ SECRET_FIELD_NAMES = _words(
     x-amz-security-token x-amz-credential x-goog-credential
     secret password passwd pwd pass passphrase credential jwt session_key connection_string"""
 )
-# Secrets in a URL query or a form body only: Google's ``?key=``, OAuth's ``code``, Azure SAS ``sig``, signed
-# URLs' signatures. In JSON they are data (Gemini's metadata ``key``, an error ``code``).
+# Secrets in a URL query or a form body only (Google's ``?key=``, OAuth's ``code``, Azure SAS ``sig``, signed
+# URLs' signatures); in JSON they are data (Gemini's metadata ``key``, an error ``code``).
 QUERY_SECRET_NAMES = _words("key code sig signature x-amz-signature x-goog-signature appid hapikey")
 # A name whose words end with one of these is a secret (github_token, db_password, X-Custom-Api-Key).
 _SECRET_SUFFIXES = tuple(
@@ -39,24 +39,20 @@ _SECRET_SUFFIXES = tuple(
     apikey pass_phrase api_key secret_key private_key access_key account_key session_key subscription_key
     functions_key connection_string""".split()
 )
-_QUERY_SECRET_SUFFIXES = (("signature",),)
-# Names that end like a secret but carry data: pagination cursors and tokenizer special tokens.
-_NOT_SECRET_SUFFIXES = frozenset(
-    (word, "token") for word in "page next continuation sync eos bos pad unk sep cls mask start end stop".split()
-)
+# "<word> token" is data: a pagination cursor or a tokenizer's special token.
+_DATA_TOKEN_WORDS = _words("page next continuation sync eos bos pad unk sep cls mask start end stop")
 # Any of these words, wherever it stands, makes a name secret (``auth_token_value``, ``SecretString``), unless
 # a descriptor follows it (``token_type``, ``secret_name``) or the name is a kept one.
 _ANYWHERE_WORDS = _words("token secret password passwd pwd passphrase credential jwt auth authorization")
-# "key" is data in JSON: there a secret after one of these only (``api_key``, ``license_key``). In a header
-# or query name it is one wherever it stands (``Fastly-Key``), but for ``_NOT_SECRET_KEYS``.
+# "key" is data in JSON but after one of these (``api_key``, ``license_key``); in a header or query name it is a
+# secret wherever it stands (``Fastly-Key``), but after one of ``_NOT_SECRET_KEY_WORDS``.
 _KEY_QUALIFIERS = _words(
     """api apis secret private access account session subscription functions auth app application license licence
     master admin client signing encryption service global user write read ingest ingestion deploy server
     management virtual"""
 )
-_NOT_SECRET_KEYS = frozenset(
-    (word, "key")
-    for word in "idempotency cache sort partition primary foreign object routing dedup dedupe public header".split()
+_NOT_SECRET_KEY_WORDS = _words(
+    "idempotency cache sort partition primary foreign object routing dedup dedupe public header"
 )
 # Qualifiers that make "tokens" a list of credentials (``access_tokens``), where alone it is a count.
 _TOKEN_QUALIFIERS = _words("access refresh id api auth bearer session oauth personal")
@@ -135,26 +131,26 @@ def words_of(name: str) -> tuple[str, ...]:
     return tuple(words)
 
 
+def _data_token(words: tuple[str, ...], index: int) -> bool:
+    return index > 0 and words[index] == "token" and words[index - 1] in _DATA_TOKEN_WORDS
+
+
 def _is_secret_word(words: tuple[str, ...], index: int, loose: bool) -> bool:
     word = words[index]
     singular, before = _PLURALS.get(word, word), words[index - 1] if index else ""
     if singular in _ANYWHERE_WORDS:
         return True
     if singular == "key" and ((loose and word == "key") or before in _KEY_QUALIFIERS):
-        return (before, "key") not in _NOT_SECRET_KEYS
+        return before not in _NOT_SECRET_KEY_WORDS
     return word == "tokens" and before in _TOKEN_QUALIFIERS
 
 
 def _secret_by_word(words: tuple[str, ...], loose: bool) -> bool:
     """A secret word anywhere in ``words`` with no descriptor after it; ``loose``: "key" anywhere."""
     last = next((i for i in range(len(words) - 1, -1, -1) if _is_secret_word(words, i, loose)), -1)
-    if last < 0 or (words[last - 1] if last else "", _PLURALS.get(words[last], words[last])) in _NOT_SECRET_SUFFIXES:
+    if last < 0 or _data_token(words, last):
         return False
     return not any(word in DESCRIPTOR_WORDS for word in words[last + 1 :])
-
-
-def _ends_with(words: tuple[str, ...], suffixes: Iterable[tuple[str, ...]]) -> bool:
-    return any(words[-len(suffix) :] == suffix for suffix in suffixes if len(words) >= len(suffix))
 
 
 class Names:
@@ -177,10 +173,10 @@ class Names:
 
     def _names_a_secret(self, name: str, kind: int) -> bool:
         words = words_of(name)
-        if not words or (words[-2:] if len(words) > 1 else ("",) + words) in _NOT_SECRET_SUFFIXES:
+        if not words or _data_token(words, len(words) - 1):
             return False
-        if words in self._names or _ends_with(words, self._suffixes):
+        if words in self._names or any(words[-len(suffix) :] == suffix for suffix in self._suffixes):
             return True
-        if kind == 2 and (words in self._query or _ends_with(words, _QUERY_SECRET_SUFFIXES)):
+        if kind == 2 and (words in self._query or words[-1] == "signature"):
             return True
         return _secret_by_word(words, loose=kind > 0)
