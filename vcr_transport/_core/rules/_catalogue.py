@@ -318,9 +318,8 @@ _GLUED_SHAPES = {
 }
 _GLUED_PREFIXES = " ".join(_GLUED_SHAPES).split()
 GLUED_NEEDLES = tuple(sep + prefix.lower().encode() for prefix in _GLUED_PREFIXES for sep in (b".", b"-", b"/"))
-_GLUED = "(?<=[./-])(?:{})(?![A-Za-z0-9_+/=-])".format(
-    "|".join(f"(?:{'|'.join(prefixes.split())}){rest}" for prefixes, rest in _GLUED_SHAPES.items())
-)
+_GLUED_ALTERNATIVES = "|".join(f"(?:{prefixes.replace(' ', '|')}){rest}" for prefixes, rest in _GLUED_SHAPES.items())
+_GLUED = f"(?<=[./-])(?:{_GLUED_ALTERNATIVES})(?![A-Za-z0-9_+/=-])"
 
 
 def _in_base64_run(text: str, start: int) -> bool:

@@ -21,8 +21,7 @@ def _words(text: str) -> frozenset[str]:
 
 
 SECRET_FIELD_NAMES = _words(
-    # HTTP authentication and API gateways; OAuth 2.0 (RFC 6749, 7523, 7636) and OpenID Connect; signed URLs
-    # (AWS SigV4 query authentication, Google Cloud Storage); generic
+    # HTTP auth and API gateways; OAuth 2.0 and OpenID Connect; signed URLs (AWS SigV4, Google Cloud Storage); generic
     """authorization proxy-authorization api_key api-key x-api-key x-goog-api-key x-functions-key
     ocp-apim-subscription-key x-auth-token private-token x-honeycomb-team cookie set-cookie
     token access_token refresh_token id_token client_secret assertion client_assertion code_verifier
@@ -41,8 +40,7 @@ _SECRET_SUFFIXES = tuple(
 )
 # "<word> token" is data: a pagination cursor or a tokenizer's special token.
 _DATA_TOKEN_WORDS = _words("page next continuation sync eos bos pad unk sep cls mask start end stop")
-# Any of these words, wherever it stands, makes a name secret (``auth_token_value``, ``SecretString``), unless
-# a descriptor follows it (``token_type``, ``secret_name``) or the name is a kept one.
+# Any of these words anywhere makes a name secret (``auth_token_value``) unless a descriptor follows (``token_type``).
 _ANYWHERE_WORDS = _words("token secret password passwd pwd passphrase credential jwt auth authorization")
 # "key" is data in JSON but after one of these (``api_key``, ``license_key``); in a header or query name it is a
 # secret wherever it stands (``Fastly-Key``), but after one of ``_NOT_SECRET_KEY_WORDS``.
@@ -56,7 +54,7 @@ _NOT_SECRET_KEY_WORDS = _words(
 )
 # Qualifiers that make "tokens" a list of credentials (``access_tokens``), where alone it is a count.
 _TOKEN_QUALIFIERS = _words("access refresh id api auth bearer session oauth personal")
-# A word after the secret one that makes the name a description of the secret, not the secret itself.
+# A word after the secret one that makes the name a description of the secret.
 DESCRIPTOR_WORDS = _words(
     """id ids type types kind name names count counts limit limits remaining reset used usage length len size
     budget url uri urls endpoint expires expiry expiration ttl prefix hint last4 present provided required
@@ -154,8 +152,8 @@ def _secret_by_word(words: tuple[str, ...], loose: bool) -> bool:
 
 
 class Names:
-    """The secret names of a redactor: the defaults and the user's (whole names and name suffixes).
-    ``words``: the last words of every secret name, which a secret JSON key must hold (lower case)."""
+    """A redactor's secret names, the defaults and the user's (whole names and suffixes). ``words``: the last words
+    of every secret name, one of which a secret JSON key holds."""
 
     def __init__(self, extra: Iterable[str] = ()) -> None:
         more = {words_of(name) for name in extra}

@@ -59,12 +59,12 @@ class Search(NamedTuple):
         lowered = text.lower()
         data = lowered.encode("utf-8", "surrogatepass")
         unsure = not text.isascii() and ("\u0130" in text or "\u212a" in text)
-        hits = self.finder.find_matches_as_indexes(data, overlapping=True)
+        hits = self.find(data)
         return _new_scan((self, text, lowered, data, hits, self._words(hits), unsure, None))
 
     def scan_bytes(self, raw: bytes, data: bytes, hits: list[tuple[int, int, int]] | None = None) -> Scan:
         """The prefilter's scan of UTF-8 ``raw``, ``data`` its lower case (``hits``: ``find(data)``, if found)."""
-        hits = self.finder.find_matches_as_indexes(data, overlapping=True) if hits is None else hits
+        hits = self.find(data) if hits is None else hits
         return _new_scan((self, None, "", data, hits, self._words(hits), False, raw))
 
     def _words(self, hits: list[tuple[int, int, int]]) -> list[tuple[int, int]]:
@@ -73,9 +73,9 @@ class Search(NamedTuple):
 
 
 class Scan(NamedTuple):
-    """What a search found in ``text`` (or the prefilter in UTF-8 ``raw``): the lower case (``lowered``, not for
-    bytes), its UTF-8 (``data``), each probe's (pattern, start, end) (``hits``), the name words' spans, and whether
-    the text holds U+0130 or the Kelvin sign (``unsure``: the only characters whose lower case holds ASCII)."""
+    """What a search found in ``text`` (or the prefilter in UTF-8 ``raw``): its lower case and that's UTF-8
+    (``data``), each probe's (pattern, start, end), the name words' spans, and whether the text holds U+0130 or
+    the Kelvin sign (``unsure``: the only characters whose lower case holds ASCII)."""
 
     search: Search
     text: str | None
