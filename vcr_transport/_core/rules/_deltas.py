@@ -65,7 +65,7 @@ def split_edited(original: bytes, edits: Sequence[Edit], sizes: Sequence[int]) -
         return boundary + shift
 
     starts = [0, *itertools.accumulate(sizes)]
-    return [bytes(edited[moved(a) : moved(b)]) for a, b in zip(starts, starts[1:], strict=False)]
+    return [bytes(edited[moved(start) : moved(end)]) for start, end in itertools.pairwise(starts)]
 
 
 # --- the vendor stream shapes -------------------------------------------------------------------------

@@ -4,6 +4,7 @@ a model emits piece by piece), and of bodies searched whole (content-encoded, bi
 from __future__ import annotations
 
 from collections.abc import Sequence
+from functools import partial
 from operator import itemgetter
 from typing import Any
 
@@ -23,6 +24,7 @@ __all__ = [
     "redact_body",
 ]
 
+Chunks = list[tuple[bytes, Any]]  # (chunk, tag) pairs
 _first = itemgetter(0)  # a (chunk, tag) pair's chunk
 OVERLAP = 16 * 1024  # kept back at a long line's cut: far longer than a secret, which is searched whole
 _CONTEXT = 256  # kept before a secret when cutting a long line (``Bearer ``, ``"api_key": "``)
@@ -32,18 +34,25 @@ BATCH = 32 * 1024  # the recorder's batches for ``StreamRedactor.feed_many``
 
 
 def carries_deltas(content_type: str) -> bool:
-    """Whether a response of this content-type is a stream whose text is reassembled from its events (SSE, JSON
-    lines)."""
+    """Whether this content-type is a stream whose text is reassembled from its events (SSE, JSON lines)."""
     return any(kind in content_type for kind in ("event-stream", "ndjson", "jsonl", "json-seq", "stream+json"))
+
+
+def _text(data: bytes) -> str:
+    return data.decode("utf-8", "surrogateescape")
+
+
+def _bytes(text: str) -> bytes:
+    return text.encode("utf-8", "surrogateescape")
 
 
 class StreamRedactor:
     """Redacts a response body while it streams, keeping each chunk's boundaries: by line (a line longer than
-    ``max_line`` up to a cut ``overlap`` before its end, so a secret at the cut is seen whole), then over the
-    text delta events carry piece by piece (``delta_edits``; with ``deltas`` false, over a body of several lines).
-    Chunks are held until ``finish`` (or past ``max_hold`` bytes); each comes out exactly once, in order, with
-    its tag, and where a replacement spans a boundary the earlier chunk carries it whole. A batch with nothing
-    to redact passes in one step (``_clear``), to the same bytes (``tests/transports/test_chunk_batches.py``)."""
+    ``max_line`` up to a cut ``overlap`` before its end, so a secret at the cut is seen whole), then over the text
+    delta events carry piece by piece (with ``deltas`` false, over a body of several lines). Chunks are held until
+    ``finish`` (or past ``max_hold`` bytes); each comes out once, in order, with its tag, and a replacement spanning
+    a boundary goes whole to the earlier chunk. A batch with nothing to redact passes in one step, to the same
+    bytes."""
 
     def __init__(
         self,
@@ -57,50 +66,47 @@ class StreamRedactor:
         if overlap + _CONTEXT >= max_line:
             raise ValueError(f"overlap ({overlap}) must be well under max_line ({max_line})")
         self._redactor = redactor
+        self._redact = partial(redactor.redact_text, response=True)
         self._max_line = max_line
         self._overlap = overlap
         self._max_hold = max_hold
         self._deltas = deltas
-        self._outputs: list[tuple[bytearray, Any, bool]] = []  # (redacted bytes, tag, sealed)
+        # Each chunk's redacted bytes; those before the pending line's first chunk are complete.
+        self._outputs: list[tuple[bytearray, Any]] = []
         self._line = bytearray()
         self._segments: list[tuple[int, int]] = []  # (output slot, byte count) of the bytes in _line
-        self._held: list[tuple[bytes, Any]] = []
+        self._held: Chunks = []
         self._held_size = 0
 
-    def feed(self, chunk: bytes, tag: Any) -> list[tuple[bytes, Any]]:
+    def feed(self, chunk: bytes, tag: Any) -> Chunks:
         return self.feed_many([(chunk, tag)])
 
-    def feed_many(self, chunks: Sequence[tuple[bytes, Any]]) -> list[tuple[bytes, Any]]:
+    def feed_many(self, chunks: Sequence[tuple[bytes, Any]]) -> Chunks:
         return self._take_in(list(chunks), last=False)
 
-    def finish(self, last: Sequence[tuple[bytes, Any]] = ()) -> list[tuple[bytes, Any]]:
+    def finish(self, last: Sequence[tuple[bytes, Any]] = ()) -> Chunks:
         ready = self._take_in(list(last), last=True)
         self._redact_line()
-        for slot in range(len(self._outputs)):
-            self._seal(slot)
         self._hold(self._release())
         return ready + self._release_held()
 
-    def _take_in(self, batch: list[tuple[bytes, Any]], last: bool) -> list[tuple[bytes, Any]]:
+    def _take_in(self, batch: Chunks, last: bool) -> Chunks:
         """With ``last``, the pending line ends with ``batch``."""
         if (batch or (last and self._line)) and self._clear(batch):
             self._pass_through(batch, last)
             return []
-        ready = []
-        for chunk, tag in batch:
-            ready += self._feed_one(chunk, tag)
-        return ready
+        return [ready for chunk, tag in batch for ready in self._feed_one(chunk, tag)]
 
-    def _clear(self, batch: list[tuple[bytes, Any]]) -> bool:
+    def _clear(self, batch: Chunks) -> bool:
         """Whether taking ``batch`` in chunk by chunk would redact nothing, cut no line and release nothing."""
         text = b"".join([self._line, *map(_first, batch)])
-        if self._held_size + len(text) > self._max_hold:
-            return False
-        if len(text) > self._max_line and max(map(len, text.split(b"\n"))) > self._max_line:
-            return False
-        return not self._redactor.could_redact(text)
+        return (
+            self._held_size + len(text) <= self._max_hold
+            and (len(text) <= self._max_line or max(map(len, text.split(b"\n"))) <= self._max_line)
+            and not self._redactor.could_redact(text)
+        )
 
-    def _pass_through(self, batch: list[tuple[bytes, Any]], last: bool) -> None:
+    def _pass_through(self, batch: Chunks, last: bool) -> None:
         """What ``_feed_one`` of each chunk (and with ``last`` ``finish``) gives when nothing is redacted."""
         ends = len(batch) if last else _lines_end(batch)
         ready = self._end_line() + batch[: ends - 1] if ends else self._end_line() if last else []
@@ -110,45 +116,39 @@ class StreamRedactor:
             if cut == len(chunk):
                 ready.append((chunk, tag))
             else:
-                self._outputs.append((bytearray(chunk[:cut]), tag, False))
-                self._take(len(self._outputs) - 1, chunk[cut:])
-        for chunk, tag in batch[ends:]:  # chunks with no line break: pending, or sealed when empty
-            self._outputs.append((bytearray(), tag, not chunk))
+                self._outputs.append((bytearray(chunk[:cut]), tag))
+                self._take(chunk[cut:])
+        for chunk, tag in batch[ends:]:  # chunks with no line break: pending
+            self._outputs.append((bytearray(), tag))
             if chunk:
-                self._take(len(self._outputs) - 1, chunk)
+                self._take(chunk)
         self._hold(ready + self._release())
 
-    def _end_line(self) -> list[tuple[bytes, Any]]:
-        self._redact_line(redact=False)
+    def _end_line(self) -> Chunks:
+        line = bytes(self._line)
+        self._emit(line, line, self._segments)
+        self._line, self._segments = bytearray(), []
         return self._release()
 
-    def _feed_one(self, chunk: bytes, tag: Any) -> list[tuple[bytes, Any]]:
-        slot = len(self._outputs)
-        self._outputs.append((bytearray(), tag, False))
+    def _feed_one(self, chunk: bytes, tag: Any) -> Chunks:
+        self._outputs.append((bytearray(), tag))
         cut = chunk.rfind(b"\n") + 1
         if cut:
-            self._take(slot, chunk[:cut])
+            self._take(chunk[:cut])
             self._redact_line()
-        rest = chunk[cut:]
-        if rest:
-            self._take(slot, rest)
+        if cut < len(chunk):
+            self._take(chunk[cut:])
             if len(self._line) > self._max_line:
                 self._redact_long_line()
-        if not self._segments or self._segments[-1][0] != slot:
-            self._seal(slot)
         self._hold(self._release())
-        if self._held_size > self._max_hold:
-            return self._release_held()
-        return []
+        return self._release_held() if self._held_size > self._max_hold else []
 
-    def _hold(self, ready: list[tuple[bytes, Any]]) -> None:
+    def _hold(self, ready: Chunks) -> None:
         self._held += ready
         self._held_size += sum(map(len, map(_first, ready)))
 
-    def _release_held(self) -> list[tuple[bytes, Any]]:
+    def _release_held(self) -> Chunks:
         held, self._held, self._held_size = self._held, [], 0
-        if not held:
-            return held
         body = b"".join(map(_first, held))
         edits = delta_edits(body, self._redactor) if self._deltas else self._across_lines(body, len(held))
         if not edits:
@@ -161,46 +161,33 @@ class StreamRedactor:
         value on a line after its key's, which the line-by-line pass saw apart."""
         if reads < 2 or b"\n" not in body.rstrip(b"\n"):
             return []
-        text = body.decode("utf-8", "surrogateescape")
+        text = _text(body)
         if not self._redactor.could_redact(text):
             return []
-        redacted = self._redactor.redact_text(text, response=True).encode("utf-8", "surrogateescape")
+        redacted = _bytes(self._redact(text))
         return [] if redacted == body else [edit_of(body, redacted)]
 
-    def _take(self, slot: int, data: bytes) -> None:
+    def _take(self, data: bytes) -> None:
+        """``data`` of the last chunk to the pending line."""
         self._line += data
-        if self._segments and self._segments[-1][0] == slot:
-            self._segments[-1] = (slot, self._segments[-1][1] + len(data))
-        else:
-            self._segments.append((slot, len(data)))
+        self._segments.append((len(self._outputs) - 1, len(data)))
 
-    def _seal(self, slot: int) -> None:
-        output, tag, _ = self._outputs[slot]
-        self._outputs[slot] = (output, tag, True)
-
-    def _redact_line(self, redact: bool = True) -> None:
-        """The pending line to its chunks (``redact`` false: as it is, all its chunks then complete)."""
-        if not self._segments:
-            return
-        original = redacted = bytes(self._line)
-        if redact:
-            text = original.decode("utf-8", "surrogateescape")
-            redacted_text = self._redactor.redact_text(text, response=True)
-            redacted = original if redacted_text == text else redacted_text.encode("utf-8", "surrogateescape")
-        self._emit(original, redacted, self._segments)
-        for slot, _ in self._segments if not redact else self._segments[:-1]:
-            self._seal(slot)
-        self._line, self._segments = bytearray(), []
+    def _redact_line(self) -> None:
+        if self._segments:
+            line = bytes(self._line)
+            text = _text(line)
+            redacted = self._redact(text)
+            self._emit(line, line if redacted == text else _bytes(redacted), self._segments)
+            self._line, self._segments = bytearray(), []
 
     def _redact_long_line(self) -> None:
         """Redact the start of an over-long line, up to a cut no secret crosses, keeping the rest pending."""
-        original = bytes(self._line)
-        text = original.decode("utf-8", "surrogateescape")
+        text = _text(bytes(self._line))
         found = self._cut(text)
         if found is None:  # a secret-shaped run longer than the overlap: the line is redacted as it stands
             self._redact_line()
             return
-        head = text[: found[0]].encode("utf-8", "surrogateescape")
+        head = _bytes(text[: found[0]])
         emitted: list[tuple[int, int]] = []
         kept: list[tuple[int, int]] = []
         position = 0
@@ -209,28 +196,25 @@ class StreamRedactor:
             emitted += [(slot, inside)] if inside else []
             kept += [(slot, count - inside)] if count - inside else []
             position += count
-        self._emit(head, found[1].encode("utf-8", "surrogateescape"), emitted)
-        for slot, _ in emitted:
-            if not kept or kept[0][0] != slot:
-                self._seal(slot)
-        self._line = bytearray(original[len(head) :])
+        self._emit(head, _bytes(found[1]), emitted)
+        del self._line[: len(head)]
         self._segments = kept
 
     def _cut(self, text: str) -> tuple[int, str] | None:
         """Where to cut ``text``, where the two sides redacted apart give what the whole gave, and its head
         redacted; None: nowhere."""
-        redacted = self._redactor.redact_text(text, response=True)
+        redacted = self._redact(text)
         limit = len(text) - self._overlap
         if redacted == text:
             return limit, redacted[:limit]
         for cut in range(limit, max(_CONTEXT, limit - 8 * _STEP), -_STEP):
-            head = self._redactor.redact_text(text[:cut], response=True)
-            if head + self._redactor.redact_text(text[cut:], response=True) == redacted:
+            head = self._redact(text[:cut])
+            if head + self._redact(text[cut:]) == redacted:
                 return cut, head
         return None
 
     def _emit(self, original: bytes, redacted: bytes, segments: list[tuple[int, int]]) -> None:
-        if redacted is original or redacted == original:
+        if redacted == original:
             start = 0
             for slot, count in segments:
                 self._outputs[slot][0].extend(original[start : start + count])
@@ -240,32 +224,26 @@ class StreamRedactor:
         for (slot, _), piece in zip(segments, pieces, strict=True):
             self._outputs[slot][0].extend(piece)
 
-    def _release(self) -> list[tuple[bytes, Any]]:
-        if not self._outputs:
-            return []
-        released = 0
-        while released < len(self._outputs) and self._outputs[released][2]:
-            released += 1
+    def _release(self) -> Chunks:
+        """The chunks before the pending line's first, complete."""
+        released = self._segments[0][0] if self._segments else len(self._outputs)
         if not released:
             return []
-        ready = [(bytes(output), tag) for output, tag, _ in self._outputs[:released]]
+        ready = [(bytes(output), tag) for output, tag in self._outputs[:released]]
         del self._outputs[:released]
         self._segments = [(slot - released, count) for slot, count in self._segments]
         return ready
 
 
-def _lines_end(batch: list[tuple[bytes, Any]]) -> int:
+def _lines_end(batch: Chunks) -> int:
     """1 + the index of the last chunk of ``batch`` holding a line break (0: none does)."""
-    for index in range(len(batch) - 1, -1, -1):
-        if b"\n" in batch[index][0]:
-            return index + 1
-    return 0
+    return next((len(batch) - index for index, (chunk, _) in enumerate(reversed(batch)) if b"\n" in chunk), 0)
 
 
 def redact_body(body: bytes, redactor: Redactor) -> bytes:
     """A whole (decoded) response body redacted as a stream of it would be: by line, then by delta."""
     stream = StreamRedactor(redactor, max_hold=len(body) + 1)
-    return b"".join(chunk for chunk, _ in [*stream.feed(body, None), *stream.finish()])
+    return b"".join(map(_first, stream.feed(body, None) + stream.finish()))
 
 
 class HeldBodyRedactor:
@@ -276,14 +254,14 @@ class HeldBodyRedactor:
     def __init__(self, redactor: Redactor, max_buffer: int = 64 * 1024 * 1024, *, held: bool = True) -> None:
         self._redactor = redactor
         self._max_buffer = max_buffer
-        self._held: list[tuple[bytes, Any]] | None = [] if held else None
+        self._held: Chunks | None = [] if held else None
         self._size = 0
 
     def redacted(self, body: bytes) -> bytes | None:
         """The whole body redacted (the same bytes when nothing was found), or None to keep it as it came."""
         raise NotImplementedError
 
-    def feed(self, chunk: bytes, tag: Any) -> list[tuple[bytes, Any]]:
+    def feed(self, chunk: bytes, tag: Any) -> Chunks:
         if self._held is None:
             return [(chunk, tag)]
         self._held.append((chunk, tag))
@@ -293,19 +271,17 @@ class HeldBodyRedactor:
             return held
         return []
 
-    def feed_many(self, chunks: Sequence[tuple[bytes, Any]]) -> list[tuple[bytes, Any]]:
+    def feed_many(self, chunks: Sequence[tuple[bytes, Any]]) -> Chunks:
         return [ready for chunk, tag in chunks for ready in self.feed(chunk, tag)]
 
-    def finish(self, last: Sequence[tuple[bytes, Any]] = ()) -> list[tuple[bytes, Any]]:
+    def finish(self, last: Sequence[tuple[bytes, Any]] = ()) -> Chunks:
         ready = self.feed_many(last)
         held, self._held = self._held, None
         if not held:
             return ready
-        body = b"".join(chunk for chunk, _ in held)
+        body = b"".join(map(_first, held))
         redacted = self.redacted(body)
-        if redacted is None or redacted == body:
-            return ready + held
-        return ready + [(redacted, held[0][1])]
+        return ready + (held if redacted is None or redacted == body else [(redacted, held[0][1])])
 
 
 class EncodedBodyRedactor(HeldBodyRedactor):
