@@ -1,10 +1,11 @@
-"""Redaction of response bodies while they stream (by line, keeping each chunk's boundaries, then over the text
-a model emits piece by piece), and of bodies searched whole (content-encoded, binary)."""
+"""Redaction of streamed response bodies (by line, keeping chunk boundaries, then over the text a model emits
+piece by piece) and of bodies searched whole (content-encoded, binary)."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from functools import partial
+from itertools import accumulate
 from operator import itemgetter
 from typing import Any
 
@@ -25,16 +26,16 @@ __all__ = [
 ]
 
 Chunks = list[tuple[bytes, Any]]  # (chunk, tag) pairs
-_first = itemgetter(0)  # a (chunk, tag) pair's chunk
-OVERLAP = 16 * 1024  # kept back at a long line's cut: far longer than a secret, which is searched whole
-_CONTEXT = 256  # kept before a secret when cutting a long line (``Bearer ``, ``"api_key": "``)
+_first = itemgetter(0)
+OVERLAP = 16 * 1024  # kept back at a long line's cut: far longer than a secret
+_CONTEXT = 256  # kept before a secret at a long line's cut (``Bearer ``, ``"api_key": "``)
 _STEP = 2048  # how far back a cut moves when a secret crosses it
 MAX_HOLD = 8 * 1024 * 1024  # a stream held past this is written (its deltas searched per held part)
 BATCH = 32 * 1024  # the recorder's batches for ``StreamRedactor.feed_many``
 
 
 def carries_deltas(content_type: str) -> bool:
-    """Whether this content-type is a stream whose text is reassembled from its events (SSE, JSON lines)."""
+    """Whether this content-type's text is reassembled from its events (SSE, JSON lines)."""
     return any(kind in content_type for kind in ("event-stream", "ndjson", "jsonl", "json-seq", "stream+json"))
 
 
@@ -47,12 +48,11 @@ def _bytes(text: str) -> bytes:
 
 
 class StreamRedactor:
-    """Redacts a response body while it streams, keeping each chunk's boundaries: by line (a line longer than
-    ``max_line`` up to a cut ``overlap`` before its end, so a secret at the cut is seen whole), then over the text
-    delta events carry piece by piece (with ``deltas`` false, over a body of several lines). Chunks are held until
-    ``finish`` (or past ``max_hold`` bytes); each comes out once, in order, with its tag, and a replacement spanning
-    a boundary goes whole to the earlier chunk. A batch with nothing to redact passes in one step, to the same
-    bytes."""
+    """Redacts a response body as it streams, keeping chunk boundaries: by line (a line past ``max_line`` is cut
+    ``overlap`` before its end, so a secret at the cut is seen whole), then over the text delta events carry piece
+    by piece (``deltas`` false: over a body of several lines). Chunks are held until ``finish`` (or past
+    ``max_hold`` bytes) and come out once each, in order, with their tags; a replacement across a boundary goes
+    whole to the earlier chunk."""
 
     def __init__(
         self,
@@ -71,8 +71,7 @@ class StreamRedactor:
         self._overlap = overlap
         self._max_hold = max_hold
         self._deltas = deltas
-        # Each chunk's redacted bytes; those before the pending line's first chunk are complete.
-        self._outputs: list[tuple[bytearray, Any]] = []
+        self._outputs: list[tuple[bytearray, Any]] = []  # chunks redacted; complete before the pending line's
         self._line = bytearray()
         self._segments: list[tuple[int, int]] = []  # (output slot, byte count) of the bytes in _line
         self._held: Chunks = []
@@ -87,18 +86,18 @@ class StreamRedactor:
     def finish(self, last: Sequence[tuple[bytes, Any]] = ()) -> Chunks:
         ready = self._take_in(list(last), last=True)
         self._redact_line()
-        self._hold(self._release())
+        self._release()
         return ready + self._release_held()
 
     def _take_in(self, batch: Chunks, last: bool) -> Chunks:
-        """With ``last``, the pending line ends with ``batch``."""
+        """With ``last``, the pending line ends with ``batch``. A batch with nothing to redact passes whole."""
         if (batch or (last and self._line)) and self._clear(batch):
             self._pass_through(batch, last)
             return []
         return [ready for chunk, tag in batch for ready in self._feed_one(chunk, tag)]
 
     def _clear(self, batch: Chunks) -> bool:
-        """Whether taking ``batch`` in chunk by chunk would redact nothing, cut no line and release nothing."""
+        """Whether ``batch`` taken chunk by chunk would redact nothing, cut no line and release nothing."""
         text = b"".join([self._line, *map(_first, batch)])
         return (
             self._held_size + len(text) <= self._max_hold
@@ -107,14 +106,17 @@ class StreamRedactor:
         )
 
     def _pass_through(self, batch: Chunks, last: bool) -> None:
-        """What ``_feed_one`` of each chunk (and with ``last`` ``finish``) gives when nothing is redacted."""
+        """``_feed_one`` of each chunk (and with ``last`` ``finish``) when nothing is redacted."""
         ends = len(batch) if last else _lines_end(batch)
-        ready = self._end_line() + batch[: ends - 1] if ends else self._end_line() if last else []
+        if ends or last:  # the pending line ends in this batch
+            self._redact_line(redact=False)
+            self._release()
+            self._hold(batch[: max(ends - 1, 0)])
         if ends:
             chunk, tag = batch[ends - 1]
             cut = len(chunk) if last else chunk.rfind(b"\n") + 1
             if cut == len(chunk):
-                ready.append((chunk, tag))
+                self._hold([(chunk, tag)])
             else:
                 self._outputs.append((bytearray(chunk[:cut]), tag))
                 self._take(chunk[cut:])
@@ -122,13 +124,7 @@ class StreamRedactor:
             self._outputs.append((bytearray(), tag))
             if chunk:
                 self._take(chunk)
-        self._hold(ready + self._release())
-
-    def _end_line(self) -> Chunks:
-        line = bytes(self._line)
-        self._emit(line, line, self._segments)
-        self._line, self._segments = bytearray(), []
-        return self._release()
+        self._release()
 
     def _feed_one(self, chunk: bytes, tag: Any) -> Chunks:
         self._outputs.append((bytearray(), tag))
@@ -140,45 +136,25 @@ class StreamRedactor:
             self._take(chunk[cut:])
             if len(self._line) > self._max_line:
                 self._redact_long_line()
-        self._hold(self._release())
+        self._release()
         return self._release_held() if self._held_size > self._max_hold else []
-
-    def _hold(self, ready: Chunks) -> None:
-        self._held += ready
-        self._held_size += sum(map(len, map(_first, ready)))
-
-    def _release_held(self) -> Chunks:
-        held, self._held, self._held_size = self._held, [], 0
-        body = b"".join(map(_first, held))
-        edits = delta_edits(body, self._redactor) if self._deltas else self._across_lines(body, len(held))
-        if not edits:
-            return held
-        pieces = split_edited(body, edits, [len(chunk) for chunk, _ in held])
-        return [(piece, tag) for piece, (_, tag) in zip(pieces, held, strict=True)]
-
-    def _across_lines(self, body: bytes, reads: int) -> list[Edit]:
-        """The edit redacting a body of several lines read in several chunks as a whole: a pretty-printed JSON
-        value on a line after its key's, which the line-by-line pass saw apart."""
-        if reads < 2 or b"\n" not in body.rstrip(b"\n"):
-            return []
-        text = _text(body)
-        if not self._redactor.could_redact(text):
-            return []
-        redacted = _bytes(self._redact(text))
-        return [] if redacted == body else [edit_of(body, redacted)]
 
     def _take(self, data: bytes) -> None:
         """``data`` of the last chunk to the pending line."""
         self._line += data
         self._segments.append((len(self._outputs) - 1, len(data)))
 
-    def _redact_line(self) -> None:
-        if self._segments:
-            line = bytes(self._line)
+    def _redact_line(self, redact: bool = True) -> None:
+        """The pending line to its chunks (as it is when ``redact`` is false)."""
+        if not self._segments:
+            return
+        line = redacted = bytes(self._line)
+        if redact:
             text = _text(line)
-            redacted = self._redact(text)
-            self._emit(line, line if redacted == text else _bytes(redacted), self._segments)
-            self._line, self._segments = bytearray(), []
+            redacted_text = self._redact(text)
+            redacted = line if redacted_text == text else _bytes(redacted_text)
+        self._emit(line, redacted, self._segments)
+        self._line, self._segments = bytearray(), []
 
     def _redact_long_line(self) -> None:
         """Redact the start of an over-long line, up to a cut no secret crosses, keeping the rest pending."""
@@ -188,21 +164,17 @@ class StreamRedactor:
             self._redact_line()
             return
         head = _bytes(text[: found[0]])
-        emitted: list[tuple[int, int]] = []
-        kept: list[tuple[int, int]] = []
-        position = 0
-        for slot, count in self._segments:
-            inside = max(0, min(count, len(head) - position))
-            emitted += [(slot, inside)] if inside else []
-            kept += [(slot, count - inside)] if count - inside else []
-            position += count
+        size = len(head)
+        starts = accumulate((count for _, count in self._segments), initial=0)
+        spans = [(slot, start, start + count) for (slot, count), start in zip(self._segments, starts, strict=False)]
+        emitted = [(slot, min(end, size) - start) for slot, start, end in spans if start < size]
         self._emit(head, _bytes(found[1]), emitted)
-        del self._line[: len(head)]
-        self._segments = kept
+        del self._line[:size]
+        self._segments = [(slot, end - max(start, size)) for slot, start, end in spans if end > size]
 
     def _cut(self, text: str) -> tuple[int, str] | None:
-        """Where to cut ``text``, where the two sides redacted apart give what the whole gave, and its head
-        redacted; None: nowhere."""
+        """Where to cut ``text`` so its two sides redacted apart give what the whole gave, and its head redacted;
+        None: nowhere."""
         redacted = self._redact(text)
         limit = len(text) - self._overlap
         if redacted == text:
@@ -224,31 +196,53 @@ class StreamRedactor:
         for (slot, _), piece in zip(segments, pieces, strict=True):
             self._outputs[slot][0].extend(piece)
 
-    def _release(self) -> Chunks:
-        """The chunks before the pending line's first, complete."""
+    def _release(self) -> None:
+        """The chunks before the pending line's first, complete, to the held ones."""
         released = self._segments[0][0] if self._segments else len(self._outputs)
-        if not released:
+        if released:
+            self._hold([(bytes(output), tag) for output, tag in self._outputs[:released]])
+            del self._outputs[:released]
+            self._segments = [(slot - released, count) for slot, count in self._segments]
+
+    def _hold(self, ready: Chunks) -> None:
+        self._held += ready
+        self._held_size += sum(map(len, map(_first, ready)))
+
+    def _release_held(self) -> Chunks:
+        held, self._held, self._held_size = self._held, [], 0
+        body = b"".join(map(_first, held))
+        edits = delta_edits(body, self._redactor) if self._deltas else self._across_lines(body, len(held))
+        if not edits:
+            return held
+        pieces = split_edited(body, edits, [len(chunk) for chunk, _ in held])
+        return [(piece, tag) for piece, (_, tag) in zip(pieces, held, strict=True)]
+
+    def _across_lines(self, body: bytes, reads: int) -> list[Edit]:
+        """The edit redacting a body of several lines read in several chunks as a whole (a pretty-printed JSON
+        value on the line after its key's)."""
+        if reads < 2 or b"\n" not in body.rstrip(b"\n"):
             return []
-        ready = [(bytes(output), tag) for output, tag in self._outputs[:released]]
-        del self._outputs[:released]
-        self._segments = [(slot - released, count) for slot, count in self._segments]
-        return ready
+        text = _text(body)
+        if not self._redactor.could_redact(text):
+            return []
+        redacted = _bytes(self._redact(text))
+        return [] if redacted == body else [edit_of(body, redacted)]
 
 
 def _lines_end(batch: Chunks) -> int:
-    """1 + the index of the last chunk of ``batch`` holding a line break (0: none does)."""
+    """1 + the index of the last chunk holding a line break (0: none does)."""
     return next((len(batch) - index for index, (chunk, _) in enumerate(reversed(batch)) if b"\n" in chunk), 0)
 
 
 def redact_body(body: bytes, redactor: Redactor) -> bytes:
-    """A whole (decoded) response body redacted as a stream of it would be: by line, then by delta."""
+    """A whole (decoded) response body redacted as a stream of it would be."""
     stream = StreamRedactor(redactor, max_hold=len(body) + 1)
     return b"".join(map(_first, stream.feed(body, None) + stream.finish()))
 
 
 class HeldBodyRedactor:
     """A response body searched whole: its chunks are held from the cassette (never from the caller) until the
-    call ends, then written as they came, or as one chunk when ``redacted`` changed it. Past ``max_buffer`` bytes
+    call ends, then written as they came or, when ``redacted`` changed it, as one chunk. Past ``max_buffer`` bytes
     or with ``held`` false, written as it came."""
 
     def __init__(self, redactor: Redactor, max_buffer: int = 64 * 1024 * 1024, *, held: bool = True) -> None:
@@ -285,13 +279,12 @@ class HeldBodyRedactor:
 
 
 class EncodedBodyRedactor(HeldBodyRedactor):
-    """A content-encoded body, redacted decoded (as ``redact_body``) and encoded again. One that doesn't decode is
-    written as it came; one decoding past ``MAX_DECODED_BYTES``: ``finish`` raises DecodedTooLarge."""
+    """A content-encoded body, redacted decoded (as ``redact_body``) and encoded again; kept as it came if it
+    doesn't decode. ``finish`` raises DecodedTooLarge past ``MAX_DECODED_BYTES``."""
 
     def __init__(self, redactor: Redactor, encoding: str, max_buffer: int = 64 * 1024 * 1024) -> None:
         encodings = content_encodings([("content-encoding", encoding)])
-        decodable = all(content_codec(encoding) is not None for encoding in encodings)
-        super().__init__(redactor, max_buffer, held=decodable)
+        super().__init__(redactor, max_buffer, held=all(content_codec(name) is not None for name in encodings))
         self._encodings = encodings
 
     def redacted(self, body: bytes) -> bytes | None:
