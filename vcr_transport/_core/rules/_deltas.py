@@ -1,5 +1,5 @@
-"""The text a model emits piece by piece across a stream's events (SSE or NDJSON), per vendor stream shape (a
-function each), and the edits that remove a secret spread over those pieces. No I/O."""
+"""The text a model emits piece by piece across a stream's events (SSE or NDJSON), per vendor stream shape, and
+the edits that remove a secret spread over those pieces. No I/O."""
 
 from __future__ import annotations
 
@@ -19,20 +19,18 @@ from ._redaction import Redactor
 __all__ = ["Edit", "changed_span", "delta_channels", "delta_edits", "delta_texts", "edit_of", "split_edited"]
 
 Edit = tuple[int, int, bytes]  # replace original[start:end] with these bytes
-Piece = tuple[int, int, str]  # the raw span of a JSON string's content in the body, and its value
-Values = Iterator[tuple[Hashable, str, Any]]  # (channel, JSON key, value: a piece of text when a string)
+Piece = tuple[int, int, str]  # a JSON string's raw span in the body, and its value
+Values = Iterator[tuple[Hashable, str, Any]]  # (channel, JSON key, value: text when a string)
 _Text = TypeVar("_Text", str, bytes)
 
 
 def changed_span(original: Sequence[Any], redacted: Sequence[Any]) -> tuple[int, int]:
-    """(start, end) of the part of ``original`` that differs from ``redacted``: outside it, their longest common
+    """(start, end) of the part of ``original`` that differs from ``redacted``, between their longest common
     prefix and suffix."""
     limit = min(len(original), len(redacted))
-    prefix = suffix = 0
-    while prefix < limit and original[prefix] == redacted[prefix]:
-        prefix += 1
-    while suffix < limit - prefix and original[-1 - suffix] == redacted[-1 - suffix]:
-        suffix += 1
+    prefix = next((index for index in range(limit) if original[index] != redacted[index]), limit)
+    rest = limit - prefix
+    suffix = next((index for index in range(rest) if original[-1 - index] != redacted[-1 - index]), rest)
     return prefix, len(original) - suffix
 
 
@@ -43,8 +41,8 @@ def edit_of(original: _Text, redacted: _Text) -> tuple[int, int, _Text]:
 
 
 def split_edited(original: bytes, edits: Sequence[Edit], sizes: Sequence[int]) -> list[bytes]:
-    """Sorted, non-overlapping ``edits`` applied to ``original`` cut in pieces of ``sizes``, as the edited pieces.
-    A boundary inside an edit moves to its end, so the earlier piece carries the whole replacement."""
+    """The pieces of ``original`` (of ``sizes``) with sorted, non-overlapping ``edits`` applied; a boundary inside
+    an edit moves to its end, so the earlier piece carries the whole replacement."""
     edited = bytearray()
     position = 0
     new_ends: list[tuple[int, int, int]] = []  # (start, end, end in edited text) per edit
@@ -68,11 +66,8 @@ def split_edited(original: bytes, edits: Sequence[Edit], sizes: Sequence[int]) -
     return [bytes(edited[moved(start) : moved(end)]) for start, end in itertools.pairwise(starts)]
 
 
-# --- the vendor stream shapes -------------------------------------------------------------------------
-
-
 def _get(obj: Any, *path: str) -> Any:
-    """``obj[path[0]][path[1]]...``, None where a step is not a JSON object."""
+    """``obj[path[0]][path[1]]...``, None past a step that is not a JSON object."""
     for key in path:
         obj = obj.get(key) if isinstance(obj, dict) else None
     return obj
@@ -84,7 +79,7 @@ def _list(obj: Any, key: str) -> list[Any]:
 
 
 def _anthropic(event: dict[str, Any]) -> Values:
-    """``content_block_delta``: text, ``input_json_delta``'s ``partial_json``, thinking."""
+    """Anthropic's ``content_block_delta``: text, ``partial_json``, thinking."""
     if event["type"] == "content_block_delta":
         for key in ("text", "partial_json", "thinking"):
             yield ("anthropic", event.get("index"), key), key, _get(event, "delta", key)
@@ -107,8 +102,8 @@ def _cohere(event: dict[str, Any]) -> Values:
 
 
 def _chat(event: dict[str, Any]) -> Values:
-    """openai chat: each choice's ``delta.content``, ``reasoning_content`` (DeepSeek, vLLM), ``reasoning``
-    (OpenRouter) and tool calls' ``function.arguments``; legacy completions' ``text``."""
+    """openai chat: each choice's ``content``, ``reasoning_content`` (DeepSeek, vLLM), ``reasoning`` (OpenRouter),
+    tool calls' ``arguments``; legacy completions' ``text``."""
     for position, choice in enumerate(_list(event, "choices")):
         if not isinstance(choice, dict):
             continue
@@ -144,7 +139,7 @@ _UNTYPED_SHAPES = (_chat, _gemini, _ollama)
 
 
 def _delta_values(event: Any) -> Iterator[tuple[Hashable, str, str]]:
-    """(channel, JSON key, value) of each piece of text an SSE event (or an NDJSON line) carries."""
+    """(channel, JSON key, value) of each piece of text an event carries."""
     if isinstance(event, dict):
         for shape in _TYPED_SHAPES if isinstance(event.get("type"), str) else _UNTYPED_SHAPES:
             yield from ((channel, key, value) for channel, key, value in shape(event) if isinstance(value, str))
@@ -155,9 +150,8 @@ def _may_carry_deltas(data: bytes) -> bool:
 
 
 def delta_channels(body: bytes) -> dict[Hashable, list[Piece]]:
-    """The text an SSE body's delta events (or an NDJSON body's lines) carry piece by piece, per channel (one
-    choice, tool call, content block, item or candidate of a vendor's shape), with each piece's raw span in
-    ``body``. Events that aren't JSON, or carry no delta, are skipped."""
+    """The pieces of text an SSE body's events (or an NDJSON body's lines) carry, with their raw spans, per
+    channel (a choice, tool call, content block, item or candidate). Events that aren't JSON are skipped."""
     channels: dict[Hashable, list[Piece]] = {}
     for data, search, limit in _json_events(body):
         try:
@@ -174,8 +168,7 @@ def delta_channels(body: bytes) -> dict[Hashable, list[Piece]]:
 
 
 def _json_events(body: bytes) -> Iterator[tuple[bytes, int, int]]:
-    """(data, where its values start, where they end in ``body``) of each SSE event, or, in a body with no SSE
-    event (NDJSON), of each line."""
+    """(data, start, end of its values in ``body``) of each SSE event or, with none, each line (NDJSON)."""
     events = [event for event in decode_events(body) if event.dispatched]
     for event in events:
         start = end = position = event.start
@@ -194,12 +187,12 @@ def _json_events(body: bytes) -> Iterator[tuple[bytes, int, int]]:
 
 @functools.cache
 def _key_pattern(key: str) -> re.Pattern[bytes]:
-    """A JSON key then the opening quote of its string value, then that string's rest (group 1)."""
+    """A JSON key, the opening quote of its string value, then that string's rest (group 1)."""
     return re.compile(rb'"' + re.escape(key.encode()) + rb'"\s*:\s*"((?:[^"\\]|\\.)*")?')
 
 
 def _find_string(body: bytes, limit: int, position: int, key: str, value: str) -> tuple[int, int] | None:
-    """The raw span of the next string value of ``key`` holding ``value``, between position and limit."""
+    """The raw span of the next string value of ``key`` equal to ``value``, between position and limit."""
     while (match := _key_pattern(key).search(body, position, limit)) is not None:
         if match[1] is None:
             return None
@@ -227,8 +220,8 @@ class _ChatChoice(msgspec.Struct, gc=False):
 
 
 class _ChatChunk(msgspec.Struct, gc=False):
-    """What text an openai chat chunk carries; a chunk of another shape (a ``type``, ``candidates`` or ``done``
-    that isn't null) doesn't decode."""
+    """An openai chat chunk of text alone; one of another shape (non-null ``type``, ``candidates``, ``done``)
+    doesn't decode."""
 
     choices: list[_ChatChoice] = []  # noqa: RUF012 (msgspec copies a default list)
     type: None = None
@@ -237,8 +230,7 @@ class _ChatChunk(msgspec.Struct, gc=False):
 
 
 def delta_texts(body: bytes) -> dict[Hashable, list[str]]:
-    """The values of ``delta_channels``, without their spans; a stream of openai chat chunks of text alone (what
-    most streams are) read in one pass by msgspec."""
+    """``delta_channels`` without spans; a stream of openai chat chunks of text alone (most) read by msgspec."""
     texts = _chat_texts(body)
     if texts is None:
         return {channel: [value for *_, value in pieces] for channel, pieces in delta_channels(body).items()}
@@ -246,7 +238,7 @@ def delta_texts(body: bytes) -> dict[Hashable, list[str]]:
 
 
 def _chat_texts(body: bytes) -> dict[Hashable, list[str]] | None:
-    """``delta_texts`` of an SSE stream of openai chat chunks with at most one choice and no tool call, else None."""
+    """``delta_texts`` of openai chat chunks of one choice and text alone, else None."""
     events = data_of(body)
     if events[-1:] == [b"[DONE]"]:
         events.pop()
@@ -264,7 +256,7 @@ def _chat_texts(body: bytes) -> dict[Hashable, list[str]] | None:
 
 
 def _chat_chunks(events: list[bytes]) -> list[_ChatChunk] | None:
-    """The events read as chat chunks; None when one isn't (or holds two values, or what msgspec refuses and json
+    """The events as chat chunks; None when one isn't (or holds two values, or what msgspec refuses and json
     reads: a lone surrogate, NaN)."""
     data = b",".join([b"[" + events[0], *events[1:-1], events[-1] + b"]"]) if len(events) > 1 else b"[%b]" % events[0]
     try:  # a JSON array of the events, in one copy of their text
@@ -280,9 +272,8 @@ def _chat_decoder() -> msgspec.json.Decoder[list[_ChatChunk]]:
 
 
 def delta_edits(body: bytes, redactor: Redactor) -> list[Edit]:
-    """Edits removing every secret found in a channel's reassembled text from each piece carrying part of it:
-    the first gets the replacement, the others lose their part. The pieces' raw spans are found only when the
-    cheap reading (``delta_texts``) holds a secret."""
+    """Edits removing each secret in a channel's joined text from the pieces carrying it: the first gets the
+    replacement, the others lose their part. Spans are sought only when ``delta_texts`` holds a secret."""
     if not _may_carry_deltas(body) or not any(
         len(values) > 1
         and redactor.could_redact(text := "".join(values))
@@ -300,7 +291,7 @@ def delta_edits(body: bytes, redactor: Redactor) -> list[Edit]:
 
 
 def _piece_edits(pieces: list[Piece], start: int, end: int, replacement: str) -> list[Edit]:
-    """The edits of each piece that carries part of ``start:end`` of their text, replaced by ``replacement``."""
+    """The edits of the pieces carrying part of ``start:end`` of their joined text, replaced by ``replacement``."""
     edits: list[Edit] = []
     offset, placed = 0, False
     for raw_start, raw_end, value in pieces:
