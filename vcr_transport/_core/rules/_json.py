@@ -46,7 +46,7 @@ _SIBLING_VALUE = r"\"(?:[Vv]alue|ParameterValue|OutputValue|[Ss]ecret_?[Vv]alue)
 SIBLING_VALUE_BYTES = rb'value\\*"'
 # Azure Key Vault's get-secret answer: ``{"value": ..., "id": "https://<vault>.vault.azure.net/secrets/<name>/..."}``.
 _KEY_VAULT_SECRET = r"(?i)https://[^/\s\"]+\.vault\.(?:azure\.net|azure\.cn|usgovcloudapi\.net)/secrets/"
-# The keys a JSON-schema definition is made of, and those one of which it has.
+# The keys a JSON-schema definition is made of, and those it has one of.
 _SCHEMA_MARKERS = frozenset("type $ref anyOf oneOf allOf enum const properties items".split())
 _SCHEMA_KEYWORDS = _SCHEMA_MARKERS | frozenset(
     """description required format default examples example title minimum maximum exclusiveMinimum exclusiveMaximum
@@ -58,7 +58,7 @@ _SCHEMA_KEYWORDS = _SCHEMA_MARKERS | frozenset(
 
 class Context(NamedTuple):
     """What a rule works with: ``found`` takes every value removed (to be learned); ``redact_text`` is the
-    redactor's (for decoded payloads)."""
+    redactor's, for decoded payloads."""
 
     names: Names
     response: bool
@@ -80,12 +80,7 @@ def json_string(literal_body: str) -> str | None:
 
 def is_schema(value: Any) -> bool:
     """A JSON-schema definition: an object made only of schema keywords, with a type or its like."""
-    return (
-        isinstance(value, Mapping)
-        and bool(value)
-        and all(key in _SCHEMA_KEYWORDS for key in value)
-        and any(key in _SCHEMA_MARKERS for key in value)
-    )
+    return isinstance(value, Mapping) and value.keys() <= _SCHEMA_KEYWORDS and not _SCHEMA_MARKERS.isdisjoint(value)
 
 
 def string_leaves(value: Any) -> Iterable[str]:
@@ -119,9 +114,6 @@ def removes_value(names: Names, name: str, value: Any, response: bool) -> bool:
     return True
 
 
-# --- JSON text -----------------------------------------------------------------------------------------------
-
-
 def json_value_end(text: str, start: int) -> int:
     """Where the JSON value starting at ``start`` ends (exclusive), or -1 when it doesn't end in ``text``."""
     if start >= len(text):
@@ -138,19 +130,13 @@ def json_value_end(text: str, start: int) -> int:
 def _brackets(text: str, opening: int, closing: int) -> Iterator[tuple[int, int]]:
     """(position, depth after it) of every bracket between ``opening`` and ``closing``, strings skipped; none
     after a string that doesn't end."""
-    depth, index, string_rest = 0, opening, regex(_STRING_REST)
-    while index < closing:
-        char = text[index]
-        if char == '"':
-            rest = string_rest.match(text, index + 1)
-            if rest is None:
-                return
-            index = rest.end()
-            continue
-        if char in "{[}]":
-            depth += 1 if char in "{[" else -1
-            yield index, depth
-        index += 1
+    depth = 0
+    for token in regex(r"\"(?:[^\"\\]|\\.)*\"|[\"{\[}\]]").finditer(text, opening, closing):
+        if token[0] == '"':
+            return  # a string that doesn't end before ``closing``
+        if token[0] in "{[}]":
+            depth += 1 if token[0] in "{[" else -1
+            yield token.start(), depth
 
 
 def _sibling_named_values(names: Names, text: str) -> set[int]:
@@ -181,6 +167,7 @@ def _value_starts(text: str, opening: int, closing: int) -> Iterable[int]:
 
 
 def _json_value(raw: str) -> Any:
+    """A JSON value's text decoded; as it is when it isn't valid (a number too)."""
     if raw[0] == '"':
         value = json_string(raw[1:-1])
         return raw[1:-1] if value is None else value
@@ -198,18 +185,17 @@ def _removed_json_value(match: re.Match[str], text: str, named: set[int], ctx: C
     if start not in named and not ctx.names.is_secret(match["key"]):
         return -1
     end = json_value_end(text, start)
-    raw = text[start:end]
-    if end < 0 or raw == _QUOTED_PLACEHOLDER:
+    if end < 0 or (raw := text[start:end]) == _QUOTED_PLACEHOLDER:
         return -1
-    if start in named:
-        if raw in ("true", "false", "null"):
-            return -1
-        ctx.found.append((json_string(raw[1:-1]) or raw[1:-1]) if raw[0] == '"' else raw)
-        return end
     value = _json_value(raw)
-    if not removes_value(ctx.names, match["key"], value, ctx.response):
+    if start not in named:  # a secret-named key's value
+        if not removes_value(ctx.names, match["key"], value, ctx.response):
+            return -1
+        ctx.found.extend(string_leaves(value))
+    elif value is None or isinstance(value, bool):
         return -1
-    ctx.found.extend(string_leaves(value))
+    else:
+        ctx.found.append(value if isinstance(value, str) else raw)
     return end
 
 
@@ -237,7 +223,5 @@ def _redact_nested_json(match: re.Match[str], ctx: Context) -> str:
 
 def key_may_be_secret(names: Names, name: str) -> bool:
     """Whether a JSON key (as written) may be a secret name, once its escapes are decoded."""
-    if "\\" in name:
-        decoded = json_string(name)
-        return decoded is None or names.is_secret(decoded) or names.is_secret(name)
-    return names.is_secret(name)
+    decoded = json_string(name) if "\\" in name else name
+    return decoded is None or names.is_secret(decoded) or (decoded != name and names.is_secret(name))
