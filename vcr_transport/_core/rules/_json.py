@@ -57,8 +57,7 @@ _SCHEMA_KEYWORDS = _SCHEMA_MARKERS | frozenset(
 
 
 class Context(NamedTuple):
-    """What a rule works with: ``found`` takes every value removed (to be learned); ``redact_text`` is the
-    redactor's, for decoded payloads."""
+    """What a rule works with: ``found`` takes each value removed, to be learned; the redactor's ``redact_text``."""
 
     names: Names
     response: bool
@@ -128,8 +127,7 @@ def json_value_end(text: str, start: int) -> int:
 
 
 def _brackets(text: str, opening: int, closing: int) -> Iterator[tuple[int, int]]:
-    """(position, depth after it) of every bracket between ``opening`` and ``closing``, strings skipped; none
-    after a string that doesn't end."""
+    """(position, depth after it) of each bracket from ``opening`` to ``closing`` outside strings, up to one unended."""
     depth = 0
     for token in regex(r"\"(?:[^\"\\]|\\.)*\"|[\"{\[}\]]").finditer(text, opening, closing):
         if token[0] == '"':
@@ -140,8 +138,7 @@ def _brackets(text: str, opening: int, closing: int) -> Iterator[tuple[int, int]
 
 
 def _sibling_named_values(names: Names, text: str) -> set[int]:
-    """Where the values start (in JSON ``text``) of the ``value`` members of each innermost object with a
-    sibling that names them secrets."""
+    """Where the ``value`` members' values start, in each innermost object whose sibling names them secrets."""
     starts: set[int] = set()
     for match in regex(_SIBLING_NAME).finditer(text):
         name = json_string(match["name"])
@@ -158,7 +155,7 @@ def _sibling_named_values(names: Names, text: str) -> set[int]:
 
 
 def _value_starts(text: str, opening: int, closing: int) -> Iterable[int]:
-    """Where the values of the ``value`` members of the object between ``opening`` and ``closing`` start."""
+    """Where the values of the ``value`` members of the object from ``opening`` to ``closing`` start."""
     marks = list(_brackets(text, opening, closing))
     for key in regex(_JSON_KEY).finditer(text, opening, closing):
         depth = next((depth for mark, depth in reversed(marks) if mark < key.start()), 0)
@@ -167,7 +164,7 @@ def _value_starts(text: str, opening: int, closing: int) -> Iterable[int]:
 
 
 def _json_value(raw: str) -> Any:
-    """A JSON value's text decoded; as it is when it isn't valid (a number too)."""
+    """A JSON value's text decoded; as it is when it isn't valid, or a number."""
     if raw[0] == '"':
         value = json_string(raw[1:-1])
         return raw[1:-1] if value is None else value
@@ -180,7 +177,7 @@ def _json_value(raw: str) -> Any:
 
 
 def _removed_json_value(match: re.Match[str], text: str, named: set[int], ctx: Context) -> int:
-    """The end of the value after ``match`` (a key) when it goes (its leaves appended to found), else -1."""
+    """The end of the value after ``match`` (a key) when it goes (its strings added to found), else -1."""
     start = match.end()
     if start not in named and not ctx.names.is_secret(match["key"]):
         return -1
@@ -200,8 +197,8 @@ def _removed_json_value(match: re.Match[str], text: str, named: set[int], ctx: C
 
 
 def redact_json(text: str, ctx: Context) -> str:
-    """The whole value of every secret-named key and of a ``value`` a sibling names a secret goes, also in a
-    JSON string holding JSON text (a tool call's ``arguments``)."""
+    """The whole value of each secret-named key, and of each ``value`` a sibling names a secret, goes; also in JSON
+    text held in a JSON string (a tool call's ``arguments``)."""
     if '\\"' in text:
         text = regex(r"\"(?P<body>[\[{](?:[^\"\\]|\\.)*)\"").sub(lambda match: _redact_nested_json(match, ctx), text)
     pieces, position = [], 0

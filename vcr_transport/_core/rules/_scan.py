@@ -30,8 +30,7 @@ Unsearched = list[tuple[int, str]]  # (line number, why) of each body too large 
 
 def scan_text(redactor: Redactor, text: str, response: bool = False) -> list[str]:
     """The secrets the rules would remove from ``text``, as they stand: a changed span is split at the unchanged
-    text between placeholders; white space, which a secret may hold (a PEM block on one line), at its last
-    occurrence that leaves one whole secret before it."""
+    text between placeholders; at white space, which a secret may hold too, where it last follows a whole one."""
     redacted = redactor.redact_text(text, response=response)
     if redacted == text:
         return []
@@ -150,19 +149,16 @@ def _header_secrets(
     redactor: Redactor, obj: dict[str, Any], calls: dict[Any, _Call]
 ) -> tuple[list[str], dict[str, Any]]:
     """The secrets in a line's headers (a response's content-encodings noted), and the line without them."""
-    pairs = _header_pairs(obj.get("headers"))
-    if pairs is None:
+    headers = obj.get("headers")
+    if not (isinstance(headers, list) and all(isinstance(pair, list) and len(pair) == 2 for pair in headers)):
         return [], obj
+    pairs = [(str(name), str(value)) for name, value in headers]
     found = [v for (_, v), (_, r) in zip(pairs, redactor.redact_headers(pairs), strict=True) if v != r]
     if obj.get("type") == "response":
         calls.setdefault(obj.get("call_index"), _Call()).encodings = content_encodings(pairs)
-    return found, {key: value for key, value in obj.items() if key != "headers"}
-
-
-def _header_pairs(headers: Any) -> list[tuple[str, str]] | None:
-    if not (isinstance(headers, list) and all(isinstance(p, list) and len(p) == 2 for p in headers)):
-        return None
-    return [(str(name), str(value)) for name, value in headers]
+    rest = dict(obj)
+    del rest["headers"]
+    return found, rest
 
 
 def _decoded(data: bytes, encodings: list[str], number: int, unsearched: Unsearched) -> bytes | None:
