@@ -9,6 +9,7 @@ import dataclasses
 import functools
 import json
 import re
+from collections import defaultdict
 from collections.abc import Iterator
 from typing import Any
 
@@ -79,13 +80,21 @@ class _Call:
     first_line: int = 0
     payload: bytearray = dataclasses.field(default_factory=bytearray)
 
+    def add_event(self, obj: dict[str, Any], number: int) -> None:
+        self.first_line = self.first_line or number
+        if isinstance(obj.get("text"), str):
+            self.payload += obj["text"].encode("utf-8", "surrogateescape")
+        elif isinstance(obj.get("base64"), str):
+            with contextlib.suppress(ValueError):  # not base64
+                self.payload += base64.b64decode(obj["base64"])
+
 
 def scan_document(redactor: Redactor, text: str, unsearched: Unsearched | None = None) -> Iterator[tuple[int, str]]:
     """(line number, secret) for every secret in a file's text, once per line: in lines, cassette lines (headers,
     test ids, JSON, base64 payloads decoded), each call's stream reassembled and decoded, and PEM blocks. A body
     decoding past ``MAX_DECODED_BYTES`` is searched as stored, and noted in ``unsearched``."""
     unsearched = [] if unsearched is None else unsearched
-    calls: dict[Any, _Call] = {}
+    calls: defaultdict[Any, _Call] = defaultdict(_Call)
     pending_name = False  # a secret name on the line before, its value on the following YAML items
     for number, line in enumerate(text.splitlines(), start=1):
         found = scan_text(redactor, line)
@@ -113,7 +122,7 @@ def _report(number: int, found: list[str]) -> Iterator[tuple[int, str]]:
 
 
 def _scan_cassette_line(
-    redactor: Redactor, line: str, number: int, calls: dict[Any, _Call], unsearched: Unsearched
+    redactor: Redactor, line: str, number: int, calls: defaultdict[Any, _Call], unsearched: Unsearched
 ) -> list[str]:
     try:
         obj = json.loads(line)
@@ -122,14 +131,14 @@ def _scan_cassette_line(
     if not isinstance(obj, dict):
         return []
     response = obj.get("type") in ("response", "event")
-    found, obj = _header_secrets(redactor, obj, calls)
+    found = _header_secrets(redactor, obj, calls)
     found += scan_name(redactor, obj["test"]) if isinstance(obj.get("test"), str) else []
     cleaned = redactor.redact_value(obj, response=response)
     found += [before if isinstance(before, str) else json.dumps(before) for before in _removed(obj, cleaned)]
     for data in _payloads(obj, number, unsearched):
         found += scan_text(redactor, data.decode("utf-8", "surrogateescape"), response)
     if obj.get("type") == "event":
-        _collect_event(obj, number, calls.setdefault(obj.get("call_index"), _Call()))
+        calls[obj.get("call_index")].add_event(obj, number)
     return found
 
 
@@ -145,20 +154,17 @@ def _removed(before: Any, after: Any) -> Iterator[Any]:
         yield before
 
 
-def _header_secrets(
-    redactor: Redactor, obj: dict[str, Any], calls: dict[Any, _Call]
-) -> tuple[list[str], dict[str, Any]]:
-    """The secrets in a line's headers (a response's content-encodings noted), and the line without them."""
+def _header_secrets(redactor: Redactor, obj: dict[str, Any], calls: defaultdict[Any, _Call]) -> list[str]:
+    """The secrets in a line's headers, taken out of it (a response's content-encodings noted)."""
     headers = obj.get("headers")
     if not (isinstance(headers, list) and all(isinstance(pair, list) and len(pair) == 2 for pair in headers)):
-        return [], obj
+        return []
     pairs = [(str(name), str(value)) for name, value in headers]
     found = [v for (_, v), (_, r) in zip(pairs, redactor.redact_headers(pairs), strict=True) if v != r]
     if obj.get("type") == "response":
-        calls.setdefault(obj.get("call_index"), _Call()).encodings = content_encodings(pairs)
-    rest = dict(obj)
-    del rest["headers"]
-    return found, rest
+        calls[obj.get("call_index")].encodings = content_encodings(pairs)
+    del obj["headers"]
+    return found
 
 
 def _decoded(data: bytes, encodings: list[str], number: int, unsearched: Unsearched) -> bytes | None:
@@ -183,24 +189,12 @@ def _payloads(obj: dict[str, Any], number: int, unsearched: Unsearched) -> Itera
         yield (_decoded(data, ["gzip"], number, unsearched) or data) if data.startswith(b"\x1f\x8b") else data
 
 
-def _collect_event(obj: dict[str, Any], number: int, call: _Call) -> None:
-    call.first_line = call.first_line or number
-    if isinstance(obj.get("text"), str):
-        call.payload += obj["text"].encode("utf-8", "surrogateescape")
-    elif isinstance(obj.get("base64"), str):
-        with contextlib.suppress(ValueError):  # not base64
-            call.payload += base64.b64decode(obj["base64"])
-
-
 def _stream_secrets(redactor: Redactor, calls: dict[Any, _Call], unsearched: Unsearched) -> Iterator[tuple[int, str]]:
     """The secrets in each call's stream, reassembled and decoded: by line, and in each delta channel's text."""
     for call in calls.values():
         body = _decoded(bytes(call.payload), call.encodings, call.first_line, unsearched)
         if body is None or redact_body(body, redactor) == body:
             continue
-        found = []
-        for text in body.decode("utf-8", "surrogateescape").splitlines():
-            found += scan_text(redactor, text, response=True)
-        for pieces in delta_channels(body).values():
-            found += scan_text(redactor, "".join(value for _, _, value in pieces), response=True)
-        yield from _report(call.first_line, found)
+        texts = body.decode("utf-8", "surrogateescape").splitlines()
+        texts += ["".join(value for _, _, value in pieces) for pieces in delta_channels(body).values()]
+        yield from _report(call.first_line, [secret for text in texts for secret in scan_text(redactor, text, True)])
