@@ -141,8 +141,7 @@ def _sibling_named_values(names: Names, text: str) -> set[int]:
     """Where the ``value`` members' values start, in each innermost object whose sibling names them secrets."""
     starts: set[int] = set()
     for match in regex(_SIBLING_NAME).finditer(text):
-        name = json_string(match["name"])
-        if name is None or not names_a_secret(names, name):
+        if not names_a_secret(names, json_string(match["name"])):
             continue
         stack: list[int] = []  # the innermost object holding the match
         for index, _ in _brackets(text, 0, len(text)):
