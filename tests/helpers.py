@@ -4,6 +4,8 @@ import asyncio
 import contextlib
 import io
 import json
+import threading
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -107,3 +109,16 @@ async def each_within(messages: Any) -> Any:
             yield await asyncio.wait_for(anext(iterator), READ_TIMEOUT)
         except StopAsyncIteration:
             return
+
+
+def finishes_within(seconds: float, work: Callable[[], object]) -> None:
+    """``work()`` in a daemon thread, which must end within ``seconds``: a guard against work that would take
+    hours on hostile input (exponential or quadratic), not a measure of speed."""
+    done = threading.Event()
+
+    def run() -> None:
+        work()
+        done.set()
+
+    threading.Thread(target=run, daemon=True).start()
+    assert done.wait(seconds), f"still running after {seconds} s: the work grows faster than the input"

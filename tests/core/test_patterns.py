@@ -6,31 +6,18 @@ from __future__ import annotations
 
 import json
 import re
-import threading
 from pathlib import Path
 from typing import Any
 
 import httpx2
 import pytest
+from helpers import finishes_within
 
 import vcr_transport
 from vcr_transport._core.rules._hosts import parse_host_rules
 from vcr_transport._core.rules._patterns import user_pattern
 
 EVIL = r"(a+)+$x"  # Python's engine backtracks 2**n times on n a's and then a character that is not x
-
-
-def _within(seconds: float, work: Any) -> None:
-    """``work()`` in a daemon thread, which must end within ``seconds`` (a guard against a hang that would
-    take hours, not a measure of speed)."""
-    done = threading.Event()
-
-    def run() -> None:
-        work()
-        done.set()
-
-    threading.Thread(target=run, daemon=True).start()
-    assert done.wait(seconds), "the pattern ran for longer than a linear-time engine takes"
 
 
 def test_a_backtracking_redact_pattern_records_a_live_answer_in_linear_time(tmp_path: Path) -> None:
@@ -47,7 +34,7 @@ def test_a_backtracking_redact_pattern_records_a_live_answer_in_linear_time(tmp_
         with httpx2.Client(transport=transport) as client:
             assert client.post("https://api.example.test/v1/chat", json={"prompt": "a" * 64 + "?"}).json() == answer
 
-    _within(60, record)
+    finishes_within(60, record)
     lines = [json.loads(line) for line in cassette.read_text().splitlines()]
     assert any(line.get("type") == "response" for line in lines)
 
@@ -57,10 +44,10 @@ def test_normalize_patterns_and_host_rules_run_on_re2() -> None:
         {"normalize_patterns": [(EVIL, "X"), (r"(\d+)-(\d+)", r"\2-\1")]}, where="t"
     )
     normalizer = options.normalizer()
-    _within(60, lambda: normalizer({"body": {"k": "a" * 64 + "!"}}))
+    finishes_within(60, lambda: normalizer({"body": {"k": "a" * 64 + "!"}}))
     assert normalizer({"body": {"k": "id 12-34"}}) == {"body": {"k": "id 34-12"}}, "Python's templates still work"
     (rule,) = parse_host_rules([r"re:(a+)+\.example\.test$"])
-    _within(60, lambda: rule.matches("a" * 64 + ".example.other", None))
+    finishes_within(60, lambda: rule.matches("a" * 64 + ".example.other", None))
     assert rule.matches("aaa.example.test", None)
     assert type(rule.pattern).__name__ == "_Linear"
 

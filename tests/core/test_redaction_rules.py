@@ -9,6 +9,7 @@ import json
 from pathlib import Path
 
 import pytest
+from helpers import finishes_within
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -326,3 +327,29 @@ def test_a_thinking_signature_and_an_mcp_session_id_are_kept() -> None:
     assert Redactor().redact_headers(headers) == headers
     assert _scanned(json.dumps(block)) == []
     assert Redactor(names=["signature"]).redact_value(block, response=True)["signature"] == PLACEHOLDER
+
+
+@pytest.mark.parametrize("piece", ["a.", "a-", "a+", "a1."])
+def test_a_long_run_of_scheme_characters_is_read_in_linear_time(piece: str) -> None:
+    """A URL's scheme is letters, digits, ``+``, ``.`` and ``-``: a run of them without ``://`` after it was tried
+    as a scheme from each ``.``, ``-`` and ``+`` inside it, reading the rest of the run each time (1 MB of
+    ``a.``: hours). A cassette chooses such text, and ``scan`` and recording read it."""
+    text = "see https://user:hunter2pass@db.test/ then " + piece * 500_000 + " and x-1.https://u:p4ssw0rd9@h.test/"
+    results: list[object] = []
+    finishes_within(60, lambda: results.extend([Redactor().redact_text(text), scan_document(Redactor(), text)]))
+    redacted, found = results
+    assert isinstance(redacted, str) and "hunter2pass" not in redacted and "p4ssw0rd9" not in redacted
+    assert piece * 500_000 in redacted, "the run itself is kept"
+    assert [value for _, value in found] == ["user:hunter2pass", "u:p4ssw0rd9"]
+
+
+@pytest.mark.parametrize(
+    ("text", "kept"),
+    [
+        ("-https://u:s3cretpass@h.test/", "-https://"),  # a scheme after a run's first character
+        ("x.y+z-https://u:s3cretpass@h.test/", "x.y+z-https://"),  # the whole run is the scheme
+        ("1.2.https://u:s3cretpass@h.test/", "1.2.https://"),  # the scheme starts at the run's first letter
+    ],
+)
+def test_a_scheme_inside_a_run_of_scheme_characters_is_read_as_before(text: str, kept: str) -> None:
+    assert Redactor().redact_text(text) == kept + PLACEHOLDER + "@h.test/"
