@@ -6,7 +6,10 @@ from __future__ import annotations
 
 import json
 
-from vcr_transport import PLACEHOLDER
+import pytest
+from helpers import finishes_within
+
+from vcr_transport import PLACEHOLDER, Redactor
 from vcr_transport._core.rules._json import (
     Context,
     folded,
@@ -20,6 +23,7 @@ from vcr_transport._core.rules._json import (
     token_is_credential,
 )
 from vcr_transport._core.rules._names import Names
+from vcr_transport._core.rules._scan import scan_document
 
 KEY = "sk-proj-Ab3dEf6hIj9kLm2nOp5qRs8tUv1wXy4z"
 
@@ -61,6 +65,43 @@ def test_a_value_named_secret_by_its_sibling_goes() -> None:
     assert redacted["env"][0] == {"name": "MISTRAL_API_KEY", "value": PLACEHOLDER}
     assert redacted["env"][1] == {"name": "REGION", "value": "eu-west-1"}
     assert ctx.found == [KEY]
+
+
+@pytest.mark.parametrize(
+    ("name", "value"),
+    [("NAME", "VALUE"), ("parameter_name", "parameter_value"), ("ENV_VAR", "Value"), ("Key", "secret_value")],
+)
+def test_a_sibling_is_read_in_every_spelling_the_parsed_path_reads(name: str, value: str) -> None:
+    """The keys are compared ``folded`` (case and ``_`` aside), as ``Redactor.redact_value`` compares them: a
+    stream's event is redacted as text, and a spelling only one path knew kept the secret there."""
+    text = f'data: {{"{name}": "DB_PASSWORD", "{value}": "s3cr3t-v4lue", "{name}s": "x"}}\n\n'
+    ctx = _context(response=True)
+    assert redact_json(text, ctx) == text.replace("s3cr3t-v4lue", PLACEHOLDER)
+    assert ctx.found == ["s3cr3t-v4lue"]
+    assert Redactor().redact_text(text, response=True) == text.replace("s3cr3t-v4lue", PLACEHOLDER)
+    assert [found for _, found in scan_document(Redactor(), text)] == ["s3cr3t-v4lue"], "and scan reports it"
+
+
+def test_the_value_a_sibling_names_goes_only_in_that_object() -> None:
+    text = (
+        '[{"value": "before-the-name", "meta": {"x": [1, {"value": "nested-stays"}]}, "name": "DB_PASSWORD"},'
+        ' {"name": "REGION", "value": "eu-west-1"}, {"name": "API_TOKEN", "value": "cut-off-obj'
+    )
+    ctx = _context(response=True)
+    redacted = redact_json(text, ctx)
+    assert ctx.found == ["before-the-name"], "a value that doesn't end is left to the stream's next piece"
+    assert "nested-stays" in redacted and "eu-west-1" in redacted and "before-the-name" not in redacted
+
+
+def test_many_objects_named_by_their_siblings_are_read_in_linear_time() -> None:
+    """Each named object was found by reading the text from its start (20,000 objects: minutes); a list of
+    secrets (SSM, Kubernetes) or a cassette chooses that many, and each value is learned too."""
+    count = 20_000
+    text = json.dumps([{"name": "DB_PASSWORD", "value": f"s3cr3t-{index:05d}"} for index in range(count)])
+    results: list[str] = []
+    finishes_within(60, lambda: results.append(Redactor().redact_text(text + " and s3cr3t-00042", response=True)))
+    assert results[0].count(PLACEHOLDER) == count + 1
+    assert "s3cr3t-" not in results[0]
 
 
 def test_json_inside_a_tool_calls_arguments_string_is_redacted() -> None:

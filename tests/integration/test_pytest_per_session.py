@@ -109,7 +109,7 @@ def test_a_shared_redaction_adds_what_it_learned_to_what_was_learned_meanwhile()
     from vcr_transport._core.rules._known import EMPTY
 
     redactor = Options().redactor()
-    learned_by_the_headers = EMPTY.learn("opaque0123456789zyxwvuts")
+    learned_by_the_headers = EMPTY.learn(("opaque0123456789zyxwvuts",))
     redactor.learn("another0123456789secret")
     redactor._adopt(EMPTY, learned_by_the_headers)
     text = "another0123456789secret opaque0123456789zyxwvuts"

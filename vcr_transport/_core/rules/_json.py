@@ -1,4 +1,4 @@
-"""JSON: the secret-named values and those a sibling names, in JSON text (the ``JsonNames`` rule's work, also in
+"""JSON: the secret-named values and those a sibling names, in JSON text (the "json names" rule's work, also in
 JSON inside a JSON string) and in parsed values; what is never a secret (booleans, null, schemas)."""
 
 from __future__ import annotations
@@ -38,12 +38,11 @@ JSON_ESCAPE = rb"\\[bfnrt]|\\."
 # Vercel, ECS), ``{"Name": "/prod/db/password", "Value": ...}`` (SSM), compared ``folded``.
 SIBLING_NAME_KEYS = frozenset("name key parametername parameterkey outputkey variable envvar id".split())
 SIBLING_VALUE_KEYS = frozenset("value parametervalue outputvalue secretvalue".split())
-_SIBLING_NAME = (
-    r"\"(?:[Nn]ame|[Kk]ey|[Ii]d|Parameter(?:Name|Key)|OutputKey|[Vv]ariable|env_?[Vv]ar)\"\s*:\s*"
-    r"\"(?P<name>(?:[^\"\\]|\\.){1,200})\""
-)
-_SIBLING_VALUE = r"\"(?:[Vv]alue|ParameterValue|OutputValue|[Ss]ecret_?[Vv]alue)\"\s*:"
-SIBLING_VALUE_BYTES = rb'value\\*"'
+# Each JSON string, a key when ``:`` follows it (the key's value starts at its end), and each bracket.
+_TOKEN = r"\"(?P<string>(?:[^\"\\]|\\.)*)\"(?P<colon>\s*:\s*)?|[\"{\[}\]]"
+_SIBLING_NAME = r"\"(?P<name>(?:[^\"\\]|\\.){1,200})\""
+_SIBLING_VALUE = r"(?i)value_*\"\s*:"
+SIBLING_VALUE_BYTES = rb'value_*\\*"'
 # Azure Key Vault's get-secret answer: ``{"value": ..., "id": "https://<vault>.vault.azure.net/secrets/<name>/..."}``.
 _KEY_VAULT_SECRET = r"(?i)https://[^/\s\"]+\.vault\.(?:azure\.net|azure\.cn|usgovcloudapi\.net)/secrets/"
 # The keys a JSON-schema definition is made of, and those it has one of.
@@ -138,28 +137,37 @@ def _brackets(text: str, opening: int, closing: int) -> Iterator[tuple[int, int]
 
 
 def _sibling_named_values(names: Names, text: str) -> set[int]:
-    """Where the ``value`` members' values start, in each innermost object whose sibling names them secrets."""
-    starts: set[int] = set()
-    for match in regex(_SIBLING_NAME).finditer(text):
-        if not names_a_secret(names, json_string(match["name"])):
-            continue
-        stack: list[int] = []  # the innermost object holding the match
-        for index, _ in _brackets(text, 0, len(text)):
-            if text[index] == "{":
-                stack.append(index)
-            elif text[index] == "}" and stack and (opening := stack.pop()) < match.start() < index:
-                starts.update(_value_starts(text, opening, index + 1))
-                break
-    return starts
+    """Where the ``value`` members' values start, in each object whose sibling names them secrets."""
+    keys = list(_object_keys(text))
+    named = {opening for opening, key in keys if _names_a_secret(names, text, key)}
+    return {key.end() for opening, key in keys if opening in named and _folded_key(key) in SIBLING_VALUE_KEYS}
 
 
-def _value_starts(text: str, opening: int, closing: int) -> Iterable[int]:
-    """Where the values of the ``value`` members of the object from ``opening`` to ``closing`` start."""
-    marks = list(_brackets(text, opening, closing))
-    for key in regex(_JSON_KEY).finditer(text, opening, closing):
-        depth = next((depth for mark, depth in reversed(marks) if mark < key.start()), 0)
-        if depth == 1 and folded(json_string(key["key"]) or "") in SIBLING_VALUE_KEYS:
-            yield key.end()
+def _object_keys(text: str) -> Iterator[tuple[int, re.Match[str]]]:
+    """Each key in ``text`` with where the object directly holding it opens, in one pass; up to a string that
+    doesn't end."""
+    openings: list[int] = []
+    for token in regex(_TOKEN).finditer(text):
+        if token[0] == '"':
+            return
+        if token[0] in ("{", "["):
+            openings.append(token.start())
+        elif token[0] in ("}", "]"):
+            del openings[-1:]
+        elif token["colon"] is not None and openings and text[openings[-1]] == "{":
+            yield openings[-1], token
+
+
+def _folded_key(key: re.Match[str]) -> str:
+    raw = key["string"]
+    return folded(json_string(raw) or "" if "\\" in raw else raw)
+
+
+def _names_a_secret(names: Names, text: str, key: re.Match[str]) -> bool:
+    """Whether ``key`` is a sibling's name (``name``, ``ParameterName``...) whose string value names a secret."""
+    if _folded_key(key) not in SIBLING_NAME_KEYS or not (value := regex(_SIBLING_NAME).match(text, key.end())):
+        return False
+    return names_a_secret(names, json_string(value["name"]))
 
 
 def _json_value(raw: str) -> Any:

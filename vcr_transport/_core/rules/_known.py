@@ -5,6 +5,7 @@ from __future__ import annotations
 import base64
 import json
 import re
+from collections.abc import Iterable
 from urllib.parse import quote, quote_plus
 
 import ahocorasick_rs
@@ -16,6 +17,7 @@ from ._search import Search
 
 __all__ = ["EMPTY", "MIN_PROPAGATED_LENGTH", "Known", "any_escaping", "is_structure"]
 
+_PLACEHOLDER = PLACEHOLDER.encode()
 MIN_PROPAGATED_LENGTH = 8  # shorter values are too likely to occur by chance in other text
 _AUTH_SCHEME = lazy_pattern(r"(?P<scheme>[A-Za-z][A-Za-z0-9-]*)\s+(?P<credential>\S{8,})")
 _NUMBER_PATH_OR_DATE = lazy_pattern(
@@ -93,24 +95,29 @@ class Known:
     """Learned values (``values``), the values whose parts were taken (``learned``) and every form of every
     value, longest first (``forms``). Never changed: ``learn`` gives a new one."""
 
-    __slots__ = ("_finder", "forms", "learned", "values")
+    __slots__ = ("_finder", "_remover", "_seeker", "forms", "learned", "values")
 
     def __init__(self, values: frozenset[str], learned: frozenset[str], forms: tuple[str, ...]) -> None:
         self.values, self.learned, self.forms = values, learned, forms
         self._finder: ahocorasick_rs.BytesAhoCorasick | None = None
+        self._remover: ahocorasick_rs.BytesAhoCorasick | None = None
+        self._seeker: tuple[ahocorasick_rs.BytesAhoCorasick, list[str]] | None = None
 
-    def learn(self, value: str) -> Known:
-        """This with ``value`` and its credential parts, unless they are known or not learnable."""
-        if value in self.learned:
+    def learn(self, values: Iterable[str]) -> Known:
+        """This with ``values`` and their credential parts, but those known or not learnable; in one step, as
+        sorting the forms takes as long for many values as for one."""
+        new = frozenset(values) - self.learned
+        if not new:
             return self
-        fresh = {part for part in _credential_parts(value) if part not in self.values and _learnable(part)}
+        parts = {part for value in new for part in _credential_parts(value)}
+        fresh = {part for part in parts if part not in self.values and _learnable(part)}
         forms = {form for part in fresh for form in _encoded_forms(part)}
         if forms.issubset(self.forms):  # the same forms: the same searches
-            known = Known(self.values | fresh, self.learned | {value}, self.forms)
-            known._finder = self._finder
+            known = Known(self.values | fresh, self.learned | new, self.forms)
+            known._finder, known._remover = self._finder, self._remover
             return known
         merged = tuple(sorted(forms.union(self.forms), key=lambda form: (-len(form), form)))
-        return Known(self.values | fresh, self.learned | {value}, merged)
+        return Known(self.values | fresh, self.learned | new, merged)
 
     def search(self, names: tuple[str, ...], prefilter: bool) -> Search:
         forms = self.forms
@@ -126,11 +133,27 @@ class Known:
             self._finder = ahocorasick_rs.BytesAhoCorasick(sorted(patterns))
         return bool(self._finder.find_matches_as_indexes(data))
 
+    def found_in(self, text: str) -> list[str]:
+        """The values ``text`` holds, also those overlapping another."""
+        if self._seeker is None:
+            values = sorted(self.values)
+            patterns = [value.encode("utf-8", "surrogatepass") for value in values]
+            self._seeker = ahocorasick_rs.BytesAhoCorasick(patterns), values
+        finder, values = self._seeker
+        hits = finder.find_matches_as_indexes(text.encode("utf-8", "surrogatepass"), overlapping=True)
+        return [values[index] for index in sorted({index for index, _, _ in hits})]
+
     def remove(self, text: str) -> str:
-        for form in self.forms:  # longest first
-            if form in text:
-                text = text.replace(form, PLACEHOLDER)
-        return text
+        """``text`` without the forms, each leftmost, longest first, in one pass."""
+        if self._remover is None:
+            forms = [form.encode("utf-8", "surrogatepass") for form in self.forms]
+            self._remover = ahocorasick_rs.BytesAhoCorasick(forms, matchkind=ahocorasick_rs.MatchKind.LeftmostLongest)
+        data = text.encode("utf-8", "surrogatepass")
+        pieces, position = [], 0
+        for _, start, end in self._remover.find_matches_as_indexes(data):
+            pieces += [data[position:start], _PLACEHOLDER]
+            position = end
+        return (b"".join(pieces) + data[position:]).decode("utf-8", "surrogatepass") if pieces else text
 
 
 EMPTY = Known(frozenset(), frozenset(), ())

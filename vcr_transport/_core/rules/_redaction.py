@@ -169,15 +169,13 @@ class Redactor:
     def learn(self, value: str) -> None:
         """Remove ``value`` and its credential parts from everything redacted from now on, in every encoding;
         but values shorter than 8 characters and structure (``is_structure``)."""
-        if value in self._known.learned:
-            return
-        with self._lock:
-            self._known = self._known.learn(value)
+        self._learn_all((value,), 0)
 
-    def _learn_all(self, values: Iterable[str]) -> None:
-        for value in values:
-            if len(value) >= MIN_PROPAGATED_LENGTH:
-                self.learn(value)
+    def _learn_all(self, values: Iterable[str], shortest: int = MIN_PROPAGATED_LENGTH) -> None:
+        new = [value for value in values if len(value) >= shortest and value not in self._known.learned]
+        if new:
+            with self._lock:
+                self._known = self._known.learn(new)
 
     def final_pass(self, line: bytes) -> bytes:
         """A cassette line without any learned form in its strings, keys and base64 payloads (returned as it is
@@ -279,7 +277,7 @@ class Redactor:
         scan = self._search(False).scan(decoded)
         hidden: list[str] = []
         self._run_rules(decoded, scan, response, hidden)
-        hidden += [value for value in self._known.values if value in decoded]
+        hidden += self._known.found_in(decoded)
         for value in hidden:
             if len(value) >= MIN_PROPAGATED_LENGTH and PLACEHOLDER not in value:
                 text = any_escaping(value).sub(PLACEHOLDER, text)
@@ -390,8 +388,7 @@ class Redactor:
             if self._known is known:
                 self._known = after
                 return
-        for value in after.learned - known.learned:
-            self.learn(value)
+        self._learn_all(after.learned - known.learned, 0)
 
     def _redacted_headers(self, pairs: _Headers) -> list[tuple[str, str]]:
         secret = [self._names.is_secret(name, 1) for name, _ in pairs]

@@ -18,7 +18,7 @@ from ._patterns import regex
 __all__ = ["MEDIA_MARKERS", "SLACK_HOOKS", "Scan", "Search", "searched_words"]
 
 MEDIA_MARKERS = (b"text/", b"application/", b"+json", b"+xml")
-SLACK_HOOKS = b"hooks.slack.com/"  # in every Slack webhook URL, in lower case (``_rules.SlackWebhook``'s probe)
+SLACK_HOOKS = b"hooks.slack.com/"  # in every Slack webhook URL, in lower case (the "slack webhooks" rule's probe)
 # What may follow a JSON key's closing quote up to its colon, in lower-cased UTF-8: whitespace (a byte of a
 # character that isn't ASCII stands for any ``\s``) and escaped whitespace of JSON nested in a JSON string.
 _AFTER_KEY = rb"[\s\x1c-\x1f\x80-\xff\\ntru0-9a-f]*:"
