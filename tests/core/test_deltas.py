@@ -84,6 +84,15 @@ def test_delta_edits_remove_a_key_spread_over_three_deltas() -> None:
     assert text == f"Your key is {PLACEHOLDER} - keep it safe."
 
 
+def test_a_piece_holding_a_lone_surrogate_keeps_it_escaped() -> None:
+    """A delta may carry ``\\ud800`` (half a character cut by the model), which UTF-8 can't hold: the edited
+    piece writes it as JSON did, where writing it raw raised and the stream's redaction failed."""
+    body = _sse([_chat_chunk("x \ud800 " + KEY[:20]), _chat_chunk(KEY[20:] + " tail")])
+    edited = split_edited(body, delta_edits(body, Redactor()), [len(body)])[0]
+    assert b'"x \\ud800 [secret removed]"' in edited and KEY[20:].encode() not in edited
+    assert "".join(delta_texts(edited)[("chat", 0)]) == f"x \ud800 {PLACEHOLDER} tail"
+
+
 def test_delta_edits_change_nothing_in_a_clean_stream() -> None:
     body = _sse([_chat_chunk("The capital "), _chat_chunk("of France is Paris.")], done=True)
     assert delta_edits(body, Redactor()) == []

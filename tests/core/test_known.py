@@ -1,6 +1,6 @@
 """Tests of ``vcr_transport._core.rules._known``: the values a redactor learns (``Known``, ``learn``), the
 forms it writes them in, and ``holds``/``remove`` on the text a cassette line carries; ``is_structure`` and
-``any_escaping``."""
+``remove_escaped``."""
 
 from __future__ import annotations
 
@@ -8,10 +8,11 @@ import base64
 import json
 from urllib.parse import quote
 
+import pytest
 from helpers import finishes_within
 
 from vcr_transport import PLACEHOLDER
-from vcr_transport._core.rules._known import EMPTY, MIN_PROPAGATED_LENGTH, any_escaping, is_structure
+from vcr_transport._core.rules._known import EMPTY, MIN_PROPAGATED_LENGTH, is_structure, remove_escaped
 
 KEY = "sk-proj-Ab3dEf6hIj9kLm2nOp5qRs8tUv1wXy4z"
 HEADER = f"Bearer {KEY}"
@@ -96,13 +97,32 @@ def test_short_values_are_not_learned() -> None:
     assert EMPTY.learn(("x" * MIN_PROPAGATED_LENGTH,)).values == frozenset({"x" * MIN_PROPAGATED_LENGTH})
 
 
-def test_any_escaping_matches_mixed_raw_percent_and_unicode_escapes() -> None:
-    pattern = any_escaping("sk-a/b")
-    for written in ("sk-a/b", "%73k-a%2Fb", "\\u0073k\\u002da\\/b", "s%6B-a%2fb"):
-        assert pattern.fullmatch(written), written
-    assert pattern.fullmatch("sk-a-b") is None
-    assert pattern.fullmatch("SK-a/b") is None
-    assert pattern.fullmatch("\\u0053k-a/b") is None  # an escaped capital S
+@pytest.mark.parametrize(
+    "written", ["sk-a/b", "%73k-a%2Fb", "\\u0073k\\u002da\\/b", "s%6B-a%2fb", "%73%6b%2d%61%2f%62", "\\u0073%6B-a\\/b"]
+)
+def test_a_value_is_removed_in_any_mix_of_raw_percent_and_unicode_escapes(written: str) -> None:
+    assert remove_escaped(f"x={written}&y=1 %", ["sk-a/b"]) == f"x={PLACEHOLDER}&y=1 %"
+
+
+@pytest.mark.parametrize("written", ["sk-a-b", "SK-a/b", "\\u0053k-a/b", "%53k-a/b", "sk-a%2F", "%%73k-a/b"])
+def test_only_the_value_itself_is_removed(written: str) -> None:
+    text = f"x={written}"
+    assert remove_escaped(text, ["sk-a/b"]) == text.replace("%73k-a/b", PLACEHOLDER)
+
+
+def test_values_that_overlap_go_together_and_characters_outside_ascii_keep_their_places() -> None:
+    values = ["q7Wx2Lm9Zr4T", "2Lm9Zr4TpK8v", "p\u00e4ssw\u00f6rd-\udcc3-9"]
+    text = r"a %71%37Wx2Lm9Zr4TpK8v b \u00e9 p%C3%A4ssw\u00f6rd-%C3-9 \ud83d\ude00 c"
+    assert remove_escaped(text, values) == f"a {PLACEHOLDER} b " + r"\u00e9 " + PLACEHOLDER + r" \ud83d\ude00 c"
+    assert remove_escaped(text, []) == text
+
+
+def test_many_escaped_values_are_removed_in_linear_time() -> None:
+    values = [f"s3cr3t-value-{index:05d}" for index in range(20_000)]
+    text = " ".join(value.replace("-", "%2D", 1) for value in values)
+    results: list[str] = []
+    finishes_within(60, lambda: results.append(remove_escaped(text, values)))
+    assert results[0] == " ".join([PLACEHOLDER] * 20_000)
 
 
 def test_many_values_are_learned_and_removed_in_linear_time() -> None:

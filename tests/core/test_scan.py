@@ -41,6 +41,8 @@ def test_dotenv_and_yaml_values_under_secret_names_are_found_with_line_numbers()
 def test_a_reference_under_a_secret_name_is_not_a_secret() -> None:
     text = "api_key: ${OPENAI_API_KEY}\npassword: {{ vault.password }}\n"
     assert list(scan_document(Redactor(), text)) == []
+    items = "api_key:\n  - ${OPENAI_API_KEY}\n  - os.environ['KEY']\n  - true\npassword:\n  - 'hunter2 hunter2'\n"
+    assert list(scan_document(Redactor(), items)) == [(6, "hunter2 hunter2")], "a YAML item is read as its line"
 
 
 def test_cassette_lines_headers_and_json_bodies() -> None:

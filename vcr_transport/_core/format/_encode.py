@@ -6,6 +6,7 @@ from __future__ import annotations
 import base64
 import datetime
 import json
+import re
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
@@ -22,6 +23,7 @@ from ._schema import (
 __all__ = [
     "call_end_line",
     "encode_line",
+    "encode_string",
     "event_lines",
     "header_age_days",
     "header_line",
@@ -48,6 +50,16 @@ def encode_line(obj: dict[str, Any]) -> bytes:
 
 
 _encoder = msgspec.json.Encoder()
+
+
+def encode_string(value: str) -> bytes:
+    """A string's JSON text in UTF-8 without its quotes, as ``encode_line`` writes it; a lone surrogate (a stream
+    may carry ``"\\ud800"``), which UTF-8 can't hold, written as its escape."""
+    text = json.dumps(value, ensure_ascii=False)[1:-1]
+    try:
+        return text.encode()
+    except UnicodeEncodeError:
+        return re.sub("[\ud800-\udfff]", lambda match: f"\\u{ord(match[0]):04x}", text).encode()
 
 
 def _odd_floats(obj: dict[str, Any]) -> bool:

@@ -49,6 +49,7 @@ from typing import TYPE_CHECKING, Any
 from ._encode import (
     call_end_line,
     encode_line,
+    encode_string,
     event_lines,
     header_age_days,
     header_line,
@@ -134,6 +135,7 @@ __all__ = [
     "StoredBody",
     "call_end_line",
     "decode_json",
+    "encode_string",
     "encode_line",
     "event_lines",
     "foreign_file",

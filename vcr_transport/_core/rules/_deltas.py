@@ -12,7 +12,7 @@ from typing import Any, TypeVar
 
 import msgspec
 
-from ..format._format import decode_json
+from ..format._format import decode_json, encode_string
 from ..format._sse import data_of, decode_events
 from ._redaction import Redactor
 
@@ -305,5 +305,5 @@ def _piece_edits(pieces: list[Piece], start: int, end: int, replacement: str) ->
         )
         placed = True
         if new != value:
-            edits.append((raw_start, raw_end, json.dumps(new, ensure_ascii=False)[1:-1].encode()))
+            edits.append((raw_start, raw_end, encode_string(new)))
     return edits

@@ -6,7 +6,7 @@ import base64
 import json
 import re
 from collections.abc import Iterable
-from urllib.parse import quote, quote_plus
+from urllib.parse import quote, quote_plus, unquote
 
 import ahocorasick_rs
 
@@ -15,9 +15,11 @@ from ..format._format import PLACEHOLDER
 from ._catalogue import catalogue_matches, looks_like_credential
 from ._search import Search
 
-__all__ = ["EMPTY", "MIN_PROPAGATED_LENGTH", "Known", "any_escaping", "is_structure"]
+__all__ = ["EMPTY", "MIN_PROPAGATED_LENGTH", "Known", "is_structure", "remove_escaped"]
 
 _PLACEHOLDER = PLACEHOLDER.encode()
+# A character as text may write it: a run of ``%XX`` (UTF-8 bytes), a ``\\uXXXX``, JSON's ``\\/``; or as it is.
+_WRITTEN = lazy_pattern(r"(?:%[0-9A-Fa-f]{2})+|\\u[0-9A-Fa-f]{4}|\\/|[^%\\]+|[\s\S]")
 MIN_PROPAGATED_LENGTH = 8  # shorter values are too likely to occur by chance in other text
 _AUTH_SCHEME = lazy_pattern(r"(?P<scheme>[A-Za-z][A-Za-z0-9-]*)\s+(?P<credential>\S{8,})")
 _NUMBER_PATH_OR_DATE = lazy_pattern(
@@ -80,15 +82,51 @@ def _encoded_forms(value: str) -> set[str]:
     return {form for form in forms if len(form) >= MIN_PROPAGATED_LENGTH and form not in PLACEHOLDER}
 
 
-def any_escaping(value: str) -> re.Pattern[str]:
-    """A pattern for ``value`` written with any mix of raw, ``%XX`` and ``\\uXXXX`` characters."""
-    parts = []
-    for char in value:
-        options = [re.escape(char), "%(?i:" + char.encode("utf-8", "surrogateescape").hex("%") + ")"]
-        options += [rf"\\u(?i:{ord(char):04x})"] if ord(char) < 0x10000 else []
-        options += [r"\\/"] if char == "/" else []
-        parts.append("(?:" + "|".join(options) + ")")
-    return re.compile("".join(parts))
+def remove_escaped(text: str, values: Iterable[str]) -> str:
+    """``text`` without ``values``, each written with any mix of raw, ``%XX`` and ``\\uXXXX`` characters (and
+    JSON's ``\\/``), also where they overlap: one pass over ``text`` decoded."""
+    patterns = sorted({value.encode("utf-8", "surrogatepass") for value in values})
+    if not patterns:
+        return text
+    data, starts = _decoded(text)
+    hits = ahocorasick_rs.BytesAhoCorasick(patterns).find_matches_as_indexes(data, overlapping=True)
+    pieces, position = [], 0
+    for start, end in sorted((starts[start], starts[end]) for _, start, end in hits):
+        if start >= position:
+            pieces += [text[position:start], PLACEHOLDER]
+        position = max(position, end)
+    return "".join(pieces) + text[position:]
+
+
+def _decoded(text: str) -> tuple[bytes, list[int]]:
+    """``text``'s escapes decoded once, in UTF-8 (lone surrogates too), and where in ``text`` the character of
+    each byte is written (``len(text)`` last)."""
+    data, starts = bytearray(), list[int]()
+    for match in _WRITTEN.finditer(text):
+        start, written = match.start(), match[0]
+        if written.isascii() and written[0] not in "%\\":
+            data += written.encode()
+            starts += range(start, match.end())
+            continue
+        for char, width in _characters(written):
+            encoded = char.encode("utf-8", "surrogatepass")
+            data += encoded
+            starts += [start] * len(encoded)
+            start += width
+    return bytes(data), [*starts, len(text)]
+
+
+def _characters(written: str) -> Iterable[tuple[str, int]]:
+    """The characters ``written`` (a ``_WRITTEN`` piece) stands for, each with the length of its writing."""
+    if written[0] == "%" and len(written) > 1:
+        for char in unquote(written, errors="surrogateescape"):
+            yield char, 3 * len(char.encode("utf-8", "surrogateescape"))
+    elif written.startswith("\\u"):
+        yield chr(int(written[2:], 16)), 6
+    elif written == "\\/":
+        yield "/", 2
+    else:
+        yield from ((char, 1) for char in written)
 
 
 class Known:

@@ -18,7 +18,7 @@ from urllib.parse import unquote_plus
 from .._memo import Memo
 from ..format._format import PLACEHOLDER, encode_line
 from ._json import SIBLING_NAME_KEYS, SIBLING_VALUE_KEYS, Context, folded, names_a_secret, removes_value, string_leaves
-from ._known import EMPTY, MIN_PROPAGATED_LENGTH, Known, any_escaping, is_structure
+from ._known import EMPTY, MIN_PROPAGATED_LENGTH, Known, is_structure, remove_escaped
 from ._names import SECRET_FIELD_NAMES, Names, decode_escapes
 from ._patterns import user_pattern
 from ._rules import RULES, TEXT_DATA_URL, TEXT_MEDIA, candidates, redact_base64_text, redact_shapes
@@ -278,9 +278,7 @@ class Redactor:
         hidden: list[str] = []
         self._run_rules(decoded, scan, response, hidden)
         hidden += self._known.found_in(decoded)
-        for value in hidden:
-            if len(value) >= MIN_PROPAGATED_LENGTH and PLACEHOLDER not in value:
-                text = any_escaping(value).sub(PLACEHOLDER, text)
+        text = remove_escaped(text, (v for v in hidden if len(v) >= MIN_PROPAGATED_LENGTH and PLACEHOLDER not in v))
         self._learn_all(hidden)
         return text, any(map(scan.lowered.__contains__, self._names.searched))
 

@@ -95,14 +95,10 @@ def scan_document(redactor: Redactor, text: str, unsearched: Unsearched | None =
     decoding past ``MAX_DECODED_BYTES`` is searched as stored, and noted in ``unsearched``."""
     unsearched = [] if unsearched is None else unsearched
     calls: defaultdict[Any, _Call] = defaultdict(_Call)
-    pending_name = False  # a secret name on the line before, its value on the following YAML items
+    pending_name = ""  # a secret name on the line before, its value on the following YAML items
     for number, line in enumerate(text.splitlines(), start=1):
-        found = scan_text(redactor, line)
-        if pending_name and (item := _YAML_ITEM.match(line)):
-            found.append(item["value"].strip().strip("\"'"))
-        else:
-            alone = _NAME_ALONE.match(line)
-            pending_name = alone is not None and redactor.is_secret_name(alone["name"], query=True)
+        item, pending_name = _yaml_item(redactor, line, pending_name)
+        found = scan_text(redactor, line) + item
         if line.startswith("{"):
             found += _scan_cassette_line(redactor, line, number, calls, unsearched)
         yield from _report(number, found)
@@ -111,6 +107,16 @@ def scan_document(redactor: Redactor, text: str, unsearched: Unsearched | None =
         for secret in scan_text(redactor, text):
             if "\n" in secret:
                 yield from _report(text[: text.find(secret)].count("\n") + 1, [secret])
+
+
+def _yaml_item(redactor: Redactor, line: str, pending_name: str) -> tuple[list[str], str]:
+    """The secret of a YAML item under a secret name (as the assignment ``name=value`` holds one), and the secret
+    name whose items follow the line."""
+    if pending_name and (item := _YAML_ITEM.match(line)):
+        value = item["value"].strip().strip("\"'")
+        return ([value] if scan_text(redactor, f"{pending_name}={value}") else []), pending_name
+    alone = _NAME_ALONE.match(line)
+    return [], alone["name"] if alone and redactor.is_secret_name(alone["name"], query=True) else ""
 
 
 def _report(number: int, found: list[str]) -> Iterator[tuple[int, str]]:
