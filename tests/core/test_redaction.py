@@ -995,3 +995,33 @@ def test_many_secrets_in_text_with_escapes_are_removed_in_linear_time() -> None:
     results: list[str] = []
     finishes_within(60, lambda: results.append(Redactor().redact_text(text, response=True)))
     assert results[0].count(PLACEHOLDER) == 20_001 and "s3cr3t" not in results[0]
+
+
+@pytest.mark.parametrize("library_name", ["httpx", "httpx2"])
+def test_a_streamed_value_its_sibling_names_in_any_spelling_is_recorded_redacted(
+    tmp_path: Path, library_name: str
+) -> None:
+    """A stream's events are redacted as text, whose rule knew only some spellings of the sibling keys that the
+    parsed path compares folded: ``{"NAME": "DB_PASSWORD", "VALUE": ...}`` was recorded in clear."""
+    from real_wire import vendor_mock
+
+    from vcr_transport._core.rules._scan import scan_document
+
+    library = __import__(library_name)
+    secrets = ["s3cr3t-v4lue-0001", "s3cr3t-v4lue-0002", "s3cr3t-v4lue-0003"]
+    events = [
+        {"NAME": "DB_PASSWORD", "VALUE": secrets[0]},
+        {"parameter_name": "prod/api_token", "parameter_value": secrets[1]},
+        {"ENV_VAR": "OPENAI_API_KEY", "Value": secrets[2], "region": "eu-west-1"},
+    ]
+    body = b"".join(b"data: " + json.dumps(event).encode() + b"\n\n" for event in events)
+    assert [found for _, found in scan_document(Redactor(), body.decode())] == secrets, "scan flags the same"
+    stream = [("content-type", "text/event-stream")]
+    cassette = tmp_path / "siblings.jsonl"
+    recorder = vcr_transport.RecordingTransport(vendor_mock(library, lambda _: (200, stream, body)), cassette)
+    with library.Client(transport=recorder) as client:
+        assert client.get("https://api.openai.com/v1/vars").content == body, "the caller sees the live bytes"
+    text = cassette.read_text()
+    assert [secret for secret in secrets if secret in text] == []
+    assert text.count(PLACEHOLDER) >= 3 and "eu-west-1" in text
+    assert list(scan_document(Redactor(), text)) == []
