@@ -62,7 +62,8 @@ def _cookie_pairs(value: str, response: bool) -> tuple[list[tuple[str, str, str]
     for piece in pieces:
         name, equals, item = piece.partition("=")
         name, item = (name, item) if equals else ("", name)
-        found.append((name + equals + item[: len(item) - len(item.lstrip())], item.strip(), item[len(item.rstrip()) :]))
+        value = item.lstrip()  # an item of spaces only is all leading space
+        found.append((name + equals + item[: len(item) - len(value)], value.rstrip(), value[len(value.rstrip()) :]))
     return found, rest
 
 
