@@ -141,3 +141,15 @@ def test_the_longest_form_is_removed_where_forms_overlap_and_every_value_held_is
     assert known.found_in("x q7Wx2Lm9Zr4TpK8vAb") == ["2Lm9Zr4TpK8vAb", "q7Wx2Lm9Zr4T", "q7Wx2Lm9Zr4TpK8v"]
     assert known.found_in("nothing here") == []
     assert EMPTY.remove("text") == "text" and EMPTY.found_in("text") == []
+
+
+def test_a_long_learned_value_is_searched_for_in_linear_time() -> None:
+    """The automaton the library picks for few patterns, a DFA, took quadratic time to build on a long one: a
+    text of ``sk-sk-sk-...`` (a cassette chooses it) is learned whole, then searched for (4,000: 14 s)."""
+    value = "sk-" * 30_000
+    known = EMPTY.learn((value,))
+    results: list[object] = []
+    finishes_within(
+        60, lambda: results.extend([known.remove(value), known.holds(value.encode()), known.found_in(value)])
+    )
+    assert results == [PLACEHOLDER, True, [value]]

@@ -85,3 +85,11 @@ def test_a_pem_block_is_reported_whole_at_its_first_line() -> None:
     text = f"notes\n\n{pem}\n"
     found = list(scan_document(Redactor(), text))
     assert any(number == 3 and "BEGIN PRIVATE KEY" in secret and "\n" in secret for number, secret in found), found
+
+
+def test_a_line_nested_deeper_than_json_reads_is_searched_as_text() -> None:
+    """A cassette line nested past Python's recursion limit made ``scan`` raise RecursionError."""
+    line = '{"name": "DB_PASSWORD", "value": ' * 5_000 + '"s3cr3t-v4lue"' + "}" * 5_000
+    found = list(scan_document(Redactor(), line + "\nAPI_KEY=hunter2hunter2\n"))
+    assert (2, "hunter2hunter2") in found
+    assert Redactor().redact_text(line, response=True).count("s3cr3t-v4lue") == 0

@@ -178,7 +178,7 @@ def _json_value(raw: str) -> Any:
     if raw[0] in "{[":
         try:
             return json.loads(raw)
-        except ValueError:
+        except (ValueError, RecursionError):  # nested deeper than json reads: removed as its text
             return raw
     return {"true": True, "false": False, "null": None}.get(raw, raw)
 

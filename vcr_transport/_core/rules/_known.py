@@ -6,6 +6,7 @@ import base64
 import json
 import re
 from collections.abc import Iterable
+from typing import Any
 from urllib.parse import quote, quote_plus, unquote
 
 import ahocorasick_rs
@@ -18,6 +19,7 @@ from ._search import Search
 __all__ = ["EMPTY", "MIN_PROPAGATED_LENGTH", "Known", "is_structure", "remove_escaped"]
 
 _PLACEHOLDER = PLACEHOLDER.encode()
+_NFA = ahocorasick_rs.Implementation.ContiguousNFA
 # A character as text may write it: a run of ``%XX`` (UTF-8 bytes), a ``\\uXXXX``, JSON's ``\\/``; or as it is.
 _WRITTEN = lazy_pattern(r"(?:%[0-9A-Fa-f]{2})+|\\u[0-9A-Fa-f]{4}|\\/|[^%\\]+|[\s\S]")
 MIN_PROPAGATED_LENGTH = 8  # shorter values are too likely to occur by chance in other text
@@ -82,6 +84,14 @@ def _encoded_forms(value: str) -> set[str]:
     return {form for form in forms if len(form) >= MIN_PROPAGATED_LENGTH and form not in PLACEHOLDER}
 
 
+def _automaton(patterns: list[bytes], kind: Any = None) -> ahocorasick_rs.BytesAhoCorasick:
+    """An Aho-Corasick automaton of learned values, built in time linear in their length: the DFA the library
+    picks for few patterns takes quadratic time on a long one (a learned ``sk-sk-sk-...``: minutes)."""
+    return ahocorasick_rs.BytesAhoCorasick(
+        patterns, matchkind=kind or ahocorasick_rs.MatchKind.Standard, implementation=_NFA
+    )
+
+
 def remove_escaped(text: str, values: Iterable[str]) -> str:
     """``text`` without ``values``, each written with any mix of raw, ``%XX`` and ``\\uXXXX`` characters (and
     JSON's ``\\/``), also where they overlap: one pass over ``text`` decoded."""
@@ -89,7 +99,7 @@ def remove_escaped(text: str, values: Iterable[str]) -> str:
     if not patterns:
         return text
     data, starts = _decoded(text)
-    hits = ahocorasick_rs.BytesAhoCorasick(patterns).find_matches_as_indexes(data, overlapping=True)
+    hits = _automaton(patterns).find_matches_as_indexes(data, overlapping=True)
     pieces, position = [], 0
     for start, end in sorted((starts[start], starts[end]) for _, start, end in hits):
         if start >= position:
@@ -168,7 +178,7 @@ class Known:
         if self._finder is None:
             escaped = (json.dumps(form, ensure_ascii=False)[1:-1] for form in self.forms)
             patterns = {text.encode("utf-8", "surrogateescape") for text in (*self.forms, *escaped)}
-            self._finder = ahocorasick_rs.BytesAhoCorasick(sorted(patterns))
+            self._finder = _automaton(sorted(patterns))
         return bool(self._finder.find_matches_as_indexes(data))
 
     def found_in(self, text: str) -> list[str]:
@@ -176,7 +186,7 @@ class Known:
         if self._seeker is None:
             values = sorted(self.values)
             patterns = [value.encode("utf-8", "surrogatepass") for value in values]
-            self._seeker = ahocorasick_rs.BytesAhoCorasick(patterns), values
+            self._seeker = _automaton(patterns), values
         finder, values = self._seeker
         hits = finder.find_matches_as_indexes(text.encode("utf-8", "surrogatepass"), overlapping=True)
         return [values[index] for index in sorted({index for index, _, _ in hits})]
@@ -185,7 +195,7 @@ class Known:
         """``text`` without the forms, each leftmost, longest first, in one pass."""
         if self._remover is None:
             forms = [form.encode("utf-8", "surrogatepass") for form in self.forms]
-            self._remover = ahocorasick_rs.BytesAhoCorasick(forms, matchkind=ahocorasick_rs.MatchKind.LeftmostLongest)
+            self._remover = _automaton(forms, ahocorasick_rs.MatchKind.LeftmostLongest)
         data = text.encode("utf-8", "surrogatepass")
         pieces, position = [], 0
         for _, start, end in self._remover.find_matches_as_indexes(data):

@@ -132,7 +132,7 @@ def _scan_cassette_line(
 ) -> list[str]:
     try:
         obj = json.loads(line)
-    except ValueError:
+    except (ValueError, RecursionError):  # its text was searched as a line's
         return []
     if not isinstance(obj, dict):
         return []

@@ -45,8 +45,11 @@ class Search(NamedTuple):
         groups = (prefixes, words, KEYWORD_PATTERNS, GLUED_NEEDLES, ENCODED_NEEDLES, [SLACK_HOOKS])
         lowered = sorted({form.encode("utf-8", "surrogatepass").lower() for form in forms})
         patterns = [*itertools.chain(*groups), *lowered]
-        # A DFA is twice as fast as the NFA the library chooses past 100 patterns (many forms: let it choose).
-        implementation = ahocorasick_rs.Implementation.DFA if len(patterns) <= 400 else None
+        # A DFA is twice as fast as an NFA, but takes quadratic time to build on a long form (a learned
+        # ``sk-sk-sk-...``): for many forms or long ones, an NFA.
+        small = len(patterns) <= 400 and sum(map(len, lowered)) <= 4096
+        nfa = ahocorasick_rs.Implementation.ContiguousNFA
+        implementation = ahocorasick_rs.Implementation.DFA if small else nfa
         finder = ahocorasick_rs.BytesAhoCorasick(patterns, implementation=implementation)
         first, keywords, glued, encoded, hooks, learned = itertools.accumulate(len(group) for group in groups)
         return cls(finder, forms, first, keywords, glued, encoded, hooks, learned, all(map(str.isascii, forms)))
