@@ -104,6 +104,35 @@ def test_many_objects_named_by_their_siblings_are_read_in_linear_time() -> None:
     assert "s3cr3t-" not in results[0]
 
 
+@pytest.mark.parametrize(
+    "piece",
+    [
+        '{"name": "DB_PASSWORD", "value": ',  # a sibling names each value a secret
+        '{"password": ',  # a secret-named key
+        '{"password": [',
+        '"password": {"\\"',  # each value starts inside a string of the walk before: out of step with it
+    ],
+)
+def test_values_that_dont_close_are_read_in_linear_time(piece: str) -> None:
+    """Each secret value was read from its start to the text's end to find where it closes, and none does: 25,000
+    characters took half a second, 240,000 took 47 s (a cassette's line chooses its length)."""
+    text = piece * 40_000
+    ctx = _context(response=True)
+    results: list[str] = []
+    finishes_within(60, lambda: results.append(redact_json(text, ctx)))
+    assert results == [text], "a value that doesn't end is left to the stream's next piece"
+    assert ctx.found == []
+
+
+def test_a_closed_value_inside_one_that_does_not_close_still_goes() -> None:
+    text = '{"password": {"meta": {"password": "hunter22!"}, "other": [1, {"token": "abc123def456"'
+    ctx = _context()
+    assert redact_json(text, ctx) == text.replace('"hunter22!"', f'"{PLACEHOLDER}"').replace(
+        '"abc123def456"', f'"{PLACEHOLDER}"'
+    )
+    assert ctx.found == ["hunter22!", "abc123def456"]
+
+
 def test_json_inside_a_tool_calls_arguments_string_is_redacted() -> None:
     arguments = json.dumps({"city": "Paris", "api_key": KEY})
     text = json.dumps({"function": {"name": "get_weather", "arguments": arguments}})

@@ -112,28 +112,60 @@ def removes_value(names: Names, name: str, value: Any, response: bool) -> bool:
     return True
 
 
-def json_value_end(text: str, start: int) -> int:
-    """Where the JSON value starting at ``start`` ends (exclusive), or -1 when it doesn't end in ``text``."""
-    if start >= len(text):
-        return -1
-    if text[start] == '"':
-        match = regex(_STRING_REST).match(text, start + 1)
+class _ValueEnds:
+    """Where the JSON values of one text end (exclusive; -1 for one that doesn't end in it). A bracketed value is
+    walked bracket by bracket, and each walk keeps where every bracket it passed closes: a value starting at one of
+    them is answered without walking again (a text of n objects that don't close is read once, not n times). A
+    value starting inside what a walk read, out of step with it (inside one of its strings), is walked anew, at most
+    ``_REWALKS`` times a text (only a crafted text does it at all); after that it counts as one that doesn't end,
+    and its members are judged one by one."""
+
+    _REWALKS = 8
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+        self.closes: dict[int, int] = {}
+        self.reach = self.rewalks = 0
+
+    def end(self, start: int) -> int:
+        text = self.text
+        if start >= len(text):
+            return -1
+        if text[start] == '"':
+            match = regex(_STRING_REST).match(text, start + 1)
+            return match.end() if match else -1
+        if text[start] in "{[":
+            return self._bracket_end(start)
+        match = regex(r"-?[0-9][0-9.eE+-]*|true|false|null").match(text, start)
         return match.end() if match else -1
-    if text[start] in "{[":
-        return next((index + 1 for index, depth in _brackets(text, start, len(text)) if depth == 0), -1)
-    match = regex(r"-?[0-9][0-9.eE+-]*|true|false|null").match(text, start)
-    return match.end() if match else -1
+
+    def _bracket_end(self, start: int) -> int:
+        if start in self.closes:
+            return self.closes[start]
+        if start < self.reach:
+            if self.rewalks == self._REWALKS:
+                return -1
+            self.rewalks += 1
+        self.reach = max(self.reach, _walk(self.text, start, self.closes))
+        return self.closes[start]
 
 
-def _brackets(text: str, opening: int, closing: int) -> Iterator[tuple[int, int]]:
-    """(position, depth after it) of each bracket from ``opening`` to ``closing`` outside strings, up to one unended."""
-    depth = 0
-    for token in regex(r"\"(?:[^\"\\]|\\.)*\"|[\"{\[}\]]").finditer(text, opening, closing):
-        if token[0] == '"':
-            return  # a string that doesn't end before ``closing``
-        if token[0] in "{[}]":
-            depth += 1 if token[0] in "{[" else -1
-            yield token.start(), depth
+def _walk(text: str, start: int, closes: dict[int, int]) -> int:
+    """Reads from the bracket at ``start`` to its close, noting in ``closes`` where each bracket on the way closes
+    (-1 for those that don't before the text or a string in it ends); returns where it stopped."""
+    opened: list[int] = []
+    for token in regex(r"\"(?:[^\"\\]|\\.)*\"|[\"{\[}\]]").finditer(text, start):
+        if token[0] == '"':  # a string that doesn't end
+            closes.update(dict.fromkeys(opened, -1))
+            return token.start()
+        if token[0] in "{[":
+            opened.append(token.start())
+        elif token[0] in "}]":
+            closes[opened.pop()] = token.end()
+            if not opened:
+                return token.end()
+    closes.update(dict.fromkeys(opened, -1))
+    return len(text)
 
 
 def _sibling_named_values(names: Names, text: str) -> set[int]:
@@ -183,12 +215,12 @@ def _json_value(raw: str) -> Any:
     return {"true": True, "false": False, "null": None}.get(raw, raw)
 
 
-def _removed_json_value(match: re.Match[str], text: str, named: set[int], ctx: Context) -> int:
+def _removed_json_value(match: re.Match[str], ends: _ValueEnds, named: set[int], ctx: Context) -> int:
     """The end of the value after ``match`` (a key) when it goes (its strings added to found), else -1."""
-    start = match.end()
+    start, text = match.end(), ends.text
     if start not in named and not ctx.names.is_secret(match["key"]):
         return -1
-    end = json_value_end(text, start)
+    end = ends.end(start)
     if end < 0 or (raw := text[start:end]) == _QUOTED_PLACEHOLDER:
         return -1
     value = _json_value(raw)
@@ -208,10 +240,10 @@ def redact_json(text: str, ctx: Context) -> str:
     text held in a JSON string (a tool call's ``arguments``)."""
     if '\\"' in text:
         text = regex(r"\"(?P<body>[\[{](?:[^\"\\]|\\.)*)\"").sub(lambda match: _redact_nested_json(match, ctx), text)
-    pieces, position = [], 0
+    pieces, position, ends = [], 0, _ValueEnds(text)
     named = _sibling_named_values(ctx.names, text) if regex(_SIBLING_VALUE).search(text) else set()
     for match in regex(_JSON_KEY).finditer(text):
-        if match.start() >= position and (end := _removed_json_value(match, text, named, ctx)) >= 0:
+        if match.start() >= position and (end := _removed_json_value(match, ends, named, ctx)) >= 0:
             pieces += [text[position : match.end()], _QUOTED_PLACEHOLDER]
             position = end
     return "".join(pieces) + text[position:] if pieces else text
