@@ -38,7 +38,7 @@ from pathlib import Path
 from typing import Any
 
 from ._core.engine._options import CACHE_DIR_VARIABLE, PARSE_CACHE_VARIABLE
-from ._core.format._format import FORMAT_VERSION, Cassette, RecordedCall
+from ._core.format._format import FORMAT_VERSION, Cassette, RecordedCall, held_body, recorded_call
 
 __all__ = ["MIN_BYTES", "STALE_DAYS", "cache_folder", "enabled", "entry_path", "load_or_parse", "store"]
 
@@ -47,11 +47,18 @@ MIN_BYTES = 256 * 1024
 STALE_DAYS = 30
 _MAGIC = "vcr_transport parse cache"
 # What an entry holds of a call: every field of the record but its lazy chunks (a cached cassette is held in
-# memory), in the record's order, which is also the order the record takes them in.
+# memory), in the record's order, which is also the order the record takes them in; the request body as the call
+# holds it (the bytes of its JSON).
 _FIELDS = tuple(f.name for f in dataclasses.fields(RecordedCall))[:-1]
 assert dataclasses.fields(RecordedCall)[-1].name == "lazy", "the lazy chunks are the record's last field"
-_LAYOUT = (3, _FIELDS)  # of an entry; bump the number when the hashes or the packing change
-_row = operator.attrgetter(*_FIELDS)
+assert _FIELDS[4] == "body", "recorded_call finds the request body fifth"
+_LAYOUT = (4, _FIELDS)  # of an entry; bump the number when the hashes or the packing change
+_before_body = operator.attrgetter(*_FIELDS[:4])
+_after_body = operator.attrgetter(*_FIELDS[5:])
+
+
+def _row(call: RecordedCall) -> tuple[Any, ...]:
+    return (*_before_body(call), held_body(call), *_after_body(call))
 
 
 def enabled() -> bool:
@@ -145,7 +152,7 @@ def _load(entry: Path, size: int, path: str) -> tuple[str, Cassette] | None:
         if stamp != _stamp(stamp[4], size, _checksum(payload)):
             return None
         header, rows = marshal.loads(payload)
-        calls = [RecordedCall(*row) for row in rows]
+        calls = [recorded_call(*row) for row in rows]
         if not isinstance(header, dict):
             return None
         return stamp[4], Cassette(path, header, calls)

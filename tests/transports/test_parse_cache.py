@@ -86,6 +86,17 @@ def test_a_second_replay_of_the_same_bytes_skips_the_parser(cassette: Path, cach
     assert parses == [str(cassette)] * 2  # the entry answered
 
 
+def test_an_entry_holds_the_request_bodies_as_the_parser_does(cassette: Path, cache_dir: Path) -> None:
+    """As their bytes, decoded when asked for: a cassette from the cache takes no more memory than one parsed."""
+    _record(cassette, CHUNKS)
+    _cached(cassette)
+    data = cassette.read_bytes()
+    parsed, cached = _format.Cassette.parse(data, str(cassette)), _parse_cache.load_or_parse(data, str(cassette))
+    assert len(_entries(cache_dir)) == 1 and cached.calls == parsed.calls
+    assert [_format.held_body(call) for call in cached.calls] == [b'{"q":1}']
+    assert cached.calls[0].body == {"json": {"q": 1}}
+
+
 def test_an_edited_file_with_the_same_size_and_mtime_is_parsed_again(
     cassette: Path, cache_dir: Path, parses: list[str]
 ) -> None:

@@ -28,6 +28,7 @@ RETRYABLE_STATUSES = frozenset({408, 409, 429}) | frozenset(range(500, 600))
 # anthropic never stops for a delay, it sleeps it (capped at 4,294,967 s); google-genai ignores the header.
 SDK_MAX_RETRY_AFTER = 120.0
 _RETRY_HEADERS = ("retry-after-ms", "retry-after")
+_FIELDS_KEPT = 16  # recorded calls whose comparable fields the engine keeps worked out
 
 
 def _header(headers: list[tuple[str, str]], name: str) -> str | None:
@@ -77,13 +78,6 @@ def _sdk_gives_up(call: RecordedCall, delay: float | None) -> bool:
     if any(key.lower() == "anthropic-version" for key, _ in call.request_headers):
         return False
     return delay is not None and math.isfinite(delay) and delay > SDK_MAX_RETRY_AFTER
-
-
-def _fields_kept(calls: Sequence[RecordedCall]) -> int:
-    """How many calls' fields the engine keeps worked out: all of them, but for a lazily read (large) cassette,
-    16: its request bodies stay bytes until asked for, and a long conversation's hold its whole history again
-    and again."""
-    return 16 if calls and calls[0].lazy is not None else max(1, len(calls))
 
 
 def _recorded_at(call: RecordedCall, created: str | None) -> datetime.datetime | None:
@@ -222,8 +216,10 @@ class ReplayEngine:
         # What re-records this cassette in the caller's situation; said by every mismatch.
         self.record_hint = ""
         self._lock = threading.Lock()
-        # call index -> its fields: unordered matching compares a request with many calls, each many times
-        self._recorded: Memo[int, dict[str, Any]] = Memo(size=_fields_kept(cassette.calls))
+        # call index -> its fields, for the few calls a request is compared with (its key finds them): a few
+        # kept, as the request bodies are held as their bytes (a long conversation's hold its history again and
+        # again, and its decoded form is several times the file's size)
+        self._recorded: Memo[int, dict[str, Any]] = Memo(size=_FIELDS_KEPT)
         self._keys: dict[int, CallKey] = {}  # call index -> its (mask, key)
         # The unplayed calls a request may take now (``_due``), made anew when they change (``_scope``); and
         # the played ones, for repeats and reuse.

@@ -63,9 +63,11 @@ from ._parser import (
     Parser,
     RecordedCall,
     foreign_file,
+    held_body,
     load_outline,
     load_streaming,
     overlap_groups,
+    recorded_call,
 )
 from ._schema import (
     FORMAT_VERSION,
@@ -139,6 +141,7 @@ __all__ = [
     "encode_line",
     "event_lines",
     "foreign_file",
+    "held_body",
     "header_age_days",
     "header_line",
     "header_problem",
@@ -150,6 +153,7 @@ __all__ = [
     "merge_shared",
     "message_line",
     "overlap_groups",
+    "recorded_call",
     "problems",
     "request_line",
     "response_line",

@@ -49,6 +49,8 @@ __all__ = [
     "LazyChunks",
     "Parser",
     "RecordedCall",
+    "held_body",
+    "recorded_call",
 ]
 
 
@@ -127,9 +129,9 @@ _BODY_SLOT: Any = vars(RecordedCall)["body"]  # our record's slot for its reques
 
 
 class _HeldBodyCall(RecordedCall):
-    """A call of a lazily read cassette whose JSON request body is held as its bytes (a long conversation's
-    requests hold all of it, over and over): read again each time it is asked for, so that a replay's memory
-    stays near the file's size."""
+    """A call whose JSON request body is held as its bytes (a long conversation's requests hold all of it, over
+    and over, and decoded it is several times their size): read again each time it is asked for, so that a
+    replay's memory stays near the file's size."""
 
     __slots__ = ()
 
@@ -141,6 +143,18 @@ class _HeldBodyCall(RecordedCall):
     @body.setter
     def body(self, value: StoredBody | bytes) -> None:
         _BODY_SLOT.__set__(self, value)
+
+
+def held_body(call: RecordedCall) -> StoredBody | bytes:
+    """A call's request body as the call holds it: the bytes of its JSON, for one that holds them."""
+    body: StoredBody | bytes = _BODY_SLOT.__get__(call)
+    return body
+
+
+def recorded_call(*fields: Any) -> RecordedCall:
+    """A call from its fields in ``RecordedCall``'s order (a parse cache entry's row): a request body given as the
+    bytes of its JSON is held as them."""
+    return (_HeldBodyCall if fields[4].__class__ is bytes else RecordedCall)(*fields)
 
 
 class LazyChunks(Sequence[bytes]):
@@ -597,7 +611,7 @@ class Parser:
                 body = obj.body.stored()
             except msgspec.ValidationError as error:  # JSON the reader can't hold: a number out of range
                 raise msgspec.ValidationError(json_problem(error)) from None  # invalid UTF-8: a DecodeError
-            if self.source is not None and isinstance(obj.body.json, msgspec.Raw):
+            if isinstance(obj.body.json, msgspec.Raw):
                 body = bytes(obj.body.json)  # checked; held as its bytes, read again when asked for
         self.calls[index] = (RecordedCall if body.__class__ is not bytes else _HeldBodyCall)(
             index=index,
