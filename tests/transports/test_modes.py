@@ -45,6 +45,25 @@ def test_precedence_argument_option_environment_pyproject_default(tmp_path: Path
     assert resolve(None, environ={}, pyproject=pyproject) == ResolvedMode("auto", "default")
 
 
+@pytest.mark.parametrize(
+    "table",
+    [
+        '[tool.vcr_transport]\nmode = "replay"',
+        '[tool."vcr\\u005ftransport"]\nmode = "replay"',
+        'tool.vcr_transport.mode = "replay"',
+    ],
+)
+def test_the_settings_are_read_in_every_spelling_toml_allows(tmp_path: Path, table: str) -> None:
+    """An escaped or dotted key names the table as the plain one does, and a setting's typo there stops the
+    run."""
+    pyproject = tmp_path / "pyproject.toml"
+    pyproject.write_text(f"{table}\n")
+    assert resolve_mode(None, environ={}, pyproject=pyproject).mode == "replay"
+    pyproject.write_text(f"{table.replace('mode', 'mdoe')}\n")
+    with pytest.raises(vcr_transport.VcrTransportError, match="has no setting mdoe; did you mean mode"):
+        resolve_mode(None, environ={}, pyproject=pyproject)
+
+
 def test_an_unknown_mode_lists_the_valid_ones() -> None:
     with pytest.raises(vcr_transport.ModeError) as caught:
         resolve_mode(None, environ={"VCR_TRANSPORT_MODE": "replya"})
