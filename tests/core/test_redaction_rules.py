@@ -353,3 +353,24 @@ def test_a_long_run_of_scheme_characters_is_read_in_linear_time(piece: str) -> N
 )
 def test_a_scheme_inside_a_run_of_scheme_characters_is_read_as_before(text: str, kept: str) -> None:
     assert Redactor().redact_text(text) == kept + PLACEHOLDER + "@h.test/"
+
+
+def test_a_long_run_of_name_words_is_read_in_linear_time() -> None:
+    """Whether an assignment may follow a name's word was read from the end of each word to the end of its run of
+    name characters: ``passwordpassword...`` (a cassette chooses it) read the run once a word (64 KB: 5 s)."""
+    run = "password" * 50_000
+    text = f"{run} and sk-{run[:30]}x9 then\ndb_password: hunter2pass9 {run}"
+    results: list[object] = []
+    finishes_within(60, lambda: results.extend([Redactor().redact_text(text), scan_document(Redactor(), text)]))
+    redacted, found = results
+    assert redacted == f"{run} and {PLACEHOLDER} then\ndb_password: {PLACEHOLDER} {run}"
+    assert [value for _, value in found] == [f"sk-{run[:30]}x9", "hunter2pass9"]
+
+
+def test_a_long_run_of_attribute_name_characters_is_read_in_linear_time() -> None:
+    """An XML start tag's attributes were searched from each position inside a run of name characters, reading
+    the rest of the run each time (16 KB: 2 s). The name still starts at the run's first ASCII letter."""
+    tag = "<add " + "b1" * 200_000 + ' 9x.password="hunter2pass" other="kept">'
+    results: list[object] = []
+    finishes_within(60, lambda: results.append(Redactor().redact_text(tag)))
+    assert results == [tag.replace("hunter2pass", PLACEHOLDER)]

@@ -46,7 +46,10 @@ _ASSIGNMENT = lazy_pattern(
     r"(?P<name>[A-Za-z_][A-Za-z0-9_.\-]{1,63})[ \t]*[:=][ \t]*[\"']?(?:" + _SCHEMES + r"[ \t]+)?"
     r"(?P<value>(?!\[secret removed\]|" + _SCHEMES + r"[ \t])[^\s\"'`\\,;]{4,})"
 )
-_ASSIGNMENT_TAIL = lazy_pattern(rb"[a-z0-9_.\-]*[ \t]*[:=][ \t]*[\"']?[^\s\"'`\\,;]{4,}")
+# What follows a name's word up to the end of its run of name characters, then an assignment's tail: every word
+# that ends in one run is followed by the same tail, which is read once a run (reading it from each word is quadratic).
+_NAME_RUN = lazy_pattern(rb"[a-z0-9_.\-]*+")
+_ASSIGNMENT_TAIL = lazy_pattern(rb"[ \t]*[:=][ \t]*[\"']?[^\s\"'`\\,;]{4,}")
 _ENV_NAME = lazy_pattern(r"[A-Z][A-Z0-9_]*")
 _URL = lazy_pattern(_SCHEME + r"\b[A-Za-z][A-Za-z0-9+.-]*+://[^\s\"'<>\\]+")
 _PATH_SEGMENT = lazy_pattern(r"(?<=/)[^/?#]{8,}")
@@ -55,7 +58,11 @@ _XML_ELEMENT = lazy_pattern(
     r"<(?P<tag>(?:[A-Za-z_][\w.-]*:)?(?P<name>[A-Za-z_][\w.-]*))(?:\s[^<>]*)?>(?P<value>[^<]*)</(?P=tag)\s*>"
 )
 _XML_TAG = lazy_pattern(r"<[A-Za-z_][\w:.-]*\s[^<>]*>")
-_XML_ATTRIBUTE = lazy_pattern(r"""(?P<name>[A-Za-z_][\w:.-]*)\s*=\s*(?P<q>["'])(?P<value>[^"'<>]*)(?P=q)""")
+# An attribute's name starts at the first ASCII letter or ``_`` of its run of name characters, and the run is read
+# once: tried from each position inside a long run, the name read the rest of the run each time (quadratic).
+_XML_ATTRIBUTE = lazy_pattern(
+    r"""(?<![\w:.-])(?:(?![A-Za-z_])[\w:.-])*+(?P<name>[A-Za-z_][\w:.-]*+)\s*=\s*(?P<q>["'])(?P<value>[^"'<>]*)(?P=q)"""
+)
 _XML_BYTES = lazy_pattern(rb"</|/>|<[a-z_][\w:.-]*\s[^<>]*=")
 _SLACK_WEBHOOK = lazy_pattern(
     r"(?i:hooks\.slack\.com)/(?:services|workflows|triggers)/(?:[A-Za-z0-9]{1,40}/){1,3}(?P<secret>[A-Za-z0-9]{16,64})"
@@ -159,7 +166,16 @@ def _json_names_may_apply(scan: Scan, names: Names) -> bool:
 
 def _assignments_may_apply(scan: Scan, names: Names) -> bool:
     data, words = scan.data, scan.words
-    return bool(words) and (b":" in data or b"=" in data) and any(_ASSIGNMENT_TAIL.match(data, end) for _, end in words)
+    if not words or (b":" not in data and b"=" not in data):
+        return False
+    run_start, run_end = 0, -1  # the run of name characters last read
+    for _, end in words:
+        if not run_start <= end <= run_end:
+            run = _NAME_RUN.match(data, end)
+            run_start, run_end = end, run.end() if run else end
+            if _ASSIGNMENT_TAIL.match(data, run_end):
+                return True
+    return False
 
 
 def _query_may_apply(scan: Scan, names: Names) -> bool:
