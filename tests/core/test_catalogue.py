@@ -17,7 +17,7 @@ from typing import Any
 from urllib.parse import quote, quote_plus
 
 import pytest
-from helpers import recording
+from helpers import finishes_within, recording
 from real_wire import vendor_traffic
 from upstream import Received, Reply, Upstream
 from vendors import Sdk
@@ -678,3 +678,24 @@ def test_the_generator_keeps_shapes_translates_re2_and_records_its_source(
         assert re.fullmatch(rule.pattern, rule.sample), rule.name
         assert re.search(rule.pattern, f"x = '{rule.sample}';") is not None
     assert generator.translate(r"a(?i)b|c") == "a(?i:b)|(?i:c)"
+
+
+def test_many_pem_headers_and_unclosed_header_values_are_read_in_linear_time() -> None:
+    """A PEM header searched the rest of the text for an end line, and an ``illegal header value b'`` the rest of
+    its line for a closing quote, and each occurrence of a keyword searched with its case was looked for again in
+    the whole text: many of either (a cassette chooses them) took quadratic time (128 KB: 2 s and 3 s; 1.6 MB:
+    minutes). The matches are the same."""
+    block = "-----BEGIN RSA PRIVATE KEY-----\nMIIEab+/cd\n-----END RSA PRIVATE KEY-----"
+    headers, values = "-----BEGIN RSA PRIVATE KEY-----x" * 25_000, "Illegal header value b'x" * 35_000
+    text = f"{block}\n{values}\nIllegal header value b'Zq0pen/s3same'. {values}\n{headers}"
+    results: list[list[tuple[int, int, str]]] = []
+    finishes_within(60, lambda: results.append(catalogue_matches(text)))
+    found = sorted((start, end, name) for start, end, name in results[0] if name in _SLOW_ONES)
+    assert [text[start:end] for start, end, _ in found] == [
+        block,
+        "Zq0pen/s3same",
+        *["-----BEGIN RSA PRIVATE KEY-----x"] * 25_000,
+    ]
+
+
+_SLOW_ONES = ("pem private key", "h11 illegal header value")

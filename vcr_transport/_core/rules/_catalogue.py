@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import bisect
 import functools
 import math
 import re
@@ -78,6 +79,7 @@ class CredentialFormat:
     prefilter: str | None = None
     group: int = 0
     entropy: float | None = None
+    bounds: Callable[[str], Iterator[tuple[int, int]]] | None = None
 
     @functools.cached_property
     def pattern(self) -> re.Pattern[str]:
@@ -85,7 +87,7 @@ class CredentialFormat:
 
     def matches(self, text: str, lowered: str | None = None) -> Iterator[re.Match[str]]:
         """The matches that pass ``validate`` and the entropy check; ``lowered``: ``text.lower()``."""
-        for match in self._anchored_matches(text, lowered) if self.anchored else self.pattern.finditer(text):
+        for match in self._anchored_matches(text, lowered) if self.anchored else self._unanchored_matches(text):
             if (self.validate is None or self.validate(match)) and (
                 self.entropy is None or _entropy(match[self.group]) >= self.entropy
             ):
@@ -108,6 +110,17 @@ class CredentialFormat:
         end = 0
         for start in self._starts(haystack):
             if start >= end and (match := self.pattern.match(text, start)) is not None:
+                end = match.end()
+                yield match
+
+    def _unanchored_matches(self, text: str) -> Iterator[re.Match[str]]:
+        """With ``bounds``, only its starts are tried, each matched no further than its end."""
+        if self.bounds is None:
+            yield from self.pattern.finditer(text)
+            return
+        end = 0
+        for start, stop in self.bounds(text):
+            if start >= end and (match := self.pattern.match(text, start, stop)) is not None:
                 end = match.end()
                 yield match
 
@@ -144,6 +157,38 @@ _CHECKS = {
 }
 
 
+_PEM_LABEL = r"[A-Z0-9 ]{0,20} PRIVATE KEY(?: BLOCK)?-----"
+
+
+def _pem_bounds(text: str) -> Iterator[tuple[int, int]]:
+    """Each PEM header's start, and where its match ends at the furthest: the first end line after the header, or
+    else the end of the base64 after it. A header searched the rest of the text for an end line: quadratic."""
+    ends = [(match.start(), match.end(1)) for match in regex("(?=(-----END" + _PEM_LABEL + "))").finditer(text)]
+    for header in regex("-----BEGIN" + _PEM_LABEL).finditer(text):
+        index = bisect.bisect_left(ends, (header.end(),))
+        if index < len(ends):
+            yield header.start(), ends[index][1]
+        else:
+            other = regex(r"[^A-Za-z0-9+/=\s\\]").search(text, header.end())
+            yield header.start(), len(text) if other is None else other.start()
+
+
+def _quoted_bounds(text: str) -> Iterator[tuple[int, int]]:
+    """Each ``illegal header value b'`` that a closing quote follows on its line (after one character), and where
+    that quote ends. Each was searched to its closing quote or line end: on one line, quadratic."""
+    closes = {quote: [m.start() for m in regex(quote + "(?![A-Za-z0-9])").finditer(text)] for quote in "'\""}
+    lines = [match.start() for match in regex("\n").finditer(text)]
+    for start in regex("[Ii]llegal header value b(['\"])").finditer(text):
+        quotes, secret = closes[start[1]], start.end()
+        index = bisect.bisect_left(quotes, secret + 1)
+        line_end = bisect.bisect_left(lines, secret)
+        if index < len(quotes) and (line_end == len(lines) or lines[line_end] > quotes[index]):
+            yield start.start(), quotes[index] + 1
+
+
+_BOUNDS = {"pem private key": _pem_bounds, "h11 illegal header value": _quoted_bounds}
+
+
 def _rows(table: str) -> Iterator[CredentialFormat]:
     """``name | keywords | flags | expression`` a line (an indented line goes on with the expression). Flags: ``p``
     prefixed (between ``_BEFORE`` and ``_AFTER``), ``l`` keywords in the lower case, ``a`` anchored."""
@@ -153,7 +198,15 @@ def _rows(table: str) -> Iterator[CredentialFormat]:
         expression = _BEFORE + expression + _AFTER if prefixed else expression
         anchored = prefixed or "a" in flags
         yield CredentialFormat(
-            name, tuple(keywords.split(", ")), expression, "l" in flags, validate, prefixed, anchored, prefilter
+            name,
+            tuple(keywords.split(", ")),
+            expression,
+            "l" in flags,
+            validate,
+            prefixed,
+            anchored,
+            prefilter,
+            bounds=_BOUNDS.get(name),
         )
 
 
@@ -271,7 +324,7 @@ def _candidates(text: str, lowered: str, keywords: Iterable[int] | None = None) 
     if keywords is None:
         data = lowered.encode("utf-8", "surrogatepass")
         keywords = [index for index, _, _ in _finder("keywords").find_matches_as_indexes(data, overlapping=True)]
-    for index in keywords:
+    for index in set(keywords):  # once a keyword, not once an occurrence: ``in text`` reads the whole text
         (_, cased), formats = _KEYWORDS[index]
         if cased is None or cased in text:
             found.update(formats)
