@@ -4,7 +4,9 @@
 from __future__ import annotations
 
 import pytest
+from helpers import finishes_within
 
+from vcr_transport import PLACEHOLDER, Redactor
 from vcr_transport._core.rules._names import Names, decode_escapes, words_of
 
 JSON, HEADER, QUERY = 0, 1, 2
@@ -78,3 +80,13 @@ def test_words_are_lower_case_last_words_and_searched_words_have_no_contained_du
     assert "key" in names.searched and "apikey" not in names.searched  # "key" finds "apikey"
     searched = names.searched
     assert not any(a != b and a in b for a in searched for b in searched)
+
+
+def test_a_long_run_together_name_is_split_in_linear_time() -> None:
+    """Run-together lower case was split by trying, from each start, every split of the rest: a JSON key or header
+    name of one long word (a cassette chooses it) took cubic time (2,000 characters: 0.4 s; 16,000: minutes)."""
+    key = "x" * 20_000 + "apikey"
+    value = {key: "s3cr3tvalue9", "q" * 20_000: "kept", "monkey" * 3_000 + "ey": "kept too"}
+    results: list[object] = []
+    finishes_within(60, lambda: results.extend([words_of(key), Redactor().redact_value(value)]))
+    assert results == [("x" * 20_000, "api", "key"), {**value, key: PLACEHOLDER}]

@@ -94,27 +94,45 @@ def decode_escapes(text: str) -> str:
     return text.replace("\\/", "/")
 
 
+_LONGEST_WORD = max(map(len, _DICTIONARY))
+
+
+def _segments(word: str) -> list[tuple[int, int, str] | None]:
+    """For each start, the fewest words of ``_DICTIONARY`` the rest of ``word`` is made of, each at least 2 long:
+    (their count, where the first ends, the last), None if not made of them; the first shortest first word kept.
+    Read from the end, a word at a time: the rest's segmentation tried from each start is cubic on a long word."""
+    found: list[tuple[int, int, str] | None] = [None] * (len(word) + 1)
+    for start in range(len(word) - 1, -1, -1):
+        rest = len(word) - start
+        if rest <= _LONGEST_WORD and word[start:] in _DICTIONARY:
+            found[start] = (1, len(word), word[start:])
+            continue
+        best = None
+        for end in range(start + 2, min(start + _LONGEST_WORD, len(word) - 2) + 1):
+            after = found[end]
+            if after is not None and word[start:end] in _DICTIONARY and (best is None or after[0] + 1 < best[0]):
+                best = (after[0] + 1, end, after[2])
+        found[start] = best
+    return found
+
+
+def _words_from(word: str, found: list[tuple[int, int, str] | None], start: int) -> tuple[str, ...]:
+    words = []
+    while (segment := found[start]) is not None and start < len(word):
+        words.append(word[start : segment[1]])
+        start = segment[1]
+    return tuple(words)
+
+
 @functools.lru_cache(maxsize=4096)
-def _segment(word: str) -> tuple[str, ...] | None:
-    """``word`` as the fewest words of ``_DICTIONARY``, or None."""
-    if word in _DICTIONARY:
-        return (word,)
-    best: tuple[str, ...] | None = None
-    for end in range(2, len(word) - 1):
-        rest = _segment(word[end:]) if word[:end] in _DICTIONARY else None
-        if rest is not None and (best is None or len(rest) + 1 < len(best)):
-            best = (word[:end], *rest)
-    return best
-
-
 def _split_run_together(word: str) -> tuple[str, ...]:
-    whole = _segment(word)
-    if whole is not None:
-        return whole
+    found = _segments(word)
+    if found[0] is not None:
+        return _words_from(word, found, 0)
     for start in range(1, len(word) - 2):
-        tail = _segment(word[start:])
-        if tail is not None and (len(tail) >= 2 or tail[-1] in _SUFFIX_WORDS) and tail[-1] in _SECRET_ENDS:
-            return (word[:start], *tail)
+        tail = found[start]
+        if tail is not None and (tail[0] >= 2 or tail[2] in _SUFFIX_WORDS) and tail[2] in _SECRET_ENDS:
+            return (word[:start], *_words_from(word, found, start))
     return (word,)
 
 
