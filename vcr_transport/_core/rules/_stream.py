@@ -76,6 +76,9 @@ class StreamRedactor:
         self._segments: list[tuple[int, int]] = []  # (output slot, byte count) of the bytes in _line
         self._held: Chunks = []
         self._held_size = 0
+        # The pending line began a text that may redact: a batch after it takes the chunk-by-chunk way at once
+        # (searching the whole pending line again at each small chunk is quadratic).
+        self._line_may_redact = False
 
     def feed(self, chunk: bytes, tag: Any) -> Chunks:
         return self.feed_many([(chunk, tag)])
@@ -98,12 +101,15 @@ class StreamRedactor:
 
     def _clear(self, batch: Chunks) -> bool:
         """Whether ``batch`` taken chunk by chunk would redact nothing, cut no line and release nothing."""
+        if self._line_may_redact:
+            return False
         text = b"".join([self._line, *map(_first, batch)])
-        return (
-            self._held_size + len(text) <= self._max_hold
-            and (len(text) <= self._max_line or max(map(len, text.split(b"\n"))) <= self._max_line)
-            and not self._redactor.could_redact(text)
-        )
+        if self._held_size + len(text) > self._max_hold or (
+            len(text) > self._max_line and max(map(len, text.split(b"\n"))) > self._max_line
+        ):
+            return False
+        self._line_may_redact = self._redactor.could_redact(text)
+        return not self._line_may_redact
 
     def _pass_through(self, batch: Chunks, last: bool) -> None:
         """``_feed_one`` of each chunk (and with ``last`` ``finish``) when nothing is redacted."""
@@ -154,7 +160,7 @@ class StreamRedactor:
             redacted_text = self._redact(text)
             redacted = line if redacted_text == text else _bytes(redacted_text)
         self._emit(line, redacted, self._segments)
-        self._line, self._segments = bytearray(), []
+        self._line, self._segments, self._line_may_redact = bytearray(), [], False
 
     def _redact_long_line(self) -> None:
         """Redact the start of an over-long line, up to a cut no secret crosses, keeping the rest pending."""
@@ -171,6 +177,7 @@ class StreamRedactor:
         self._emit(head, _bytes(found[1]), emitted)
         del self._line[:size]
         self._segments = [(slot, end - max(start, size)) for slot, start, end in spans if end > size]
+        self._line_may_redact = False
 
     def _cut(self, text: str) -> tuple[int, str] | None:
         """Where to cut ``text`` so its two sides redacted apart give what the whole gave, and its head redacted;
