@@ -48,8 +48,7 @@ _ASSIGNMENT = lazy_pattern(
 )
 # What follows a name's word up to the end of its run of name characters, then an assignment's tail: every word
 # that ends in one run is followed by the same tail, which is read once a run (reading it from each word is quadratic).
-_NAME_RUN = lazy_pattern(rb"[a-z0-9_.\-]*+")
-_ASSIGNMENT_TAIL = lazy_pattern(rb"[ \t]*[:=][ \t]*[\"']?[^\s\"'`\\,;]{4,}")
+_NAME_RUN_TAIL = lazy_pattern(rb"[a-z0-9_.\-]*+(?P<tail>[ \t]*[:=][ \t]*[\"']?[^\s\"'`\\,;]{4,})?")
 _ENV_NAME = lazy_pattern(r"[A-Z][A-Z0-9_]*")
 _URL = lazy_pattern(_SCHEME + r"\b[A-Za-z][A-Za-z0-9+.-]*+://[^\s\"'<>\\]+")
 _PATH_SEGMENT = lazy_pattern(r"(?<=/)[^/?#]{8,}")
@@ -171,10 +170,10 @@ def _assignments_may_apply(scan: Scan, names: Names) -> bool:
     run_start, run_end = 0, -1  # the run of name characters last read
     for _, end in words:
         if not run_start <= end <= run_end:
-            run = _NAME_RUN.match(data, end)
-            run_start, run_end = end, run.end() if run else end
-            if _ASSIGNMENT_TAIL.match(data, run_end):
+            run = _NAME_RUN_TAIL.match(data, end)  # the run, then the tail if there is one: one match a run
+            if run is not None and run["tail"] is not None:
                 return True
+            run_start, run_end = end, run.end() if run else end
     return False
 
 
