@@ -154,7 +154,7 @@ def _walk(text: str, start: int, closes: dict[int, int]) -> int:
     """Reads from the bracket at ``start`` to its close, noting in ``closes`` where each bracket on the way closes
     (-1 for those that don't before the text or a string in it ends); returns where it stopped."""
     opened: list[int] = []
-    for token in regex(r"\"(?:[^\"\\]|\\.)*\"|[\"{\[}\]]").finditer(text, start):
+    for token in regex(_TOKEN).finditer(text, start):
         if token[0] == '"':  # a string that doesn't end
             closes.update(dict.fromkeys(opened, -1))
             return token.start()
