@@ -5,7 +5,7 @@ our transports that serve a sync and an async client."""
 from __future__ import annotations
 
 import sys
-from collections.abc import AsyncIterator, Callable, Iterator
+from collections.abc import AsyncIterator, Iterator
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, Protocol, Self, runtime_checkable
 
@@ -87,30 +87,32 @@ else:
 
 
 class ClosingSides:
-    """Runs ``finish(failure)`` once every side (sync, async) that carried a request has been closed.
+    """Says when a transport finishes: once every side (sync, async) that carried a request has been closed.
 
     One transport object can serve a sync and an async client (google-genai wants both); the first
     client to close must not end the cassette under the other. ``failure`` is the first exception that
-    was propagating when a side closed (None when every side closed cleanly).
+    was propagating when a used side closed (None when every side closed cleanly). It holds nothing of its
+    owner (a bound method of it would be a reference cycle: every recorded request's transport).
     """
 
-    def __init__(self, finish: Callable[[BaseException | None], None]) -> None:
-        self._finish = finish
+    def __init__(self) -> None:
         self._used: set[str] = set()
         self._closed: set[str] = set()
-        self._failure: BaseException | None = None
+        self.failure: BaseException | None = None
         self.finished = False
 
     def use(self, side: str) -> None:
         self._used.add(side)
 
-    def close(self, side: str, failure: BaseException | None = None) -> None:
+    def close(self, side: str, failure: BaseException | None = None) -> bool:
+        """``side`` closed; whether the owner finishes now (the first time every side used is closed)."""
         self._closed.add(side)
-        if failure is not None and self._failure is None and side in self._used:
-            self._failure = failure
-        if not self.finished and self._used <= self._closed:
-            self.finished = True
-            self._finish(self._failure)
+        if failure is not None and self.failure is None and side in self._used:
+            self.failure = failure
+        if self.finished or not self._used <= self._closed:
+            return False
+        self.finished = True
+        return True
 
 
 def propagating() -> BaseException | None:
@@ -123,15 +125,18 @@ class TransportLifecycle(TransportBase):
     """close / aclose / ``with`` / ``async with`` for a transport that wraps an optional sync and an
     optional async inner transport and finishes once every side it used is closed.
 
-    A subclass provides ``_sides`` (a ClosingSides) and ``_inner_to_close(side)``: the inner transport of
-    that side that exists now (creating none). Closing while an exception propagates (an SDK client's
-    ``with`` block, a ``finally``), or an httpx client's ``__exit__`` passing its exception, hands that
-    exception to ``finish``, which decides what it means.
+    A subclass provides ``_sides`` (a ClosingSides), ``_inner_to_close(side)`` (the inner transport of that
+    side that exists now, creating none) and ``_finish(failure)``. Closing while an exception propagates (an
+    SDK client's ``with`` block, a ``finally``), or an httpx client's ``__exit__`` passing its exception, hands
+    that exception to ``_finish``, which decides what it means.
     """
 
     _sides: ClosingSides
 
     def _inner_to_close(self, side: str) -> Any:
+        raise NotImplementedError
+
+    def _finish(self, failure: BaseException | None) -> None:
         raise NotImplementedError
 
     def close(self) -> None:
@@ -148,7 +153,8 @@ class TransportLifecycle(TransportBase):
             if inner is not None:
                 inner.close()
         finally:
-            self._sides.close("sync", failure)
+            if self._sides.close("sync", failure):
+                self._finish(self._sides.failure)
 
     async def _close_async(self, failure: BaseException | None) -> None:
         try:
@@ -156,7 +162,8 @@ class TransportLifecycle(TransportBase):
             if inner is not None:
                 await inner.aclose()
         finally:
-            self._sides.close("async", failure)
+            if self._sides.close("async", failure):
+                self._finish(self._sides.failure)
 
     def __enter__(self) -> Self:
         enter = getattr(self._inner_to_close("sync"), "__enter__", None)

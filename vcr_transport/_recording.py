@@ -640,7 +640,7 @@ class _RecordingBase(TransportLifecycle):
             recorder = CassetteRecorder.from_options(path or "", chosen)
         self.recorder = recorder
         self.path = self.recorder.path
-        self._sides = ClosingSides(self._finish)
+        self._sides = ClosingSides()
 
     def _finish(self, failure: BaseException | None) -> None:
         if not self.shared:

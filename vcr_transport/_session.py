@@ -494,10 +494,13 @@ class ModeTransport(TransportLifecycle):
         self.library = library
         self._inner = inner
         self._async_inner = async_inner
-        self._sides = ClosingSides(session.close)
+        self._sides = ClosingSides()
 
     def _inner_to_close(self, side: str) -> Any:
         return self._inner if side == "sync" else self._async_inner
+
+    def _finish(self, failure: BaseException | None) -> None:
+        self.session.close(failure)
 
     @property
     def inner(self) -> Any:

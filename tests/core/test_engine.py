@@ -3,10 +3,12 @@ what a mismatch says (every difference, its kind, the option that replays it).""
 
 from __future__ import annotations
 
+import gc
 import json
 import random
 import re
 import threading
+import weakref
 from pathlib import Path
 from typing import Any
 
@@ -96,6 +98,31 @@ def test_the_engine_keeps_a_few_calls_compared_fields_not_all(tmp_path: Path, or
         kept.append(len(engine._recorded))
     assert max(kept) <= _engine_module._FIELDS_KEPT < len(bodies)
     assert engine.all_played(range(60))
+
+
+@pytest.mark.parametrize("order", ["recorded", "reversed"])
+def test_a_replayed_cassette_is_freed_when_its_last_reference_goes(tmp_path: Path, order: str) -> None:
+    """No reference cycle holds a cassette: the parser kept its own bound methods, and the engine's indexes its
+    ``_call_key``, so each test's calls stayed in memory until the collector ran (58 objects a test)."""
+    bodies = {turn: {"q": turn} for turn in range(4)}
+    at_once = [("start", turn) for turn in bodies] + [("end", turn) for turn in bodies]
+    path = _write(tmp_path / "c.jsonl", _sequential(4) if order == "recorded" else at_once, bodies)
+    chosen = Options.from_arguments({}, where="test")
+    collecting = gc.isenabled()
+    gc.disable()
+    try:
+        cassette = Cassette.parse(path.read_bytes(), str(path))
+        engine = ReplayEngine(cassette, chosen.matcher(), chosen.redactor(), repeats=True)
+        del cassette
+        for turn in [*sorted(bodies, reverse=order == "reversed"), 0]:
+            incoming = engine.incoming_fields("POST", URL, HEADERS, json.dumps(bodies[turn]).encode())
+            assert engine.select(incoming).index == turn
+        freed = weakref.ref(engine.cassette)
+        del engine
+        assert freed() is None, "the cassette waits for the cycle collector"
+    finally:
+        if collecting:
+            gc.enable()
 
 
 def test_order_between_groups_is_still_checked(tmp_path: Path) -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import gc
 import json
 import threading
 from pathlib import Path
@@ -12,10 +13,12 @@ import httpx
 import httpx2
 import pytest
 from helpers import call_ends, cassette_lines
+from real_wire import vendor_mock
 from upstream import Upstream
 from vendors import SDKS, Sdk
 
 import vcr_transport
+from vcr_transport import use_cassette
 from vcr_transport._config import PytestRun, ResolvedMode, published_run, resolve_mode
 
 OPENAI = next(s for s in SDKS if s.name == "openai" and s.library is httpx2 and s.side == "sync")
@@ -422,3 +425,61 @@ def test_a_broken_cassette_fails_as_itself_before_any_request(
     with pytest.raises(vcr_transport.CassetteError, match=":2: the last line is cut off"):
         vcr_transport.transport(cassette, mode=mode)
     assert len(upstream.received) == served
+
+
+def _on_cycles(garbage: list[Any]) -> list[str]:
+    """The types of vcr_transport's objects that lie on a reference cycle among ``garbage`` (httpx's own
+    response and stream hold each other: what they hold waits for the collector too, but it is not ours)."""
+    members = {id(o): o for o in garbage}
+    found = set()
+    for start in garbage:
+        if not type(start).__module__.startswith("vcr_transport"):
+            continue
+        seen, stack = set(), [start]
+        while stack:
+            item = stack.pop()
+            if item is start and seen:
+                found.add(type(start).__qualname__)
+                break
+            if id(item) not in seen:
+                seen.add(id(item))
+                stack += [r for r in gc.get_referents(item) if id(r) in members]
+    return sorted(found)
+
+
+def _block_garbage(library: Any, path: Path, mode: str, side: str) -> list[str]:
+    """The types of vcr_transport's objects on a reference cycle after one ``use_cassette`` block with one
+    streamed call (none: reference counting frees a test's cassette as its block ends)."""
+    answer = b'data: {"x": 1}\n\ndata: [DONE]\n\n'
+    transport = vendor_mock(library, lambda request: (200, [("content-type", "text/event-stream")], answer))
+    url, ask = "https://api.openai.com/v1/chat/completions", {"model": "m", "stream": True}
+
+    async def call_async() -> None:
+        async with use_cassette(path, mode=mode), library.AsyncClient(transport=transport) as client:
+            await (await client.post(url, json=ask)).aread()
+
+    def call_sync() -> None:
+        with use_cassette(path, mode=mode), library.Client(transport=transport) as client:
+            client.post(url, json=ask).read()
+
+    run = call_sync if side == "sync" else lambda: asyncio.run(call_async())
+    run()  # the first block's imports and memos
+    gc.collect()
+    gc.set_debug(gc.DEBUG_SAVEALL)
+    try:
+        run()
+        gc.collect()
+        return _on_cycles(gc.garbage)
+    finally:
+        gc.set_debug(0)
+        gc.garbage.clear()
+
+
+@pytest.mark.parametrize("library", [httpx, httpx2], ids=["httpx", "httpx2"])
+@pytest.mark.parametrize("side", ["sync", "async"])
+def test_a_block_leaves_no_reference_cycle(tmp_path: Path, library: Any, side: str) -> None:
+    """A recorded request's transport held its own bound method, and a replay's parser and engine theirs: each
+    block's cassette waited for the collector (its whole recording, for a long conversation)."""
+    path = tmp_path / "c.jsonl"
+    assert _block_garbage(library, path, "record", side) == []
+    assert _block_garbage(library, path, "replay", side) == []

@@ -9,7 +9,8 @@ import itertools
 import json
 import math
 import threading
-from collections.abc import Iterable, Sequence
+import weakref
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any, NoReturn, Protocol
 
 from ..._exceptions import ReplayMismatch
@@ -225,7 +226,8 @@ class ReplayEngine:
         # the played ones, for repeats and reuse.
         self._due_index: CallIndex | None = None
         self._due_scope = -1
-        self._played_index = CallIndex(self._call_key)  # keyed only when asked (repeats, reuse)
+        self._key_of = _key_function(self)
+        self._played_index = CallIndex(self._key_of)  # keyed only when asked (repeats, reuse)
         self._holds: dict[int, tuple[int, ...]] = {}
 
     def holds(self, index: int) -> tuple[int, ...]:
@@ -336,7 +338,7 @@ class ReplayEngine:
         """The index of the calls ``_due`` gives, made anew when they change."""
         scope = self._scope()
         if self._due_index is None or scope != self._due_scope:
-            self._due_index = CallIndex(self._call_key, self._due())
+            self._due_index = CallIndex(self._key_of, self._due())
             self._due_scope = scope
         return self._due_index
 
@@ -409,7 +411,7 @@ class ReplayEngine:
         # The nearest: the same method and path first, then the most alike body; the earliest on a tie.
         best = min(candidates, key=lambda i: self.distance(i, incoming)) if len(candidates) > 1 else candidates[0]
         differences = self.matcher.differences(self.recorded_fields(best), incoming)
-        unplayed = CallIndex(self._call_key, (i for i, done in enumerate(self.played) if not done and i != best))
+        unplayed = CallIndex(self._key_of, (i for i, done in enumerate(self.played) if not done and i != best))
         same = self._first_match(unplayed.candidates(request), request)
         notes = self._miss_notes(best, same, incoming, differences)
         path, was, now = differences[0]
@@ -521,6 +523,19 @@ class ReplayEngine:
             elif left:
                 found.append((call.index, call.method, f"{call.url} ({left})"))
         return found
+
+
+def _key_function(engine: ReplayEngine) -> Callable[[int], CallKey]:
+    """The engine's ``_call_key`` for its indexes, through a weak reference: indexes holding the engine's bound
+    method would make each engine a reference cycle, and its cassette would wait for the collector."""
+    owner = weakref.ref(engine)
+
+    def key_of(index: int) -> CallKey:
+        engine = owner()
+        assert engine is not None, "an index outlived its engine"
+        return engine._call_key(index)
+
+    return key_of
 
 
 def _open_ended(call: RecordedCall) -> bool:

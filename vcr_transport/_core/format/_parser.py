@@ -343,13 +343,6 @@ class Parser:
         self.number = 0  # the lines taken so far
         self.position = 0  # the byte offset of the next line
         self.checking = True  # False once ``take`` has kept a problem: the structure is no longer checked
-        self._handlers: dict[type, Callable[[int, Any], None]] = {
-            HeaderLine: self._line_header,
-            RequestLine: self._line_request,
-            ResponseLine: self._line_response,
-            CallEndLine: self._line_call_end,
-            MessageLine: self._line_message,
-        }
 
     def read(self, blocks: Iterable[bytes], file: ChunkSource | None = None) -> Cassette:
         """The cassette in ``blocks`` (consecutive blocks of the file's bytes), every line checked. ``file``:
@@ -447,7 +440,7 @@ class Parser:
     def _check(self, objs: Sequence[Line | None], lines: list[bytes], first: int) -> None:
         """Check decoded lines where they stand: each line but an event by its handler, the events between
         them a run at a time. ``lines``: theirs, for the spans of a lazy cassette's events."""
-        handlers = self._handlers
+        handlers = _HANDLERS
         starts = self._starts(lines) if self.mode == "lazy" else None
         kinds = map(type, objs)
         previous = 0
@@ -456,7 +449,7 @@ class Parser:
                 self._events(objs, previous, index, first, starts)
             obj = objs[index]
             try:
-                handlers[obj.__class__](first + index, obj)
+                handlers[obj.__class__](self, first + index, obj)
             except msgspec.MsgspecError as error:  # a request body's JSON, read once the line is checked
                 raise self._problem(first + index, lines[index], error) from None
             previous = index + 1
@@ -683,3 +676,15 @@ class Parser:
                     self.calls[index].line, f"call_index {index}: call {position} is missing (calls are 0, 1, 2...)"
                 )
         return Cassette(self.path, self.header, [self.calls[i] for i in indexes])
+
+
+# Each line kind but an event, checked where it stands: functions of the class, not bound methods kept by each
+# parser (a parser holding its own bound methods is a reference cycle: the collector, not the last reference,
+# would free every cassette it read).
+_HANDLERS: dict[type, Callable[[Parser, int, Any], None]] = {
+    HeaderLine: Parser._line_header,
+    RequestLine: Parser._line_request,
+    ResponseLine: Parser._line_response,
+    CallEndLine: Parser._line_call_end,
+    MessageLine: Parser._line_message,
+}
