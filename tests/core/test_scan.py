@@ -7,6 +7,8 @@ from __future__ import annotations
 import base64
 import json
 
+from helpers import finishes_within
+
 from vcr_transport import Redactor
 from vcr_transport._core.rules._scan import scan_document, scan_name, scan_text
 
@@ -93,3 +95,15 @@ def test_a_line_nested_deeper_than_json_reads_is_searched_as_text() -> None:
     found = list(scan_document(Redactor(), line + "\nAPI_KEY=hunter2hunter2\n"))
     assert (2, "hunter2hunter2") in found
     assert Redactor().redact_text(line, response=True).count("s3cr3t-v4lue") == 0
+
+
+def test_a_file_whose_lines_each_bring_a_new_secret_is_scanned_in_linear_time() -> None:
+    """Each value learned rebuilt the search of every value learned before it: a planted file of 4,000 lines,
+    each with a different ``password``, took about 2 minutes to scan (quadratic); each is still reported, and so
+    is a later line that repeats an earlier one bare."""
+    secrets = [f"Pw{index:06d}q7Wx2Lm9" for index in range(20_000)]
+    lines = [json.dumps({"note": f"line {index}", "password": secret}) for index, secret in enumerate(secrets)]
+    text = "\n".join([*lines, f"echo {secrets[7]}"])
+    found: list[tuple[int, str]] = []
+    finishes_within(60, lambda: found.extend(scan_document(Redactor(), text)))
+    assert found == [*((number, secret) for number, secret in enumerate(secrets, start=1)), (20_001, secrets[7])]

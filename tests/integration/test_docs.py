@@ -31,6 +31,7 @@ import shutil
 import subprocess
 import sys
 import tomllib
+import warnings
 from collections.abc import Iterator
 from pathlib import Path
 from types import ModuleType
@@ -40,7 +41,7 @@ import pytest
 from doc_blocks import DOCS, KINDS, ROOT, Block, blocks
 from doc_blocks import docs_gen as _gen
 
-from vcr_transport import Options
+from vcr_transport import Options, RecordingNotSavedWarning
 from vcr_transport._core.format import _format, _schema
 from vcr_transport._guard import NetworkGuard
 from vcr_transport._stand_in_keys import KEY_VARIABLES
@@ -191,6 +192,12 @@ def test_the_python_blocks_of_a_page_run(page: Path, offline: Path, capsys: pyte
             exec(compile(block.code, block.where, "exec"), namespace)  # noqa: S102 - the docs' own code
         except Exception as error:
             raise AssertionError(f"{block.where}: the block raised {error!r}") from error
+    with warnings.catch_warnings(record=True) as caught:  # what the page built is finished as it is let go
+        warnings.simplefilter("always")
+        namespace.clear()
+    unsaved = [str(w.message) for w in caught if issubclass(w.category, RecordingNotSavedWarning)]
+    assert len(unsaved) == len(caught), [str(w.message) for w in caught]
+    assert all("no call went through the recording transport" in message for message in unsaved), unsaved
 
 
 PYTEST_BLOCKS = [block for block in PYTHON if block.kind == "pytest"]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import base64
+import itertools
 import json
 import re
 from collections.abc import Iterable
@@ -139,71 +140,192 @@ def _characters(written: str) -> Iterable[tuple[str, int]]:
         yield from ((char, 1) for char in written)
 
 
-class Known:
-    """Learned values (``values``), the values whose parts were taken (``learned``) and every form of every
-    value, longest first (``forms``). Never changed: ``learn`` gives a new one."""
+class _Level:
+    """Values learned together (one batch, or batches merged), every form of them longest first, and the searches
+    of those forms, each built on first use. Never changed: ``merged`` gives a new one."""
 
-    __slots__ = ("_finder", "_remover", "_seeker", "forms", "learned", "values")
+    __slots__ = ("_finder", "_remover", "_seeker", "form_set", "forms", "learned", "values")
 
-    def __init__(self, values: frozenset[str], learned: frozenset[str], forms: tuple[str, ...]) -> None:
-        self.values, self.learned, self.forms = values, learned, forms
+    def __init__(self, values: frozenset[str], learned: frozenset[str], forms: frozenset[str]) -> None:
+        self.values, self.learned, self.form_set = values, learned, forms
+        self.forms = tuple(sorted(forms, key=lambda form: (-len(form), form)))
         self._finder: ahocorasick_rs.BytesAhoCorasick | None = None
         self._remover: ahocorasick_rs.BytesAhoCorasick | None = None
         self._seeker: tuple[ahocorasick_rs.BytesAhoCorasick, list[str]] | None = None
 
-    def learn(self, values: Iterable[str]) -> Known:
-        """This with ``values`` and their credential parts, but those known or not learnable; in one step, as
-        sorting the forms takes as long for many values as for one."""
-        new = frozenset(values) - self.learned
-        if not new:
-            return self
-        parts = {part for value in new for part in _credential_parts(value)}
-        fresh = {part for part in parts if part not in self.values and _learnable(part)}
-        forms = {form for part in fresh for form in _encoded_forms(part)}
-        if forms.issubset(self.forms):  # the same forms: the same searches
-            known = Known(self.values | fresh, self.learned | new, self.forms)
-            known._finder, known._remover = self._finder, self._remover
-            return known
-        merged = tuple(sorted(forms.union(self.forms), key=lambda form: (-len(form), form)))
-        return Known(self.values | fresh, self.learned | new, merged)
+    @property
+    def size(self) -> int:
+        return len(self.values) + len(self.learned) + len(self.form_set)
 
-    def search(self, names: tuple[str, ...], prefilter: bool) -> Search:
-        forms = self.forms
-        return _SEARCHES.get((names, forms, prefilter), lambda: Search.build(names, forms, prefilter))
+    def merged(self, other: _Level) -> _Level:
+        """This level and ``other`` as one (this one's forms and searches kept when ``other`` adds no form)."""
+        level = _Level(self.values | other.values, self.learned | other.learned, frozenset())
+        if other.form_set <= self.form_set:
+            level.form_set, level.forms = self.form_set, self.forms
+            level._finder, level._remover = self._finder, self._remover
+        else:
+            level.form_set = self.form_set | other.form_set
+            level.forms = tuple(sorted(level.form_set, key=lambda form: (-len(form), form)))
+        return level
 
     def holds(self, data: bytes) -> bool:
-        """Whether cassette lines hold a form as a line writes it (its UTF-8, or the JSON escapes of it)."""
-        if not self.forms:
-            return False
         if self._finder is None:
             escaped = (json.dumps(form, ensure_ascii=False)[1:-1] for form in self.forms)
             patterns = {text.encode("utf-8", "surrogateescape") for text in (*self.forms, *escaped)}
             self._finder = _automaton(sorted(patterns))
         return bool(self._finder.find_matches_as_indexes(data))
 
-    def found_in(self, text: str) -> list[str]:
-        """The values ``text`` holds, also those overlapping another."""
-        if self._seeker is None:
-            values = sorted(self.values)
-            patterns = [value.encode("utf-8", "surrogatepass") for value in values]
-            self._seeker = _automaton(patterns), values
-        finder, values = self._seeker
-        hits = finder.find_matches_as_indexes(text.encode("utf-8", "surrogatepass"), overlapping=True)
-        return [values[index] for index in sorted({index for index, _, _ in hits})]
-
-    def remove(self, text: str) -> str:
-        """``text`` without the forms, each leftmost, longest first, in one pass."""
+    def spans(self, data: bytes) -> list[tuple[int, int]]:
+        """Where the forms are in UTF-8 ``data``: leftmost, the longest at each start, none overlapping."""
         if self._remover is None:
             forms = [form.encode("utf-8", "surrogatepass") for form in self.forms]
             self._remover = _automaton(forms, ahocorasick_rs.MatchKind.LeftmostLongest)
+        return [(start, end) for _, start, end in self._remover.find_matches_as_indexes(data)]
+
+    def found_in(self, data: bytes) -> set[str]:
+        if self._seeker is None:
+            values = sorted(self.values)
+            self._seeker = _automaton([value.encode("utf-8", "surrogatepass") for value in values]), values
+        finder, values = self._seeker
+        return {values[index] for index, _, _ in finder.find_matches_as_indexes(data, overlapping=True)}
+
+
+# Up to this many values, learned values and forms in all, every batch learned is merged into one level: one search,
+# rebuilt at each learn. Past it, levels of halving size: a value is merged O(log n) times, so learning n values one
+# at a time (a hostile file whose lines each bring a secret) costs O(n log n), not O(n^2).
+_ONE_LEVEL = 512
+
+
+def _settled(levels: list[_Level]) -> tuple[_Level, ...]:
+    """``levels`` with the newest merged into the ones before it while it is at least half their size (or while
+    all of them are few)."""
+    total = sum(level.size for level in levels)
+    while len(levels) > 1 and (total <= _ONE_LEVEL or 2 * levels[-1].size >= levels[-2].size):
+        newest = levels.pop()
+        levels[-1] = levels[-1].merged(newest)
+    return tuple(levels)
+
+
+def _not_in(items: Iterable[str], sets: list[frozenset[str]]) -> frozenset[str]:
+    """``items`` that none of ``sets`` holds."""
+    return frozenset(item for item in items if not any(item in held for held in sets))
+
+
+def _replaced(data: bytes, spans: Iterable[tuple[int, int]]) -> bytes:
+    pieces, position = [], 0
+    for start, end in spans:
+        pieces += [data[position:start], _PLACEHOLDER]
+        position = end
+    return b"".join(pieces) + data[position:] if pieces else data
+
+
+class Known:
+    """Learned values, in levels (``_Level``): the oldest and largest first, each newer one less than half the size
+    of the one before. ``generation`` is a new object whenever a form is added (what is worked out from the forms
+    holds while it stays). Never changed: ``learn`` gives a new one."""
+
+    __slots__ = ("generation", "levels")
+
+    def __init__(self, levels: tuple[_Level, ...], generation: object) -> None:
+        self.levels, self.generation = levels, generation
+
+    def knows(self, value: str) -> bool:
+        """Whether ``value`` was learned (given to ``learn``)."""
+        return any(value in level.learned for level in self.levels)
+
+    def learn(self, values: Iterable[str]) -> Known:
+        """This with ``values`` and their credential parts, but those known or not learnable; in one step (one
+        level more, merged as ``_settled`` says)."""
+        new = _not_in(values, [level.learned for level in self.levels])
+        if not new:
+            return self
+        added = self._level_of(new)
+        return Known(_settled([*self.levels, added]), object() if added.forms else self.generation)
+
+    def _level_of(self, new: frozenset[str]) -> _Level:
+        """The level of values ``new`` learned: their parts and forms not in a level already."""
+        parts = {part for value in new for part in _credential_parts(value)}
+        fresh = _not_in(filter(_learnable, parts), [level.values for level in self.levels])
+        forms = {form for part in fresh for form in _encoded_forms(part)}
+        return _Level(fresh, new, _not_in(forms, [level.form_set for level in self.levels]))
+
+    def learned_since(self, older: Known) -> list[str]:
+        """The values learned here that ``older`` (a state this one was learned from) does not know."""
+        shared = {id(level) for level in older.levels}
+        fresh = (level.learned for level in self.levels if id(level) not in shared)
+        return [value for learned in fresh for value in learned if not older.knows(value)]
+
+    @property
+    def first_forms(self) -> tuple[str, ...]:
+        """The forms of the first level: those ``search`` looks for with the rules' probes, in the same pass."""
+        return self.levels[0].forms if self.levels else ()
+
+    @property
+    def longest(self) -> int:
+        """The length in UTF-8 of each level's longest form (in characters), the longest."""
+        return max(
+            (len(level.forms[0].encode("utf-8", "surrogateescape")) for level in self.levels if level.forms), default=0
+        )
+
+    def search(self, names: tuple[str, ...], prefilter: bool) -> Search:
+        forms = self.first_forms
+        return _SEARCHES.get((names, forms, prefilter), lambda: Search.build(names, forms, prefilter))
+
+    def in_later_levels(self, data: bytes) -> bool:
+        """Whether UTF-8 ``data`` holds a form of a level after the first (the search holds the first's)."""
+        return any(level.spans(data) for level in self.levels[1:])
+
+    def holds(self, data: bytes) -> bool:
+        """Whether cassette lines hold a form as a line writes it (its UTF-8, or the JSON escapes of it)."""
+        return any(level.holds(data) for level in self.levels)
+
+    def found_in(self, text: str) -> list[str]:
+        """The values ``text`` holds, also those overlapping another."""
         data = text.encode("utf-8", "surrogatepass")
-        pieces, position = [], 0
-        for _, start, end in self._remover.find_matches_as_indexes(data):
-            pieces += [data[position:start], _PLACEHOLDER]
+        return sorted(set().union(*(level.found_in(data) for level in self.levels)))
+
+    def remove(self, text: str) -> str:
+        """``text`` without the forms: leftmost, the longest at each start, across the levels; then what the
+        levels find in the rest (a form that overlapped another level's match, which was taken first)."""
+        if not self.levels:
+            return text
+        data = text.encode("utf-8", "surrogatepass")
+        found = [level.spans(data) for level in self.levels]
+        spans = found[0] if len(found) == 1 else _leftmost_longest(itertools.chain(*found))
+        if not spans:
+            return text
+        data = _replaced(data, spans)
+        if len(self.levels) > 1:  # a form that overlapped a match of another level, taken first
+            for level in self.levels:
+                data = _replaced(data, level.spans(data))
+        return data.decode("utf-8", "surrogatepass")
+
+    # For inspection (each is worked out from every level).
+
+    @property
+    def values(self) -> frozenset[str]:
+        return frozenset().union(*(level.values for level in self.levels))
+
+    @property
+    def learned(self) -> frozenset[str]:
+        return frozenset().union(*(level.learned for level in self.levels))
+
+    @property
+    def forms(self) -> tuple[str, ...]:
+        return tuple(sorted({form for level in self.levels for form in level.forms}, key=lambda f: (-len(f), f)))
+
+
+def _leftmost_longest(spans: Iterable[tuple[int, int]]) -> list[tuple[int, int]]:
+    """Of spans that may overlap, the leftmost, the longest at each start, none overlapping another taken."""
+    taken: list[tuple[int, int]] = []
+    position = 0
+    for start, end in sorted(spans, key=lambda span: (span[0], -span[1])):
+        if start >= position:
+            taken.append((start, end))
             position = end
-        return (b"".join(pieces) + data[position:]).decode("utf-8", "surrogatepass") if pieces else text
+    return taken
 
 
-EMPTY = Known(frozenset(), frozenset(), ())
+EMPTY = Known((), object())
 # Searches by set of forms: pure, so shared by every redactor (a suite's cassettes learn the same key); ~240 KB each.
 _SEARCHES: Memo[tuple[tuple[str, ...], tuple[str, ...], bool], Search] = Memo(32)

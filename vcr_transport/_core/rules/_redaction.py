@@ -150,7 +150,7 @@ class Redactor:
     def _start_afresh(self) -> None:
         self._lock = threading.Lock()
         self._known: Known = EMPTY
-        self._searches: tuple[Known, Search, Search] | None = None  # those of one generation of learned values
+        self._searches: tuple[tuple[str, ...], Search, Search] | None = None  # of the first level's forms
         self._header_values: Memo[str, str] = Memo(4096)  # header values repeat: redacted once per generation
 
     def fresh(self) -> Redactor:
@@ -173,7 +173,7 @@ class Redactor:
         self._learn_all((value,), 0)
 
     def _learn_all(self, values: Iterable[str], shortest: int = MIN_PROPAGATED_LENGTH) -> None:
-        new = [value for value in values if len(value) >= shortest and value not in self._known.learned]
+        new = [value for value in values if len(value) >= shortest and not self._known.knows(value)]
         if new:
             with self._lock:
                 self._known = self._known.learn(new)
@@ -197,7 +197,7 @@ class Redactor:
     @property
     def longest_learned(self) -> int:
         """At most the length in bytes of the longest form ``holds_learned`` searches for."""
-        return max((len(form.encode("utf-8", "surrogateescape")) * 6 for form in self._known.forms[:1]), default=0)
+        return self._known.longest * 6
 
     def _scrub_learned(self, obj: Any) -> Any:
         scrub = self._scrub_learned
@@ -234,9 +234,9 @@ class Redactor:
         found: list[str] = []
         redacted = self._run_rules(text, scan, response, found, escaped_names)
         self._learn_all(found)
-        # The scan searched every form (none learned since): none found and no rule applied, none to remove.
-        if self._known.forms and not (redacted is text and scan.clear_of(self._known.forms)):
-            redacted = self._known.remove(redacted)
+        known = self._known
+        if known.levels and not (redacted is text and self._clear_of_learned(scan, text)):
+            redacted = known.remove(redacted)
         for pattern in self._patterns:
             redacted = pattern.sub(PLACEHOLDER, redacted)
         for function in self._callables:
@@ -245,11 +245,19 @@ class Redactor:
 
     def _search(self, prefilter: bool) -> Search:
         """The search of the names' words and the learned forms (the prefilter's: with the prefixes)."""
-        searches = self._searches
-        if searches is None or searches[0] is not self._known:
-            known, words = self._known, self._names.searched
-            searches = self._searches = (known, known.search(words, False), known.search(words, True))
+        searches, known = self._searches, self._known
+        if searches is None or searches[0] is not known.first_forms:
+            words = self._names.searched
+            searches = self._searches = (known.first_forms, known.search(words, False), known.search(words, True))
         return searches[2] if prefilter else searches[1]
+
+    def _clear_of_learned(self, scan: Scan, text: str) -> bool:
+        """Whether ``text`` surely holds no learned form: the scan searched the first level's (none learned
+        since) and found none, and the later levels find none."""
+        known = self._known
+        if not scan.clear_of(known.first_forms):
+            return False
+        return len(known.levels) < 2 or not known.in_later_levels(text.encode("utf-8", "surrogatepass"))
 
     def _redact(self, text: str, response: bool) -> str:
         return self.redact_text(text, response=response)
@@ -356,7 +364,7 @@ class Redactor:
         scan = self._search(True).scan_bytes(data, data.lower())
         redacted = redact_shapes(text, None, found) if _SHAPES.may_apply(scan, self._names) else text
         self._learn_all(found)
-        if self._known.forms and self.holds_learned(data):
+        if self._known.levels and self.holds_learned(data):
             redacted = self._known.remove(redacted)
         return data if redacted == text else redacted.encode("latin-1", "replace")
 
@@ -387,7 +395,7 @@ class Redactor:
             if self._known is known:
                 self._known = after
                 return
-        self._learn_all(after.learned - known.learned, 0)
+        self._learn_all(after.learned_since(known), 0)
 
     def _redacted_headers(self, pairs: _Headers) -> list[tuple[str, str]]:
         secret = [self._names.is_secret(name, 1) for name, _ in pairs]
@@ -414,7 +422,7 @@ class Redactor:
     def _header_value(self, value: str) -> str:
         if self._callables:
             return self.redact_text(value)
-        return self._header_values.get(value, lambda: self.redact_text(value), self._known.forms)
+        return self._header_values.get(value, lambda: self.redact_text(value), self._known.generation)
 
     def redact_form(self, text: str) -> str:
         """A form-encoded body whose secret-named fields lose their value (learned, decoded too)."""
@@ -441,7 +449,8 @@ class Redactor:
         if not (hits or rules):
             return False
         scan = search.scan_bytes(data, lowered, hits)
-        return scan.learned() or any(rule.may_apply(scan, self._names) for rule in rules)
+        learned = scan.learned() or self._known.in_later_levels(data)
+        return learned or any(rule.may_apply(scan, self._names) for rule in rules)
 
 
 def remove_secret_values(obj: Any) -> Any:
