@@ -25,6 +25,7 @@ from ._core.format._format import (
     Cassette,
     RecordedCall,
     encode_line,
+    load_held,
     load_outline,
     load_streaming,
     merge_shared,
@@ -128,14 +129,15 @@ def _read(name: str, lazy: bool | None, cache: bool = False) -> Cassette:
             return load_streaming(name, _blocks(descriptor), _CassetteFile(descriptor))
         except OSError as exc:
             raise CassetteError(name, None, f"can't be read: {exc.strerror}") from None
+    cached = cache and size >= _parse_cache.MIN_BYTES and _parse_cache.enabled()
     try:
-        data = _read_all(descriptor, size)
+        if not cached:  # block by block: the whole file is never held beside what is kept of it
+            return load_held(name, _blocks(descriptor), _Pread(descriptor))
+        data = _read_all(descriptor, size)  # the parse cache's key is the file's exact bytes
     except OSError as exc:
         raise CassetteError(name, None, f"can't be read: {exc.strerror}") from None
     finally:
         os.close(descriptor)
-    if not cache or len(data) < _parse_cache.MIN_BYTES or not _parse_cache.enabled():
-        return Cassette.parse(data, name)
     return _parse_cache.load_or_parse(data, name)
 
 

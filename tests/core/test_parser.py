@@ -77,6 +77,20 @@ def test_whatever_the_blocks_long_lines_read_back_as_from_memory(seed: int, monk
     assert [finding for finding in problems("long.jsonl", blocks(data, chooser), source)] == []
 
 
+@pytest.mark.parametrize("seed", range(20))
+def test_a_cassette_held_in_memory_reads_the_same_whatever_the_blocks(seed: int) -> None:
+    """A cassette held in memory is read block by block (the whole file is never held beside its calls): a
+    line cut by a block's end is joined to its rest alone; the calls, chunks and bodies are those of the whole."""
+    chooser = random.Random(seed)
+    data = cassette_bytes([chooser.choice([0, 10, 300, 2000]) for _ in range(6)])
+    held = _format.load_held("held.jsonl", blocks(data, chooser), Source(data))
+    whole = Cassette.parse(data, "held.jsonl")
+    assert held.header == whole.header
+    assert [(c.index, c.body, c.events, c.outcome, c.size) for c in held.calls] == [
+        (c.index, c.body, c.events, c.outcome, c.size) for c in whole.calls
+    ]
+
+
 def test_a_line_past_the_limit_is_named_without_being_held(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(_parser, "HELD_LINE_BYTES", 100)
     monkeypatch.setattr(_parser, "MAX_LINE_BYTES", 1000)

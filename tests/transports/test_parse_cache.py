@@ -9,13 +9,14 @@ import sys
 import textwrap
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import httpx2
 import pytest
 
 import vcr_transport
 import vcr_transport._version
-from vcr_transport import _parse_cache
+from vcr_transport import _parse_cache, _storage
 from vcr_transport._core.format import _format
 
 CHUNKS = [b'data: {"n": %d, "text": "%s"}\n\n' % (n, b"x" * 4000) for n in range(80)]  # over MIN_BYTES
@@ -31,15 +32,21 @@ def cache_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 @pytest.fixture
 def parses(monkeypatch: pytest.MonkeyPatch) -> list[str]:
-    """Each path the strict parser read."""
+    """Each path the strict parser read (whole, or block by block when the cache is not asked)."""
     seen: list[str] = []
     original = _format.Cassette.parse.__func__  # type: ignore[attr-defined]
+    held = _storage.load_held
 
     def counting(cls: type[_format.Cassette], data: bytes, path: str) -> _format.Cassette:
         seen.append(path)
         return original(cls, data, path)  # type: ignore[no-any-return]
 
+    def counting_held(path: str, *arguments: Any) -> _format.Cassette:
+        seen.append(path)
+        return held(path, *arguments)
+
     monkeypatch.setattr(_format.Cassette, "parse", classmethod(counting))
+    monkeypatch.setattr(_storage, "load_held", counting_held)
     return seen
 
 

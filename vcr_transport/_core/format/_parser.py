@@ -259,6 +259,12 @@ def load_streaming(path: str, blocks: Iterable[bytes], source: ChunkSource | Non
     return Parser(path, "lazy" if source is not None else "outline", source).read(blocks, source)
 
 
+def load_held(path: str, blocks: Iterable[bytes], file: ChunkSource | None = None) -> Cassette:
+    """A cassette read block by block and held in memory, chunks and all: no copy of the whole file beside what
+    is kept (a conversation's request bodies are most of its file). ``file``: as for ``load_outline``."""
+    return Parser(path, "memory").read(blocks, file)
+
+
 def load_outline(path: str, blocks: Iterable[bytes], file: ChunkSource | None = None) -> Cassette:
     """The outline of a cassette read block by block (calls, statuses, outcomes, no chunks). ``file``: the
     file the blocks come from, read again at a line longer than HELD_LINE_BYTES (see ``Parser.runs``)."""
@@ -294,9 +300,13 @@ class _Cutter:
             self.measured, self.pending = -1, 0
             block = block[first + 1 :]
         cut = block.rfind(b"\n") + 1
-        if cut:
-            yield self._whole(block if cut == len(block) else block[:cut])
-            block = block[cut:]
+        start = 0
+        if cut and self.parts:  # the held line's end joined to it alone, not the whole block again
+            start = block.find(b"\n") + 1
+            yield self._whole(block[:start])
+        if cut > start:
+            yield self._whole(block if (start, cut) == (0, len(block)) else block[start:cut])
+        block = block[cut:]
         if block:
             self.parts.append(block)
             self._grow(len(block))
