@@ -199,9 +199,8 @@ def open_test_cassette(item: pytest.Item, path: Path, arguments: Mapping[str, An
     arguments = {"missing_ok_unused": True, **arguments}
     if "block_network" not in arguments and "block_network" not in _project_settings():
         arguments["block_network"] = True  # the plugin's default: a replayed test is guarded
-    mode = arguments.pop("mode", None)
     config = item.config
-    cassette = use_cassette(path, mode=mode, options=_options(config, arguments))
+    cassette = use_cassette(path, options=_options(config, arguments))
     cassette.__enter__()
     item.stash[CASSETTE] = cassette
     session_guard = config.stash.get(SESSION_GUARD, None)
