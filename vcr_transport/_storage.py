@@ -59,6 +59,9 @@ __all__ = [
 # Above this size a cassette's chunks stay in the file until replayed: memory stays flat for long streams.
 LAZY_LOAD_BYTES = 32 * 1024 * 1024
 BLOCK_BYTES = 1024 * 1024  # what a streaming reader reads at a time
+# What a cassette held in memory is read in: under malloc's threshold for a mapping of its own (128 KiB), so
+# that each block reuses the memory of the one before, with no page faults.
+HELD_BLOCK_BYTES = 64 * 1024
 
 _KINDS = {
     stat.S_IFDIR: "a directory",
@@ -92,8 +95,10 @@ def _open_regular(name: str) -> tuple[int, int]:
     return descriptor, status.st_size
 
 
-def _blocks(descriptor: int) -> Iterator[bytes]:
-    while block := os.read(descriptor, BLOCK_BYTES):
+def _blocks(descriptor: int, size: int = 0) -> Iterator[bytes]:
+    """The file's blocks, of ``size`` bytes (default ``BLOCK_BYTES``)."""
+    size = size or BLOCK_BYTES
+    while block := os.read(descriptor, size):
         yield block
 
 
@@ -132,7 +137,7 @@ def _read(name: str, lazy: bool | None, cache: bool = False) -> Cassette:
     cached = cache and size >= _parse_cache.MIN_BYTES and _parse_cache.enabled()
     try:
         if not cached:  # block by block: the whole file is never held beside what is kept of it
-            return load_held(name, _blocks(descriptor), _Pread(descriptor))
+            return load_held(name, _blocks(descriptor, HELD_BLOCK_BYTES), _Pread(descriptor))
         data = _read_all(descriptor, size)  # the parse cache's key is the file's exact bytes
     except OSError as exc:
         raise CassetteError(name, None, f"can't be read: {exc.strerror}") from None

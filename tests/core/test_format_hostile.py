@@ -18,7 +18,7 @@ import pytest
 
 import vcr_transport
 import vcr_transport._core.format._format as model
-from vcr_transport._core.format import _parser
+from vcr_transport._core.format import _format, _parser
 from vcr_transport._exceptions import VcrTransportError
 from vcr_transport._storage import read_cassette
 from vcr_transport._tools._cli import main as cli_main
@@ -437,6 +437,24 @@ def test_verify_reads_a_cassette_in_bounded_blocks(
     assert cli_main(["verify", str(path)]) == 0
     assert sizes and max(sizes) == 256 and len(sizes) > path.stat().st_size // 256
     assert "1 cassette checked, 0 with problems" in capsys.readouterr().out
+
+
+def test_a_cassette_held_in_memory_is_read_in_small_blocks(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A replay that holds its cassette in memory never holds the whole file beside what it keeps: it reads blocks
+    of HELD_BLOCK_BYTES (a conversation's request bodies are most of its file: the two peaked at twice it)."""
+    import vcr_transport._storage as storage
+
+    path = tmp_path / "held.jsonl"
+    path.write_bytes(CASSETTES[0].read_bytes())
+    monkeypatch.setattr(storage, "HELD_BLOCK_BYTES", 128)
+    sizes: list[int] = []
+    real_read = os.read
+    monkeypatch.setattr(storage.os, "read", lambda fd, size: sizes.append(size) or real_read(fd, size))
+    held = storage.read_cassette(path, lazy=False)
+    assert set(sizes) == {128} and len(sizes) > path.stat().st_size // 128
+    assert [call.events for call in held.calls] == [
+        call.events for call in _format.Cassette.parse(path.read_bytes(), "x").calls
+    ]
 
 
 # --- JSON decoded at view time: a response body, an SSE data line, a WebSocket message ------------------------

@@ -115,3 +115,12 @@ def test_plugin_rows_measure_the_same_suite_with_and_without_the_plugin_and_rend
     )
     start_goal = run._plugin_goals({"plugin_suite": rows, "plugin_start": [counted]})[2]
     assert start_goal["met"] is False, "judged on the instructions when they were counted, not the CPU median"
+
+
+def test_learned_values_compares_new_secrets_with_one_repeated() -> None:
+    from benchmarks import learned_values
+
+    row = learned_values.measure(40)
+    assert row["texts"] == 40 and row["distinct_s"] > 0 and row["same_secret_s"] > 0
+    assert row["ratio"] > 0 and row["distinct_us_per_text"] > 0
+    assert learned_values._texts(3, True) != learned_values._texts(3, False)
