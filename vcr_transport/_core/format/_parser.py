@@ -300,16 +300,25 @@ class _Cutter:
             self.measured, self.pending = -1, 0
             block = block[first + 1 :]
         cut = block.rfind(b"\n") + 1
+        yield from self._runs(block, cut)
+        self._hold(block[cut:])
+
+    def _runs(self, block: bytes, cut: int) -> Iterator[bytes]:
+        """The whole lines of ``block`` (those before ``cut``): the end of the line held joined to it alone (not
+        the whole block again), then the rest (the block itself when it is whole lines, not a copy)."""
         start = 0
-        if cut and self.parts:  # the held line's end joined to it alone, not the whole block again
+        if cut and self.parts:
             start = block.find(b"\n") + 1
             yield self._whole(block[:start])
         if cut > start:
             yield self._whole(block if (start, cut) == (0, len(block)) else block[start:cut])
-        block = block[cut:]
-        if block:
-            self.parts.append(block)
-            self._grow(len(block))
+
+    def _hold(self, tail: bytes) -> None:
+        """The start of a line that goes on in the next block: held, or past HELD_LINE_BYTES (with a file)
+        measured."""
+        if tail:
+            self.parts.append(tail)
+            self._grow(len(tail))
             if self.file is not None and self.pending > HELD_LINE_BYTES:
                 self.measured, self.parts = self.offset - self.pending, []
 
