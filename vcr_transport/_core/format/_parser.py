@@ -41,6 +41,7 @@ from ._schema import (
 
 __all__ = [
     "foreign_file",
+    "load_held",
     "load_outline",
     "load_streaming",
     "overlap_groups",
