@@ -8,6 +8,7 @@ import json
 import random
 import re
 import string
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -1036,3 +1037,26 @@ def test_a_cookie_keeps_its_spacing_also_when_its_value_is_blank() -> None:
         ("set-cookie", "sid=  ; Path=/"),
         ("set-cookie", f"id={PLACEHOLDER} ; Path=/"),
     ]
+
+
+def test_a_redactor_shared_by_threads_learns_every_value_each_brings() -> None:
+    """One redactor serves a cassette's concurrent calls. Eight threads each bring 300 new secrets at once, past
+    the size of one level (levels merged while other threads learn): every value is learned, none lost to a
+    race, and each is removed where it appears bare."""
+    redactor = Redactor()
+    secrets = [[f"Th{thread}v{index:04d}q7Wx2Lm9" for index in range(300)] for thread in range(8)]
+    kept: list[str] = []
+
+    def bring(mine: list[str]) -> None:
+        for secret in mine:
+            if secret in redactor.redact_text(json.dumps({"note": "a call", "password": secret})):
+                kept.append(secret)
+
+    threads = [threading.Thread(target=bring, args=(mine,)) for mine in secrets]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(120)
+    assert not any(thread.is_alive() for thread in threads) and kept == []
+    every = [secret for mine in secrets for secret in mine]
+    assert redactor.redact_text(" ".join(every)) == " ".join([PLACEHOLDER] * len(every))
