@@ -9,6 +9,7 @@
      ├── ModeError                 an unknown mode name (also a ValueError)
      ├── CassetteOwnerError        a request whose cassette can't be told (use_cassette, several open)
      ├── RefusedWrite              a write through a link that leads out of the project or to no cassette
+     ├── RedactionLimitError       more distinct secrets than one redactor remembers (MAX_LEARNED_CHARACTERS)
      └── NetworkBlockedError       a route beyond loopback stopped by the network guard (replay); also a
                                    RuntimeError, as pytest-recording's "Network is disabled" is
 
@@ -35,6 +36,7 @@ __all__ = [
     "NetworkBlockedError",
     "RecordedError",
     "RecordingNotSavedWarning",
+    "RedactionLimitError",
     "RefusedWrite",
     "ReplayMismatch",
     "ShapeDriftError",
@@ -243,6 +245,24 @@ class RefusedWrite(VcrTransportError):
         self.problem = problem
         self.fix = fix
         super().__init__(f"{path}: {problem}\n  fix: {fix}")
+
+
+class RedactionLimitError(VcrTransportError):
+    """A redactor asked to remember more distinct secrets than it holds: ``limit`` characters of their written
+    forms (``_core/rules/_known.py``'s ``MAX_LEARNED_CHARACTERS``; each secret is searched in about 15 forms,
+    and each character of them costs its searches tens of bytes). No recording or file brings that many but a
+    hostile one: the recording is not saved, ``scan`` stops searching the file and says so."""
+
+    FIX = (
+        "a recording or file with this many distinct secrets is damaged or hostile: delete it, or re-record the "
+        "calls a few at a time"
+    )
+
+    def __init__(self, limit: int) -> None:
+        self.limit = limit
+        super().__init__(
+            f"more distinct secrets to remember than a redactor holds ({limit:,} characters of their written forms)"
+        )
 
 
 class NetworkBlockedError(VcrTransportError, RuntimeError):

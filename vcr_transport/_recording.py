@@ -25,7 +25,7 @@ from ._core.engine._quiet import QuietComparison
 from ._core.engine._websocket import Close, SessionRecording
 from ._core.format._format import header_line
 from ._core.rules._redaction import Redactor, RedactWithError
-from ._exceptions import CassetteError, RecordingNotSavedWarning, VcrTransportError
+from ._exceptions import CassetteError, RecordingNotSavedWarning, RedactionLimitError, VcrTransportError
 from ._http import (
     body_already_read,
     convert_error,
@@ -240,8 +240,8 @@ class _Recording:
         A broken recording's file is dropped at once."""
         try:
             return step(*args)
-        except RedactWithError as error:  # the user's function: it must not reach the live call either
-            self.book.break_down(str(error), RedactWithError.FIX)
+        except (RedactWithError, RedactionLimitError) as error:  # the user's function, a hostile answer: neither
+            self.book.break_down(str(error), error.FIX)  # reaches the live call
         except Exception as error:  # a recorder bug must not reach the caller's live call
             self.book.break_down(f"the recorder failed: {error_name(error)}: {error}")
         except BaseException as error:  # Ctrl-C (or an exit) in the step: a batch it took may be lost

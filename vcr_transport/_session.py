@@ -27,7 +27,13 @@ from ._core.engine._options import Options
 from ._core.format._bodies import redact_url, stored_body, stored_body_bytes
 from ._core.format._format import RecordedCall, header_age_days
 from ._core.rules._redaction import RedactWithError
-from ._exceptions import CassetteError, CassetteExpiredWarning, ReplayMismatch, UnplayedCallsError
+from ._exceptions import (
+    CassetteError,
+    CassetteExpiredWarning,
+    RedactionLimitError,
+    ReplayMismatch,
+    UnplayedCallsError,
+)
 from ._http import header_pairs, library_of
 from ._lifecycle import AsyncTransport, ClosingSides, SyncTransport, TransportBase, TransportLifecycle, propagating
 from ._replay import Replayer, answers_with_error_response, error_response, kept_out
@@ -343,8 +349,8 @@ class CassetteSession:
         # What a test reads here is printed by a failing assert: values redacted as the cassette's are.
         try:
             self._note_redacted(request, body)
-        except RedactWithError:
-            pass  # a redact_with function that fails: the recording says so when it closes; the call goes on
+        except (RedactWithError, RedactionLimitError):
+            pass  # a redact_with function that fails, too many secrets: the recording says so; the call goes on
 
     def _note_redacted(self, request: Any, body: bytes) -> None:
         redactor = self.options.redactor()

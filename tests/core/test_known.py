@@ -12,7 +12,16 @@ import pytest
 from helpers import finishes_within
 
 from vcr_transport import PLACEHOLDER
-from vcr_transport._core.rules._known import EMPTY, MIN_PROPAGATED_LENGTH, is_structure, remove_escaped
+from vcr_transport._core.rules import _known
+from vcr_transport._core.rules._known import (
+    EMPTY,
+    MAX_PROPAGATED_LENGTH,
+    MIN_PROPAGATED_LENGTH,
+    is_structure,
+    remove_escaped,
+)
+from vcr_transport._core.rules._redaction import Redactor
+from vcr_transport._exceptions import RedactionLimitError, VcrTransportError
 
 KEY = "sk-proj-Ab3dEf6hIj9kLm2nOp5qRs8tUv1wXy4z"
 HEADER = f"Bearer {KEY}"
@@ -146,7 +155,7 @@ def test_the_longest_form_is_removed_where_forms_overlap_and_every_value_held_is
 def test_a_long_learned_value_is_searched_for_in_linear_time() -> None:
     """The automaton the library picks for few patterns, a DFA, took quadratic time to build on a long one: a
     text of ``sk-sk-sk-...`` (a cassette chooses it) is learned whole, then searched for (4,000: 14 s)."""
-    value = "sk-" * 30_000
+    value = "sk-" * 20_000  # 60,000 characters: at most MAX_PROPAGATED_LENGTH
     known = EMPTY.learn((value,))
     results: list[object] = []
     finishes_within(
@@ -202,3 +211,30 @@ def test_the_levels_of_values_learned_apart_answer_as_one() -> None:
         assert apart.holds(text.encode()) and together.holds(text.encode())
     assert apart.remove("AAAABBBBCCCCDDDDEEEE") == PLACEHOLDER * 2
     assert set(apart.learned_since(EMPTY.learn(filler))) == set(later)
+
+
+def test_a_value_longer_than_max_propagated_length_is_removed_where_named_and_not_learned() -> None:
+    """A megabyte under a secret name is data, not a key: learned, its searches took 380 bytes of memory per
+    character (a 1 MB ``password`` in a planted file: 412 MB for ``scan``). It loses its place all the same."""
+    long, short = "x" * MAX_PROPAGATED_LENGTH + "Q9", "Kq7Wx2Lm9Pq3"
+    redactor = Redactor()
+    assert redactor.redact_value({"password": long, "token": short}) == {"password": PLACEHOLDER, "token": PLACEHOLDER}
+    assert redactor.redact_text(f"{short} and {long}") == f"{PLACEHOLDER} and {long}"
+    assert EMPTY.learn([long[:MAX_PROPAGATED_LENGTH]]).remove(long) == PLACEHOLDER + "Q9"  # the longest learned
+
+
+def test_a_redactor_refuses_to_learn_past_its_limit_and_keeps_what_it_knew(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The forms a redactor remembers are bounded (``MAX_LEARNED_CHARACTERS``): past it, a clear error, not
+    memory that grows with every line of a hostile file; what it had learned is still removed."""
+    monkeypatch.setattr(_known, "MAX_LEARNED_CHARACTERS", 2_000)
+    redactor = Redactor()
+    values = _one_at_a_time(100)
+    with pytest.raises(RedactionLimitError) as refused:
+        for value in values:
+            redactor.redact_text(f"password={value}")
+    assert isinstance(refused.value, VcrTransportError)
+    assert "2,000 characters" in str(refused.value) and "hostile" in refused.value.FIX
+    learned = [value for value in values if redactor.redact_text(value) == PLACEHOLDER]
+    assert 5 <= len(learned) < len(values)
+    assert learned == values[: len(learned)]
+    assert sum(level.characters for level in redactor._known.levels) <= 2_000

@@ -9,6 +9,8 @@ import random
 import re
 import string
 import threading
+import tracemalloc
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -25,7 +27,7 @@ from vendors import VENDOR_ROUTES, Sdk
 import vcr_transport
 from vcr_transport import PLACEHOLDER, Redactor, remove_secret_values
 from vcr_transport._core.format._bodies import _redact_json, redact_url, stored_body
-from vcr_transport._core.rules._stream import StreamRedactor, delta_texts
+from vcr_transport._core.rules._stream import StreamRedactor, delta_texts, redact_body
 
 SECRET_NAMES = [
     "authorization",
@@ -1060,3 +1062,38 @@ def test_a_redactor_shared_by_threads_learns_every_value_each_brings() -> None:
     assert not any(thread.is_alive() for thread in threads) and kept == []
     every = [secret for mine in secrets for secret in mine]
     assert redactor.redact_text(" ".join(every)) == " ".join([PLACEHOLDER] * len(every))
+
+
+_RUN = 400_000
+
+
+def _delta(text: str) -> str:
+    delta = {"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": text}}
+    return "event: content_block_delta\ndata: " + json.dumps(delta) + "\n\n"
+
+
+_LONG_RUNS: dict[str, Callable[[], object]] = {
+    "a JSON string under a secret name": lambda: Redactor().redact_text(json.dumps({"password": "x" * _RUN})),
+    "JSON in a tool call's arguments": lambda: Redactor().redact_text(
+        json.dumps({"arguments": json.dumps({"api_key": "k" * _RUN})})
+    ),
+    "a run before an HTML entity": lambda: Redactor().redact_text("a" * _RUN + "&#65;"),
+    "a run before a \\x escape": lambda: Redactor().redact_text("a" * _RUN + "\\x41"),
+    "a run before a double percent-escape": lambda: Redactor().redact_text("a" * _RUN + "%2541"),
+    "a stream's long delta": lambda: redact_body((_delta("password=") + _delta("x" * _RUN)).encode(), Redactor()),
+}
+
+
+@pytest.mark.parametrize("work", _LONG_RUNS.values(), ids=list(_LONG_RUNS))
+def test_a_long_run_takes_memory_of_a_few_times_its_length(work: Callable[[], object]) -> None:
+    """The rules' patterns read a JSON string, a run of key characters or a stream's string by repeating a group
+    of alternatives, and Python's engine kept a backtracking point per character: 114 bytes each, 127 to 286
+    times the text at peak (a 50 MB answer with a secret name took gigabytes to record). Possessive now: the
+    peak is a few copies of the text."""
+    tracemalloc.start()
+    try:
+        work()
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert peak < 16 * _RUN

@@ -7,9 +7,11 @@ from __future__ import annotations
 import base64
 import json
 
+import pytest
 from helpers import finishes_within
 
 from vcr_transport import Redactor
+from vcr_transport._core.rules import _known
 from vcr_transport._core.rules._scan import scan_document, scan_name, scan_text
 
 KEY = "sk-proj-Ab3dEf6hIj9kLm2nOp5qRs8tUv1wXy4z"
@@ -107,3 +109,18 @@ def test_a_file_whose_lines_each_bring_a_new_secret_is_scanned_in_linear_time() 
     found: list[tuple[int, str]] = []
     finishes_within(60, lambda: found.extend(scan_document(Redactor(), text)))
     assert found == [*((number, secret) for number, secret in enumerate(secrets, start=1)), (20_001, secrets[7])]
+
+
+def test_a_file_with_more_secrets_than_a_redactor_remembers_is_searched_up_to_there_and_says_where(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Past ``MAX_LEARNED_CHARACTERS`` (made small here) the redactor refuses to learn more: the lines before are
+    reported, the line where it filled up is noted as where the search stopped (``scan`` exits 1)."""
+    monkeypatch.setattr(_known, "MAX_LEARNED_CHARACTERS", 2_000)
+    secrets = [f"Pw{index:06d}q7Wx2Lm9" for index in range(100)]
+    unsearched: list[tuple[int, str]] = []
+    found = list(scan_document(Redactor(), "\n".join(f"password: {secret}" for secret in secrets), unsearched))
+    [(stop, why)] = unsearched
+    assert 5 < stop < len(secrets)
+    assert why.endswith("characters of their written forms): the rest of the file was not searched")
+    assert found == list(enumerate(secrets[: stop - 1], start=1))

@@ -21,6 +21,7 @@ from vendors import SDKS, VENDOR_ROUTES
 
 import vcr_transport
 from vcr_transport._config import MODES
+from vcr_transport._core.rules import _known
 from vcr_transport._tools._cli import main
 
 OPENAI = next(s for s in SDKS if s.name == "openai" and s.library is httpx2 and s.side == "sync")
@@ -345,6 +346,24 @@ def test_scan_finds_every_shape_redaction_knows(project: Path, tmp_path: Path) -
     assert f"1 file scanned, {len(samples)} secrets found" in result.stdout
     clean = cli(project, "scan", "tests/cassettes/openai.jsonl", "tests/cassettes/anthropic.jsonl")
     assert clean.returncode == 0 and "2 files scanned, 0 secrets found" in clean.stdout
+
+
+def test_scan_of_a_file_with_more_secrets_than_it_remembers_exits_1_naming_the_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A hostile file whose every line brings a new secret would make ``scan`` remember each: past the redactor's
+    limit (made small here) the file is flagged at the line where the search stopped, with the fix, and the
+    files after it are still scanned."""
+    monkeypatch.setattr(_known, "MAX_LEARNED_CHARACTERS", 2_000)
+    hostile = tmp_path / "a_hostile.jsonl"
+    hostile.write_text("".join(json.dumps({"password": f"Pw{index:06d}q7Wx2Lm9"}) + "\n" for index in range(100)))
+    later = tmp_path / "b_later.txt"
+    later.write_text("nothing to see\n")
+    assert main(["scan", str(hostile), str(later)]) == 1
+    out = capsys.readouterr().out
+    problem = next(line for line in out.splitlines() if "the rest of the file was not searched" in line)
+    assert problem.startswith(f"PROBLEM {hostile}:") and "more distinct secrets to remember" in problem
+    assert "2 files scanned" in out and "q7Wx2Lm9" not in out
 
 
 def test_scan_reads_cassette_lines_by_name_and_base64(project: Path, tmp_path: Path) -> None:

@@ -21,6 +21,7 @@ from vendors import OPENAI_KEY
 
 import vcr_transport
 from vcr_transport._core.format._format import HELD_LINE_BYTES, MAX_LINE_BYTES
+from vcr_transport._core.rules import _known
 
 PROMPT = [{"role": "user", "content": "hello"}]
 CLI = [sys.executable, "-m", "vcr_transport"]
@@ -196,6 +197,36 @@ def test_a_failing_redact_with_is_a_cassette_error_at_the_end_and_the_live_call_
     assert f"redact_with function {__name__}.{function.__name__} {said}" in message
     assert "fix: make the function return the string" in message
     assert OPENAI_KEY not in message
+    assert cassette.read_bytes() == before
+
+
+@pytest.mark.parametrize("stream", [False, True], ids=["whole", "stream"])
+def test_a_recording_with_more_secrets_than_a_redactor_remembers_is_not_saved_and_the_call_is_unharmed(
+    stream: bool, upstream: Upstream, cassette: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Each distinct secret is remembered, to be removed wherever it shows again; a hostile answer bringing
+    thousands would take unbounded memory. Past ``MAX_LEARNED_CHARACTERS`` (made small here) the recording is
+    not saved, and says why, and the live call goes on."""
+    record(cassette, upstream)
+    before = cassette.read_bytes()
+    monkeypatch.setattr(_known, "MAX_LEARNED_CHARACTERS", 2_000)
+    prompt = " ".join(f"password={index:04d}Kq7Wx2Lm9Pq3" for index in range(60))
+    transport = vcr_transport.transport(cassette, mode="record")
+    http = httpx2.Client(transport=transport)
+    client = openai.OpenAI(api_key=OPENAI_KEY, base_url=upstream.url + "/v1", http_client=http, max_retries=0)
+    messages: Any = [{"role": "user", "content": prompt}]
+    if stream:
+        events = client.chat.completions.create(model="m", messages=messages, stream=True)
+        text = "".join(e.choices[0].delta.content or "" for e in events if e.choices)
+    else:
+        text = str(client.chat.completions.create(model="m", messages=messages).choices[0].message.content)
+    assert text.startswith("echo:" + prompt)
+    with pytest.raises(vcr_transport.CassetteError) as raised:
+        client.close()
+    message = str(raised.value)
+    assert "more distinct secrets to remember than a redactor holds (2,000 characters" in message
+    assert "fix: a recording or file with this many distinct secrets is damaged or hostile" in message
+    assert "0000Kq7Wx2Lm9Pq3" not in message and OPENAI_KEY not in message
     assert cassette.read_bytes() == before
 
 

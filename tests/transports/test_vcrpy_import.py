@@ -19,6 +19,7 @@ from real_wire import COOKIE_SETS, real_headers
 from upstream import Received
 from vendors import SDKS, VENDOR_ROUTES, Sdk
 
+from vcr_transport._core.rules import _known
 from vcr_transport._storage import read_cassette
 from vcr_transport._tools._cli import main
 from vcr_transport._tools._vcrpy import ALIAS_BUDGET
@@ -107,6 +108,20 @@ def test_one_long_string_aliased_many_times_is_refused_by_the_text_it_would_repe
     code, _, err = run(capsys, str(source), "--out", str(tmp_path / "out"))
     assert code == 1 and "alias bomb" in err and f"more than the {ALIAS_BUDGET:,}" in err and str(source) in err
     assert "Traceback" not in err and not (tmp_path / "out").exists()
+
+
+def test_a_file_with_more_secrets_than_a_redactor_remembers_is_refused_naming_the_interaction(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Each secret import removes is remembered, to be removed everywhere: a hostile file bringing thousands is
+    refused past the redactor's limit (made small here), naming the file and the interaction; nothing is written."""
+    monkeypatch.setattr(_known, "MAX_LEARNED_CHARACTERS", 2_000)
+    secrets = [f"Bearer sk-proj-{index:04d}ABCDEF1234567890abcd" for index in range(60)]
+    source = vcrpy_file(tmp_path / "many.yaml", [interaction(request__headers={"Authorization": [s]}) for s in secrets])
+    code, _, err = run(capsys, str(source), "--out", str(tmp_path / "out"))
+    assert code == 1 and f"{source}:" in err and "more distinct secrets to remember than a redactor holds" in err
+    assert "damaged or hostile" in err and "Traceback" not in err and "1234567890abcd" not in err
+    assert not (tmp_path / "out").exists()
 
 
 def test_a_few_aliases_within_the_budget_are_fine(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -27,7 +27,7 @@ from .._core.format._format import MAX_NESTING, Finding
 from .._core.rules._redaction import Redactor
 from .._core.rules._scan import scan_document, scan_name
 from .._display import visible
-from .._exceptions import CassetteError
+from .._exceptions import CassetteError, RedactionLimitError
 from .._ledger import Ledger, LedgerProblem, read_ledger
 from .._storage import (
     cassette_target,
@@ -409,6 +409,14 @@ def _scan_file(path: Path, redactor: Redactor) -> tuple[list[tuple[int, str]], l
     return found, problems
 
 
+def _scan_name(path: Path, redactor: Redactor) -> tuple[list[tuple[int, str]], list[Problem]]:
+    """(0, masked secret) for each secret in the file's name, or the problem that it was not searched."""
+    try:
+        return [(0, _masked(secret)) for secret in scan_name(redactor, path.name)], []
+    except RedactionLimitError as error:
+        return [], [Problem(shown_path(path), None, f"{error}: its name was not searched", RedactionLimitError.FIX)]
+
+
 @dataclass
 class SecretFound:
     path: Path
@@ -459,10 +467,10 @@ def scan(
     total, done = sum(sizes), 0
     report = ScanReport(files, [])
     for number, (path, size) in enumerate(zip(files, sizes, strict=True), start=1):
+        in_name, name_problems = _scan_name(path, redactor)
         found, problems = _scan_file(path, redactor)
-        report.hits += [SecretFound(path, 0, _masked(secret)) for secret in scan_name(redactor, path.name)]
-        report.hits += [SecretFound(path, line, secret) for line, secret in found]
-        report.problems += problems
+        report.hits += [SecretFound(path, line, secret) for line, secret in [*in_name, *found]]
+        report.problems += [*name_problems, *problems]
         done += size
         if progress is not None:
             progress(number, len(files), done, total)

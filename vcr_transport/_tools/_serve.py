@@ -32,7 +32,7 @@ import httpx2
 
 from .._core.engine._options import Options
 from .._core.format._bodies import redact_url
-from .._core.rules._redaction import PLACEHOLDER
+from .._core.rules._redaction import PLACEHOLDER, Redactor
 from .._display import visible
 from .._exceptions import ReplayMismatch, VcrTransportError
 from .._http import header_pairs
@@ -357,7 +357,11 @@ class CassetteServer:
         self._idle = asyncio.Event()
         self._connections: set[asyncio.Task[None]] = set()
         self.url = ""
-        self._log_redactor = config.options.redactor()
+
+    def _log_redactor(self) -> Redactor:
+        """A redactor for one line of the log: what it learns goes with it (a server that runs for days would
+        otherwise remember every secret every client ever sent)."""
+        return self.config.options.redactor()
 
     def _session(self, path: Path) -> CassetteSession:
         hint = "serve it with --mode record-on-miss --upstream VENDOR=URL to record it"
@@ -544,13 +548,14 @@ class CassetteServer:
         without a colon (``Authorization Bearer sk-...``), which h11 quotes whole, loses all but its name
         when that name is a secret one."""
         line = _ILLEGAL_HEADER.search(problem)
-        if line is not None and self._log_redactor.is_secret_name(line["name"], header=True):
+        redactor = self._log_redactor()
+        if line is not None and redactor.is_secret_name(line["name"], header=True):
             problem = problem[: line.start("rest")] + " " + PLACEHOLDER + problem[line.end("rest") :]
-        return self._log_redactor.redact_text(problem)
+        return redactor.redact_text(problem)
 
     def _log(self, request: _Request, status: str, note: str) -> None:
         """The access log: one line per request (method, path with its query redacted, status, what answered)."""
-        target = redact_url("http://serve" + request.target, self._log_redactor).removeprefix("http://serve")
+        target = redact_url("http://serve" + request.target, self._log_redactor()).removeprefix("http://serve")
         self.say(f"{request.method} {target} {status} {note}")
 
     async def _connection(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:

@@ -39,7 +39,7 @@ from .._core.format._format import encode_line, event_lines, header_line
 from .._core.rules._redaction import Redactor
 from .._core.rules._stream import EncodedBodyRedactor, StreamRedactor
 from .._display import shorten
-from .._exceptions import CassetteError
+from .._exceptions import CassetteError, RedactionLimitError
 from .._storage import cassette_target, read_cassette
 
 __all__ = [
@@ -540,7 +540,10 @@ def _converted(interactions: list[Any], source: Path, check: _Checker, redactor:
     """The v1 cassette's lines of ``interactions``, redacted by ``redactor``."""
     out = [encode_line(header_line(imported_from=str(source), match_on=list(VCRPY_MATCH_ON), ordered=False))]
     for index, interaction in enumerate(interactions):
-        out += _converted_call(index, interaction, check, redactor)
+        try:
+            out += _converted_call(index, interaction, check, redactor)
+        except RedactionLimitError as error:  # a hostile file: refused where it filled the redactor, nothing written
+            raise check.fail(index, str(error), error.FIX) from None
     return out
 
 

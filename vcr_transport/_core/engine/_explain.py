@@ -34,7 +34,7 @@ VOLATILE_SHAPES: tuple[tuple[str, str, str], ...] = (
     ),
     ("a time of day", r"\b\d{2}:\d{2}:\d{2}(?:\.\d+)?\b", "<time>"),
     ("a Unix-epoch time", r"\b1\d{9}(?:\d{3})?(?:\.\d+)?\b", "<epoch>"),
-    ("a temporary path", r"(?:/private)?(?:/tmp|/var/folders|/var/tmp)(?:/[\w.-]+)+|\btmp[a-z0-9_]{8}\b", "<tmp>"),
+    ("a temporary path", r"(?:/private)?(?:/tmp|/var/folders|/var/tmp)(?:/[\w.-]++)++|\btmp[a-z0-9_]{8}\b", "<tmp>"),
     ("a hex id", r"\b(?=[0-9a-f]*\d)(?=[0-9a-f]*[a-f])[0-9a-f]{16,}\b", "<hex>"),
 )
 _COMPILED = tuple((what, re.compile(pattern), pattern, replacement) for what, pattern, replacement in VOLATILE_SHAPES)

@@ -188,7 +188,7 @@ def _json_events(body: bytes) -> Iterator[tuple[bytes, int, int]]:
 @functools.cache
 def _key_pattern(key: str) -> re.Pattern[bytes]:
     """A JSON key, the opening quote of its string value, then that string's rest (group 1)."""
-    return re.compile(rb'"' + re.escape(key.encode()) + rb'"\s*:\s*"((?:[^"\\]|\\.)*")?')
+    return re.compile(rb'"' + re.escape(key.encode()) + rb'"\s*:\s*"([^"\\]*+(?:\\.[^"\\]*+)*+")?')
 
 
 def _find_string(body: bytes, limit: int, position: int, key: str, value: str) -> tuple[int, int] | None:

@@ -58,13 +58,17 @@ def _from_escapes(token: str) -> str | None:
     return _text(re.sub(r"\\{1,2}x([0-9A-Fa-f]{2})", lambda match: chr(int(match[1], 16)), token).encode("latin-1"))
 
 
+def _from_double_percent(token: str) -> str:
+    return unquote(unquote(token, errors="strict"), errors="strict")
+
+
 # (mark a token holds, or "" for an encoded prefix; pattern; decoder). The patterns find maximal runs of encoded and
-# key characters (no backtracking: linear); ``\xNN`` also JSON-escaped.
+# key characters possessively: linear time, and no memory per character of a run; ``\xNN`` also JSON-escaped.
 _DECODINGS: tuple[tuple[str, str, Callable[[str], str | None]], ...] = (
-    ("&#", r"(?:&#(?:[xX][0-9A-Fa-f]{1,6}|[0-9]{1,7});|[A-Za-z0-9_.\-])+", _from_entities),
-    ("\\x", r"(?:\\{1,2}x[0-9A-Fa-f]{2}|[A-Za-z0-9_.\-])+", _from_escapes),
-    ("%25", r"(?:%[0-9A-Fa-f]{2}|[A-Za-z0-9_.~\-])+", lambda t: unquote(unquote(t, errors="strict"), errors="strict")),
-    ("", r"(?<![0-9A-Za-z])(?:[0-9A-Fa-f]{2}){10,}(?![0-9A-Za-z])", lambda token: _text(bytes.fromhex(token))),
+    ("&#", r"(?:[A-Za-z0-9_.\-]++|&#(?:[xX][0-9A-Fa-f]{1,6}|[0-9]{1,7});)++", _from_entities),
+    ("\\x", r"(?:[A-Za-z0-9_.\-]++|\\{1,2}x[0-9A-Fa-f]{2})++", _from_escapes),
+    ("%25", r"(?:[A-Za-z0-9_.~\-]++|%[0-9A-Fa-f]{2})++", _from_double_percent),
+    ("", r"(?<![0-9A-Za-z])[0-9A-Fa-f]{20,}+(?![0-9A-Za-z])", lambda token: _text(bytes.fromhex(token))),
     ("", r"(?<![A-Za-z0-9+/_=-])[A-Za-z0-9+/_-]{16,}={0,2}(?![A-Za-z0-9+/_=-])", _from_base64),
 )
 

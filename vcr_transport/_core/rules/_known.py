@@ -12,18 +12,34 @@ from urllib.parse import quote, quote_plus, unquote
 
 import ahocorasick_rs
 
+from ..._exceptions import RedactionLimitError
 from .._memo import Memo, lazy_pattern
 from ..format._format import PLACEHOLDER
 from ._catalogue import catalogue_matches, looks_like_credential
 from ._search import Search
 
-__all__ = ["EMPTY", "MIN_PROPAGATED_LENGTH", "Known", "is_structure", "remove_escaped"]
+__all__ = [
+    "EMPTY",
+    "MAX_LEARNED_CHARACTERS",
+    "MAX_PROPAGATED_LENGTH",
+    "MIN_PROPAGATED_LENGTH",
+    "Known",
+    "is_structure",
+    "remove_escaped",
+]
 
 _PLACEHOLDER = PLACEHOLDER.encode()
 _NFA = ahocorasick_rs.Implementation.ContiguousNFA
 # A character as text may write it: a run of ``%XX`` (UTF-8 bytes), a ``\\uXXXX``, JSON's ``\\/``; or as it is.
-_WRITTEN = lazy_pattern(r"(?:%[0-9A-Fa-f]{2})+|\\u[0-9A-Fa-f]{4}|\\/|[^%\\]+|[\s\S]")
+_WRITTEN = lazy_pattern(r"(?:%[0-9A-Fa-f]{2})++|\\u[0-9A-Fa-f]{4}|\\/|[^%\\]+|[\s\S]")
 MIN_PROPAGATED_LENGTH = 8  # shorter values are too likely to occur by chance in other text
+# Longer values are removed where a rule finds them, not learned: a megabyte under a secret name is data, and its
+# searches would take hundreds of megabytes (each character of a form costs each automaton tens of bytes).
+MAX_PROPAGATED_LENGTH = 64 * 1024
+# The written forms a redactor remembers, in characters: a 24-character secret has about 120, an OpenAI project key
+# 1,250, so this is some 35,000 secrets or 3,300 such keys, and about 330 MB of searches. Past it ``Known.learn``
+# raises RedactionLimitError: a hostile file or recording can't make a redactor take unbounded memory.
+MAX_LEARNED_CHARACTERS = 4 * 1024 * 1024
 _AUTH_SCHEME = lazy_pattern(r"(?P<scheme>[A-Za-z][A-Za-z0-9-]*)\s+(?P<credential>\S{8,})")
 _NUMBER_PATH_OR_DATE = lazy_pattern(
     r"[+-]?[0-9]+(?:\.[0-9]+)?|/\S*"
@@ -48,8 +64,8 @@ def is_structure(value: str) -> bool:
 
 
 def _learnable(part: str) -> bool:
-    long = len(part) >= MIN_PROPAGATED_LENGTH
-    return long and part not in PLACEHOLDER and PLACEHOLDER not in part and not is_structure(part)
+    sized = MIN_PROPAGATED_LENGTH <= len(part) <= MAX_PROPAGATED_LENGTH
+    return sized and part not in PLACEHOLDER and PLACEHOLDER not in part and not is_structure(part)
 
 
 def _credential_parts(value: str) -> list[str]:
@@ -144,11 +160,12 @@ class _Level:
     """Values learned together (one batch, or batches merged), every form of them longest first, and the searches
     of those forms, each built on first use. Never changed: ``merged`` gives a new one."""
 
-    __slots__ = ("_finder", "_remover", "_seeker", "form_set", "forms", "learned", "values")
+    __slots__ = ("_finder", "_remover", "_seeker", "characters", "form_set", "forms", "learned", "values")
 
     def __init__(self, values: frozenset[str], learned: frozenset[str], forms: frozenset[str]) -> None:
         self.values, self.learned, self.form_set = values, learned, forms
         self.forms = tuple(sorted(forms, key=lambda form: (-len(form), form)))
+        self.characters = sum(map(len, self.forms))
         self._finder: ahocorasick_rs.BytesAhoCorasick | None = None
         self._remover: ahocorasick_rs.BytesAhoCorasick | None = None
         self._seeker: tuple[ahocorasick_rs.BytesAhoCorasick, list[str]] | None = None
@@ -161,11 +178,12 @@ class _Level:
         """This level and ``other`` as one (this one's forms and searches kept when ``other`` adds no form)."""
         level = _Level(self.values | other.values, self.learned | other.learned, frozenset())
         if other.form_set <= self.form_set:
-            level.form_set, level.forms = self.form_set, self.forms
+            level.form_set, level.forms, level.characters = self.form_set, self.forms, self.characters
             level._finder, level._remover = self._finder, self._remover
         else:
             level.form_set = self.form_set | other.form_set
             level.forms = tuple(sorted(level.form_set, key=lambda form: (-len(form), form)))
+            level.characters = sum(map(len, level.forms))
         return level
 
     def holds(self, data: bytes) -> bool:
@@ -235,11 +253,13 @@ class Known:
 
     def learn(self, values: Iterable[str]) -> Known:
         """This with ``values`` and their credential parts, but those known or not learnable; in one step (one
-        level more, merged as ``_settled`` says)."""
+        level more, merged as ``_settled`` says). Raises RedactionLimitError past ``MAX_LEARNED_CHARACTERS``."""
         new = _not_in(values, [level.learned for level in self.levels])
         if not new:
             return self
         added = self._level_of(new)
+        if added.characters + sum(level.characters for level in self.levels) > MAX_LEARNED_CHARACTERS:
+            raise RedactionLimitError(MAX_LEARNED_CHARACTERS)
         return Known(_settled([*self.levels, added]), object() if added.forms else self.generation)
 
     def _level_of(self, new: frozenset[str]) -> _Level:

@@ -88,9 +88,9 @@ def decode_escapes(text: str) -> str:
             return match.group()
 
     if "%" in text:
-        text = regex(r"(?:%[0-9A-Fa-f]{2})+").sub(lambda match: unquote(match.group(), errors="surrogateescape"), text)
+        text = regex(r"(?:%[0-9A-Fa-f]{2})++").sub(lambda match: unquote(match.group(), errors="surrogateescape"), text)
     if "\\u" in text:
-        text = regex(r"(?:\\u[0-9A-Fa-f]{4})+").sub(decode_unicode, text)
+        text = regex(r"(?:\\u[0-9A-Fa-f]{4})++").sub(decode_unicode, text)
     return text.replace("\\/", "/")
 
 

@@ -13,6 +13,7 @@ from collections import defaultdict
 from collections.abc import Iterator
 from typing import Any
 
+from ..._exceptions import RedactionLimitError
 from ..format._bodies import DecodedTooLarge, content_encodings, decode_stacked
 from ._catalogue import PREFIX_PATTERNS
 from ._deltas import delta_channels, edit_of
@@ -92,17 +93,26 @@ class _Call:
 def scan_document(redactor: Redactor, text: str, unsearched: Unsearched | None = None) -> Iterator[tuple[int, str]]:
     """(line number, secret) for every secret in a file's text, once per line: in lines, cassette lines (headers,
     test ids, JSON, base64 payloads decoded), each call's stream reassembled and decoded, and PEM blocks. A body
-    decoding past ``MAX_DECODED_BYTES`` is searched as stored, and noted in ``unsearched``."""
+    decoding past ``MAX_DECODED_BYTES`` is searched as stored, and noted in ``unsearched``; so is the line where
+    the redactor would hold more secrets than it remembers (RedactionLimitError), the rest left unsearched."""
     unsearched = [] if unsearched is None else unsearched
     calls: defaultdict[Any, _Call] = defaultdict(_Call)
-    pending_name = ""  # a secret name on the line before, its value on the following YAML items
-    for number, line in enumerate(text.splitlines(), start=1):
-        item, pending_name = _yaml_item(redactor, line, pending_name)
-        found = scan_text(redactor, line) + item
-        if line.startswith("{"):
-            found += _scan_cassette_line(redactor, line, number, calls, unsearched)
-        yield from _report(number, found)
-    yield from _stream_secrets(redactor, calls, unsearched)
+    pending_name, number = "", 0  # a secret name on the line before, its value on the following YAML items
+    try:
+        for number, line in enumerate(text.splitlines(), start=1):
+            item, pending_name = _yaml_item(redactor, line, pending_name)
+            found = scan_text(redactor, line) + item
+            if line.startswith("{"):
+                found += _scan_cassette_line(redactor, line, number, calls, unsearched)
+            yield from _report(number, found)
+        yield from _stream_secrets(redactor, calls, unsearched)
+        yield from _pem_secrets(redactor, text)
+    except RedactionLimitError as error:
+        unsearched.append((number, f"{error}: the rest of the file was not searched"))
+
+
+def _pem_secrets(redactor: Redactor, text: str) -> Iterator[tuple[int, str]]:
+    """The secrets that span lines (PEM blocks), at the line where each starts."""
     if "-----BEGIN" in text:
         for secret in scan_text(redactor, text):
             if "\n" in secret:
