@@ -26,6 +26,7 @@ __all__ = [
     "Known",
     "is_structure",
     "remove_escaped",
+    "utf8",
 ]
 
 _PLACEHOLDER = PLACEHOLDER.encode()
@@ -86,10 +87,19 @@ def _credential_parts(value: str) -> list[str]:
     return parts + [item.strip() for name, sep, item in pairs if sep and name.strip()]
 
 
+def utf8(text: str) -> bytes:
+    """``text``'s UTF-8, a lone surrogate written as the byte ``surrogateescape`` decoded it from, or, for one
+    that stands for no byte (JSON's ``"\\ud83d"``: half an emoji a client cut), as ``surrogatepass`` writes it."""
+    try:
+        return text.encode("utf-8", "surrogateescape")
+    except UnicodeEncodeError:
+        return text.encode("utf-8", "surrogatepass")
+
+
 def _encoded_forms(value: str) -> set[str]:
     """``value`` raw, percent-encoded, JSON-escaped, and base64 (standard and URL-safe) at each of the three
     alignments a base64 window can have."""
-    data = value.encode("utf-8", "surrogateescape")  # a lone surrogate's bytes are percent-encoded
+    data = utf8(value)  # a lone surrogate's bytes are percent-encoded
     forms = {value, quote(data, safe=""), quote(data, safe="-_.~"), quote_plus(data)}
     forms |= {json.dumps(value)[1:-1], json.dumps(value, ensure_ascii=False)[1:-1]}
     for encode in (base64.b64encode, base64.urlsafe_b64encode):
@@ -189,7 +199,7 @@ class _Level:
     def holds(self, data: bytes) -> bool:
         if self._finder is None:
             escaped = (json.dumps(form, ensure_ascii=False)[1:-1] for form in self.forms)
-            patterns = {text.encode("utf-8", "surrogateescape") for text in (*self.forms, *escaped)}
+            patterns = {utf8(text) for text in (*self.forms, *escaped)}
             self._finder = _automaton(sorted(patterns))
         return bool(self._finder.find_matches_as_indexes(data))
 
@@ -283,9 +293,7 @@ class Known:
     @property
     def longest(self) -> int:
         """The length in UTF-8 of each level's longest form (in characters), the longest."""
-        return max(
-            (len(level.forms[0].encode("utf-8", "surrogateescape")) for level in self.levels if level.forms), default=0
-        )
+        return max((len(utf8(level.forms[0])) for level in self.levels if level.forms), default=0)
 
     def search(self, names: tuple[str, ...], prefilter: bool) -> Search:
         forms = self.first_forms

@@ -13,10 +13,13 @@ from collections import defaultdict
 from collections.abc import Iterator
 from typing import Any
 
+import ahocorasick_rs
+
 from ..._exceptions import RedactionLimitError
 from ..format._bodies import DecodedTooLarge, content_encodings, decode_stacked
 from ._catalogue import PREFIX_PATTERNS
 from ._deltas import delta_channels, edit_of
+from ._known import utf8
 from ._redaction import PLACEHOLDER, Redactor
 from ._stream import redact_body
 
@@ -84,7 +87,7 @@ class _Call:
     def add_event(self, obj: dict[str, Any], number: int) -> None:
         self.first_line = self.first_line or number
         if isinstance(obj.get("text"), str):
-            self.payload += obj["text"].encode("utf-8", "surrogateescape")
+            self.payload += utf8(obj["text"])
         elif isinstance(obj.get("base64"), str):
             with contextlib.suppress(ValueError):  # not base64
                 self.payload += base64.b64decode(obj["base64"])
@@ -130,11 +133,35 @@ def _yaml_item(redactor: Redactor, line: str, pending_name: str) -> tuple[list[s
 
 
 def _report(number: int, found: list[str]) -> Iterator[tuple[int, str]]:
-    """Each secret once: one holding another found on the same line is reported as the shorter."""
+    """Each secret once: one holding another found on the same line is reported as the shorter, one written with
+    JSON escapes as the secret it stands for. Linear in the secrets' length: one search of each for the others
+    (a line of 20,000 secrets compared each with each took 19 s)."""
     distinct = [secret for secret in dict.fromkeys(found) if secret and PLACEHOLDER not in secret]
+    if len(distinct) < 2:
+        yield from ((number, secret) for secret in distinct)
+        return
+    others = ahocorasick_rs.BytesAhoCorasick([utf8(secret) for secret in distinct])
+    named = set(distinct)
     for secret in distinct:
-        if not any(secret != other and other in secret for other in distinct):
+        if not _holds_another(others, secret) and _unescaped(secret) not in named:
             yield number, secret
+
+
+def _holds_another(secrets: ahocorasick_rs.BytesAhoCorasick, secret: str) -> bool:
+    """Whether one of ``secrets`` (this one among them) is inside ``secret`` and shorter: then it is inside it
+    without its first or without its last character."""
+    return bool(secrets.find_matches_as_indexes(utf8(secret[1:])) or secrets.find_matches_as_indexes(utf8(secret[:-1])))
+
+
+def _unescaped(secret: str) -> str | None:
+    """What ``secret`` stands for when it is written with JSON escapes (None when it has none)."""
+    if "\\" not in secret:
+        return None
+    try:
+        decoded = json.loads(f'"{secret}"')
+    except ValueError:
+        return None
+    return decoded if isinstance(decoded, str) and decoded != secret else None
 
 
 def _scan_cassette_line(
