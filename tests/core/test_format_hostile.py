@@ -339,6 +339,22 @@ def test_a_request_url_that_does_not_parse_is_refused(tmp_path: Path, url: str, 
     assert caught.value.line == 2
 
 
+@pytest.mark.parametrize("number", ["9" * 5_000, "1e999999999", "-1e400"])
+def test_a_request_body_number_no_reader_holds_is_refused_naming_the_line(tmp_path: Path, number: str) -> None:
+    """A request body's JSON is read once its line is checked; a number past what it can hold was reported as
+    "expected a JSON object, found NoneType". No recording writes one (Python reads 4,300 digits at most)."""
+    lines = CASSETTES[0].read_bytes().split(b"\n")[:-1]
+    obj = json.loads(lines[1])
+    obj["body"] = {"json": {"n": Raw(number)}}
+    lines[1] = dump(obj)
+    path = tmp_path / "number.jsonl"
+    path.write_bytes(b"".join(line + b"\n" for line in lines))
+    with pytest.raises(vcr_transport.CassetteError, match="out of range") as caught:
+        vcr_transport.ReplayTransport(path)
+    assert caught.value.line == 2 and "over 4,300 digits, or past 1e308" in str(caught.value)
+    assert "damaged or hostile" in str(caught.value) and "NoneType" not in str(caught.value)
+
+
 def test_a_line_over_the_limit_is_refused_before_it_is_read_whole(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:

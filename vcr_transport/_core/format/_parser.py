@@ -568,6 +568,13 @@ class Parser:
     def _invalid(self, number: int, line: bytes, message: str) -> CassetteError:
         try:
             obj = JSON_DECODER.decode(line)
+        except msgspec.ValidationError:  # a number past what JSON readers hold, in a request body read lazily
+            return self.fail(
+                number,
+                f"unreadable line: {message.partition(' - at ')[0].lower()} (a number of over 4,300 digits, "
+                "or past 1e308)",
+                "no recording writes such a number: the file is damaged or hostile; re-record the cassette",
+            )
         except (msgspec.MsgspecError, RecursionError):  # pragma: no cover - the typed decode read it
             obj = None
         kind = obj.get("type") if isinstance(obj, dict) else None
