@@ -249,7 +249,7 @@ class RefusedWrite(VcrTransportError):
 
 class RedactionLimitError(VcrTransportError):
     """A redactor asked to remember more distinct secrets than it holds: ``limit`` characters of their written
-    forms (``_core/rules/_known.py``'s ``MAX_LEARNED_CHARACTERS``; each secret is searched in about 15 forms,
+    forms (``_core/rules/_known.py``'s ``MAX_LEARNED_CHARACTERS``; each secret is searched in up to 15 forms,
     and each character of them costs its searches tens of bytes). No recording or file brings that many but a
     hostile one: the recording is not saved, ``scan`` stops searching the file and says so."""
 
