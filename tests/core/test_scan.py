@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import base64
 import json
+import tracemalloc
 
 import pytest
 from helpers import finishes_within
@@ -154,3 +155,26 @@ def test_a_secret_holding_a_lone_surrogate_is_scanned_and_redacted(surrogate: st
     redactor = Redactor()
     assert redactor.redact_value(json.loads(line)) == {"password": PLACEHOLDER, "note": "x"}
     assert redactor.redact_text(f"echo {value}!") == f"echo {PLACEHOLDER}!"
+
+
+def test_a_websocket_message_of_megabytes_holding_a_secret_is_scanned_in_a_few_times_its_size() -> None:
+    """A Realtime ``session.update`` of 1 MB of instructions and a ``client_secret``: the changed field is reported
+    beside the secret, and was searched for inside the others (an automaton over a megabyte: 350 MB); on 61fabde
+    the JSON-string pattern took 1.4 GB for 5 MB."""
+    inner = json.dumps(
+        {
+            "type": "session.update",
+            "session": {"instructions": "x" * 1_000_000, "client_secret": {"value": "ek_abc123def456ghi789"}},
+        }
+    )
+    line = json.dumps(
+        {"type": "message", "call_index": 0, "message_index": 0, "t": 0.1, "from": "client", "text": inner}
+    )
+    tracemalloc.start()
+    try:
+        found = list(scan_document(Redactor(), line))
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert peak < 20 * len(line)
+    assert found and any("ek_abc123def456ghi789" in secret for _, secret in found)

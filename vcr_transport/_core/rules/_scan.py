@@ -30,6 +30,7 @@ _NAME_ALONE = re.compile(r"""^\s*(?:-\s+)?["']?(?P<name>[A-Za-z_][A-Za-z0-9_.\-]
 _YAML_ITEM = re.compile(r"^\s*-\s+(?P<value>.+)$")
 _CANDIDATES = 32  # occurrences of the white space after a secret tried, at most
 _LONGEST_SPLIT = 8192  # the longest secret holding white space that is told apart from the next
+_LONGEST_LOOKED_FOR = 4096  # a longer secret is not looked for inside the others: both are reported
 Unsearched = list[tuple[int, str]]  # (line number, why) of each body too large to decode, searched as stored
 
 
@@ -135,12 +136,14 @@ def _yaml_item(redactor: Redactor, line: str, pending_name: str) -> tuple[list[s
 def _report(number: int, found: list[str]) -> Iterator[tuple[int, str]]:
     """Each secret once: one holding another found on the same line is reported as the shorter, one written with
     JSON escapes as the secret it stands for. Linear in the secrets' length: one search of each for the others
-    (a line of 20,000 secrets compared each with each took 19 s)."""
+    (a line of 20,000 secrets compared each with each took 19 s), those of at most ``_LONGEST_LOOKED_FOR``
+    characters (a whole field a rule changed may be megabytes: its search would take hundreds)."""
     distinct = [secret for secret in dict.fromkeys(found) if secret and PLACEHOLDER not in secret]
-    if len(distinct) < 2:
+    looked_for = [utf8(secret) for secret in distinct if len(secret) <= _LONGEST_LOOKED_FOR]
+    if len(distinct) < 2 or not looked_for:
         yield from ((number, secret) for secret in distinct)
         return
-    others = ahocorasick_rs.BytesAhoCorasick([utf8(secret) for secret in distinct])
+    others = ahocorasick_rs.BytesAhoCorasick(looked_for, implementation=ahocorasick_rs.Implementation.ContiguousNFA)
     named = set(distinct)
     for secret in distinct:
         if not _holds_another(others, secret) and _unescaped(secret) not in named:
