@@ -1080,6 +1080,7 @@ _LONG_RUNS: dict[str, Callable[[], object]] = {
     "a run before an HTML entity": lambda: Redactor().redact_text("a" * _RUN + "&#65;"),
     "a run before a \\x escape": lambda: Redactor().redact_text("a" * _RUN + "\\x41"),
     "a run before a double percent-escape": lambda: Redactor().redact_text("a" * _RUN + "%2541"),
+    "a secret behind %XX escapes": lambda: Redactor().redact_text("password=" + "x" * _RUN + "%41&api_key%3Dy"),
     "a stream's long delta": lambda: redact_body((_delta("password=") + _delta("x" * _RUN)).encode(), Redactor()),
 }
 
@@ -1089,11 +1090,12 @@ def test_a_long_run_takes_memory_of_a_few_times_its_length(work: Callable[[], ob
     """The rules' patterns read a JSON string, a run of key characters or a stream's string by repeating a group
     of alternatives, and Python's engine kept a backtracking point per character: 114 bytes each, 127 to 286
     times the text at peak (a 50 MB answer with a secret name took gigabytes to record). Possessive now: the
-    peak is a few copies of the text."""
+    peak is a few copies of the text. A text behind ``%XX`` escapes kept where each decoded byte is written in a
+    list (56 times the text); an array of 8-byte offsets now."""
     tracemalloc.start()
     try:
         work()
         _, peak = tracemalloc.get_traced_memory()
     finally:
         tracemalloc.stop()
-    assert peak < 16 * _RUN
+    assert peak < 20 * _RUN
