@@ -254,8 +254,8 @@ class RedactionLimitError(VcrTransportError):
     hostile one: the recording is not saved, ``scan`` stops searching the file and says so."""
 
     FIX = (
-        "a recording or file with this many distinct secrets is damaged or hostile: delete it, or re-record the "
-        "calls a few at a time"
+        "a file with this many distinct secrets is damaged or hostile: delete it; a recording of this many (thousands "
+        "of signed URLs) records too much in one cassette: split its calls over several"
     )
 
     def __init__(self, limit: int) -> None:

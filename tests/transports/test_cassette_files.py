@@ -225,7 +225,7 @@ def test_a_recording_with_more_secrets_than_a_redactor_remembers_is_not_saved_an
         client.close()
     message = str(raised.value)
     assert "more distinct secrets to remember than a redactor holds (2,000 characters" in message
-    assert "fix: a recording or file with this many distinct secrets is damaged or hostile" in message
+    assert "records too much in one cassette: split its calls over several" in message
     assert "0000Kq7Wx2Lm9Pq3" not in message and OPENAI_KEY not in message
     assert cassette.read_bytes() == before
 

@@ -39,8 +39,9 @@ MIN_PROPAGATED_LENGTH = 8  # shorter values are too likely to occur by chance in
 # searches would take hundreds of megabytes (each character of a form costs each automaton tens of bytes).
 MAX_PROPAGATED_LENGTH = 64 * 1024
 # The written forms a redactor remembers, in characters: a 24-character secret has about 120, an OpenAI project key
-# 1,250, so this is some 35,000 secrets or 3,300 such keys, and about 330 MB of searches. Past it ``Known.learn``
-# raises RedactionLimitError: a hostile file or recording can't make a redactor take unbounded memory.
+# 1,250, a signed S3 URL's signature 490: some 35,000 secrets, 3,300 such keys or 8,500 such URLs, 330 MB of
+# searches. Past it ``Known.learn`` raises RedactionLimitError: a hostile file or recording can't make a redactor
+# take unbounded memory.
 MAX_LEARNED_CHARACTERS = 4 * 1024 * 1024
 _AUTH_SCHEME = lazy_pattern(r"(?P<scheme>[A-Za-z][A-Za-z0-9-]*)\s+(?P<credential>\S{8,})")
 _NUMBER_PATH_OR_DATE = lazy_pattern(
