@@ -180,12 +180,20 @@ def _scan_cassette_line(
     found = _header_secrets(redactor, obj, calls)
     found += scan_name(redactor, obj["test"]) if isinstance(obj.get("test"), str) else []
     cleaned = redactor.redact_value(obj, response=response)
-    found += [before if isinstance(before, str) else json.dumps(before) for before in _removed(obj, cleaned)]
+    found += [secret for before in _removed(obj, cleaned) for secret in _removed_secrets(redactor, before, response)]
     for data in _payloads(obj, number, unsearched):
         found += scan_text(redactor, data.decode("utf-8", "surrogateescape"), response)
     if obj.get("type") == "event":
         calls[obj.get("call_index")].add_event(obj, number)
     return found
+
+
+def _removed_secrets(redactor: Redactor, before: Any, response: bool) -> list[str]:
+    """The secrets of a value redaction changed: those the rules find in it as text (a long field holding one is
+    not reported whole), else the whole value (a parent's name removed it)."""
+    if not isinstance(before, str):
+        return [json.dumps(before)]
+    return scan_text(redactor, before, response) or [before]
 
 
 def _removed(before: Any, after: Any) -> Iterator[Any]:
