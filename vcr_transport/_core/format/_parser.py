@@ -565,10 +565,12 @@ class Parser:
         self.header = obj
         return HeaderLine(format_version=version)
 
-    def _invalid(self, number: int, line: bytes, message: str) -> CassetteError:
+    def _untyped(self, number: int, line: bytes, message: str) -> Any:
+        """The line read without the schema, or the CassetteError of a number past what a reader holds (in a
+        request body, read once the line is checked)."""
         try:
-            obj = JSON_DECODER.decode(line)
-        except msgspec.ValidationError:  # a number past what JSON readers hold, in a request body read lazily
+            return JSON_DECODER.decode(line)
+        except msgspec.ValidationError:
             return self.fail(
                 number,
                 f"unreadable line: {message.partition(' - at ')[0].lower()} (a number of over 4,300 digits, "
@@ -576,7 +578,12 @@ class Parser:
                 "no recording writes such a number: the file is damaged or hostile; re-record the cassette",
             )
         except (msgspec.MsgspecError, RecursionError):  # pragma: no cover - the typed decode read it
-            obj = None
+            return None
+
+    def _invalid(self, number: int, line: bytes, message: str) -> CassetteError:
+        obj = self._untyped(number, line, message)
+        if isinstance(obj, CassetteError):
+            return obj
         kind = obj.get("type") if isinstance(obj, dict) else None
         if not isinstance(obj, dict):
             return self.fail(number, f"expected a JSON object, found {type(obj).__name__}", RERECORD)

@@ -139,15 +139,19 @@ def _report(number: int, found: list[str]) -> Iterator[tuple[int, str]]:
     (a line of 20,000 secrets compared each with each took 19 s), those of at most ``_LONGEST_LOOKED_FOR``
     characters (a whole field a rule changed may be megabytes: its search would take hundreds)."""
     distinct = [secret for secret in dict.fromkeys(found) if secret and PLACEHOLDER not in secret]
-    looked_for = [utf8(secret) for secret in distinct if len(secret) <= _LONGEST_LOOKED_FOR]
-    if len(distinct) < 2 or not looked_for:
-        yield from ((number, secret) for secret in distinct)
-        return
-    others = ahocorasick_rs.BytesAhoCorasick(looked_for, implementation=ahocorasick_rs.Implementation.ContiguousNFA)
-    named = set(distinct)
+    others, named = _search_of(distinct), set(distinct)
     for secret in distinct:
-        if not _holds_another(others, secret) and _unescaped(secret) not in named:
+        if others is None or (not _holds_another(others, secret) and _unescaped(secret) not in named):
             yield number, secret
+
+
+def _search_of(secrets: list[str]) -> ahocorasick_rs.BytesAhoCorasick | None:
+    """The search of ``secrets`` up to ``_LONGEST_LOOKED_FOR`` characters; None for fewer than two, or none
+    that short."""
+    looked_for = [utf8(secret) for secret in secrets if len(secret) <= _LONGEST_LOOKED_FOR]
+    if len(secrets) < 2 or not looked_for:
+        return None
+    return ahocorasick_rs.BytesAhoCorasick(looked_for, implementation=ahocorasick_rs.Implementation.ContiguousNFA)
 
 
 def _holds_another(secrets: ahocorasick_rs.BytesAhoCorasick, secret: str) -> bool:
