@@ -119,9 +119,10 @@ def test_a_file_with_more_secrets_than_a_redactor_remembers_is_searched_up_to_th
     reported, the line where it filled up is noted as where the search stopped (``scan`` exits 1)."""
     monkeypatch.setattr(_known, "MAX_LEARNED_CHARACTERS", 2_000)
     secrets = [f"Pw{index:06d}q7Wx2Lm9" for index in range(100)]
-    unsearched: list[tuple[int, str]] = []
+    unsearched: list[tuple[int, str, str]] = []
     found = list(scan_document(Redactor(), "\n".join(f"password: {secret}" for secret in secrets), unsearched))
-    [(stop, why)] = unsearched
+    [(stop, why, fix)] = unsearched
+    assert "split its calls over several" in fix
     assert 5 < stop < len(secrets)
     assert why.endswith("characters of their written forms): the rest of the file was not searched")
     assert found == list(enumerate(secrets[: stop - 1], start=1))

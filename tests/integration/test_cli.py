@@ -363,6 +363,7 @@ def test_scan_of_a_file_with_more_secrets_than_it_remembers_exits_1_naming_the_l
     out = capsys.readouterr().out
     problem = next(line for line in out.splitlines() if "the rest of the file was not searched" in line)
     assert problem.startswith(f"PROBLEM {hostile}:") and "more distinct secrets to remember" in problem
+    assert "fix: a file with this many distinct secrets is damaged or hostile: delete it" in out
     assert "2 files scanned" in out and "q7Wx2Lm9" not in out
 
 

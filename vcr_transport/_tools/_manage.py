@@ -391,10 +391,12 @@ def _scan_file(path: Path, redactor: Redactor) -> tuple[list[tuple[int, str]], l
         text = path.read_text(encoding="utf-8", errors="surrogateescape")
     except OSError:
         return [], []
-    unsearched: list[tuple[int, str]] = []
+    unsearched: list[tuple[int, str, str]] = []
     try:
         found = [(number, _masked(secret)) for number, secret in scan_document(redactor, text, unsearched)]
-        return found, [Problem(shown_path(path), number, why, _BOMB_FIX) for number, why in dict.fromkeys(unsearched)]
+        return found, [
+            Problem(shown_path(path), number, why, fix or _BOMB_FIX) for number, why, fix in dict.fromkeys(unsearched)
+        ]
     except RecursionError:
         pass
     lines = text.splitlines(keepends=True)  # numbered as scan_document numbers them

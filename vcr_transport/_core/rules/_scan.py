@@ -31,7 +31,9 @@ _YAML_ITEM = re.compile(r"^\s*-\s+(?P<value>.+)$")
 _CANDIDATES = 32  # occurrences of the white space after a secret tried, at most
 _LONGEST_SPLIT = 8192  # the longest secret holding white space that is told apart from the next
 _LONGEST_LOOKED_FOR = 4096  # a longer secret is not looked for inside the others: both are reported
-Unsearched = list[tuple[int, str]]  # (line number, why) of each body too large to decode, searched as stored
+# (line number, why, fix) of each line not searched whole: a body too large to decode, searched as stored (the
+# caller's fix, ""), or where the redactor held all the secrets it remembers (RedactionLimitError's).
+Unsearched = list[tuple[int, str, str]]
 
 
 def scan_text(redactor: Redactor, text: str, response: bool = False) -> list[str]:
@@ -112,7 +114,7 @@ def scan_document(redactor: Redactor, text: str, unsearched: Unsearched | None =
         yield from _stream_secrets(redactor, calls, unsearched)
         yield from _pem_secrets(redactor, text)
     except RedactionLimitError as error:
-        unsearched.append((number, f"{error}: the rest of the file was not searched"))
+        unsearched.append((number, f"{error}: the rest of the file was not searched", error.FIX))
 
 
 def _pem_secrets(redactor: Redactor, text: str) -> Iterator[tuple[int, str]]:
@@ -230,7 +232,7 @@ def _decoded(data: bytes, encodings: list[str], number: int, unsearched: Unsearc
     try:
         return decode_stacked(data, encodings)
     except DecodedTooLarge as error:
-        unsearched.append((number, f"{error}: searched as stored, not decoded"))
+        unsearched.append((number, f"{error}: searched as stored, not decoded", ""))
         return data
 
 
