@@ -392,6 +392,7 @@ def _lines_run(module_file: str, run: Any) -> int:
     return count
 
 
+@pytest.mark.slow  # traces every line of the pairing of 6,000 calls: 11 s
 def test_pairing_many_changed_calls_grows_linearly() -> None:
     """Every request changed, on one route: pairing 4 times the calls runs about 4 times the lines (before: 16
     times in the pairing itself, 7 times in all, each call of B rescanning every unpaired call of A)."""

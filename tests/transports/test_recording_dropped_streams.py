@@ -353,6 +353,7 @@ def test_iterating_a_dropped_stream_again_fails_as_live(slow: Upstream, cassette
 
 
 @TRIO_WARNINGS
+@pytest.mark.slow  # 10 s each
 @pytest.mark.usefixtures("no_gc")
 @pytest.mark.parametrize("runner", ["trio", "asyncio"])
 def test_openai_async_stream_abandoned(upstream: Upstream, cassette: Path, runner: str) -> None:
