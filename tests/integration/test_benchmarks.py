@@ -5,6 +5,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
+import httpx2
 import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
@@ -124,3 +125,22 @@ def test_learned_values_compares_new_secrets_with_one_repeated() -> None:
     assert row["texts"] == 40 and row["distinct_s"] > 0 and row["same_secret_s"] > 0
     assert row["ratio"] > 0 and row["distinct_us_per_text"] > 0
     assert learned_values._texts(3, True) != learned_values._texts(3, False)
+
+
+def test_design_floor_serves_every_chunk_from_the_minimal_replayer(tmp_path: Path) -> None:
+    from benchmarks import design_floor
+
+    rows = design_floor.replay_floor(tmp_path, repeats=1, calls=2, chunks=5)  # raises when the counts differ
+    assert [row["name"] for row in rows] == [
+        "floor: httpx2.MockTransport",
+        "minimal replayer of the format",
+        "vcr_transport cold",
+        "vcr_transport warm",
+        "the lines decoded alone",
+    ]
+    calls = run.workload(json_calls=2, sse_calls=2, chunks=5)
+    transport = design_floor.minimal_transport(tmp_path / "bench.jsonl")
+    with httpx2.Client(transport=transport) as client:
+        bodies = [client.post(design_floor.BASE_URL + call.path, json={"kind": call.kind, "n": call.number}).content
+                  for call in calls]  # fmt: skip
+    assert bodies == [b"".join(call.chunks) for call in calls]
