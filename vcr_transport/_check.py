@@ -19,7 +19,7 @@ import warnings
 from collections.abc import AsyncIterator, Callable, Iterator
 from typing import Any
 
-from ._core.format._bodies import body_headers, redact_url
+from ._core.format._bodies import body_headers, decoded_headers, redact_url
 from ._core.format._format import RecordedCall
 from ._core.format._sse import ProtocolEnd
 from ._core.views._pairing import LivePairing, Unpaired
@@ -134,7 +134,9 @@ class ShapeChecker:
     def _answer(self, request: Any, number: int, recorded: RecordedCall | None, response: Any) -> Any:
         """The live response in the caller's library, compared with ``recorded`` once its body has been read."""
         library = library_of(request)
+        content = body_already_read(response)
         status, headers = response.status_code, header_pairs(response.headers)
+        headers = headers if content is None else decoded_headers(headers)
 
         def ended(chunks: list[bytes], complete: bool) -> None:
             if recorded is None:
@@ -144,7 +146,6 @@ class ShapeChecker:
                 return
             self._compare(recorded, live_answer(recorded, status, headers, chunks))
 
-        content = body_already_read(response)
         if content is not None:
             ended([content], True)
             return response_in(library, response)

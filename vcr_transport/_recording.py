@@ -23,6 +23,7 @@ from ._core.engine._matching import RequestMatcher
 from ._core.engine._options import Options
 from ._core.engine._quiet import QuietComparison
 from ._core.engine._websocket import Close, SessionRecording
+from ._core.format._bodies import decoded_headers
 from ._core.format._format import header_line
 from ._core.rules._redaction import Redactor, RedactWithError
 from ._exceptions import CassetteError, RecordingNotSavedWarning, RedactionLimitError, VcrTransportError
@@ -669,8 +670,11 @@ class _RecordingBase(TransportLifecycle):
     def _wrap(self, request: HttpRequest, response: Any, call: _Call) -> Any:
         """The inner transport's response, in the caller's library, recorded as the caller reads it."""
         library = library_of(request)
-        call.response(response.status_code, header_pairs(response.headers), http_version(response))
         content = body_already_read(response)
+        headers = header_pairs(response.headers)
+        call.response(
+            response.status_code, headers if content is None else decoded_headers(headers), http_version(response)
+        )
         if content is not None:
             call.chunk(content)
             call.end("complete")

@@ -98,6 +98,12 @@ def test_redact_body_and_an_encoded_body() -> None:
     assert clean.feed(plain, "a") + clean.finish() == [(plain, "a")]  # nothing found: as it came
 
 
+def test_a_body_that_is_not_what_its_encoding_says_is_searched_as_bytes() -> None:
+    lying = EncodedBodyRedactor(Redactor(), "gzip")  # a plain body under ``content-encoding: gzip``
+    out = lying.feed(f'{{"text": "key {KEY}"}}'.encode(), "a") + lying.finish()
+    assert out == [(f'{{"text": "key {PLACEHOLDER}"}}'.encode(), "a")]
+
+
 def test_a_binary_body_is_searched_as_bytes() -> None:
     pdf = b"%PDF-1.7\n\x00\x01\xff binary " + f"api_key={KEY}".encode() + b" \x00\x02 trailer"
     binary = BinaryBodyRedactor(Redactor())

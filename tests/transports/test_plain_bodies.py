@@ -84,3 +84,40 @@ def test_the_option_reaches_use_cassette_recordings(upstream: Upstream, tmp_path
 def test_plain_bodies_must_be_a_bool(tmp_path: Path) -> None:
     with pytest.raises(TypeError, match="option plain_bodies must be True or False"):
         vcr_transport.transport(tmp_path / "x.jsonl", mode="record", plain_bodies="yes")
+
+
+def test_a_response_its_transport_hands_back_read_is_stored_decoded_and_redacted(tmp_path: Path) -> None:
+    # httpx2.MockTransport (a Response built with content=) hands its response back read: its ``content`` is the
+    # body decoded, so the cassette stores that, without the gzip header that would have it decoded again (by the
+    # recorder's redaction, which kept it unredacted; by the client on replay, which failed).
+    import gzip
+    import json
+
+    import httpx2
+    import openai
+    from real_wire import real_headers
+
+    key = "sk-proj-Xq7Lm2Pz9Rt4Vb6Nc1Kd8Hw3Js5Gf0Ay2Eu9Oi4TyT3BlbkFJMn6Bv8Cx1Za3Sd5Fg7Hj9Kl2Qw4Er6"
+    answer = {"id": "chatcmpl-1", "object": "chat.completion", "created": 0, "model": "m",
+              "choices": [{"index": 0, "finish_reason": "stop",
+                           "message": {"role": "assistant", "content": "your key is " + key}}]}  # fmt: skip
+    packed = gzip.compress(json.dumps(answer).encode(), mtime=0)
+    headers = [*real_headers("openai"), ("content-type", "application/json"), ("content-encoding", "gzip")]
+
+    def handler(request: httpx2.Request) -> httpx2.Response:
+        return httpx2.Response(200, headers=headers, content=packed)
+
+    path = tmp_path / "read.jsonl"
+
+    def ask(transport: Any) -> str:
+        with httpx2.Client(transport=transport) as http:
+            client = openai.OpenAI(api_key="sk-test", base_url="https://api.openai.com/v1", http_client=http)
+            reply = client.chat.completions.create(model="m", messages=[{"role": "user", "content": "key?"}])
+        return str(reply.choices[0].message.content)
+
+    assert ask(vcr_transport.RecordingTransport(httpx2.MockTransport(handler), path)) == "your key is " + key
+    text = path.read_text(encoding="utf-8")
+    assert key not in text and "your key is [secret removed]" in text
+    response = next(line for line in cassette_lines(path) if line["type"] == "response")
+    assert "content-encoding" not in [name.lower() for name, _ in response["headers"]]
+    assert ask(vcr_transport.ReplayTransport(path)) == "your key is [secret removed]"

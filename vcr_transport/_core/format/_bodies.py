@@ -32,6 +32,7 @@ __all__ = [
     "content_type_of",
     "decode_stacked",
     "decoded_body",
+    "decoded_headers",
     "encode_stacked",
     "is_media",
     "multipart_boundary",
@@ -368,6 +369,15 @@ def content_encodings(headers: Iterable[tuple[str, str]]) -> list[str]:
         if name.lower() == "content-encoding":
             found += [e.strip().lower() for e in value.split(",") if e.strip().lower() not in ("", "identity")]
     return found
+
+
+def decoded_headers(headers: list[tuple[str, str]]) -> list[tuple[str, str]]:
+    """The headers of a body kept decoded (what a transport that handed its response back read gives as its
+    ``content``): without the content-encoding and the encoded length, which would have the body decoded again,
+    by a replaying client and by the recorder's redaction (which keeps what it can't decode as it came)."""
+    if not content_encodings(headers):
+        return headers
+    return [(name, value) for name, value in headers if name.lower() not in ("content-encoding", "content-length")]
 
 
 def content_encoding(headers: Iterable[tuple[str, str]]) -> str:

@@ -286,8 +286,8 @@ class HeldBodyRedactor:
 
 
 class EncodedBodyRedactor(HeldBodyRedactor):
-    """A content-encoded body, redacted decoded (as ``redact_body``) and encoded again; kept as it came if it
-    doesn't decode. ``finish`` raises DecodedTooLarge past ``MAX_DECODED_BYTES``."""
+    """A content-encoded body, redacted decoded (as ``redact_body``) and encoded again; searched as bytes
+    (``redact_binary``) if it doesn't decode. ``finish`` raises DecodedTooLarge past ``MAX_DECODED_BYTES``."""
 
     def __init__(self, redactor: Redactor, encoding: str, max_buffer: int = 64 * 1024 * 1024) -> None:
         encodings = content_encodings([("content-encoding", encoding)])
@@ -296,8 +296,8 @@ class EncodedBodyRedactor(HeldBodyRedactor):
 
     def redacted(self, body: bytes) -> bytes | None:
         decoded = decode_stacked(body, self._encodings)
-        if decoded is None:
-            return None
+        if decoded is None:  # not what its header says (a plain body under ``gzip``): searched as bytes
+            return self._redactor.redact_binary(body)
         redacted = redact_body(decoded, self._redactor)
         return None if redacted == decoded else encode_stacked(redacted, self._encodings)
 
