@@ -8,7 +8,14 @@ import json
 from typing import Any
 
 from vcr_transport import PLACEHOLDER, Redactor
-from vcr_transport._core.rules._deltas import changed_span, delta_channels, delta_edits, delta_texts, split_edited
+from vcr_transport._core.rules._deltas import (
+    changed_span,
+    cut_tails,
+    delta_channels,
+    delta_edits,
+    delta_texts,
+    split_edited,
+)
 
 KEY = "sk-proj-Ab3dEf6hIj9kLm2nOp5qRs8tUv1wXy4z"
 
@@ -106,3 +113,10 @@ def test_changed_span_and_split_edited_keep_boundaries_outside_edits() -> None:
     pieces = split_edited(original, [(4, 10, b"[R]")], [6, 4, 4])
     assert pieces == [b"aaaa[R]", b"", b"bbbb"]
     assert b"".join(pieces) == b"aaaa[R]bbbb"
+
+
+def test_cut_tails_are_the_key_characters_after_a_piece_that_ends_with_the_placeholder() -> None:
+    values = ["key ", PLACEHOLDER, "Ab3_dE-f9", "gH2.iJ4. Then ", PLACEHOLDER, " and", PLACEHOLDER + " x"]
+    text = "".join(values)
+    assert [text[start:end] for start, end in cut_tails(values)] == ["Ab3_dE-f9gH2.iJ4"]  # a dot only inside
+    assert cut_tails(["a ", PLACEHOLDER + "b", "cd"]) == []  # the placeholder doesn't end its piece

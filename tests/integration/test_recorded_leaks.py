@@ -272,3 +272,42 @@ def test_a_key_written_encoded_across_stream_deltas_is_removed(tmp_path: Path, e
     client.close()
     written = path.read_text()
     assert not [piece for piece in pieces[1:4] if piece in written]
+
+
+def _stream_of(pieces: list[str]) -> bytes:
+    def event(content: str) -> str:
+        delta = {"index": 0, "delta": {"content": content}, "finish_reason": None}
+        chunk = {"id": "c", "object": "chat.completion.chunk", "created": 1, "model": "m", "choices": [delta]}
+        return f"data: {json.dumps(chunk)}\n\n"
+
+    return ("".join(map(event, pieces)) + "data: [DONE]\n\n").encode()
+
+
+@pytest.mark.parametrize("cut", [30, 40, 60])
+def test_a_key_cut_after_a_first_piece_of_its_shape_leaves_none_of_its_rest(tmp_path: Path, cut: int) -> None:
+    """The first delta holds enough of the key to be a key's shape on its own: its line loses it, and the rest,
+    which the next deltas carry and which alone is no key's shape, goes too (it was written as it came)."""
+    from real_wire import real_headers
+
+    key = "sk-proj-Xq7Lm2Pz9Rt4Vb6Nc1Kd8Hw3Js5Gf0Ay2Eu9Oi4TyT3BlbkFJMn6Bv8Cx1Za3Sd5Fg7Hj9Kl2Qw4Er6Ty8Ui0Op2As4Df6"
+    pieces = ["Your key is ", key[:cut], key[cut : cut + 20], key[cut + 20 :], ". Keep it safe."]
+    body = _stream_of(pieces)
+    headers = [*real_headers("openai"), ("content-type", "text/event-stream")]
+    path = tmp_path / "c.jsonl"
+    client = _openai(path, lambda request: httpx.Response(200, content=body, headers=headers))
+    stream = client.chat.completions.create(model="m", messages=[{"role": "user", "content": "key?"}], stream=True)
+    assert "".join(chunk.choices[0].delta.content or "" for chunk in stream) == "".join(pieces)
+    client.close()
+    written = path.read_text()
+    assert key[cut + 4 :][:8] not in written and key[-8:] not in written
+    sse = "".join(json.loads(line)["text"] for line in written.splitlines() if '"event"' in line)
+    chunks = [json.loads(event[6:]) for event in sse.split("\n\n") if event.startswith("data: {")]
+    assert (
+        "".join(chunk["choices"][0]["delta"]["content"] for chunk in chunks)
+        == "Your key is [secret removed]. Keep it safe."
+    )
+    empty = '\\"content\\": \\"\\"'  # the first piece of the rest, emptied: the rest put back there by hand
+    leaked = tmp_path / "leaked.jsonl"
+    leaked.write_text(written.replace(empty, empty[:-2] + key[cut:] + '\\"', 1))
+    code, out = _scan(leaked)
+    assert code == 1 and key[cut : cut + 4] in out

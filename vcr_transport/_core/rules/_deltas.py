@@ -12,11 +12,20 @@ from typing import Any, TypeVar
 
 import msgspec
 
-from ..format._format import decode_json, encode_string
+from ..format._format import PLACEHOLDER, decode_json, encode_string
 from ..format._sse import data_of, decode_events
 from ._redaction import Redactor
 
-__all__ = ["Edit", "changed_span", "delta_channels", "delta_edits", "delta_texts", "edit_of", "split_edited"]
+__all__ = [
+    "Edit",
+    "changed_span",
+    "cut_tails",
+    "delta_channels",
+    "delta_edits",
+    "delta_texts",
+    "edit_of",
+    "split_edited",
+]
 
 Edit = tuple[int, int, bytes]  # replace original[start:end] with these bytes
 Piece = tuple[int, int, str]  # a JSON string's raw span in the body, and its value
@@ -271,23 +280,46 @@ def _chat_decoder() -> msgspec.json.Decoder[list[_ChatChunk]]:
     return msgspec.json.Decoder(list[_ChatChunk])
 
 
+# The rest of a secret cut at a piece's end: a run of key characters (dots inside it, as in a JWT).
+_TAIL = re.compile(r"[A-Za-z0-9_+/=-]++(?:\.[A-Za-z0-9_+/=-]++)*+")
+
+
 def delta_edits(body: bytes, redactor: Redactor) -> list[Edit]:
     """Edits removing each secret in a channel's joined text from the pieces carrying it: the first gets the
     replacement, the others lose their part. Spans are sought only when ``delta_texts`` holds a secret."""
     if not _may_carry_deltas(body) or not any(
-        len(values) > 1
-        and redactor.could_redact(text := "".join(values))
-        and redactor.redact_text(text, response=True) != text
-        for values in delta_texts(body).values()
+        len(values) > 1 and _redacted(values, redactor) != "".join(values) for values in delta_texts(body).values()
     ):
         return []
     edits: list[Edit] = []
     for pieces in delta_channels(body).values():
-        text = "".join(value for _, _, value in pieces)
-        redacted = redactor.redact_text(text, response=True) if len(pieces) > 1 else text
+        values = [value for _, _, value in pieces]
+        text = "".join(values)
+        redacted = _redacted(values, redactor) if len(pieces) > 1 else text
         if redacted != text:  # (a whole piece was searched with its line)
             edits += _piece_edits(pieces, *edit_of(text, redacted))
     return sorted(edits)
+
+
+def _redacted(values: Sequence[str], redactor: Redactor) -> str:
+    """A channel's pieces joined and redacted, without the rests of secrets cut at a piece's end (``cut_tails``)."""
+    text = "".join(values)
+    bounds = [(0, 0), *cut_tails(values), (len(text), 0)]
+    kept = "".join(text[end:following] for (_, end), (following, _) in itertools.pairwise(bounds))
+    return redactor.redact_text(kept, response=True) if redactor.could_redact(kept) else kept
+
+
+def cut_tails(values: Sequence[str]) -> list[tuple[int, int]]:
+    """Where, in a channel's pieces joined, the rest of a secret is that the redaction of their lines cut at a
+    piece's end: a piece that ends with the placeholder left the key characters that the pieces after it start
+    with (the first part of a key was a key's shape on its own, the rest alone is none)."""
+    text, cuts, start = "".join(values), [], 0
+    for value in values[:-1]:
+        start += len(value)
+        tail = _TAIL.match(text, start) if value.endswith(PLACEHOLDER) else None
+        if tail is not None:
+            cuts.append(tail.span())
+    return cuts
 
 
 def _piece_edits(pieces: list[Piece], start: int, end: int, replacement: str) -> list[Edit]:

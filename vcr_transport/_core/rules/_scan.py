@@ -18,7 +18,7 @@ import ahocorasick_rs
 from ..._exceptions import RedactionLimitError
 from ..format._bodies import DecodedTooLarge, content_encodings, decode_stacked
 from ._catalogue import PREFIX_PATTERNS
-from ._deltas import delta_channels, edit_of
+from ._deltas import cut_tails, delta_channels, edit_of
 from ._known import utf8
 from ._redaction import PLACEHOLDER, Redactor
 from ._stream import redact_body
@@ -255,6 +255,17 @@ def _stream_secrets(redactor: Redactor, calls: dict[Any, _Call], unsearched: Uns
         body = _decoded(bytes(call.payload), call.encodings, call.first_line, unsearched)
         if body is None or redact_body(body, redactor) == body:
             continue
-        texts = body.decode("utf-8", "surrogateescape").splitlines()
-        texts += ["".join(value for _, _, value in pieces) for pieces in delta_channels(body).values()]
-        yield from _report(call.first_line, [secret for text in texts for secret in scan_text(redactor, text, True)])
+        texts, tails = _channel_texts(body)
+        texts += body.decode("utf-8", "surrogateescape").splitlines()
+        found = [secret for text in texts for secret in scan_text(redactor, text, True)]
+        yield from _report(call.first_line, tails + found)
+
+
+def _channel_texts(body: bytes) -> tuple[list[str], list[str]]:
+    """Each delta channel's text, joined, and the rests of secrets cut at a piece's end in them (``cut_tails``)."""
+    texts, tails = [], []
+    for pieces in delta_channels(body).values():
+        values = [value for _, _, value in pieces]
+        texts.append("".join(values))
+        tails += [texts[-1][start:end] for start, end in cut_tails(values)]
+    return texts, tails
