@@ -179,9 +179,12 @@ def test_a_key_glued_to_a_word_is_removed_and_scan_flags_it(glued: str) -> None:
     assert _scanned(text), text
 
 
+LEGACY_OPENAI = "sk-" + "Xq7Lm2Pz9Rt4Vb6Nc1Kd" + "T3BlbkFJ" + "Hw8Js3Gf5Ay0Eu2Oi7Ty"
+
+
 def test_realtime_browser_subprotocol_loses_its_key() -> None:
     """OpenAI's documented browser authentication for Realtime: the key rides in Sec-WebSocket-Protocol."""
-    for key in (KEY, EPHEMERAL):
+    for key in (KEY, EPHEMERAL, LEGACY_OPENAI):
         value = f"realtime, openai-insecure-api-key.{key}, openai-beta.realtime-v1"
         headers = Redactor().redact_headers([("Sec-WebSocket-Protocol", value)])
         assert headers == [

@@ -641,6 +641,7 @@ def _handshake_as(cassette: Path, changes: dict[str, str]) -> None:
     cassette.write_text("".join(json.dumps(line) + "\n" for line in lines))
 
 
+LEGACY_OPENAI_KEY = "sk-" + "Xq7Lm2Pz9Rt4Vb6Nc1Kd" + "T3BlbkFJ" + "Hw8Js3Gf5Ay0Eu2Oi7Ty"
 OPENAI_3_3_HANDSHAKE = {
     "accept": "*/*",
     "content-type": "text/plain",
@@ -677,3 +678,23 @@ def test_what_the_app_chose_in_a_handshake_still_mismatches(
         with _openai_client(server).realtime.connect(model=model):
             pass
     assert caught.value.field_path == field
+
+
+@pytest.mark.parametrize("kind", ["project", "legacy"])
+def test_a_key_in_the_browser_subprotocol_is_not_written(tmp_path: Path, server: RealtimeServer, kind: str) -> None:
+    """Realtime's browser authentication: the key in ``Sec-WebSocket-Protocol`` as ``openai-insecure-api-key.<key>``
+    (glued to the word by a dot), a project key or a legacy user key; the cassette has neither, scan flags it."""
+    from vcr_transport._tools._cli import main as cli
+
+    key = {"project": "sk-proj-Xq7Lm2Pz9Rt4Vb6Nc1Kd8Hw3Js5Gf0Ay2Eu9Oi4Ty", "legacy": LEGACY_OPENAI_KEY}[kind]
+    protocols = ["realtime", f"openai-insecure-api-key.{key}", "openai-beta.realtime-v1"]
+    cassette = tmp_path / "browser.jsonl"
+    with vcr_transport.use_cassette(cassette, mode="record"):
+        client = _openai_client(server)
+        with client.realtime.connect(model="gpt-realtime", websocket_connection_options={"subprotocols": protocols}):
+            pass
+    written = cassette.read_text()
+    assert key not in written and "openai-insecure-api-key.[secret removed]" in written
+    planted = tmp_path / "planted.jsonl"
+    planted.write_text(written.replace("openai-insecure-api-key.[secret removed]", f"openai-insecure-api-key.{key}"))
+    assert cli(["scan", str(planted)]) == 1

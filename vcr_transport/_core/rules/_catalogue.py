@@ -361,6 +361,7 @@ def may_hold_prefixed(data: bytes) -> bool:
 # which the lookbehind passes by: found unless a run of 16 or more base64 characters precedes the separator (media).
 _GLUED_SHAPES = {
     "sk-proj- sk-ant- sk-svcacct- sk-admin-": "[A-Za-z0-9_-]{20,}",
+    "sk-": "[A-Za-z0-9]{20}T3BlbkFJ[A-Za-z0-9]{20}",  # OpenAI's legacy user keys
     "ghp_ gho_ ghu_ ghs_ ghr_": "[A-Za-z0-9]{36,}",
     "github_pat_": "[A-Za-z0-9_]{60,}",
     "glpat-": "[A-Za-z0-9_-]{20,}",
