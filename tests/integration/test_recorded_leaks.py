@@ -311,3 +311,61 @@ def test_a_key_cut_after_a_first_piece_of_its_shape_leaves_none_of_its_rest(tmp_
     leaked.write_text(written.replace(empty, empty[:-2] + key[cut:] + '\\"', 1))
     code, out = _scan(leaked)
     assert code == 1 and key[cut : cut + 4] in out
+
+
+def _coded(encoding: str, data: bytes, undo: bool = False) -> bytes:
+    """``data`` encoded by ``encoding``'s codings in order (``undo``: decoded, last first)."""
+    import gzip
+    import zlib
+
+    import brotli
+
+    encode = {"gzip": lambda d: gzip.compress(d, mtime=0), "deflate": zlib.compress, "br": brotli.compress}
+    decode = {"gzip": gzip.decompress, "deflate": zlib.decompress, "br": brotli.decompress}
+    names = [part.strip() for part in encoding.split(",") if part.strip()]
+    for name in reversed(names) if undo else names:
+        data = (decode if undo else encode)[name](data)
+    return data
+
+
+OPAQUE = "Zq8Rm3Tn6Wp1Ks4Lv7Hx2Cd5Fb9Gj0Ny"  # no shape: removed by its field's name only
+_FORM = "application/x-www-form-urlencoded"
+BODIES = {
+    "deflate json": ({"content-type": "application/json", "content-encoding": "deflate"}, json.dumps({"note": KEY})),
+    "br json": ({"content-type": "application/json", "content-encoding": "br"}, json.dumps({"note": KEY})),
+    "gzip, gzip json": ({"content-type": "application/json", "content-encoding": "gzip, gzip"}, json.dumps({"k": KEY})),
+    "form client+secret": ({"content-type": _FORM}, f"grant=x&client+secret={OPAQUE}"),
+    "form user[password]": ({"content-type": _FORM}, f"user[password]={OPAQUE}&a=b"),
+    "form token[]": ({"content-type": _FORM}, f"token[]={OPAQUE}"),
+    "multipart api_key": (
+        {"content-type": "multipart/form-data; boundary=xyz"},
+        f'--xyz\r\nContent-Disposition: form-data; name="api_key"\r\n\r\n{OPAQUE}\r\n--xyz--\r\n',
+    ),
+}
+
+
+@pytest.mark.parametrize("kind", list(BODIES))
+def test_scan_flags_what_recording_removes_from_a_request_body_of_every_kind(tmp_path: Path, kind: str) -> None:
+    """Recording stores a request body by its type and encoding (decoded, redacted, encoded again; a form by its
+    fields' names; multipart by its parts'): scan reads the body the same way, so a value put back is flagged.
+    It read only gzip, and forms and multipart as free text."""
+    from real_wire import real_headers
+
+    headers, text = BODIES[kind]
+    secret = KEY if KEY in text else OPAQUE
+    encoding = headers.get("content-encoding", "")
+    path = tmp_path / "c.jsonl"
+    answer = [*real_headers("openai"), ("content-type", "application/json")]
+    mock = httpx.MockTransport(lambda request: httpx.Response(200, json=ANSWER, headers=answer))
+    with httpx.Client(transport=vcr_transport.RecordingTransport(mock, path)) as client:
+        client.post("https://api.openai.com/v1/files", content=_coded(encoding, text.encode()), headers=headers)
+    lines = [json.loads(line) for line in path.read_text().splitlines()]
+    body = lines[1]["body"]
+    stored = _coded(encoding, base64.b64decode(body["base64"]), undo=True).decode() if encoding else body["text"]
+    assert secret not in stored and "[secret removed]" in stored
+    planted = stored.replace("[secret removed]", secret)
+    packed = base64.b64encode(_coded(encoding, planted.encode())).decode()
+    lines[1]["body"] = {"base64": packed} if encoding else {"text": planted}
+    path.write_text("".join(json.dumps(line) + "\n" for line in lines))
+    code, out = _scan(path)
+    assert code == 1 and secret[:4] in out

@@ -23,6 +23,7 @@ __all__ = [
     "MAX_RATIO",
     "DecodedBody",
     "DecodedTooLarge",
+    "NO_REDACTION",
     "MultipartPart",
     "binary_body",
     "body_headers",
@@ -201,7 +202,7 @@ def _stored_encoded(content: bytes, content_type: str, redactor: Redactor, encod
     if decoded is None:  # an encoding this Python can't undo: kept as it came (documented)
         return as_came
     redacted = stored_body(decoded, content_type, redactor)
-    if redacted == stored_body(decoded, content_type, _NO_REDACTION):
+    if redacted == stored_body(decoded, content_type, NO_REDACTION):
         return as_came
     clean = stored_body_bytes(redacted)
     encoded = encode_stacked(clean, encodings)
@@ -227,7 +228,7 @@ class _NoRedaction:
         return False
 
 
-_NO_REDACTION: Any = _NoRedaction()
+NO_REDACTION: Any = _NoRedaction()
 
 
 def stored_body_bytes(stored: StoredBody) -> bytes:

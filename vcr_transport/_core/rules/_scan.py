@@ -16,7 +16,15 @@ from typing import Any
 import ahocorasick_rs
 
 from ..._exceptions import RedactionLimitError
-from ..format._bodies import DecodedTooLarge, content_encodings, decode_stacked
+from ..format._bodies import (
+    NO_REDACTION,
+    DecodedTooLarge,
+    body_headers,
+    content_encodings,
+    decode_stacked,
+    stored_body,
+    stored_body_bytes,
+)
 from ._catalogue import PREFIX_PATTERNS
 from ._deltas import cut_tails, delta_channels, edit_of
 from ._known import utf8
@@ -37,9 +45,13 @@ Unsearched = list[tuple[int, str, str]]
 
 
 def scan_text(redactor: Redactor, text: str, response: bool = False) -> list[str]:
-    """The secrets the rules would remove from ``text``, as they stand: a changed span is split at the unchanged
-    text between placeholders; at white space, which a secret may hold too, where it last follows a whole one."""
-    redacted = redactor.redact_text(text, response=response)
+    """The secrets the rules would remove from ``text``, as they stand (``_secrets_in``)."""
+    return _secrets_in(redactor, text, redactor.redact_text(text, response=response), response)
+
+
+def _secrets_in(redactor: Redactor, text: str, redacted: str, response: bool) -> list[str]:
+    """The secrets removed from ``text`` in ``redacted``: the changed span split at the unchanged text between
+    placeholders; at white space, which a secret may hold too, where it last follows a whole one."""
     if redacted == text:
         return []
     start, end, replaced = edit_of(text, redacted)
@@ -183,10 +195,11 @@ def _scan_cassette_line(
     if not isinstance(obj, dict):
         return []
     response = obj.get("type") in ("response", "event")
-    found = _header_secrets(redactor, obj, calls)
+    found, pairs = _header_secrets(redactor, obj, calls)
     found += scan_name(redactor, obj["test"]) if isinstance(obj.get("test"), str) else []
     cleaned = redactor.redact_value(obj, response=response)
     found += [secret for before in _removed(obj, cleaned) for secret in _removed_secrets(redactor, before, response)]
+    found += _body_secrets(redactor, obj, pairs, number, unsearched)
     for data in _payloads(obj, number, unsearched):
         found += scan_text(redactor, data.decode("utf-8", "surrogateescape"), response)
     if obj.get("type") == "event":
@@ -214,17 +227,50 @@ def _removed(before: Any, after: Any) -> Iterator[Any]:
         yield before
 
 
-def _header_secrets(redactor: Redactor, obj: dict[str, Any], calls: defaultdict[Any, _Call]) -> list[str]:
-    """The secrets in a line's headers, taken out of it (a response's content-encodings noted)."""
+def _header_secrets(
+    redactor: Redactor, obj: dict[str, Any], calls: defaultdict[Any, _Call]
+) -> tuple[list[str], list[tuple[str, str]]]:
+    """The secrets in a line's headers, taken out of it (a response's content-encodings noted), and the headers."""
     headers = obj.get("headers")
     if not (isinstance(headers, list) and all(isinstance(pair, list) and len(pair) == 2 for pair in headers)):
-        return []
+        return [], []
     pairs = [(str(name), str(value)) for name, value in headers]
     found = [v for (_, v), (_, r) in zip(pairs, redactor.redact_headers(pairs), strict=True) if v != r]
     if obj.get("type") == "response":
         calls[obj.get("call_index")].encodings = content_encodings(pairs)
     del obj["headers"]
-    return found
+    return found, pairs
+
+
+def _body_secrets(
+    redactor: Redactor, obj: dict[str, Any], pairs: list[tuple[str, str]], number: int, unsearched: Unsearched
+) -> list[str]:
+    """What recording would remove from a request's body: its bytes, decoded, stored again by the recorder's own
+    ``stored_body`` (forms by their fields' names, multipart parts by theirs, JSON by its keys), with redaction
+    and without."""
+    body = obj.get("body")
+    if obj.get("type") != "request" or not isinstance(body, dict) or "json" in body:
+        return []  # a JSON body as stored was read with the line (``redact_value``)
+    data = _body_bytes(body, pairs, number, unsearched)
+    if data is None:
+        return []
+    content_type = body_headers(pairs)[0]
+    plain, redacted = (stored_body_bytes(stored_body(data, content_type, r)) for r in (NO_REDACTION, redactor))
+    text = plain.decode("utf-8", "surrogateescape")
+    return _secrets_in(redactor, text, redacted.decode("utf-8", "surrogateescape"), False)
+
+
+def _body_bytes(
+    body: dict[str, Any], pairs: list[tuple[str, str]], number: int, unsearched: Unsearched
+) -> bytes | None:
+    """The bytes a stored request body stands for, decoded by its content-encodings (gzip also unsaid); None
+    when it is no body (its line's reading reports that) or doesn't decode."""
+    try:
+        data = stored_body_bytes(body)
+    except (ValueError, TypeError, KeyError):
+        return None
+    encodings = content_encodings(pairs) or (["gzip"] if data.startswith(b"\x1f\x8b") else [])
+    return _decoded(data, encodings, number, unsearched) if encodings else data
 
 
 def _decoded(data: bytes, encodings: list[str], number: int, unsearched: Unsearched) -> bytes | None:
@@ -237,15 +283,13 @@ def _decoded(data: bytes, encodings: list[str], number: int, unsearched: Unsearc
 
 
 def _payloads(obj: dict[str, Any], number: int, unsearched: Unsearched) -> Iterator[bytes]:
-    """A line's base64 payloads (its own, its body's) decoded, and gunzipped when they are gzip."""
-    body = obj.get("body")
-    for encoded in (obj.get("base64"), body.get("base64") if isinstance(body, dict) else None):
-        if not isinstance(encoded, str):
-            continue
+    """A line's own base64 payload decoded, and gunzipped when it is gzip."""
+    encoded = obj.get("base64")
+    if isinstance(encoded, str):
         try:
             data = base64.b64decode(encoded, validate=True)
         except ValueError:
-            continue
+            return
         yield (_decoded(data, ["gzip"], number, unsearched) or data) if data.startswith(b"\x1f\x8b") else data
 
 
