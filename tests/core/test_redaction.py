@@ -1082,6 +1082,9 @@ _LONG_RUNS: dict[str, Callable[[], object]] = {
     "a run before a double percent-escape": lambda: Redactor().redact_text("a" * _RUN + "%2541"),
     "a secret behind %XX escapes": lambda: Redactor().redact_text("password=" + "x" * _RUN + "%41&api_key%3Dy"),
     "a stream's long delta": lambda: redact_body((_delta("password=") + _delta("x" * _RUN)).encode(), Redactor()),
+    "secret parameters each inside the last's value": lambda: Redactor().redact_text(
+        ("?token=" + "?a=" * 20) * (_RUN // 67)
+    ),
 }
 
 

@@ -369,3 +369,30 @@ def test_scan_flags_what_recording_removes_from_a_request_body_of_every_kind(tmp
     path.write_text("".join(json.dumps(line) + "\n" for line in lines))
     code, out = _scan(path)
     assert code == 1 and secret[:4] in out
+
+
+QUERIES = {
+    "inside a redirect, percent-encoded": "/oauth/cb?redirect=https%3A%2F%2Fapp.test%2F%3Faccess_token%3D{}",
+    "inside a next path, percent-encoded": "/login?next=%2Fcb%3Ftoken%3D{}",
+    "inside a redirect": "/oauth/cb?redirect=https://app.test/?token={}&state=1",
+    "a bracketed name": "/x?user[password]={}&a=b",
+    "an array name": "/x?token[]={}",
+}
+
+
+@pytest.mark.parametrize("where", list(QUERIES))
+def test_a_secret_named_query_parameter_anywhere_in_the_url_loses_its_value(tmp_path: Path, where: str) -> None:
+    """A parameter inside another's value (a redirect URL's, escaped or not) and a bracketed name (``a[b]``,
+    ``a[]``, which forms already read) lose their values; scan flags them put back."""
+    from real_wire import real_headers
+
+    path = tmp_path / "c.jsonl"
+    answer = [*real_headers("openai"), ("content-type", "application/json")]
+    mock = httpx.MockTransport(lambda request: httpx.Response(200, json=ANSWER, headers=answer))
+    with httpx.Client(transport=vcr_transport.RecordingTransport(mock, path)) as client:
+        client.get("https://api.example.com" + QUERIES[where].format(OPAQUE))
+    written = path.read_text()
+    assert OPAQUE not in written and "[secret removed]" in json.loads(written.splitlines()[1])["url"]
+    path.write_text(written.replace("[secret removed]", OPAQUE))
+    code, out = _scan(path)
+    assert code == 1 and OPAQUE[:4] in out

@@ -4,6 +4,7 @@ its ``apply(text, ctx)`` would change the scanned text: the prefilter (``Redacto
 from __future__ import annotations
 
 import base64
+import bisect
 import functools
 import re
 from collections.abc import Callable, Iterable
@@ -28,9 +29,11 @@ _TEXT_DATA_URL_IN_TEXT = lazy_pattern(
 )
 TEXT_DATA_URL = lazy_pattern(r"data:(?i:" + _TEXT_TYPES + r"))[^,]*;base64,")
 _TEXT_MEDIA_BYTES = lazy_pattern(_TEXT_TYPES.encode() + rb"|x-python)|\+(?:json|xml)")
-_QUERY = lazy_pattern(r"(?P<sep>[?&;#])(?P<name>[A-Za-z0-9_.%\-]{1,64})=(?P<value>\[secret removed\]|[^&#\s\"'<>\\]+)")
-# Every query or fragment parameter, also one inside another's value (a piece of the text may start there).
-_PARAMETER = lazy_pattern(rb"(?=[?&;#]([A-Za-z0-9_.%\-]{1,64})=[^&#\s\"'<>\\])")
+# Every query or fragment parameter (``user[password]`` too), also one inside another's value (a redirect URL's).
+_PARAMETER_NAME = r"(?=[?&;#]([A-Za-z0-9_.%\-\[\]]{1,64})=)"
+_QUERY = lazy_pattern(_PARAMETER_NAME)
+_PARAMETER = lazy_pattern(_PARAMETER_NAME.encode()[:-1] + rb"[^&#\s\"'<>\\])")
+_VALUE_ENDS = lazy_pattern(r"[&#\s\"'<>\\]")  # what ends a parameter's value
 # A scheme's run of characters (``x.a-b+https``) is read once, from its start, and only when ``://`` ends it:
 # trying each ``.``, ``-`` or ``+`` inside a long run as a start is quadratic. The scheme starts, as before, at
 # the run's first letter after a non-word character; what comes before it in the run is kept as it is.
@@ -184,9 +187,21 @@ def _query_may_apply(scan: Scan, names: Names) -> bool:
     )
 
 
-def _query_secrets(match: re.Match[str], ctx: Context) -> list[str]:
-    value = match["value"]
-    return [value, unquote_plus(value)] if value != PLACEHOLDER and ctx.names.is_secret(match["name"], 2) else []
+def _redact_query(text: str, ctx: Context) -> str:
+    """The values of secret-named parameters, each up to the first character that ends a value (one search of
+    those for the text: a parameter inside another's value ends where that one does)."""
+    ends: list[int] | None = None
+    spans: list[tuple[int, int]] = []
+    for match in _QUERY.finditer(text):
+        start = match.end(1) + 1
+        if (spans and start < spans[-1][1]) or not ctx.names.is_secret(match[1], 2):
+            continue  # inside the value of one found (whose end is its end too)
+        ends = ends if ends is not None else [end.start() for end in _VALUE_ENDS.finditer(text)] + [len(text)]
+        end = ends[bisect.bisect_left(ends, start)]
+        if end > start and not text.startswith(PLACEHOLDER, start):
+            spans.append((start, end))
+            ctx.found.append(unquote_plus(text[start:end]))
+    return _replaced(text, spans, ctx.found) if spans else text
 
 
 def _data_urls_may_apply(scan: Scan, names: Names) -> bool:
@@ -281,7 +296,7 @@ def _shapes_may_apply(scan: Scan, names: Names) -> bool:
 RULES: tuple[Rule, ...] = (
     Rule("json names", b'"', True, _json_names_may_apply, redact_json),
     Rule("assignments", b":=", True, _assignments_may_apply, _substituting(_ASSIGNMENT, "value", _named_secrets)),
-    Rule("query values", b"=", False, _query_may_apply, _substituting(_QUERY, "value", _query_secrets)),
+    Rule("query values", b"=", False, _query_may_apply, _redact_query),
     Rule("data urls", b"/+", True, _data_urls_may_apply, _redact_data_urls),
     Rule("xml", b"<", True, _xml_may_apply, _redact_xml),
     Rule("userinfo", b"@", False, lambda scan, _: b"@" in scan.data and b"://" in scan.data, _redact_userinfo),
