@@ -37,8 +37,28 @@ SAMPLES: dict[str, tuple[list[str], list[str]]] = {
         ['{"max_tokens": 12}', '{"token_type": "Bearer"}', '{"password": {"type": "string"}}', "the api_key was short"],
     ),
     "assignments": (
-        ["api_key: x7Hq92LmPz", "export OPENAI_API_KEY=abcd1234efgh", "\\n  password = hunter22"],
-        ["token_type: Bearer", 'api_key = os.environ.get("K")', "PASSWORD=$PASSWORD"],
+        [
+            "api_key: x7Hq92LmPz",
+            "export OPENAI_API_KEY=abcd1234efgh",
+            "\\n  password = hunter22",
+            "'api_key': 'x7Hq92LmPz'",
+            "{'model': 'm', 'api_key': 'x7Hq92LmPz'}",
+            "Mistral(api_key='x7Hq92LmPz')",
+            'f(a, password="hunter22")',
+            "os.environ['OPENAI_API_KEY'] = 'x7Hq92LmPz'",
+            '$password = "hunter22"',
+            'const apiKey = "x7Hq92LmPz";',
+        ],
+        [
+            "token_type: Bearer",
+            'api_key = os.environ.get("K")',
+            "PASSWORD=$PASSWORD",
+            "Mistral(api_key=os.environ['K'])",
+            "f(max_tokens=1000, model='m')",
+            '{"requires_token": true, "token": false}',
+            "function f(token: string, password: string) {",
+            "def f(api_key: Optional[str] = None):",
+        ],
     ),
     "query values": (["https://x.test/?key=abc123&b=1", "?sig=abcdef123456"], ["https://x.test/?page=2", "a=b"]),
     "data urls": (
@@ -46,7 +66,11 @@ SAMPLES: dict[str, tuple[list[str], list[str]]] = {
         ["data:image/png;base64,iVBORw0KGgo="],
     ),
     "xml": (
-        ["<Password>hunter22</Password>", '<add key="ClearTextPassword" value="hunter22"/>'],
+        [
+            "<Password>hunter22</Password>",
+            '<add key="ClearTextPassword" value="hunter22"/>',
+            "<password><![CDATA[hunter22]]></password>",
+        ],
         ["<Name>bob</Name>", "<a href='x'>y</a>"],
     ),
     "userinfo": (
@@ -377,3 +401,17 @@ def test_a_long_run_of_attribute_name_characters_is_read_in_linear_time() -> Non
     results: list[object] = []
     finishes_within(60, lambda: results.append(Redactor().redact_text(tag)))
     assert results == [tag.replace("hunter2pass", PLACEHOLDER)]
+
+
+@pytest.mark.parametrize(
+    "piece", ["<password><![CDATA[x", ",api_key='x", '(password="x', "'api_key'] = x", "?token=?a=b"]
+)
+def test_many_starts_of_the_new_assignment_and_cdata_forms_are_read_in_linear_time(piece: str) -> None:
+    """Each start of a CDATA value, a keyword argument, a quoted name or a parameter inside another's value reads
+    only to the next start (a value running to the end of the text from each start is quadratic)."""
+    text = "</x> " + piece * 100_000 + "\npassword: hunter2pass9"
+    results: list[object] = []
+    finishes_within(60, lambda: results.extend([Redactor().redact_text(text), scan_document(Redactor(), text)]))
+    redacted, found = results
+    assert isinstance(redacted, str) and redacted.endswith(f"password: {PLACEHOLDER}")
+    assert "hunter2pass9" in [value for _, value in found]

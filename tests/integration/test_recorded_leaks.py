@@ -396,3 +396,27 @@ def test_a_secret_named_query_parameter_anywhere_in_the_url_loses_its_value(tmp_
     path.write_text(written.replace("[secret removed]", OPAQUE))
     code, out = _scan(path)
     assert code == 1 and OPAQUE[:4] in out
+
+
+NAMED_IN_CODE = {
+    "a quoted YAML name": "config:\n  'api_key': '{}'\n",
+    "a Python dict": "settings = {{'model': 'm', 'api_key': '{}'}}",
+    "a keyword argument": "client = Mistral(api_key='{}', timeout=3)",
+    "os.environ": 'os.environ["OPENAI_API_KEY"] = "{}"',
+    "a declaration": 'const apiKey = "{}";',
+    "a sigil": "$password = '{}'",
+    "XML CDATA": "<creds><password><![CDATA[{}]]></password></creds>",
+}
+
+
+@pytest.mark.parametrize("form", list(NAMED_IN_CODE))
+def test_a_value_under_a_secret_name_in_code_in_a_prompt_is_removed(tmp_path: Path, form: str) -> None:
+    """A prompt quoting code or config: the value a secret name is given goes, whatever the language writes
+    around the name; scan flags it in a cassette holding it."""
+    prompt = "Why does this fail?\n" + NAMED_IN_CODE[form].format(OPAQUE)
+    path = tmp_path / "c.jsonl"
+    _ask(path, prompt)
+    written = path.read_text()
+    assert OPAQUE not in written and "[secret removed]" in written
+    code, report = _scan(_planted(tmp_path, prompt))
+    assert code == 1 and f"{OPAQUE[:4]}…" in report

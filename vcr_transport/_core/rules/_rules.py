@@ -43,21 +43,39 @@ _USERINFO = lazy_pattern(
     r"(?P<userinfo>(?P<user>[^/\s@:\[\]\"'?#]*)(?::(?P<password>[^/\s@\"']*))?)@"
 )
 _SCHEMES = r"(?i:bearer|basic|token|digest|apikey|key)"  # ``Authorization: Bearer X``: X is the value
-# A ``name: value`` or ``NAME=value`` line in free text (a real or a JSON-escaped line start, a quote).
+# A ``name: value`` or ``NAME=value`` in free text: at a real or a JSON-escaped line start, after a quote (a quoted
+# name: YAML's ``'api_key': v``, a dict's ``{'api_key': v}``, ``os.environ["API_KEY"] = v``), a ``$`` (``$password =
+# "v"``) or a declaration (``const apiKey = "v"``). A JSON key (``"token": false``) is the JSON names rule's.
+_NAME_END = r"(?:\\?['`]\]?|(?:\\?\")?\])?[ \t]*[:=][ \t]*"  # a quote may be JSON-escaped: ``\"``
+_OPENING = r"(?:\\?[\"'])?"
 _ASSIGNMENT = lazy_pattern(
-    r"(?:(?<![^\n\r\"'`])|(?<=\\n)|(?<=\\r)|(?<=\\t))[ \t]*(?:export[ \t]+|-[ \t]+)?"
-    r"(?P<name>[A-Za-z_][A-Za-z0-9_.\-]{1,63})[ \t]*[:=][ \t]*[\"']?(?:" + _SCHEMES + r"[ \t]+)?"
+    r"(?:(?<![^\n\r\"'`$])|(?<=\\n)|(?<=\\r)|(?<=\\t))[ \t]*(?:(?:export|const|let|var)[ \t]+|-[ \t]+)?"
+    r"(?P<name>[A-Za-z_][A-Za-z0-9_.\-]{1,63})" + _NAME_END + _OPENING + r"(?:" + _SCHEMES + r"[ \t]+)?"
     r"(?P<value>(?!\[secret removed\]|" + _SCHEMES + r"[ \t])[^\s\"'`\\,;]{4,})"
 )
+# A keyword argument given a string (``Mistral(api_key="v")``, ``f(a, password='v')``); not a type annotation.
+_KEYWORD_VALUE = r"[ \t]*=[ \t]*\\?(?P<q>[\"'])(?P<value>(?!\[secret removed\])[^\"'\\\n]{4,})\\?(?P=q)"
+_KEYWORD = lazy_pattern(r"(?<=[(,])[ \t]*(?P<name>[A-Za-z_][A-Za-z0-9_]{1,63})" + _KEYWORD_VALUE)
 # What follows a name's word up to the end of its run of name characters, then an assignment's tail: every word
 # that ends in one run is followed by the same tail, which is read once a run (reading it from each word is quadratic).
-_NAME_RUN_TAIL = lazy_pattern(rb"[a-z0-9_.\-]*+(?P<tail>[ \t]*[:=][ \t]*[\"']?[^\s\"'`\\,;]{4,})?")
+_NAME_RUN_TAIL = lazy_pattern(
+    rb"[a-z0-9_.\-]*+(?P<tail>"
+    + _NAME_END.encode()
+    + _OPENING.encode()
+    + rb"[^\s\"'`\\,;]{4,}|"
+    + _KEYWORD_VALUE.replace("(?P=q)", "").encode()
+    + rb")?"
+)
 _ENV_NAME = lazy_pattern(r"[A-Z][A-Z0-9_]*")
 _URL = lazy_pattern(_SCHEME + r"\b[A-Za-z][A-Za-z0-9+.-]*+://[^\s\"'<>\\]+")
 _PATH_SEGMENT = lazy_pattern(r"(?<=/)[^/?#]{8,}")
 # XML: an element's text (``<wsse:Password>``), a start tag's attributes (``<add key="Password" value="..."/>``).
 _XML_ELEMENT = lazy_pattern(
     r"<(?P<tag>(?:[A-Za-z_][\w.-]*:)?(?P<name>[A-Za-z_][\w.-]*))(?:\s[^<>]*)?>(?P<value>[^<]*)</(?P=tag)\s*>"
+)
+_XML_CDATA = lazy_pattern(
+    r"<(?P<tag>(?:[A-Za-z_][\w.-]*:)?(?P<name>[A-Za-z_][\w.-]*))(?:\s[^<>]*)?><!\[CDATA\["
+    r"(?P<value>[^\]<]*+(?:\](?!\]>)[^\]<]*+)*+)\]\]></(?P=tag)\s*>"  # no ``<``: each start reads to the next
 )
 _XML_TAG = lazy_pattern(r"<[A-Za-z_][\w:.-]*\s[^<>]*>")
 # An attribute's name starts at the first ASCII letter or ``_`` of its run of name characters, and the run is read
@@ -180,6 +198,15 @@ def _assignments_may_apply(scan: Scan, names: Names) -> bool:
     return False
 
 
+def _redact_assignments(text: str, ctx: Context) -> str:
+    text = _redact_named_values(text, ctx)
+    return _redact_keywords(text, ctx) if "=" in text else text
+
+
+_redact_named_values = _substituting(_ASSIGNMENT, "value", _named_secrets)
+_redact_keywords = _substituting(_KEYWORD, "value", _named_secrets)
+
+
 def _query_may_apply(scan: Scan, names: Names) -> bool:
     raw = scan.raw
     return b"=" in scan.data and (
@@ -222,10 +249,12 @@ def _xml_may_apply(scan: Scan, names: Names) -> bool:
 def _redact_xml(text: str, ctx: Context) -> str:
     if "</" in text:
         text = _redact_xml_elements(text, ctx)
+        text = _redact_xml_cdata(text, ctx) if "<![CDATA[" in text else text
     return _XML_TAG.sub(lambda match: _xml_tag(match.group(), ctx), text) if "=" in text else text
 
 
 _redact_xml_elements = _substituting(_XML_ELEMENT, "value", _named_secrets)
+_redact_xml_cdata = _substituting(_XML_CDATA, "value", _named_secrets)
 
 
 def _xml_tag(tag: str, ctx: Context) -> str:
@@ -295,7 +324,7 @@ def _shapes_may_apply(scan: Scan, names: Names) -> bool:
 # null, schemas), also in JSON inside a string, as does a ``value`` whose sibling names a secret.
 RULES: tuple[Rule, ...] = (
     Rule("json names", b'"', True, _json_names_may_apply, redact_json),
-    Rule("assignments", b":=", True, _assignments_may_apply, _substituting(_ASSIGNMENT, "value", _named_secrets)),
+    Rule("assignments", b":=", True, _assignments_may_apply, _redact_assignments),
     Rule("query values", b"=", False, _query_may_apply, _redact_query),
     Rule("data urls", b"/+", True, _data_urls_may_apply, _redact_data_urls),
     Rule("xml", b"<", True, _xml_may_apply, _redact_xml),
