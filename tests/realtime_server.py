@@ -6,7 +6,7 @@ WebSocket tests and the compatibility suite. It runs ``websockets``' own asyncio
   item; ``response.create`` answers with a function call (``get_weather``) until a ``function_call_output``
   item came, then with text (naming the output's temperature) and audio deltas; with
   ``{"response": {"instructions": "long"}}`` it streams ``LONG_DELTAS`` text deltas slowly (a client that
-  closes mid-response interrupts it).
+  closes mid-response interrupts it); with ``"key"``, ``SPOKEN_KEY`` in text deltas of four characters.
 - ``/refused...``: the handshake is refused with a 401 and openai's invalid-key error.
 - ``/fragments``: a text and a binary message, each sent in fragments (``TEXT_FRAGMENTS``,
   ``BINARY_FRAGMENTS``), for ``recv_streaming``.
@@ -37,6 +37,7 @@ from websockets.http11 import Request, Response
 AUDIO_IN = base64.b64encode(bytes(range(256)) * 8).decode("ascii")  # 2 KiB of "PCM16"
 AUDIO_OUT = base64.b64encode(bytes(255 - (i % 256) for i in range(3000))).decode("ascii")
 LONG_DELTAS = 40
+SPOKEN_KEY = "sk-proj-Xq7Lm2Pz9Rt4Vb6Nc1Kd8Hw3Js5Gf0Ay2Eu9Oi4TyT3BlbkFJMn6Bv8Cx1Za3Sd5Fg7Hj9Kl2Qw4Er6Ty8Ui0Op2"
 
 
 def _event(kind: str, number: int, **fields: Any) -> str:
@@ -71,7 +72,15 @@ async def _openai(ws: ServerConnection) -> None:
             responses += 1
             rid = f"resp_{responses:03d}"
             await send("response.created", response={"object": "realtime.response", "id": rid, "status": "in_progress"})
-            if (event.get("response") or {}).get("instructions") == "long":
+            instructions = (event.get("response") or {}).get("instructions")
+            if instructions == "key":
+                common = {"response_id": rid, "item_id": "item_key", "output_index": 0, "content_index": 0}
+                text = f"Your key is {SPOKEN_KEY}."
+                for start in range(0, len(text), 4):
+                    await send("response.output_text.delta", **common, delta=text[start : start + 4])
+                await send("response.output_text.done", **common, text=text)
+                await send("response.done", response={"object": "realtime.response", "id": rid, "status": "completed"})
+            elif instructions == "long":
                 for number in range(LONG_DELTAS):
                     await send(
                         "response.output_text.delta",

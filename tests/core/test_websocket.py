@@ -231,3 +231,27 @@ def test_pace_waits_for_the_latest_time_reached_so_a_session_waits_at_most_the_b
         waits.append(playback.delay(position, 1.0))
         playback.delivered(position)
     assert waits == [MAX_SECONDS] + [0.0] * 9
+
+
+def _delta(kind: str, piece: str) -> str:
+    return json.dumps({"type": kind, "item_id": "i", "output_index": 0, "content_index": 0, "delta": piece})
+
+
+def test_server_pieces_of_text_are_held_and_lose_their_parts_of_a_secret_in_order() -> None:
+    """Text deltas are held until another message (or the end) and searched together: a key spread over them
+    goes from each; an audio delta is not held (nor searched); the messages keep their order and times."""
+    pieces = [KEY[start : start + 5] for start in range(0, len(KEY), 5)]
+    recording = SessionRecording(CallBook(), Redactor(), 0)
+    recording.handshake("wss://api.example/v1/realtime", [])
+    recording.accepted(101, [])
+    assert recording.message("server", _delta("response.output_text.delta", "key "), 1_000_000) == []
+    held = [recording.message("server", _delta("response.output_text.delta", p), 2_000_000) for p in pieces]
+    assert held == [[]] * len(pieces), "held until another message comes"
+    lines = recording.message("server", _delta("response.output_audio.delta", AUDIO), 3_000_000)
+    lines += recording.message("server", _delta("response.output_text.delta", " done"), 4_000_000)
+    lines += recording.end("complete", (1000, "", "client"))
+    messages = [json.loads(line) for line in lines if b'"message"' in line]
+    assert [message["message_index"] for message in messages] == list(range(len(pieces) + 3))
+    texts = [json.loads(message["text"]) for message in messages]
+    assert "".join(t["delta"] for t in texts if t["type"].endswith("text.delta")) == f"key {PLACEHOLDER} done"
+    assert texts[len(pieces) + 1]["delta"] == AUDIO and [m["t"] for m in messages][-2:] == [0.003, 0.004]

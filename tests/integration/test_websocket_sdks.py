@@ -15,7 +15,15 @@ import pytest
 from google import genai
 from google.genai import types
 from helpers import READ_TIMEOUT, async_events, each_within, events, recv_event
-from realtime_server import AUDIO_IN, AUDIO_OUT, BINARY_FRAGMENTS, LONG_DELTAS, TEXT_FRAGMENTS, RealtimeServer
+from realtime_server import (
+    AUDIO_IN,
+    AUDIO_OUT,
+    BINARY_FRAGMENTS,
+    LONG_DELTAS,
+    SPOKEN_KEY,
+    TEXT_FRAGMENTS,
+    RealtimeServer,
+)
 
 import vcr_transport
 from vcr_transport import ReplayMismatch
@@ -697,4 +705,44 @@ def test_a_key_in_the_browser_subprotocol_is_not_written(tmp_path: Path, server:
     assert key not in written and "openai-insecure-api-key.[secret removed]" in written
     planted = tmp_path / "planted.jsonl"
     planted.write_text(written.replace("openai-insecure-api-key.[secret removed]", f"openai-insecure-api-key.{key}"))
+    assert cli(["scan", str(planted)]) == 1
+
+
+def test_a_key_spoken_in_text_deltas_is_removed_from_each_piece(tmp_path: Path, server: RealtimeServer) -> None:
+    """Realtime streams text in ``response.output_text.delta`` messages of a few characters: a key spread over
+    them is removed from each (the first piece gets the placeholder, the others lose their part), the audio
+    and the final text's message as before; scan flags the pieces put back; replay gives the redacted text."""
+    from vcr_transport._tools._cli import main as cli
+
+    def spoken() -> tuple[str, str]:
+        pieces, done = [], ""
+        with _openai_client(server).realtime.connect(model="gpt-realtime") as connection:
+            connection.response.create(response={"instructions": "key"})
+            for event in events(connection):
+                if event.type == "response.output_text.delta":
+                    pieces.append(event.delta)
+                elif event.type == "response.output_text.done":
+                    done = event.text
+                elif event.type == "response.done":
+                    break
+        return "".join(pieces), done
+
+    cassette = tmp_path / "spoken.jsonl"
+    with vcr_transport.use_cassette(cassette, mode="record"):
+        assert spoken() == (f"Your key is {SPOKEN_KEY}.",) * 2
+    written = cassette.read_text()
+    deltas = [json.loads(line["text"]) for line in _lines(cassette) if line.get("from") == "server"]
+    joined = "".join(d["delta"] for d in deltas if d.get("type") == "response.output_text.delta")
+    assert joined == "Your key is [secret removed]." and SPOKEN_KEY[20:28] not in written
+    server.close()
+    with vcr_transport.use_cassette(cassette, mode="replay"):
+        assert spoken() == ("Your key is [secret removed].",) * 2
+    planted = tmp_path / "planted.jsonl"
+    lines = _lines(cassette)
+    pieces = iter(f"Your key is {SPOKEN_KEY}."[start : start + 4] for start in range(0, 200, 4))
+    for line in lines:
+        message = json.loads(line.get("text") or "{}") if line.get("from") == "server" else {}
+        if message.get("type") == "response.output_text.delta":
+            line["text"] = json.dumps({**message, "delta": next(pieces)})
+    planted.write_text("".join(json.dumps(line) + "\n" for line in lines))
     assert cli(["scan", str(planted)]) == 1

@@ -29,6 +29,7 @@ from typing import Any
 from ..._exceptions import ReplayMismatch
 from ..format._bodies import stored_body
 from ..format._format import RecordedCall, decode_json, encode_line, message_line
+from ..rules._deltas import delta_edits, split_edited
 from ..rules._redaction import Redactor
 from ._call_recording import CallBook, CallRecording
 from ._matching import Difference, Normalizer, RequestMatcher
@@ -51,6 +52,16 @@ _MEDIA = re.compile(r"[A-Za-z0-9+/]{64,}={0,2}")
 _MASK = "\ue000vcr-media-%d\ue000"  # stands for a media string while the rest of a message is redacted
 
 Close = tuple[int | None, str, str | None]  # (code, reason, by "client" | "server" | None)
+# A server message that is a piece of a text (Realtime's ``response.output_text.delta``, transcripts', tool
+# arguments'): its ``type`` ends with ``.delta`` and is not audio's (base64, never redacted).
+_DELTA_TYPE = re.compile(r'"type"\s*:\s*"[^"\\]{0,80}?(?<!audio)\.delta"')
+_HELD_PIECES = 4096  # pieces held at most before they are written (searched together)
+_HELD_SIZE = 1 << 20  # characters held at most
+
+
+def _text_delta(data: str | bytes) -> bool:
+    """Whether a message is a piece of a text (one JSON line: held pieces are read as NDJSON)."""
+    return isinstance(data, str) and '.delta"' in data and "\n" not in data and _DELTA_TYPE.search(data) is not None
 
 
 def handshake_headers(headers: Iterable[tuple[str, str]]) -> list[tuple[str, str]]:
@@ -113,6 +124,8 @@ class SessionRecording:
         self.redactor = redactor
         self.started = started  # nanoseconds, on the clock of the messages' times
         self.count = 0  # messages recorded so far
+        self._held: list[tuple[str, int]] = []  # server pieces of text not written yet, with their times
+        self._held_size = 0
 
     @property
     def ended(self) -> bool:
@@ -130,21 +143,42 @@ class SessionRecording:
         return lines
 
     def message(self, side: str, data: str | bytes, at: int) -> list[bytes]:
-        """A message sent (``side`` "client") or received ("server") at ``at`` nanoseconds."""
+        """A message sent (``side`` "client") or received ("server") at ``at`` nanoseconds. A server's piece of
+        text (``_text_delta``) is held with the others that follow it, until another message comes (or the
+        session ends, or ``_HELD_PIECES``), so that a secret spread over pieces is removed from each."""
         if self.ended or self.call.book.broken:
             return []
-        line = message_line(
-            self.index, self.count, (at - self.started) / 1e9, side, stored_message(data, self.redactor)
-        )
+        if side == "server" and _text_delta(data):
+            self._held.append((str(data), at))
+            self._held_size += len(data)
+            return self._release() if len(self._held) >= _HELD_PIECES or self._held_size >= _HELD_SIZE else []
+        return self._release() + [self._line(side, data, at)]
+
+    def _line(self, side: str, data: str | bytes, at: int) -> bytes:
+        stored = stored_message(data, self.redactor)
         self.count += 1
-        return [encode_line(line)]
+        return encode_line(message_line(self.index, self.count - 1, (at - self.started) / 1e9, side, stored))
+
+    def _release(self) -> list[bytes]:
+        """The held pieces' lines, each without its part of a secret their joined text holds."""
+        held, self._held, self._held_size = self._held, [], 0
+        if not held:
+            return []
+        pieces = [text.encode("utf-8", "surrogatepass") + b"\n" for text, _ in held]  # as NDJSON lines
+        body = b"".join(pieces)
+        edits = delta_edits(body, self.redactor)
+        if edits:
+            pieces = split_edited(body, edits, list(map(len, pieces)))
+        texts = [piece[:-1].decode("utf-8", "surrogatepass") for piece in pieces]
+        return [self._line("server", text, at) for text, (_, at) in zip(texts, held, strict=True)]
 
     def end(self, outcome: str, close: Close | None = None, error: tuple[str, str] | None = None) -> list[bytes]:
         """The session's call_end: ``outcome`` complete (closed), closed_early (still open when the recording
         ended) or error (``error``: class and redacted message)."""
+        held = self._release() if not (self.ended or self.call.book.broken) else []
         if not self.call.close(outcome, error) or self.call.book.broken:
             return []
-        return self.call.end_lines(close)
+        return held + self.call.end_lines(close)
 
 
 _EMPTY_REQUEST: dict[str, Any] = {"method": "", "url": {}, "headers": {}, "body": None}

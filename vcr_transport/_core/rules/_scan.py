@@ -100,8 +100,11 @@ class _Call:
     payload: bytearray = dataclasses.field(default_factory=bytearray)
 
     def add_event(self, obj: dict[str, Any], number: int) -> None:
+        """An event's chunk; a WebSocket server message's text as a line (its pieces of text read as NDJSON's)."""
         self.first_line = self.first_line or number
-        if isinstance(obj.get("text"), str):
+        if obj.get("type") == "message" and isinstance(obj.get("text"), str):
+            self.payload += utf8(obj["text"].replace("\n", " ")) + b"\n"
+        elif isinstance(obj.get("text"), str):
             self.payload += utf8(obj["text"])
         elif isinstance(obj.get("base64"), str):
             with contextlib.suppress(ValueError):  # not base64
@@ -202,7 +205,7 @@ def _scan_cassette_line(
     found += _body_secrets(redactor, obj, pairs, number, unsearched)
     for data in _payloads(obj, number, unsearched):
         found += scan_text(redactor, data.decode("utf-8", "surrogateescape"), response)
-    if obj.get("type") == "event":
+    if obj.get("type") == "event" or (obj.get("type") == "message" and obj.get("from") == "server"):
         calls[obj.get("call_index")].add_event(obj, number)
     return found
 
