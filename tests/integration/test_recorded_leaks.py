@@ -23,6 +23,7 @@ from vcr_transport._tools._cli import main as cli
 
 KEY = "sk-proj-4fJ9kQ2mXv7LpR8sT1uW3yZ5aB6cD0eF9gH2iJ4kLm"
 AWS_ID, AWS_SECRET = "AKIAIOSFODNN7EXAMPL3", "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY"
+GITHUB_TOKEN = "ghp_1a2B3c4D5e6F7g8H9i0J1k2L3m4N5o6P7q8R"
 SLACK_SECRET = "abcdefGHIJKLmnopQRSTuvwx"
 OPENAI_HEADERS = {"openai-organization": "org-test", "openai-processing-ms": "321", "x-request-id": "req_1"}
 ANSWER = {
@@ -420,3 +421,19 @@ def test_a_value_under_a_secret_name_in_code_in_a_prompt_is_removed(tmp_path: Pa
     assert OPAQUE not in written and "[secret removed]" in written
     code, report = _scan(_planted(tmp_path, prompt))
     assert code == 1 and f"{OPAQUE[:4]}…" in report
+
+
+@pytest.mark.parametrize(
+    "key", [GITHUB_TOKEN, AWS_ID, "AIzaSyA1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6Q"], ids=["ghp", "akia", "aiza"]
+)
+@pytest.mark.parametrize("pad", ["", "x", "xy"], ids=["aligned", "one after", "two after"])
+def test_a_four_character_prefix_in_base64_prose_is_found_at_every_alignment(
+    tmp_path: Path, key: str, pad: str
+) -> None:
+    """A four-character prefix fixes only four base64 characters at one of the three alignments: those were
+    not searched for (ghp_, AKIA, AIza in base64 text at that alignment were kept)."""
+    encoded = base64.b64encode(f"{pad}token {key} end".encode()).decode()
+    path = tmp_path / "c.jsonl"
+    _ask(path, f"decode this: {encoded}")
+    assert encoded not in path.read_text()
+    assert _scan(_planted(tmp_path, f"decode this: {encoded}"))[0] == 1

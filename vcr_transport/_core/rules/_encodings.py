@@ -22,13 +22,13 @@ _PREFIXES += b" hf_ gsk_ xai- sk-"
 
 def _base64_needles(prefix: bytes) -> set[bytes]:
     """The lower-cased base64 (standard and URL-safe) characters fixed by ``prefix`` alone at each of the three
-    alignments; five or more (shorter ones occur by chance)."""
+    alignments; four or more (a four-character prefix fixes only four at one of them; three occur by chance)."""
     needles = {
         encode(b"\0" * offset + prefix)[-(-4 * offset // 3) : 4 * (offset + len(prefix)) // 3].lower()
         for encode in (base64.b64encode, base64.urlsafe_b64encode)
         for offset in range(3)
     }
-    return {needle for needle in needles if len(needle) >= 5}
+    return {needle for needle in needles if len(needle) >= 4}
 
 
 _ENCODED_PREFIXES = sorted({n for p in _PREFIXES.split() for n in (p.hex().encode(), *_base64_needles(p))})
