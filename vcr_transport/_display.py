@@ -20,13 +20,15 @@ __all__ = ["MISSING", "shorten", "side_by_side", "visible", "visible_json"]
 
 # What ``visible`` escapes: C0 controls but the tab (and the newline, in a text shown as lines), DEL, C1
 # controls, lone surrogates (which no terminal encoding can write), and the characters that reorder or hide
-# text: bidi controls and marks, zero-width and invisible format characters, line and paragraph separators,
+# text: bidi controls and marks, zero-width and invisible format characters (the soft hyphen, Arabic number
+# signs, musical formatting...), line and paragraph separators,
 # interlinear annotations and Unicode tags (which smuggle invisible ASCII). Zero-width (non-)joiners stay:
 # scripts and emoji need them, and they hide nothing.
 _HIDDEN = (
-    "\u061c\u180e\u200b\u200e\u200f\u2028-\u202e\u2060-\u2064\u2066-\u206f\ufeff\ufff9-\ufffb"
-    "\ud800-\udfff\U000e0000-\U000e007f"
-)
+    "\u00ad\u0600-\u0605\u061c\u06dd\u070f\u0890\u0891\u08e2\u180e\u200b\u200e\u200f\u2028-\u202e"
+    "\u2060-\u2064\u2066-\u206f\ufeff\ufff9-\ufffb\ud800-\udfff\U000110bd\U000110cd\U00013430-\U0001343f"
+    "\U0001bca0-\U0001bca3\U0001d173-\U0001d17a\U000e0000-\U000e007f"
+)  # every format character (Unicode 15.1's category Cf) but the joiners, and more
 
 
 @functools.cache

@@ -46,6 +46,7 @@ __all__ = [
     "cassette_target",
     "check_cassette",
     "drop_owners",
+    "file_start",
     "holds_calls_of",
     "is_shared",
     "not_a_cassette",
@@ -745,6 +746,16 @@ def not_a_cassette(path: Path) -> str | None:
 def _first_line(path: Path) -> bytes | str:
     """The first line of a regular file (at most HEADER_READ_LIMIT bytes; never blocks), or why it can't
     be read."""
+    return _read_regular(path, lambda file: file.readline(HEADER_READ_LIMIT))
+
+
+def file_start(path: str | os.PathLike[str], limit: int) -> bytes | str:
+    """The first ``limit`` bytes of a regular file (never blocks, follows no link), or why it can't be read: what
+    a view shows of a file that is no cassette."""
+    return _read_regular(Path(path), lambda file: file.read(limit))
+
+
+def _read_regular(path: Path, read: Callable[[BinaryIO], bytes]) -> bytes | str:
     flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOFOLLOW", 0)
     try:
         if not stat.S_ISREG(os.lstat(path).st_mode):
@@ -757,4 +768,4 @@ def _first_line(path: Path) -> bytes | str:
     with os.fdopen(descriptor, "rb") as file:
         if not stat.S_ISREG(os.fstat(file.fileno()).st_mode):
             return "not a regular file"
-        return file.readline(HEADER_READ_LIMIT)
+        return read(file)

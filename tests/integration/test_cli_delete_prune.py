@@ -36,6 +36,17 @@ def test_delete_refuses_anything_but_a_cassette(name: str, folder: Path, capsys:
     assert (folder / "cassette.jsonl").exists() and (folder / "README.md").exists() and "deleted" not in out
 
 
+def test_a_header_nested_past_what_a_reader_holds_is_refused_not_a_traceback(
+    folder: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    deep = folder / "deep.jsonl"
+    deep.write_text('{"type": "header", "format_version": 1, "versions": ' + "[" * 100_000 + "]" * 100_000 + "}\n")
+    for command in (["delete", str(deep), "--yes"], ["prune", str(folder), "--older-than", "1", "--yes"]):
+        code, _, err = run(capsys, *command)
+        assert "Traceback" not in err and deep.exists()
+        assert code == 2 if command[0] == "delete" else code in (0, 2)
+
+
 def test_delete_refuses_a_fifo_without_blocking_on_it(folder: Path, capsys: pytest.CaptureFixture[str]) -> None:
     fifo = folder / "pipe.jsonl"
     os.mkfifo(fifo)

@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import json
 import re
+import subprocess
+import sys
 from pathlib import Path
 
 import httpx2
@@ -275,3 +277,54 @@ def test_a_reply_s_newlines_still_break_it_into_lines_and_its_cr_shows(tmp_path:
             "two\\r\\x1b[2K\\x1b[1A\\x1b[2K",
             "three",
         ], lines
+
+
+def test_every_invisible_format_character_is_escaped(tmp_path: Path) -> None:
+    """Unicode's format characters (category Cf) hide or reorder text: the soft hyphen (``ad\\u00admin`` reads
+    as ``admin``), Arabic number signs, musical formatting, tags. Each is escaped, but the joiners emoji need."""
+    import unicodedata
+
+    joiners = {"\u200c", "\u200d"}
+    hidden = [chr(c) for c in range(0x110000) if unicodedata.category(chr(c)) == "Cf" and chr(c) not in joiners]
+    assert [c for c in hidden if visible(c) == c] == []
+    path = tmp_path / "shy.jsonl"
+    lines = [
+        {"type": "header", "format_version": 1},
+        {"type": "request", "call_index": 0, "method": "GET", "url": "https://a.test/?user=ad\u00admin",
+         "headers": [], "body": {"text": "pay\u00adpal \u0600 \U0001d173"}},
+        {"type": "response", "call_index": 0, "status": 200, "headers": [], "http_version": "HTTP/1.1"},
+        {"type": "event", "call_index": 0, "event_index": 0, "t": 0.0, "text": "ad\u00admin"},
+        {"type": "call_end", "call_index": 0, "event_count": 1, "outcome": "complete"},
+    ]  # fmt: skip
+    path.write_bytes(b"".join(map(encode_line, lines)))
+    for command in (["show"], ["show", "--textconv"], ["show", "--json"]):
+        out = cli(tmp_path, *command, str(path)).stdout
+        assert "ad\\xadmin" in out or "ad\\u00admin" in out  # as repr writes it, or as JSON does
+        assert not [c for c in hidden if c in out], command
+
+
+@pytest.mark.parametrize("kind", ["a device", "a FIFO", "a folder", "a missing path"])
+def test_textconv_of_what_is_no_regular_file_says_so_and_reads_nothing(tmp_path: Path, kind: str) -> None:
+    """git's textconv shows a file that is no cassette as it is: a regular file's start only (it read a link to
+    /dev/zero until memory ran out, waited forever on a FIFO, and gave tracebacks for a folder or a missing path)."""
+    import os
+
+    path = tmp_path / "cassettes" / "c.jsonl"
+    path.parent.mkdir()
+    if kind == "a device":
+        path.symlink_to("/dev/zero")
+    elif kind == "a FIFO":
+        os.mkfifo(path)
+    elif kind == "a folder":
+        path.mkdir()
+    command = [sys.executable, "-m", "vcr_transport", "show", "--textconv", str(path)]
+    result = subprocess.run(command, cwd=tmp_path, capture_output=True, text=True, timeout=60, check=False)
+    assert result.returncode == 0 and result.stdout.startswith("(not a readable cassette: ")
+    assert len(result.stdout.splitlines()) <= 2 and not result.stderr
+
+
+def test_textconv_shows_at_most_a_mebibyte_of_a_file_that_is_no_cassette(tmp_path: Path) -> None:
+    path = tmp_path / "big.jsonl"
+    path.write_text("Q" * (3 * 1024 * 1024))
+    out = cli(tmp_path, "show", "--textconv", str(path)).stdout
+    assert out.count("Q") == 1024 * 1024 and "(cut at 1,048,576 bytes)" in out

@@ -34,7 +34,7 @@ from .._core.format._format import Cassette, RecordedCall
 from .._core.views._view import call_view
 from .._display import visible, visible_json
 from .._exceptions import CassetteError, VcrTransportError
-from .._storage import not_a_cassette, read_cassette
+from .._storage import file_start, not_a_cassette, read_cassette
 from .._write_paths import replace_file
 from ._diff import compared_calls
 from ._manage import (
@@ -181,6 +181,9 @@ def command_list(args: argparse.Namespace) -> int:
     return 0
 
 
+_TEXTCONV_RAW = 1024 * 1024  # the most of a file that is no cassette ``--textconv`` shows as it is
+
+
 def _textconv(path: str, volatile: bool) -> int:
     """git's textconv driver: the cassette one line per field; a file that is no readable cassette is shown as
     it is (``visible``), under a line saying why, so that ``git diff`` still works."""
@@ -188,7 +191,10 @@ def _textconv(path: str, volatile: bool) -> int:
         cassette = read_cassette(path)
     except CassetteError as error:
         print(f"(not a readable cassette: {str(error).splitlines()[0]})")
-        sys.stdout.write(visible(Path(path).read_text(encoding="utf-8", errors="replace"), newlines=True))
+        start = file_start(path, _TEXTCONV_RAW)  # a regular file's start: never a device, a FIFO or a link
+        if isinstance(start, bytes):
+            sys.stdout.write(visible(start.decode("utf-8", "replace"), newlines=True))
+            print(f"\n(cut at {_TEXTCONV_RAW:,} bytes)" if len(start) == _TEXTCONV_RAW else "")
         return 0
     _print_lines(textconv_lines(cassette, volatile=volatile))
     return 0

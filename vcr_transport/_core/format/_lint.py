@@ -108,7 +108,7 @@ def header_problem(first_line: bytes) -> str | None:
     of another version is still a cassette, for delete and prune)."""
     try:
         header = json.loads(first_line)
-    except ValueError:
+    except (ValueError, RecursionError):  # nested past what a reader holds: no header either
         return "its first line is not a cassette header"
     if not isinstance(header, dict) or header.get("type") != "header" or "format_version" not in header:
         return "its first line is not a cassette header"
