@@ -770,7 +770,8 @@ def _add_delete_prune_import(commands: Any) -> None:
         "convert vcrpy YAML cassettes to this format, redacting on the way",
         "Convert vcrpy YAML cassettes (files, or folders searched recursively) to JSONL cassettes, redacting "
         "on the way. YAML that is no vcrpy cassette is skipped; a cassette that can't be converted is refused "
-        "with why, and the run goes on. Needs PyYAML.",
+        "with why, and the run goes on. A target that may not be written (two inputs for one, a link out of the "
+        "project or to no cassette) stops the run before anything is written. Needs PyYAML.",
         ["vcr-transport import tests/cassettes --out tests/cassettes_v1"],
         {"0": "every cassette converted", "1": "a cassette was refused, or none of the files was one", "2": TROUBLE},
     )
