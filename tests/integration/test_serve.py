@@ -743,3 +743,28 @@ def test_a_websocket_client_listening_while_serve_paces_is_not_idle(tmp_path: Pa
     with served(str(_ws_cassette(tmp_path)), "--idle-timeout", "0.3", "--pace", "50") as server:
         assert _played(server.url) == [101, _HELLO.encode(), _ANSWER.encode()]
     assert "101 session 0 of session.jsonl: closed by the client\n" in server.output, server.output
+
+
+@pytest.mark.parametrize(
+    ("header", "why"),
+    [(["x-a", "v\r\nSet-Cookie: pwn=1"], "the header x-a holds a line break or NUL"),
+     (["x a", "v"], "the header name 'x a' is no HTTP token")],
+)  # fmt: skip
+def test_a_recorded_header_no_server_can_send_is_a_502_saying_so_and_a_verify_problem(
+    tmp_path: Path, header: list[str], why: str
+) -> None:
+    """An edited cassette's header with a line break (or a name that is no token): the connection was cut with
+    a 200 in the log and nothing said; it is a 502 naming the call and the header, and verify reports it."""
+    from vcr_transport._tools._cli import main as cli
+
+    lines = [json.loads(line) for line in DEMO.read_text().splitlines()]
+    response = next(line for line in lines if line["type"] == "response")
+    response["headers"].append(header)
+    edited = tmp_path / "edited.jsonl"
+    edited.write_text("".join(json.dumps(line) + "\n" for line in lines))
+    with served(str(edited)) as server:
+        answer = post(f"{server.url}/v1/chat/completions", HELLO)
+    assert answer.status_code == 502 and "pwn" not in answer.headers.get("set-cookie", "")
+    assert answer.json()["error"]["message"] == f"call 0 of edited.jsonl: {why}; re-record it"
+    assert "POST /v1/chat/completions 502 call 0 of edited.jsonl" in server.output
+    assert cli(["verify", str(edited)]) == 1

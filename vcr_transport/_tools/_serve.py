@@ -32,6 +32,7 @@ import httpx2
 
 from .._core.engine._options import Options
 from .._core.format._bodies import redact_url
+from .._core.format._lint import unsendable_header
 from .._core.rules._redaction import PLACEHOLDER, Redactor
 from .._display import visible
 from .._exceptions import ReplayMismatch, VcrTransportError
@@ -448,6 +449,10 @@ class CassetteServer:
             return False
         if response is None:
             response = await self._forwarded(request)
+        unsendable = unsendable_header(header_pairs(response.headers))
+        if unsendable is not None:  # an edited cassette: said, where the connection was cut without a word
+            await response.aclose()
+            response = _json_error(502, "unsendable_recording", f"{note}: {unsendable}; re-record it")
         self._log(request, str(response.status_code), note)
         try:
             return await _send(response, request, wire)

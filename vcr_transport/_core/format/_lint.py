@@ -4,6 +4,7 @@ notes on calls recorded incomplete or with bodies a converter lost."""
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 
@@ -13,6 +14,7 @@ from ._parser import ChunkSource, Parser, RecordedCall
 __all__ = [
     "header_problem",
     "problems",
+    "unsendable_header",
     "Finding",
 ]
 
@@ -75,6 +77,7 @@ def problems(path: str, blocks: Iterable[bytes], file: ChunkSource | None = None
             yield Finding(path, None, ended, "", True, call.index, call.outcome or "")
         else:
             yield from _lost_bodies(path, call)
+        yield from _unsendable(path, call)
 
 
 _LOST_FIX = (
@@ -101,6 +104,30 @@ def _lost_bodies(path: str, call: RecordedCall) -> Iterator[Finding]:
             _LOST_FIX,
             True,
         )
+
+
+# What HTTP lets a header be (RFC 9110 5.1 and 5.5): a name of token characters, a value with no line break or NUL.
+_TOKEN = re.compile(r"[!#$%&'*+\-.^_`|~0-9A-Za-z]+")
+_BREAKS = re.compile(r"[\r\n\x00]")
+
+
+def unsendable_header(headers: Iterable[tuple[str, str]]) -> str | None:
+    """Why one of ``headers`` can't be written on the wire (no recording holds such a header: an edited or hostile
+    cassette), or None: ``serve`` answers 502 saying so, ``verify`` reports it."""
+    for name, value in headers:
+        if not _TOKEN.fullmatch(name):
+            return f"the header name {name!r} is no HTTP token"
+        if _BREAKS.search(value):
+            return f"the header {name} holds a line break or NUL"
+    return None
+
+
+def _unsendable(path: str, call: RecordedCall) -> Iterator[Finding]:
+    for side, headers in (("request", call.request_headers), ("response", call.response_headers)):
+        why = unsendable_header(headers)
+        if why is not None:
+            where = f"call {call.index} ({call.method} {call.url})"
+            yield Finding(path, call.line or None, f"{where}: {side}: {why}", "re-record the cassette: it was edited")
 
 
 def header_problem(first_line: bytes) -> str | None:
