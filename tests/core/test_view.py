@@ -117,3 +117,18 @@ def test_the_answer_shape_names_what_changed_and_nothing_else(tmp_path: Path) ->
     changes = compare_shapes(shape, answer_shape(call_view(live_answer(recorded, 429, headers, [changed]))))
     assert [(c.path, c.recorded, c.live) for c in changes][:1] == [("status", "200", "429")]
     assert any(c.path == "body.choices[*].message.content" and c.live == "null" for c in changes)
+
+
+def test_a_file_s_bodies_are_decoded_within_one_budget_in_all() -> None:
+    """Each body decodes within its own bound; a view of the file decodes at most its budget in all, the rest
+    shown as stored with the reason (a 4 MB file of 30 gzip bodies of 100 MB had a view hold 9 GB)."""
+    from vcr_transport._core.format._bodies import DecodeBudget, decoded_body
+
+    packed = gzip.compress(b"x" * 600)
+    headers = [("content-encoding", "gzip")]
+    budget = DecodeBudget(1000)
+    first, second = decoded_body([packed], headers, budget), decoded_body([packed], headers, budget)
+    assert first == (b"x" * 600, "") and budget.left == 400
+    assert second.data == packed and second.note == "gzip body decodes past 400 bytes: shown encoded, as stored"
+    assert decoded_body([b"plain"], [], budget) == (b"plain", "")  # nothing to decode: nothing spent
+    assert decoded_body([packed], headers) == (b"x" * 600, ""), "without a budget, each body's own bound"

@@ -160,7 +160,9 @@ def test_each_call_is_read_once_for_the_page_with_its_differences(monkeypatch: p
 
     readings: list[int] = []
     real = _view.decoded_body
-    monkeypatch.setattr(_view, "decoded_body", lambda chunks, headers: readings.append(1) or real(chunks, headers))
+    monkeypatch.setattr(
+        _view, "decoded_body", lambda chunks, headers, budget: readings.append(1) or real(chunks, headers, budget)
+    )
     reply = json.dumps({"choices": [{"message": {"content": "hi"}}]}).encode()
     before = Cassette("a.jsonl", {"format_version": 1}, [_call([("content-type", "application/json")], reply)] * 2)
     after = Cassette("b.jsonl", {"format_version": 1}, [_call([("content-type", "application/json")], reply)] * 3)

@@ -30,6 +30,7 @@ from typing import Any
 from .._config import ENVIRONMENT_VARIABLE, MODES, check_settings, find_pyproject, read_settings
 from .._core.engine._modes import check_mode
 from .._core.engine._options import Options
+from .._core.format._bodies import DecodeBudget
 from .._core.format._format import Cassette, RecordedCall
 from .._core.views._view import call_view
 from .._display import visible, visible_json
@@ -194,7 +195,8 @@ def _textconv(path: str, volatile: bool) -> int:
         start = file_start(path, _TEXTCONV_RAW)  # a regular file's start: never a device, a FIFO or a link
         if isinstance(start, bytes):
             sys.stdout.write(visible(start.decode("utf-8", "replace"), newlines=True))
-            print(f"\n(cut at {_TEXTCONV_RAW:,} bytes)" if len(start) == _TEXTCONV_RAW else "")
+            if len(start) == _TEXTCONV_RAW:
+                print(f"\n(cut at {_TEXTCONV_RAW:,} bytes)")
         return 0
     _print_lines(textconv_lines(cassette, volatile=volatile))
     return 0
@@ -290,7 +292,8 @@ def command_show(args: argparse.Namespace) -> int:
     if args.har is not None:
         return _har(args)
     cassette = read_cassette(args.cassette, lazy=True)  # chunks are read call by call as they are shown
-    views = (call_view(call) for call in _chosen_calls(cassette, args.call))  # one at a time: each holds a body
+    budget = DecodeBudget()  # the bodies decoded in all: a JSON document holds them all at once
+    views = (call_view(call, budget) for call in _chosen_calls(cassette, args.call))  # one at a time
     if args.json:
         _print_json(show_json(cassette, views), ensure_ascii=False)
     else:

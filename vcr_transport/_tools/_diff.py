@@ -39,6 +39,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from .._core.engine._matching import VOLATILE_HEADERS, RequestMatcher, is_volatile_response_header, iter_differences
+from .._core.format._bodies import DecodeBudget
 from .._core.format._format import Cassette, RecordedCall, decode_json, overlap_groups
 from .._core.views._conversation import Message, request_messages, request_model
 from .._core.views._review import PADDING_FIELDS, VOLATILE_FIELDS, change_kind, described_bytes
@@ -475,13 +476,19 @@ def compared_calls(a: Cassette, b: Cassette, *, volatile: bool = False) -> Itera
     once (``call_view``). ``volatile``: the volatile differences are given too (kind ``volatile``)."""
     everything = RequestMatcher(compare_headers=VOLATILE_HEADERS)
     matcher = RequestMatcher()
+    of_a, of_b = DecodeBudget(), DecodeBudget()  # each file's bodies, decoded in all
     for ia, ib in paired_calls(a.calls, b.calls):
         if ia is not None and ib is not None:
-            yield _compared(call_view(a.calls[ia]), call_view(b.calls[ib]), everything, matcher, volatile)
+            views = call_view(a.calls[ia], of_a), call_view(b.calls[ib], of_b)
+            yield _compared(*views, everything, matcher, volatile)
         elif ib is not None:
             call = b.calls[ib]
             yield ComparedCall(
-                None, ib, None, call_view(call), [Difference(None, ib, "call", MISSING, _described(call), "added")]
+                None,
+                ib,
+                None,
+                call_view(call, of_b),
+                [Difference(None, ib, "call", MISSING, _described(call), "added")],
             )
         elif ia is not None:
             call = a.calls[ia]

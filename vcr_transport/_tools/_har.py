@@ -26,6 +26,7 @@ from collections.abc import Iterable
 from typing import Any
 from urllib.parse import parse_qsl, urlsplit
 
+from .._core.format._bodies import DecodeBudget
 from .._core.format._format import Cassette, RecordedCall
 from .._core.views._review import Part
 from .._core.views._view import CallView, call_view
@@ -202,8 +203,8 @@ def _started(view: CallView, created: str, wait: float) -> str:
         return _EPOCH
 
 
-def _entry(call: RecordedCall, created: str) -> dict[str, Any]:
-    view = call_view(call)
+def _entry(call: RecordedCall, created: str, budget: DecodeBudget) -> dict[str, Any]:
+    view = call_view(call, budget)
     times = view.chunk_times
     wait = times[0] if times else 0.0
     receive = times[-1] - times[0] if times else 0.0
@@ -233,11 +234,12 @@ def har_log(cassette: Cassette, calls: Iterable[RecordedCall]) -> dict[str, Any]
     from .._version import __version__
 
     created = str(cassette.header.get("created") or "")
+    budget = DecodeBudget()  # the bodies of one document, decoded in all
     return {
         "log": {
             "version": HAR_VERSION,
             "creator": {"name": "vcr_transport", "version": __version__},
             "comment": f"from the cassette {cassette.path} (format v{cassette.header.get('format_version')})",
-            "entries": [_entry(call, created) for call in calls],
+            "entries": [_entry(call, created, budget) for call in calls],
         }
     }

@@ -26,6 +26,7 @@ import json
 from typing import Any
 from urllib.parse import urlsplit
 
+from .._core.format._bodies import DecodeBudget
 from .._core.format._format import Cassette
 from .._core.rules._redaction import PLACEHOLDER
 from .._core.views._conversation import Message, ToolCall, call_label
@@ -203,7 +204,8 @@ def html_page(cassette: Cassette, other: Cassette | None = None) -> str:
     shown = other if other is not None else cassette
     differences: list[list[Any]] | None = None
     if other is None:
-        calls = [call_data(call_view(call)) for call in cassette.calls]
+        budget = DecodeBudget()  # the file's bodies, decoded in all
+        calls = [call_data(call_view(call, budget)) for call in cassette.calls]
     else:
         calls, differences = [], []
         for compared in compared_calls(cassette, other):

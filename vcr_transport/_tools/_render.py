@@ -24,6 +24,7 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any, ParamSpec
 
 from .._core.engine._matching import RequestMatcher, is_volatile_response_header
+from .._core.format._bodies import DecodeBudget
 from .._core.format._format import FORMAT_VERSION, Cassette, decode_json
 from .._core.views._conversation import Message, ToolCall
 from .._core.views._review import Part, cut_long, described_bytes, quiet
@@ -372,9 +373,10 @@ def textconv_lines(cassette: Cassette, *, volatile: bool = False) -> Iterator[st
     yield f"cassette format v{cassette.header.get('format_version')}, {len(cassette.calls)} calls" + (
         " (recorded concurrently: listed by request)" if concurrent else ""
     )
+    budget = DecodeBudget()  # the file's bodies, decoded in all
     for call in reading_order(cassette):
         yield ""
-        yield from call_lines(call_view(call), volatile=volatile, label="call" if concurrent else None)
+        yield from call_lines(call_view(call, budget), volatile=volatile, label="call" if concurrent else None)
 
 
 # --- diff ----------------------------------------------------------------------------------------------

@@ -21,6 +21,7 @@ from ._format import MAX_LINE_BYTES, PLACEHOLDER
 __all__ = [
     "MAX_DECODED_BYTES",
     "MAX_RATIO",
+    "DecodeBudget",
     "DecodedBody",
     "DecodedTooLarge",
     "NO_REDACTION",
@@ -572,13 +573,30 @@ class DecodedBody(NamedTuple):
     note: str  # why ``data`` is the body as stored, still encoded ("gzip body decodes past N bytes: ..."); ""
 
 
-def decoded_body(chunks: Sequence[bytes], headers: Iterable[tuple[str, str]]) -> DecodedBody:
+class DecodeBudget:
+    """What a view decodes of one file's bodies in all (``MAX_DECODED_BYTES``): each body decoded spends its
+    decoded size, and one that would pass what is left is shown as stored. Each body's own bound holds too;
+    without this, a small file of many bodies that each decode within it (30 gzip bodies of 100 MB: 4 MB) had a
+    view hold them all (9 GB)."""
+
+    def __init__(self, total: int = MAX_DECODED_BYTES) -> None:
+        self.left = total
+
+
+def decoded_body(
+    chunks: Sequence[bytes], headers: Iterable[tuple[str, str]], budget: DecodeBudget | None = None
+) -> DecodedBody:
     """A response body with its content-encodings undone, for display and comparison; as it came when it
-    can't be decoded, and, with a note, when it decodes past ``MAX_DECODED_BYTES``."""
+    can't be decoded, and, with a note, when it decodes past ``MAX_DECODED_BYTES`` (or what ``budget`` has left)."""
     data = b"".join(chunks)
     encodings = content_encodings(headers)
+    if not encodings:
+        return DecodedBody(data, "")
+    left = MAX_DECODED_BYTES if budget is None else budget.left
     try:
-        decoded = decode_stacked(data, encodings) if encodings else data
+        decoded = decode_stacked(data, encodings, min(left, MAX_DECODED_BYTES, MAX_RATIO * max(len(data), 1)))
     except DecodedTooLarge as error:
         return DecodedBody(data, f"{error}: shown encoded, as stored")
+    if budget is not None and decoded is not None:
+        budget.left -= len(decoded)
     return DecodedBody(data if decoded is None else decoded, "")

@@ -14,7 +14,7 @@ import functools
 from dataclasses import dataclass
 from typing import Any, Final
 
-from ..format._bodies import content_type_of, decoded_body
+from ..format._bodies import DecodeBudget, content_type_of, decoded_body
 from ..format._format import RecordedCall, RecordedMessage, StoredBody, decode_json
 from ._conversation import (
     Message,
@@ -167,10 +167,11 @@ def _parsed(text: str) -> Any:
         return NOT_JSON
 
 
-def call_view(call: RecordedCall) -> CallView:
-    """``call`` as a reader sees it: its body decoded and read once, for every rendering."""
+def call_view(call: RecordedCall, budget: DecodeBudget | None = None) -> CallView:
+    """``call`` as a reader sees it: its body decoded and read once, for every rendering (within what ``budget``,
+    the file's, has left)."""
     content_type = content_type_of(call.response_headers)
-    body, note = decoded_body(call.events, call.response_headers)
+    body, note = decoded_body(call.events, call.response_headers, budget)
     try:
         text, binary = body.decode("utf-8"), bool(note)
     except UnicodeDecodeError:
