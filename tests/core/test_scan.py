@@ -188,3 +188,31 @@ def test_a_websocket_message_of_megabytes_holding_a_secret_is_scanned_in_a_few_t
     expected = [[1, 34, '{"value": "ek_abc123def4'], [2, 1_000_002, "x" * 24], [2, 14, "Kq7Wx2Lm9Pq3Zt"]]
     assert outcome["found"] == expected
     assert outcome["grown_kb"] < 40_000, outcome["grown_kb"]
+
+
+def test_a_file_s_compressed_bodies_are_searched_decoded_within_one_budget_in_all(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Each body decodes within its own bound; scan decodes a file's bodies within one budget in all, the rest
+    searched as stored and said (a 4 MB file of 30 gzip bodies of 100 MB: over a minute and gigabytes)."""
+    import base64
+    import gzip
+    import json
+
+    from vcr_transport._core.format import _bodies
+
+    packed = base64.b64encode(gzip.compress(b"x" * 600_000)).decode()
+    lines = [json.dumps({"type": "header", "format_version": 1})]
+    for index in range(4):
+        lines += [
+            json.dumps({"type": "request", "call_index": index, "method": "GET", "url": "https://a.test/",
+                        "headers": [], "body": None}),
+            json.dumps({"type": "response", "call_index": index, "status": 200, "http_version": "HTTP/1.1",
+                        "headers": [["content-encoding", "gzip"]]}),
+            json.dumps({"type": "event", "call_index": index, "event_index": 0, "t": 0, "base64": packed}),
+            json.dumps({"type": "call_end", "call_index": index, "event_count": 1, "outcome": "complete"}),
+        ]  # fmt: skip
+    unsearched: list[tuple[int, str, str]] = []
+    monkeypatch.setattr(_bodies, "MAX_DECODED_BYTES", 2_000_000)  # each body's bound and the file's: 3 bodies
+    assert list(scan_document(Redactor(), "\n".join(lines) + "\n", unsearched)) == []
+    assert unsearched and all("searched as stored, not decoded" in why for _, why, _ in unsearched)

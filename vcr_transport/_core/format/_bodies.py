@@ -579,8 +579,14 @@ class DecodeBudget:
     without this, a small file of many bodies that each decode within it (30 gzip bodies of 100 MB: 4 MB) had a
     view hold them all (9 GB)."""
 
-    def __init__(self, total: int = MAX_DECODED_BYTES) -> None:
-        self.left = total
+    def __init__(self, total: int | None = None) -> None:
+        self.left = MAX_DECODED_BYTES if total is None else total
+
+    def decode(self, data: bytes, encodings: Sequence[str]) -> bytes | None:
+        """``decode_stacked`` within the body's own bound and what is left, which it spends."""
+        decoded = decode_stacked(data, encodings, min(self.left, MAX_DECODED_BYTES, MAX_RATIO * max(len(data), 1)))
+        self.left -= len(decoded) if decoded is not None else 0
+        return decoded
 
 
 def decoded_body(
@@ -592,11 +598,8 @@ def decoded_body(
     encodings = content_encodings(headers)
     if not encodings:
         return DecodedBody(data, "")
-    left = MAX_DECODED_BYTES if budget is None else budget.left
     try:
-        decoded = decode_stacked(data, encodings, min(left, MAX_DECODED_BYTES, MAX_RATIO * max(len(data), 1)))
+        decoded = (budget or DecodeBudget()).decode(data, encodings)
     except DecodedTooLarge as error:
         return DecodedBody(data, f"{error}: shown encoded, as stored")
-    if budget is not None and decoded is not None:
-        budget.left -= len(decoded)
     return DecodedBody(data if decoded is None else decoded, "")

@@ -18,10 +18,10 @@ import ahocorasick_rs
 from ..._exceptions import RedactionLimitError
 from ..format._bodies import (
     NO_REDACTION,
+    DecodeBudget,
     DecodedTooLarge,
     body_headers,
     content_encodings,
-    decode_stacked,
     stored_body,
     stored_body_bytes,
 )
@@ -42,6 +42,7 @@ _LONGEST_LOOKED_FOR = 4096  # a longer secret is not looked for inside the other
 # (line number, why, fix) of each line not searched whole: a body too large to decode, searched as stored (the
 # caller's fix, ""), or where the redactor held all the secrets it remembers (RedactionLimitError's).
 Unsearched = list[tuple[int, str, str]]
+_Reading = tuple[Unsearched, DecodeBudget]  # a file's unsearched lines, and what its bodies may decode to in all
 
 
 def scan_text(redactor: Redactor, text: str, response: bool = False) -> list[str]:
@@ -114,9 +115,10 @@ class _Call:
 def scan_document(redactor: Redactor, text: str, unsearched: Unsearched | None = None) -> Iterator[tuple[int, str]]:
     """(line number, secret) for every secret in a file's text, once per line: in lines, cassette lines (headers,
     test ids, JSON, base64 payloads decoded), each call's stream reassembled and decoded, and PEM blocks. A body
-    decoding past ``MAX_DECODED_BYTES`` is searched as stored, and noted in ``unsearched``; so is the line where
+    decoding past ``MAX_DECODED_BYTES`` (or past what the file's bodies may decode to in all, ``DecodeBudget``) is
+    searched as stored, and noted in ``unsearched``; so is the line where
     the redactor would hold more secrets than it remembers (RedactionLimitError), the rest left unsearched."""
-    unsearched = [] if unsearched is None else unsearched
+    unsearched, budget = ([] if unsearched is None else unsearched), DecodeBudget()
     calls: defaultdict[Any, _Call] = defaultdict(_Call)
     pending_name, number = "", 0  # a secret name on the line before, its value on the following YAML items
     try:
@@ -124,9 +126,9 @@ def scan_document(redactor: Redactor, text: str, unsearched: Unsearched | None =
             item, pending_name = _yaml_item(redactor, line, pending_name)
             found = scan_text(redactor, line) + item
             if line.startswith("{"):
-                found += _scan_cassette_line(redactor, line, number, calls, unsearched)
+                found += _scan_cassette_line(redactor, line, number, calls, (unsearched, budget))
             yield from _report(number, found)
-        yield from _stream_secrets(redactor, calls, unsearched)
+        yield from _stream_secrets(redactor, calls, (unsearched, budget))
         yield from _pem_secrets(redactor, text)
     except RedactionLimitError as error:
         unsearched.append((number, f"{error}: the rest of the file was not searched", error.FIX))
@@ -189,7 +191,7 @@ def _unescaped(secret: str) -> str | None:
 
 
 def _scan_cassette_line(
-    redactor: Redactor, line: str, number: int, calls: defaultdict[Any, _Call], unsearched: Unsearched
+    redactor: Redactor, line: str, number: int, calls: defaultdict[Any, _Call], reading: _Reading
 ) -> list[str]:
     try:
         obj = json.loads(line)
@@ -202,8 +204,8 @@ def _scan_cassette_line(
     found += scan_name(redactor, obj["test"]) if isinstance(obj.get("test"), str) else []
     cleaned = redactor.redact_value(obj, response=response)
     found += [secret for before in _removed(obj, cleaned) for secret in _removed_secrets(redactor, before, response)]
-    found += _body_secrets(redactor, obj, pairs, number, unsearched)
-    for data in _payloads(obj, number, unsearched):
+    found += _body_secrets(redactor, obj, pairs, number, reading)
+    for data in _payloads(obj, number, reading):
         found += scan_text(redactor, data.decode("utf-8", "surrogateescape"), response)
     if obj.get("type") == "event" or (obj.get("type") == "message" and obj.get("from") == "server"):
         calls[obj.get("call_index")].add_event(obj, number)
@@ -246,7 +248,7 @@ def _header_secrets(
 
 
 def _body_secrets(
-    redactor: Redactor, obj: dict[str, Any], pairs: list[tuple[str, str]], number: int, unsearched: Unsearched
+    redactor: Redactor, obj: dict[str, Any], pairs: list[tuple[str, str]], number: int, reading: _Reading
 ) -> list[str]:
     """What recording would remove from a request's body: its bytes, decoded, stored again by the recorder's own
     ``stored_body`` (forms by their fields' names, multipart parts by theirs, JSON by its keys), with redaction
@@ -254,7 +256,7 @@ def _body_secrets(
     body = obj.get("body")
     if obj.get("type") != "request" or not isinstance(body, dict) or "json" in body:
         return []  # a JSON body as stored was read with the line (``redact_value``)
-    data = _body_bytes(body, pairs, number, unsearched)
+    data = _body_bytes(body, pairs, number, reading)
     if data is None:
         return []
     content_type = body_headers(pairs)[0]
@@ -263,9 +265,7 @@ def _body_secrets(
     return _secrets_in(redactor, text, redacted.decode("utf-8", "surrogateescape"), False)
 
 
-def _body_bytes(
-    body: dict[str, Any], pairs: list[tuple[str, str]], number: int, unsearched: Unsearched
-) -> bytes | None:
+def _body_bytes(body: dict[str, Any], pairs: list[tuple[str, str]], number: int, reading: _Reading) -> bytes | None:
     """The bytes a stored request body stands for, decoded by its content-encodings (gzip also unsaid); None
     when it is no body (its line's reading reports that) or doesn't decode."""
     try:
@@ -273,19 +273,21 @@ def _body_bytes(
     except (ValueError, TypeError, KeyError):
         return None
     encodings = content_encodings(pairs) or (["gzip"] if data.startswith(b"\x1f\x8b") else [])
-    return _decoded(data, encodings, number, unsearched) if encodings else data
+    return _decoded(data, encodings, number, reading) if encodings else data
 
 
-def _decoded(data: bytes, encodings: list[str], number: int, unsearched: Unsearched) -> bytes | None:
-    """``data`` decoded (None if it can't be), or as it is, noted in ``unsearched``, if it decodes too large."""
+def _decoded(data: bytes, encodings: list[str], number: int, reading: _Reading) -> bytes | None:
+    """``data`` decoded (None if it can't be), or as it is, noted as unsearched, if it decodes too large (past
+    its own bound, or past what the file's bodies may decode to in all)."""
+    unsearched, budget = reading
     try:
-        return decode_stacked(data, encodings)
+        return budget.decode(data, encodings)
     except DecodedTooLarge as error:
         unsearched.append((number, f"{error}: searched as stored, not decoded", ""))
         return data
 
 
-def _payloads(obj: dict[str, Any], number: int, unsearched: Unsearched) -> Iterator[bytes]:
+def _payloads(obj: dict[str, Any], number: int, reading: _Reading) -> Iterator[bytes]:
     """A line's own base64 payload decoded, and gunzipped when it is gzip."""
     encoded = obj.get("base64")
     if isinstance(encoded, str):
@@ -293,13 +295,13 @@ def _payloads(obj: dict[str, Any], number: int, unsearched: Unsearched) -> Itera
             data = base64.b64decode(encoded, validate=True)
         except ValueError:
             return
-        yield (_decoded(data, ["gzip"], number, unsearched) or data) if data.startswith(b"\x1f\x8b") else data
+        yield (_decoded(data, ["gzip"], number, reading) or data) if data.startswith(b"\x1f\x8b") else data
 
 
-def _stream_secrets(redactor: Redactor, calls: dict[Any, _Call], unsearched: Unsearched) -> Iterator[tuple[int, str]]:
+def _stream_secrets(redactor: Redactor, calls: dict[Any, _Call], reading: _Reading) -> Iterator[tuple[int, str]]:
     """The secrets in each call's stream, reassembled and decoded: by line, and in each delta channel's text."""
     for call in calls.values():
-        body = _decoded(bytes(call.payload), call.encodings, call.first_line, unsearched)
+        body = _decoded(bytes(call.payload), call.encodings, call.first_line, reading)
         if body is None or redact_body(body, redactor) == body:
             continue
         texts, tails = _channel_texts(body)
