@@ -330,6 +330,20 @@ def _coded(encoding: str, data: bytes, undo: bool = False) -> bytes:
 
 
 OPAQUE = "Zq8Rm3Tn6Wp1Ks4Lv7Hx2Cd5Fb9Gj0Ny"  # no shape: removed by its field's name only
+
+
+def _recorded(tmp_path: Path, method: str, url: str, **request: Any) -> Path:
+    """A cassette of one request, recorded through a transport answered with openai's real headers."""
+    from real_wire import real_headers
+
+    path = tmp_path / "c.jsonl"
+    answer = [*real_headers("openai"), ("content-type", "application/json")]
+    mock = httpx.MockTransport(lambda _: httpx.Response(200, json=ANSWER, headers=answer))
+    with httpx.Client(transport=vcr_transport.RecordingTransport(mock, path)) as client:
+        client.request(method, url, **request)
+    return path
+
+
 _FORM = "application/x-www-form-urlencoded"
 BODIES = {
     "deflate json": ({"content-type": "application/json", "content-encoding": "deflate"}, json.dumps({"note": KEY})),
@@ -350,16 +364,12 @@ def test_scan_flags_what_recording_removes_from_a_request_body_of_every_kind(tmp
     """Recording stores a request body by its type and encoding (decoded, redacted, encoded again; a form by its
     fields' names; multipart by its parts'): scan reads the body the same way, so a value put back is flagged.
     It read only gzip, and forms and multipart as free text."""
-    from real_wire import real_headers
-
     headers, text = BODIES[kind]
     secret = KEY if KEY in text else OPAQUE
     encoding = headers.get("content-encoding", "")
-    path = tmp_path / "c.jsonl"
-    answer = [*real_headers("openai"), ("content-type", "application/json")]
-    mock = httpx.MockTransport(lambda request: httpx.Response(200, json=ANSWER, headers=answer))
-    with httpx.Client(transport=vcr_transport.RecordingTransport(mock, path)) as client:
-        client.post("https://api.openai.com/v1/files", content=_coded(encoding, text.encode()), headers=headers)
+    path = _recorded(
+        tmp_path, "POST", "https://api.openai.com/v1/files", content=_coded(encoding, text.encode()), headers=headers
+    )
     lines = [json.loads(line) for line in path.read_text().splitlines()]
     body = lines[1]["body"]
     stored = _coded(encoding, base64.b64decode(body["base64"]), undo=True).decode() if encoding else body["text"]
@@ -385,13 +395,7 @@ QUERIES = {
 def test_a_secret_named_query_parameter_anywhere_in_the_url_loses_its_value(tmp_path: Path, where: str) -> None:
     """A parameter inside another's value (a redirect URL's, escaped or not) and a bracketed name (``a[b]``,
     ``a[]``, which forms already read) lose their values; scan flags them put back."""
-    from real_wire import real_headers
-
-    path = tmp_path / "c.jsonl"
-    answer = [*real_headers("openai"), ("content-type", "application/json")]
-    mock = httpx.MockTransport(lambda request: httpx.Response(200, json=ANSWER, headers=answer))
-    with httpx.Client(transport=vcr_transport.RecordingTransport(mock, path)) as client:
-        client.get("https://api.example.com" + QUERIES[where].format(OPAQUE))
+    path = _recorded(tmp_path, "GET", "https://api.example.com" + QUERIES[where].format(OPAQUE))
     written = path.read_text()
     assert OPAQUE not in written and "[secret removed]" in json.loads(written.splitlines()[1])["url"]
     path.write_text(written.replace("[secret removed]", OPAQUE))
