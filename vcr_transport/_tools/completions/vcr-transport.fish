@@ -101,7 +101,7 @@ complete -c vcr-transport -n '_shtab_vcr_transport_using prune' -l older-than -x
 complete -c vcr-transport -n '_shtab_vcr_transport_using prune' -l yes -d 'really delete (default: a dry run)'
 complete -c vcr-transport -n '_shtab_vcr_transport_using prune' -l force -d 'prune by the last run even when it was partial'
 complete -c vcr-transport -n '_shtab_vcr_transport_using prune' -l json -d 'machine-readable output (versioned shapes: docs/reference/cli-json.md)'
-complete -c vcr-transport -n '_shtab_vcr_transport_using; and test $_shtab_vcr_transport_npos -eq 0' -a import -d 'Convert vcrpy YAML cassettes (files, or folders searched recursively) to JSONL cassettes, redacting on the way. YAML that is no vcrpy cassette is skipped; a cassette that can'"'"'t be converted is refused with why, and the run goes on. Needs PyYAML.'
+complete -c vcr-transport -n '_shtab_vcr_transport_using; and test $_shtab_vcr_transport_npos -eq 0' -a import -d 'Convert vcrpy YAML cassettes (files, or folders searched recursively) to JSONL cassettes, redacting on the way. YAML that is no vcrpy cassette is skipped; a cassette that can'"'"'t be converted is refused with why, and the run goes on. A target that may not be written (two inputs for one, a link out of the project or to no cassette) stops the run before anything is written. Needs PyYAML.'
 complete -c vcr-transport -n '_shtab_vcr_transport_using import' -s h -l help -d 'show this help message and exit'
 complete -c vcr-transport -n '_shtab_vcr_transport_using import' -l out -x -d 'folder for the converted cassettes (default: beside each file)'
 complete -c vcr-transport -n '_shtab_vcr_transport_using import' -l json -d 'machine-readable output (versioned shapes: docs/reference/cli-json.md)'
