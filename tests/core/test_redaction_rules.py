@@ -403,6 +403,7 @@ def test_a_long_run_of_attribute_name_characters_is_read_in_linear_time() -> Non
     assert results == [tag.replace("hunter2pass", PLACEHOLDER)]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     "piece", ["<password><![CDATA[x", ",api_key='x", '(password="x', "'api_key'] = x", "?token=?a=b"]
 )
