@@ -6,6 +6,7 @@ part. Served at the vendor's own host with its real headers (cookies included)."
 from __future__ import annotations
 
 import asyncio
+import base64
 import json
 import tempfile
 from pathlib import Path
@@ -120,3 +121,37 @@ def test_parts_are_compared_without_the_boundary_by_name_filename_type_and_conte
     assert one != comparable_parts(body("aaaa", "speech.wav", b"\xff\x00"), "aaaa")
     assert one != comparable_parts(body("aaaa", "tmpab_cd123.wav", b"\xff\x01"), "aaaa")
     assert one != comparable_parts(body("aaaa", "tmpab_cd123.wav", b"\xff\x00", "audio/mpeg"), "aaaa")
+
+
+def test_a_compressed_multipart_upload_with_a_binary_part_records_and_scan_reads_it(tmp_path: Path) -> None:
+    """A gzip multipart body holding a binary file part: its recording failed (the stand-in that stores a body
+    unredacted, to tell whether redaction changed it, had no ``redact_binary``), and so did scan's reading."""
+    import gzip
+
+    from real_wire import real_headers
+
+    from vcr_transport._tools._cli import main as cli
+
+    key = "sk-proj-4fJ9kQ2mXv7LpR8sT1uW3yZ5aB6cD0eF9gH2iJ4kLm"
+    body = (
+        b'--xyz\r\nContent-Disposition: form-data; name="note"\r\n\r\nkey ' + key.encode() + b"\r\n"
+        b'--xyz\r\nContent-Disposition: form-data; name="file"; filename="a.bin"\r\n'
+        b"Content-Type: application/octet-stream\r\n\r\n\x89\xff\x00binary\r\n--xyz--\r\n"
+    )
+    headers = {"content-type": "multipart/form-data; boundary=xyz", "content-encoding": "gzip"}
+    answer = [*real_headers("openai"), ("content-type", "application/json")]
+    path = tmp_path / "upload.jsonl"
+    mock = httpx2.MockTransport(lambda _: httpx2.Response(200, json={"id": "file-1"}, headers=answer))
+    with httpx2.Client(transport=RecordingTransport(mock, path)) as client:
+        client.post("https://api.openai.com/v1/files", content=gzip.compress(body), headers=headers)
+    request = json.loads(path.read_text().splitlines()[1])
+    stored = gzip.decompress(base64.b64decode(request["body"]["base64"]))
+    assert key.encode() not in stored and b"key [secret removed]" in stored and b"\x89\xff\x00binary" in stored
+    with httpx2.Client(transport=ReplayTransport(path)) as client:
+        assert client.post("https://api.openai.com/v1/files", content=gzip.compress(body), headers=headers).json() == {
+            "id": "file-1"
+        }
+    request["body"]["base64"] = base64.b64encode(gzip.compress(body)).decode()  # the key put back
+    lines = path.read_text().splitlines()
+    path.write_text("\n".join([lines[0], json.dumps(request), *lines[2:]]) + "\n")
+    assert cli(["scan", str(path)]) == 1

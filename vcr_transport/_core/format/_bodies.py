@@ -225,11 +225,14 @@ class _NoRedaction:
     def redact_form(self, text: str) -> str:
         return text
 
-    def is_secret_name(self, name: str, *, query: bool = False) -> bool:
+    def redact_binary(self, data: bytes) -> bytes:
+        return data
+
+    def is_secret_name(self, name: str, *, query: bool = False, header: bool = False) -> bool:
         return False
 
 
-NO_REDACTION: Any = _NoRedaction()
+NO_REDACTION: Redactor = _NoRedaction()  # typed as the protocol: a method it lacked crashed a multipart body
 
 
 def stored_body_bytes(stored: StoredBody) -> bytes:
