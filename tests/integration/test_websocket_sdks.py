@@ -746,3 +746,44 @@ def test_a_key_spoken_in_text_deltas_is_removed_from_each_piece(tmp_path: Path, 
             line["text"] = json.dumps({**message, "delta": next(pieces)})
     planted.write_text("".join(json.dumps(line) + "\n" for line in lines))
     assert cli(["scan", str(planted)]) == 1
+
+
+def test_json_in_a_binary_frame_is_redacted_and_stays_binary(tmp_path: Path) -> None:
+    """Gemini Live's server sends its JSON messages in binary frames: they were kept as media, a key the model
+    wrote included. JSON in a binary frame is redacted as text JSON and written back binary; other bytes stay
+    byte for byte; replay gives the client bytes, as live."""
+    import threading
+
+    from websockets.sync.client import connect
+    from websockets.sync.server import serve
+
+    key = "sk-proj-4fJ9kQ2mXv7LpR8sT1uW3yZ5aB6cD0eF9gH2iJ4kLm"
+    spoken = json.dumps({"serverContent": {"modelTurn": {"parts": [{"text": f"your key is {key}"}]}}}).encode()
+    media = b"\x89PNG\r\n" + bytes(range(256))
+
+    def handler(ws: Any) -> None:
+        ws.recv(timeout=READ_TIMEOUT)
+        ws.send(spoken)
+        ws.send(media)
+
+    with serve(handler, "127.0.0.1", 0) as server:
+        threading.Thread(target=server.serve_forever, daemon=True).start()
+        url = f"ws://127.0.0.1:{server.socket.getsockname()[1]}/ws/live"
+        cassette = tmp_path / "live.jsonl"
+
+        def session() -> list[Any]:
+            with connect(url) as ws:
+                ws.send(json.dumps({"setup": {"model": "models/live"}}))
+                return [ws.recv(timeout=READ_TIMEOUT), ws.recv(timeout=READ_TIMEOUT)]
+
+        with vcr_transport.use_cassette(cassette, mode="record"):
+            assert session() == [spoken, media]
+        server.shutdown()
+    assert key not in cassette.read_text()
+    messages = [line for line in _lines(cassette) if line.get("from") == "server"]
+    assert all("base64" in message for message in messages), "binary frames stay binary"
+    kept = [base64.b64decode(message["base64"]) for message in messages]
+    assert json.loads(kept[0])["serverContent"]["modelTurn"]["parts"][0]["text"] == "your key is [secret removed]"
+    assert kept[1] == media
+    with vcr_transport.use_cassette(cassette, mode="replay"):
+        assert session() == kept

@@ -6,9 +6,9 @@ request is; its messages follow in the order the client sent or received them. T
 (``_websocket.py``) wrap the ``websockets`` connections and carry out what this module decides:
 
 - ``SessionRecording``: the lines of one session, redacted as HTTP calls are (the handshake's URL and
-  headers through the same redactor; a JSON message's values as a JSON body's). Media is never redacted: a
-  binary message, and in a JSON message every string of 64 or more base64 characters (openai's
-  ``audio``/``delta``, genai's ``realtimeInput.audio.data``), are kept byte for byte.
+  headers through the same redactor; a JSON message's values as a JSON body's, also JSON in a binary frame).
+  Media is never redacted: any other binary message, and in a JSON message every string of 64 or more base64
+  characters (openai's ``audio``/``delta``, genai's ``realtimeInput.audio.data``), are kept byte for byte.
 - ``MessageMatcher``: a client message as the fields matching compares, through the request matcher's
   body comparison (``ignore_fields``, the normalisers), so a JSON message differs by field path.
 - ``SessionPlayback``: replay's cursor. Each message the client sends is checked against the next recorded
@@ -96,9 +96,14 @@ def _unmasked(value: Any, media: Sequence[str]) -> Any:
 
 def stored_message(data: str | bytes, redactor: Redactor) -> str | bytes:
     """A message as recorded: as it came unless it holds a secret. A binary message is media, kept as it
-    came. Text that is JSON is redacted as a JSON body is, its media strings left as they are, and written
-    again compactly only when redaction changed something; other text is redacted as free text."""
-    if isinstance(data, bytes) or not redactor.could_redact(data):
+    came, but JSON sent in a binary frame (Gemini Live's server messages), redacted as text and kept binary.
+    Text that is JSON is redacted as a JSON body is, its media strings left as they are, and written again
+    compactly only when redaction changed something; other text is redacted as free text."""
+    if isinstance(data, bytes):
+        text = _binary_json(data)
+        kept = data if text is None else stored_message(text, redactor)
+        return data if kept is text or kept is data else str(kept).encode("utf-8")
+    if not redactor.could_redact(data):
         return data
     try:
         parsed = decode_json(data)
@@ -111,6 +116,16 @@ def stored_message(data: str | bytes, redactor: Redactor) -> str | bytes:
     if redacted == masked:
         return data
     return json.dumps(_unmasked(redacted, media), ensure_ascii=False, separators=(",", ":"))
+
+
+def _binary_json(data: bytes) -> str | None:
+    """The text of a binary message that is a JSON object or array in UTF-8, else None (media, other bytes)."""
+    if data.lstrip()[:1] not in (b"{", b"["):
+        return None
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError:
+        return None
 
 
 class SessionRecording:
