@@ -787,3 +787,47 @@ def test_json_in_a_binary_frame_is_redacted_and_stays_binary(tmp_path: Path) -> 
     assert kept[1] == media
     with vcr_transport.use_cassette(cassette, mode="replay"):
         assert session() == kept
+
+
+def test_a_key_spoken_in_gemini_live_pieces_is_removed_from_each(tmp_path: Path) -> None:
+    """Gemini Live streams a model turn's text in ``serverContent`` messages of a few characters, in binary
+    frames: a key spread over them is removed from each; scan flags the pieces put back."""
+    import threading
+
+    from websockets.sync.client import connect
+    from websockets.sync.server import serve
+
+    from vcr_transport._tools._cli import main as cli
+
+    text = f"Your key is {SPOKEN_KEY}."
+    pieces = [text[start : start + 5] for start in range(0, len(text), 5)]
+
+    def message(piece: str) -> bytes:
+        return json.dumps({"serverContent": {"modelTurn": {"parts": [{"text": piece}]}}}).encode()
+
+    def handler(ws: Any) -> None:
+        ws.recv(timeout=READ_TIMEOUT)
+        for piece in pieces:
+            ws.send(message(piece))
+        ws.send(json.dumps({"serverContent": {"turnComplete": True}}).encode())
+
+    with serve(handler, "127.0.0.1", 0) as server:
+        threading.Thread(target=server.serve_forever, daemon=True).start()
+        cassette = tmp_path / "live.jsonl"
+        with vcr_transport.use_cassette(cassette, mode="record"):
+            with connect(f"ws://127.0.0.1:{server.socket.getsockname()[1]}/ws/live") as ws:
+                ws.send(json.dumps({"clientContent": {"turns": [{"parts": [{"text": "my key?"}]}]}}))
+                got = [json.loads(ws.recv(timeout=READ_TIMEOUT)) for _ in range(len(pieces) + 1)]
+        server.shutdown()
+    assert "".join(m["serverContent"]["modelTurn"]["parts"][0]["text"] for m in got[:-1]) == text
+    lines = _lines(cassette)
+    kept = [json.loads(base64.b64decode(line["base64"])) for line in lines if line.get("from") == "server"]
+    joined = "".join(m["serverContent"]["modelTurn"]["parts"][0]["text"] for m in kept[:-1])
+    assert joined == "Your key is [secret removed]." and SPOKEN_KEY[20:28] not in cassette.read_text()
+    planted = tmp_path / "planted.jsonl"
+    server_lines = iter(pieces)
+    for line in lines:
+        if line.get("from") == "server" and "modelTurn" in base64.b64decode(line["base64"]).decode():
+            line["base64"] = base64.b64encode(message(next(server_lines))).decode()
+    planted.write_text("".join(json.dumps(line) + "\n" for line in lines))
+    assert cli(["scan", str(planted)]) == 1

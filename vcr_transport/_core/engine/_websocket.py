@@ -52,8 +52,9 @@ _MEDIA = re.compile(r"[A-Za-z0-9+/]{64,}={0,2}")
 _MASK = "\ue000vcr-media-%d\ue000"  # stands for a media string while the rest of a message is redacted
 
 Close = tuple[int | None, str, str | None]  # (code, reason, by "client" | "server" | None)
-# A server message that is a piece of a text (Realtime's ``response.output_text.delta``, transcripts', tool
-# arguments'): its ``type`` ends with ``.delta`` and is not audio's (base64, never redacted).
+# A server message that is a piece of a text: Realtime's whose ``type`` ends with ``.delta`` but audio's (base64,
+# never redacted: ``response.output_text.delta``, transcripts', tool arguments'), Gemini Live's ``serverContent``
+# with text (a model turn's parts, transcriptions; in a binary frame).
 _DELTA_TYPE = re.compile(r'"type"\s*:\s*"[^"\\]{0,80}?(?<!audio)\.delta"')
 _HELD_PIECES = 4096  # pieces held at most before they are written (searched together)
 _HELD_SIZE = 1 << 20  # characters held at most
@@ -61,7 +62,12 @@ _HELD_SIZE = 1 << 20  # characters held at most
 
 def _text_delta(data: str | bytes) -> bool:
     """Whether a message is a piece of a text (one JSON line: held pieces are read as NDJSON)."""
-    return isinstance(data, str) and '.delta"' in data and "\n" not in data and _DELTA_TYPE.search(data) is not None
+    text = data if isinstance(data, str) else _binary_json(data)
+    if text is None or "\n" in text:
+        return False
+    if '"serverContent"' in text:
+        return '"text"' in text
+    return '.delta"' in text and _DELTA_TYPE.search(text) is not None
 
 
 def handshake_headers(headers: Iterable[tuple[str, str]]) -> list[tuple[str, str]]:
@@ -118,6 +124,10 @@ def stored_message(data: str | bytes, redactor: Redactor) -> str | bytes:
     return json.dumps(_unmasked(redacted, media), ensure_ascii=False, separators=(",", ":"))
 
 
+def _utf8(data: str | bytes) -> bytes:
+    return data if isinstance(data, bytes) else data.encode("utf-8", "surrogatepass")
+
+
 def _binary_json(data: bytes) -> str | None:
     """The text of a binary message that is a JSON object or array in UTF-8, else None (media, other bytes)."""
     if data.lstrip()[:1] not in (b"{", b"["):
@@ -139,7 +149,7 @@ class SessionRecording:
         self.redactor = redactor
         self.started = started  # nanoseconds, on the clock of the messages' times
         self.count = 0  # messages recorded so far
-        self._held: list[tuple[str, int]] = []  # server pieces of text not written yet, with their times
+        self._held: list[tuple[str | bytes, int]] = []  # server pieces of text not written yet, with their times
         self._held_size = 0
 
     @property
@@ -164,7 +174,7 @@ class SessionRecording:
         if self.ended or self.call.book.broken:
             return []
         if side == "server" and _text_delta(data):
-            self._held.append((str(data), at))
+            self._held.append((data, at))
             self._held_size += len(data)
             return self._release() if len(self._held) >= _HELD_PIECES or self._held_size >= _HELD_SIZE else []
         return self._release() + [self._line(side, data, at)]
@@ -179,13 +189,14 @@ class SessionRecording:
         held, self._held, self._held_size = self._held, [], 0
         if not held:
             return []
-        pieces = [text.encode("utf-8", "surrogatepass") + b"\n" for text, _ in held]  # as NDJSON lines
+        pieces = [_utf8(data) + b"\n" for data, _ in held]  # as NDJSON lines
         body = b"".join(pieces)
         edits = delta_edits(body, self.redactor)
         if edits:
             pieces = split_edited(body, edits, list(map(len, pieces)))
-        texts = [piece[:-1].decode("utf-8", "surrogatepass") for piece in pieces]
-        return [self._line("server", text, at) for text, (_, at) in zip(texts, held, strict=True)]
+        kept = [piece[:-1] if isinstance(data, bytes) else piece[:-1].decode("utf-8", "surrogatepass")
+                for piece, (data, _) in zip(pieces, held, strict=True)]  # fmt: skip
+        return [self._line("server", data, at) for data, (_, at) in zip(kept, held, strict=True)]
 
     def end(self, outcome: str, close: Close | None = None, error: tuple[str, str] | None = None) -> list[bytes]:
         """The session's call_end: ``outcome`` complete (closed), closed_early (still open when the recording

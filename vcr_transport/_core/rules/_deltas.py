@@ -143,8 +143,18 @@ def _ollama(event: dict[str, Any]) -> Values:
             yield ("ollama", part is message, key), key, _get(part, key)
 
 
+def _gemini_live(event: dict[str, Any]) -> Values:
+    """Gemini Live's ``serverContent`` (WebSocket messages): the model turn's text parts, thoughts apart, then
+    the transcriptions."""
+    content = event.get("serverContent")
+    for part in _list(_get(content, "modelTurn"), "parts"):
+        yield ("gemini-live", bool(_get(part, "thought"))), "text", _get(part, "text")
+    for kind in ("inputTranscription", "outputTranscription"):
+        yield ("gemini-live", kind), "text", _get(content, kind, "text")
+
+
 _TYPED_SHAPES = (_anthropic, _responses, _cohere)  # events with a ``type``
-_UNTYPED_SHAPES = (_chat, _gemini, _ollama)
+_UNTYPED_SHAPES = (_chat, _gemini, _ollama, _gemini_live)
 
 
 def _delta_values(event: Any) -> Iterator[tuple[Hashable, str, str]]:

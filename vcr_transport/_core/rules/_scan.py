@@ -103,13 +103,13 @@ class _Call:
     def add_event(self, obj: dict[str, Any], number: int) -> None:
         """An event's chunk; a WebSocket server message's text as a line (its pieces of text read as NDJSON's)."""
         self.first_line = self.first_line or number
-        if obj.get("type") == "message" and isinstance(obj.get("text"), str):
-            self.payload += utf8(obj["text"].replace("\n", " ")) + b"\n"
-        elif isinstance(obj.get("text"), str):
-            self.payload += utf8(obj["text"])
+        data = b""
+        if isinstance(obj.get("text"), str):
+            data = utf8(obj["text"])
         elif isinstance(obj.get("base64"), str):
             with contextlib.suppress(ValueError):  # not base64
-                self.payload += base64.b64decode(obj["base64"])
+                data = base64.b64decode(obj["base64"])
+        self.payload += data.replace(b"\n", b" ") + b"\n" if obj.get("type") == "message" else data
 
 
 def scan_document(redactor: Redactor, text: str, unsearched: Unsearched | None = None) -> Iterator[tuple[int, str]]:
