@@ -441,3 +441,20 @@ def test_a_four_character_prefix_in_base64_prose_is_found_at_every_alignment(
     _ask(path, f"decode this: {encoded}")
     assert encoded not in path.read_text()
     assert _scan(_planted(tmp_path, f"decode this: {encoded}"))[0] == 1
+
+
+def test_a_sentence_under_a_secret_name_in_quoted_code_is_kept_and_not_learned(tmp_path: Path) -> None:
+    """An error message under a secret name (``{'token': 'Authentication required'}``) is a message: its first
+    word was taken for a secret, learned, and removed from the whole recording, the answer included."""
+    prompt = "Why a 401? return JsonResponse({'token': 'Authentication required'}, status=401)"
+    said = "Authentication middleware must run first. Check Authentication classes."
+    message = {"role": "assistant", "content": said}
+    answer = {**ANSWER, "choices": [{**ANSWER["choices"][0], "message": message}]}
+    path = tmp_path / "c.jsonl"
+    client = _openai(path, lambda request: httpx.Response(200, json=answer, headers=OPENAI_HEADERS))
+    reply = client.chat.completions.create(model="m", messages=[{"role": "user", "content": prompt}])
+    client.close()
+    written = path.read_text()
+    assert written.count("[secret removed]") == 1, "the authorization header's only"
+    assert written.count("Authentication") == 3
+    assert reply.choices[0].message.content == said

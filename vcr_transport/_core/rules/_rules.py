@@ -43,28 +43,30 @@ _USERINFO = lazy_pattern(
     r"(?P<userinfo>(?P<user>[^/\s@:\[\]\"'?#]*)(?::(?P<password>[^/\s@\"']*))?)@"
 )
 _SCHEMES = r"(?i:bearer|basic|token|digest|apikey|key)"  # ``Authorization: Bearer X``: X is the value
-# A ``name: value`` or ``NAME=value`` in free text: at a real or a JSON-escaped line start, after a quote (a quoted
-# name: YAML's ``'api_key': v``, a dict's ``{'api_key': v}``, ``os.environ["API_KEY"] = v``), a ``$`` (``$password =
-# "v"``) or a declaration (``const apiKey = "v"``). A JSON key (``"token": false``) is the JSON names rule's.
-_NAME_END = r"(?:\\?['`]\]?|(?:\\?\")?\])?[ \t]*[:=][ \t]*"  # a quote may be JSON-escaped: ``\"``
+# A ``name: value`` or ``NAME=value`` line in free text (a real or a JSON-escaped line start, a quote); its value may
+# open with a quote, also a JSON-escaped one (``\"``).
 _OPENING = r"(?:\\?[\"'])?"
 _ASSIGNMENT = lazy_pattern(
-    r"(?:(?<![^\n\r\"'`$])|(?<=\\n)|(?<=\\r)|(?<=\\t))[ \t]*(?:(?:export|const|let|var)[ \t]+|-[ \t]+)?"
-    r"(?P<name>[A-Za-z_][A-Za-z0-9_.\-]{1,63})" + _NAME_END + _OPENING + r"(?:" + _SCHEMES + r"[ \t]+)?"
+    r"(?:(?<![^\n\r\"'`])|(?<=\\n)|(?<=\\r)|(?<=\\t))[ \t]*(?:export[ \t]+|-[ \t]+)?"
+    r"(?P<name>[A-Za-z_][A-Za-z0-9_.\-]{1,63})[ \t]*[:=][ \t]*" + _OPENING + r"(?:" + _SCHEMES + r"[ \t]+)?"
     r"(?P<value>(?!\[secret removed\]|" + _SCHEMES + r"[ \t])[^\s\"'`\\,;]{4,})"
 )
-# A keyword argument given a string (``Mistral(api_key="v")``, ``f(a, password='v')``); not a type annotation.
-_KEYWORD_VALUE = r"[ \t]*=[ \t]*\\?(?P<q>[\"'])(?P<value>(?!\[secret removed\])[^\"'\\\n]{4,})\\?(?P=q)"
-_KEYWORD = lazy_pattern(r"(?<=[(,])[ \t]*(?P<name>[A-Za-z_][A-Za-z0-9_]{1,63})" + _KEYWORD_VALUE)
+# Code quoted in a prompt: a name given a string literal (of no white space, closed by its quote: a sentence under
+# a secret name, ``{'token': 'Authentication required'}``, is a message, not a secret). The name quoted (a dict's
+# ``'api_key': 'v'``, ``os.environ["API_KEY"] = "v"``), declared (``const apiKey = "v"``, ``$password = 'v'``) or
+# a keyword argument (``Mistral(api_key="v")``). Not a type annotation (``token: string``), nor an expression.
+_LITERAL = r"[ \t]*\\?(?P<q>[\"'])(?P<value>(?!\[secret removed\])[^\s\"'`\\,;]{4,})\\?(?P=q)"
+_CODE = lazy_pattern(
+    r"(?:(?P<quoted>(?<=['`\"]))|(?<![\w$])(?:(?:const|let|var)[ \t]+|\$)|(?<=[(,])[ \t]*)"
+    r"(?P<name>[A-Za-z_][A-Za-z0-9_.\-]{1,63})"
+    r"(?(quoted)(?:['`]\]?|\\?\"\]|\\?'\]?)[ \t]*[:=]|[ \t]*=)" + _LITERAL
+)
 # What follows a name's word up to the end of its run of name characters, then an assignment's tail: every word
 # that ends in one run is followed by the same tail, which is read once a run (reading it from each word is quadratic).
 _NAME_RUN_TAIL = lazy_pattern(
-    rb"[a-z0-9_.\-]*+(?P<tail>"
-    + _NAME_END.encode()
+    rb"[a-z0-9_.\-]*+(?P<tail>(?:\\?['`]\]?|(?:\\?\")?\])?[ \t]*[:=][ \t]*"
     + _OPENING.encode()
-    + rb"[^\s\"'`\\,;]{4,}|"
-    + _KEYWORD_VALUE.replace("(?P=q)", "").encode()
-    + rb")?"
+    + rb"[^\s\"'`\\,;]{4,})?"
 )
 _ENV_NAME = lazy_pattern(r"[A-Z][A-Z0-9_]*")
 _URL = lazy_pattern(_SCHEME + r"\b[A-Za-z][A-Za-z0-9+.-]*+://[^\s\"'<>\\]+")
@@ -74,8 +76,8 @@ _XML_ELEMENT = lazy_pattern(
     r"<(?P<tag>(?:[A-Za-z_][\w.-]*:)?(?P<name>[A-Za-z_][\w.-]*))(?:\s[^<>]*)?>(?P<value>[^<]*)</(?P=tag)\s*>"
 )
 _XML_CDATA = lazy_pattern(
-    r"<(?P<tag>(?:[A-Za-z_][\w.-]*:)?(?P<name>[A-Za-z_][\w.-]*))(?:\s[^<>]*)?><!\[CDATA\["
-    r"(?P<value>[^\]<]*+(?:\](?!\]>)[^\]<]*+)*+)\]\]></(?P=tag)\s*>"  # no ``<``: each start reads to the next
+    r"<(?P<tag>(?:[A-Za-z_][\w.-]*:)?(?P<name>[A-Za-z_][\w.-]*))(?:\s[^<>]*)?>\s*+<!\[CDATA\["
+    r"(?P<value>[^\]<]*+(?:\](?!\]>)[^\]<]*+)*+)\]\]>\s*+</(?P=tag)\s*>"  # no ``<``: each start reads to the next
 )
 _XML_TAG = lazy_pattern(r"<[A-Za-z_][\w:.-]*\s[^<>]*>")
 # An attribute's name starts at the first ASCII letter or ``_`` of its run of name characters, and the run is read
@@ -199,12 +201,11 @@ def _assignments_may_apply(scan: Scan, names: Names) -> bool:
 
 
 def _redact_assignments(text: str, ctx: Context) -> str:
-    text = _redact_named_values(text, ctx)
-    return _redact_keywords(text, ctx) if "=" in text else text
+    return _redact_code(_redact_named_values(text, ctx), ctx)
 
 
 _redact_named_values = _substituting(_ASSIGNMENT, "value", _named_secrets)
-_redact_keywords = _substituting(_KEYWORD, "value", _named_secrets)
+_redact_code = _substituting(_CODE, "value", _named_secrets)
 
 
 def _query_may_apply(scan: Scan, names: Names) -> bool:
