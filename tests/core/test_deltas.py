@@ -120,3 +120,5 @@ def test_cut_tails_are_the_key_characters_after_a_piece_that_ends_with_the_place
     text = "".join(values)
     assert [text[start:end] for start, end in cut_tails(values)] == ["Ab3_dE-f9gH2.iJ4"]  # a dot only inside
     assert cut_tails(["a ", PLACEHOLDER + "b", "cd"]) == []  # the placeholder doesn't end its piece
+    for words in (["shown as ", PLACEHOLDER, "-style text"], ["Replace ", PLACEHOLDER, "_HERE with yours"]):
+        assert cut_tails(words) == [], "a model that wrote the placeholder itself: its text goes on"

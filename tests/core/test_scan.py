@@ -216,3 +216,20 @@ def test_a_file_s_compressed_bodies_are_searched_decoded_within_one_budget_in_al
     monkeypatch.setattr(_bodies, "MAX_DECODED_BYTES", 2_000_000)  # each body's bound and the file's: 3 bodies
     assert list(scan_document(Redactor(), "\n".join(lines) + "\n", unsearched)) == []
     assert unsearched and all("searched as stored, not decoded" in why for _, why, _ in unsearched)
+
+
+@pytest.mark.parametrize("index", [[1], {"a": 1}, "1", None])
+def test_a_line_whose_call_index_is_no_number_is_searched_as_a_line(index: object) -> None:
+    """An event, message or response line whose ``call_index`` is a list or an object (a hostile file) raised
+    ``TypeError: unhashable type`` from scan; its text is searched as a line's, and it joins no call's stream."""
+    import json
+
+    key = "sk-proj-4fJ9kQ2mXv7LpR8sT1uW3yZ5aB6cD0eF9gH2iJ4kLm"
+    lines = [
+        {"type": "header", "format_version": 1},
+        {"type": "response", "call_index": index, "status": 200, "headers": [["a", "b"]]},
+        {"type": "message", "call_index": index, "message_index": 0, "t": 0, "from": "server", "text": "hi " + key},
+        {"type": "event", "call_index": index, "event_index": 0, "t": 0, "text": "hi"},
+    ]
+    found = list(scan_document(Redactor(), "".join(json.dumps(line) + "\n" for line in lines)))
+    assert [secret for _, secret in found] == [key]

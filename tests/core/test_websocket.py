@@ -255,3 +255,22 @@ def test_server_pieces_of_text_are_held_and_lose_their_parts_of_a_secret_in_orde
     texts = [json.loads(message["text"]) for message in messages]
     assert "".join(t["delta"] for t in texts if t["type"].endswith("text.delta")) == f"key {PLACEHOLDER} done"
     assert texts[len(pieces) + 1]["delta"] == AUDIO and [m["t"] for m in messages][-2:] == [0.003, 0.004]
+
+
+def test_a_transcript_s_pieces_between_audio_pieces_lose_their_parts_of_a_secret() -> None:
+    """Realtime interleaves ``response.output_audio_transcript.delta`` with ``response.output_audio.delta``: the
+    audio between the pieces is held with them (it released them, and each piece was redacted alone)."""
+    pieces = [KEY[start : start + 5] for start in range(0, len(KEY), 5)]
+    recording = SessionRecording(CallBook(), Redactor(), 0)
+    recording.handshake("wss://api.example/v1/realtime", [])
+    recording.accepted(101, [])
+    lines: list[bytes] = []
+    for number, piece in enumerate(pieces):
+        lines += recording.message("server", _delta("response.output_audio_transcript.delta", piece), number)
+        lines += recording.message("server", _delta("response.output_audio.delta", AUDIO), number)
+    lines += recording.message("server", json.dumps({"type": "response.done"}), len(pieces))
+    texts = [json.loads(json.loads(line)["text"]) for line in lines if b'"message"' in line]
+    transcript = "".join(t["delta"] for t in texts if t["type"].endswith("transcript.delta"))
+    assert transcript == PLACEHOLDER and [t["delta"] for t in texts if t["type"].endswith("audio.delta")] == [
+        AUDIO
+    ] * len(pieces)

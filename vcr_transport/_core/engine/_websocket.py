@@ -57,17 +57,18 @@ Close = tuple[int | None, str, str | None]  # (code, reason, by "client" | "serv
 # with text (a model turn's parts, transcriptions; in a binary frame).
 _DELTA_TYPE = re.compile(r'"type"\s*:\s*"[^"\\]{0,80}?(?<!audio)\.delta"')
 _HELD_PIECES = 4096  # pieces held at most before they are written (searched together)
-_HELD_SIZE = 1 << 20  # characters held at most
+_HELD_SIZE = 4 << 20  # characters held at most (audio's pieces count)
 
 
-def _text_delta(data: str | bytes) -> bool:
-    """Whether a message is a piece of a text (one JSON line: held pieces are read as NDJSON)."""
+def _piece(data: str | bytes, text_only: bool) -> bool:
+    """Whether a message is a piece of a stream (a delta, a ``serverContent``; with ``text_only``, of a text: one
+    JSON line, as held pieces are read as NDJSON)."""
     text = data if isinstance(data, str) else _binary_json(data)
     if text is None or "\n" in text:
         return False
     if '"serverContent"' in text:
-        return '"text"' in text
-    return '.delta"' in text and _DELTA_TYPE.search(text) is not None
+        return '"text"' in text or not text_only
+    return '.delta"' in text and (_DELTA_TYPE.search(text) is not None or not text_only)
 
 
 def handshake_headers(headers: Iterable[tuple[str, str]]) -> list[tuple[str, str]]:
@@ -169,11 +170,12 @@ class SessionRecording:
 
     def message(self, side: str, data: str | bytes, at: int) -> list[bytes]:
         """A message sent (``side`` "client") or received ("server") at ``at`` nanoseconds. A server's piece of
-        text (``_text_delta``) is held with the others that follow it, until another message comes (or the
-        session ends, or ``_HELD_PIECES``), so that a secret spread over pieces is removed from each."""
+        text (``_piece``) is held with the pieces that follow it (audio's too, which come between a transcript's),
+        until another message comes (or the session ends, or ``_HELD_PIECES``/``_HELD_SIZE``), so that a secret
+        spread over them is removed from each."""
         if self.ended or self.call.book.broken:
             return []
-        if side == "server" and _text_delta(data):
+        if side == "server" and _piece(data, text_only=not self._held):  # audio between text pieces: held too
             self._held.append((data, at))
             self._held_size += len(data)
             return self._release() if len(self._held) >= _HELD_PIECES or self._held_size >= _HELD_SIZE else []

@@ -14,6 +14,7 @@ import msgspec
 
 from ..format._format import PLACEHOLDER, decode_json, encode_string
 from ..format._sse import data_of, decode_events
+from ._catalogue import looks_like_credential
 from ._redaction import Redactor
 
 __all__ = [
@@ -95,8 +96,8 @@ def _anthropic(event: dict[str, Any]) -> Values:
 
 
 def _responses(event: dict[str, Any]) -> Values:
-    """The Responses API's ``*.delta`` events."""
-    if (kind := event["type"]).endswith(".delta"):
+    """The Responses API's ``*.delta`` events (Realtime's too), but audio's (base64 media)."""
+    if (kind := event["type"]).endswith(".delta") and not kind.endswith("audio.delta"):
         where = (event.get("item_id"), event.get("output_index"), event.get("content_index"))
         yield ("responses", kind, *where), "delta", event.get("delta")
 
@@ -322,12 +323,13 @@ def _redacted(values: Sequence[str], redactor: Redactor) -> str:
 def cut_tails(values: Sequence[str]) -> list[tuple[int, int]]:
     """Where, in a channel's pieces joined, the rest of a secret is that the redaction of their lines cut at a
     piece's end: a piece that ends with the placeholder left the key characters that the pieces after it start
-    with (the first part of a key was a key's shape on its own, the rest alone is none)."""
+    with (the first part of a key was a key's shape on its own, the rest alone is none), when they look like a
+    key's: eight or more, letters and digits (a model that wrote the placeholder itself goes on with text)."""
     text, cuts, start = "".join(values), [], 0
     for value in values[:-1]:
         start += len(value)
         tail = _TAIL.match(text, start) if value.endswith(PLACEHOLDER) else None
-        if tail is not None:
+        if tail is not None and looks_like_credential(tail[0], 8):  # a key's rest: not ``-style``, ``_HERE``
             cuts.append(tail.span())
     return cuts
 

@@ -207,9 +207,16 @@ def _scan_cassette_line(
     found += _body_secrets(redactor, obj, pairs, number, reading)
     for data in _payloads(obj, number, reading):
         found += scan_text(redactor, data.decode("utf-8", "surrogateescape"), response)
-    if obj.get("type") == "event" or (obj.get("type") == "message" and obj.get("from") == "server"):
-        calls[obj.get("call_index")].add_event(obj, number)
+    streamed = obj.get("type") == "event" or (obj.get("type") == "message" and obj.get("from") == "server")
+    if streamed and _call_index(obj) is not None:
+        calls[_call_index(obj)].add_event(obj, number)
     return found
+
+
+def _call_index(obj: dict[str, Any]) -> int | None:
+    """A line's call index, when it is one (a hostile line's may be a list: its text was searched as a line's)."""
+    index = obj.get("call_index")
+    return index if isinstance(index, int) else None
 
 
 def _removed_secrets(redactor: Redactor, before: Any, response: bool) -> list[str]:
@@ -241,8 +248,8 @@ def _header_secrets(
         return [], []
     pairs = [(str(name), str(value)) for name, value in headers]
     found = [v for (_, v), (_, r) in zip(pairs, redactor.redact_headers(pairs), strict=True) if v != r]
-    if obj.get("type") == "response":
-        calls[obj.get("call_index")].encodings = content_encodings(pairs)
+    if obj.get("type") == "response" and _call_index(obj) is not None:
+        calls[_call_index(obj)].encodings = content_encodings(pairs)
     del obj["headers"]
     return found, pairs
 
