@@ -207,10 +207,15 @@ def _scan_cassette_line(
     found += _body_secrets(redactor, obj, pairs, number, reading)
     for data in _payloads(obj, number, reading):
         found += scan_text(redactor, data.decode("utf-8", "surrogateescape"), response)
+    _join_stream(calls, obj, number)
+    return found
+
+
+def _join_stream(calls: defaultdict[Any, _Call], obj: dict[str, Any], number: int) -> None:
+    """An event's chunk, or a WebSocket server message, to its call's stream (read whole at the end)."""
     streamed = obj.get("type") == "event" or (obj.get("type") == "message" and obj.get("from") == "server")
     if streamed and _call_index(obj) is not None:
         calls[_call_index(obj)].add_event(obj, number)
-    return found
 
 
 def _call_index(obj: dict[str, Any]) -> int | None:
