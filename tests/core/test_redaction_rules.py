@@ -87,6 +87,10 @@ SAMPLES: dict[str, tuple[list[str], list[str]]] = {
         [f"openai-insecure-api-key.{KEY}", f"prod-{GITHUB}", f"config/keys/{AWS}"],
         [f"{KEY}", "prod-ghp_x"],
     ),
+    "flags": (
+        ["curl --api-key 3fA9kQ2mXv7LpR8sT1uW3yZ5aB6cD0eF https://a", "cohere --api-key=ab12cd34ef56gh78ij90kl12"],
+        ["run --password-file /etc/pw.txt", "mycli --token-limit 4096", "use --api-key $COHERE_API_KEY"],
+    ),
     "slack webhooks": (
         [f"post to {SLACK_WEBHOOK}", SLACK_WEBHOOK.replace("services", "workflows")],
         ["https://hooks.slack.com/services/T0123ABCD/B0456EFGH/[secret removed]", "https://slack.com/services/x"],

@@ -411,6 +411,7 @@ NAMED_IN_CODE = {
     "a declaration": 'const apiKey = "{}";',
     "a sigil": "$password = '{}'",
     "XML CDATA": "<creds><password><![CDATA[{}]]></password></creds>",
+    "a command-line flag": "$ cohere chat --api-key {} --model command-r",
 }
 
 

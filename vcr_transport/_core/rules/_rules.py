@@ -61,6 +61,12 @@ _CODE = lazy_pattern(
     r"(?P<name>[A-Za-z_][A-Za-z0-9_.\-]{1,63})"
     r"(?(quoted)(?:['`]\]?|\\?\"\]|\\?'\]?)[ \t]*[:=]|[ \t]*=)" + _LITERAL
 )
+# A command-line flag given a key (``--api-key 3fA9...``, ``-p=...``): a credential-looking value only, so that
+# ``--password-file path`` and ``--token-limit 4096`` stay.
+_FLAG = lazy_pattern(
+    r"(?<![\w-])--?(?P<name>[A-Za-z][A-Za-z0-9_-]{1,63})(?:=|[ \t]+)\\?[\"']?(?P<value>[A-Za-z0-9._~+/=-]{16,256})"
+    r"(?![A-Za-z0-9._~+/=-])"
+)
 # What follows a name's word up to the end of its run of name characters, then an assignment's tail: every word
 # that ends in one run is followed by the same tail, which is read once a run (reading it from each word is quadratic).
 _NAME_RUN_TAIL = lazy_pattern(
@@ -204,6 +210,11 @@ def _redact_assignments(text: str, ctx: Context) -> str:
     return _redact_code(_redact_named_values(text, ctx), ctx)
 
 
+def _flag_secrets(match: re.Match[str], ctx: Context) -> list[str]:
+    value = match["value"]
+    return [value] if looks_like_credential(value) and ctx.names.is_secret(match["name"], 1) else []
+
+
 _redact_named_values = _substituting(_ASSIGNMENT, "value", _named_secrets)
 _redact_code = _substituting(_CODE, "value", _named_secrets)
 
@@ -332,6 +343,13 @@ RULES: tuple[Rule, ...] = (
     Rule("userinfo", b"@", False, lambda scan, _: b"@" in scan.data and b"://" in scan.data, _redact_userinfo),
     Rule("url paths", b"/", True, _url_paths_may_apply, _redact_url_paths),
     Rule("glued shapes", b".-/", True, lambda scan, _: scan.glued(), _redact_glued),
+    Rule(
+        "flags",
+        b"-",
+        True,
+        lambda scan, _: bool(scan.words) and b"-" in scan.data,
+        _substituting(_FLAG, "value", _flag_secrets),
+    ),
     Rule("slack webhooks", b"/", True, lambda scan, _: bool(scan.hits) and scan.hooked(), _redact_slack_webhooks),
     Rule("encoded", b"", True, lambda scan, _: bool(scan.hits) and scan.encoded(), _redact_encoded),
     Rule("shapes", b"", True, _shapes_may_apply, lambda text, ctx: redact_shapes(text, None, ctx.found)),
