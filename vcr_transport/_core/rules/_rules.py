@@ -67,6 +67,8 @@ _FLAG = lazy_pattern(
     r"(?<![\w-])--?(?P<name>[A-Za-z][A-Za-z0-9_-]{1,63})(?:=|[ \t]+)\\?[\"']?(?P<value>[A-Za-z0-9._~+/=-]{16,256})"
     r"(?![A-Za-z0-9._~+/=-])"
 )
+# What the probe asks, in the lower case: a pattern starting with its literal ``-`` is searched fast (one a body).
+_FLAG_BYTES = lazy_pattern(rb"-[a-z][a-z0-9_-]{1,63}(?:=|[ \t]+)\\?[\"']?[a-z0-9._~+/=-]{16}")
 # What follows a name's word up to the end of its run of name characters, then an assignment's tail: every word
 # that ends in one run is followed by the same tail, which is read once a run (reading it from each word is quadratic).
 _NAME_RUN_TAIL = lazy_pattern(
@@ -210,6 +212,10 @@ def _redact_assignments(text: str, ctx: Context) -> str:
     return _redact_code(_redact_named_values(text, ctx), ctx)
 
 
+def _flags_may_apply(scan: Scan, names: Names) -> bool:
+    return bool(scan.words) and b"-" in scan.data and _FLAG_BYTES.search(scan.data) is not None
+
+
 def _flag_secrets(match: re.Match[str], ctx: Context) -> list[str]:
     value = match["value"]
     return [value] if looks_like_credential(value) and ctx.names.is_secret(match["name"], 1) else []
@@ -343,13 +349,7 @@ RULES: tuple[Rule, ...] = (
     Rule("userinfo", b"@", False, lambda scan, _: b"@" in scan.data and b"://" in scan.data, _redact_userinfo),
     Rule("url paths", b"/", True, _url_paths_may_apply, _redact_url_paths),
     Rule("glued shapes", b".-/", True, lambda scan, _: scan.glued(), _redact_glued),
-    Rule(
-        "flags",
-        b"-",
-        True,
-        lambda scan, _: bool(scan.words) and b"-" in scan.data,
-        _substituting(_FLAG, "value", _flag_secrets),
-    ),
+    Rule("flags", b"-", True, _flags_may_apply, _substituting(_FLAG, "value", _flag_secrets)),
     Rule("slack webhooks", b"/", True, lambda scan, _: bool(scan.hits) and scan.hooked(), _redact_slack_webhooks),
     Rule("encoded", b"", True, lambda scan, _: bool(scan.hits) and scan.encoded(), _redact_encoded),
     Rule("shapes", b"", True, _shapes_may_apply, lambda text, ctx: redact_shapes(text, None, ctx.found)),
