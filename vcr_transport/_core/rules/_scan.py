@@ -202,9 +202,9 @@ def _scan_cassette_line(
     response = obj.get("type") in ("response", "event")
     found, pairs = _header_secrets(redactor, obj, calls)
     found += scan_name(redactor, obj["test"]) if isinstance(obj.get("test"), str) else []
+    found += _body_secrets(redactor, obj, pairs, number, reading)  # takes a body it reads out of the line
     cleaned = redactor.redact_value(obj, response=response)
     found += [secret for before in _removed(obj, cleaned) for secret in _removed_secrets(redactor, before, response)]
-    found += _body_secrets(redactor, obj, pairs, number, reading)
     for data in _payloads(obj, number, reading):
         found += scan_text(redactor, data.decode("utf-8", "surrogateescape"), response)
     _join_stream(calls, obj, number)
@@ -214,8 +214,8 @@ def _scan_cassette_line(
 def _join_stream(calls: defaultdict[Any, _Call], obj: dict[str, Any], number: int) -> None:
     """An event's chunk, or a WebSocket server message, to its call's stream (read whole at the end)."""
     streamed = obj.get("type") == "event" or (obj.get("type") == "message" and obj.get("from") == "server")
-    if streamed and _call_index(obj) is not None:
-        calls[_call_index(obj)].add_event(obj, number)
+    if streamed and (index := _call_index(obj)) is not None:
+        calls[index].add_event(obj, number)
 
 
 def _call_index(obj: dict[str, Any]) -> int | None:
@@ -253,8 +253,8 @@ def _header_secrets(
         return [], []
     pairs = [(str(name), str(value)) for name, value in headers]
     found = [v for (_, v), (_, r) in zip(pairs, redactor.redact_headers(pairs), strict=True) if v != r]
-    if obj.get("type") == "response" and _call_index(obj) is not None:
-        calls[_call_index(obj)].encodings = content_encodings(pairs)
+    if obj.get("type") == "response" and (index := _call_index(obj)) is not None:
+        calls[index].encodings = content_encodings(pairs)
     del obj["headers"]
     return found, pairs
 
@@ -271,6 +271,7 @@ def _body_secrets(
     data = _body_bytes(body, pairs, number, reading)
     if data is None:
         return []
+    del obj["body"]  # read here, as recording stores it: not again with the line's other values
     content_type = body_headers(pairs)[0]
     plain, redacted = (stored_body_bytes(stored_body(data, content_type, r)) for r in (NO_REDACTION, redactor))
     text = plain.decode("utf-8", "surrogateescape")
