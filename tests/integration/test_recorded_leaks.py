@@ -452,10 +452,14 @@ def test_a_sentence_under_a_secret_name_in_quoted_code_is_kept_and_not_learned(t
     message = {"role": "assistant", "content": said}
     answer = {**ANSWER, "choices": [{**ANSWER["choices"][0], "message": message}]}
     path = tmp_path / "c.jsonl"
-    client = _openai(path, lambda request: httpx.Response(200, json=answer, headers=OPENAI_HEADERS))
+    from real_wire import real_headers
+
+    headers = [*real_headers("openai"), ("content-type", "application/json")]
+    client = _openai(path, lambda request: httpx.Response(200, json=answer, headers=headers))
     reply = client.chat.completions.create(model="m", messages=[{"role": "user", "content": prompt}])
     client.close()
     written = path.read_text()
-    assert written.count("[secret removed]") == 1, "the authorization header's only"
-    assert written.count("Authentication") == 3
+    lines = [json.loads(line) for line in written.splitlines()]
+    asked, said_back = lines[1]["body"]["json"]["messages"][0]["content"], lines[3]["text"]
+    assert asked == prompt and "[secret removed]" not in said_back and written.count("Authentication") == 3
     assert reply.choices[0].message.content == said
